@@ -1,0 +1,105 @@
+//! Command-line parsing and dispatch. Each noun lives in its own file and
+//! exposes a clap `Commands` enum (flattened into the top level) and `run`.
+//! Library errors are mapped to the exit codes of SPEC §3 here, nowhere else.
+
+mod agent;
+mod job;
+mod registry;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// drover: a supervisor for AI coding agents in terminal panes.
+#[derive(Debug, Parser)]
+#[command(name = "drover", version, about, propagate_version = true)]
+pub struct Cli {
+    /// State dir (default: `<git toplevel>/.drover`, else `$XDG_STATE_HOME/drover`).
+    #[arg(long, global = true, env = "DROVER_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// More logging (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Do not start the supervisor when none is running.
+    #[arg(long, global = true)]
+    pub no_autostart: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    #[command(flatten)]
+    Registry(registry::Commands),
+    #[command(flatten)]
+    Job(job::Commands),
+    #[command(flatten)]
+    Agent(agent::Commands),
+}
+
+/// What every command may need: where the state is, and how to reach the supervisor.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub state_dir_arg: Option<PathBuf>,
+    pub verbose: u8,
+    pub autostart: bool,
+}
+
+impl Ctx {
+    /// The resolved (and created) state dir.
+    pub fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        drover::paths::resolve_state_dir(self.state_dir_arg.as_deref())
+            .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
+    }
+}
+
+/// An error that carries its exit code. The message is printed as one line.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: u8,
+    pub msg: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// Build an error that exits with `code` after printing `msg` on stderr.
+pub fn fail(code: u8, msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Exit {
+        code,
+        msg: msg.into(),
+    })
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ctx = Ctx {
+        state_dir_arg: cli.state_dir.clone(),
+        verbose: cli.verbose,
+        autostart: !cli.no_autostart,
+    };
+    let result = match cli.command {
+        Command::Registry(c) => registry::run(c, &ctx),
+        Command::Job(c) => job::run(c, &ctx),
+        Command::Agent(c) => agent::run(c, &ctx),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let code = e
+                .downcast_ref::<Exit>()
+                .map(|x| x.code)
+                .unwrap_or(drover::exit::ERROR);
+            let msg = format!("{e:#}");
+            if !msg.is_empty() {
+                eprintln!("drover: {}", msg.replace('\n', " "));
+            }
+            ExitCode::from(code)
+        }
+    }
+}

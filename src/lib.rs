@@ -1,0 +1,37 @@
+//! drover: a supervisor for AI coding agents that work in terminal panes.
+//!
+//! # Theory of operation
+//!
+//! Data flows one way, from bytes to a decision:
+//!
+//! ```text
+//! agent TUI ⇄ PTY ─bytes→ screen ─text+signals→ classifier ─observation→ watch hub
+//!                                                   barriers, evidence ←──┘
+//!            evidence → policy::decide (pure) → engine (the only writer of job status)
+//! ```
+//!
+//! - [`pane`] owns terminals: a PTY per pane, one reader thread each that feeds
+//!   the [`screen`] model directly (no copy through a channel), answers terminal
+//!   queries while nobody is attached, and wakes watchers when a burst ends.
+//! - [`daemon`] is the supervisor (`drover serve`): a Unix socket speaking the
+//!   framed protocol of `docs/protocol.md`, holding every pane for its life.
+//! - [`agent`] turns a screen into an observation (rules as data) and delivers
+//!   prompts; [`watch`] answers barriers from observation changes, never by polling.
+//! - [`registry`], [`engine`] and [`gate`] keep the crash-safe state on disk, all
+//!   through [`store`] (atomic writes, locks beside documents, torn-tail-safe JSONL).
+//! - [`policy`] decides, purely, whether an attempt is finished.
+//!
+//! A module lower in the chain never imports one higher up.
+
+pub mod agent;
+pub mod daemon;
+pub mod engine;
+pub mod exit;
+pub mod gate;
+pub mod pane;
+pub mod paths;
+pub mod policy;
+pub mod registry;
+pub mod screen;
+pub mod store;
+pub mod watch;

@@ -1,0 +1,145 @@
+//! Where drover keeps its state and its socket (SPEC §2 "State dir and socket").
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Errors resolving the state dir or the socket path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    #[error("cannot create {path}: {source}")]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "no state dir: set DROVER_STATE_DIR, run inside a git checkout, or set XDG_STATE_HOME/HOME"
+    )]
+    NoStateDir,
+    #[error("{path} is not private (mode {mode:o}); drover needs it to be 0700 and owned by you")]
+    NotPrivate { path: PathBuf, mode: u32 },
+}
+
+/// The top of the git checkout containing `dir`, if any.
+pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--show-toplevel"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(out.stdout).ok()?;
+    let s = s.trim_end_matches('\n');
+    (!s.is_empty()).then(|| PathBuf::from(s))
+}
+
+/// Resolve the state dir: explicit value (e.g. `--state-dir` or
+/// `$DROVER_STATE_DIR`; a relative value is resolved against the control root),
+/// else `<git toplevel>/.drover`, else `$XDG_STATE_HOME/drover`
+/// (`~/.local/state/drover`). The directory is created.
+pub fn resolve_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let root = git_toplevel(&cwd);
+    let dir = match explicit {
+        Some(p) if p.is_absolute() => p.to_path_buf(),
+        Some(p) => root.clone().unwrap_or(cwd).join(p),
+        None => match root {
+            Some(r) => r.join(".drover"),
+            None => xdg_state_home()?.join("drover"),
+        },
+    };
+    std::fs::create_dir_all(&dir).map_err(|source| PathError::Create {
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(std::fs::canonicalize(&dir).unwrap_or(dir))
+}
+
+fn xdg_state_home() -> Result<PathBuf, PathError> {
+    if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|x| !x.is_empty()) {
+        return Ok(PathBuf::from(x));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or(PathError::NoStateDir)?;
+    Ok(PathBuf::from(home).join(".local/state"))
+}
+
+/// FNV-1a, 64 bit: a stable hash for naming sockets after state dirs.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The private directory holding sockets: `$XDG_RUNTIME_DIR/drover` or
+/// `/tmp/drover-<uid>`, created 0700 and checked to be ours and private.
+pub fn socket_dir() -> Result<PathBuf, PathError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let uid = nix::unistd::getuid().as_raw();
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
+        Some(x) => PathBuf::from(x).join("drover"),
+        None => PathBuf::from(format!("/tmp/drover-{uid}")),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => return Err(PathError::Create { path: dir, source }),
+    }
+    let md = std::fs::symlink_metadata(&dir).map_err(|source| PathError::Create {
+        path: dir.clone(),
+        source,
+    })?;
+    let mode = md.permissions().mode() & 0o777;
+    if !md.is_dir() || md.uid() != uid || mode & 0o077 != 0 {
+        return Err(PathError::NotPrivate { path: dir, mode });
+    }
+    Ok(dir)
+}
+
+/// The supervisor's socket for a state dir: named after a hash of its path.
+pub fn socket_path(state_dir: &Path) -> Result<PathBuf, PathError> {
+    let h = fnv1a64(state_dir.as_os_str().as_encoded_bytes());
+    Ok(socket_dir()?.join(format!("{h:016x}.sock")))
+}
+
+/// RFC 3339 UTC timestamp with millisecond precision, e.g. `2026-11-30T01:00:00.123Z`.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_state_dir_is_resolved_and_created() {
+        let d = tempfile::tempdir().unwrap();
+        let abs = d.path().join("st");
+        let got = resolve_state_dir(Some(&abs)).unwrap();
+        assert!(got.is_dir());
+        assert!(got.ends_with("st"));
+    }
+
+    #[test]
+    fn socket_names_differ_per_state_dir() {
+        assert_ne!(fnv1a64(b"/a"), fnv1a64(b"/b"));
+        assert_eq!(fnv1a64(b"/a"), fnv1a64(b"/a"));
+    }
+}

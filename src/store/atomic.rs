@@ -1,0 +1,114 @@
+use super::StoreError;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+/// Atomically replace `path` with `bytes`: temp file in the same dir, fsync,
+/// rename, fsync the directory.
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).map_err(|e| StoreError::io("create dir", dir, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "doc".into());
+    let tmp = dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| StoreError::io("create", &tmp, e))?;
+        f.write_all(bytes)
+            .map_err(|e| StoreError::io("write", &tmp, e))?;
+        f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;
+        drop(f);
+        fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Serialise `value` as pretty JSON (with a final newline) and write it atomically.
+pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+) -> Result<(), StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StoreError::Serialize {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    write_bytes_atomic(path, &bytes)
+}
+
+/// Read a JSON document; `Ok(None)` when it does not exist, `Corrupt` when it
+/// does not parse.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io("read", path, e)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            line: Some(e.line()),
+            message: e.to_string(),
+        })
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    let d = File::open(dir).map_err(|e| StoreError::io("open dir", dir, e))?;
+    d.sync_all()
+        .map_err(|e| StoreError::io("fsync dir", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_no_temp_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("doc.json");
+        write_json_atomic(&p, &serde_json::json!({"a": 1})).unwrap();
+        write_json_atomic(&p, &serde_json::json!({"a": 2})).unwrap();
+        let v: serde_json::Value = read_json(&p).unwrap().unwrap();
+        assert_eq!(v["a"], 2);
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "temp files must not remain");
+    }
+
+    #[test]
+    fn corrupt_file_is_reported_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.json");
+        fs::write(&p, b"{\"a\": ").unwrap();
+        let err = read_json::<serde_json::Value>(&p).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }));
+        assert!(err.to_string().contains("bad.json"));
+        assert_eq!(fs::read(&p).unwrap(), b"{\"a\": ", "never reset");
+    }
+
+    #[test]
+    fn missing_file_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            read_json::<serde_json::Value>(&dir.path().join("x.json"))
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -3,8 +3,12 @@
 //! Library errors are mapped to the exit codes of SPEC §3 here, nowhere else.
 
 mod agent;
+mod attach;
 mod job;
+mod pane;
 mod registry;
+mod serve;
+mod wait;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -29,6 +33,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the supervisor (foreground; `--daemon` to detach).
+    Serve(serve::ServeArgs),
+    /// Stop the supervisor and every pane it owns.
+    KillServer,
+    /// Panes: create, list, read, send, keys, resize, kill, respawn.
+    Pane {
+        #[command(subcommand)]
+        cmd: pane::PaneCmd,
+    },
+    /// Attach this terminal to a pane (detach with Ctrl-\\).
+    Attach(attach::AttachArgs),
+    /// Wait until panes reach one of the given states.
+    Wait(wait::WaitArgs),
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -51,6 +68,36 @@ impl Ctx {
         drover::paths::resolve_state_dir(self.state_dir_arg.as_deref())
             .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
+}
+
+impl Ctx {
+    /// The supervisor's socket for this state dir.
+    pub fn socket(&self, state_dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+        drover::paths::socket_path(state_dir).map_err(|e| fail(drover::exit::ERROR, e.to_string()))
+    }
+
+    /// A connection to the supervisor, starting it unless `--no-autostart`.
+    pub fn client(&self) -> anyhow::Result<drover::daemon::Client> {
+        let state_dir = self.state_dir()?;
+        let socket = self.socket(&state_dir)?;
+        let exe = if self.autostart {
+            Some(std::env::current_exe().map_err(|e| {
+                fail(
+                    drover::exit::ERROR,
+                    format!("cannot find the drover binary: {e}"),
+                )
+            })?)
+        } else {
+            None
+        };
+        drover::daemon::Client::connect_or_start(&state_dir, &socket, exe.as_deref())
+            .map_err(client_err)
+    }
+}
+
+/// Map a client error to its exit code.
+pub fn client_err(e: drover::daemon::ClientError) -> anyhow::Error {
+    fail(e.exit_code(), e.to_string())
 }
 
 /// An error that carries its exit code. The message is printed as one line.
@@ -84,6 +131,11 @@ pub fn main() -> ExitCode {
         autostart: !cli.no_autostart,
     };
     let result = match cli.command {
+        Command::Serve(a) => serve::run(a, &ctx),
+        Command::KillServer => serve::kill_server(&ctx),
+        Command::Pane { cmd } => pane::run(cmd, &ctx),
+        Command::Attach(a) => attach::run(a, &ctx),
+        Command::Wait(a) => wait::run(a, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

@@ -1,1 +1,14 @@
-//! Placeholder: filled in by its issue.
+//! The supervisor (`drover serve`): owns every pane for its life, speaks the
+//! framed protocol on a private Unix socket, answers barriers from
+//! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
+
+pub mod client;
+mod hub;
+mod observe;
+pub mod protocol;
+mod server;
+mod server_attach;
+
+pub use client::{Client, ClientError};
+pub use hub::Snapshot;
+pub use server::{ServeError, ServeOptions, serve};

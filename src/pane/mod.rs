@@ -1,1 +1,81 @@
-//! Placeholder: filled in by its issue.
+//! Panes: one terminal with one process tree each. `native` is a PTY drover
+//! owns; the spec, its validation and the key table are backend-neutral.
+//!
+//! Nothing above this module knows how a pane is hosted. A pane reports output
+//! and exit through [`PaneEvents`] so the layers above (classifier, barriers)
+//! are driven by events, never by polling.
+
+mod keys;
+mod native;
+mod spec;
+
+pub use keys::{KeyError, key_bytes};
+pub use native::{AttachHandle, AttachMsg, ExitInfo, NativePane, PaneInfo, ScreenMeta};
+pub use spec::{
+    DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, find_executable, parse_size, validate_env_name,
+    validate_pane_name,
+};
+
+use std::path::PathBuf;
+
+/// SIGTERM → SIGKILL grace when a pane is killed.
+pub const KILL_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Callbacks from a pane's reader and waiter threads. Called without any
+/// pane lock held; implementations must not block.
+pub trait PaneEvents: Send + Sync {
+    /// New output was parsed into the screen.
+    fn output(&self);
+    /// The pane's process exited and its output was drained.
+    fn exited(&self);
+}
+
+/// Errors of pane operations; each says what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PaneError {
+    #[error("invalid pane name {0:?}: use 1-64 of A-Z a-z 0-9 . _ -")]
+    InvalidName(String),
+    #[error("invalid env name {0:?}: use [A-Za-z_][A-Za-z0-9_]*")]
+    InvalidEnvName(String),
+    #[error("env {0} has a NUL byte in its value")]
+    InvalidEnvValue(String),
+    #[error("invalid size {0:?}: use COLSxROWS, e.g. 120x40")]
+    InvalidSize(String),
+    #[error(
+        "size {cols}x{rows} is too small for an agent pane: use at least 80x24 (footers are read there)"
+    )]
+    TooSmallForAgent { cols: u16, rows: u16 },
+    #[error("no command given: pass it after --, e.g. `-- bash`")]
+    NoCommand,
+    #[error("command not found: {0}")]
+    CommandNotFound(String),
+    #[error("cwd {} does not exist or is not a directory", .0.display())]
+    MissingCwd(PathBuf),
+    #[error("cannot start {command}: {message}")]
+    Spawn { command: String, message: String },
+    #[error(
+        "env {name} did not reach the child process (checked /proc/<pid>/environ); pane not created"
+    )]
+    EnvMismatch { name: String },
+    #[error("pane {0} has exited; respawn it first")]
+    Exited(String),
+    #[error("pty I/O on pane {pane}: {source}")]
+    Io {
+        pane: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Key(#[from] KeyError),
+}
+
+impl PaneError {
+    /// Bad input from the caller (exit 2) rather than a runtime failure.
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            PaneError::Spawn { .. } | PaneError::Io { .. } | PaneError::Exited(_)
+        )
+    }
+}

@@ -1,0 +1,221 @@
+//! `drover attach`: this terminal becomes the pane's terminal until detach.
+//!
+//! The terminal is put in raw mode and restored on every way out: detach,
+//! pane exit, being kicked by another attach, SIGTERM/SIGHUP, and panic.
+
+use super::{Ctx, client_err, fail};
+use drover::daemon::protocol::{FrameKind, read_frame, write_frame};
+use drover::exit;
+use nix::sys::termios::{self, SetArg, Termios};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex, OnceLock};
+
+#[derive(Debug, clap::Args)]
+pub struct AttachArgs {
+    /// The pane to attach to.
+    pub name: String,
+    /// The key that detaches (a control key such as C-\ or C-b).
+    #[arg(long, default_value = "C-\\")]
+    pub detach_key: String,
+}
+
+/// Modes a pane may have left on; switched off when we give the terminal back.
+const RESET_TERMINAL: &[u8] =
+    b"\x1b[0m\x1b[?25h\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1049l\r\n";
+
+static SAVED: OnceLock<Mutex<Option<Termios>>> = OnceLock::new();
+
+fn restore_terminal() {
+    if let Some(m) = SAVED.get()
+        && let Ok(mut saved) = m.lock()
+        && let Some(t) = saved.take()
+    {
+        let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &t);
+        let mut out = std::io::stdout();
+        let _ = out.write_all(RESET_TERMINAL);
+        let _ = out.flush();
+    }
+}
+
+struct RawGuard;
+
+impl RawGuard {
+    fn enter() -> Option<RawGuard> {
+        let stdin = std::io::stdin();
+        let orig = termios::tcgetattr(stdin.as_fd()).ok()?;
+        let mut raw = orig.clone();
+        termios::cfmakeraw(&mut raw);
+        SAVED.get_or_init(|| Mutex::new(None));
+        if let Some(m) = SAVED.get()
+            && let Ok(mut s) = m.lock()
+        {
+            *s = Some(orig);
+        }
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            prev(info);
+        }));
+        termios::tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &raw).ok()?;
+        Some(RawGuard)
+    }
+}
+
+impl Drop for RawGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+nix::ioctl_read_bad!(tiocgwinsz, nix::libc::TIOCGWINSZ, nix::libc::winsize);
+
+fn terminal_size() -> Option<(u16, u16)> {
+    let mut ws = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct we own.
+    let r = unsafe { tiocgwinsz(nix::libc::STDOUT_FILENO, &mut ws) };
+    (r.is_ok() && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+}
+
+fn send(w: &Arc<Mutex<UnixStream>>, kind: FrameKind, payload: &[u8]) -> bool {
+    match w.lock() {
+        Ok(mut s) => write_frame(&mut *s, kind, payload).is_ok(),
+        Err(_) => false,
+    }
+}
+
+pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let detach_byte = match drover::pane::key_bytes(&a.detach_key, false) {
+        Ok(b) if b.len() == 1 => b[0],
+        _ => {
+            return Err(fail(
+                exit::USAGE,
+                format!(
+                    "--detach-key {:?}: use one control key such as C-\\ or C-b",
+                    a.detach_key
+                ),
+            ));
+        }
+    };
+    let mut client = ctx.client()?;
+    let mut args = json!({"pane": a.name});
+    if let Some((cols, rows)) = terminal_size() {
+        args["cols"] = json!(cols);
+        args["rows"] = json!(rows);
+    }
+    client.call("attach", args).map_err(client_err)?;
+    let stream = client.into_stream();
+    let writer = Arc::new(Mutex::new(stream.try_clone()?));
+    let mut reader = stream;
+
+    let guard = RawGuard::enter();
+
+    // Input: stdin → pane, until the detach key.
+    let w = writer.clone();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
+                    return;
+                }
+                Ok(n) => n,
+            };
+            let chunk = &buf[..n];
+            if let Some(i) = chunk.iter().position(|b| *b == detach_byte) {
+                if i > 0 {
+                    send(&w, FrameKind::Input, &chunk[..i]);
+                }
+                send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
+                return;
+            }
+            if !send(&w, FrameKind::Input, chunk) {
+                return;
+            }
+        }
+    });
+
+    // Signals: resize on SIGWINCH; give the terminal back on SIGTERM/SIGHUP.
+    let w = writer.clone();
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGWINCH,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ]) {
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                if sig == signal_hook::consts::SIGWINCH {
+                    if let Some((cols, rows)) = terminal_size() {
+                        let msg = json!({"op": "resize", "cols": cols, "rows": rows}).to_string();
+                        send(&w, FrameKind::Json, msg.as_bytes());
+                    }
+                } else {
+                    send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
+                    restore_terminal();
+                    std::process::exit(0);
+                }
+            }
+        });
+    }
+
+    // Output: pane → stdout, until an event ends the session.
+    let mut out = std::io::stdout().lock();
+    let (code, message) = loop {
+        match read_frame(&mut reader) {
+            Ok(Some(f)) if f.kind == FrameKind::Output => {
+                if out
+                    .write_all(&f.payload)
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    break (
+                        exit::ERROR,
+                        "[detached: cannot write to the terminal]".to_string(),
+                    );
+                }
+            }
+            Ok(Some(f)) if f.kind == FrameKind::Json => {
+                let v: Value = serde_json::from_slice(&f.payload).unwrap_or(Value::Null);
+                match v["event"].as_str() {
+                    Some("detached") => break (exit::OK, format!("[detached from {}]", a.name)),
+                    Some("kicked") => {
+                        break (
+                            exit::OK,
+                            format!("[detached from {}: another client attached]", a.name),
+                        );
+                    }
+                    Some("exited") => {
+                        let code = &v["exit"]["code"];
+                        let how = if code.is_null() {
+                            format!("signal {}", v["exit"]["signal"].as_str().unwrap_or("?"))
+                        } else {
+                            format!("code {code}")
+                        };
+                        break (exit::OK, format!("[pane {} exited ({how})]", a.name));
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => {
+                break (
+                    exit::TRANSPORT,
+                    "[detached: the supervisor closed the connection]".to_string(),
+                );
+            }
+        }
+    };
+    drop(out);
+    drop(guard);
+    eprintln!("{message}");
+    Ok(code)
+}

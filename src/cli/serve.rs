@@ -1,0 +1,95 @@
+//! `drover serve` and `drover kill-server`.
+
+use super::{Ctx, client_err, fail};
+use drover::daemon::{Client, ServeError, ServeOptions, serve};
+use drover::exit;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Detach: start the supervisor in the background and return once it answers.
+    #[arg(long)]
+    pub daemon: bool,
+}
+
+pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let state_dir = ctx.state_dir()?;
+    let socket = ctx.socket(&state_dir)?;
+    if args.daemon {
+        if let Ok(mut c) = Client::connect(&socket) {
+            let pid = c
+                .call("ping", serde_json::json!({}))
+                .ok()
+                .and_then(|v| v["pid"].as_u64());
+            return Err(fail(
+                exit::ERROR,
+                format!(
+                    "a supervisor is already running for {}{}; stop it with `drover kill-server`",
+                    state_dir.display(),
+                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                ),
+            ));
+        }
+        let exe = std::env::current_exe()?;
+        drover::daemon::client::start_daemon(&exe, &state_dir).map_err(client_err)?;
+        let mut c =
+            drover::daemon::client::wait_for_socket(&socket, drover::daemon::client::START_TIMEOUT)
+                .map_err(client_err)?;
+        let pong = c.call("ping", serde_json::json!({})).map_err(client_err)?;
+        println!(
+            "supervisor running (pid {}) for {}",
+            pong["pid"],
+            state_dir.display()
+        );
+        return Ok(exit::OK);
+    }
+    let log_filter = match ctx.verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let opts = ServeOptions {
+        state_dir,
+        socket,
+        log_filter: format!("drover={log_filter},{log_filter}"),
+    };
+    match serve(opts) {
+        Ok(()) => Ok(exit::OK),
+        Err(e @ ServeError::AlreadyRunning { .. }) => Err(fail(exit::ERROR, e.to_string())),
+        Err(e) => Err(fail(exit::ERROR, e.to_string())),
+    }
+}
+
+/// How long `kill-server` waits for the supervisor to finish stopping panes.
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub fn kill_server(ctx: &Ctx) -> anyhow::Result<u8> {
+    let state_dir = ctx.state_dir()?;
+    let socket = ctx.socket(&state_dir)?;
+    let mut c = match Client::connect(&socket) {
+        Ok(c) => c,
+        Err(_) => {
+            eprintln!("no supervisor running for {}", state_dir.display());
+            return Ok(exit::OK);
+        }
+    };
+    c.call("shutdown", serde_json::json!({}))
+        .map_err(client_err)?;
+    // Stopped when the lock it holds for its life is free again.
+    let lock = state_dir.join("supervisor.lock");
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    loop {
+        match drover::store::LockGuard::try_exclusive(&lock) {
+            Ok(Some(_)) => return Ok(exit::OK),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                return Err(fail(
+                    exit::TRANSPORT,
+                    "the supervisor did not stop within 15 s",
+                ));
+            }
+            Err(e) => return Err(fail(exit::ERROR, e.to_string())),
+        }
+    }
+}

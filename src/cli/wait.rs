@@ -1,0 +1,75 @@
+//! `drover wait`: a barrier over panes' agent states.
+
+use super::{Ctx, client_err, fail};
+use drover::exit;
+use serde_json::{Value, json};
+
+#[derive(Debug, clap::Args)]
+pub struct WaitArgs {
+    /// Panes to wait on.
+    #[arg(required = true)]
+    pub panes: Vec<String>,
+    /// States to wait for, comma-separated (e.g. idle,done or blocked:permission).
+    #[arg(long, required = true, value_delimiter = ',')]
+    pub until: Vec<String>,
+    /// Give up after this many milliseconds (exit 4, empty stdout).
+    #[arg(long, default_value_t = 60_000)]
+    pub timeout_ms: u64,
+    /// Every pane must match (the default).
+    #[arg(long, conflicts_with = "any")]
+    pub all: bool,
+    /// One matching pane is enough.
+    #[arg(long)]
+    pub any: bool,
+    /// Print one JSON array instead of one JSON snapshot per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let mut c = ctx.client()?;
+    let v = c
+        .call(
+            "wait",
+            json!({
+                "panes": a.panes,
+                "until": a.until,
+                "timeout_ms": a.timeout_ms,
+                "mode": if a.any { "any" } else { "all" },
+            }),
+        )
+        .map_err(client_err)?;
+    let snaps = v["snapshots"].as_array().cloned().unwrap_or_default();
+    if v["timed_out"].as_bool() == Some(true) {
+        let states: Vec<String> = snaps.iter().map(describe).collect();
+        return Err(fail(
+            exit::TIMEOUT,
+            format!(
+                "timed out after {} ms waiting for {}; last states: {}",
+                a.timeout_ms,
+                a.until.join(","),
+                states.join(", ")
+            ),
+        ));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&snaps)?);
+    } else {
+        for s in &snaps {
+            println!("{}", serde_json::to_string(s)?);
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn describe(s: &Value) -> String {
+    let mut out = format!(
+        "{}={}",
+        s["pane"].as_str().unwrap_or("?"),
+        s["state"].as_str().unwrap_or("?")
+    );
+    if let Some(k) = s["kind"].as_str() {
+        out.push_str(&format!("{{{k}}}"));
+    }
+    out
+}

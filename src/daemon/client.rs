@@ -1,0 +1,177 @@
+//! A blocking client of the supervisor, used by the CLI and by tests.
+
+use super::protocol::{
+    ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, read_frame, write_frame,
+};
+use serde_json::Value;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long an auto-started supervisor has to start answering.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors talking to the supervisor.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    #[error("supervisor unreachable at {}: {source}; start it with `drover serve --daemon`", socket.display())]
+    Unreachable {
+        socket: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not start the supervisor: {0}")]
+    StartFailed(String),
+    #[error("{message}")]
+    Remote { code: ErrorCode, message: String },
+    #[error("supervisor connection: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The CLI exit code (SPEC §3).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ClientError::Remote { code, .. } => code.exit_code(),
+            ClientError::StartFailed(_) => crate::exit::ERROR,
+            ClientError::Unreachable { .. } | ClientError::Protocol(_) => crate::exit::TRANSPORT,
+        }
+    }
+}
+
+/// A connection to the supervisor.
+#[derive(Debug)]
+pub struct Client {
+    stream: UnixStream,
+    next_id: u64,
+}
+
+fn is_absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+impl Client {
+    /// Connect to a running supervisor.
+    pub fn connect(socket: &Path) -> Result<Self, ClientError> {
+        let stream = UnixStream::connect(socket).map_err(|source| ClientError::Unreachable {
+            socket: socket.to_path_buf(),
+            source,
+        })?;
+        Ok(Client { stream, next_id: 1 })
+    }
+
+    /// Connect, starting the supervisor (`exe serve`) when none is running,
+    /// as tmux does. `exe = None` disables auto-start.
+    pub fn connect_or_start(
+        state_dir: &Path,
+        socket: &Path,
+        exe: Option<&Path>,
+    ) -> Result<Self, ClientError> {
+        match UnixStream::connect(socket) {
+            Ok(stream) => return Ok(Client { stream, next_id: 1 }),
+            Err(e) if is_absent(&e) && exe.is_some() => {}
+            Err(source) => {
+                return Err(ClientError::Unreachable {
+                    socket: socket.to_path_buf(),
+                    source,
+                });
+            }
+        }
+        let exe = exe.unwrap_or(Path::new("drover"));
+        start_daemon(exe, state_dir)?;
+        wait_for_socket(socket, START_TIMEOUT)
+    }
+
+    /// Send a request and wait for its answer.
+    pub fn call(&mut self, op: &str, args: Value) -> Result<Value, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let req = Request {
+            v: PROTOCOL_VERSION,
+            id,
+            op: op.to_string(),
+            args,
+        };
+        let payload = serde_json::to_vec(&req).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        write_frame(&mut self.stream, FrameKind::Json, &payload)
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let resp = self.read_response()?;
+        if resp.ok {
+            Ok(resp.result.unwrap_or(Value::Null))
+        } else {
+            let err = resp.error.unwrap_or(super::protocol::ErrorBody {
+                code: ErrorCode::Internal,
+                message: "error without a message".into(),
+            });
+            Err(ClientError::Remote {
+                code: err.code,
+                message: err.message,
+            })
+        }
+    }
+
+    fn read_response(&mut self) -> Result<Response, ClientError> {
+        match read_frame(&mut self.stream) {
+            Ok(Some(f)) if f.kind == FrameKind::Json => serde_json::from_slice(&f.payload)
+                .map_err(|e| ClientError::Protocol(format!("bad response: {e}"))),
+            Ok(Some(_)) => Err(ClientError::Protocol("unexpected frame kind".into())),
+            Ok(None) => Err(ClientError::Protocol(
+                "the supervisor closed the connection (it may have stopped)".into(),
+            )),
+            Err(e) => Err(ClientError::Protocol(e.to_string())),
+        }
+    }
+
+    /// The underlying stream (for attach, after the `attach` answer).
+    pub fn into_stream(self) -> UnixStream {
+        self.stream
+    }
+}
+
+/// Start `exe serve` detached (own session, stdio on /dev/null).
+pub fn start_daemon(exe: &Path, state_dir: &Path) -> Result<(), ClientError> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(exe);
+    cmd.arg("serve")
+        .arg("--state-dir")
+        .arg(state_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map(|_| ())
+        .map_err(|e| ClientError::StartFailed(format!("{}: {e}", exe.display())))
+}
+
+/// Wait until the socket accepts a connection.
+pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        match UnixStream::connect(socket) {
+            Ok(stream) => return Ok(Client { stream, next_id: 1 }),
+            Err(e) if is_absent(&e) && Instant::now() < deadline => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(50));
+            }
+            Err(source) => {
+                return Err(ClientError::Unreachable {
+                    socket: socket.to_path_buf(),
+                    source,
+                });
+            }
+        }
+    }
+}

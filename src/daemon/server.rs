@@ -1,0 +1,622 @@
+//! Socket server, pane table, detectors and barriers.
+
+use super::hub::Snapshot;
+use super::observe::{self, Observed};
+use super::protocol::{
+    ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
+};
+use crate::pane::{NativePane, PaneEvents, PaneSpec};
+use crate::store::LockGuard;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Notify, watch};
+
+/// A burst of output has ended when nothing arrived for this long.
+pub const BURST_QUIET: Duration = Duration::from_millis(2);
+/// During a continuous flood, classify at least this often.
+pub const MAX_BURST: Duration = Duration::from_millis(50);
+/// After a burst, classify once more when output stayed quiet this long
+/// (quiet-based rules such as a shell's settle time need it). One timer, not a poll.
+pub const SETTLE_RECHECK: Duration = Duration::from_millis(320);
+
+/// How the supervisor is started.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub state_dir: PathBuf,
+    pub socket: PathBuf,
+    /// `tracing` filter when `RUST_LOG` is unset (e.g. `info`).
+    pub log_filter: String,
+}
+
+/// Errors that stop the supervisor from starting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    #[error(
+        "a supervisor is already running for {state_dir}{pid}; stop it with `drover kill-server`"
+    )]
+    AlreadyRunning { state_dir: String, pid: String },
+    #[error("cannot listen on {socket}: {source}")]
+    Bind {
+        socket: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) struct Entry {
+    pub(super) pane: Arc<NativePane>,
+    notify: Arc<Notify>,
+    obs: Mutex<Snapshot>,
+}
+
+pub(super) struct Sup {
+    state_dir: PathBuf,
+    panes: Mutex<HashMap<String, Arc<Entry>>>,
+    epoch: watch::Sender<u64>,
+    shutdown: watch::Sender<bool>,
+}
+
+struct Events {
+    notify: Arc<Notify>,
+}
+
+impl PaneEvents for Events {
+    fn output(&self) {
+        self.notify.notify_one();
+    }
+    fn exited(&self) {
+        self.notify.notify_one();
+    }
+}
+
+/// Run the supervisor in the foreground until SIGTERM/SIGINT or `kill-server`.
+pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    let lock_path = opts.state_dir.join("supervisor.lock");
+    let Some(guard) = LockGuard::try_exclusive(&lock_path)? else {
+        let pid = std::fs::read_to_string(&lock_path)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .map(|p| format!(" (pid {p})"))
+            .unwrap_or_default();
+        return Err(ServeError::AlreadyRunning {
+            state_dir: opts.state_dir.display().to_string(),
+            pid,
+        });
+    };
+    {
+        use std::io::{Seek, Write};
+        let mut f = guard.file();
+        let _ = f.set_len(0);
+        let _ = f.seek(std::io::SeekFrom::Start(0));
+        let _ = writeln!(f, "{}", std::process::id());
+    }
+    init_logging(&opts);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let result = rt.block_on(run(opts.clone()));
+    rt.shutdown_timeout(Duration::from_secs(1));
+    let _ = std::fs::remove_file(&opts.socket);
+    tracing::info!("supervisor stopped");
+    drop(guard);
+    result
+}
+
+fn init_logging(opts: &ServeOptions) {
+    let dir = opts.state_dir.join("logs");
+    let _ = std::fs::create_dir_all(&dir);
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("supervisor.log"))
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&opts.log_filter));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(Mutex::new(file))
+        .try_init();
+}
+
+async fn run(opts: ServeOptions) -> Result<(), ServeError> {
+    use std::os::unix::fs::PermissionsExt;
+    // We hold the state dir's lock: any socket file left here is stale.
+    let _ = std::fs::remove_file(&opts.socket);
+    let listener = UnixListener::bind(&opts.socket).map_err(|source| ServeError::Bind {
+        socket: opts.socket.display().to_string(),
+        source,
+    })?;
+    let _ = std::fs::set_permissions(&opts.socket, std::fs::Permissions::from_mode(0o600));
+    let (epoch, _) = watch::channel(0u64);
+    let (shutdown, mut shutdown_rx) = watch::channel(false);
+    let sup = Arc::new(Sup {
+        state_dir: opts.state_dir.clone(),
+        panes: Mutex::new(HashMap::new()),
+        epoch,
+        shutdown,
+    });
+    tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(ServeError::Runtime)?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(ServeError::Runtime)?;
+    let my_uid = nix::unistd::getuid().as_raw();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                match stream.peer_cred() {
+                    Ok(cred) if cred.uid() == my_uid => {}
+                    _ => {
+                        tracing::warn!("refused a connection from another user");
+                        continue;
+                    }
+                }
+                let sup = sup.clone();
+                tokio::spawn(async move { connection(sup, stream).await });
+            }
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+            _ = shutdown_rx.changed() => break,
+        }
+    }
+    tracing::info!("shutting down: stopping panes");
+    drop(listener);
+    let _ = std::fs::remove_file(&opts.socket);
+    let entries: Vec<Arc<Entry>> = lock(&sup.panes).drain().map(|(_, e)| e).collect();
+    let kills: Vec<_> = entries
+        .into_iter()
+        .map(|e| {
+            tokio::task::spawn_blocking(move || {
+                e.pane.kill();
+                e.notify.notify_one();
+            })
+        })
+        .collect();
+    for k in kills {
+        let _ = k.await;
+    }
+    Ok(())
+}
+
+async fn connection(sup: Arc<Sup>, stream: UnixStream) {
+    let (mut rd, mut wr) = stream.into_split();
+    loop {
+        let frame = match read_frame_async(&mut rd).await {
+            Ok(Some(f)) => f,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "bad frame; closing connection");
+                let resp = Response::err(0, ErrorCode::Usage, format!("protocol error: {e}"));
+                let _ = wr.write_all(&encode_json(&resp)).await;
+                return;
+            }
+        };
+        if frame.kind != FrameKind::Json {
+            let resp = Response::err(0, ErrorCode::Usage, "expected a JSON request frame");
+            let _ = wr.write_all(&encode_json(&resp)).await;
+            return;
+        }
+        let req: Request = match serde_json::from_slice(&frame.payload) {
+            Ok(r) => r,
+            Err(e) => {
+                let resp = Response::err(0, ErrorCode::Usage, format!("malformed request: {e}"));
+                let _ = wr.write_all(&encode_json(&resp)).await;
+                return;
+            }
+        };
+        if req.v != PROTOCOL_VERSION {
+            let resp = Response::err(
+                req.id,
+                ErrorCode::Version,
+                format!(
+                    "protocol version {} is not {}: the supervisor is a different drover build; run `drover kill-server`",
+                    req.v, PROTOCOL_VERSION
+                ),
+            );
+            let _ = wr.write_all(&encode_json(&resp)).await;
+            return;
+        }
+        if req.op == "attach" {
+            super::server_attach::attach(sup, req, rd, wr).await;
+            return;
+        }
+        let resp = handle(&sup, req).await;
+        if wr.write_all(&encode_json(&resp)).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, Response> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| Response::err(0, ErrorCode::Usage, format!("missing string field `{key}`")))
+}
+
+impl Sup {
+    pub(super) fn entry(&self, name: &str) -> Result<Arc<Entry>, Response> {
+        lock(&self.panes).get(name).cloned().ok_or_else(|| {
+            Response::err(
+                0,
+                ErrorCode::NotFound,
+                format!("no pane named {name}; see `drover pane ls`"),
+            )
+        })
+    }
+}
+
+async fn handle(sup: &Arc<Sup>, req: Request) -> Response {
+    let id = req.id;
+    let mut resp = match dispatch(sup, &req).await {
+        Ok(v) => Response::ok(id, v),
+        Err(r) => r,
+    };
+    resp.id = id;
+    resp
+}
+
+async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
+    let args = &req.args;
+    match req.op.as_str() {
+        "ping" => Ok(json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "protocol": PROTOCOL_VERSION,
+            "pid": std::process::id(),
+            "state_dir": sup.state_dir,
+        })),
+        "pane.new" => pane_new(sup, args).await,
+        "pane.ls" => {
+            let entries: Vec<Arc<Entry>> = lock(&sup.panes).values().cloned().collect();
+            let mut out: Vec<Value> = entries
+                .iter()
+                .map(|e| {
+                    let mut v = serde_json::to_value(e.pane.info()).unwrap_or(Value::Null);
+                    v["observation"] = serde_json::to_value(&*lock(&e.obs)).unwrap_or(Value::Null);
+                    v
+                })
+                .collect();
+            out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+            Ok(Value::Array(out))
+        }
+        "pane.read" => {
+            let e = sup.entry(arg_str(args, "pane")?)?;
+            let raw = args.get("raw").and_then(Value::as_bool).unwrap_or(false);
+            let scrollback = args.get("scrollback").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let (rows, formatted, generation, size, cursor) = e.pane.with_screen(|s, m| {
+                let mut rows = s.scrollback_rows(scrollback);
+                rows.extend(s.rows());
+                let formatted = raw.then(|| {
+                    s.rows_formatted()
+                        .into_iter()
+                        .map(|r| String::from_utf8_lossy(&r).into_owned())
+                        .collect::<Vec<_>>()
+                });
+                (
+                    rows,
+                    formatted,
+                    m.generation,
+                    s.size(),
+                    s.hooks().title().map(str::to_string),
+                )
+            });
+            Ok(json!({
+                "pane": e.pane.name(),
+                "generation": generation,
+                "cols": size.0,
+                "rows": size.1,
+                "text": crate::screen::join_rows(&rows),
+                "lines": rows,
+                "formatted": formatted,
+                "title": cursor,
+                "observation": &*lock(&e.obs),
+            }))
+        }
+        "pane.send" => {
+            let e = sup.entry(arg_str(args, "pane")?)?;
+            let text = arg_str(args, "text")?;
+            let enter = args.get("enter").and_then(Value::as_bool).unwrap_or(true);
+            e.pane.send_text(text, enter).map_err(pane_err)?;
+            Ok(json!({"pane": e.pane.name(), "bytes": text.len(), "enter": enter}))
+        }
+        "pane.keys" => {
+            let e = sup.entry(arg_str(args, "pane")?)?;
+            let keys: Vec<String> = args
+                .get("keys")
+                .and_then(|k| serde_json::from_value(k.clone()).ok())
+                .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing list field `keys`"))?;
+            e.pane.send_keys(&keys).map_err(pane_err)?;
+            Ok(json!({"pane": e.pane.name(), "keys": keys.len()}))
+        }
+        "pane.resize" => {
+            let e = sup.entry(arg_str(args, "pane")?)?;
+            let (cols, rows) = size_args(args)?;
+            e.pane.resize(cols, rows).map_err(pane_err)?;
+            Ok(json!({"pane": e.pane.name(), "cols": cols, "rows": rows}))
+        }
+        "pane.kill" => {
+            let name = arg_str(args, "pane")?.to_string();
+            let e = lock(&sup.panes).remove(&name).ok_or_else(|| {
+                Response::err(0, ErrorCode::NotFound, format!("no pane named {name}"))
+            })?;
+            let pid = e.pane.info().pid;
+            let e2 = e.clone();
+            let _ = tokio::task::spawn_blocking(move || e2.pane.kill()).await;
+            e.notify.notify_one();
+            sup.epoch.send_modify(|x| *x += 1);
+            tracing::info!(pane = %name, pid, "pane killed");
+            Ok(json!({"pane": name, "killed": true}))
+        }
+        "pane.respawn" => {
+            let e = sup.entry(arg_str(args, "pane")?)?;
+            let pane = e.pane.clone();
+            let generation = tokio::task::spawn_blocking(move || pane.respawn())
+                .await
+                .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
+                .map_err(pane_err)?;
+            tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
+            Ok(json!({"pane": e.pane.name(), "generation": generation}))
+        }
+        "wait" => wait_barrier(sup, args).await,
+        "shutdown" => {
+            let _ = sup.shutdown.send(true);
+            Ok(json!({"stopping": true}))
+        }
+        other => Err(Response::err(
+            0,
+            ErrorCode::Usage,
+            format!("unknown request {other:?}"),
+        )),
+    }
+}
+
+fn size_args(args: &Value) -> Result<(u16, u16), Response> {
+    let get = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|v| u16::try_from(v).ok())
+            .ok_or_else(|| Response::err(0, ErrorCode::Usage, format!("missing or bad `{k}`")))
+    };
+    Ok((get("cols")?, get("rows")?))
+}
+
+pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
+    let code = if e.is_usage() {
+        ErrorCode::Usage
+    } else if matches!(e, crate::pane::PaneError::Exited(_)) {
+        ErrorCode::NotFound
+    } else {
+        ErrorCode::Internal
+    };
+    Response::err(0, code, e.to_string())
+}
+
+async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    let spec: PaneSpec =
+        serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
+            .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
+    spec.validate().map_err(pane_err)?;
+    let sup2 = sup.clone();
+    let entry = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
+        // Hold the table while spawning so two creators of one name cannot both win.
+        let mut panes = lock(&sup2.panes);
+        if panes.contains_key(&spec.name) {
+            return Err(Response::err(
+                0,
+                ErrorCode::Exists,
+                format!(
+                    "a pane named {} already exists; pick another name or `drover pane kill {}`",
+                    spec.name, spec.name
+                ),
+            ));
+        }
+        let notify = Arc::new(Notify::new());
+        let events = Arc::new(Events {
+            notify: notify.clone(),
+        });
+        let name = spec.name.clone();
+        let env_count = spec.env.len();
+        let pane = NativePane::spawn(spec, events).map_err(pane_err)?;
+        let info = pane.info();
+        tracing::info!(pane = %name, pid = info.pid, env_vars = env_count, "pane created");
+        let now = crate::paths::now_ms();
+        let entry = Arc::new(Entry {
+            obs: Mutex::new(Snapshot {
+                pane: name.clone(),
+                generation: 1,
+                state: "starting".into(),
+                kind: None,
+                exit_code: None,
+                since_ms: now,
+                since: crate::paths::now_rfc3339(),
+                evidence: vec!["spawned".into()],
+                screen_hash: String::new(),
+            }),
+            pane,
+            notify,
+        });
+        panes.insert(name, entry.clone());
+        Ok(entry)
+    })
+    .await
+    .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
+    tokio::spawn(detector(sup.clone(), entry.clone()));
+    let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
+    v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);
+    Ok(v)
+}
+
+/// Classify when a burst of output ends (and once more after it settles);
+/// publish only changes. Woken by the pane's reader, never by a timer loop.
+async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
+    let mut settle_pending = false;
+    loop {
+        let alive = || {
+            lock(&sup.panes)
+                .get(entry.pane.name())
+                .is_some_and(|e| Arc::ptr_eq(e, &entry))
+        };
+        if !alive() {
+            return;
+        }
+        let woke = if settle_pending {
+            tokio::select! {
+                _ = entry.notify.notified() => true,
+                _ = tokio::time::sleep(SETTLE_RECHECK) => false,
+            }
+        } else {
+            entry.notify.notified().await;
+            true
+        };
+        if woke {
+            let start = Instant::now();
+            loop {
+                let left = MAX_BURST.saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                tokio::select! {
+                    _ = entry.notify.notified() => continue,
+                    _ = tokio::time::sleep(BURST_QUIET.min(left)) => break,
+                }
+            }
+        }
+        settle_pending = woke;
+        publish(&sup, &entry);
+    }
+}
+
+fn publish(sup: &Sup, entry: &Entry) {
+    let got = entry.pane.with_screen(|screen, meta| {
+        // A frame inside a synchronized-output block may be torn.
+        if screen.hooks().in_sync_block() && meta.exit.is_none() {
+            return None;
+        }
+        Some((
+            observe::observe(screen, meta),
+            meta.generation,
+            screen.text_hash(),
+        ))
+    });
+    let Some((o, generation, hash)) = got else {
+        return;
+    };
+    let Observed {
+        state,
+        kind,
+        exit_code,
+        evidence,
+    } = o;
+    let mut obs = lock(&entry.obs);
+    let changed = obs.generation != generation
+        || obs.state != state
+        || obs.kind != kind
+        || obs.exit_code != exit_code;
+    obs.evidence = evidence;
+    obs.screen_hash = format!("{hash:016x}");
+    if changed {
+        obs.generation = generation;
+        obs.state = state;
+        obs.kind = kind;
+        obs.exit_code = exit_code;
+        obs.since_ms = crate::paths::now_ms();
+        obs.since = crate::paths::now_rfc3339();
+        tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
+        drop(obs);
+        sup.epoch.send_modify(|x| *x += 1);
+    }
+}
+
+const STATES: &[&str] = &[
+    "starting", "idle", "working", "blocked", "done", "exited", "unknown",
+];
+
+async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
+    let panes: Vec<String> = args
+        .get("panes")
+        .and_then(|p| serde_json::from_value(p.clone()).ok())
+        .filter(|p: &Vec<String>| !p.is_empty())
+        .ok_or_else(|| usage("missing list field `panes`".into()))?;
+    let until: Vec<String> = args
+        .get("until")
+        .and_then(|p| serde_json::from_value(p.clone()).ok())
+        .filter(|p: &Vec<String>| !p.is_empty())
+        .ok_or_else(|| usage("`until` is required: the states to wait for".into()))?;
+    for s in &until {
+        let base = s.split(':').next().unwrap_or("");
+        if !STATES.contains(&base) {
+            return Err(usage(format!(
+                "unknown state {s:?}: use one of {}",
+                STATES.join(", ")
+            )));
+        }
+    }
+    let any = args.get("mode").and_then(Value::as_str) == Some("any");
+    let timeout = Duration::from_millis(
+        args.get("timeout_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(30_000),
+    );
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut rx = sup.epoch.subscribe();
+    loop {
+        rx.borrow_and_update();
+        let mut snaps = Vec::with_capacity(panes.len());
+        for p in &panes {
+            let e = sup.entry(p)?;
+            let snap = lock(&e.obs).clone();
+            snaps.push(snap);
+        }
+        let matches = |s: &Snapshot| {
+            until.iter().any(|u| match u.split_once(':') {
+                Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
+                None => s.state == *u,
+            })
+        };
+        let met = if any {
+            snaps.iter().any(matches)
+        } else {
+            snaps.iter().all(matches)
+        };
+        if met {
+            let out: Vec<Value> = snaps
+                .iter()
+                .map(|s| {
+                    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+                    v["matched"] = Value::Bool(matches(s));
+                    v
+                })
+                .collect();
+            return Ok(json!({"matched": true, "snapshots": out}));
+        }
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() {
+                return Err(Response::err(0, ErrorCode::Internal, "supervisor is stopping"));
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                return Ok(json!({"matched": false, "timed_out": true, "snapshots": snaps}));
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The attach session: replay the screen, then stream output to the client
+//! and its input to the pane until detach, kick, pane exit or disconnect.
+
+use super::protocol::{
+    ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json, read_frame_async,
+};
+use super::server::{Sup, pane_err};
+use crate::pane::AttachMsg;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+enum End {
+    Detached,
+    Kicked,
+    Exited,
+    ClientGone,
+}
+
+pub(super) async fn attach(
+    sup: Arc<Sup>,
+    req: Request,
+    mut rd: OwnedReadHalf,
+    mut wr: OwnedWriteHalf,
+) {
+    let id = req.id;
+    let name = req
+        .args
+        .get("pane")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let entry = match sup.entry(&name) {
+        Ok(e) => e,
+        Err(mut r) => {
+            r.id = id;
+            let _ = wr.write_all(&encode_json(&r)).await;
+            return;
+        }
+    };
+    let pane = entry.pane.clone();
+    let size = match (
+        req.args.get("cols").and_then(Value::as_u64),
+        req.args.get("rows").and_then(Value::as_u64),
+    ) {
+        (Some(c), Some(r)) if c > 0 && r > 0 && c <= 1000 && r <= 1000 => {
+            Some((c as u16, r as u16))
+        }
+        _ => None,
+    };
+    if let Some((c, r)) = size
+        && let Err(e) = pane.resize(c, r)
+    {
+        let mut r = pane_err(e);
+        r.id = id;
+        let _ = wr.write_all(&encode_json(&r)).await;
+        return;
+    }
+    let mut handle = pane.attach();
+    tracing::info!(pane = %name, client = handle.id, "client attached");
+    let ok = Response::ok(id, json!({"pane": name, "generation": pane.generation()}));
+    if wr.write_all(&encode_json(&ok)).await.is_err()
+        || wr
+            .write_all(&encode(FrameKind::Output, &handle.repaint))
+            .await
+            .is_err()
+    {
+        pane.detach(handle.id);
+        return;
+    }
+    let (ctl_tx, mut ctl_rx) = tokio::sync::mpsc::channel::<Frame>(64);
+    let reader = tokio::spawn(async move {
+        while let Ok(Some(f)) = read_frame_async(&mut rd).await {
+            if ctl_tx.send(f).await.is_err() {
+                break;
+            }
+        }
+    });
+    let end = loop {
+        tokio::select! {
+            msg = handle.rx.recv() => match msg {
+                Some(AttachMsg::Output(bytes)) => {
+                    if handle.lagged.swap(false, Ordering::AcqRel) {
+                        // Fell behind: drop the backlog, repaint from the screen.
+                        while let Ok(AttachMsg::Output(_)) = handle.rx.try_recv() {}
+                        if wr.write_all(&encode(FrameKind::Output, &pane.repaint())).await.is_err() {
+                            break End::ClientGone;
+                        }
+                    } else if wr.write_all(&encode(FrameKind::Output, &bytes)).await.is_err() {
+                        break End::ClientGone;
+                    }
+                }
+                Some(AttachMsg::Exited(info)) => {
+                    let _ = wr.write_all(&encode_json(&json!({"event": "exited", "exit": info}))).await;
+                    break End::Exited;
+                }
+                Some(AttachMsg::Kicked) | None => {
+                    let _ = wr.write_all(&encode_json(&json!({"event": "kicked"}))).await;
+                    break End::Kicked;
+                }
+            },
+            frame = ctl_rx.recv() => match frame {
+                Some(Frame { kind: FrameKind::Input, payload }) => {
+                    if pane.write_input(&payload).is_err() {
+                        // The pane exited; the Exited message follows.
+                        continue;
+                    }
+                }
+                Some(Frame { kind: FrameKind::Json, payload }) => {
+                    let msg: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+                    match msg.get("op").and_then(Value::as_str) {
+                        Some("resize") => {
+                            let c = msg.get("cols").and_then(Value::as_u64).unwrap_or(0);
+                            let r = msg.get("rows").and_then(Value::as_u64).unwrap_or(0);
+                            if (1..=1000).contains(&c) && (1..=1000).contains(&r) {
+                                let _ = pane.resize(c as u16, r as u16);
+                            }
+                        }
+                        Some("detach") => {
+                            let _ = wr.write_all(&encode_json(&json!({"event": "detached"}))).await;
+                            break End::Detached;
+                        }
+                        _ => {
+                            let r = Response::err(0, ErrorCode::Usage, "unknown attach control message");
+                            let _ = wr.write_all(&encode_json(&r)).await;
+                        }
+                    }
+                }
+                Some(_) | None => break End::ClientGone,
+            },
+        }
+    };
+    reader.abort();
+    pane.detach(handle.id);
+    if matches!(end, End::Detached | End::ClientGone) && size.is_some() {
+        // Give the pane back the size its detectors were tuned for.
+        let (c, r) = pane.spec_size();
+        let _ = pane.resize(c, r);
+    }
+    let how = match end {
+        End::Detached => "detached",
+        End::Kicked => "kicked",
+        End::Exited => "pane exited",
+        End::ClientGone => "client gone",
+    };
+    tracing::info!(pane = %name, client = handle.id, how, "client left");
+}

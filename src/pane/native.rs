@@ -1,0 +1,602 @@
+//! Native panes: a PTY drover owns, one reader thread per generation that
+//! feeds the screen directly, one waiter thread that reaps the child.
+
+use super::{KILL_GRACE, PaneError, PaneEvents, PaneSpec, key_bytes};
+use crate::screen::Screen;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+/// How long the waiter lets the reader drain output after the child exits.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+/// How long kill waits for a SIGKILLed group to be reaped.
+const REAP_TIMEOUT: Duration = Duration::from_secs(3);
+/// Output chunks buffered for an attached client before it is marked lagging
+/// (and repainted from the screen instead of fed every byte).
+const ATTACH_QUEUE: usize = 256;
+const READ_BUF: usize = 64 * 1024;
+
+static ATTACH_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// How a pane's process ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExitInfo {
+    /// Exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    /// The signal's name when killed by one.
+    pub signal: Option<String>,
+    pub at_ms: u64,
+}
+
+/// What `pane ls` shows about a pane.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PaneInfo {
+    pub name: String,
+    pub backend: String,
+    pub pid: u32,
+    pub generation: u64,
+    pub cols: u16,
+    pub rows: u16,
+    pub agent: String,
+    pub argv: Vec<String>,
+    pub env_names: Vec<String>,
+    pub env_verified: bool,
+    pub started_at_ms: u64,
+    pub bytes: u64,
+    pub exit: Option<ExitInfo>,
+    pub attached: bool,
+}
+
+/// Messages to an attached client.
+#[derive(Debug)]
+pub enum AttachMsg {
+    Output(Vec<u8>),
+    Exited(ExitInfo),
+    Kicked,
+}
+
+/// What an attaching client receives: the replay of the screen, then a stream.
+#[derive(Debug)]
+pub struct AttachHandle {
+    pub id: u64,
+    pub repaint: Vec<u8>,
+    pub rx: tokio::sync::mpsc::Receiver<AttachMsg>,
+    /// Set when output was dropped because the client fell behind: the client
+    /// must be repainted from the screen.
+    pub lagged: Arc<AtomicBool>,
+}
+
+struct AttachSlot {
+    id: u64,
+    tx: tokio::sync::mpsc::Sender<AttachMsg>,
+    lagged: Arc<AtomicBool>,
+}
+
+struct Inner {
+    spec: PaneSpec,
+    generation: u64,
+    pid: u32,
+    screen: Screen,
+    writer: Box<dyn Write + Send>,
+    master: Box<dyn MasterPty + Send>,
+    exit: Option<ExitInfo>,
+    eof: bool,
+    env_verified: bool,
+    started_at_ms: u64,
+    started: Instant,
+    last_output: Instant,
+    attach: Option<AttachSlot>,
+}
+
+/// A pane on a PTY that drover owns.
+pub struct NativePane {
+    name: String,
+    inner: Mutex<Inner>,
+    cv: Condvar,
+    events: Arc<dyn PaneEvents>,
+}
+
+impl std::fmt::Debug for NativePane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativePane")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+struct Spawned {
+    pid: u32,
+    master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    reader: Box<dyn Read + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    env_verified: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
+    spec.validate()?;
+    let cmd_name = spec.argv[0].clone();
+    let spawn_err = |message: String| PaneError::Spawn {
+        command: cmd_name.clone(),
+        message,
+    };
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: spec.rows,
+            cols: spec.cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(|e| spawn_err(format!("openpty: {e}")))?;
+    let mut cmd = CommandBuilder::new(&spec.argv[0]);
+    cmd.args(&spec.argv[1..]);
+    // The agent must not think it runs inside tmux (SPEC §4).
+    cmd.env_remove("TMUX");
+    cmd.env_remove("TMUX_PANE");
+    if !spec.env.iter().any(|(k, _)| k == "TERM") {
+        cmd.env("TERM", "xterm-256color");
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(cwd) = &spec.cwd {
+        cmd.cwd(cwd);
+    } else if let Ok(cwd) = std::env::current_dir() {
+        cmd.cwd(cwd);
+    }
+    let child = pair
+        .slave
+        .spawn_command(cmd)
+        .map_err(|e| spawn_err(e.to_string()))?;
+    // Keep no slave fd in the supervisor, or the reader never sees EOF.
+    drop(pair.slave);
+    let pid = child.process_id().unwrap_or(0);
+    let reader = pair
+        .master
+        .try_clone_reader()
+        .map_err(|e| spawn_err(format!("pty reader: {e}")))?;
+    let writer = pair
+        .master
+        .take_writer()
+        .map_err(|e| spawn_err(format!("pty writer: {e}")))?;
+    let mut spawned = Spawned {
+        pid,
+        master: pair.master,
+        writer,
+        reader,
+        child,
+        env_verified: false,
+    };
+    wait_for_exec(pid, &spec.argv[0]);
+    match verify_env(pid, &spec.env) {
+        Ok(verified) => spawned.env_verified = verified,
+        Err(name) => {
+            signal_group(pid, Signal::SIGKILL);
+            let _ = spawned.child.wait();
+            return Err(PaneError::EnvMismatch { name });
+        }
+    }
+    Ok(spawned)
+}
+
+/// How long to wait for the forked child to finish `exec`.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Wait until the child has exec'd our command: before that, /proc shows the
+/// forked supervisor (or nothing), and its environment proves nothing.
+fn wait_for_exec(pid: u32, argv0: &str) {
+    let deadline = Instant::now() + EXEC_TIMEOUT;
+    let mut delay = Duration::from_micros(100);
+    loop {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+        match cmdline {
+            Ok(c) if c.split(|b| *b == 0).next() == Some(argv0.as_bytes()) => return,
+            Err(_) => return, // gone: nothing to verify
+            Ok(_) if Instant::now() >= deadline => return,
+            Ok(_) => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+/// Compare the child's environment (`/proc/<pid>/environ`) with the declared
+/// names and values. `Ok(false)` when the process is already gone; `Err(name)`
+/// names the first variable that did not arrive (never its value).
+fn verify_env(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return Ok(false);
+    };
+    let actual: std::collections::HashMap<&[u8], &[u8]> = raw
+        .split(|b| *b == 0)
+        .filter_map(|kv| {
+            let i = kv.iter().position(|b| *b == b'=')?;
+            Some((&kv[..i], &kv[i + 1..]))
+        })
+        .collect();
+    // Later declarations of the same name win, as on the builder.
+    let mut declared: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for (k, v) in env {
+        declared.insert(k, v);
+    }
+    for (k, v) in declared {
+        if actual.get(k.as_bytes()) != Some(&v.as_bytes()) {
+            return Err(k.to_string());
+        }
+    }
+    Ok(true)
+}
+
+fn signal_group(pid: u32, sig: Signal) {
+    if pid > 1 {
+        let _ = killpg(Pid::from_raw(pid as i32), sig);
+    }
+}
+
+impl NativePane {
+    /// Validate, spawn, verify env, and start the reader and waiter threads.
+    pub fn spawn(spec: PaneSpec, events: Arc<dyn PaneEvents>) -> Result<Arc<Self>, PaneError> {
+        let sp = spawn_process(&spec)?;
+        let now = Instant::now();
+        let pane = Arc::new(NativePane {
+            name: spec.name.clone(),
+            inner: Mutex::new(Inner {
+                screen: Screen::new(spec.cols, spec.rows),
+                spec,
+                generation: 1,
+                pid: sp.pid,
+                writer: sp.writer,
+                master: sp.master,
+                exit: None,
+                eof: false,
+                env_verified: sp.env_verified,
+                started_at_ms: crate::paths::now_ms(),
+                started: now,
+                last_output: now,
+                attach: None,
+            }),
+            cv: Condvar::new(),
+            events,
+        });
+        pane.start_threads(1, sp.reader, sp.child);
+        Ok(pane)
+    }
+
+    fn start_threads(
+        self: &Arc<Self>,
+        generation: u64,
+        reader: Box<dyn Read + Send>,
+        child: Box<dyn Child + Send + Sync>,
+    ) {
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name(format!("pty-read-{}", self.name))
+            .spawn(move || reader_loop(weak, generation, reader));
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name(format!("pty-wait-{}", self.name))
+            .spawn(move || waiter(weak, generation, child));
+    }
+
+    /// The pane's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A description for `pane ls`.
+    pub fn info(&self) -> PaneInfo {
+        let g = lock(&self.inner);
+        let (cols, rows) = g.screen.size();
+        PaneInfo {
+            name: self.name.clone(),
+            backend: "native".into(),
+            pid: g.pid,
+            generation: g.generation,
+            cols,
+            rows,
+            agent: g.spec.agent.clone(),
+            argv: g.spec.argv.clone(),
+            env_names: g.spec.env_names(),
+            env_verified: g.env_verified,
+            started_at_ms: g.started_at_ms,
+            bytes: g.screen.bytes(),
+            exit: g.exit.clone(),
+            attached: g.attach.is_some(),
+        }
+    }
+
+    /// Run `f` on the screen with facts about the pane, under the pane lock.
+    pub fn with_screen<R>(&self, f: impl FnOnce(&mut Screen, &ScreenMeta) -> R) -> R {
+        let mut g = lock(&self.inner);
+        let meta = ScreenMeta {
+            generation: g.generation,
+            exit: g.exit.clone(),
+            quiet: g.last_output.elapsed(),
+            since_spawn: g.started.elapsed(),
+            agent: g.spec.agent.clone(),
+        };
+        f(&mut g.screen, &meta)
+    }
+
+    /// The current generation.
+    pub fn generation(&self) -> u64 {
+        lock(&self.inner).generation
+    }
+
+    fn write_locked(&self, g: &mut Inner, bytes: &[u8]) -> Result<(), PaneError> {
+        if g.exit.is_some() {
+            return Err(PaneError::Exited(self.name.clone()));
+        }
+        g.writer
+            .write_all(bytes)
+            .and_then(|()| g.writer.flush())
+            .map_err(|source| PaneError::Io {
+                pane: self.name.clone(),
+                source,
+            })
+    }
+
+    /// Write raw input bytes (attach).
+    pub fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
+        let mut g = lock(&self.inner);
+        self.write_locked(&mut g, bytes)
+    }
+
+    /// Send text: as a bracketed paste when the app enabled mode 2004, then
+    /// Enter as a separate write unless `enter` is false.
+    pub fn send_text(&self, text: &str, enter: bool) -> Result<(), PaneError> {
+        let mut g = lock(&self.inner);
+        if g.screen.bracketed_paste() {
+            // A paste must not be able to end itself early.
+            let body = text.replace("\x1b[201~", "");
+            let mut buf = Vec::with_capacity(body.len() + 12);
+            buf.extend_from_slice(b"\x1b[200~");
+            buf.extend_from_slice(body.as_bytes());
+            buf.extend_from_slice(b"\x1b[201~");
+            self.write_locked(&mut g, &buf)?;
+        } else if !text.is_empty() {
+            self.write_locked(&mut g, text.as_bytes())?;
+        }
+        if enter {
+            self.write_locked(&mut g, b"\r")?;
+        }
+        Ok(())
+    }
+
+    /// Send named keys (all validated before any is written).
+    pub fn send_keys(&self, keys: &[String]) -> Result<(), PaneError> {
+        let mut g = lock(&self.inner);
+        let app = g.screen.application_cursor();
+        let encoded: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| key_bytes(k, app))
+            .collect::<Result<_, _>>()?;
+        for bytes in encoded {
+            self.write_locked(&mut g, &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Resize the PTY (the app gets SIGWINCH) and the screen.
+    pub fn resize(&self, cols: u16, rows: u16) -> Result<(), PaneError> {
+        if cols == 0 || rows == 0 || cols > 1000 || rows > 1000 {
+            return Err(PaneError::InvalidSize(format!("{cols}x{rows}")));
+        }
+        let mut g = lock(&self.inner);
+        g.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| PaneError::Io {
+                pane: self.name.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        g.screen.resize(cols, rows);
+        drop(g);
+        self.events.output();
+        Ok(())
+    }
+
+    /// The size the pane was created with (restored after an attach).
+    pub fn spec_size(&self) -> (u16, u16) {
+        let g = lock(&self.inner);
+        (g.spec.cols, g.spec.rows)
+    }
+
+    /// Terminate the process group: SIGTERM (and SIGHUP, as a closing terminal
+    /// would), a grace period, then SIGKILL; wait until reaped.
+    pub fn kill(&self) {
+        let (pid, generation) = {
+            let g = lock(&self.inner);
+            (g.pid, g.generation)
+        };
+        signal_group(pid, Signal::SIGTERM);
+        signal_group(pid, Signal::SIGHUP);
+        if !self.wait_exit(generation, KILL_GRACE) {
+            signal_group(pid, Signal::SIGKILL);
+            self.wait_exit(generation, REAP_TIMEOUT);
+        }
+        // Sweep members of the group that outlived its leader.
+        signal_group(pid, Signal::SIGKILL);
+    }
+
+    /// Wait until generation `generation` has exited; false on timeout.
+    pub fn wait_exit(&self, generation: u64, timeout: Duration) -> bool {
+        let g = lock(&self.inner);
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |g| {
+                g.generation == generation && g.exit.is_none()
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        g.generation != generation || g.exit.is_some()
+    }
+
+    /// Kill the current process and start the spec again as a new generation.
+    pub fn respawn(self: &Arc<Self>) -> Result<u64, PaneError> {
+        self.kill();
+        let spec = lock(&self.inner).spec.clone();
+        let sp = spawn_process(&spec)?;
+        let generation = {
+            let mut g = lock(&self.inner);
+            g.generation += 1;
+            g.pid = sp.pid;
+            g.screen = Screen::new(spec.cols, spec.rows);
+            g.writer = sp.writer;
+            g.master = sp.master;
+            g.exit = None;
+            g.eof = false;
+            g.env_verified = sp.env_verified;
+            g.started_at_ms = crate::paths::now_ms();
+            g.started = Instant::now();
+            g.last_output = Instant::now();
+            g.generation
+        };
+        self.start_threads(generation, sp.reader, sp.child);
+        self.cv.notify_all();
+        self.events.output();
+        Ok(generation)
+    }
+
+    /// Attach a client: kicks any attached client, returns the replay and the stream.
+    pub fn attach(&self) -> AttachHandle {
+        let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
+        let lagged = Arc::new(AtomicBool::new(false));
+        let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
+        let mut g = lock(&self.inner);
+        if let Some(old) = g.attach.take() {
+            let _ = old.tx.try_send(AttachMsg::Kicked);
+        }
+        let repaint = g.screen.repaint();
+        if let Some(exit) = &g.exit {
+            let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
+        }
+        g.attach = Some(AttachSlot {
+            id,
+            tx,
+            lagged: lagged.clone(),
+        });
+        AttachHandle {
+            id,
+            repaint,
+            rx,
+            lagged,
+        }
+    }
+
+    /// Detach client `id` (no-op when another client has taken over).
+    pub fn detach(&self, id: u64) {
+        let mut g = lock(&self.inner);
+        if g.attach.as_ref().is_some_and(|a| a.id == id) {
+            g.attach = None;
+        }
+    }
+
+    /// A repaint of the current screen (for a lagging client).
+    pub fn repaint(&self) -> Vec<u8> {
+        lock(&self.inner).screen.repaint()
+    }
+}
+
+/// Facts about a pane handed to screen readers alongside the screen.
+#[derive(Debug, Clone)]
+pub struct ScreenMeta {
+    pub generation: u64,
+    pub exit: Option<ExitInfo>,
+    pub quiet: Duration,
+    pub since_spawn: Duration,
+    pub agent: String,
+}
+
+fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: Box<dyn Read + Send>) {
+    let mut buf = vec![0u8; READ_BUF];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // EIO once every slave fd is closed: the normal end.
+            Err(_) => break,
+        };
+        let Some(p) = pane.upgrade() else { return };
+        {
+            let mut g = lock(&p.inner);
+            if g.generation != generation {
+                return;
+            }
+            let chunk = &buf[..n];
+            g.screen.process(chunk);
+            g.last_output = Instant::now();
+            if g.screen.hooks().has_queries() {
+                let replies = g.screen.take_replies();
+                // While a client is attached, its real terminal answers.
+                if g.attach.is_none() && !replies.is_empty() {
+                    let _ = g.writer.write_all(&replies);
+                    let _ = g.writer.flush();
+                }
+            }
+            if let Some(a) = &g.attach
+                && a.tx.try_send(AttachMsg::Output(chunk.to_vec())).is_err()
+            {
+                a.lagged.store(true, Ordering::Release);
+            }
+        }
+        p.events.output();
+    }
+    if let Some(p) = pane.upgrade() {
+        let mut g = lock(&p.inner);
+        if g.generation == generation {
+            g.eof = true;
+        }
+        drop(g);
+        p.cv.notify_all();
+        p.events.output();
+    }
+}
+
+fn waiter(pane: Weak<NativePane>, generation: u64, mut child: Box<dyn Child + Send + Sync>) {
+    let status = child.wait();
+    let Some(p) = pane.upgrade() else { return };
+    let (code, signal) = match &status {
+        Ok(s) => match s.signal() {
+            Some(sig) => (None, Some(sig.to_string())),
+            None => (Some(s.exit_code() as i32), None),
+        },
+        Err(_) => (None, None),
+    };
+    let g = lock(&p.inner);
+    // Let the reader drain what the child wrote before it exited.
+    let (mut g, _) =
+        p.cv.wait_timeout_while(g, DRAIN_AFTER_EXIT, |g| {
+            g.generation == generation && !g.eof
+        })
+        .unwrap_or_else(PoisonError::into_inner);
+    if g.generation != generation {
+        return;
+    }
+    let info = ExitInfo {
+        code,
+        signal,
+        at_ms: crate::paths::now_ms(),
+    };
+    g.exit = Some(info.clone());
+    if let Some(a) = &g.attach {
+        let _ = a.tx.try_send(AttachMsg::Exited(info));
+    }
+    drop(g);
+    p.cv.notify_all();
+    p.events.exited();
+}

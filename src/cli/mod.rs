@@ -4,6 +4,7 @@
 
 mod agent;
 mod attach;
+mod demo;
 mod job;
 mod pane;
 mod registry;
@@ -37,6 +38,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Stop the supervisor and every pane it owns.
     KillServer,
+    /// A tour on built-in programs: no API keys, no network.
+    Demo(demo::DemoArgs),
     /// Panes: create, list, read, send, keys, resize, kill, respawn.
     Pane {
         #[command(subcommand)]
@@ -133,6 +136,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a, &ctx),
         Command::KillServer => serve::kill_server(&ctx),
+        Command::Demo(a) => demo::run(a, &ctx),
         Command::Pane { cmd } => pane::run(cmd, &ctx),
         Command::Attach(a) => attach::run(a, &ctx),
         Command::Wait(a) => wait::run(a, &ctx),

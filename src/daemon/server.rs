@@ -374,6 +374,10 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                 .await
                 .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
                 .map_err(pane_err)?;
+            // The old generation's observation must not satisfy any barrier.
+            *lock(&e.obs) = starting_snapshot(e.pane.name(), generation);
+            sup.epoch.send_modify(|x| *x += 1);
+            e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
@@ -439,19 +443,8 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         let pane = NativePane::spawn(spec, events).map_err(pane_err)?;
         let info = pane.info();
         tracing::info!(pane = %name, pid = info.pid, env_vars = env_count, "pane created");
-        let now = crate::paths::now_ms();
         let entry = Arc::new(Entry {
-            obs: Mutex::new(Snapshot {
-                pane: name.clone(),
-                generation: 1,
-                state: "starting".into(),
-                kind: None,
-                exit_code: None,
-                since_ms: now,
-                since: crate::paths::now_rfc3339(),
-                evidence: vec!["spawned".into()],
-                screen_hash: String::new(),
-            }),
+            obs: Mutex::new(starting_snapshot(&name, 1)),
             pane,
             notify,
         });
@@ -464,6 +457,20 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);
     Ok(v)
+}
+
+fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
+    Snapshot {
+        pane: pane.to_string(),
+        generation,
+        state: "starting".into(),
+        kind: None,
+        exit_code: None,
+        since_ms: crate::paths::now_ms(),
+        since: crate::paths::now_rfc3339(),
+        evidence: vec!["spawned".into()],
+        screen_hash: String::new(),
+    }
 }
 
 /// Classify when a burst of output ends (and once more after it settles);

@@ -1,16 +1,94 @@
-//! Placeholder: filled in by its issue.
+//! `drover agent classify` and `drover sim-agent`.
 
-use super::Ctx;
-use clap::Subcommand;
+use super::{Ctx, fail};
+use clap::{Args, Subcommand};
+use drover::agent::{AgentKind, Classifier, Signals, rows_from_text};
+use drover::exit;
+use std::path::PathBuf;
 
 #[derive(Debug, Subcommand)]
 pub enum Commands {
-    #[command(hide = true, name = "__agent_placeholder")]
-    Placeholder,
+    /// Inspect how drover sees agents.
+    Agent {
+        #[command(subcommand)]
+        cmd: AgentCmd,
+    },
+    /// Run the built-in simulated agent TUI (for tests and the demo).
+    SimAgent(SimArgs),
 }
 
-pub fn run(cmd: Commands, _ctx: &Ctx) -> anyhow::Result<u8> {
+#[derive(Debug, Subcommand)]
+pub enum AgentCmd {
+    /// Classify a saved screen (plain text, as `tmux capture-pane -p` prints it).
+    Classify(ClassifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ClassifyArgs {
+    /// Which agent's rules to apply.
+    #[arg(long, value_enum)]
+    pub agent: AgentKind,
+    /// The screen file.
+    pub file: PathBuf,
+    /// Print JSON: {"state", "kind", "evidence"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Which real agent's screens to imitate.
+    #[arg(long, value_enum)]
+    pub profile: drover::agent::sim::Profile,
+    /// Script of steps per prompt (TOML or JSON; see docs/agents.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
+pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
-        Commands::Placeholder => Ok(0),
+        Commands::Agent {
+            cmd: AgentCmd::Classify(a),
+        } => classify(a, ctx),
+        Commands::SimAgent(a) => sim_agent(a),
     }
+}
+
+fn classify(a: ClassifyArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let bytes = std::fs::read(&a.file).map_err(|e| {
+        fail(
+            exit::USAGE,
+            format!("cannot read screen file {}: {e}", a.file.display()),
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    // The override rules live in the state dir; without one, use the builtin.
+    let classifier = match ctx.state_dir() {
+        Ok(dir) => Classifier::load(&dir),
+        Err(_) => Classifier::builtin(),
+    }
+    .map_err(|e| fail(exit::USAGE, e.to_string()))?;
+    let rows = rows_from_text(&text);
+    let o = classifier.classify(a.agent, &Signals::screen_only(&rows));
+    if a.json {
+        let v = serde_json::json!({
+            "state": o.state,
+            "kind": o.kind,
+            "evidence": o.evidence,
+        });
+        println!("{v}");
+    } else {
+        println!("{}\t{}", o.label(), o.evidence.join(" "));
+    }
+    Ok(exit::OK)
+}
+
+fn sim_agent(a: SimArgs) -> anyhow::Result<u8> {
+    let script = match &a.script {
+        Some(p) => {
+            drover::agent::sim::Script::load(p).map_err(|e| fail(exit::USAGE, e.to_string()))?
+        }
+        None => drover::agent::sim::Script::default(),
+    };
+    drover::agent::sim::run(a.profile, script).map_err(|e| fail(exit::ERROR, e.to_string()))
 }

@@ -1,0 +1,569 @@
+//! The sim agent's state machine: keys and time in, transcript and mode out.
+//! No I/O except the script's own file writes; time is passed in.
+
+use super::Profile;
+use super::input::Key;
+use super::script::{Script, Step, Turn};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What the sim is showing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Not drawn yet (script `startup_ms`).
+    Starting { until: Instant },
+    /// The composer accepts input.
+    Idle,
+    /// Spinner until `until`.
+    Working { since: Instant, until: Instant },
+    /// Waiting for an answer to a permission prompt for `cmd`.
+    Permission { cmd: String },
+}
+
+/// The OSC 7501 state the Codex profile reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Osc {
+    Idle,
+    Working,
+    Done,
+    BlockedPermission,
+}
+
+impl Osc {
+    /// The OSC 7501 payload.
+    pub fn payload(self) -> &'static str {
+        match self {
+            Osc::Idle => "state=idle:app=codex",
+            Osc::Working => "state=working:app=codex",
+            Osc::Done => "state=done:app=codex",
+            Osc::BlockedPermission => "state=blocked:app=codex:kind=permission",
+        }
+    }
+}
+
+struct TurnRun {
+    steps: Vec<Step>,
+    next: usize,
+    started: Instant,
+    tokens: Vec<(String, String)>,
+    files: Vec<String>,
+}
+
+/// The sim's whole state.
+pub struct Model {
+    pub profile: Profile,
+    script: Script,
+    cwd: PathBuf,
+    pub transcript: Vec<String>,
+    pub composer: String,
+    pub mode: Mode,
+    pub osc: Osc,
+    prompts: usize,
+    turn: Option<TurnRun>,
+    /// Set when the sim should exit with this code.
+    pub exit: Option<u8>,
+}
+
+/// Largest composer kept; more pasted text is dropped.
+const MAX_COMPOSER: usize = 1 << 20;
+
+impl Model {
+    /// A fresh sim started at `now` in `cwd`.
+    pub fn new(profile: Profile, script: Script, cwd: PathBuf, now: Instant) -> Self {
+        let mode = if script.startup_ms > 0 {
+            Mode::Starting {
+                until: now + Duration::from_millis(script.startup_ms),
+            }
+        } else {
+            Mode::Idle
+        };
+        Model {
+            profile,
+            script,
+            cwd,
+            transcript: Vec::new(),
+            composer: String::new(),
+            mode,
+            osc: Osc::Idle,
+            prompts: 0,
+            turn: None,
+            exit: None,
+        }
+    }
+
+    /// The next instant at which [`Model::tick`] has work to do.
+    pub fn deadline(&self) -> Option<Instant> {
+        match self.mode {
+            Mode::Starting { until } | Mode::Working { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+
+    /// Advance timers. Returns true when something changed.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        match self.mode {
+            Mode::Starting { until } if now >= until => {
+                self.mode = Mode::Idle;
+                true
+            }
+            Mode::Working { until, .. } if now >= until => {
+                self.advance(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// React to a key. Returns true when something changed.
+    pub fn key(&mut self, k: Key, now: Instant) -> bool {
+        match (&self.mode, k) {
+            (Mode::Starting { .. }, _) => false,
+            (Mode::Idle, Key::Char(c)) => {
+                self.typed();
+                if self.composer.len() < MAX_COMPOSER {
+                    self.composer.push(c);
+                }
+                true
+            }
+            (Mode::Idle, Key::Paste(p)) => {
+                self.typed();
+                let room = MAX_COMPOSER.saturating_sub(self.composer.len());
+                let cut = floor_char_boundary(&p, room);
+                self.composer.push_str(&p[..cut]);
+                true
+            }
+            (Mode::Idle, Key::Backspace) => self.composer.pop().is_some(),
+            (Mode::Idle, Key::Enter) => {
+                if self.composer.trim().is_empty() {
+                    return false;
+                }
+                let prompt = std::mem::take(&mut self.composer);
+                self.submit(prompt, now);
+                true
+            }
+            (Mode::Idle, Key::CtrlC) if !self.composer.is_empty() => {
+                self.composer.clear();
+                true
+            }
+            (Mode::Idle, Key::CtrlC | Key::CtrlD) => {
+                self.exit = Some(0);
+                true
+            }
+            (Mode::Idle, Key::Esc) => false,
+            (Mode::Working { .. }, Key::Esc | Key::CtrlC) => {
+                self.interrupt();
+                true
+            }
+            (Mode::Working { .. }, _) => false,
+            (Mode::Permission { .. }, Key::Enter | Key::Char('1' | 'y' | '2' | 'p')) => {
+                self.answer(true, now);
+                true
+            }
+            (Mode::Permission { .. }, Key::Esc | Key::CtrlC | Key::Char('3' | 'n')) => {
+                self.answer(false, now);
+                true
+            }
+            (Mode::Permission { .. }, _) => false,
+        }
+    }
+
+    /// Typing after a finished turn moves Codex's OSC from done to idle.
+    fn typed(&mut self) {
+        if self.osc == Osc::Done {
+            self.osc = Osc::Idle;
+        }
+    }
+
+    fn claude(&self) -> bool {
+        self.profile == Profile::Claude
+    }
+
+    fn submit(&mut self, prompt: String, now: Instant) {
+        let lines: Vec<&str> = prompt.lines().filter(|l| !l.trim().is_empty()).collect();
+        let mark = if self.claude() { "❯" } else { "›" };
+        self.blank();
+        for (i, l) in lines.iter().take(3).enumerate() {
+            let l = l.replace('\t', " ");
+            if i == 0 {
+                self.transcript.push(format!("{mark} {l}"));
+            } else {
+                self.transcript.push(format!("  {l}"));
+            }
+        }
+        if lines.len() > 3 {
+            self.transcript
+                .push(format!("  … +{} lines", lines.len() - 3));
+        }
+        let Turn { steps, .. } = self.script.turn_for(self.prompts, &prompt);
+        self.prompts += 1;
+        self.turn = Some(TurnRun {
+            steps,
+            next: 0,
+            started: now,
+            tokens: tokens(&prompt),
+            files: Vec::new(),
+        });
+        self.osc = Osc::Working;
+        self.advance(now);
+    }
+
+    fn blank(&mut self) {
+        if self.transcript.last().is_some_and(|l| !l.is_empty()) {
+            self.transcript.push(String::new());
+        }
+    }
+
+    fn say(&mut self, text: &str) {
+        let bullet = if self.claude() { "●" } else { "•" };
+        self.blank();
+        for (i, l) in text.lines().enumerate() {
+            if i == 0 {
+                self.transcript.push(format!("{bullet} {l}"));
+            } else {
+                self.transcript.push(format!("  {l}"));
+            }
+        }
+    }
+
+    fn detail(&mut self, text: &str) {
+        let t = if self.claude() {
+            format!("  ⎿  {text}")
+        } else {
+            format!("  └ {text}")
+        };
+        self.transcript.push(t);
+    }
+
+    /// Run steps until one has to wait (work, ask) or the turn ends.
+    fn advance(&mut self, now: Instant) {
+        loop {
+            let Some(run) = self.turn.as_mut() else {
+                self.mode = Mode::Idle;
+                return;
+            };
+            let Some(step) = run.steps.get(run.next).cloned() else {
+                self.finish(now);
+                return;
+            };
+            run.next += 1;
+            let since = match self.mode {
+                Mode::Working { since, .. } => since,
+                _ => now,
+            };
+            match step {
+                Step::Work(ms) => {
+                    self.osc = Osc::Working;
+                    self.mode = Mode::Working {
+                        since,
+                        until: now + Duration::from_millis(ms),
+                    };
+                    return;
+                }
+                Step::Ask(cmd) => {
+                    if self.claude() {
+                        self.say(&format!("Bash({cmd})"));
+                        self.detail("Waiting…");
+                    } else {
+                        self.say("Running a command.");
+                    }
+                    self.osc = Osc::BlockedPermission;
+                    self.mode = Mode::Permission { cmd };
+                    return;
+                }
+                Step::Write { path, content } => {
+                    let r = std::fs::write(self.cwd.join(&path), content.as_bytes());
+                    self.wrote(&path, r.map(|_| content.lines().count()));
+                }
+                Step::Report {
+                    path,
+                    state,
+                    fields,
+                } => {
+                    let doc = self.report(&state, fields);
+                    let target = self.cwd.join(&path);
+                    let r = serde_json::to_vec_pretty(&doc)
+                        .map_err(std::io::Error::other)
+                        .and_then(|b| write_atomic(&target, &b));
+                    match r {
+                        Ok(()) => self.say(&format!("Report written to {path}")),
+                        Err(e) => self.say(&format!("Error: cannot write {path}: {e}")),
+                    }
+                }
+                Step::Say(text) => self.say(&text),
+                Step::Finish => {
+                    self.finish(now);
+                    return;
+                }
+                Step::Exit(code) => {
+                    self.exit = Some(u8::try_from(code.clamp(0, 255)).unwrap_or(255));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn wrote(&mut self, path: &str, r: std::io::Result<usize>) {
+        if self.claude() {
+            self.say(&format!("Write({path})"));
+        } else {
+            self.say(&format!("Ran cat > {path}"));
+        }
+        match r {
+            Ok(n) => {
+                self.detail(&format!("Wrote {n} lines to {path}"));
+                if let Some(t) = self.turn.as_mut() {
+                    t.files.push(path.to_string());
+                }
+            }
+            Err(e) => self.detail(&format!("Error: {e}")),
+        }
+    }
+
+    fn report(
+        &self,
+        state: &str,
+        fields: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> serde_json::Value {
+        let run = self.turn.as_ref();
+        let tok = |k: &str| {
+            run.and_then(|r| r.tokens.iter().find(|(n, _)| n == k))
+                .map(|(_, v)| v.clone())
+        };
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let attempt = tok("attempt").or_else(|| env("DROVER_ATTEMPT_ID"));
+        let mut doc = serde_json::json!({
+            "attempt_id": attempt,
+            "session_id": env("DROVER_SESSION_ID"),
+            "nonce": tok("nonce"),
+            "state": state,
+            "side_effects": run.map(|r| r.files.iter().map(|f| serde_json::json!({"kind": "file", "path": f})).collect::<Vec<_>>()).unwrap_or_default(),
+            "at": crate::paths::now_rfc3339(),
+        });
+        if let (Some(obj), Some(extra)) = (doc.as_object_mut(), fields) {
+            obj.extend(extra);
+        }
+        doc
+    }
+
+    fn answer(&mut self, approve: bool, now: Instant) {
+        let Mode::Permission { cmd } = &self.mode else {
+            return;
+        };
+        let cmd = cmd.clone();
+        if approve {
+            if self.claude() {
+                // Replace the "Waiting…" detail with the outcome.
+                if self
+                    .transcript
+                    .last()
+                    .is_some_and(|l| l.ends_with("Waiting…"))
+                {
+                    self.transcript.pop();
+                }
+                self.detail("Approved");
+            } else {
+                self.blank();
+                self.transcript
+                    .push(format!("✔ You approved codex to run {cmd} this time"));
+            }
+            self.osc = Osc::Working;
+            self.mode = Mode::Working {
+                since: now,
+                until: now,
+            };
+            self.advance(now);
+        } else {
+            if !self.claude() {
+                self.blank();
+                self.transcript
+                    .push(format!("✗ You did not approve codex to run {cmd}"));
+            }
+            self.interrupt();
+        }
+    }
+
+    fn interrupt(&mut self) {
+        if self.claude() {
+            if self
+                .transcript
+                .last()
+                .is_some_and(|l| l.ends_with("Waiting…"))
+            {
+                self.transcript.pop();
+            }
+            self.detail("Interrupted · What should Claude do instead?");
+        } else {
+            self.blank();
+            self.transcript.push(
+                "■ Conversation interrupted - tell the model what to do differently.".to_string(),
+            );
+        }
+        self.turn = None;
+        self.osc = Osc::Idle;
+        self.mode = Mode::Idle;
+    }
+
+    fn finish(&mut self, now: Instant) {
+        let started = self.turn.take().map_or(now, |t| t.started);
+        let secs = now.saturating_duration_since(started).as_secs();
+        self.blank();
+        if self.claude() {
+            self.transcript.push(format!("✻ Worked for {secs}s"));
+        } else {
+            let hhmm = chrono::Local::now().format("%H:%M");
+            self.transcript
+                .push(format!("  Worked for {secs}s • {hhmm}"));
+        }
+        self.osc = Osc::Done;
+        self.mode = Mode::Idle;
+    }
+
+    /// The working spinner's elapsed seconds.
+    pub fn working_secs(&self, now: Instant) -> u64 {
+        match self.mode {
+            Mode::Working { since, .. } => now.saturating_duration_since(since).as_secs(),
+            _ => 0,
+        }
+    }
+
+    /// The sim's working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+/// `key=value` tokens of a prompt (`attempt=A1 nonce=N7`), for the report.
+fn tokens(prompt: &str) -> Vec<(String, String)> {
+    prompt
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                v.trim_end_matches([',', '.', ';']).to_string(),
+            )
+        })
+        .collect()
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    crate::store::write_bytes_atomic(path, bytes).map_err(std::io::Error::other)
+}
+
+fn floor_char_boundary(s: &str, max: usize) -> usize {
+    if max >= s.len() {
+        return s.len();
+    }
+    (0..=max)
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(t: &str) -> Script {
+        Script::parse(t, "t").unwrap()
+    }
+
+    fn submit(m: &mut Model, text: &str, now: Instant) {
+        m.key(Key::Paste(text.into()), now);
+        m.key(Key::Enter, now);
+    }
+
+    #[test]
+    fn work_permission_write_report_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = script(
+            r#"
+[[turn]]
+steps = [ { work = 100 }, { ask = "touch x" }, { write = { path = "x.txt", content = "a\nb\n" } },
+          { report = { path = "r.json", fields = { extra = 1 } } }, "finish" ]
+"#,
+        );
+        let t0 = Instant::now();
+        let mut m = Model::new(Profile::Codex, s, dir.path().to_path_buf(), t0);
+        submit(&mut m, "do it attempt=A7 nonce=N1", t0);
+        assert!(matches!(m.mode, Mode::Working { .. }));
+        assert_eq!(m.osc, Osc::Working);
+        assert!(
+            m.transcript
+                .iter()
+                .any(|l| l == "› do it attempt=A7 nonce=N1")
+        );
+        assert!(!m.tick(t0 + Duration::from_millis(50)));
+        assert!(m.tick(t0 + Duration::from_millis(100)));
+        assert_eq!(
+            m.mode,
+            Mode::Permission {
+                cmd: "touch x".into()
+            }
+        );
+        assert_eq!(m.osc, Osc::BlockedPermission);
+        assert!(!m.key(Key::Char('x'), t0));
+        m.key(Key::Char('y'), t0 + Duration::from_millis(200));
+        assert_eq!(m.mode, Mode::Idle);
+        assert_eq!(m.osc, Osc::Done);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("x.txt")).unwrap(),
+            "a\nb\n"
+        );
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+        assert_eq!(r["attempt_id"], "A7");
+        assert_eq!(r["nonce"], "N1");
+        assert_eq!(r["state"], "finalized");
+        assert_eq!(r["extra"], 1);
+        assert_eq!(r["side_effects"][0]["path"], "x.txt");
+        assert!(m.transcript.last().unwrap().starts_with("  Worked for "));
+        m.key(Key::Char('h'), t0);
+        assert_eq!(m.osc, Osc::Idle, "typing after done sends idle");
+    }
+
+    #[test]
+    fn deny_and_interrupt_end_without_done() {
+        let s = script(
+            "[[turn]]\nsteps = [ { ask = \"rm -rf /\" }, \"finish\" ]\n[[turn]]\nsteps = [ { work = 10000 } ]\n",
+        );
+        let t0 = Instant::now();
+        let mut m = Model::new(Profile::Claude, s, PathBuf::from("."), t0);
+        submit(&mut m, "first", t0);
+        assert!(matches!(m.mode, Mode::Permission { .. }));
+        m.key(Key::Esc, t0);
+        assert_eq!(m.mode, Mode::Idle);
+        assert!(m.transcript.last().unwrap().contains("Interrupted"));
+        assert!(!m.transcript.iter().any(|l| l.starts_with("✻ Worked")));
+        submit(&mut m, "second", t0);
+        assert!(matches!(m.mode, Mode::Working { .. }));
+        m.key(Key::Esc, t0);
+        assert_eq!(m.mode, Mode::Idle);
+        assert_eq!(m.osc, Osc::Idle);
+    }
+
+    #[test]
+    fn exit_step_and_ctrl_d() {
+        let s = script("[[turn]]\nsteps = [ { exit = 300 } ]\n");
+        let t0 = Instant::now();
+        let mut m = Model::new(Profile::Claude, s, PathBuf::from("."), t0);
+        submit(&mut m, "bye", t0);
+        assert_eq!(m.exit, Some(255));
+        let mut m = Model::new(Profile::Claude, Script::default(), PathBuf::from("."), t0);
+        assert!(!m.key(Key::Enter, t0), "an empty prompt is not submitted");
+        m.key(Key::CtrlD, t0);
+        assert_eq!(m.exit, Some(0));
+    }
+
+    #[test]
+    fn starting_ignores_keys_until_ready() {
+        let s = script("startup_ms = 100\n");
+        let t0 = Instant::now();
+        let mut m = Model::new(Profile::Codex, s, PathBuf::from("."), t0);
+        assert!(!m.key(Key::Char('a'), t0));
+        assert_eq!(m.deadline(), Some(t0 + Duration::from_millis(100)));
+        assert!(m.tick(t0 + Duration::from_millis(100)));
+        assert_eq!(m.mode, Mode::Idle);
+    }
+}

@@ -1,0 +1,230 @@
+//! The sim agent's script: what it does for each prompt (format: docs/agents.md).
+
+use crate::agent::AgentError;
+use serde::Deserialize;
+use std::path::Path;
+
+/// Largest script file read, so a wrong path cannot make the sim read a huge file.
+const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+
+/// A whole script.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// Milliseconds before the first idle screen appears (the `starting` state).
+    #[serde(default)]
+    pub startup_ms: u64,
+    /// Turns, chosen per prompt (see [`Script::turn_for`]).
+    #[serde(default, rename = "turn")]
+    pub turns: Vec<Turn>,
+}
+
+/// What the sim does for one prompt.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// When set, the turn is chosen for any prompt containing this text.
+    #[serde(default, rename = "match")]
+    pub matches: Option<String>,
+    /// The steps, in order. A turn whose steps run out finishes.
+    pub steps: Vec<Step>,
+}
+
+/// One step of a turn.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Show the working spinner for this many milliseconds.
+    Work(u64),
+    /// Ask permission to run this command; approval continues, denial ends the
+    /// turn without a finished-turn marker.
+    Ask(String),
+    /// Write a file (a relative path is relative to the sim's cwd).
+    Write {
+        path: String,
+        #[serde(default)]
+        content: String,
+    },
+    /// Write a report JSON document (atomically) to `path`.
+    Report {
+        path: String,
+        #[serde(default = "finalized")]
+        state: String,
+        /// Extra fields merged into the document.
+        #[serde(default)]
+        fields: Option<serde_json::Map<String, serde_json::Value>>,
+    },
+    /// Print a line of reply text.
+    Say(String),
+    /// End the turn with the finished-turn marker.
+    Finish,
+    /// Exit the process with this code.
+    Exit(i32),
+}
+
+fn finalized() -> String {
+    "finalized".to_string()
+}
+
+impl Default for Script {
+    /// Work 500 ms, then finish, for every prompt.
+    fn default() -> Self {
+        Script {
+            startup_ms: 0,
+            turns: vec![Turn {
+                matches: None,
+                steps: vec![Step::Work(500), Step::Finish],
+            }],
+        }
+    }
+}
+
+impl Script {
+    /// Parse a script: JSON when it starts with `{`, else TOML.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, AgentError> {
+        let bad = |message: String| AgentError::Script {
+            origin: origin.to_string(),
+            message,
+        };
+        let script: Script = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| bad(e.to_string()))?
+        } else {
+            toml::from_str(text).map_err(|e| bad(e.to_string().trim().to_string()))?
+        };
+        for (i, t) in script.turns.iter().enumerate() {
+            for s in &t.steps {
+                let path = match s {
+                    Step::Write { path, .. } | Step::Report { path, .. } => path,
+                    _ => continue,
+                };
+                if path.is_empty() || path.contains('\0') {
+                    return Err(bad(format!("turn #{}: empty or invalid path", i + 1)));
+                }
+            }
+        }
+        Ok(script)
+    }
+
+    /// Read and parse a script file.
+    pub fn load(path: &Path) -> Result<Self, AgentError> {
+        let io = |source| AgentError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if meta.len() > MAX_SCRIPT_BYTES {
+            return Err(AgentError::Script {
+                origin: path.display().to_string(),
+                message: format!("larger than {MAX_SCRIPT_BYTES} bytes"),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(io)?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// The turn for the `n`th prompt (0-based): the first turn whose `match`
+    /// text the prompt contains, else the `n`th turn without `match` (the last
+    /// such turn repeats), else the default (work 500 ms, finish).
+    pub fn turn_for(&self, n: usize, prompt: &str) -> Turn {
+        if let Some(t) = self
+            .turns
+            .iter()
+            .find(|t| t.matches.as_deref().is_some_and(|m| prompt.contains(m)))
+        {
+            return t.clone();
+        }
+        let plain: Vec<&Turn> = self.turns.iter().filter(|t| t.matches.is_none()).collect();
+        match plain.get(n).or(plain.last()) {
+            Some(t) => (*t).clone(),
+            None => Script::default().turns.remove(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_and_json_forms_parse_the_same() {
+        let toml = r#"
+startup_ms = 200
+[[turn]]
+steps = [
+  { work = 300 },
+  { ask = "touch made.txt" },
+  { write = { path = "made.txt", content = "hi\n" } },
+  { report = { path = "report.json" } },
+  { say = "done" },
+  "finish",
+]
+[[turn]]
+match = "EXIT"
+steps = [ { exit = 3 } ]
+"#;
+        let json = r#"{"startup_ms": 200, "turn": [
+  {"steps": [{"work": 300}, {"ask": "touch made.txt"},
+             {"write": {"path": "made.txt", "content": "hi\n"}},
+             {"report": {"path": "report.json"}}, {"say": "done"}, "finish"]},
+  {"match": "EXIT", "steps": [{"exit": 3}]}]}"#;
+        let a = Script::parse(toml, "a.toml").unwrap();
+        let b = Script::parse(json, "b.json").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.turns[0].steps.len(), 6);
+        assert_eq!(
+            a.turns[0].steps[3],
+            Step::Report {
+                path: "report.json".into(),
+                state: "finalized".into(),
+                fields: None
+            }
+        );
+    }
+
+    #[test]
+    fn turn_selection() {
+        let s = Script::parse(
+            r#"
+[[turn]]
+steps = [ { work = 1 } ]
+[[turn]]
+steps = [ { work = 2 } ]
+[[turn]]
+match = "BASH"
+steps = [ { work = 3 } ]
+"#,
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.turn_for(0, "x").steps, vec![Step::Work(1)]);
+        assert_eq!(s.turn_for(1, "x").steps, vec![Step::Work(2)]);
+        assert_eq!(s.turn_for(7, "x").steps, vec![Step::Work(2)]);
+        assert_eq!(s.turn_for(0, "run BASH").steps, vec![Step::Work(3)]);
+        let d = Script::default();
+        assert_eq!(
+            d.turn_for(5, "x").steps,
+            vec![Step::Work(500), Step::Finish]
+        );
+        let empty = Script::parse("", "e").unwrap();
+        assert_eq!(
+            empty.turn_for(0, "x").steps,
+            vec![Step::Work(500), Step::Finish]
+        );
+    }
+
+    #[test]
+    fn bad_scripts_name_the_file() {
+        let e = Script::parse("[[turn]]\nsteps = [ { dance = 1 } ]\n", "s.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.toml"), "{e}");
+        let e = Script::parse("{\"turn\": 3}", "s.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.json"), "{e}");
+        let e = Script::load(Path::new("/nonexistent/script.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("script.toml"), "{e}");
+    }
+}

@@ -1,0 +1,270 @@
+//! The vocabulary of agent state (SPEC §5): kinds of agent, states, blocked
+//! kinds, and the observation the classifier produces.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// What program runs in a pane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    /// Claude Code.
+    Claude,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Any command; idle means its output went quiet.
+    Shell,
+    /// drover's built-in simulated agent (either profile).
+    Sim,
+}
+
+impl AgentKind {
+    /// The lowercase name used on the CLI, in rules files and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+            AgentKind::Shell => "shell",
+            AgentKind::Sim => "sim",
+        }
+    }
+}
+
+impl fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for AgentKind {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "claude" => Ok(AgentKind::Claude),
+            "codex" => Ok(AgentKind::Codex),
+            "shell" => Ok(AgentKind::Shell),
+            "sim" => Ok(AgentKind::Sim),
+            other => Err(ParseStateError {
+                what: "agent kind",
+                value: other.to_string(),
+                expected: "claude, codex, shell, sim",
+            }),
+        }
+    }
+}
+
+/// The state of the agent in a pane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Spawned, not yet ready for a prompt.
+    Starting,
+    /// Ready for a prompt, with no finished turn since the last prompt.
+    Idle,
+    /// Busy with a turn.
+    Working,
+    /// Waiting for a human (see [`BlockedKind`]).
+    Blocked,
+    /// Ready again after a finished turn.
+    Done,
+    /// The process has exited.
+    Exited,
+    /// Signals disagree or nothing matches.
+    Unknown,
+}
+
+impl State {
+    /// Every state, in declaration order.
+    pub const ALL: [State; 7] = [
+        State::Starting,
+        State::Idle,
+        State::Working,
+        State::Blocked,
+        State::Done,
+        State::Exited,
+        State::Unknown,
+    ];
+
+    /// The snake_case name used on the CLI and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Idle => "idle",
+            State::Working => "working",
+            State::Blocked => "blocked",
+            State::Done => "done",
+            State::Exited => "exited",
+            State::Unknown => "unknown",
+        }
+    }
+
+    /// Parse a comma-separated list (`"idle,done"`), as `--until` takes it.
+    /// Duplicates are dropped; an empty list is an error.
+    pub fn parse_list(s: &str) -> Result<Vec<State>, ParseStateError> {
+        let mut out = Vec::new();
+        for part in s.split(',') {
+            let st: State = part.parse()?;
+            if !out.contains(&st) {
+                out.push(st);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for State {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        State::ALL
+            .into_iter()
+            .find(|st| st.as_str() == t)
+            .ok_or_else(|| ParseStateError {
+                what: "state",
+                value: t.to_string(),
+                expected: "starting, idle, working, blocked, done, exited, unknown",
+            })
+    }
+}
+
+/// Why a blocked agent waits for a human.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedKind {
+    /// A tool call needs approval.
+    Permission,
+    /// The agent asked the user a question with options.
+    Question,
+    /// Login, trust, API-key or model-migration dialog: the environment is wrong.
+    Setup,
+    /// The account's usage limit was reached.
+    UsageLimit,
+}
+
+impl BlockedKind {
+    /// The snake_case name used in rules files and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockedKind::Permission => "permission",
+            BlockedKind::Question => "question",
+            BlockedKind::Setup => "setup",
+            BlockedKind::UsageLimit => "usage_limit",
+        }
+    }
+}
+
+impl fmt::Display for BlockedKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for BlockedKind {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "permission" => Ok(BlockedKind::Permission),
+            "question" => Ok(BlockedKind::Question),
+            "setup" => Ok(BlockedKind::Setup),
+            "usage_limit" => Ok(BlockedKind::UsageLimit),
+            other => Err(ParseStateError {
+                what: "blocked kind",
+                value: other.to_string(),
+                expected: "permission, question, setup, usage_limit",
+            }),
+        }
+    }
+}
+
+/// A state that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {value:?} (expected one of: {expected})")]
+pub struct ParseStateError {
+    /// What was being parsed ("state", "blocked kind", …).
+    pub what: &'static str,
+    /// The offending value.
+    pub value: String,
+    /// The accepted values.
+    pub expected: &'static str,
+}
+
+/// An agent state plus the evidence behind it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The classified state.
+    pub state: State,
+    /// Set when `state` is [`State::Blocked`].
+    pub kind: Option<BlockedKind>,
+    /// Set when `state` is [`State::Exited`] and the process exited with a code.
+    pub exit_code: Option<i32>,
+    /// Rule names and signals that produced the state, e.g. `rule:claude.permission`,
+    /// `osc7501:working`, `title:spinner`, `exit:0`.
+    pub evidence: Vec<String>,
+}
+
+impl Observation {
+    /// An observation without kind or exit code.
+    pub fn new(state: State, evidence: Vec<String>) -> Self {
+        Observation {
+            state,
+            kind: None,
+            exit_code: None,
+            evidence,
+        }
+    }
+
+    /// `blocked`, `blocked{permission}`, `exited{0}` …: the form humans read.
+    pub fn label(&self) -> String {
+        match (self.state, self.kind, self.exit_code) {
+            (State::Blocked, Some(k), _) => format!("blocked{{{k}}}"),
+            (State::Exited, _, Some(c)) => format!("exited{{{c}}}"),
+            (s, _, _) => s.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_list_parses_and_rejects() {
+        assert_eq!(
+            State::parse_list("idle, done,idle").unwrap(),
+            vec![State::Idle, State::Done]
+        );
+        let e = State::parse_list("idle,sleeping").unwrap_err();
+        assert!(e.to_string().contains("sleeping"), "{e}");
+        assert!(State::parse_list("").is_err());
+    }
+
+    #[test]
+    fn serde_names_match_display() {
+        for s in State::ALL {
+            let j = serde_json::to_string(&s).unwrap();
+            assert_eq!(j, format!("\"{s}\""));
+        }
+        assert_eq!(
+            serde_json::to_string(&BlockedKind::UsageLimit).unwrap(),
+            "\"usage_limit\""
+        );
+        assert_eq!(serde_json::to_string(&AgentKind::Sim).unwrap(), "\"sim\"");
+    }
+
+    #[test]
+    fn label_shows_kind_and_code() {
+        let mut o = Observation::new(State::Blocked, vec![]);
+        o.kind = Some(BlockedKind::Permission);
+        assert_eq!(o.label(), "blocked{permission}");
+        let mut o = Observation::new(State::Exited, vec![]);
+        o.exit_code = Some(3);
+        assert_eq!(o.label(), "exited{3}");
+    }
+}

@@ -1,51 +1,38 @@
-//! Turning a pane's screen into an observation. Delegates to the agent
-//! classifier; this file only gathers the signals from the pane.
+//! Turning a pane's screen into an observation: gather the signals the pane
+//! and screen hold, hand them to the agent classifier.
 
+use crate::agent::{AgentKind, Classifier, Observation, Signals};
 use crate::pane::ScreenMeta;
 use crate::screen::Screen;
+use std::time::Duration;
 
-/// How long output must be quiet before a shell pane counts as idle.
-pub const SHELL_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
+/// After a burst, re-classify once each of these quiet times is reached
+/// (quiet-based rules: a shell's idle, the settling of disagreeing signals).
+/// One timer per burst, cancelled by new output — not a polling loop.
+pub fn settle_rechecks() -> [Duration; 2] {
+    let slack = 20;
+    [
+        Duration::from_millis(crate::agent::classify::SHELL_QUIET_MS + slack),
+        Duration::from_millis(crate::agent::SETTLE_MS + slack),
+    ]
+}
 
-/// The result of one classification.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observed {
-    pub state: String,
-    pub kind: Option<String>,
-    pub exit_code: Option<i32>,
-    pub evidence: Vec<String>,
+/// The agent kind a pane was created with (unknown names read as `shell`).
+pub fn kind_of(agent: &str) -> AgentKind {
+    agent.parse().unwrap_or(AgentKind::Shell)
 }
 
 /// Classify a pane from its screen and meta.
-pub fn observe(screen: &Screen, meta: &ScreenMeta) -> Observed {
-    if let Some(exit) = &meta.exit {
-        return Observed {
-            state: "exited".into(),
-            kind: None,
-            exit_code: exit.code,
-            evidence: vec![format!(
-                "exit:{}",
-                exit.code
-                    .map(|c| c.to_string())
-                    .or_else(|| exit.signal.clone())
-                    .unwrap_or_default()
-            )],
-        };
-    }
-    let _ = screen;
-    if meta.quiet >= SHELL_SETTLE {
-        Observed {
-            state: "idle".into(),
-            kind: None,
-            exit_code: None,
-            evidence: vec!["rule:shell.quiet".into()],
-        }
-    } else {
-        Observed {
-            state: "working".into(),
-            kind: None,
-            exit_code: None,
-            evidence: vec!["rule:shell.output".into()],
-        }
-    }
+pub fn observe(classifier: &Classifier, screen: &Screen, meta: &ScreenMeta) -> Observation {
+    let rows = screen.rows();
+    let hooks = screen.hooks();
+    let signals = Signals {
+        rows: &rows,
+        title: hooks.title(),
+        osc7501: hooks.osc7501(),
+        exited: meta.exit.as_ref().map(|e| e.code),
+        quiet_ms: meta.quiet.as_millis() as u64,
+        since_spawn_ms: meta.since_spawn.as_millis() as u64,
+    };
+    classifier.classify(kind_of(&meta.agent), &signals)
 }

@@ -1,10 +1,11 @@
 //! Socket server, pane table, detectors and barriers.
 
 use super::hub::Snapshot;
-use super::observe::{self, Observed};
+use super::observe;
 use super::protocol::{
     ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
 };
+use crate::agent::{Classifier, Observation};
 use crate::pane::{NativePane, PaneEvents, PaneSpec};
 use crate::store::LockGuard;
 use serde_json::{Value, json};
@@ -20,9 +21,6 @@ use tokio::sync::{Notify, watch};
 pub const BURST_QUIET: Duration = Duration::from_millis(2);
 /// During a continuous flood, classify at least this often.
 pub const MAX_BURST: Duration = Duration::from_millis(50);
-/// After a burst, classify once more when output stayed quiet this long
-/// (quiet-based rules such as a shell's settle time need it). One timer, not a poll.
-pub const SETTLE_RECHECK: Duration = Duration::from_millis(320);
 
 /// How the supervisor is started.
 #[derive(Debug, Clone)]
@@ -49,6 +47,8 @@ pub enum ServeError {
     },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Rules(#[from] crate::agent::AgentError),
     #[error("runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -65,6 +65,7 @@ pub(super) struct Entry {
 
 pub(super) struct Sup {
     state_dir: PathBuf,
+    classifier: Classifier,
     panes: Mutex<HashMap<String, Arc<Entry>>>,
     epoch: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
@@ -106,12 +107,14 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         let _ = writeln!(f, "{}", std::process::id());
     }
     init_logging(&opts);
+    // A bad rules override is an error naming the file, never silently ignored.
+    let classifier = Classifier::load(&opts.state_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
-    let result = rt.block_on(run(opts.clone()));
+    let result = rt.block_on(run(opts.clone(), classifier));
     rt.shutdown_timeout(Duration::from_secs(1));
     let _ = std::fs::remove_file(&opts.socket);
     tracing::info!("supervisor stopped");
@@ -138,7 +141,7 @@ fn init_logging(opts: &ServeOptions) {
         .try_init();
 }
 
-async fn run(opts: ServeOptions) -> Result<(), ServeError> {
+async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeError> {
     use std::os::unix::fs::PermissionsExt;
     // We hold the state dir's lock: any socket file left here is stale.
     let _ = std::fs::remove_file(&opts.socket);
@@ -151,6 +154,7 @@ async fn run(opts: ServeOptions) -> Result<(), ServeError> {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     let sup = Arc::new(Sup {
         state_dir: opts.state_dir.clone(),
+        classifier,
         panes: Mutex::new(HashMap::new()),
         epoch,
         shutdown,
@@ -476,24 +480,31 @@ fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
 /// Classify when a burst of output ends (and once more after it settles);
 /// publish only changes. Woken by the pane's reader, never by a timer loop.
 async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
-    let mut settle_pending = false;
+    // Quiet times at which to look again after a burst (cancelled by output).
+    let mut rechecks: Vec<Duration> = Vec::new();
+    let mut burst_end = Instant::now();
     loop {
-        let alive = || {
-            lock(&sup.panes)
-                .get(entry.pane.name())
-                .is_some_and(|e| Arc::ptr_eq(e, &entry))
-        };
-        if !alive() {
+        let alive = lock(&sup.panes)
+            .get(entry.pane.name())
+            .is_some_and(|e| Arc::ptr_eq(e, &entry));
+        if !alive {
             return;
         }
-        let woke = if settle_pending {
-            tokio::select! {
-                _ = entry.notify.notified() => true,
-                _ = tokio::time::sleep(SETTLE_RECHECK) => false,
+        let woke = match rechecks.first().copied() {
+            Some(at) => {
+                let left = at.saturating_sub(burst_end.elapsed());
+                tokio::select! {
+                    _ = entry.notify.notified() => true,
+                    _ = tokio::time::sleep(left) => {
+                        rechecks.remove(0);
+                        false
+                    }
+                }
             }
-        } else {
-            entry.notify.notified().await;
-            true
+            None => {
+                entry.notify.notified().await;
+                true
+            }
         };
         if woke {
             let start = Instant::now();
@@ -507,8 +518,9 @@ async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
                     _ = tokio::time::sleep(BURST_QUIET.min(left)) => break,
                 }
             }
+            burst_end = Instant::now();
+            rechecks = observe::settle_rechecks().to_vec();
         }
-        settle_pending = woke;
         publish(&sup, &entry);
     }
 }
@@ -520,7 +532,7 @@ fn publish(sup: &Sup, entry: &Entry) {
             return None;
         }
         Some((
-            observe::observe(screen, meta),
+            observe::observe(&sup.classifier, screen, meta),
             meta.generation,
             screen.text_hash(),
         ))
@@ -528,12 +540,14 @@ fn publish(sup: &Sup, entry: &Entry) {
     let Some((o, generation, hash)) = got else {
         return;
     };
-    let Observed {
+    let Observation {
         state,
         kind,
         exit_code,
         evidence,
     } = o;
+    let state = state.as_str().to_string();
+    let kind = kind.map(|k| k.as_str().to_string());
     let mut obs = lock(&entry.obs);
     let changed = obs.generation != generation
         || obs.state != state

@@ -8,6 +8,7 @@ mod demo;
 mod job;
 mod pane;
 mod registry;
+mod send;
 mod serve;
 mod wait;
 
@@ -49,6 +50,13 @@ pub enum Command {
     Attach(attach::AttachArgs),
     /// Wait until panes reach one of the given states.
     Wait(wait::WaitArgs),
+    /// Deliver a prompt to an agent and confirm it started working (exit 3 if not).
+    Send(send::SendArgs),
+    /// Each pane's agent state and since when.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -140,6 +148,8 @@ pub fn main() -> ExitCode {
         Command::Pane { cmd } => pane::run(cmd, &ctx),
         Command::Attach(a) => attach::run(a, &ctx),
         Command::Wait(a) => wait::run(a, &ctx),
+        Command::Send(a) => send::run(a, &ctx),
+        Command::Status { json } => pane::run(pane::PaneCmd::Ls { json }, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

@@ -3,6 +3,7 @@
 //! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
 
 pub mod client;
+mod deliver;
 mod hub;
 mod observe;
 pub mod protocol;

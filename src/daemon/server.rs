@@ -259,6 +259,46 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, Response> {
 }
 
 impl Sup {
+    /// The latest observation of a pane.
+    pub(super) fn snapshot(&self, entry: &Entry) -> Snapshot {
+        lock(&entry.obs).clone()
+    }
+
+    /// Wait until `pred` holds for the pane's observation; `Ok(None)` on
+    /// timeout, `Err` when the pane is gone. Woken by observation changes.
+    pub(super) async fn wait_for(
+        &self,
+        entry: &Arc<Entry>,
+        timeout: Duration,
+        pred: impl Fn(&Snapshot) -> bool,
+    ) -> Result<Option<Snapshot>, Response> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut rx = self.epoch.subscribe();
+        loop {
+            rx.borrow_and_update();
+            let alive = lock(&self.panes)
+                .get(entry.pane.name())
+                .is_some_and(|e| Arc::ptr_eq(e, entry));
+            if !alive {
+                return Err(Response::err(
+                    0,
+                    ErrorCode::NotFound,
+                    format!("pane {} is gone", entry.pane.name()),
+                ));
+            }
+            let snap = self.snapshot(entry);
+            if pred(&snap) {
+                return Ok(Some(snap));
+            }
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() {
+                    return Err(Response::err(0, ErrorCode::Internal, "supervisor is stopping"));
+                },
+                _ = tokio::time::sleep_until(deadline) => return Ok(None),
+            }
+        }
+    }
+
     pub(super) fn entry(&self, name: &str) -> Result<Arc<Entry>, Response> {
         lock(&self.panes).get(name).cloned().ok_or_else(|| {
             Response::err(
@@ -386,6 +426,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
         "wait" => wait_barrier(sup, args).await,
+        "deliver" => super::deliver::deliver(sup, args).await,
         "shutdown" => {
             let _ = sup.shutdown.send(true);
             Ok(json!({"stopping": true}))

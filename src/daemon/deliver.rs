@@ -1,0 +1,200 @@
+//! Confirmed prompt delivery (SPEC §5): wait until the agent is ready, write
+//! the prompt the way its TUI wants it, and confirm that the agent left idle
+//! for working with the prompt on screen. At most one retry, and a retry never
+//! submits twice: it only presses Enter on a prompt still sitting in the
+//! composer, or re-sends when no trace of the first send is on screen.
+
+use super::hub::Snapshot;
+use super::protocol::{ErrorCode, Response};
+use super::server::{Entry, Sup};
+use crate::agent::{AgentKind, delivery_plan};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default time to wait for the agent to be ready for a prompt.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default time for the agent to show it took the prompt.
+pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
+/// Characters of the prompt's first line looked for on screen.
+const SNIPPET_CHARS: usize = 40;
+
+fn refused(msg: String) -> Response {
+    Response::err(0, ErrorCode::Refused, msg)
+}
+
+/// The start of the prompt's first non-empty line, whitespace collapsed.
+pub fn snippet(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let collapsed: Vec<&str> = line.split_whitespace().collect();
+    collapsed.join(" ").chars().take(SNIPPET_CHARS).collect()
+}
+
+fn visible(screen_text: &str, snippet: &str) -> bool {
+    if snippet.is_empty() {
+        return true;
+    }
+    let collapsed: String = screen_text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // Long pastes are shown as a placeholder by the real TUIs.
+    collapsed.contains(snippet) || collapsed.contains("[Pasted text")
+}
+
+async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), Response> {
+    let bracketed = entry.pane.with_screen(|s, _| s.bracketed_paste());
+    for w in delivery_plan(kind, text, bracketed) {
+        if w.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(w.delay_ms)).await;
+        }
+        entry
+            .pane
+            .write_input(&w.bytes)
+            .map_err(super::server::pane_err)?;
+    }
+    Ok(())
+}
+
+/// The `deliver` op.
+pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    let name = args
+        .get("pane")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing string field `pane`"))?;
+    let text = args
+        .get("text")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing string field `text`"))?;
+    if text.trim().is_empty() {
+        return Err(Response::err(0, ErrorCode::Usage, "the prompt is empty"));
+    }
+    let ms = |k: &str, d: Duration| {
+        args.get(k)
+            .and_then(Value::as_u64)
+            .map(Duration::from_millis)
+            .unwrap_or(d)
+    };
+    let ready_timeout = ms("ready_timeout_ms", READY_TIMEOUT);
+    let confirm_timeout = ms("confirm_timeout_ms", CONFIRM_TIMEOUT);
+    let nonce = args
+        .get("nonce")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let entry = sup.entry(name)?;
+    let kind = super::observe::kind_of(&entry.pane.info().agent);
+
+    let ready = sup
+        .wait_for(&entry, ready_timeout, |s| {
+            matches!(s.state.as_str(), "idle" | "done" | "blocked" | "exited")
+        })
+        .await?;
+    let before = match ready {
+        Some(s) if matches!(s.state.as_str(), "idle" | "done") => s,
+        Some(s) => {
+            return Err(refused(format!(
+                "not delivered to {name}: the agent is {}{} — {}",
+                s.state,
+                s.kind
+                    .as_deref()
+                    .map(|k| format!("{{{k}}}"))
+                    .unwrap_or_default(),
+                if s.kind.as_deref() == Some("setup") {
+                    "its environment needs fixing (login, trust, API key); no prompt will help"
+                } else {
+                    "answer it first"
+                }
+            )));
+        }
+        None => {
+            let s = sup.snapshot(&entry);
+            return Err(refused(format!(
+                "not delivered to {name}: not ready within {} ms (state {})",
+                ready_timeout.as_millis(),
+                s.state
+            )));
+        }
+    };
+    let snip = snippet(text);
+    let took = |before: &Snapshot| {
+        let before = before.clone();
+        move |s: &Snapshot| {
+            s.generation == before.generation
+                && (matches!(s.state.as_str(), "working" | "blocked")
+                    || (s.state == "done"
+                        && s.screen_hash != before.screen_hash
+                        && before.state == "idle"))
+        }
+    };
+    let mut attempts = 1;
+    write_prompt(&entry, kind, text).await?;
+    let mut confirmed = sup.wait_for(&entry, confirm_timeout, took(&before)).await?;
+    if confirmed.is_none() {
+        // One retry, chosen so that nothing can be submitted twice.
+        let (screen, state) = (
+            entry.pane.with_screen(|s, _| s.text()),
+            sup.snapshot(&entry).state,
+        );
+        if state == "idle" || state == "done" {
+            attempts = 2;
+            if visible(&bottom(&screen, 8), &snip) {
+                // The prompt sits in the composer: Enter was taken as a newline.
+                entry
+                    .pane
+                    .write_input(b"\r")
+                    .map_err(super::server::pane_err)?;
+            } else if !visible(&screen, &snip) {
+                write_prompt(&entry, kind, text).await?;
+            } else {
+                attempts = 1;
+            }
+            if attempts == 2 {
+                confirmed = sup.wait_for(&entry, confirm_timeout, took(&before)).await?;
+            }
+        }
+    }
+    let Some(after) = confirmed else {
+        let s = sup.snapshot(&entry);
+        return Err(refused(format!(
+            "not delivered to {name}: the agent did not start working within {} ms after {attempts} attempt(s) (state {})",
+            confirm_timeout.as_millis(),
+            s.state
+        )));
+    };
+    let screen = entry.pane.with_screen(|s, _| s.text());
+    let prompt_visible = visible(&screen, &snip);
+    Ok(json!({
+        "pane": name,
+        "delivered": true,
+        "nonce": nonce,
+        "attempts": attempts,
+        "generation": after.generation,
+        "state": after.state,
+        "prompt_visible": prompt_visible,
+    }))
+}
+
+fn bottom(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_takes_first_line_collapsed() {
+        assert_eq!(snippet("\n  fix   the bug\nmore"), "fix the bug");
+        assert_eq!(snippet(&"x".repeat(100)).len(), SNIPPET_CHARS);
+    }
+
+    #[test]
+    fn visibility_ignores_wrapping_whitespace() {
+        assert!(visible("❯ fix  the bug\n", "fix the bug"));
+        assert!(visible("[Pasted text #1 +40 lines]", "anything"));
+        assert!(!visible("❯ \n", "fix the bug"));
+    }
+}

@@ -26,6 +26,7 @@
 pub mod agent;
 pub mod daemon;
 pub mod engine;
+pub mod evidence;
 pub mod exit;
 pub mod gate;
 pub mod pane;

@@ -7,6 +7,7 @@ mod attach;
 mod demo;
 mod job;
 mod pane;
+mod policy;
 mod registry;
 mod send;
 mod serve;
@@ -63,6 +64,8 @@ pub enum Command {
     Job(job::Commands),
     #[command(flatten)]
     Agent(agent::Commands),
+    #[command(flatten)]
+    Policy(policy::Commands),
 }
 
 /// What every command may need: where the state is, and how to reach the supervisor.
@@ -153,6 +156,7 @@ pub fn main() -> ExitCode {
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),
+        Command::Policy(c) => policy::run(c, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,244 @@
+//! `drover policy eval|check`: run the pure policy on scenario files.
+//!
+//! `check` is a lint over a fixture directory: a scenario that disagrees with its
+//! `expected_policy` exits 3 (a lint said no); a malformed one exits 2 (a bad input
+//! file), which wins over a disagreement because a set that does not parse proves nothing.
+
+use super::{Ctx, fail};
+use drover::exit;
+use drover::policy::{self, Decision, Scenario, ScenarioError};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Commands {
+    /// The shadow policy: evaluate scenarios, check fixtures.
+    Policy {
+        #[command(subcommand)]
+        cmd: PolicyCmd,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum PolicyCmd {
+    /// Decide one scenario; prints {"decision": "...", "reason": "..."}.
+    Eval {
+        /// Scenario file, or `-` for stdin.
+        file: String,
+    },
+    /// Decide every *.json scenario in DIR against its expected_policy
+    /// (exit 3 on a disagreement, 2 on a malformed file).
+    Check {
+        /// Directory of scenario files.
+        dir: PathBuf,
+        /// Print one JSON array of results instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: Commands, _ctx: &Ctx) -> anyhow::Result<u8> {
+    let Commands::Policy { cmd } = cmd;
+    match cmd {
+        PolicyCmd::Eval { file } => eval(&file),
+        PolicyCmd::Check { dir, json } => check(&dir, json),
+    }
+}
+
+fn eval(file: &str) -> anyhow::Result<u8> {
+    let (label, text) = if file == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| fail(exit::ERROR, format!("cannot read stdin: {e}")))?;
+        ("stdin".to_string(), text)
+    } else {
+        let path = Path::new(file);
+        (file.to_string(), read(path)?)
+    };
+    let scenario = policy::parse_scenario(&text).map_err(|e| malformed(&label, &e))?;
+    println!("{}", serde_json::to_string(&policy::decide(&scenario))?);
+    Ok(exit::OK)
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            exit::USAGE
+        } else {
+            exit::ERROR
+        };
+        fail(code, format!("cannot read {}: {e}", path.display()))
+    })
+}
+
+fn malformed(label: &str, e: &ScenarioError) -> anyhow::Error {
+    fail(
+        exit::USAGE,
+        format!("{label}: {e} (the scenario format is in docs/policy.md)"),
+    )
+}
+
+/// One scenario file's outcome under `check`.
+#[derive(Debug, serde::Serialize)]
+struct Outcome {
+    file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<Decision>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    ok: bool,
+}
+
+fn check(dir: &Path, json: bool) -> anyhow::Result<u8> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        fail(
+            exit::USAGE,
+            format!("cannot read directory {}: {e}", dir.display()),
+        )
+    })?;
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| fail(exit::ERROR, format!("cannot list {}: {e}", dir.display())))?
+            .path();
+        if path.extension().is_some_and(|x| x == "json") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(fail(
+            exit::USAGE,
+            format!("no *.json scenario in {}", dir.display()),
+        ));
+    }
+    let mut outcomes = Vec::with_capacity(files.len());
+    for path in &files {
+        outcomes.push(check_one(path)?);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+    } else {
+        print_table(&outcomes);
+    }
+    let broken: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    let wrong: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.error.is_none() && !o.ok)
+        .collect();
+    for o in &broken {
+        eprintln!(
+            "drover: {}: {}",
+            o.file,
+            o.error.as_deref().unwrap_or_default()
+        );
+    }
+    for o in &wrong {
+        eprintln!(
+            "drover: {}: expected {}, decided {}",
+            o.file,
+            o.expected.as_deref().unwrap_or("?"),
+            o.decision
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+    }
+    let n = outcomes.len();
+    if !broken.is_empty() {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "policy check: {} of {n} scenario file(s) are malformed; fix the named fields",
+                broken.len()
+            ),
+        ));
+    }
+    if !wrong.is_empty() {
+        let names: Vec<&str> = wrong.iter().map(|o| o.file.as_str()).collect();
+        return Err(fail(
+            exit::REFUSED,
+            format!(
+                "policy check: {} of {n} scenario(s) disagree with expected_policy: {}",
+                wrong.len(),
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(exit::OK)
+}
+
+/// Decide one file; a malformed file is an outcome, not an early exit, so every
+/// problem in the directory is listed at once.
+fn check_one(path: &Path) -> anyhow::Result<Outcome> {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let text = read(path)?;
+    let broken = |error: String| Outcome {
+        file: file.clone(),
+        expected: None,
+        decision: None,
+        error: Some(error),
+        ok: false,
+    };
+    let scenario: Scenario = match policy::parse_scenario(&text) {
+        Ok(s) => s,
+        Err(e) => return Ok(broken(e.to_string())),
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if scenario.name != stem {
+        return Ok(broken(format!(
+            "name: {:?} does not match the file name {stem:?} (a fixture's name says what it guards)",
+            scenario.name
+        )));
+    }
+    let Some(expected) = scenario.expected_policy.clone() else {
+        return Ok(broken("expected_policy: missing".to_string()));
+    };
+    let decision = policy::decide(&scenario);
+    let ok = decision.kind() == expected.decision
+        && expected
+            .reason_contains
+            .as_deref()
+            .is_none_or(|frag| decision.reason().contains(frag));
+    let mut shown = expected.decision.to_string();
+    if let Some(frag) = &expected.reason_contains {
+        shown.push_str(&format!(" (reason containing {frag:?})"));
+    }
+    Ok(Outcome {
+        file,
+        expected: Some(shown),
+        decision: Some(decision),
+        error: None,
+        ok,
+    })
+}
+
+fn print_table(outcomes: &[Outcome]) {
+    let width = outcomes.iter().map(|o| o.file.len()).max().unwrap_or(4).max(4);
+    println!("{:<width$}  {:<18}  {:<18}  RESULT", "FILE", "EXPECTED", "DECISION");
+    for o in outcomes {
+        let expected = o
+            .expected
+            .as_deref()
+            .and_then(|e| e.split(' ').next())
+            .unwrap_or("-");
+        let decision = o.decision.as_ref().map(|d| d.kind().name()).unwrap_or("-");
+        let result = match (&o.error, o.ok) {
+            (Some(_), _) => "malformed",
+            (None, true) => "ok",
+            (None, false) => "MISMATCH",
+        };
+        println!("{:<width$}  {expected:<18}  {decision:<18}  {result}", o.file);
+    }
+    let agree = outcomes.iter().filter(|o| o.ok).count();
+    println!("{} scenario(s), {agree} agree", outcomes.len());
+}

@@ -1,0 +1,599 @@
+//! `decide`: nine checks in the order of SPEC §9, the first that speaks wins.
+//!
+//! Each check is a small function over [`Evidence`] that returns `Some(decision)` when
+//! it holds the attempt. The order is the policy: doubt about the evidence itself
+//! (transport, staleness) first, then what the agent is doing (blocked, unknown), then
+//! whose work it is (attribution, before quiescence, because idle proves nothing on a
+//! reused session), then whether it ended (busy, report, side effects). `docs/policy.md`
+//! says why each sits where it does.
+
+use super::scenario::{AgentState, Event, EventBody, ReportState, Scenario, TransportResult};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The name of a decision, without its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Transport doubt: an error with no observation since.
+    HoldReconnect,
+    /// No observation, or the newest is too old.
+    HoldStale,
+    /// The agent waits for a human.
+    EscalateBlocked,
+    /// The agent's state is unknown, or it exited.
+    HoldUnknown,
+    /// The evidence cannot be tied to this attempt.
+    HoldUnattributed,
+    /// The agent is still working or starting.
+    HoldBusy,
+    /// No report, or the newest report is not finalized.
+    HoldUnfinalized,
+    /// A side-effect check said the side effect is not there.
+    HoldUnproven,
+    /// The attempt finished.
+    Complete,
+}
+
+impl DecisionKind {
+    /// Every decision, in the order `decide` checks them.
+    pub const ORDER: [DecisionKind; 9] = [
+        DecisionKind::HoldReconnect,
+        DecisionKind::HoldStale,
+        DecisionKind::EscalateBlocked,
+        DecisionKind::HoldUnknown,
+        DecisionKind::HoldUnattributed,
+        DecisionKind::HoldBusy,
+        DecisionKind::HoldUnfinalized,
+        DecisionKind::HoldUnproven,
+        DecisionKind::Complete,
+    ];
+
+    /// The snake_case name (`hold_reconnect`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionKind::HoldReconnect => "hold_reconnect",
+            DecisionKind::HoldStale => "hold_stale",
+            DecisionKind::EscalateBlocked => "escalate_blocked",
+            DecisionKind::HoldUnknown => "hold_unknown",
+            DecisionKind::HoldUnattributed => "hold_unattributed",
+            DecisionKind::HoldBusy => "hold_busy",
+            DecisionKind::HoldUnfinalized => "hold_unfinalized",
+            DecisionKind::HoldUnproven => "hold_unproven",
+            DecisionKind::Complete => "complete",
+        }
+    }
+
+    /// The decision with this snake_case name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ORDER.into_iter().find(|d| d.name() == name)
+    }
+}
+
+impl fmt::Display for DecisionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The policy's verdict about an attempt, with a reason naming what was seen.
+/// Serializes as `{"decision": "hold_stale", "reason": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Transport doubt: an error with no observation since.
+    HoldReconnect { reason: String },
+    /// No observation, or the newest is too old.
+    HoldStale { reason: String },
+    /// The agent waits for a human; never complete.
+    EscalateBlocked { reason: String },
+    /// The agent's state is unknown, or it exited.
+    HoldUnknown { reason: String },
+    /// The evidence cannot be tied to this attempt.
+    HoldUnattributed { reason: String },
+    /// The agent is still working or starting.
+    HoldBusy { reason: String },
+    /// No report, or the newest report is not finalized.
+    HoldUnfinalized { reason: String },
+    /// A side-effect check said the side effect is not there.
+    HoldUnproven { reason: String },
+    /// The attempt finished.
+    Complete { reason: String },
+}
+
+impl Decision {
+    /// A decision of `kind` with `reason`.
+    pub fn new(kind: DecisionKind, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        match kind {
+            DecisionKind::HoldReconnect => Decision::HoldReconnect { reason },
+            DecisionKind::HoldStale => Decision::HoldStale { reason },
+            DecisionKind::EscalateBlocked => Decision::EscalateBlocked { reason },
+            DecisionKind::HoldUnknown => Decision::HoldUnknown { reason },
+            DecisionKind::HoldUnattributed => Decision::HoldUnattributed { reason },
+            DecisionKind::HoldBusy => Decision::HoldBusy { reason },
+            DecisionKind::HoldUnfinalized => Decision::HoldUnfinalized { reason },
+            DecisionKind::HoldUnproven => Decision::HoldUnproven { reason },
+            DecisionKind::Complete => Decision::Complete { reason },
+        }
+    }
+
+    /// Which decision this is.
+    pub fn kind(&self) -> DecisionKind {
+        match self {
+            Decision::HoldReconnect { .. } => DecisionKind::HoldReconnect,
+            Decision::HoldStale { .. } => DecisionKind::HoldStale,
+            Decision::EscalateBlocked { .. } => DecisionKind::EscalateBlocked,
+            Decision::HoldUnknown { .. } => DecisionKind::HoldUnknown,
+            Decision::HoldUnattributed { .. } => DecisionKind::HoldUnattributed,
+            Decision::HoldBusy { .. } => DecisionKind::HoldBusy,
+            Decision::HoldUnfinalized { .. } => DecisionKind::HoldUnfinalized,
+            Decision::HoldUnproven { .. } => DecisionKind::HoldUnproven,
+            Decision::Complete { .. } => DecisionKind::Complete,
+        }
+    }
+
+    /// What was seen that made this the decision.
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::HoldReconnect { reason }
+            | Decision::HoldStale { reason }
+            | Decision::EscalateBlocked { reason }
+            | Decision::HoldUnknown { reason }
+            | Decision::HoldUnattributed { reason }
+            | Decision::HoldBusy { reason }
+            | Decision::HoldUnfinalized { reason }
+            | Decision::HoldUnproven { reason }
+            | Decision::Complete { reason } => reason,
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.reason())
+    }
+}
+
+/// Decide whether the attempt in `s` is finished. Pure and total: it needs no
+/// validation first (events are taken in time order, file order breaking ties) and
+/// holds rather than completes whenever the evidence is missing or contradicts itself.
+pub fn decide(s: &Scenario) -> Decision {
+    let ev = Evidence::new(s);
+    reconnect(&ev)
+        .or_else(|| stale(&ev))
+        .or_else(|| blocked(&ev))
+        .or_else(|| unknown(&ev))
+        .or_else(|| super::attribution::unattributed(&ev))
+        .or_else(|| busy(&ev))
+        .or_else(|| unfinalized(&ev))
+        .or_else(|| unproven(&ev))
+        .unwrap_or_else(|| complete(&ev))
+}
+
+/// A scenario's timeline in time order, each event with its index in the file.
+pub(super) struct Evidence<'a> {
+    pub(super) s: &'a Scenario,
+    pub(super) events: Vec<Seen<'a>>,
+}
+
+/// One event and where it sits in the scenario file.
+#[derive(Clone, Copy)]
+pub(super) struct Seen<'a> {
+    pub(super) index: usize,
+    pub(super) event: &'a Event,
+}
+
+impl Seen<'_> {
+    /// `timeline[4] report at t=50000` — how reasons point at an event.
+    pub(super) fn at(&self) -> String {
+        format!(
+            "timeline[{}] {} at t={}",
+            self.index,
+            self.event.body.name(),
+            self.event.t_ms
+        )
+    }
+}
+
+impl<'a> Evidence<'a> {
+    pub(super) fn new(s: &'a Scenario) -> Self {
+        let mut events: Vec<Seen<'a>> = s
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(index, event)| Seen { index, event })
+            .collect();
+        // Stable: events at the same millisecond keep their file order.
+        events.sort_by_key(|e| e.event.t_ms);
+        Evidence { s, events }
+    }
+
+    /// The newest observation and its state.
+    fn newest_observation(&self) -> Option<(Seen<'a>, AgentState, Option<&'a str>)> {
+        self.events.iter().rev().find_map(|e| match &e.event.body {
+            EventBody::Observation { state, state_kind } => {
+                Some((*e, *state, state_kind.as_deref()))
+            }
+            _ => None,
+        })
+    }
+}
+
+fn describe_state(state: AgentState, state_kind: Option<&str>) -> String {
+    match state_kind {
+        Some(k) => format!("{} ({k})", state.name()),
+        None => state.name().to_string(),
+    }
+}
+
+/// 1. A transport error after which no observation arrived. Only an observation
+/// clears it: a later `ok` or `timeout` carries no snapshot of the agent.
+fn reconnect(ev: &Evidence) -> Option<Decision> {
+    let is_error = |e: &Seen| {
+        e.event.body
+            == EventBody::Transport {
+                result: TransportResult::Error,
+            }
+    };
+    let pos = ev.events.iter().rposition(is_error)?;
+    let after = &ev.events[pos + 1..];
+    if after
+        .iter()
+        .any(|e| matches!(e.event.body, EventBody::Observation { .. }))
+    {
+        return None;
+    }
+    let mut reason = format!(
+        "transport error ({}) and no observation since",
+        ev.events[pos].at()
+    );
+    let later: Vec<String> = after
+        .iter()
+        .filter_map(|e| match e.event.body {
+            EventBody::Transport { result } => Some(format!("{} at t={}", result.name(), e.event.t_ms)),
+            _ => None,
+        })
+        .collect();
+    if !later.is_empty() {
+        reason.push_str(&format!(
+            "; the later transport {} carry no snapshot and do not clear it",
+            later.join(", ")
+        ));
+    }
+    Some(Decision::new(DecisionKind::HoldReconnect, reason))
+}
+
+/// 2. No observation at all, or the newest is older than `staleness_ms` at `now_ms`.
+fn stale(ev: &Evidence) -> Option<Decision> {
+    let Some((seen, state, state_kind)) = ev.newest_observation() else {
+        return Some(Decision::new(
+            DecisionKind::HoldStale,
+            "no observation of the agent in the timeline (a dispatch ack is not one)",
+        ));
+    };
+    let age = ev.s.now_ms.saturating_sub(seen.event.t_ms);
+    (age > ev.s.staleness_ms).then(|| {
+        Decision::new(
+            DecisionKind::HoldStale,
+            format!(
+                "newest observation ({}, {}) is {age} ms old at now_ms {}, over staleness_ms {}",
+                seen.at(),
+                describe_state(state, state_kind),
+                ev.s.now_ms,
+                ev.s.staleness_ms
+            ),
+        )
+    })
+}
+
+/// 3. The newest observation is `blocked`: a human is needed, never complete.
+fn blocked(ev: &Evidence) -> Option<Decision> {
+    let (seen, state, state_kind) = ev.newest_observation()?;
+    (state == AgentState::Blocked).then(|| {
+        Decision::new(
+            DecisionKind::EscalateBlocked,
+            format!(
+                "newest observation ({}) is {}: a human is needed",
+                seen.at(),
+                describe_state(state, state_kind)
+            ),
+        )
+    })
+}
+
+/// 4. The newest observation is `unknown` or `exited`: nothing to infer from.
+fn unknown(ev: &Evidence) -> Option<Decision> {
+    let (seen, state, state_kind) = ev.newest_observation()?;
+    matches!(state, AgentState::Unknown | AgentState::Exited).then(|| {
+        Decision::new(
+            DecisionKind::HoldUnknown,
+            format!(
+                "newest observation ({}) is {}",
+                seen.at(),
+                describe_state(state, state_kind)
+            ),
+        )
+    })
+}
+
+/// 6. The newest observation is `working` or `starting`.
+fn busy(ev: &Evidence) -> Option<Decision> {
+    let (seen, state, state_kind) = ev.newest_observation()?;
+    matches!(state, AgentState::Working | AgentState::Starting).then(|| {
+        Decision::new(
+            DecisionKind::HoldBusy,
+            format!(
+                "newest observation ({}) is {}",
+                seen.at(),
+                describe_state(state, state_kind)
+            ),
+        )
+    })
+}
+
+/// The newest report and its state.
+fn newest_report<'a>(ev: &Evidence<'a>) -> Option<(Seen<'a>, ReportState)> {
+    ev.events.iter().rev().find_map(|e| match e.event.body {
+        EventBody::Report { state } => Some((*e, state)),
+        _ => None,
+    })
+}
+
+/// 7. No report, or the newest is still `writing` or merely `paused`: a debounce is a
+/// filter, not an authority.
+fn unfinalized(ev: &Evidence) -> Option<Decision> {
+    let Some((seen, state)) = newest_report(ev) else {
+        return Some(Decision::new(
+            DecisionKind::HoldUnfinalized,
+            "no report from the lane",
+        ));
+    };
+    match state {
+        ReportState::Finalized => None,
+        ReportState::Writing => Some(Decision::new(
+            DecisionKind::HoldUnfinalized,
+            format!("newest report ({}) is still writing", seen.at()),
+        )),
+        ReportState::Paused => Some(Decision::new(
+            DecisionKind::HoldUnfinalized,
+            format!(
+                "newest report ({}) is paused, not finalized: a debounce is a filter, not \
+                 an authority",
+                seen.at()
+            ),
+        )),
+    }
+}
+
+/// 8. A side-effect check reported `proven: false`. Absence of checks is not read as
+/// proof either way here; manifest verification fails closed later.
+fn unproven(ev: &Evidence) -> Option<Decision> {
+    let failed: Vec<String> = ev
+        .events
+        .iter()
+        .filter(|e| e.event.body == EventBody::SideEffect { proven: false })
+        .map(Seen::at)
+        .collect();
+    (!failed.is_empty()).then(|| {
+        Decision::new(
+            DecisionKind::HoldUnproven,
+            format!("side effect not proven: {}", failed.join(", ")),
+        )
+    })
+}
+
+/// 9. Nothing held the attempt: say what made it complete.
+fn complete(ev: &Evidence) -> Decision {
+    let d = &ev.s.dispatch;
+    let mut parts = vec![format!(
+        "attempt {} of job {} on {} generation {}",
+        d.attempt_id, d.job_id, d.session_id, d.pane_generation
+    )];
+    if let Some((seen, state, _)) = ev.newest_observation() {
+        parts.push(format!(
+            "newest observation {} ({}, {} ms old)",
+            state.name(),
+            seen.at(),
+            ev.s.now_ms.saturating_sub(seen.event.t_ms)
+        ));
+    }
+    if let Some((seen, _)) = newest_report(ev) {
+        parts.push(format!("report finalized ({})", seen.at()));
+    }
+    let proven = ev
+        .events
+        .iter()
+        .filter(|e| e.event.body == EventBody::SideEffect { proven: true })
+        .count();
+    parts.push(if proven == 0 {
+        "no side-effect check here (manifest verification decides)".to_string()
+    } else {
+        format!("{proven} side-effect check(s) proven")
+    });
+    Decision::new(DecisionKind::Complete, parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testkit::*;
+
+    fn run(check: fn(&Evidence) -> Option<Decision>, s: &Scenario) -> Option<DecisionKind> {
+        check(&Evidence::new(s)).map(|d| d.kind())
+    }
+
+    #[test]
+    fn reconnect_holds_after_an_error_with_nothing_since() {
+        let s = clean().with(45_000, transport(TransportResult::Error));
+        assert_eq!(run(reconnect, &s), Some(DecisionKind::HoldReconnect));
+    }
+
+    #[test]
+    fn reconnect_is_not_cleared_by_a_later_timeout_or_ok() {
+        let s = clean()
+            .with(57_000, transport(TransportResult::Error))
+            .with(58_000, transport(TransportResult::Timeout))
+            .with(59_000, transport(TransportResult::Ok));
+        let d = reconnect(&Evidence::new(&s));
+        let reason = d.as_ref().map(|d| d.reason().to_string()).unwrap_or_default();
+        assert_eq!(d.map(|d| d.kind()), Some(DecisionKind::HoldReconnect));
+        assert!(reason.contains("timeout at t=58000"), "{reason}");
+    }
+
+    #[test]
+    fn reconnect_is_cleared_only_by_a_later_observation() {
+        let s = clean()
+            .with(57_000, transport(TransportResult::Error))
+            .with(58_000, obs(AgentState::Done));
+        assert_eq!(run(reconnect, &s), None);
+    }
+
+    #[test]
+    fn reconnect_uses_the_last_error() {
+        let s = clean()
+            .with(56_500, transport(TransportResult::Error))
+            .with(57_000, obs(AgentState::Done))
+            .with(58_000, transport(TransportResult::Error));
+        assert_eq!(run(reconnect, &s), Some(DecisionKind::HoldReconnect));
+    }
+
+    #[test]
+    fn a_timeout_alone_is_never_doubt() {
+        let s = clean().with(59_000, transport(TransportResult::Timeout));
+        assert_eq!(run(reconnect, &s), None);
+    }
+
+    #[test]
+    fn same_millisecond_keeps_file_order() {
+        let s = clean()
+            .with(58_000, transport(TransportResult::Error))
+            .with(58_000, obs(AgentState::Done));
+        assert_eq!(run(reconnect, &s), None);
+        let s = clean()
+            .with(58_000, obs(AgentState::Done))
+            .with(58_000, transport(TransportResult::Error));
+        assert_eq!(run(reconnect, &s), Some(DecisionKind::HoldReconnect));
+    }
+
+    #[test]
+    fn stale_without_any_observation() {
+        let mut s = clean();
+        s.timeline
+            .retain(|e| !matches!(e.body, EventBody::Observation { .. }));
+        assert_eq!(run(stale, &s), Some(DecisionKind::HoldStale));
+    }
+
+    #[test]
+    fn stale_only_past_the_window() {
+        let mut s = clean(); // newest observation at 55_000
+        s.now_ms = 55_000 + s.staleness_ms;
+        assert_eq!(run(stale, &s), None);
+        s.now_ms += 1;
+        assert_eq!(run(stale, &s), Some(DecisionKind::HoldStale));
+    }
+
+    #[test]
+    fn blocked_escalates_and_names_the_kind() {
+        let s = clean().with(59_000, obs_kind(AgentState::Blocked, "permission"));
+        let d = blocked(&Evidence::new(&s));
+        assert_eq!(d.as_ref().map(Decision::kind), Some(DecisionKind::EscalateBlocked));
+        assert!(d.is_some_and(|d| d.reason().contains("blocked (permission)")));
+    }
+
+    #[test]
+    fn only_the_newest_observation_counts_for_blocked() {
+        let s = clean()
+            .with(58_000, obs(AgentState::Blocked))
+            .with(59_000, obs(AgentState::Done));
+        assert_eq!(run(blocked, &s), None);
+    }
+
+    #[test]
+    fn unknown_and_exited_hold() {
+        for state in [AgentState::Unknown, AgentState::Exited] {
+            let s = clean().with(59_000, obs(state));
+            assert_eq!(run(unknown, &s), Some(DecisionKind::HoldUnknown), "{state:?}");
+        }
+        assert_eq!(run(unknown, &clean()), None);
+    }
+
+    #[test]
+    fn working_and_starting_are_busy() {
+        for state in [AgentState::Working, AgentState::Starting] {
+            let s = clean().with(59_000, obs(state));
+            assert_eq!(run(busy, &s), Some(DecisionKind::HoldBusy), "{state:?}");
+        }
+        for state in [AgentState::Idle, AgentState::Done] {
+            let s = clean().with(59_000, obs(state));
+            assert_eq!(run(busy, &s), None, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn unfinalized_without_a_report_or_with_a_newer_paused_one() {
+        let mut s = clean();
+        s.timeline
+            .retain(|e| !matches!(e.body, EventBody::Report { .. }));
+        assert_eq!(run(unfinalized, &s), Some(DecisionKind::HoldUnfinalized));
+        for state in [ReportState::Writing, ReportState::Paused] {
+            let s = clean().with(59_000, report(state));
+            assert_eq!(run(unfinalized, &s), Some(DecisionKind::HoldUnfinalized));
+        }
+        assert_eq!(run(unfinalized, &clean()), None);
+    }
+
+    #[test]
+    fn any_unproven_side_effect_holds() {
+        let s = clean().with(59_000, side_effect(false));
+        assert_eq!(run(unproven, &s), Some(DecisionKind::HoldUnproven));
+        assert_eq!(run(unproven, &clean()), None);
+    }
+
+    #[test]
+    fn finished_clean_completes() {
+        assert_eq!(decide(&clean()).kind(), DecisionKind::Complete);
+    }
+
+    #[test]
+    fn order_reconnect_beats_blocked_and_attribution() {
+        let s = clean()
+            .with(58_000, obs(AgentState::Blocked).ids(|i| i.session_id = some("reviewer")))
+            .with(59_000, transport(TransportResult::Error));
+        assert_eq!(decide(&s).kind(), DecisionKind::HoldReconnect);
+    }
+
+    #[test]
+    fn order_blocked_beats_attribution() {
+        let s = clean().with(59_000, obs(AgentState::Blocked).ids(|i| i.pane_generation = Some(2)));
+        assert_eq!(decide(&s).kind(), DecisionKind::EscalateBlocked);
+    }
+
+    #[test]
+    fn order_attribution_beats_idle_quiescence() {
+        let mut s = clean();
+        s.timeline
+            .retain(|e| e.body != EventBody::ExecutionAnchor);
+        let s = s.with(59_000, obs(AgentState::Idle));
+        assert_eq!(decide(&s).kind(), DecisionKind::HoldUnattributed);
+    }
+
+    #[test]
+    fn order_busy_beats_report() {
+        let s = clean()
+            .with(58_000, obs(AgentState::Working))
+            .with(59_000, report(ReportState::Paused));
+        assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
+    }
+
+    #[test]
+    fn decision_serializes_as_decision_and_reason() {
+        let d = Decision::new(DecisionKind::HoldStale, "why");
+        let v = serde_json::to_value(&d).unwrap_or_default();
+        assert_eq!(v, serde_json::json!({"decision": "hold_stale", "reason": "why"}));
+        for k in DecisionKind::ORDER {
+            assert_eq!(DecisionKind::from_name(k.name()), Some(k));
+            assert_eq!(Decision::new(k, "r").kind(), k);
+        }
+    }
+}

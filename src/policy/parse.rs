@@ -1,0 +1,434 @@
+//! Reading and validating scenario files. Every error names the field (`now_ms`,
+//! `dispatch.attempt_id`, `timeline[3].state`) so a broken fixture is fixed in one look.
+//!
+//! Unknown fields are refused rather than ignored: a misspelled `sesion_id` would
+//! otherwise drop an identifier from attribution and let a scenario pass that should hold.
+
+use super::decide::DecisionKind;
+use super::scenario::{
+    AgentState, Dispatch, Event, EventBody, ExpectedPolicy, Ids, MAX_STALENESS_MS, ReportState,
+    Scenario, TransportResult,
+};
+use serde_json::{Map, Value};
+
+/// Why a scenario file was refused. Every variant but `Json` names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// The text is not JSON.
+    #[error("not valid JSON: {message}")]
+    Json {
+        /// serde_json's message, with line and column.
+        message: String,
+    },
+    /// A required field is absent.
+    #[error("{field}: missing")]
+    Missing {
+        /// The field's path.
+        field: String,
+    },
+    /// A field has the wrong JSON type.
+    #[error("{field}: expected {expected}, found {found}")]
+    WrongType {
+        /// The field's path.
+        field: String,
+        /// What was expected.
+        expected: &'static str,
+        /// What was found (a JSON type name).
+        found: &'static str,
+    },
+    /// A field that this object may not carry.
+    #[error("{field}: unknown field (allowed here: {allowed})")]
+    UnknownField {
+        /// The field's path.
+        field: String,
+        /// The fields allowed in that object.
+        allowed: String,
+    },
+    /// A name outside its closed set (an event kind, a state, a result, a decision).
+    #[error("{field}: unknown {what} {value:?} (expected one of: {allowed})")]
+    UnknownValue {
+        /// The field's path.
+        field: String,
+        /// What the name is (`event kind`, `agent state`, …).
+        what: &'static str,
+        /// The name found.
+        value: String,
+        /// The names allowed.
+        allowed: String,
+    },
+    /// The timeline has no `dispatch` event.
+    #[error("timeline: no event of kind \"dispatch\"")]
+    NoDispatchEvent,
+    /// An event is older than the one before it.
+    #[error("{field}: {t_ms} is earlier than the previous event's t_ms {previous}")]
+    NotMonotonic {
+        /// The field's path (`timeline[i].t_ms`).
+        field: String,
+        /// The event's time.
+        t_ms: u64,
+        /// The previous event's time.
+        previous: u64,
+    },
+    /// An event lies after the moment of the decision.
+    #[error("{field}: {t_ms} is after now_ms {now_ms}")]
+    AfterNow {
+        /// The field's path (`timeline[i].t_ms`).
+        field: String,
+        /// The event's time.
+        t_ms: u64,
+        /// The scenario's `now_ms`.
+        now_ms: u64,
+    },
+    /// A value of the right type that the format still forbids.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// The field's path.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl ScenarioError {
+    /// The path of the field at fault (`timeline[3].state`), or `""` for a JSON syntax error.
+    pub fn field(&self) -> &str {
+        match self {
+            ScenarioError::Json { .. } => "",
+            ScenarioError::NoDispatchEvent => "timeline",
+            ScenarioError::Missing { field }
+            | ScenarioError::WrongType { field, .. }
+            | ScenarioError::UnknownField { field, .. }
+            | ScenarioError::UnknownValue { field, .. }
+            | ScenarioError::NotMonotonic { field, .. }
+            | ScenarioError::AfterNow { field, .. }
+            | ScenarioError::Invalid { field, .. } => field,
+        }
+    }
+}
+
+/// Parse and validate a scenario file's text.
+pub fn parse_scenario(text: &str) -> Result<Scenario, ScenarioError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ScenarioError::Json {
+        message: e.to_string(),
+    })?;
+    scenario_from_value(&value)
+}
+
+/// Read a scenario from parsed JSON and validate it.
+pub fn scenario_from_value(value: &Value) -> Result<Scenario, ScenarioError> {
+    let top = Obj::new(value, String::new())?;
+    top.allow_only(&[
+        "name",
+        "note",
+        "now_ms",
+        "staleness_ms",
+        "dispatch",
+        "timeline",
+        "expected_policy",
+    ])?;
+    let dispatch = read_dispatch(top.req("dispatch")?, top.path("dispatch"))?;
+    let timeline = top.req("timeline")?;
+    let items = timeline.as_array().ok_or_else(|| ScenarioError::WrongType {
+        field: top.path("timeline"),
+        expected: "an array",
+        found: type_name(timeline),
+    })?;
+    let timeline = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| read_event(v, format!("timeline[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let expected_policy = match top.opt("expected_policy") {
+        None => None,
+        Some(v) => Some(read_expected(v, top.path("expected_policy"))?),
+    };
+    let scenario = Scenario {
+        name: top.req_str("name")?,
+        note: top.opt_str("note")?,
+        now_ms: top.req_u64("now_ms")?,
+        staleness_ms: top.req_u64("staleness_ms")?,
+        dispatch,
+        timeline,
+        expected_policy,
+    };
+    validate(&scenario)?;
+    Ok(scenario)
+}
+
+/// Check what types alone cannot: a named scenario with a usable dispatch record, a
+/// staleness window in range, a dispatch event on the timeline, times that never go
+/// backwards and never pass `now_ms`.
+pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
+    let nonempty = |field: &str, value: &str| {
+        if value.trim().is_empty() {
+            Err(ScenarioError::Invalid {
+                field: field.to_string(),
+                reason: "must not be empty".to_string(),
+            })
+        } else {
+            Ok(())
+        }
+    };
+    nonempty("name", &s.name)?;
+    nonempty("dispatch.job_id", &s.dispatch.job_id)?;
+    nonempty("dispatch.attempt_id", &s.dispatch.attempt_id)?;
+    nonempty("dispatch.session_id", &s.dispatch.session_id)?;
+    if s.staleness_ms == 0 || s.staleness_ms > MAX_STALENESS_MS {
+        return Err(ScenarioError::Invalid {
+            field: "staleness_ms".to_string(),
+            reason: format!(
+                "{} is out of range (1..={MAX_STALENESS_MS})",
+                s.staleness_ms
+            ),
+        });
+    }
+    let mut previous: Option<u64> = None;
+    for (i, e) in s.timeline.iter().enumerate() {
+        let field = format!("timeline[{i}].t_ms");
+        if let Some(previous) = previous.filter(|&p| e.t_ms < p) {
+            return Err(ScenarioError::NotMonotonic {
+                field,
+                t_ms: e.t_ms,
+                previous,
+            });
+        }
+        if e.t_ms > s.now_ms {
+            return Err(ScenarioError::AfterNow {
+                field,
+                t_ms: e.t_ms,
+                now_ms: s.now_ms,
+            });
+        }
+        previous = Some(e.t_ms);
+    }
+    if !s.timeline.iter().any(|e| e.body == EventBody::Dispatch) {
+        return Err(ScenarioError::NoDispatchEvent);
+    }
+    Ok(())
+}
+
+const ID_FIELDS: [&str; 4] = [
+    "attempt_id",
+    "session_id",
+    "pane_generation",
+    "manifest_attempt_id",
+];
+
+fn read_dispatch(v: &Value, path: String) -> Result<Dispatch, ScenarioError> {
+    let o = Obj::new(v, path)?;
+    o.allow_only(&["job_id", "attempt_id", "session_id", "pane_generation"])?;
+    Ok(Dispatch {
+        job_id: o.req_str("job_id")?,
+        attempt_id: o.req_str("attempt_id")?,
+        session_id: o.req_str("session_id")?,
+        pane_generation: o.req_u64("pane_generation")?,
+    })
+}
+
+fn read_expected(v: &Value, path: String) -> Result<ExpectedPolicy, ScenarioError> {
+    let o = Obj::new(v, path)?;
+    o.allow_only(&["decision", "reason_contains"])?;
+    let name = o.req_str("decision")?;
+    let decision = DecisionKind::from_name(&name).ok_or_else(|| ScenarioError::UnknownValue {
+        field: o.path("decision"),
+        what: "decision",
+        value: name,
+        allowed: names(DecisionKind::ORDER.iter().map(|d| d.name())),
+    })?;
+    Ok(ExpectedPolicy {
+        decision,
+        reason_contains: o.opt_str("reason_contains")?,
+    })
+}
+
+fn read_event(v: &Value, path: String) -> Result<Event, ScenarioError> {
+    let o = Obj::new(v, path)?;
+    let kind = o.req_str("kind")?;
+    let (body, extra): (EventBody, &[&str]) = match kind.as_str() {
+        "dispatch" => (EventBody::Dispatch, &[]),
+        "execution_anchor" => (EventBody::ExecutionAnchor, &[]),
+        "observation" => {
+            let state = o.req_enum("state", "agent state", &AgentState::ALL, |s| s.name())?;
+            let state_kind = o.opt_str("state_kind")?;
+            (EventBody::Observation { state, state_kind }, &["state_kind"])
+        }
+        "transport" => {
+            let result = o.req_enum("result", "transport result", &TransportResult::ALL, |r| {
+                r.name()
+            })?;
+            (EventBody::Transport { result }, &["result"])
+        }
+        "report" => {
+            let state = o.req_enum("state", "report state", &ReportState::ALL, |s| s.name())?;
+            (EventBody::Report { state }, &["state"])
+        }
+        "side_effect" => (
+            EventBody::SideEffect {
+                proven: o.req_bool("proven")?,
+            },
+            &["proven"],
+        ),
+        other => {
+            return Err(ScenarioError::UnknownValue {
+                field: o.path("kind"),
+                what: "event kind",
+                value: other.to_string(),
+                allowed: "dispatch, execution_anchor, observation, transport, report, \
+                          side_effect"
+                    .to_string(),
+            });
+        }
+    };
+    let mut allowed: Vec<&str> = vec!["t_ms", "kind", "note"];
+    allowed.extend(ID_FIELDS);
+    allowed.extend(extra);
+    if matches!(body, EventBody::Observation { .. }) {
+        allowed.push("state");
+    }
+    o.allow_only(&allowed)?;
+    Ok(Event {
+        t_ms: o.req_u64("t_ms")?,
+        ids: Ids {
+            attempt_id: o.opt_str("attempt_id")?,
+            session_id: o.opt_str("session_id")?,
+            pane_generation: o.opt_u64("pane_generation")?,
+            manifest_attempt_id: o.opt_str("manifest_attempt_id")?,
+        },
+        body,
+        note: o.opt_str("note")?,
+    })
+}
+
+/// A JSON object being read, with the path that names its fields in errors.
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+}
+
+impl<'a> Obj<'a> {
+    fn new(v: &'a Value, path: String) -> Result<Self, ScenarioError> {
+        match v.as_object() {
+            Some(map) => Ok(Obj { map, path }),
+            None => Err(ScenarioError::WrongType {
+                field: if path.is_empty() {
+                    "(top level)".to_string()
+                } else {
+                    path
+                },
+                expected: "an object",
+                found: type_name(v),
+            }),
+        }
+    }
+
+    fn path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn allow_only(&self, allowed: &[&str]) -> Result<(), ScenarioError> {
+        match self.map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            Some(k) => Err(ScenarioError::UnknownField {
+                field: self.path(k),
+                allowed: allowed.join(", "),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A present, non-null value.
+    fn opt(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    fn req(&self, key: &str) -> Result<&'a Value, ScenarioError> {
+        self.map.get(key).ok_or_else(|| ScenarioError::Missing {
+            field: self.path(key),
+        })
+    }
+
+    fn wrong(&self, key: &str, expected: &'static str, v: &Value) -> ScenarioError {
+        ScenarioError::WrongType {
+            field: self.path(key),
+            expected,
+            found: type_name(v),
+        }
+    }
+
+    fn req_str(&self, key: &str) -> Result<String, ScenarioError> {
+        let v = self.req(key)?;
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| self.wrong(key, "a string", v))
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<String>, ScenarioError> {
+        match self.opt(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(|s| Some(s.to_string()))
+                .ok_or_else(|| self.wrong(key, "a string", v)),
+        }
+    }
+
+    fn req_u64(&self, key: &str) -> Result<u64, ScenarioError> {
+        let v = self.req(key)?;
+        v.as_u64()
+            .ok_or_else(|| self.wrong(key, "a non-negative integer", v))
+    }
+
+    fn opt_u64(&self, key: &str) -> Result<Option<u64>, ScenarioError> {
+        match self.opt(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| self.wrong(key, "a non-negative integer", v)),
+        }
+    }
+
+    fn req_bool(&self, key: &str) -> Result<bool, ScenarioError> {
+        let v = self.req(key)?;
+        v.as_bool()
+            .ok_or_else(|| self.wrong(key, "true or false", v))
+    }
+
+    fn req_enum<T: Copy>(
+        &self,
+        key: &str,
+        what: &'static str,
+        all: &[T],
+        name: impl Fn(T) -> &'static str,
+    ) -> Result<T, ScenarioError> {
+        let found = self.req_str(key)?;
+        all.iter()
+            .copied()
+            .find(|&t| name(t) == found)
+            .ok_or_else(|| ScenarioError::UnknownValue {
+                field: self.path(key),
+                what,
+                value: found,
+                allowed: names(all.iter().map(|&t| name(t))),
+            })
+    }
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
+    it.collect::<Vec<_>>().join(", ")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

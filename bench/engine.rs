@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         jobs: get("--jobs", 20),
     };
     match run(&o) {
-        Ok(lost) if lost == 0 => ExitCode::SUCCESS,
+        Ok(0) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(e) => {
             eprintln!("bench engine: {e}");
@@ -112,7 +112,11 @@ fn run(o: &Opts) -> Result<usize, String> {
         .count()
         .saturating_sub(setup as usize);
     lost += total.saturating_sub(accepted);
-    let max_seq = records.values().map(|r| r.transition_seq).max().unwrap_or(0);
+    let max_seq = records
+        .values()
+        .map(|r| r.transition_seq)
+        .max()
+        .unwrap_or(0);
     if max_seq != setup + total as u64 {
         lost += 1;
         eprintln!("max seq {max_seq}, expected {}", setup + total as u64);
@@ -133,10 +137,7 @@ fn run(o: &Opts) -> Result<usize, String> {
     let (peer_s, peer_lat) = spawn_all(o, peer_dir.path(), "peer")?;
     let peer_doc: Option<Value> =
         drover::store::read_json(&peer_dir.path().join("peer.json")).map_err(|e| e.to_string())?;
-    let peer_count = peer_doc
-        .as_ref()
-        .and_then(|v| v["n"].as_u64())
-        .unwrap_or(0);
+    let peer_count = peer_doc.as_ref().and_then(|v| v["n"].as_u64()).unwrap_or(0);
     let peer_lost = (total as u64).saturating_sub(peer_count);
 
     let tps = total as f64 / engine_s;
@@ -213,7 +214,11 @@ fn worker(args: &[String]) -> ExitCode {
         eprintln!("worker: missing mode/state");
         return ExitCode::from(2);
     };
-    let num = |i: usize| args.get(i).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+    let num = |i: usize| {
+        args.get(i)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
     let (w, n, jobs) = (num(2), num(3), num(4).max(1));
     let state = PathBuf::from(state);
     let go = state.join("go");

@@ -35,17 +35,17 @@ fn arb_request() -> impl Strategy<Value = Gen> {
 }
 
 fn to_request(g: &Gen, cur: Option<&JobRecord>) -> Request {
-    let session = if g.misc % 3 == 0 {
+    let session = if g.misc.is_multiple_of(3) {
         "other".to_string()
     } else {
         cur.and_then(|r| r.session_id.clone())
             .unwrap_or_else(|| "s".into())
     };
-    let iteration = cur.map_or(1, |r| r.iteration) + u64::from(g.misc % 4 != 0);
+    let iteration = cur.map_or(1, |r| r.iteration) + u64::from(!g.misc.is_multiple_of(4));
     let action = match g.action {
         0 => Action::Create {
             deadline: Some(
-                if g.misc % 2 == 0 {
+                if g.misc.is_multiple_of(2) {
                     "2000-01-01T00:00:00Z"
                 } else {
                     "2999-01-01T00:00:00Z"
@@ -57,7 +57,11 @@ fn to_request(g: &Gen, cur: Option<&JobRecord>) -> Request {
         2 => Action::Started { session },
         3 => {
             let mut set = Map::new();
-            let key = if g.misc % 7 == 0 { "status" } else { "k" };
+            let key = if g.misc.is_multiple_of(7) {
+                "status"
+            } else {
+                "k"
+            };
             set.insert(key.into(), Value::String(g.misc.to_string()));
             Action::Progress { set }
         }

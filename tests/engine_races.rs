@@ -88,13 +88,13 @@ fn random_request(engine: &Engine, rng: &mut Rng, worker: u64, i: usize) -> Requ
     let iteration = cur.as_ref().map_or(1, |r| r.iteration);
     let action = match rng.below(13) {
         0 => Action::Create {
-            deadline: Some(if j % 2 == 0 { PAST } else { FUTURE }.into()),
+            deadline: Some(if j.is_multiple_of(2) { PAST } else { FUTURE }.into()),
         },
         1 | 2 => Action::Claim { session },
         3 => Action::Started { session },
         4 | 5 => {
             let mut set = Map::new();
-            set.insert(format!("{me}"), Value::String(i.to_string()));
+            set.insert(me.to_string(), Value::String(i.to_string()));
             if rng.chance(5) {
                 set.insert("status".into(), Value::String("completed".into()));
             }

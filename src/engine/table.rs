@@ -347,3 +347,79 @@ pub fn allowed(from: Option<Status>, request: &str, to: Status) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::request::Actor;
+
+    fn at() -> Inputs {
+        Inputs {
+            at: parse_time("t", "2026-01-01T00:00:00Z").unwrap_or_default(),
+            new_attempt_id: "a1".into(),
+        }
+    }
+
+    fn pending() -> JobRecord {
+        let req = Request::new("J", Action::Create { deadline: None }, Actor::operator());
+        match decide(None, &req, &at(), 1) {
+            Decision::Accept(r) => r,
+            other => panic!("create: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rule_names_are_distinct() {
+        let all = [
+            Rule::LaneAgentOnly,
+            Rule::Authority,
+            Rule::IdNew,
+            Rule::JobExists,
+            Rule::LaneOwnJob,
+            Rule::LaneSession,
+            Rule::ExpectedAttempt,
+            Rule::ExpectedStatus,
+            Rule::StatusOwned,
+            Rule::Terminal,
+            Rule::FromStatus,
+            Rule::AssignedSession,
+            Rule::DeadlinePassed,
+            Rule::IterationAdvance,
+        ];
+        let names: std::collections::BTreeSet<_> = all.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names.len(), all.len());
+    }
+
+    #[test]
+    fn claim_takes_the_attempt_from_inputs_and_the_next_seq() {
+        let p = pending();
+        let req = Request::new(
+            "J",
+            Action::Claim {
+                session: "s".into(),
+            },
+            Actor::agent(),
+        );
+        let Decision::Accept(r) = decide(Some(&p), &req, &at(), 7) else {
+            panic!("claim refused");
+        };
+        assert_eq!(
+            (r.status, r.attempt_id.as_deref(), r.transition_seq),
+            (Status::Running, Some("a1"), 7)
+        );
+        assert!(allowed(Some(Status::Pending), "claim", r.status));
+    }
+
+    #[test]
+    fn a_refusal_names_its_rule() {
+        let p = pending();
+        let req = Request::new("J", Action::Timeout, Actor::operator());
+        assert!(matches!(
+            decide(Some(&p), &req, &at(), 2),
+            Decision::Refuse {
+                rule: Rule::DeadlinePassed,
+                ..
+            }
+        ));
+    }
+}

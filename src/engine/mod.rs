@@ -1,1 +1,294 @@
-//! Placeholder: filled in by its issue.
+//! Jobs and the transition engine: the only writer of a job's status (SPEC §8).
+//!
+//! # How a transition runs
+//!
+//! 1. The request is validated and its inputs fixed (time, a fresh attempt id)
+//!    before any lock is taken.
+//! 2. The critical section, under `jobs/registry.lock`: read the record and the
+//!    seq counter, call [`table::decide`] (a pure `fn` pointer), and on accept
+//!    write the counter then the record, each atomically. Nothing else happens
+//!    while the lock is held: no subprocess, socket, sleep or notification.
+//! 3. After release: the audit entry is appended (fsynced) and the
+//!    `status.json` mirror is brought forward (see [`mirror`]).
+//!
+//! The counter is written before the record, so a `kill -9` between the two
+//! leaves a gap in the seq, never a seq used twice.
+//!
+//! Files under `<state>/jobs/`: `<job_id>.job.json` (one record per job),
+//! `seq.json`, `registry.lock`, `audit.jsonl`, `status.json`.
+
+pub mod audit;
+mod error;
+pub mod mirror;
+pub mod record;
+pub mod request;
+pub mod table;
+
+pub use audit::{AuditEntry, Outcome, replay};
+pub use error::EngineError;
+pub use mirror::StatusMirror;
+pub use record::{JobRecord, Status};
+pub use request::{Action, Actor, Authority, Lane, Request};
+pub use table::{Decider, Decision, Inputs, Rule, decide};
+
+use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, write_json_atomic};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What an accepted or acknowledged request left behind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// A new transition was written with `record.transition_seq`.
+    Accepted { record: JobRecord },
+    /// The record already had this terminal: nothing was written.
+    Ack { record: JobRecord },
+}
+
+impl Applied {
+    /// The record after the request.
+    pub fn record(&self) -> &JobRecord {
+        match self {
+            Applied::Accepted { record } | Applied::Ack { record } => record,
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SeqDoc {
+    last_seq: u64,
+}
+
+/// The jobs of one state dir.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    dir: PathBuf,
+}
+
+const RECORD_SUFFIX: &str = ".job.json";
+
+impl Engine {
+    /// The engine for `<state_dir>/jobs/` (created if missing).
+    pub fn open(state_dir: &Path) -> Result<Engine, EngineError> {
+        let dir = state_dir.join("jobs");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| crate::store::StoreError::Io {
+                op: "create dir",
+                path: dir.clone(),
+                source: e,
+            })
+            .map_err(EngineError::Store)?;
+        Ok(Engine { dir })
+    }
+
+    /// `<state>/jobs`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The record file of a job.
+    pub fn record_path(&self, job_id: &str) -> PathBuf {
+        self.dir.join(format!("{job_id}{RECORD_SUFFIX}"))
+    }
+
+    /// `jobs/audit.jsonl`.
+    pub fn audit_path(&self) -> PathBuf {
+        self.dir.join("audit.jsonl")
+    }
+
+    /// `jobs/status.json`.
+    pub fn mirror_path(&self) -> PathBuf {
+        self.dir.join("status.json")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.dir.join("registry.lock")
+    }
+
+    fn seq_path(&self) -> PathBuf {
+        self.dir.join("seq.json")
+    }
+
+    /// Make a request. `Ok` on accept or ACK; every refusal is
+    /// `EngineError::Refused` and has been audited.
+    pub fn transition(&self, req: &Request) -> Result<Applied, EngineError> {
+        req.validate()?;
+        let inputs = Inputs::now();
+        let (before, decision) = self.critical(req, &inputs, decide)?;
+        // The lock is released here; what follows may be slow without holding anyone up.
+        let from = before.as_ref().map(|r| r.status);
+        let mut entry = AuditEntry {
+            seq: None,
+            at: record::format_time(inputs.at),
+            job_id: req.job_id.clone(),
+            outcome: Outcome::Refused,
+            from,
+            to: None,
+            rule: None,
+            reason: None,
+            new_attempt_id: None,
+            request: req.clone(),
+            pid: std::process::id(),
+        };
+        match decision {
+            Decision::Accept(record) => {
+                let seq = record.transition_seq;
+                entry.seq = Some(seq);
+                entry.outcome = Outcome::Accepted;
+                entry.to = Some(record.status);
+                if matches!(req.action, Action::Claim { .. }) {
+                    entry.new_attempt_id = record.attempt_id.clone();
+                }
+                let after = |what, source| EngineError::AfterCommit {
+                    job_id: req.job_id.clone(),
+                    seq,
+                    what,
+                    source,
+                };
+                append_jsonl(&self.audit_path(), &entry, true)
+                    .map_err(|e| after("audit append", e))?;
+                mirror::refresh(
+                    &self.mirror_path(),
+                    &self.record_path(&req.job_id),
+                    &req.job_id,
+                )
+                .map_err(|e| after("status mirror", e))?;
+                Ok(Applied::Accepted { record })
+            }
+            Decision::Ack => {
+                entry.outcome = Outcome::Ack;
+                entry.to = from;
+                append_jsonl(&self.audit_path(), &entry, true)?;
+                let record = before.ok_or_else(|| EngineError::NotFound {
+                    job_id: req.job_id.clone(),
+                    dir: self.dir.display().to_string(),
+                })?;
+                Ok(Applied::Ack { record })
+            }
+            Decision::Refuse { rule, reason } => {
+                entry.rule = Some(rule.as_str().into());
+                entry.reason = Some(reason.clone());
+                append_jsonl(&self.audit_path(), &entry, true)?;
+                Err(EngineError::Refused {
+                    request: req.action.name(),
+                    job_id: req.job_id.clone(),
+                    status: from.map_or("none", Status::as_str).into(),
+                    rule: rule.as_str(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// The critical section: read, decide with `decider`, at most one record
+    /// write (preceded by the seq counter). The decider is a `fn` pointer, so it
+    /// can use only what it is handed: the record, the request, fixed inputs.
+    fn critical(
+        &self,
+        req: &Request,
+        inputs: &Inputs,
+        decider: Decider,
+    ) -> Result<(Option<JobRecord>, Decision), EngineError> {
+        let _guard = LockGuard::exclusive(&self.lock_path())?;
+        let path = self.record_path(&req.job_id);
+        let record: Option<JobRecord> = read_json(&path)?;
+        let last = match read_json::<SeqDoc>(&self.seq_path())? {
+            Some(d) => d.last_seq,
+            None => self.max_record_seq()?,
+        };
+        let last = last.max(record.as_ref().map_or(0, |r| r.transition_seq));
+        let next_seq = last.saturating_add(1);
+        let decision = decider(record.as_ref(), req, inputs, next_seq);
+        if let Decision::Accept(new) = &decision {
+            write_json_atomic(&self.seq_path(), &SeqDoc { last_seq: next_seq })?;
+            write_json_atomic(&path, new)?;
+        }
+        Ok((record, decision))
+    }
+
+    /// Recovery when `seq.json` is missing: the highest seq of any record.
+    fn max_record_seq(&self) -> Result<u64, EngineError> {
+        Ok(self
+            .list()?
+            .iter()
+            .map(|r| r.transition_seq)
+            .max()
+            .unwrap_or(0))
+    }
+
+    /// One job's record, or `NotFound`.
+    pub fn show(&self, job_id: &str) -> Result<JobRecord, EngineError> {
+        record::validate_job_id(job_id)?;
+        read_json(&self.record_path(job_id))?.ok_or_else(|| EngineError::NotFound {
+            job_id: job_id.into(),
+            dir: self.dir.display().to_string(),
+        })
+    }
+
+    /// Every job, sorted by id. A corrupt record is an error naming its file.
+    pub fn list(&self) -> Result<Vec<JobRecord>, EngineError> {
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(store_io("read dir", &self.dir, e)),
+        };
+        let mut out = Vec::new();
+        for ent in rd {
+            let ent = ent.map_err(|e| store_io("read dir", &self.dir, e))?;
+            let name = ent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with('.') || !name.ends_with(RECORD_SUFFIX) {
+                continue;
+            }
+            if let Some(r) = read_json::<JobRecord>(&ent.path())? {
+                out.push(r);
+            }
+        }
+        out.sort_by(|a, b| a.job_id.cmp(&b.job_id));
+        Ok(out)
+    }
+
+    /// The audit entries, in file order; only `job_id`'s when given.
+    pub fn audit(&self, job_id: Option<&str>) -> Result<Vec<AuditEntry>, EngineError> {
+        let all = read_jsonl::<AuditEntry>(&self.audit_path())?.records;
+        Ok(match job_id {
+            Some(j) => all.into_iter().filter(|e| e.job_id == j).collect(),
+            None => all,
+        })
+    }
+
+    /// The status mirror, if written yet.
+    pub fn mirror(&self) -> Result<Option<StatusMirror>, EngineError> {
+        Ok(read_json(&self.mirror_path())?)
+    }
+
+    /// Bring the mirror entry of `job_id` up to its record (e.g. after a crash
+    /// between commit and mirror). Never moves it backwards.
+    pub fn refresh_mirror(&self, job_id: &str) -> Result<bool, EngineError> {
+        record::validate_job_id(job_id)?;
+        Ok(mirror::refresh(
+            &self.mirror_path(),
+            &self.record_path(job_id),
+            job_id,
+        )?)
+    }
+}
+
+fn store_io(op: &'static str, path: &Path, source: std::io::Error) -> EngineError {
+    EngineError::Store(crate::store::StoreError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+impl Inputs {
+    /// Now (to the millisecond, as it will be stored) and a fresh uuid v4.
+    pub fn now() -> Inputs {
+        let s = crate::paths::now_rfc3339();
+        let at = record::parse_time("now", &s).unwrap_or_else(|_| chrono::Utc::now());
+        Inputs {
+            at,
+            new_attempt_id: uuid::Uuid::new_v4().to_string(),
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Engine benchmark (SPEC §13): N processes × M transitions with fsync on shared
+//! jobs → transitions/s and lost updates (must be 0), beside a peer: the same
+//! processes doing the bare minimum of a durable compare-and-swap (a locked
+//! read-modify-write of one JSON document through `store::update_json`).
+//!
+//! `cargo bench --bench engine [-- --workers 8 --transitions 500 --jobs 20]`
+//!
+//! Workers are real processes (this binary re-executed with `--worker`).
+
+use drover::engine::{Action, Actor, Applied, Engine, Request, replay};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+struct Opts {
+    workers: usize,
+    transitions: usize,
+    jobs: usize,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--worker") {
+        return worker(&args[i + 1..]);
+    }
+    let get = |name: &str, default: usize| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let o = Opts {
+        workers: get("--workers", 8),
+        transitions: get("--transitions", 500),
+        jobs: get("--jobs", 20),
+    };
+    match run(&o) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("bench engine: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn job(j: usize) -> String {
+    format!("b{j:02}")
+}
+
+fn run(o: &Opts) -> Result<usize, String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let state = tmp.path();
+    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    for j in 0..o.jobs {
+        let id = job(j);
+        let create = Request::new(&id, Action::Create { deadline: None }, Actor::operator());
+        engine.transition(&create).map_err(|e| e.to_string())?;
+        let claim = Request::new(
+            &id,
+            Action::Claim {
+                session: "bench".into(),
+            },
+            Actor::agent(),
+        );
+        engine.transition(&claim).map_err(|e| e.to_string())?;
+    }
+    let setup = 2 * o.jobs as u64;
+
+    let (engine_s, lat) = spawn_all(o, state, "engine")?;
+    let total = o.workers * o.transitions;
+
+    // Lost updates: every acknowledged progress must be the last value its
+    // worker wrote to that job, in the final record; and the log must account
+    // for every acknowledged transition exactly once.
+    let mut last: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for w in 0..o.workers {
+        let text = std::fs::read_to_string(state.join(format!("w{w}.acks")))
+            .map_err(|e| format!("worker {w} results: {e}"))?;
+        for l in text.lines() {
+            let mut it = l.split(' ');
+            let (Some(j), Some(n)) = (it.next(), it.next().and_then(|n| n.parse().ok())) else {
+                return Err(format!("bad ack line {l:?}"));
+            };
+            last.insert((j.to_string(), format!("w{w}")), n);
+        }
+    }
+    let records: BTreeMap<String, _> = engine
+        .list()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|r| (r.job_id.clone(), r))
+        .collect();
+    let mut lost = 0usize;
+    for ((j, key), n) in &last {
+        let have = records
+            .get(j)
+            .and_then(|r| r.metadata.get(key))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<u64>().ok());
+        if have != Some(*n) {
+            lost += 1;
+        }
+    }
+    let audit = engine.audit(None).map_err(|e| e.to_string())?;
+    let accepted = audit
+        .iter()
+        .filter(|e| e.seq.is_some())
+        .count()
+        .saturating_sub(setup as usize);
+    lost += total.saturating_sub(accepted);
+    let max_seq = records
+        .values()
+        .map(|r| r.transition_seq)
+        .max()
+        .unwrap_or(0);
+    if max_seq != setup + total as u64 {
+        lost += 1;
+        eprintln!("max seq {max_seq}, expected {}", setup + total as u64);
+    }
+    match replay(&audit) {
+        Ok(r) if r == records => {}
+        Ok(_) => {
+            lost += 1;
+            eprintln!("replay differs from the records");
+        }
+        Err(m) => {
+            lost += 1;
+            eprintln!("replay diverged: {m:?}");
+        }
+    }
+
+    let peer_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (peer_s, peer_lat) = spawn_all(o, peer_dir.path(), "peer")?;
+    let peer_doc: Option<Value> =
+        drover::store::read_json(&peer_dir.path().join("peer.json")).map_err(|e| e.to_string())?;
+    let peer_count = peer_doc.as_ref().and_then(|v| v["n"].as_u64()).unwrap_or(0);
+    let peer_lost = (total as u64).saturating_sub(peer_count);
+
+    let tps = total as f64 / engine_s;
+    let peer_tps = total as f64 / peer_s;
+    println!(
+        "engine: {} processes x {} transitions on {} jobs, fsync on",
+        o.workers, o.transitions, o.jobs
+    );
+    println!(
+        "  engine.transition      {total} in {engine_s:.2} s = {tps:.0} transitions/s, \
+         latency p50 {:.2} ms p99 {:.2} ms, lost updates {lost}",
+        pct(&lat, 50),
+        pct(&lat, 99)
+    );
+    println!(
+        "  peer: store CAS write  {total} in {peer_s:.2} s = {peer_tps:.0} writes/s, \
+         latency p50 {:.2} ms p99 {:.2} ms, lost updates {peer_lost}",
+        pct(&peer_lat, 50),
+        pct(&peer_lat, 99)
+    );
+    println!(
+        "  ratio engine/peer: {:.2}x the time per durable write",
+        peer_tps / tps
+    );
+    Ok(lost + peer_lost as usize)
+}
+
+fn pct(v: &[f64], p: usize) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+/// Run every worker at once; returns wall seconds and all latencies (ms), sorted.
+fn spawn_all(o: &Opts, state: &Path, mode: &str) -> Result<(f64, Vec<f64>), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let go = state.join("go");
+    let mut kids = Vec::new();
+    for w in 0..o.workers {
+        let child = Command::new(&exe)
+            .args(["--worker", mode])
+            .arg(state)
+            .args([w.to_string(), o.transitions.to_string(), o.jobs.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("spawn worker: {e}"))?;
+        kids.push(child);
+    }
+    // Start together: the workers wait for the `go` file, so process start-up is
+    // not in the measurement.
+    std::fs::write(&go, b"go").map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    for mut k in kids {
+        let st = k.wait().map_err(|e| e.to_string())?;
+        if !st.success() {
+            return Err(format!("a {mode} worker failed: {st}"));
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mut lat = Vec::new();
+    for w in 0..o.workers {
+        let p = state.join(format!("w{w}.{mode}.lat"));
+        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        lat.extend(text.lines().filter_map(|l| l.parse::<f64>().ok()));
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok((secs, lat))
+}
+
+fn worker(args: &[String]) -> ExitCode {
+    let (Some(mode), Some(state)) = (args.first(), args.get(1)) else {
+        eprintln!("worker: missing mode/state");
+        return ExitCode::from(2);
+    };
+    let num = |i: usize| {
+        args.get(i)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let (w, n, jobs) = (num(2), num(3), num(4).max(1));
+    let state = PathBuf::from(state);
+    let go = state.join("go");
+    while !go.exists() {
+        std::thread::yield_now();
+    }
+    let result = if mode == "engine" {
+        engine_worker(&state, w, n, jobs)
+    } else {
+        peer_worker(&state, w, n)
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("worker {w}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn engine_worker(state: &Path, w: usize, n: usize, jobs: usize) -> Result<(), String> {
+    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    let mut acks = String::new();
+    let mut lat = String::new();
+    for i in 0..n {
+        // Spread over the jobs, different workers in a different order, so
+        // every job sees interleaved writers.
+        let j = job((i * 7 + w * 3) % jobs);
+        let mut set = Map::new();
+        set.insert(format!("w{w}"), Value::String(i.to_string()));
+        let req = Request::new(&j, Action::Progress { set }, Actor::agent());
+        let t = Instant::now();
+        match engine.transition(&req) {
+            Ok(Applied::Accepted { .. }) => {}
+            other => return Err(format!("progress {j}: {other:?}")),
+        }
+        lat.push_str(&format!("{}\n", t.elapsed().as_secs_f64() * 1e3));
+        acks.push_str(&format!("{j} {i}\n"));
+    }
+    std::fs::write(state.join(format!("w{w}.acks")), acks).map_err(|e| e.to_string())?;
+    std::fs::write(state.join(format!("w{w}.engine.lat")), lat).map_err(|e| e.to_string())
+}
+
+fn peer_worker(state: &Path, w: usize, n: usize) -> Result<(), String> {
+    let doc = state.join("peer.json");
+    let mut lat = String::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        drover::store::update_json(
+            &doc,
+            || serde_json::json!({"n": 0}),
+            |v: &mut Value| {
+                let n = v["n"].as_u64().unwrap_or(0) + 1;
+                v["n"] = Value::from(n);
+                Ok::<(), drover::store::StoreError>(())
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        lat.push_str(&format!("{}\n", t.elapsed().as_secs_f64() * 1e3));
+    }
+    std::fs::write(state.join(format!("w{w}.peer.lat")), lat).map_err(|e| e.to_string())
+}

@@ -1,0 +1,63 @@
+//! `jobs/status.json`: a mirror of every job's status for cheap readers.
+//!
+//! Written after the jobs lock is released, by whichever process made a
+//! transition. Two writers can finish out of order, so each update is a
+//! read-compare-write under the mirror's own lock: a job's entry is replaced only
+//! by a record with a higher `transition_seq`, and the entry is taken from the
+//! record on disk at that moment, so a late writer can only move it forward.
+
+use super::record::{JobRecord, Status};
+use crate::store::{StoreError, lock_beside, read_json, write_json_atomic};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The mirror document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusMirror {
+    /// The highest `transition_seq` mirrored so far; never goes backwards.
+    pub transition_seq: u64,
+    pub jobs: BTreeMap<String, MirrorEntry>,
+}
+
+/// One job in the mirror.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MirrorEntry {
+    pub status: Status,
+    pub iteration: u64,
+    pub attempt_id: Option<String>,
+    pub session_id: Option<String>,
+    pub updated_at: String,
+    pub transition_seq: u64,
+}
+
+impl From<&JobRecord> for MirrorEntry {
+    fn from(r: &JobRecord) -> Self {
+        MirrorEntry {
+            status: r.status,
+            iteration: r.iteration,
+            attempt_id: r.attempt_id.clone(),
+            session_id: r.session_id.clone(),
+            updated_at: r.updated_at.clone(),
+            transition_seq: r.transition_seq,
+        }
+    }
+}
+
+/// Bring `job_id`'s mirror entry up to the record on disk, never backwards.
+/// Returns whether the mirror was written.
+pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<bool, StoreError> {
+    let _guard = lock_beside(mirror_path)?;
+    let mut doc: StatusMirror = read_json(mirror_path)?.unwrap_or_default();
+    let Some(rec) = read_json::<JobRecord>(record_path)? else {
+        return Ok(false);
+    };
+    let have = doc.jobs.get(job_id).map(|e| e.transition_seq).unwrap_or(0);
+    if rec.transition_seq <= have {
+        return Ok(false);
+    }
+    doc.jobs.insert(job_id.to_string(), MirrorEntry::from(&rec));
+    doc.transition_seq = doc.transition_seq.max(rec.transition_seq);
+    write_json_atomic(mirror_path, &doc)?;
+    Ok(true)
+}

@@ -34,5 +34,6 @@ pub mod paths;
 pub mod policy;
 pub mod registry;
 pub mod screen;
+pub mod shadow;
 pub mod store;
 pub mod watch;

@@ -4,6 +4,7 @@
 
 pub mod client;
 mod deliver;
+mod evidence_watch;
 mod hub;
 mod observe;
 pub mod protocol;

@@ -259,6 +259,11 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, Response> {
 }
 
 impl Sup {
+    /// The state dir this supervisor serves.
+    pub(super) fn state_dir(&self) -> &std::path::Path {
+        &self.state_dir
+    }
+
     /// The latest observation of a pane.
     pub(super) fn snapshot(&self, entry: &Entry) -> Snapshot {
         lock(&entry.obs).clone()
@@ -427,6 +432,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
         }
         "wait" => wait_barrier(sup, args).await,
         "deliver" => super::deliver::deliver(sup, args).await,
+        "evidence.watch" => super::evidence_watch::start(sup, args),
         "shutdown" => {
             let _ = sup.shutdown.send(true);
             Ok(json!({"stopping": true}))

@@ -1,0 +1,213 @@
+//! The supervisor's evidence watcher: one task per dispatched job. It repeats
+//! barriers on the job's pane (woken by observation changes, not polling),
+//! appends every matched snapshot to the job's evidence, records transport
+//! failures with the 1/2/4/8/16 s backoff of SPEC §6, and asks the shadow
+//! runner for a decision whenever the evidence changes. With auto-completion
+//! on, a `complete` decision is committed through the engine.
+
+use super::hub::Snapshot;
+use super::server::Sup;
+use crate::engine::{Engine, Status};
+use crate::evidence::Evidence;
+use crate::shadow::{Runner, RunningJob, auto};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// While a job runs, look at its report this often even if the pane is quiet
+/// (a lane may finalize its report after its last screen change).
+pub const REPORT_RECHECK: Duration = Duration::from_secs(2);
+/// Backoff after transport failures: 1, 2, 4, 8, 16 s (ceiling).
+pub const BACKOFF: [u64; 5] = [1, 2, 4, 8, 16];
+
+/// What a watch was started with.
+#[derive(Debug, Clone)]
+pub struct WatchSpec {
+    pub job_id: String,
+    pub attempt_id: String,
+    pub session_id: String,
+    pub pane: String,
+    pub generation: u64,
+    pub autocomplete: bool,
+}
+
+impl WatchSpec {
+    pub(super) fn from_args(args: &Value) -> Option<Self> {
+        Some(WatchSpec {
+            job_id: args.get("job_id")?.as_str()?.to_string(),
+            attempt_id: args.get("attempt_id")?.as_str()?.to_string(),
+            session_id: args.get("session_id")?.as_str()?.to_string(),
+            pane: args.get("pane")?.as_str()?.to_string(),
+            generation: args.get("generation")?.as_u64()?,
+            autocomplete: args.get("autocomplete").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+}
+
+fn job_running(engine: &Engine, spec: &WatchSpec) -> bool {
+    engine
+        .show(&spec.job_id)
+        .map(|r| r.status == Status::Running && r.attempt_id.as_deref() == Some(&spec.attempt_id))
+        .unwrap_or(false)
+}
+
+fn observation(spec: &WatchSpec, s: &Snapshot) -> Evidence {
+    Evidence::Observation {
+        t_ms: crate::paths::now_ms(),
+        state: s.state.clone(),
+        state_kind: s.kind.clone().or_else(|| s.exit_code.map(|c| c.to_string())),
+        session_id: spec.session_id.clone(),
+        pane_generation: s.generation,
+        screen_hash: s.screen_hash.clone(),
+    }
+}
+
+/// Run the watch until the job leaves `running` for this attempt.
+pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
+    let state_dir = sup.state_dir().to_path_buf();
+    let runner = Runner::new(&state_dir);
+    let engine = match Engine::open(&state_dir) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(job = %spec.job_id, error = %e, "evidence watch cannot open the jobs");
+            return;
+        }
+    };
+    let autocomplete = spec.autocomplete && !auto::forbidden_by_env();
+    let job = RunningJob {
+        job_id: spec.job_id.clone(),
+        attempt_id: Some(spec.attempt_id.clone()),
+    };
+    let mut last: Option<Snapshot> = None;
+    let mut failures = 0usize;
+    let mut anchored = false;
+    tracing::info!(job = %spec.job_id, pane = %spec.pane, autocomplete, "evidence watch started");
+    while job_running(&engine, &spec) {
+        let mut changed = false;
+        match sup.entry(&spec.pane) {
+            Err(_) => {
+                // The pane is gone: a disconnect is not a completion.
+                let _ = runner.evidence().append(
+                    &spec.job_id,
+                    &Evidence::Transport {
+                        t_ms: crate::paths::now_ms(),
+                        result: "error".into(),
+                        detail: "pane gone".into(),
+                    },
+                );
+                last = None;
+                let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
+                failures += 1;
+                decide(&runner, &engine, &job, autocomplete).await;
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+                continue;
+            }
+            Ok(entry) => {
+                let prev = last.clone();
+                let res = sup
+                    .wait_for(&entry, REPORT_RECHECK, move |s| {
+                        prev.as_ref().is_none_or(|p| !p.same_state(s))
+                    })
+                    .await;
+                match res {
+                    Ok(Some(snap)) => {
+                        if failures > 0 {
+                            let _ = runner.evidence().append(
+                                &spec.job_id,
+                                &Evidence::Transport {
+                                    t_ms: crate::paths::now_ms(),
+                                    result: "ok".into(),
+                                    detail: "pane reachable again".into(),
+                                },
+                            );
+                            failures = 0;
+                        }
+                        let _ = runner.evidence().append(&spec.job_id, &observation(&spec, &snap));
+                        if !anchored
+                            && snap.generation == spec.generation
+                            && matches!(snap.state.as_str(), "working" | "blocked")
+                        {
+                            let _ = runner.evidence().append(
+                                &spec.job_id,
+                                &Evidence::ExecutionAnchor {
+                                    t_ms: crate::paths::now_ms(),
+                                    attempt_id: spec.attempt_id.clone(),
+                                    session_id: spec.session_id.clone(),
+                                    pane_generation: snap.generation,
+                                    detail: "watcher saw the agent working on the dispatch's generation".into(),
+                                },
+                            );
+                            anchored = true;
+                        }
+                        last = Some(snap);
+                        changed = true;
+                    }
+                    Ok(None) => {
+                        // Quiet pane: a new report deserves a fresh matched snapshot.
+                        if runner.collect_report(&spec.job_id, crate::paths::now_ms()).unwrap_or(false) {
+                            let snap = sup.snapshot(&entry);
+                            let _ = runner.evidence().append(&spec.job_id, &observation(&spec, &snap));
+                            last = Some(snap);
+                            changed = true;
+                        }
+                    }
+                    Err(_) => continue,
+                }
+            }
+        }
+        if changed {
+            decide(&runner, &engine, &job, autocomplete).await;
+        }
+    }
+    tracing::info!(job = %spec.job_id, "evidence watch ended: the job left running");
+}
+
+async fn decide(runner: &Runner, engine: &Engine, job: &RunningJob, autocomplete: bool) {
+    let runner = runner.clone();
+    let engine = engine.clone();
+    let job = job.clone();
+    // File I/O and git: off the async workers.
+    let _ = tokio::task::spawn_blocking(move || {
+        let now = crate::paths::now_ms();
+        if let Err(e) = runner.collect_report(&job.job_id, now) {
+            tracing::warn!(job = %job.job_id, error = %e, "cannot collect the report");
+        }
+        let d = match runner.decide(&job, now) {
+            Ok(Some(d)) => d,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(job = %job.job_id, error = %e, "cannot decide");
+                return;
+            }
+        };
+        let mut d = d;
+        if autocomplete && d.decision == "complete" {
+            d.action = Some(match auto::commit(&engine, &runner, &d) {
+                Ok(o) => o.label(),
+                Err(e) => format!("error: {e}"),
+            });
+        } else if autocomplete {
+            d.action = Some("none".into());
+        }
+        if let Err(e) = runner.record(&d) {
+            tracing::warn!(job = %job.job_id, error = %e, "cannot record the decision");
+        }
+        tracing::info!(job = %job.job_id, decision = %d.decision, action = ?d.action, "shadow decision");
+    })
+    .await;
+}
+
+/// The `evidence.watch` op: start a watch task.
+pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protocol::Response> {
+    let spec = WatchSpec::from_args(args).ok_or_else(|| {
+        super::protocol::Response::err(
+            0,
+            super::protocol::ErrorCode::Usage,
+            "evidence.watch needs job_id, attempt_id, session_id, pane, generation",
+        )
+    })?;
+    sup.entry(&spec.pane)?;
+    let out = json!({"job_id": spec.job_id, "pane": spec.pane, "watching": true});
+    tokio::spawn(watch(sup.clone(), spec));
+    Ok(out)
+}

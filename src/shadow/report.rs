@@ -1,0 +1,166 @@
+//! Reading a lane's report and checking its declared side effects.
+//!
+//! `report.json` (written by the lane, atomically):
+//! ```json
+//! {"attempt_id": "A1", "session_id": "implementer", "state": "finalized",
+//!  "manifest": {"attempt_id": "A1", "files": ["out/result.txt"], "commits": ["<sha>"]}}
+//! ```
+//! A report without a `manifest` declares nothing, and verification fails
+//! closed: only an explicit (possibly empty) manifest can be proven.
+
+use serde::Deserialize;
+use std::path::{Component, Path};
+use std::process::Command;
+
+/// A lane's report.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Report {
+    #[serde(default, alias = "attempt")]
+    pub attempt_id: Option<String>,
+    #[serde(default, alias = "session")]
+    pub session_id: Option<String>,
+    pub state: String,
+    #[serde(default)]
+    pub manifest: Option<Manifest>,
+}
+
+/// Declared side effects.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Manifest {
+    #[serde(default)]
+    pub attempt_id: Option<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub commits: Vec<String>,
+}
+
+/// Read a report; `None` when absent or unreadable (mid-write, corrupt): an
+/// unreadable report is no report, which the policy holds on.
+pub fn read_report(path: &Path) -> Option<Report> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The outcome of a manifest check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub proven: bool,
+    pub detail: String,
+}
+
+fn safe_relative(p: &str) -> bool {
+    let path = Path::new(p);
+    !p.is_empty()
+        && !p.contains('\0')
+        && path.is_relative()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// Check every declared side effect in `worktree`: named files exist (inside
+/// it), named commits exist and are on its current branch. Fails closed.
+pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
+    let no = |detail: String| Verified {
+        proven: false,
+        detail,
+    };
+    let Some(m) = &report.manifest else {
+        return no("the report declares no manifest".into());
+    };
+    let Some(wt) = worktree else {
+        return no("no worktree recorded for the dispatch".into());
+    };
+    if !wt.is_dir() {
+        return no("the worktree is missing".into());
+    }
+    for f in &m.files {
+        if !safe_relative(f) {
+            return no(format!("declared file {f:?} is not a relative path inside the worktree"));
+        }
+        if !wt.join(f).exists() {
+            return no(format!("declared file {f} does not exist"));
+        }
+    }
+    for c in &m.commits {
+        if c.is_empty() || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return no(format!("declared commit {c:?} is not a commit id"));
+        }
+        let on_branch = Command::new("git")
+            .arg("-C")
+            .arg(wt)
+            .args(["merge-base", "--is-ancestor", c, "HEAD"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !on_branch {
+            return no(format!("declared commit {c} is not on the lane branch"));
+        }
+    }
+    Verified {
+        proven: true,
+        detail: format!("{} file(s), {} commit(s) verified", m.files.len(), m.commits.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(manifest: Option<Manifest>) -> Report {
+        Report {
+            attempt_id: Some("A1".into()),
+            session_id: Some("s".into()),
+            state: "finalized".into(),
+            manifest,
+        }
+    }
+
+    #[test]
+    fn files_must_exist_inside_the_worktree() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "x").unwrap();
+        let m = |files: &[&str]| {
+            Some(Manifest {
+                attempt_id: None,
+                files: files.iter().map(|s| s.to_string()).collect(),
+                commits: vec![],
+            })
+        };
+        assert!(verify_manifest(&report(m(&["a.txt"])), Some(d.path())).proven);
+        assert!(!verify_manifest(&report(m(&["b.txt"])), Some(d.path())).proven);
+        assert!(!verify_manifest(&report(m(&["../a.txt"])), Some(d.path())).proven);
+        assert!(!verify_manifest(&report(m(&["/etc/passwd"])), Some(d.path())).proven);
+        assert!(!verify_manifest(&report(None), Some(d.path())).proven, "fails closed");
+        assert!(!verify_manifest(&report(m(&[])), None).proven);
+        assert!(verify_manifest(&report(m(&[])), Some(d.path())).proven);
+    }
+
+    #[test]
+    fn commits_must_be_on_the_branch() {
+        let d = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let o = Command::new("git").arg("-C").arg(d.path()).args(args).output().unwrap();
+            assert!(o.status.success(), "{:?}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stdout).unwrap().trim().to_string()
+        };
+        git(&["init", "-q"]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "c1"]);
+        let sha = git(&["rev-parse", "HEAD"]);
+        let r = report(Some(Manifest {
+            attempt_id: None,
+            files: vec![],
+            commits: vec![sha],
+        }));
+        assert!(verify_manifest(&r, Some(d.path())).proven);
+        let bad = report(Some(Manifest {
+            attempt_id: None,
+            files: vec![],
+            commits: vec!["deadbeef".into()],
+        }));
+        assert!(!verify_manifest(&bad, Some(d.path())).proven);
+    }
+}

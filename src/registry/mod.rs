@@ -20,7 +20,7 @@
 //! - [`update`]: change the registry under its lock.
 //! - [`init`]: create it for a topology.
 //! - [`heartbeat::heartbeat`], [`lease::claim`], [`lease::borrow`],
-//!   [`lease::give_back`], [`lease::release`], [`lease::check_scope`],
+//!   [`lease::give_back`], [`lease::release`], [`scope::check_scope`],
 //!   [`mix::record`], [`mix::report`].
 //! - [`events::emit`]`(state_dir, kind, fields)`: append a redacted event;
 //!   returns its `seq`. [`events::emit_quiet`] logs instead of failing.
@@ -35,6 +35,7 @@ pub mod lease;
 pub mod mix;
 pub mod redact;
 pub mod schema;
+pub mod scope;
 pub mod topology;
 pub mod view;
 pub mod worktree;

@@ -317,4 +317,15 @@ mod tests {
             "scrubbed records audit clean: {v}"
         );
     }
+
+    proptest::proptest! {
+        /// Redaction is idempotent and what it leaves audits clean, whatever the text.
+        #[test]
+        fn redaction_is_idempotent(s in "(?s)[ -~\n]{0,80}|.{0,40}(sk-|ghp_|xoxb-|Bearer |FOO_KEY=|/home/|~/)[A-Za-z0-9_/.-]{0,30}.{0,10}") {
+            let (once, _) = r().redact_str(&s);
+            let (twice, fired) = r().redact_str(&once);
+            proptest::prop_assert_eq!(&twice, &once);
+            proptest::prop_assert!(fired.is_empty(), "{:?} left {:?}", once, fired);
+        }
+    }
 }

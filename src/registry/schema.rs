@@ -388,4 +388,26 @@ mod tests {
         assert_eq!(r.topology, Topology::ExpandedEight);
         assert_eq!(r.sessions[0].role, "Deep Reviewer");
     }
+
+    proptest::proptest! {
+        /// Any sequence of heartbeats leaves a registry that round-trips through JSON.
+        #[test]
+        fn registry_round_trips(beats in proptest::collection::vec((0usize..8, 0usize..3, 0usize..4, "[a-z]{1,8}"), 0..20)) {
+            use crate::registry::heartbeat::{HeartbeatRequest, apply};
+            let mut r = Registry::new(Topology::ExpandedEight, MixPolicy::default());
+            let now = chrono::Utc::now();
+            for (s, a, t, status) in beats {
+                let req = HeartbeatRequest {
+                    session_id: r.sessions[s].session_id.clone(),
+                    task: (t > 0).then(|| format!("T-{t}")),
+                    status,
+                    agent: [None, Some(Agent::Claude), Some(Agent::Codex)][a],
+                    ..Default::default()
+                };
+                apply(&mut r, &req, now).unwrap();
+            }
+            let back = parse(Path::new("r.json"), serde_json::to_value(&r).unwrap()).unwrap();
+            proptest::prop_assert_eq!(back, r);
+        }
+    }
 }

@@ -358,6 +358,39 @@ fn expiry_inspects_real_worktrees() {
     assert!(err.contains("--force"), "{err}");
     e.expect(0, &["lease", "release", "--task", "T-dirty", "--force"]);
     e.expect(0, &["gate", "check", "--task", "T-dirty"]);
+    // Expired while clean, dirtied afterwards: the next claim looks again and refuses.
+    let later = e.path("later");
+    git_worktree(&e.path("repo"), &later, "feature/later");
+    let later = later.to_string_lossy().into_owned();
+    e.expect(
+        0,
+        &["lease", "claim", "--task", "T-later", "--worktree", &later],
+    );
+    expire_all(&e);
+    e.expect(0, &["lease", "claim", "--task", "T-other"]); // a writer stores T-later as expired
+    assert_eq!(
+        lease_for(
+            &e.read_doc("leases.json")["leases"]
+                .as_array()
+                .unwrap()
+                .clone(),
+            "T-later"
+        )["state"],
+        "expired"
+    );
+    std::fs::write(Path::new(&later).join("README"), "changed\n").unwrap();
+    let err = e.stderr(
+        3,
+        &["lease", "claim", "--task", "T-later", "--worktree", &later],
+    );
+    assert!(
+        err.contains("needs recovery") && err.contains("dirty"),
+        "{err}"
+    );
+    assert_eq!(
+        lease_for(&leases(&e), "T-later")["state"],
+        "recovery-needed"
+    );
     // inspect shows the live worktree check.
     let i = e.json(&["lease", "inspect", "T-detached", "--json"]);
     assert_eq!(i["worktree_check"]["check"], "detached");

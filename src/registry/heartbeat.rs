@@ -112,14 +112,7 @@ pub fn apply(
             s.task = task;
         }
         None => {
-            if req.task.is_some() && req.task != s.task {
-                for a in Agent::ALL {
-                    let lane = s.lanes.get_mut(a);
-                    if lane.task.is_some() && lane.task != req.task {
-                        lane.task = None;
-                    }
-                }
-            }
+            // Lanes keep their own task, so their verdicts cannot carry over.
             s.status = req.status.clone();
             if req.task.is_some() {
                 s.task = req.task.clone();

@@ -179,18 +179,52 @@ fn update<R>(
         None => LeaseDoc::default(),
     };
     let refreshed = refresh(&mut doc, now, &git_inspector());
-    let before = doc.clone();
+    let mut before = doc.clone();
     match f(&mut doc) {
         Ok(r) => {
             store::write_json_atomic(&path, &doc)?;
             Ok(r)
         }
         Err(e) => {
-            if refreshed {
+            // A refusal writes nothing, except a move to recovery-needed: that is final.
+            let mut moved = false;
+            for l in &mut before.leases {
+                let now_needs = doc
+                    .leases
+                    .iter()
+                    .find(|d| d.lease_id == l.lease_id)
+                    .filter(|d| {
+                        d.state == LeaseState::RecoveryNeeded
+                            && l.state != LeaseState::RecoveryNeeded
+                    });
+                if let Some(d) = now_needs {
+                    l.state = d.state;
+                    l.recovery_reason = d.recovery_reason.clone();
+                    moved = true;
+                }
+            }
+            if refreshed || moved {
                 store::write_json_atomic(&path, &before)?;
             }
             Err(e)
         }
+    }
+}
+
+/// Before an expired lease's task is claimed again, look at its worktree once
+/// more: if it got dirty since it expired, it needs recovery instead.
+fn recheck_expired(l: &mut Lease, inspect: Inspector<'_>) {
+    if l.state != LeaseState::Expired {
+        return;
+    }
+    if let Some(c) = l
+        .worktree
+        .as_deref()
+        .map(|w| inspect(Path::new(w), l.branch.as_deref()))
+        && c.needs_recovery()
+    {
+        l.state = LeaseState::RecoveryNeeded;
+        l.recovery_reason = Some(c.describe());
     }
 }
 
@@ -307,6 +341,7 @@ pub fn claim(
     let out = update(state_dir, now, |doc| {
         if let Some(i) = doc.leases.iter().position(|l| l.is_for(&req.task)) {
             let l = &mut doc.leases[i];
+            recheck_expired(l, &git_inspector());
             match l.state {
                 LeaseState::RecoveryNeeded => {
                     return Err(RegistryError::refused(

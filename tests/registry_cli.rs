@@ -301,6 +301,31 @@ fn unknown_version_is_refused_and_left_alone() {
         std::fs::read(e.reg_file("session_registry.json")).unwrap(),
         before
     );
+    // The same holds for the other documents.
+    let e2 = Env::new();
+    e2.init("four-role");
+    e2.write_doc("leases.json", &json!({"schema_version": 9, "leases": []}));
+    e2.write_doc("agent_mix.json", &json!({"schema_version": 9}));
+    for (args, file) in [
+        (&["lease", "ls"][..], "leases.json"),
+        (&["lease", "claim", "--task", "T-1"], "leases.json"),
+        (&["gate", "check", "--task", "T-1"], "leases.json"),
+        (&["mix"], "agent_mix.json"),
+        (
+            &[
+                "mix", "record", "--task", "T-1", "--agent", "codex", "--wu", "1",
+            ],
+            "agent_mix.json",
+        ),
+    ] {
+        let err = e2.stderr(1, args);
+        assert!(
+            err.contains(file) && err.contains("schema_version 9"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(e2.read_doc("leases.json")["schema_version"], 9);
+    assert_eq!(e2.read_doc("agent_mix.json")["schema_version"], 9);
     // A corrupt file is also an error naming it, never overwritten.
     std::fs::write(
         e.reg_file("session_registry.json"),

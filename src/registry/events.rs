@@ -2,7 +2,7 @@
 //!
 //! Every record has `seq` (1, 2, 3… with no gaps or repeats across processes),
 //! `at` (RFC 3339 UTC) and `kind`; the rest are the caller's fields, scrubbed by
-//! [`Redactor`](super::redact::Redactor) before they are written. [`emit`] is
+//! [`Redactor`] before they are written. [`emit`] is
 //! the only writer: it takes a sequence lock, reads the last record's `seq`
 //! from the file's tail, and appends one line through the store.
 

@@ -348,12 +348,10 @@ fn run_registry(
             Ok(exit::OK)
         }
         RegistryCmd::Show { json } => {
-            let reg = registry::load_required(state).map_err(map)?;
             if json {
-                json_line(&reg)?;
+                json_line(&registry::load_required(state).map_err(map)?)?;
             } else {
-                let leases = lease::list(state, now).map_err(map)?;
-                out(&view::registry(&reg, &leases, now));
+                out(&view::show(state, now).map_err(map)?);
             }
             Ok(exit::OK)
         }

@@ -18,7 +18,7 @@
 //!
 //! - [`load`] / [`load_required`]: the registry, lifted to version 2.
 //! - [`update`]: change the registry under its lock.
-//! - [`init`]: create it for a topology.
+//! - [`init`]: create it for a topology; [`view::show`]: the `registry show` table.
 //! - [`heartbeat::heartbeat`], [`lease::claim`], [`lease::borrow`],
 //!   [`lease::give_back`], [`lease::release`], [`scope::check_scope`],
 //!   [`mix::record`], [`mix::report`].

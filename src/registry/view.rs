@@ -51,6 +51,17 @@ fn opt(s: Option<&str>) -> String {
     s.filter(|x| !x.is_empty()).unwrap_or("-").to_string()
 }
 
+/// Load the registry and its leases and render them: what `drover registry
+/// show` prints (and what `drover demo` can print after [`super::init`]).
+pub fn show(
+    state_dir: &std::path::Path,
+    now: DateTime<Utc>,
+) -> Result<String, super::RegistryError> {
+    let reg = super::load_required(state_dir)?;
+    let leases = super::lease::list(state_dir, now)?;
+    Ok(registry(&reg, &leases, now))
+}
+
 /// `drover registry show`: sessions × lanes with status, heartbeat age, lease and gate class.
 pub fn registry(reg: &Registry, leases: &[Lease], now: DateTime<Utc>) -> String {
     let m = &reg.agent_mix;

@@ -395,7 +395,8 @@ pub fn claim(
             branch: req.branch.clone(),
             recovery_command: Some(match &worktree {
                 Some(w) => format!(
-                    "git -C {w} status --short; then drover lease release --task {} --force",
+                    "git -C {} status --short; then drover lease release --task {} --force",
+                    shell_quote(w),
                     req.task
                 ),
                 None => format!("drover lease release --task {} --force", req.task),
@@ -423,6 +424,17 @@ pub fn claim(
         json!({"task": req.task, "lease_id": l.lease_id, "owner": l.owner_session, "expires_at": l.expires_at}),
     );
     Ok(out)
+}
+
+/// Quote a path for a shell command line when it needs it.
+fn shell_quote(s: &str) -> String {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+@:".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// Whether a release removed a lease.
@@ -640,6 +652,12 @@ mod tests {
             "unparseable expiry counts as past"
         );
         assert_eq!(doc.leases[1].state, LeaseState::Active);
+    }
+
+    #[test]
+    fn recovery_paths_are_quoted() {
+        assert_eq!(shell_quote("/srv/wt/T-1"), "/srv/wt/T-1");
+        assert_eq!(shell_quote("/srv/my wt/it's"), "'/srv/my wt/it'\\''s'");
     }
 
     #[test]

@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use super::lend::{LendOutcome, borrow, give_back};
+
 /// Version of `leases.json`.
 pub const LEASES_VERSION: u64 = 1;
 /// How long a claim lasts without `--ttl-s`.
@@ -73,7 +75,7 @@ impl Lease {
         self.task_id.as_deref().is_some_and(|t| !t.is_empty())
     }
 
-    fn is_for(&self, task: &str) -> bool {
+    pub(crate) fn is_for(&self, task: &str) -> bool {
         self.eligible() && self.task_id.as_deref() == Some(task)
     }
 
@@ -167,7 +169,7 @@ pub fn list(state_dir: &Path, now: DateTime<Utc>) -> Result<Vec<Lease>, Registry
 /// Change `leases.json` under its lock, after bringing states up to date. The
 /// closure's error aborts without writing, unless a lease just moved to
 /// `recovery-needed`: that is stored either way.
-fn update<R>(
+pub(super) fn update<R>(
     state_dir: &Path,
     now: DateTime<Utc>,
     f: impl FnOnce(&mut LeaseDoc) -> Result<R, RegistryError>,
@@ -491,83 +493,6 @@ pub fn release(
         );
     }
     Ok(out)
-}
-
-/// Whether a borrow or return changed anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LendOutcome {
-    Changed,
-    /// Already so: an idempotent repeat.
-    Unchanged,
-}
-
-fn lend(
-    state_dir: &Path,
-    task: &str,
-    agent: Agent,
-    borrow: bool,
-    now: DateTime<Utc>,
-) -> Result<LendOutcome, RegistryError> {
-    validate_id("--task", task)?;
-    let verb = if borrow { "borrow" } else { "return" };
-    let request = format!("lease {verb} {task} --agent {agent}");
-    let out = update(state_dir, now, |doc| {
-        let Some(l) = doc.leases.iter_mut().find(|l| l.is_for(task)) else {
-            return Err(RegistryError::refused(
-                request,
-                format!("no lease for task {task}"),
-            ));
-        };
-        match (borrow, l.active_agent) {
-            (true, _) if l.state != LeaseState::Active => Err(RegistryError::refused(
-                request,
-                format!("lease {} is {}", l.lease_id, l.state.as_str()),
-            )),
-            (true, None) => {
-                l.active_agent = Some(agent);
-                Ok(LendOutcome::Changed)
-            }
-            (false, Some(a)) if a == agent => {
-                l.active_agent = None;
-                Ok(LendOutcome::Changed)
-            }
-            (_, Some(a)) if a == agent => Ok(LendOutcome::Unchanged),
-            (false, None) => Ok(LendOutcome::Unchanged),
-            (_, Some(a)) => Err(RegistryError::refused(
-                request,
-                format!("{a} holds it; Claude and Codex never hold a lease at once"),
-            )),
-        }
-    })?;
-    if out == LendOutcome::Changed {
-        super::events::emit_quiet(
-            state_dir,
-            &format!("lease.{verb}"),
-            json!({"task": task, "agent": agent}),
-        );
-    }
-    Ok(out)
-}
-
-/// Lend the task's lease to one agent; refused while the other holds it.
-pub fn borrow(
-    state_dir: &Path,
-    task: &str,
-    agent: Agent,
-    now: DateTime<Utc>,
-) -> Result<LendOutcome, RegistryError> {
-    lend(state_dir, task, agent, true, now)
-}
-
-/// Give a borrowed lease back.
-pub fn give_back(
-    state_dir: &Path,
-    task: &str,
-    agent: Agent,
-    now: DateTime<Utc>,
-) -> Result<LendOutcome, RegistryError> {
-    lend(state_dir, task, agent, false, now)
 }
 
 /// A lease with a live look at its worktree.

@@ -32,6 +32,7 @@ pub mod error;
 pub mod events;
 pub mod heartbeat;
 pub mod lease;
+pub mod lend;
 pub mod mix;
 pub mod redact;
 pub mod schema;

@@ -25,6 +25,7 @@
 
 pub mod agent;
 pub mod daemon;
+pub mod dispatch;
 pub mod engine;
 pub mod evidence;
 pub mod exit;

@@ -11,6 +11,7 @@ mod policy;
 mod registry;
 mod send;
 mod serve;
+mod shadow;
 mod wait;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +54,13 @@ pub enum Command {
     Wait(wait::WaitArgs),
     /// Deliver a prompt to an agent and confirm it started working (exit 3 if not).
     Send(send::SendArgs),
+    /// Claim a job for a pane's session and deliver its prompt (confirmed).
+    Dispatch(shadow::DispatchArgs),
+    /// The shadow policy runner.
+    Shadow {
+        #[command(subcommand)]
+        cmd: shadow::ShadowCmd,
+    },
     /// Each pane's agent state and since when.
     Status {
         #[arg(long)]
@@ -144,6 +152,23 @@ pub fn main() -> ExitCode {
         verbose: cli.verbose,
         autostart: !cli.no_autostart,
     };
+    if !matches!(cli.command, Command::Serve(_)) {
+        // The supervisor logs to its file; every other command logs to stderr.
+        let level = match cli.verbose {
+            0 => "warn",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        };
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .without_time()
+            .with_target(false)
+            .try_init();
+    }
     let result = match cli.command {
         Command::Serve(a) => serve::run(a, &ctx),
         Command::KillServer => serve::kill_server(&ctx),
@@ -152,6 +177,8 @@ pub fn main() -> ExitCode {
         Command::Attach(a) => attach::run(a, &ctx),
         Command::Wait(a) => wait::run(a, &ctx),
         Command::Send(a) => send::run(a, &ctx),
+        Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),
+        Command::Shadow { cmd } => shadow::run(cmd, &ctx),
         Command::Status { json } => pane::run(pane::PaneCmd::Ls { json }, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),

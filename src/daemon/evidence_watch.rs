@@ -39,7 +39,10 @@ impl WatchSpec {
             session_id: args.get("session_id")?.as_str()?.to_string(),
             pane: args.get("pane")?.as_str()?.to_string(),
             generation: args.get("generation")?.as_u64()?,
-            autocomplete: args.get("autocomplete").and_then(Value::as_bool).unwrap_or(false),
+            autocomplete: args
+                .get("autocomplete")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
     }
 }
@@ -55,7 +58,10 @@ fn observation(spec: &WatchSpec, s: &Snapshot) -> Evidence {
     Evidence::Observation {
         t_ms: crate::paths::now_ms(),
         state: s.state.clone(),
-        state_kind: s.kind.clone().or_else(|| s.exit_code.map(|c| c.to_string())),
+        state_kind: s
+            .kind
+            .clone()
+            .or_else(|| s.exit_code.map(|c| c.to_string())),
         session_id: spec.session_id.clone(),
         pane_generation: s.generation,
         screen_hash: s.screen_hash.clone(),
@@ -122,7 +128,9 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                             );
                             failures = 0;
                         }
-                        let _ = runner.evidence().append(&spec.job_id, &observation(&spec, &snap));
+                        let _ = runner
+                            .evidence()
+                            .append(&spec.job_id, &observation(&spec, &snap));
                         if !anchored
                             && snap.generation == spec.generation
                             && matches!(snap.state.as_str(), "working" | "blocked")
@@ -134,7 +142,9 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                                     attempt_id: spec.attempt_id.clone(),
                                     session_id: spec.session_id.clone(),
                                     pane_generation: snap.generation,
-                                    detail: "watcher saw the agent working on the dispatch's generation".into(),
+                                    detail:
+                                        "watcher saw the agent working on the dispatch's generation"
+                                            .into(),
                                 },
                             );
                             anchored = true;
@@ -144,9 +154,14 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                     }
                     Ok(None) => {
                         // Quiet pane: a new report deserves a fresh matched snapshot.
-                        if runner.collect_report(&spec.job_id, crate::paths::now_ms()).unwrap_or(false) {
+                        if runner
+                            .collect_report(&spec.job_id, crate::paths::now_ms())
+                            .unwrap_or(false)
+                        {
                             let snap = sup.snapshot(&entry);
-                            let _ = runner.evidence().append(&spec.job_id, &observation(&spec, &snap));
+                            let _ = runner
+                                .evidence()
+                                .append(&spec.job_id, &observation(&spec, &snap));
                             last = Some(snap);
                             changed = true;
                         }

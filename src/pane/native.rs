@@ -46,6 +46,8 @@ pub struct PaneInfo {
     pub argv: Vec<String>,
     pub env_names: Vec<String>,
     pub env_verified: bool,
+    /// The working directory the command started in.
+    pub cwd: Option<std::path::PathBuf>,
     pub started_at_ms: u64,
     pub bytes: u64,
     pub exit: Option<ExitInfo>,
@@ -308,6 +310,7 @@ impl NativePane {
             argv: g.spec.argv.clone(),
             env_names: g.spec.env_names(),
             env_verified: g.env_verified,
+            cwd: g.spec.cwd.clone(),
             started_at_ms: g.started_at_ms,
             bytes: g.screen.bytes(),
             exit: g.exit.clone(),

@@ -251,7 +251,9 @@ fn reconnect(ev: &Evidence) -> Option<Decision> {
     let later: Vec<String> = after
         .iter()
         .filter_map(|e| match e.event.body {
-            EventBody::Transport { result } => Some(format!("{} at t={}", result.name(), e.event.t_ms)),
+            EventBody::Transport { result } => {
+                Some(format!("{} at t={}", result.name(), e.event.t_ms))
+            }
             _ => None,
         })
         .collect();
@@ -436,7 +438,10 @@ mod tests {
             .with(58_000, transport(TransportResult::Timeout))
             .with(59_000, transport(TransportResult::Ok));
         let d = reconnect(&Evidence::new(&s));
-        let reason = d.as_ref().map(|d| d.reason().to_string()).unwrap_or_default();
+        let reason = d
+            .as_ref()
+            .map(|d| d.reason().to_string())
+            .unwrap_or_default();
         assert_eq!(d.map(|d| d.kind()), Some(DecisionKind::HoldReconnect));
         assert!(reason.contains("timeout at t=58000"), "{reason}");
     }
@@ -497,7 +502,10 @@ mod tests {
     fn blocked_escalates_and_names_the_kind() {
         let s = clean().with(59_000, obs_kind(AgentState::Blocked, "permission"));
         let d = blocked(&Evidence::new(&s));
-        assert_eq!(d.as_ref().map(Decision::kind), Some(DecisionKind::EscalateBlocked));
+        assert_eq!(
+            d.as_ref().map(Decision::kind),
+            Some(DecisionKind::EscalateBlocked)
+        );
         assert!(d.is_some_and(|d| d.reason().contains("blocked (permission)")));
     }
 
@@ -513,7 +521,11 @@ mod tests {
     fn unknown_and_exited_hold() {
         for state in [AgentState::Unknown, AgentState::Exited] {
             let s = clean().with(59_000, obs(state));
-            assert_eq!(run(unknown, &s), Some(DecisionKind::HoldUnknown), "{state:?}");
+            assert_eq!(
+                run(unknown, &s),
+                Some(DecisionKind::HoldUnknown),
+                "{state:?}"
+            );
         }
         assert_eq!(run(unknown, &clean()), None);
     }
@@ -558,22 +570,27 @@ mod tests {
     #[test]
     fn order_reconnect_beats_blocked_and_attribution() {
         let s = clean()
-            .with(58_000, obs(AgentState::Blocked).ids(|i| i.session_id = some("reviewer")))
+            .with(
+                58_000,
+                obs(AgentState::Blocked).ids(|i| i.session_id = some("reviewer")),
+            )
             .with(59_000, transport(TransportResult::Error));
         assert_eq!(decide(&s).kind(), DecisionKind::HoldReconnect);
     }
 
     #[test]
     fn order_blocked_beats_attribution() {
-        let s = clean().with(59_000, obs(AgentState::Blocked).ids(|i| i.pane_generation = Some(2)));
+        let s = clean().with(
+            59_000,
+            obs(AgentState::Blocked).ids(|i| i.pane_generation = Some(2)),
+        );
         assert_eq!(decide(&s).kind(), DecisionKind::EscalateBlocked);
     }
 
     #[test]
     fn order_attribution_beats_idle_quiescence() {
         let mut s = clean();
-        s.timeline
-            .retain(|e| e.body != EventBody::ExecutionAnchor);
+        s.timeline.retain(|e| e.body != EventBody::ExecutionAnchor);
         let s = s.with(59_000, obs(AgentState::Idle));
         assert_eq!(decide(&s).kind(), DecisionKind::HoldUnattributed);
     }
@@ -590,7 +607,10 @@ mod tests {
     fn decision_serializes_as_decision_and_reason() {
         let d = Decision::new(DecisionKind::HoldStale, "why");
         let v = serde_json::to_value(&d).unwrap_or_default();
-        assert_eq!(v, serde_json::json!({"decision": "hold_stale", "reason": "why"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"decision": "hold_stale", "reason": "why"})
+        );
         for k in DecisionKind::ORDER {
             assert_eq!(DecisionKind::from_name(k.name()), Some(k));
             assert_eq!(Decision::new(k, "r").kind(), k);

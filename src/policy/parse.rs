@@ -129,11 +129,13 @@ pub fn scenario_from_value(value: &Value) -> Result<Scenario, ScenarioError> {
     ])?;
     let dispatch = read_dispatch(top.req("dispatch")?, top.path("dispatch"))?;
     let timeline = top.req("timeline")?;
-    let items = timeline.as_array().ok_or_else(|| ScenarioError::WrongType {
-        field: top.path("timeline"),
-        expected: "an array",
-        found: type_name(timeline),
-    })?;
+    let items = timeline
+        .as_array()
+        .ok_or_else(|| ScenarioError::WrongType {
+            field: top.path("timeline"),
+            expected: "an array",
+            found: type_name(timeline),
+        })?;
     let timeline = items
         .iter()
         .enumerate()
@@ -251,7 +253,10 @@ fn read_event(v: &Value, path: String) -> Result<Event, ScenarioError> {
         "observation" => {
             let state = o.req_enum("state", "agent state", &AgentState::ALL, |s| s.name())?;
             let state_kind = o.opt_str("state_kind")?;
-            (EventBody::Observation { state, state_kind }, &["state_kind"])
+            (
+                EventBody::Observation { state, state_kind },
+                &["state_kind"],
+            )
         }
         "transport" => {
             let result = o.req_enum("result", "transport result", &TransportResult::ALL, |r| {

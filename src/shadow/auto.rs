@@ -69,7 +69,10 @@ pub fn commit(
     if attempt_id != &d.attempt_id {
         return Ok(Outcome::Refused("a newer dispatch exists".into()));
     }
-    let Some(rep) = report_path.as_deref().and_then(|p| report::read_report(Path::new(p))) else {
+    let Some(rep) = report_path
+        .as_deref()
+        .and_then(|p| report::read_report(Path::new(p)))
+    else {
         return Ok(Outcome::Unproven("the report is unreadable now".into()));
     };
     let v = report::verify_manifest(&rep, worktree.as_deref().map(Path::new));

@@ -121,10 +121,10 @@ impl Runner {
             session_id: rep.session_id.clone(),
             manifest_attempt_id,
         };
-        let same = events.iter().rev().find_map(|e| match e {
-            Evidence::Report { .. } => Some(e),
-            _ => None,
-        });
+        let same = events
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Evidence::Report { .. }));
         let unchanged = match (same, &ev) {
             (
                 Some(Evidence::Report {
@@ -163,7 +163,11 @@ impl Runner {
     }
 
     /// Decide about one running job without writing anything.
-    pub fn decide(&self, job: &RunningJob, now_ms: u64) -> Result<Option<ShadowDecision>, ShadowError> {
+    pub fn decide(
+        &self,
+        job: &RunningJob,
+        now_ms: u64,
+    ) -> Result<Option<ShadowDecision>, ShadowError> {
         let events = self.evidence.read(&job.job_id)?;
         let Some(value) = scenario_value(&events, now_ms, self.staleness_ms) else {
             return Ok(None);
@@ -190,7 +194,11 @@ impl Runner {
     }
 
     /// Collect, decide and append the decision for one running job.
-    pub fn evaluate(&self, job: &RunningJob, now_ms: u64) -> Result<Option<ShadowDecision>, ShadowError> {
+    pub fn evaluate(
+        &self,
+        job: &RunningJob,
+        now_ms: u64,
+    ) -> Result<Option<ShadowDecision>, ShadowError> {
         self.collect_report(&job.job_id, now_ms)?;
         let d = self.decide(job, now_ms)?;
         if let Some(d) = &d {
@@ -230,7 +238,9 @@ fn summarize(events: &[Evidence]) -> Summary {
                 s.pane_generation = Some(*pane_generation);
             }
             Evidence::ExecutionAnchor { .. } => s.anchors += 1,
-            Evidence::Observation { state, state_kind, .. } => {
+            Evidence::Observation {
+                state, state_kind, ..
+            } => {
                 s.observations += 1;
                 s.last_state = Some(match state_kind {
                     Some(k) => format!("{state}{{{k}}}"),

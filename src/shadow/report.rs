@@ -77,7 +77,9 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
     }
     for f in &m.files {
         if !safe_relative(f) {
-            return no(format!("declared file {f:?} is not a relative path inside the worktree"));
+            return no(format!(
+                "declared file {f:?} is not a relative path inside the worktree"
+            ));
         }
         if !wt.join(f).exists() {
             return no(format!("declared file {f} does not exist"));
@@ -102,7 +104,11 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
     }
     Verified {
         proven: true,
-        detail: format!("{} file(s), {} commit(s) verified", m.files.len(), m.commits.len()),
+        detail: format!(
+            "{} file(s), {} commit(s) verified",
+            m.files.len(),
+            m.commits.len()
+        ),
     }
 }
 
@@ -134,7 +140,10 @@ mod tests {
         assert!(!verify_manifest(&report(m(&["b.txt"])), Some(d.path())).proven);
         assert!(!verify_manifest(&report(m(&["../a.txt"])), Some(d.path())).proven);
         assert!(!verify_manifest(&report(m(&["/etc/passwd"])), Some(d.path())).proven);
-        assert!(!verify_manifest(&report(None), Some(d.path())).proven, "fails closed");
+        assert!(
+            !verify_manifest(&report(None), Some(d.path())).proven,
+            "fails closed"
+        );
         assert!(!verify_manifest(&report(m(&[])), None).proven);
         assert!(verify_manifest(&report(m(&[])), Some(d.path())).proven);
     }
@@ -143,12 +152,31 @@ mod tests {
     fn commits_must_be_on_the_branch() {
         let d = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
-            let o = Command::new("git").arg("-C").arg(d.path()).args(args).output().unwrap();
-            assert!(o.status.success(), "{:?}", String::from_utf8_lossy(&o.stderr));
+            let o = Command::new("git")
+                .arg("-C")
+                .arg(d.path())
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{:?}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             String::from_utf8(o.stdout).unwrap().trim().to_string()
         };
         git(&["init", "-q"]);
-        git(&["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "c1"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "c1",
+        ]);
         let sha = git(&["rev-parse", "HEAD"]);
         let r = report(Some(Manifest {
             attempt_id: None,

@@ -1,0 +1,178 @@
+//! `drover dispatch` and `drover shadow run`.
+
+use super::{Ctx, fail};
+use drover::dispatch::{DispatchError, DispatchSpec, dispatch};
+use drover::engine::{Engine, Status};
+use drover::exit;
+use drover::shadow::{Runner, RunningJob, auto};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct DispatchArgs {
+    /// The job (created with `drover job create`).
+    pub job: String,
+    /// The lane's pane.
+    #[arg(long)]
+    pub pane: String,
+    /// The session the job is claimed for (default: the pane's name).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The prompt.
+    #[arg(
+        long,
+        conflicts_with = "prompt_file",
+        required_unless_present = "prompt_file"
+    )]
+    pub prompt: Option<String>,
+    /// Read the prompt from a file.
+    #[arg(long)]
+    pub prompt_file: Option<PathBuf>,
+    /// Where the lane writes report.json (default <state>/lanes/<pane>/report.json).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Where declared side effects are checked (default: the pane's cwd).
+    #[arg(long)]
+    pub worktree: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ShadowCmd {
+    /// Decide about running jobs from their evidence; append to shadow/decisions.jsonl.
+    Run {
+        /// Only this job.
+        #[arg(long)]
+        job: Option<String>,
+        /// One pass, then exit (default: keep evaluating every few seconds).
+        #[arg(long)]
+        once: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let prompt = match (&a.prompt, &a.prompt_file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .map_err(|e| fail(exit::USAGE, format!("--prompt-file {}: {e}", f.display())))?,
+        (None, None) => return Err(fail(exit::USAGE, "give --prompt or --prompt-file")),
+    };
+    let state_dir = ctx.state_dir()?;
+    let mut client = ctx.client()?;
+    let spec = DispatchSpec {
+        job_id: a.job.clone(),
+        session_id: a.session.clone().unwrap_or_else(|| a.pane.clone()),
+        pane: a.pane.clone(),
+        prompt,
+        report_path: a.report.clone(),
+        worktree: a.worktree.clone(),
+        autocomplete: auto::enabled_by_env(),
+    };
+    match dispatch(&state_dir, &mut client, &spec) {
+        Ok(d) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&d)?);
+            } else {
+                println!(
+                    "dispatched {} to {} (attempt {}, generation {}, auto-completion {})",
+                    d.job_id,
+                    d.pane,
+                    d.attempt_id,
+                    d.pane_generation,
+                    if d.autocomplete { "on" } else { "off" }
+                );
+            }
+            Ok(exit::OK)
+        }
+        Err(DispatchError::Engine(e)) => Err(engine_error(e)),
+        Err(DispatchError::Client(e)) => Err(super::client_err(e)),
+        Err(e @ DispatchError::NotDelivered { .. }) => Err(fail(exit::REFUSED, e.to_string())),
+        Err(e) => Err(fail(exit::ERROR, e.to_string())),
+    }
+}
+
+fn engine_error(e: drover::engine::EngineError) -> anyhow::Error {
+    use drover::engine::EngineError;
+    let code = match &e {
+        EngineError::Refused { .. } => exit::REFUSED,
+        EngineError::Invalid { .. }
+        | EngineError::UnknownRequest { .. }
+        | EngineError::NotFound { .. } => exit::USAGE,
+        _ => exit::ERROR,
+    };
+    fail(code, e.to_string())
+}
+
+/// Pause between passes of `shadow run` without `--once`.
+const PASS_INTERVAL: Duration = Duration::from_secs(5);
+
+pub fn run(cmd: ShadowCmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    let ShadowCmd::Run { job, once, json } = cmd;
+    let state_dir = ctx.state_dir()?;
+    let runner = Runner::new(&state_dir);
+    let autocomplete = auto::enabled_by_env();
+    loop {
+        // The runner gets the running jobs as data; only auto-completion sees the engine.
+        let engine = Engine::open(&state_dir).map_err(engine_error)?;
+        let jobs: Vec<RunningJob> = engine
+            .list()
+            .map_err(engine_error)?
+            .into_iter()
+            .filter(|r| r.status == Status::Running)
+            .filter(|r| job.as_deref().is_none_or(|j| j == r.job_id))
+            .map(|r| RunningJob {
+                job_id: r.job_id,
+                attempt_id: r.attempt_id,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for j in &jobs {
+            let now = drover::paths::now_ms();
+            runner
+                .collect_report(&j.job_id, now)
+                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+            let Some(mut d) = runner
+                .decide(j, now)
+                .map_err(|e| fail(exit::ERROR, e.to_string()))?
+            else {
+                continue;
+            };
+            if autocomplete {
+                d.action = Some(match auto::commit(&engine, &runner, &d) {
+                    Ok(o) => o.label(),
+                    Err(e) => format!("error: {e}"),
+                });
+            }
+            runner
+                .record(&d)
+                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+            out.push(d);
+        }
+        if json {
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        } else if out.is_empty() {
+            println!("no running job with evidence");
+        } else {
+            for d in &out {
+                println!(
+                    "{:<16} {:<34} {:<18} {}{}",
+                    d.job_id,
+                    d.attempt_id,
+                    d.decision,
+                    d.reason,
+                    d.action
+                        .as_deref()
+                        .map(|a| format!(" [{a}]"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        if once {
+            return Ok(exit::OK);
+        }
+        std::thread::sleep(PASS_INTERVAL);
+    }
+}

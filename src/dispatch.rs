@@ -1,0 +1,195 @@
+//! Dispatch: the path the loop uses to hand a job to a lane's agent.
+//!
+//! Claim the job for the session (a new attempt), record the dispatch with a
+//! nonce in the evidence store, deliver the prompt with confirmation, record
+//! the execution anchor, mark the job started, and hand the job to the
+//! supervisor's evidence watcher. A prompt that is not delivered fails the job
+//! with the reason (it can be redispatched), so nothing waits on work that
+//! never started.
+
+use crate::daemon::{Client, ClientError};
+use crate::engine::{Action, Actor, Engine, EngineError, Request};
+use crate::evidence::{Evidence, EvidenceStore};
+use crate::store::StoreError;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// What to dispatch.
+#[derive(Debug, Clone)]
+pub struct DispatchSpec {
+    pub job_id: String,
+    pub pane: String,
+    pub session_id: String,
+    pub prompt: String,
+    /// Where the lane writes `report.json` (default `<state>/lanes/<pane>/report.json`).
+    pub report_path: Option<PathBuf>,
+    /// Where declared side effects are checked (default: the pane's cwd).
+    pub worktree: Option<PathBuf>,
+    pub autocomplete: bool,
+}
+
+/// What a dispatch did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Dispatched {
+    pub job_id: String,
+    pub attempt_id: String,
+    pub nonce: String,
+    pub pane: String,
+    pub pane_generation: u64,
+    pub report_path: String,
+    pub autocomplete: bool,
+}
+
+/// Errors of a dispatch.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DispatchError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "job {job_id} attempt {attempt_id}: prompt not delivered, job failed (redispatch it): {reason}"
+    )]
+    NotDelivered {
+        job_id: String,
+        attempt_id: String,
+        reason: String,
+    },
+}
+
+/// The trailer appended to every prompt: what the lane needs to report.
+pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> String {
+    format!(
+        "\n\n[drover] job {job_id} · attempt {attempt_id} · nonce {nonce} · when finished write {} with attempt_id, session_id, state and manifest",
+        report.display()
+    )
+}
+
+/// Dispatch a job to a pane. `client` talks to the running supervisor.
+pub fn dispatch(
+    state_dir: &Path,
+    client: &mut Client,
+    spec: &DispatchSpec,
+) -> Result<Dispatched, DispatchError> {
+    let engine = Engine::open(state_dir)?;
+    let evidence = EvidenceStore::new(state_dir);
+    let info = client.call("pane.read", json!({"pane": spec.pane}))?;
+    let generation = info["generation"].as_u64().unwrap_or(0);
+    let applied = engine.transition(&Request::new(
+        spec.job_id.clone(),
+        Action::Claim {
+            session: spec.session_id.clone(),
+        },
+        Actor::operator(),
+    ))?;
+    let attempt_id = applied.record().attempt_id.clone().unwrap_or_default();
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let report_path = spec
+        .report_path
+        .clone()
+        .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
+    if let Some(dir) = report_path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    // A report left by an earlier attempt must not speak for this one.
+    let _ = std::fs::remove_file(&report_path);
+    let worktree = match &spec.worktree {
+        Some(w) => Some(w.clone()),
+        None => client
+            .call("pane.ls", json!({}))?
+            .as_array()
+            .and_then(|l| l.iter().find(|p| p["name"] == spec.pane.as_str()).cloned())
+            .and_then(|p| p["cwd"].as_str().map(PathBuf::from)),
+    };
+    evidence.append(
+        &spec.job_id,
+        &Evidence::Dispatch {
+            t_ms: crate::paths::now_ms(),
+            job_id: spec.job_id.clone(),
+            attempt_id: attempt_id.clone(),
+            session_id: spec.session_id.clone(),
+            pane: spec.pane.clone(),
+            pane_generation: generation,
+            nonce: nonce.clone(),
+            report_path: Some(report_path.display().to_string()),
+            worktree: worktree.as_ref().map(|w| w.display().to_string()),
+        },
+    )?;
+    let text = format!(
+        "{}{}",
+        spec.prompt,
+        trailer(&spec.job_id, &attempt_id, &nonce, &report_path)
+    );
+    let delivered: Result<Value, ClientError> = client.call(
+        "deliver",
+        json!({"pane": spec.pane, "text": text, "nonce": nonce}),
+    );
+    let delivered = match delivered {
+        Ok(v) => v,
+        Err(e) => {
+            let reason = e.to_string();
+            let mut req = Request::new(
+                spec.job_id.clone(),
+                Action::Fail {
+                    reason: Some(format!("prompt not delivered: {reason}")),
+                },
+                Actor::operator(),
+            )
+            .expect_attempt(attempt_id.clone());
+            req.expected_status = Some(crate::engine::Status::Running);
+            engine.transition(&req)?;
+            return Err(DispatchError::NotDelivered {
+                job_id: spec.job_id.clone(),
+                attempt_id,
+                reason,
+            });
+        }
+    };
+    let confirmed_gen = delivered["generation"].as_u64().unwrap_or(0);
+    if confirmed_gen == generation {
+        evidence.append(
+            &spec.job_id,
+            &Evidence::ExecutionAnchor {
+                t_ms: crate::paths::now_ms(),
+                attempt_id: attempt_id.clone(),
+                session_id: spec.session_id.clone(),
+                pane_generation: generation,
+                detail: "delivery confirmed: the agent went working with the prompt on screen"
+                    .into(),
+            },
+        )?;
+    }
+    engine.transition(
+        &Request::new(
+            spec.job_id.clone(),
+            Action::Started {
+                session: spec.session_id.clone(),
+            },
+            Actor::operator(),
+        )
+        .expect_attempt(attempt_id.clone()),
+    )?;
+    client.call(
+        "evidence.watch",
+        json!({
+            "job_id": spec.job_id,
+            "attempt_id": attempt_id,
+            "session_id": spec.session_id,
+            "pane": spec.pane,
+            "generation": generation,
+            "autocomplete": spec.autocomplete,
+        }),
+    )?;
+    Ok(Dispatched {
+        job_id: spec.job_id.clone(),
+        attempt_id,
+        nonce,
+        pane: spec.pane.clone(),
+        pane_generation: generation,
+        report_path: report_path.display().to_string(),
+        autocomplete: spec.autocomplete,
+    })
+}

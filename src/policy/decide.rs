@@ -257,7 +257,7 @@ fn reconnect(ev: &Evidence) -> Option<Decision> {
         .collect();
     if !later.is_empty() {
         reason.push_str(&format!(
-            "; the later transport {} carry no snapshot and do not clear it",
+            "; later transport results ({}) carry no snapshot and do not clear it",
             later.join(", ")
         ));
     }

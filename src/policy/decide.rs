@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn reconnect_holds_after_an_error_with_nothing_since() {
-        let s = clean().with(45_000, transport(TransportResult::Error));
+        let s = clean().with(57_000, transport(TransportResult::Error));
         assert_eq!(run(reconnect, &s), Some(DecisionKind::HoldReconnect));
     }
 
@@ -582,7 +582,7 @@ mod tests {
     fn order_busy_beats_report() {
         let s = clean()
             .with(58_000, obs(AgentState::Working))
-            .with(59_000, report(ReportState::Paused));
+            .with(59_000, report(ReportState::Paused).ids(|i| i.attempt_id = some("A1")));
         assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
     }
 

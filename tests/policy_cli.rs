@@ -48,16 +48,28 @@ fn dir_with(names: &[&str], mutate: impl FnOnce(String) -> String) -> tempfile::
 #[test]
 fn check_passes_on_the_fixture_set() {
     let dir = fixtures();
-    let out = drover(&["policy", "check", dir.to_str().expect("utf-8 path")], None);
+    let out = drover(
+        &["policy", "check", dir.to_str().expect("utf-8 path")],
+        None,
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("finished-clean.json"), "{stdout}");
     let count = std::fs::read_dir(&dir)
         .expect("list fixtures")
-        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
+        })
         .count();
-    assert!(count >= 15, "SPEC §9 asks for at least fifteen scenarios, found {count}");
-    assert!(stdout.contains(&format!("{count} scenario(s), {count} agree")), "{stdout}");
+    assert!(
+        count >= 15,
+        "SPEC §9 asks for at least fifteen scenarios, found {count}"
+    );
+    assert!(
+        stdout.contains(&format!("{count} scenario(s), {count} agree")),
+        "{stdout}"
+    );
 }
 
 /// Guards the lint: a wrong expectation fails with exit 3 naming the file.
@@ -66,10 +78,16 @@ fn check_fails_on_a_mutated_expectation() {
     let dir = dir_with(&["finished-clean.json", "blocked-agent.json"], |s| {
         s.replace("\"escalate_blocked\"", "\"complete\"")
     });
-    let out = drover(&["policy", "check", dir.path().to_str().expect("utf-8")], None);
+    let out = drover(
+        &["policy", "check", dir.path().to_str().expect("utf-8")],
+        None,
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("blocked-agent.json: expected complete"), "{stderr}");
+    assert!(
+        stderr.contains("blocked-agent.json: expected complete"),
+        "{stderr}"
+    );
     assert!(stderr.contains("decided escalate_blocked"), "{stderr}");
     assert!(text(&out.stdout).contains("MISMATCH"));
 }
@@ -80,12 +98,23 @@ fn check_json_lists_each_result() {
     let dir = dir_with(&["finished-clean.json", "paused-report.json"], |s| {
         s.replace("\"hold_unfinalized\"", "\"hold_busy\"")
     });
-    let out = drover(&["policy", "check", "--json", dir.path().to_str().expect("utf-8")], None);
+    let out = drover(
+        &[
+            "policy",
+            "check",
+            "--json",
+            dir.path().to_str().expect("utf-8"),
+        ],
+        None,
+    );
     assert_eq!(out.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json stdout");
     let rows = v.as_array().expect("array");
     assert_eq!(rows.len(), 2);
-    let paused = rows.iter().find(|r| r["file"] == "paused-report.json").expect("row");
+    let paused = rows
+        .iter()
+        .find(|r| r["file"] == "paused-report.json")
+        .expect("row");
     assert_eq!(paused["ok"], false);
     assert_eq!(paused["decision"]["decision"], "hold_unfinalized");
 }
@@ -102,27 +131,47 @@ fn check_refuses_a_malformed_fixture() {
         fixture("blocked-agent.json").replace("\"escalate_blocked\"", "\"complete\""),
     )
     .expect("write");
-    let out = drover(&["policy", "check", dir.path().to_str().expect("utf-8")], None);
+    let out = drover(
+        &["policy", "check", dir.path().to_str().expect("utf-8")],
+        None,
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("finished-clean.json: timeline[3].kind: unknown event kind \"heartbeat\""), "{stderr}");
+    assert!(
+        stderr.contains("finished-clean.json: timeline[3].kind: unknown event kind \"heartbeat\""),
+        "{stderr}"
+    );
 }
 
 /// Guards the fixture naming rule: a scenario named unlike its file is refused.
 #[test]
 fn check_refuses_a_name_that_differs_from_the_file() {
     let dir = dir_with(&["finished-clean.json"], |s| s);
-    std::fs::rename(dir.path().join("finished-clean.json"), dir.path().join("other.json")).expect("rename");
-    let out = drover(&["policy", "check", dir.path().to_str().expect("utf-8")], None);
+    std::fs::rename(
+        dir.path().join("finished-clean.json"),
+        dir.path().join("other.json"),
+    )
+    .expect("rename");
+    let out = drover(
+        &["policy", "check", dir.path().to_str().expect("utf-8")],
+        None,
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("other.json: name:"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("other.json: name:"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Guards against a vacuous pass: a directory with no scenarios is a usage error.
 #[test]
 fn check_refuses_an_empty_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = drover(&["policy", "check", dir.path().to_str().expect("utf-8")], None);
+    let out = drover(
+        &["policy", "check", dir.path().to_str().expect("utf-8")],
+        None,
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no *.json scenario"));
 }
@@ -134,13 +183,19 @@ fn eval_prints_decision_and_reason() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["decision"], "hold_reconnect");
-    assert!(v["reason"].as_str().is_some_and(|r| r.contains("t=54000")), "{v}");
+    assert!(
+        v["reason"].as_str().is_some_and(|r| r.contains("t=54000")),
+        "{v}"
+    );
     assert_eq!(v.as_object().map(|o| o.len()), Some(2));
 }
 
 #[test]
 fn eval_reads_stdin() {
-    let out = drover(&["policy", "eval", "-"], Some(&fixture("finished-clean.json")));
+    let out = drover(
+        &["policy", "eval", "-"],
+        Some(&fixture("finished-clean.json")),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["decision"], "complete");
@@ -151,10 +206,22 @@ fn eval_reads_stdin() {
 fn eval_malformed_input_exits_2_naming_the_field() {
     let clean = fixture("finished-clean.json");
     let cases = [
-        (clean.replace("\"state\": \"working\"", "\"state\": \"busy\""), "timeline[2].state"),
-        (clean.replace("\"result\": \"timeout\"", "\"result\": \"lost\""), "timeline[3].result"),
-        (clean.replace("\"t_ms\": 40000", "\"t_ms\": 400"), "timeline[3].t_ms"),
-        (clean.replace("\"now_ms\": 60000", "\"now_ms\": 50000"), "timeline[5].t_ms"),
+        (
+            clean.replace("\"state\": \"working\"", "\"state\": \"busy\""),
+            "timeline[2].state",
+        ),
+        (
+            clean.replace("\"result\": \"timeout\"", "\"result\": \"lost\""),
+            "timeline[3].result",
+        ),
+        (
+            clean.replace("\"t_ms\": 40000", "\"t_ms\": 400"),
+            "timeline[3].t_ms",
+        ),
+        (
+            clean.replace("\"now_ms\": 60000", "\"now_ms\": 50000"),
+            "timeline[5].t_ms",
+        ),
         (without_dispatch_record(&clean), "dispatch: missing"),
         (
             clean.replace("\"kind\": \"dispatch\"", "\"kind\": \"execution_anchor\""),

@@ -73,7 +73,12 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         let mut t = 2_000;
         for (dt, ids, body) in events {
             t += dt;
-            timeline.push(Event { t_ms: t, ids, body, note: None });
+            timeline.push(Event {
+                t_ms: t,
+                ids,
+                body,
+                note: None,
+            });
         }
         Scenario {
             name: "generated".into(),
@@ -101,7 +106,9 @@ fn any_identifier_differs(s: &Scenario) -> bool {
         i.attempt_id.as_ref().is_some_and(|a| *a != d.attempt_id)
             || i.session_id.as_ref().is_some_and(|x| *x != d.session_id)
             || i.pane_generation.is_some_and(|g| g != d.pane_generation)
-            || i.manifest_attempt_id.as_ref().is_some_and(|m| *m != d.attempt_id)
+            || i.manifest_attempt_id
+                .as_ref()
+                .is_some_and(|m| *m != d.attempt_id)
     })
 }
 

@@ -223,8 +223,16 @@ fn check_one(path: &Path) -> anyhow::Result<Outcome> {
 }
 
 fn print_table(outcomes: &[Outcome]) {
-    let width = outcomes.iter().map(|o| o.file.len()).max().unwrap_or(4).max(4);
-    println!("{:<width$}  {:<18}  {:<18}  RESULT", "FILE", "EXPECTED", "DECISION");
+    let width = outcomes
+        .iter()
+        .map(|o| o.file.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "{:<width$}  {:<18}  {:<18}  RESULT",
+        "FILE", "EXPECTED", "DECISION"
+    );
     for o in outcomes {
         let expected = o
             .expected
@@ -237,7 +245,10 @@ fn print_table(outcomes: &[Outcome]) {
             (None, true) => "ok",
             (None, false) => "MISMATCH",
         };
-        println!("{:<width$}  {expected:<18}  {decision:<18}  {result}", o.file);
+        println!(
+            "{:<width$}  {expected:<18}  {decision:<18}  {result}",
+            o.file
+        );
     }
     let agree = outcomes.iter().filter(|o| o.ok).count();
     println!("{} scenario(s), {agree} agree", outcomes.len());

@@ -1,4 +1,4 @@
-//! 5. Attribution: is every piece of evidence about *this* attempt?
+//! Check 5, attribution: is every piece of evidence about *this* attempt?
 //!
 //! Every identifier on every event is collected and confronted with the dispatch
 //! record. Taking only the first occurrence of each would drop exactly the contradicting
@@ -44,7 +44,10 @@ fn raced_dispatch(ev: &Evidence) -> Option<String> {
         }
     }
     (attempts.len() > 1).then(|| {
-        let list: Vec<String> = attempts.iter().map(|(a, at)| format!("{a} ({at})")).collect();
+        let list: Vec<String> = attempts
+            .iter()
+            .map(|(a, at)| format!("{a} ({at})"))
+            .collect();
         format!(
             "dispatched more than once with different attempts: {}",
             list.join(", ")
@@ -59,7 +62,9 @@ fn mismatched_ids(ev: &Evidence) -> Option<String> {
     for e in &ev.events {
         let ids = &e.event.ids;
         let quoted = |v: &Option<String>, want: &str| {
-            v.as_deref().filter(|v| *v != want).map(|v| format!("{v:?}"))
+            v.as_deref()
+                .filter(|v| *v != want)
+                .map(|v| format!("{v:?}"))
         };
         let seen = [
             ("attempt_id", quoted(&ids.attempt_id, &d.attempt_id)),
@@ -118,12 +123,11 @@ fn missing_anchor(ev: &Evidence) -> Option<String> {
     let ours: Vec<&(usize, &Seen)> = anchors.iter().filter(|(_, e)| names_attempt(e)).collect();
     if ours.is_empty() {
         let others = anchors.len();
-        let mut reason =
-            format!("no execution anchor carries attempt {attempt:?}: the dispatch was acknowledged, not shown to run");
+        let mut reason = format!(
+            "no execution anchor carries attempt {attempt:?}: the dispatch was acknowledged, not shown to run"
+        );
         if others > 0 {
-            reason.push_str(&format!(
-                " ({others} anchor(s) without this attempt's id)"
-            ));
+            reason.push_str(&format!(" ({others} anchor(s) without this attempt's id)"));
         }
         return Some(reason);
     }
@@ -213,10 +217,19 @@ mod tests {
     #[test]
     fn all_mismatches_are_listed() {
         let s = clean()
-            .with(57_000, obs(AgentState::Done).ids(|i| i.pane_generation = Some(2)))
-            .with(58_000, side_effect(true).ids(|i| i.manifest_attempt_id = some("A0")));
+            .with(
+                57_000,
+                obs(AgentState::Done).ids(|i| i.pane_generation = Some(2)),
+            )
+            .with(
+                58_000,
+                side_effect(true).ids(|i| i.manifest_attempt_id = some("A0")),
+            );
         let r = reason(&s).unwrap_or_default();
-        assert!(r.contains("pane_generation 2") && r.contains("manifest_attempt_id \"A0\""), "{r}");
+        assert!(
+            r.contains("pane_generation 2") && r.contains("manifest_attempt_id \"A0\""),
+            "{r}"
+        );
     }
 
     #[test]
@@ -245,7 +258,8 @@ mod tests {
     fn anchor_before_dispatch_holds() {
         let mut s = clean();
         s.timeline.retain(|e| e.body != EventBody::ExecutionAnchor);
-        s.timeline.insert(0, anchor().ids(|i| i.attempt_id = some("A1")).at(500));
+        s.timeline
+            .insert(0, anchor().ids(|i| i.attempt_id = some("A1")).at(500));
         assert!(reason(&s).is_some_and(|r| r.contains("precedes its dispatch")));
     }
 

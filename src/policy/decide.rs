@@ -227,7 +227,7 @@ fn describe_state(state: AgentState, state_kind: Option<&str>) -> String {
     }
 }
 
-/// 1. A transport error after which no observation arrived. Only an observation
+/// Check 1: A transport error after which no observation arrived. Only an observation
 /// clears it: a later `ok` or `timeout` carries no snapshot of the agent.
 fn reconnect(ev: &Evidence) -> Option<Decision> {
     let is_error = |e: &Seen| {
@@ -251,7 +251,9 @@ fn reconnect(ev: &Evidence) -> Option<Decision> {
     let later: Vec<String> = after
         .iter()
         .filter_map(|e| match e.event.body {
-            EventBody::Transport { result } => Some(format!("{} at t={}", result.name(), e.event.t_ms)),
+            EventBody::Transport { result } => {
+                Some(format!("{} at t={}", result.name(), e.event.t_ms))
+            }
             _ => None,
         })
         .collect();
@@ -264,7 +266,7 @@ fn reconnect(ev: &Evidence) -> Option<Decision> {
     Some(Decision::new(DecisionKind::HoldReconnect, reason))
 }
 
-/// 2. No observation at all, or the newest is older than `staleness_ms` at `now_ms`.
+/// Check 2: No observation at all, or the newest is older than `staleness_ms` at `now_ms`.
 fn stale(ev: &Evidence) -> Option<Decision> {
     let Some((seen, state, state_kind)) = ev.newest_observation() else {
         return Some(Decision::new(
@@ -287,7 +289,7 @@ fn stale(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 3. The newest observation is `blocked`: a human is needed, never complete.
+/// Check 3: The newest observation is `blocked`: a human is needed, never complete.
 fn blocked(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
     (state == AgentState::Blocked).then(|| {
@@ -302,7 +304,7 @@ fn blocked(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 4. The newest observation is `unknown` or `exited`: nothing to infer from.
+/// Check 4: The newest observation is `unknown` or `exited`: nothing to infer from.
 fn unknown(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
     matches!(state, AgentState::Unknown | AgentState::Exited).then(|| {
@@ -317,7 +319,7 @@ fn unknown(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 6. The newest observation is `working` or `starting`.
+/// Check 6: The newest observation is `working` or `starting`.
 fn busy(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
     matches!(state, AgentState::Working | AgentState::Starting).then(|| {
@@ -340,7 +342,7 @@ fn newest_report<'a>(ev: &Evidence<'a>) -> Option<(Seen<'a>, ReportState)> {
     })
 }
 
-/// 7. No report, or the newest is still `writing` or merely `paused`: a debounce is a
+/// Check 7: No report, or the newest is still `writing` or merely `paused`: a debounce is a
 /// filter, not an authority.
 fn unfinalized(ev: &Evidence) -> Option<Decision> {
     let Some((seen, state)) = newest_report(ev) else {
@@ -366,7 +368,7 @@ fn unfinalized(ev: &Evidence) -> Option<Decision> {
     }
 }
 
-/// 8. A side-effect check reported `proven: false`. Absence of checks is not read as
+/// Check 8: A side-effect check reported `proven: false`. Absence of checks is not read as
 /// proof either way here; manifest verification fails closed later.
 fn unproven(ev: &Evidence) -> Option<Decision> {
     let failed: Vec<String> = ev
@@ -383,7 +385,7 @@ fn unproven(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 9. Nothing held the attempt: say what made it complete.
+/// Check 9: Nothing held the attempt: say what made it complete.
 fn complete(ev: &Evidence) -> Decision {
     let d = &ev.s.dispatch;
     let mut parts = vec![format!(
@@ -436,7 +438,10 @@ mod tests {
             .with(58_000, transport(TransportResult::Timeout))
             .with(59_000, transport(TransportResult::Ok));
         let d = reconnect(&Evidence::new(&s));
-        let reason = d.as_ref().map(|d| d.reason().to_string()).unwrap_or_default();
+        let reason = d
+            .as_ref()
+            .map(|d| d.reason().to_string())
+            .unwrap_or_default();
         assert_eq!(d.map(|d| d.kind()), Some(DecisionKind::HoldReconnect));
         assert!(reason.contains("timeout at t=58000"), "{reason}");
     }
@@ -497,7 +502,10 @@ mod tests {
     fn blocked_escalates_and_names_the_kind() {
         let s = clean().with(59_000, obs_kind(AgentState::Blocked, "permission"));
         let d = blocked(&Evidence::new(&s));
-        assert_eq!(d.as_ref().map(Decision::kind), Some(DecisionKind::EscalateBlocked));
+        assert_eq!(
+            d.as_ref().map(Decision::kind),
+            Some(DecisionKind::EscalateBlocked)
+        );
         assert!(d.is_some_and(|d| d.reason().contains("blocked (permission)")));
     }
 
@@ -513,7 +521,11 @@ mod tests {
     fn unknown_and_exited_hold() {
         for state in [AgentState::Unknown, AgentState::Exited] {
             let s = clean().with(59_000, obs(state));
-            assert_eq!(run(unknown, &s), Some(DecisionKind::HoldUnknown), "{state:?}");
+            assert_eq!(
+                run(unknown, &s),
+                Some(DecisionKind::HoldUnknown),
+                "{state:?}"
+            );
         }
         assert_eq!(run(unknown, &clean()), None);
     }
@@ -558,31 +570,37 @@ mod tests {
     #[test]
     fn order_reconnect_beats_blocked_and_attribution() {
         let s = clean()
-            .with(58_000, obs(AgentState::Blocked).ids(|i| i.session_id = some("reviewer")))
+            .with(
+                58_000,
+                obs(AgentState::Blocked).ids(|i| i.session_id = some("reviewer")),
+            )
             .with(59_000, transport(TransportResult::Error));
         assert_eq!(decide(&s).kind(), DecisionKind::HoldReconnect);
     }
 
     #[test]
     fn order_blocked_beats_attribution() {
-        let s = clean().with(59_000, obs(AgentState::Blocked).ids(|i| i.pane_generation = Some(2)));
+        let s = clean().with(
+            59_000,
+            obs(AgentState::Blocked).ids(|i| i.pane_generation = Some(2)),
+        );
         assert_eq!(decide(&s).kind(), DecisionKind::EscalateBlocked);
     }
 
     #[test]
     fn order_attribution_beats_idle_quiescence() {
         let mut s = clean();
-        s.timeline
-            .retain(|e| e.body != EventBody::ExecutionAnchor);
+        s.timeline.retain(|e| e.body != EventBody::ExecutionAnchor);
         let s = s.with(59_000, obs(AgentState::Idle));
         assert_eq!(decide(&s).kind(), DecisionKind::HoldUnattributed);
     }
 
     #[test]
     fn order_busy_beats_report() {
-        let s = clean()
-            .with(58_000, obs(AgentState::Working))
-            .with(59_000, report(ReportState::Paused).ids(|i| i.attempt_id = some("A1")));
+        let s = clean().with(58_000, obs(AgentState::Working)).with(
+            59_000,
+            report(ReportState::Paused).ids(|i| i.attempt_id = some("A1")),
+        );
         assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
     }
 
@@ -590,7 +608,10 @@ mod tests {
     fn decision_serializes_as_decision_and_reason() {
         let d = Decision::new(DecisionKind::HoldStale, "why");
         let v = serde_json::to_value(&d).unwrap_or_default();
-        assert_eq!(v, serde_json::json!({"decision": "hold_stale", "reason": "why"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"decision": "hold_stale", "reason": "why"})
+        );
         for k in DecisionKind::ORDER {
             assert_eq!(DecisionKind::from_name(k.name()), Some(k));
             assert_eq!(Decision::new(k, "r").kind(), k);

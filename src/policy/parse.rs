@@ -129,11 +129,13 @@ pub fn scenario_from_value(value: &Value) -> Result<Scenario, ScenarioError> {
     ])?;
     let dispatch = read_dispatch(top.req("dispatch")?, top.path("dispatch"))?;
     let timeline = top.req("timeline")?;
-    let items = timeline.as_array().ok_or_else(|| ScenarioError::WrongType {
-        field: top.path("timeline"),
-        expected: "an array",
-        found: type_name(timeline),
-    })?;
+    let items = timeline
+        .as_array()
+        .ok_or_else(|| ScenarioError::WrongType {
+            field: top.path("timeline"),
+            expected: "an array",
+            found: type_name(timeline),
+        })?;
     let timeline = items
         .iter()
         .enumerate()
@@ -251,7 +253,10 @@ fn read_event(v: &Value, path: String) -> Result<Event, ScenarioError> {
         "observation" => {
             let state = o.req_enum("state", "agent state", &AgentState::ALL, |s| s.name())?;
             let state_kind = o.opt_str("state_kind")?;
-            (EventBody::Observation { state, state_kind }, &["state_kind"])
+            (
+                EventBody::Observation { state, state_kind },
+                &["state_kind"],
+            )
         }
         "transport" => {
             let result = o.req_enum("result", "transport result", &TransportResult::ALL, |r| {
@@ -463,14 +468,26 @@ mod tests {
 
     #[test]
     fn unknown_event_kind_names_the_event() {
-        assert_eq!(field_of(|v| v["timeline"][3]["kind"] = json!("heartbeat")), "timeline[3].kind");
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["kind"] = json!("heartbeat")),
+            "timeline[3].kind"
+        );
     }
 
     #[test]
     fn unknown_states_and_results_name_the_field() {
-        assert_eq!(field_of(|v| v["timeline"][2]["state"] = json!("finished")), "timeline[2].state");
-        assert_eq!(field_of(|v| v["timeline"][3]["result"] = json!("lost")), "timeline[3].result");
-        assert_eq!(field_of(|v| v["timeline"][4]["state"] = json!("done")), "timeline[4].state");
+        assert_eq!(
+            field_of(|v| v["timeline"][2]["state"] = json!("finished")),
+            "timeline[2].state"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["result"] = json!("lost")),
+            "timeline[3].result"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][4]["state"] = json!("done")),
+            "timeline[4].state"
+        );
         assert_eq!(
             field_of(|v| v["expected_policy"] = json!({"decision": "finish"})),
             "expected_policy.decision"
@@ -479,12 +496,22 @@ mod tests {
 
     #[test]
     fn missing_dispatch_is_refused() {
-        assert_eq!(field_of(|v| drop(v.as_object_mut().map(|o| o.remove("dispatch")))), "dispatch");
         assert_eq!(
-            field_of(|v| drop(v["dispatch"].as_object_mut().map(|o| o.remove("attempt_id")))),
+            field_of(|v| drop(v.as_object_mut().map(|o| o.remove("dispatch")))),
+            "dispatch"
+        );
+        assert_eq!(
+            field_of(|v| drop(
+                v["dispatch"]
+                    .as_object_mut()
+                    .map(|o| o.remove("attempt_id"))
+            )),
             "dispatch.attempt_id"
         );
-        assert_eq!(field_of(|v| v["dispatch"]["session_id"] = json!("")), "dispatch.session_id");
+        assert_eq!(
+            field_of(|v| v["dispatch"]["session_id"] = json!("")),
+            "dispatch.session_id"
+        );
     }
 
     #[test]
@@ -498,41 +525,68 @@ mod tests {
 
     #[test]
     fn time_going_backwards_is_refused() {
-        assert_eq!(field_of(|v| v["timeline"][3]["t_ms"] = json!(2_500)), "timeline[3].t_ms");
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["t_ms"] = json!(2_500)),
+            "timeline[3].t_ms"
+        );
         // Equal times are allowed: file order breaks the tie.
-        assert_eq!(field_of(|v| v["timeline"][3]["t_ms"] = json!(3_000)), "(accepted)");
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["t_ms"] = json!(3_000)),
+            "(accepted)"
+        );
     }
 
     #[test]
     fn events_after_now_are_refused() {
-        assert_eq!(field_of(|v| v["now_ms"] = json!(50_000)), "timeline[5].t_ms");
+        assert_eq!(
+            field_of(|v| v["now_ms"] = json!(50_000)),
+            "timeline[5].t_ms"
+        );
     }
 
     #[test]
     fn unknown_fields_are_refused_not_ignored() {
-        assert_eq!(field_of(|v| v["timeline"][4]["sesion_id"] = json!("x")), "timeline[4].sesion_id");
-        assert_eq!(field_of(|v| v["timeline"][3]["proven"] = json!(true)), "timeline[3].proven");
+        assert_eq!(
+            field_of(|v| v["timeline"][4]["sesion_id"] = json!("x")),
+            "timeline[4].sesion_id"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["proven"] = json!(true)),
+            "timeline[3].proven"
+        );
         assert_eq!(field_of(|v| v["extra"] = json!(1)), "extra");
     }
 
     #[test]
     fn wrong_types_name_the_field() {
         assert_eq!(field_of(|v| v["now_ms"] = json!("60000")), "now_ms");
-        assert_eq!(field_of(|v| v["timeline"][1]["pane_generation"] = json!(-1)), "timeline[1].pane_generation");
-        assert_eq!(field_of(|v| v["timeline"][6]["proven"] = json!("yes")), "timeline[6].proven");
+        assert_eq!(
+            field_of(|v| v["timeline"][1]["pane_generation"] = json!(-1)),
+            "timeline[1].pane_generation"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][6]["proven"] = json!("yes")),
+            "timeline[6].proven"
+        );
         assert_eq!(field_of(|v| v["timeline"] = json!({})), "timeline");
         assert_eq!(field_of(|v| v["timeline"][0] = json!(7)), "timeline[0]");
     }
 
     #[test]
     fn null_identifiers_count_as_absent() {
-        assert_eq!(field_of(|v| v["timeline"][2]["session_id"] = Value::Null), "(accepted)");
+        assert_eq!(
+            field_of(|v| v["timeline"][2]["session_id"] = Value::Null),
+            "(accepted)"
+        );
     }
 
     #[test]
     fn staleness_window_must_be_in_range() {
         assert_eq!(field_of(|v| v["staleness_ms"] = json!(0)), "staleness_ms");
-        assert_eq!(field_of(|v| v["staleness_ms"] = json!(MAX_STALENESS_MS + 1)), "staleness_ms");
+        assert_eq!(
+            field_of(|v| v["staleness_ms"] = json!(MAX_STALENESS_MS + 1)),
+            "staleness_ms"
+        );
     }
 
     #[test]

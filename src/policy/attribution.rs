@@ -5,7 +5,8 @@
 //! value this check exists to catch (seed 003, R1): a finalized report from another
 //! session, a manifest written for another attempt, an observation from a respawned pane.
 
-use super::decide::{Decision, DecisionKind, Evidence, Seen};
+use super::decide::{Evidence, Seen};
+use super::decision::{Decision, DecisionKind};
 use super::scenario::EventBody;
 
 /// Hold the attempt when its evidence cannot be tied to it. Sub-checks, most specific

@@ -4,7 +4,7 @@
 //! Unknown fields are refused rather than ignored: a misspelled `sesion_id` would
 //! otherwise drop an identifier from attribution and let a scenario pass that should hold.
 
-use super::decide::DecisionKind;
+use super::decision::DecisionKind;
 use super::scenario::{
     AgentState, Dispatch, Event, EventBody, ExpectedPolicy, Ids, MAX_STALENESS_MS, ReportState,
     Scenario, TransportResult,

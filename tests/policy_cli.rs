@@ -117,6 +117,7 @@ fn check_json_lists_each_result() {
         .expect("row");
     assert_eq!(paused["ok"], false);
     assert_eq!(paused["decision"]["decision"], "hold_unfinalized");
+    assert_eq!(paused["expected"]["decision"], "hold_busy");
 }
 
 /// Guards the validator through the CLI: a malformed fixture is exit 2 naming the field,

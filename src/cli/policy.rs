@@ -6,7 +6,7 @@
 
 use super::{Ctx, fail};
 use drover::exit;
-use drover::policy::{self, Decision, Scenario, ScenarioError};
+use drover::policy::{self, Decision, ExpectedPolicy, Scenario, ScenarioError};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -84,7 +84,7 @@ fn malformed(label: &str, e: &ScenarioError) -> anyhow::Error {
 struct Outcome {
     file: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    expected: Option<String>,
+    expected: Option<ExpectedPolicy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decision: Option<Decision>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,7 +140,7 @@ fn check(dir: &Path, json: bool) -> anyhow::Result<u8> {
         eprintln!(
             "drover: {}: expected {}, decided {}",
             o.file,
-            o.expected.as_deref().unwrap_or("?"),
+            o.expected.as_ref().map(describe).unwrap_or_default(),
             o.decision
                 .as_ref()
                 .map(ToString::to_string)
@@ -209,17 +209,21 @@ fn check_one(path: &Path) -> anyhow::Result<Outcome> {
             .reason_contains
             .as_deref()
             .is_none_or(|frag| decision.reason().contains(frag));
-    let mut shown = expected.decision.to_string();
-    if let Some(frag) = &expected.reason_contains {
-        shown.push_str(&format!(" (reason containing {frag:?})"));
-    }
     Ok(Outcome {
         file,
-        expected: Some(shown),
+        expected: Some(expected),
         decision: Some(decision),
         error: None,
         ok,
     })
+}
+
+/// `hold_stale (reason containing "…")`.
+fn describe(e: &ExpectedPolicy) -> String {
+    match &e.reason_contains {
+        Some(frag) => format!("{} (reason containing {frag:?})", e.decision),
+        None => e.decision.to_string(),
+    }
 }
 
 fn print_table(outcomes: &[Outcome]) {
@@ -236,8 +240,8 @@ fn print_table(outcomes: &[Outcome]) {
     for o in outcomes {
         let expected = o
             .expected
-            .as_deref()
-            .and_then(|e| e.split(' ').next())
+            .as_ref()
+            .map(|e| e.decision.name())
             .unwrap_or("-");
         let decision = o.decision.as_ref().map(|d| d.kind().name()).unwrap_or("-");
         let result = match (&o.error, o.ok) {

@@ -1,11 +1,12 @@
-//! 5. Attribution: is every piece of evidence about *this* attempt?
+//! Check 5, attribution: is every piece of evidence about *this* attempt?
 //!
 //! Every identifier on every event is collected and confronted with the dispatch
 //! record. Taking only the first occurrence of each would drop exactly the contradicting
 //! value this check exists to catch (seed 003, R1): a finalized report from another
 //! session, a manifest written for another attempt, an observation from a respawned pane.
 
-use super::decide::{Decision, DecisionKind, Evidence, Seen};
+use super::decide::{Evidence, Seen};
+use super::decision::{Decision, DecisionKind};
 use super::scenario::EventBody;
 
 /// Hold the attempt when its evidence cannot be tied to it. Sub-checks, most specific
@@ -58,30 +59,34 @@ fn raced_dispatch(ev: &Evidence) -> Option<String> {
 /// Every identifier on every event that differs from the dispatch record.
 fn mismatched_ids(ev: &Evidence) -> Option<String> {
     let d = &ev.s.dispatch;
-    let generation = d.pane_generation.to_string();
     let mut found: Vec<String> = Vec::new();
     for e in &ev.events {
         let ids = &e.event.ids;
+        let quoted = |v: &Option<String>, want: &str| {
+            v.as_deref()
+                .filter(|v| *v != want)
+                .map(|v| format!("{v:?}"))
+        };
         let seen = [
-            ("attempt_id", ids.attempt_id.clone(), &d.attempt_id),
-            ("session_id", ids.session_id.clone(), &d.session_id),
+            ("attempt_id", quoted(&ids.attempt_id, &d.attempt_id)),
+            ("session_id", quoted(&ids.session_id, &d.session_id)),
             (
                 "pane_generation",
-                ids.pane_generation.map(|g| g.to_string()),
-                &generation,
+                ids.pane_generation
+                    .filter(|g| *g != d.pane_generation)
+                    .map(|g| g.to_string()),
             ),
             (
                 "manifest_attempt_id",
-                ids.manifest_attempt_id.clone(),
-                &d.attempt_id,
+                quoted(&ids.manifest_attempt_id, &d.attempt_id),
             ),
         ];
-        for (field, value, want) in seen {
-            if let Some(value) = value
-                && value != *want
-            {
-                found.push(format!("{} has {field} {value:?}", e.at()));
-            }
+        let differs: Vec<String> = seen
+            .into_iter()
+            .filter_map(|(field, v)| v.map(|v| format!("{field} {v}")))
+            .collect();
+        if !differs.is_empty() {
+            found.push(format!("{} has {}", e.at(), differs.join(", ")));
         }
     }
     (!found.is_empty()).then(|| {
@@ -223,7 +228,7 @@ mod tests {
             );
         let r = reason(&s).unwrap_or_default();
         assert!(
-            r.contains("pane_generation \"2\"") && r.contains("manifest_attempt_id \"A0\""),
+            r.contains("pane_generation 2") && r.contains("manifest_attempt_id \"A0\""),
             "{r}"
         );
     }

@@ -7,153 +7,8 @@
 //! reused session), then whether it ended (busy, report, side effects). `docs/policy.md`
 //! says why each sits where it does.
 
+use super::decision::{Decision, DecisionKind};
 use super::scenario::{AgentState, Event, EventBody, ReportState, Scenario, TransportResult};
-use serde::{Deserialize, Serialize};
-use std::fmt;
-
-/// The name of a decision, without its reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionKind {
-    /// Transport doubt: an error with no observation since.
-    HoldReconnect,
-    /// No observation, or the newest is too old.
-    HoldStale,
-    /// The agent waits for a human.
-    EscalateBlocked,
-    /// The agent's state is unknown, or it exited.
-    HoldUnknown,
-    /// The evidence cannot be tied to this attempt.
-    HoldUnattributed,
-    /// The agent is still working or starting.
-    HoldBusy,
-    /// No report, or the newest report is not finalized.
-    HoldUnfinalized,
-    /// A side-effect check said the side effect is not there.
-    HoldUnproven,
-    /// The attempt finished.
-    Complete,
-}
-
-impl DecisionKind {
-    /// Every decision, in the order `decide` checks them.
-    pub const ORDER: [DecisionKind; 9] = [
-        DecisionKind::HoldReconnect,
-        DecisionKind::HoldStale,
-        DecisionKind::EscalateBlocked,
-        DecisionKind::HoldUnknown,
-        DecisionKind::HoldUnattributed,
-        DecisionKind::HoldBusy,
-        DecisionKind::HoldUnfinalized,
-        DecisionKind::HoldUnproven,
-        DecisionKind::Complete,
-    ];
-
-    /// The snake_case name (`hold_reconnect`).
-    pub fn name(self) -> &'static str {
-        match self {
-            DecisionKind::HoldReconnect => "hold_reconnect",
-            DecisionKind::HoldStale => "hold_stale",
-            DecisionKind::EscalateBlocked => "escalate_blocked",
-            DecisionKind::HoldUnknown => "hold_unknown",
-            DecisionKind::HoldUnattributed => "hold_unattributed",
-            DecisionKind::HoldBusy => "hold_busy",
-            DecisionKind::HoldUnfinalized => "hold_unfinalized",
-            DecisionKind::HoldUnproven => "hold_unproven",
-            DecisionKind::Complete => "complete",
-        }
-    }
-
-    /// The decision with this snake_case name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ORDER.into_iter().find(|d| d.name() == name)
-    }
-}
-
-impl fmt::Display for DecisionKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The policy's verdict about an attempt, with a reason naming what was seen.
-/// Serializes as `{"decision": "hold_stale", "reason": "..."}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Decision {
-    /// Transport doubt: an error with no observation since.
-    HoldReconnect { reason: String },
-    /// No observation, or the newest is too old.
-    HoldStale { reason: String },
-    /// The agent waits for a human; never complete.
-    EscalateBlocked { reason: String },
-    /// The agent's state is unknown, or it exited.
-    HoldUnknown { reason: String },
-    /// The evidence cannot be tied to this attempt.
-    HoldUnattributed { reason: String },
-    /// The agent is still working or starting.
-    HoldBusy { reason: String },
-    /// No report, or the newest report is not finalized.
-    HoldUnfinalized { reason: String },
-    /// A side-effect check said the side effect is not there.
-    HoldUnproven { reason: String },
-    /// The attempt finished.
-    Complete { reason: String },
-}
-
-impl Decision {
-    /// A decision of `kind` with `reason`.
-    pub fn new(kind: DecisionKind, reason: impl Into<String>) -> Self {
-        let reason = reason.into();
-        match kind {
-            DecisionKind::HoldReconnect => Decision::HoldReconnect { reason },
-            DecisionKind::HoldStale => Decision::HoldStale { reason },
-            DecisionKind::EscalateBlocked => Decision::EscalateBlocked { reason },
-            DecisionKind::HoldUnknown => Decision::HoldUnknown { reason },
-            DecisionKind::HoldUnattributed => Decision::HoldUnattributed { reason },
-            DecisionKind::HoldBusy => Decision::HoldBusy { reason },
-            DecisionKind::HoldUnfinalized => Decision::HoldUnfinalized { reason },
-            DecisionKind::HoldUnproven => Decision::HoldUnproven { reason },
-            DecisionKind::Complete => Decision::Complete { reason },
-        }
-    }
-
-    /// Which decision this is.
-    pub fn kind(&self) -> DecisionKind {
-        match self {
-            Decision::HoldReconnect { .. } => DecisionKind::HoldReconnect,
-            Decision::HoldStale { .. } => DecisionKind::HoldStale,
-            Decision::EscalateBlocked { .. } => DecisionKind::EscalateBlocked,
-            Decision::HoldUnknown { .. } => DecisionKind::HoldUnknown,
-            Decision::HoldUnattributed { .. } => DecisionKind::HoldUnattributed,
-            Decision::HoldBusy { .. } => DecisionKind::HoldBusy,
-            Decision::HoldUnfinalized { .. } => DecisionKind::HoldUnfinalized,
-            Decision::HoldUnproven { .. } => DecisionKind::HoldUnproven,
-            Decision::Complete { .. } => DecisionKind::Complete,
-        }
-    }
-
-    /// What was seen that made this the decision.
-    pub fn reason(&self) -> &str {
-        match self {
-            Decision::HoldReconnect { reason }
-            | Decision::HoldStale { reason }
-            | Decision::EscalateBlocked { reason }
-            | Decision::HoldUnknown { reason }
-            | Decision::HoldUnattributed { reason }
-            | Decision::HoldBusy { reason }
-            | Decision::HoldUnfinalized { reason }
-            | Decision::HoldUnproven { reason }
-            | Decision::Complete { reason } => reason,
-        }
-    }
-}
-
-impl fmt::Display for Decision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind(), self.reason())
-    }
-}
 
 /// Decide whether the attempt in `s` is finished. Pure and total: it needs no
 /// validation first (events are taken in time order, file order breaking ties) and
@@ -227,7 +82,7 @@ fn describe_state(state: AgentState, state_kind: Option<&str>) -> String {
     }
 }
 
-/// 1. A transport error after which no observation arrived. Only an observation
+/// Check 1: A transport error after which no observation arrived. Only an observation
 /// clears it: a later `ok` or `timeout` carries no snapshot of the agent.
 fn reconnect(ev: &Evidence) -> Option<Decision> {
     let is_error = |e: &Seen| {
@@ -259,14 +114,14 @@ fn reconnect(ev: &Evidence) -> Option<Decision> {
         .collect();
     if !later.is_empty() {
         reason.push_str(&format!(
-            "; the later transport {} carry no snapshot and do not clear it",
+            "; later transport results ({}) carry no snapshot and do not clear it",
             later.join(", ")
         ));
     }
     Some(Decision::new(DecisionKind::HoldReconnect, reason))
 }
 
-/// 2. No observation at all, or the newest is older than `staleness_ms` at `now_ms`.
+/// Check 2: No observation at all, or the newest is older than `staleness_ms` at `now_ms`.
 fn stale(ev: &Evidence) -> Option<Decision> {
     let Some((seen, state, state_kind)) = ev.newest_observation() else {
         return Some(Decision::new(
@@ -289,7 +144,7 @@ fn stale(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 3. The newest observation is `blocked`: a human is needed, never complete.
+/// Check 3: The newest observation is `blocked`: a human is needed, never complete.
 fn blocked(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
     (state == AgentState::Blocked).then(|| {
@@ -304,7 +159,7 @@ fn blocked(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 4. The newest observation is `unknown` or `exited`: nothing to infer from.
+/// Check 4: The newest observation is `unknown` or `exited`: nothing to infer from.
 fn unknown(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
     matches!(state, AgentState::Unknown | AgentState::Exited).then(|| {
@@ -319,7 +174,7 @@ fn unknown(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 6. The newest observation is `working` or `starting`.
+/// Check 6: The newest observation is `working` or `starting`.
 fn busy(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
     matches!(state, AgentState::Working | AgentState::Starting).then(|| {
@@ -342,7 +197,7 @@ fn newest_report<'a>(ev: &Evidence<'a>) -> Option<(Seen<'a>, ReportState)> {
     })
 }
 
-/// 7. No report, or the newest is still `writing` or merely `paused`: a debounce is a
+/// Check 7: No report, or the newest is still `writing` or merely `paused`: a debounce is a
 /// filter, not an authority.
 fn unfinalized(ev: &Evidence) -> Option<Decision> {
     let Some((seen, state)) = newest_report(ev) else {
@@ -368,7 +223,7 @@ fn unfinalized(ev: &Evidence) -> Option<Decision> {
     }
 }
 
-/// 8. A side-effect check reported `proven: false`. Absence of checks is not read as
+/// Check 8: A side-effect check reported `proven: false`. Absence of checks is not read as
 /// proof either way here; manifest verification fails closed later.
 fn unproven(ev: &Evidence) -> Option<Decision> {
     let failed: Vec<String> = ev
@@ -385,7 +240,7 @@ fn unproven(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// 9. Nothing held the attempt: say what made it complete.
+/// Check 9: Nothing held the attempt: say what made it complete.
 fn complete(ev: &Evidence) -> Decision {
     let d = &ev.s.dispatch;
     let mut parts = vec![format!(
@@ -427,7 +282,7 @@ mod tests {
 
     #[test]
     fn reconnect_holds_after_an_error_with_nothing_since() {
-        let s = clean().with(45_000, transport(TransportResult::Error));
+        let s = clean().with(57_000, transport(TransportResult::Error));
         assert_eq!(run(reconnect, &s), Some(DecisionKind::HoldReconnect));
     }
 
@@ -597,9 +452,10 @@ mod tests {
 
     #[test]
     fn order_busy_beats_report() {
-        let s = clean()
-            .with(58_000, obs(AgentState::Working))
-            .with(59_000, report(ReportState::Paused));
+        let s = clean().with(58_000, obs(AgentState::Working)).with(
+            59_000,
+            report(ReportState::Paused).ids(|i| i.attempt_id = some("A1")),
+        );
         assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
     }
 

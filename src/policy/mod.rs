@@ -17,12 +17,14 @@
 
 mod attribution;
 mod decide;
+mod decision;
 mod parse;
 mod scenario;
 #[cfg(test)]
 mod testkit;
 
-pub use decide::{Decision, DecisionKind, decide};
+pub use decide::decide;
+pub use decision::{Decision, DecisionKind};
 pub use parse::{ScenarioError, parse_scenario, scenario_from_value, validate};
 pub use scenario::{
     AgentState, DEFAULT_STALENESS_MS, Dispatch, Event, EventBody, ExpectedPolicy, Ids,

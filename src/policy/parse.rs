@@ -4,7 +4,7 @@
 //! Unknown fields are refused rather than ignored: a misspelled `sesion_id` would
 //! otherwise drop an identifier from attribution and let a scenario pass that should hold.
 
-use super::decide::DecisionKind;
+use super::decision::DecisionKind;
 use super::scenario::{
     AgentState, Dispatch, Event, EventBody, ExpectedPolicy, Ids, MAX_STALENESS_MS, ReportState,
     Scenario, TransportResult,
@@ -435,5 +435,163 @@ fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testkit::clean;
+    use serde_json::json;
+
+    fn clean_json() -> Value {
+        serde_json::to_value(clean()).unwrap_or_default()
+    }
+
+    /// The field named by the error `mutate` provokes.
+    fn field_of(mutate: impl FnOnce(&mut Value)) -> String {
+        let mut v = clean_json();
+        mutate(&mut v);
+        match scenario_from_value(&v) {
+            Ok(_) => "(accepted)".to_string(),
+            Err(e) => e.field().to_string(),
+        }
+    }
+
+    #[test]
+    fn serialized_scenario_round_trips() {
+        let s = clean();
+        assert_eq!(scenario_from_value(&clean_json()), Ok(s.clone()));
+        let text = serde_json::to_string(&s).unwrap_or_default();
+        assert_eq!(parse_scenario(&text), Ok(s));
+    }
+
+    #[test]
+    fn unknown_event_kind_names_the_event() {
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["kind"] = json!("heartbeat")),
+            "timeline[3].kind"
+        );
+    }
+
+    #[test]
+    fn unknown_states_and_results_name_the_field() {
+        assert_eq!(
+            field_of(|v| v["timeline"][2]["state"] = json!("finished")),
+            "timeline[2].state"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["result"] = json!("lost")),
+            "timeline[3].result"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][4]["state"] = json!("done")),
+            "timeline[4].state"
+        );
+        assert_eq!(
+            field_of(|v| v["expected_policy"] = json!({"decision": "finish"})),
+            "expected_policy.decision"
+        );
+    }
+
+    #[test]
+    fn missing_dispatch_is_refused() {
+        assert_eq!(
+            field_of(|v| drop(v.as_object_mut().map(|o| o.remove("dispatch")))),
+            "dispatch"
+        );
+        assert_eq!(
+            field_of(|v| drop(
+                v["dispatch"]
+                    .as_object_mut()
+                    .map(|o| o.remove("attempt_id"))
+            )),
+            "dispatch.attempt_id"
+        );
+        assert_eq!(
+            field_of(|v| v["dispatch"]["session_id"] = json!("")),
+            "dispatch.session_id"
+        );
+    }
+
+    #[test]
+    fn timeline_without_a_dispatch_event_is_refused() {
+        let mut v = clean_json();
+        if let Some(a) = v["timeline"].as_array_mut() {
+            a.remove(0);
+        }
+        assert_eq!(scenario_from_value(&v), Err(ScenarioError::NoDispatchEvent));
+    }
+
+    #[test]
+    fn time_going_backwards_is_refused() {
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["t_ms"] = json!(2_500)),
+            "timeline[3].t_ms"
+        );
+        // Equal times are allowed: file order breaks the tie.
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["t_ms"] = json!(3_000)),
+            "(accepted)"
+        );
+    }
+
+    #[test]
+    fn events_after_now_are_refused() {
+        assert_eq!(
+            field_of(|v| v["now_ms"] = json!(50_000)),
+            "timeline[5].t_ms"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_not_ignored() {
+        assert_eq!(
+            field_of(|v| v["timeline"][4]["sesion_id"] = json!("x")),
+            "timeline[4].sesion_id"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][3]["proven"] = json!(true)),
+            "timeline[3].proven"
+        );
+        assert_eq!(field_of(|v| v["extra"] = json!(1)), "extra");
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        assert_eq!(field_of(|v| v["now_ms"] = json!("60000")), "now_ms");
+        assert_eq!(
+            field_of(|v| v["timeline"][1]["pane_generation"] = json!(-1)),
+            "timeline[1].pane_generation"
+        );
+        assert_eq!(
+            field_of(|v| v["timeline"][6]["proven"] = json!("yes")),
+            "timeline[6].proven"
+        );
+        assert_eq!(field_of(|v| v["timeline"] = json!({})), "timeline");
+        assert_eq!(field_of(|v| v["timeline"][0] = json!(7)), "timeline[0]");
+    }
+
+    #[test]
+    fn null_identifiers_count_as_absent() {
+        assert_eq!(
+            field_of(|v| v["timeline"][2]["session_id"] = Value::Null),
+            "(accepted)"
+        );
+    }
+
+    #[test]
+    fn staleness_window_must_be_in_range() {
+        assert_eq!(field_of(|v| v["staleness_ms"] = json!(0)), "staleness_ms");
+        assert_eq!(
+            field_of(|v| v["staleness_ms"] = json!(MAX_STALENESS_MS + 1)),
+            "staleness_ms"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_say_where() {
+        let e = parse_scenario("{\"name\": ").err();
+        assert!(e.is_some_and(|e| e.to_string().contains("line 1")));
     }
 }

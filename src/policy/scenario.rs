@@ -3,7 +3,7 @@
 //! Serializing a scenario gives that format back, so the shadow runner can log the
 //! scenario it decided on and `drover policy eval` can replay it.
 
-use super::decide::DecisionKind;
+use super::decision::DecisionKind;
 use serde::Serialize;
 
 /// The staleness window a scenario builder should use when it has no better figure:

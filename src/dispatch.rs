@@ -63,7 +63,7 @@ pub enum DispatchError {
 /// The trailer appended to every prompt: what the lane needs to report.
 pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> String {
     format!(
-        "\n\n[drover] job {job_id} · attempt {attempt_id} · nonce {nonce} · when finished write {} with attempt_id, session_id, state and manifest",
+        "\n\n[drover] job={job_id} attempt={attempt_id} nonce={nonce} report={} (when finished, write it with attempt_id, session_id, state and side_effects)",
         report.display()
     )
 }

@@ -1,158 +1,270 @@
-//! `drover demo`: the tour on built-in programs, no API keys, no network.
-//! Runs in a temporary state dir with its own supervisor and cleans up.
+//! `drover demo`: the main job on built-in simulated agents — no API keys, no
+//! network, under a minute. In a temporary git repo: a four-role registry,
+//! three sim-agent lanes, three jobs dispatched (one finishes cleanly, one
+//! blocks on a permission prompt, one reports from the wrong attempt), the
+//! shadow decisions shown live; then the same with auto-completion on, and a
+//! summary table. Runs its own supervisor in a temporary state dir.
 
 use super::{Ctx, client_err, fail};
 use drover::daemon::Client;
+use drover::dispatch::{DispatchSpec, dispatch};
+use drover::engine::{Action, Actor, Engine, Request};
 use drover::exit;
+use drover::shadow::ShadowDecision;
 use serde_json::{Value, json};
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
-    /// Keep the demo's state dir and supervisor running at the end (to attach).
+    /// Leave the supervisor and its panes running at the end (to attach).
     #[arg(long)]
     pub keep: bool,
 }
 
+/// The lanes: (pane, sim profile, script, what it shows).
+const LANES: [(&str, &str, &str, &str); 3] = [
+    (
+        "clean",
+        "claude",
+        r#"[[turn]]
+steps = [{ work = 700 }, { write = { path = "NOTES.md", content = "done\n" } }, { report = { path = "report.json" } }, "finish"]
+"#,
+        "finishes cleanly",
+    ),
+    (
+        "asks",
+        "codex",
+        r#"[[turn]]
+steps = [{ work = 400 }, { ask = "rm -rf build/" }, { report = { path = "report.json" } }, "finish"]
+"#,
+        "blocks on a permission prompt",
+    ),
+    (
+        "stale",
+        "claude",
+        r#"[[turn]]
+steps = [{ work = 500 }, { report = { path = "report.json", fields = { attempt_id = "attempt-from-yesterday" } } }, "finish"]
+"#,
+        "reports from the wrong attempt",
+    ),
+];
+
+/// How long a phase may take before the demo gives up on it.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(20);
+
 struct Demo {
     client: Client,
+    state_dir: PathBuf,
     started: Instant,
 }
 
 impl Demo {
-    fn call(&mut self, op: &str, args: Value) -> anyhow::Result<Value> {
-        self.client.call(op, args).map_err(client_err)
-    }
-
     fn say(&self, msg: &str) {
         println!("[{:>5.1}s] {msg}", self.started.elapsed().as_secs_f64());
     }
 
-    fn wait(&mut self, panes: &[&str], until: &str, timeout_ms: u64) -> anyhow::Result<Vec<Value>> {
-        let v = self.call(
-            "wait",
-            json!({"panes": panes, "until": until.split(',').collect::<Vec<_>>(), "timeout_ms": timeout_ms}),
-        )?;
-        if v["timed_out"].as_bool() == Some(true) {
-            return Err(fail(
-                exit::TIMEOUT,
-                format!("demo: {panes:?} did not reach {until} in {timeout_ms} ms"),
-            ));
-        }
-        Ok(v["snapshots"].as_array().cloned().unwrap_or_default())
+    fn call(&mut self, op: &str, args: Value) -> anyhow::Result<Value> {
+        self.client.call(op, args).map_err(client_err)
     }
+}
 
-    fn show_screen(&mut self, pane: &str, max_rows: usize) -> anyhow::Result<()> {
-        let v = self.call("pane.read", json!({"pane": pane}))?;
-        let text = v["text"].as_str().unwrap_or_default();
-        println!("  ┌─ {pane} ─");
-        for line in text.lines().take(max_rows) {
-            println!("  │ {line}");
-        }
-        println!("  └─");
-        Ok(())
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=drover demo", "-c", "user.email=demo@drover.invalid"])
+        .args(args)
+        .output()
+        .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(
+            exit::ERROR,
+            format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()),
+        ));
     }
+    Ok(())
 }
 
 pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
     let tmp = std::env::temp_dir().join(format!("drover-demo-{}", std::process::id()));
-    let state_dir = tmp.join("state");
+    let repo = tmp.join("repo");
+    std::fs::create_dir_all(&repo)?;
+    let state_dir = std::fs::canonicalize(&tmp)?.join("state");
     std::fs::create_dir_all(&state_dir)?;
-    let state_dir = std::fs::canonicalize(&state_dir)?;
-    let socket =
-        drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let socket = drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let exe = std::env::current_exe()?;
     let client = Client::connect_or_start(&state_dir, &socket, Some(&exe)).map_err(client_err)?;
     let mut d = Demo {
         client,
+        state_dir: state_dir.clone(),
         started: Instant::now(),
     };
-    let result = tour(&mut d, &tmp);
-    if args.keep && result.is_ok() {
+    let result = tour(&mut d, &repo, &exe);
+    if args.keep {
         println!();
-        println!("The supervisor is still running. Try:");
+        println!("The supervisor and its panes are still running. Try:");
         println!("  export DROVER_STATE_DIR={}", state_dir.display());
-        println!("  drover pane ls");
-        println!("  drover attach shell      # detach with Ctrl-\\");
-        println!("  drover kill-server       # when done");
+        println!("  drover status");
+        println!("  drover attach asks        # the permission prompt; Ctrl-\\ detaches");
+        println!("  drover kill-server        # when done (then remove {})", tmp.display());
         return result.map(|()| exit::OK);
     }
     let _ = d.call("shutdown", json!({}));
-    // The supervisor removes its socket and releases its lock as it stops.
     let lock = state_dir.join("supervisor.lock");
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = drover::store::LockGuard::try_exclusive(&lock) {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20));
     }
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| exit::OK)
 }
 
-fn tour(d: &mut Demo, tmp: &std::path::Path) -> anyhow::Result<()> {
-    let work = tmp.join("work");
-    std::fs::create_dir_all(&work)?;
-    d.say("starting two panes: a live monitor and an interactive shell");
-    let monitor = r#"i=0; while [ $i -lt 600 ]; do i=$((i+1)); printf '\033[H\033[2J\033[1;36mmonitor\033[0m  tick %d\n' "$i"; printf 'load: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"; printf '\033[32m%s\033[0m\n' '████████░░░░'; sleep 0.1; done"#;
-    let spec = |name: &str, argv: Vec<&str>, env: Vec<(&str, &str)>| {
-        json!({"spec": {
-            "name": name, "argv": argv, "env": env, "cwd": work,
-            "cols": 100, "rows": 30, "agent": "shell"}})
-    };
-    d.call(
-        "pane.new",
-        spec("monitor", vec!["sh", "-c", monitor], vec![]),
-    )?;
-    d.call(
-        "pane.new",
-        spec(
-            "shell",
-            vec!["sh", "-i"],
-            vec![
-                ("DEMO_GREETING", "hello from an env var set at creation"),
-                ("PS1", "demo$ "),
-            ],
-        ),
-    )?;
-    let snaps = d.wait(&["shell"], "idle", 10_000)?;
-    d.say(&format!(
-        "shell is {} (a barrier woke on the observation change)",
-        snaps[0]["state"].as_str().unwrap_or("?")
-    ));
-    d.say("sending a command to the shell");
-    d.call(
-        "pane.send",
-        json!({"pane": "shell", "text": "echo \"$DEMO_GREETING\"; ls -a"}),
-    )?;
-    d.wait(&["shell"], "working", 5_000).ok();
-    d.wait(&["shell"], "idle", 10_000)?;
-    d.show_screen("shell", 6)?;
-    d.show_screen("monitor", 4)?;
-    let list = d.call("pane.ls", json!({}))?;
-    d.say("pane ls:");
-    for p in list.as_array().cloned().unwrap_or_default() {
-        println!(
-            "  {:<8} pid {:<7} gen {} {}x{} state {}",
-            p["name"].as_str().unwrap_or("?"),
-            p["pid"].to_string(),
-            p["generation"],
-            p["cols"],
-            p["rows"],
-            p["observation"]["state"].as_str().unwrap_or("?"),
-        );
+fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
+    d.say("a temporary git repo and a four-role registry");
+    git(repo, &["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.join("README.md"), "demo repo\n")?;
+    git(repo, &["add", "README.md"])?;
+    git(repo, &["commit", "-q", "-m", "initial"])?;
+    drover::registry::init(
+        &d.state_dir,
+        &drover::registry::InitRequest {
+            topology: drover::registry::Topology::FourRole,
+            agent_mix: None,
+            force: false,
+        },
+    )
+    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let table = drover::registry::view::show(&d.state_dir, chrono::Utc::now())
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    for line in table.lines() {
+        println!("    {line}");
     }
-    d.say("respawning the shell (a new generation)");
-    let v = d.call("pane.respawn", json!({"pane": "shell"}))?;
-    d.say(&format!("shell is now generation {}", v["generation"]));
-    d.wait(&["shell"], "idle", 10_000)?;
-    d.call("pane.send", json!({"pane": "shell", "text": "exit 7"}))?;
-    let snaps = d.wait(&["shell"], "exited", 10_000)?;
-    d.say(&format!("shell exited with code {}", snaps[0]["exit_code"]));
-    d.say("killing the monitor's process group");
-    d.call("pane.kill", json!({"pane": "monitor"}))?;
-    d.call("pane.kill", json!({"pane": "shell"}))?;
-    d.say("done: every pane stopped, nothing left running");
+
+    d.say("three sim-agent lanes, each in its own worktree");
+    for (pane, profile, script, what) in LANES {
+        let wt = repo.join(".worktrees").join(pane);
+        git(repo, &["worktree", "add", "-q", "-b", &format!("drover/{pane}"), &wt.display().to_string()])?;
+        std::fs::write(wt.join("script.toml"), script)?;
+        let spec = json!({"spec": {
+            "name": pane,
+            "argv": [exe, "sim-agent", "--profile", profile, "--script", "script.toml"],
+            "env": [["DROVER_SESSION_ID", "implementer"], ["DROVER_LANE_ID", format!("implementer-{pane}")]],
+            "cwd": wt, "cols": 120, "rows": 40, "agent": "sim"}});
+        d.call("pane.new", spec)?;
+        d.say(&format!("  lane {pane:<6} ({profile} profile): {what}"));
+    }
+    let panes: Vec<&str> = LANES.iter().map(|l| l.0).collect();
+    let v = d.call("wait", json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}))?;
+    if v["timed_out"].as_bool() == Some(true) {
+        return Err(fail(exit::TIMEOUT, "the sim agents did not become idle"));
+    }
+    d.say("all three agents are idle (a barrier woke on the observation changes)");
+
+    let shadow = phase(d, repo, "shadow", false)?;
+    // A fresh generation for each lane before the second round.
+    for pane in &panes {
+        d.call("pane.respawn", json!({"pane": pane}))?;
+    }
+    d.call("wait", json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}))?;
+    let auto = phase(d, repo, "auto", true)?;
+
+    println!();
+    d.say("summary");
+    println!("    {:<14} {:<30} {:<22} {:<10}", "JOB", "EXPECTED", "DECISION", "STATUS");
+    for (rows, label) in [(shadow, "shadow"), (auto, "auto-completion")] {
+        for (job, (decision, status, expect)) in rows {
+            println!("    {job:<14} {expect:<30} {decision:<22} {status:<10}");
+        }
+        println!("    ({label} round)");
+    }
+    println!();
+    println!("Shadow mode only records decisions: every job stayed running. With");
+    println!("DROVER_AUTOCOMPLETE=1 the clean job was completed through the engine; the");
+    println!("blocked one waits for a human and the wrong-attempt report is never trusted.");
+    println!("Run `drover demo --keep` to attach to a lane (`drover attach asks`) afterwards.");
     Ok(())
+}
+
+type Row = (String, String, String);
+
+fn phase(d: &mut Demo, repo: &Path, round: &str, autocomplete: bool) -> anyhow::Result<BTreeMap<String, Row>> {
+    println!();
+    d.say(&format!(
+        "round {round}: dispatching three jobs, auto-completion {}",
+        if autocomplete { "ON" } else { "off (shadow mode)" }
+    ));
+    let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let decisions_path = d.state_dir.join("shadow").join("decisions.jsonl");
+    let seen_before = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
+        .map(|r| r.records.len())
+        .unwrap_or(0);
+    let expect = |pane: &str| match pane {
+        "clean" => "complete",
+        "asks" => "escalate_blocked",
+        _ => "hold_unattributed",
+    };
+    let mut jobs = Vec::new();
+    for (pane, ..) in LANES {
+        let job = format!("{round}-{pane}");
+        engine
+            .transition(&Request::new(job.clone(), Action::Create { deadline: None }, Actor::operator()))
+            .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        let wt = repo.join(".worktrees").join(pane);
+        let spec = DispatchSpec {
+            job_id: job.clone(),
+            pane: pane.to_string(),
+            session_id: "implementer".into(),
+            prompt: format!("Task {job}: update the notes and report back."),
+            report_path: Some(wt.join("report.json")),
+            worktree: Some(wt),
+            autocomplete: autocomplete && !drover::shadow::auto::forbidden_by_env(),
+        };
+        let out = dispatch(&d.state_dir, &mut d.client, &spec).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        d.say(&format!("  dispatched {job} to {pane} (attempt {}…)", &out.attempt_id[..8]));
+        jobs.push((job, pane));
+    }
+    // Show decisions as the supervisor's shadow loop appends them, until each
+    // job has the decision its scenario leads to.
+    let mut last: BTreeMap<String, String> = BTreeMap::new();
+    let mut printed = seen_before;
+    let deadline = Instant::now() + PHASE_TIMEOUT;
+    loop {
+        let all = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
+            .map(|r| r.records)
+            .unwrap_or_default();
+        for dcs in all.iter().skip(printed) {
+            let action = dcs.action.as_deref().map(|a| format!(" → {a}")).unwrap_or_default();
+            let mut reason = dcs.reason.clone();
+            if reason.len() > 70 {
+                let cut = (0..=70).rev().find(|i| reason.is_char_boundary(*i)).unwrap_or(0);
+                reason.truncate(cut);
+                reason.push('…');
+            }
+            d.say(&format!("  shadow: {:<12} {:<18} {reason}{action}", dcs.job_id, dcs.decision));
+            last.insert(dcs.job_id.clone(), dcs.decision.clone());
+        }
+        printed = all.len();
+        let settled = jobs.iter().all(|(job, pane)| {
+            let want = expect(pane);
+            let status = engine.show(job).map(|r| r.status.as_str().to_string()).unwrap_or_default();
+            last.get(job).map(String::as_str) == Some(want) && (!autocomplete || want != "complete" || status == "completed")
+        });
+        if settled || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut rows = BTreeMap::new();
+    for (job, pane) in &jobs {
+        let status = engine.show(job).map(|r| r.status.as_str().to_string()).unwrap_or_else(|_| "?".into());
+        let decision = last.get(job).cloned().unwrap_or_else(|| "(none yet)".into());
+        rows.insert(job.clone(), (decision, status, format!("{} ({pane})", expect(pane))));
+    }
+    Ok(rows)
 }

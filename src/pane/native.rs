@@ -178,7 +178,7 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
         child,
         env_verified: false,
     };
-    wait_for_exec(pid, &spec.argv[0]);
+    wait_for_exec(pid, &spec.argv);
     match verify_env(pid, &spec.env) {
         Ok(verified) => spawned.env_verified = verified,
         Err(name) => {
@@ -194,14 +194,20 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Wait until the child has exec'd our command: before that, /proc shows the
-/// forked supervisor (or nothing), and its environment proves nothing.
-fn wait_for_exec(pid: u32, argv0: &str) {
+/// forked supervisor (or nothing), and its environment proves nothing. The
+/// whole argv is compared: the command may be the drover binary itself.
+fn wait_for_exec(pid: u32, argv: &[String]) {
+    let mut expected = Vec::new();
+    for a in argv {
+        expected.extend_from_slice(a.as_bytes());
+        expected.push(0);
+    }
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_micros(100);
     loop {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
         match cmdline {
-            Ok(c) if c.split(|b| *b == 0).next() == Some(argv0.as_bytes()) => return,
+            Ok(c) if c == expected => return,
             Err(_) => return, // gone: nothing to verify
             Ok(_) if Instant::now() >= deadline => return,
             Ok(_) => {

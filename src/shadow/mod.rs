@@ -113,7 +113,7 @@ impl Runner {
         let Some(rep) = report::read_report(Path::new(path)) else {
             return Ok(false);
         };
-        let manifest_attempt_id = rep.manifest.as_ref().and_then(|m| m.attempt_id.clone());
+        let manifest_attempt_id = rep.declared().and_then(|m| m.attempt_id);
         let ev = Evidence::Report {
             t_ms: now_ms,
             state: rep.state.clone(),

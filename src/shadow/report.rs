@@ -5,8 +5,10 @@
 //! {"attempt_id": "A1", "session_id": "implementer", "state": "finalized",
 //!  "manifest": {"attempt_id": "A1", "files": ["out/result.txt"], "commits": ["<sha>"]}}
 //! ```
-//! A report without a `manifest` declares nothing, and verification fails
-//! closed: only an explicit (possibly empty) manifest can be proven.
+//! Instead of `manifest`, a report may list `side_effects`:
+//! `[{"kind": "file", "path": "…"}, {"kind": "commit", "id": "<sha>"}]`.
+//! A report declaring neither declares nothing, and verification fails
+//! closed: only an explicit (possibly empty) declaration can be proven.
 
 use serde::Deserialize;
 use std::path::{Component, Path};
@@ -22,6 +24,42 @@ pub struct Report {
     pub state: String,
     #[serde(default)]
     pub manifest: Option<Manifest>,
+    #[serde(default)]
+    pub side_effects: Option<Vec<SideEffect>>,
+}
+
+/// One declared side effect in the `side_effects` form.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SideEffect {
+    pub kind: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default, alias = "sha")]
+    pub id: Option<String>,
+}
+
+impl Report {
+    /// The declared side effects, whichever form the report used.
+    pub fn declared(&self) -> Option<Manifest> {
+        if let Some(m) = &self.manifest {
+            return Some(m.clone());
+        }
+        let list = self.side_effects.as_ref()?;
+        let mut m = Manifest {
+            attempt_id: None,
+            files: Vec::new(),
+            commits: Vec::new(),
+        };
+        for se in list {
+            match (se.kind.as_str(), &se.path, &se.id) {
+                ("file", Some(p), _) => m.files.push(p.clone()),
+                ("commit", _, Some(id)) => m.commits.push(id.clone()),
+                // An effect we cannot check must not pass as checked.
+                _ => m.files.push(String::new()),
+            }
+        }
+        Some(m)
+    }
 }
 
 /// Declared side effects.
@@ -66,8 +104,8 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
         proven: false,
         detail,
     };
-    let Some(m) = &report.manifest else {
-        return no("the report declares no manifest".into());
+    let Some(m) = report.declared() else {
+        return no("the report declares no side effects".into());
     };
     let Some(wt) = worktree else {
         return no("no worktree recorded for the dispatch".into());
@@ -77,6 +115,9 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
     }
     for f in &m.files {
         if !safe_relative(f) {
+            if f.is_empty() {
+                return no("a declared side effect cannot be checked".into());
+            }
             return no(format!(
                 "declared file {f:?} is not a relative path inside the worktree"
             ));
@@ -122,6 +163,7 @@ mod tests {
             session_id: Some("s".into()),
             state: "finalized".into(),
             manifest,
+            side_effects: None,
         }
     }
 
@@ -146,6 +188,22 @@ mod tests {
         );
         assert!(!verify_manifest(&report(m(&[])), None).proven);
         assert!(verify_manifest(&report(m(&[])), Some(d.path())).proven);
+    }
+
+    #[test]
+    fn side_effects_form_is_checked_too() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "x").unwrap();
+        let r: Report = serde_json::from_str(
+            r#"{"attempt_id":"A","state":"finalized","side_effects":[{"kind":"file","path":"a.txt"}]}"#,
+        )
+        .unwrap();
+        assert!(verify_manifest(&r, Some(d.path())).proven);
+        let r: Report = serde_json::from_str(
+            r#"{"attempt_id":"A","state":"finalized","side_effects":[{"kind":"database","path":"x"}]}"#,
+        )
+        .unwrap();
+        assert!(!verify_manifest(&r, Some(d.path())).proven, "unknown kinds fail closed");
     }
 
     #[test]

@@ -256,7 +256,7 @@ impl Term {
                 wait = Some(wait.map_or(esc, |w| w.min(esc)));
             }
             let timeout = match wait {
-                Some(d) => PollTimeout::try_from(d.as_millis().max(1).min(60_000) as u64)
+                Some(d) => PollTimeout::try_from(d.as_millis().clamp(1, 60_000) as u64)
                     .unwrap_or(PollTimeout::MAX),
                 None => PollTimeout::NONE,
             };

@@ -403,3 +403,54 @@ fn garbage_input_does_not_kill_it() {
     sim.send(b"\x04");
     assert_eq!(sim.wait_exit(), 0);
 }
+
+#[test]
+fn eof_on_stdin_exits_cleanly() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drover"))
+        .args(["sim-agent", "--profile", "codex"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "sim did not exit on EOF");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Ask Codex to do anything"));
+    assert!(stdout.ends_with("\x1b[?1049l"), "alt screen left");
+}
+
+#[test]
+fn bad_script_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad-script.toml");
+    std::fs::write(&p, "[[turn]]\nsteps = [ { dance = 1 } ]\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
+        .args(["sim-agent", "--profile", "claude", "--script"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad-script.toml"));
+}

@@ -454,3 +454,22 @@ fn bad_script_is_a_usage_error_naming_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad-script.toml"));
 }
+
+/// Real Codex sends OSC `blocked` ~0.8 s before it draws the dialog; meanwhile
+/// the screen says working, so the pane is `unknown`, then `blocked`.
+#[test]
+fn codex_early_osc_blocked_is_unknown_then_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "osc_blocked_lead_ms = 800\n[[turn]]\nsteps = [ { work = 200 }, { ask = \"ls\" }, \"finish\" ]\n";
+    let mut sim = Sim::spawn("codex", Some(script), dir.path());
+    sim.wait_state(State::Idle, None);
+    sim.send(b"go\r");
+    sim.wait_until("disagreement", WAIT, |s| {
+        let o = s.observe(None);
+        o.state == State::Unknown && o.evidence.iter().any(|e| e.starts_with("disagree:"))
+    });
+    sim.wait_state(State::Blocked, Some(BlockedKind::Permission));
+    sim.send(b"y");
+    sim.wait_state(State::Done, None);
+    let _ = sim.child.kill();
+}

@@ -269,3 +269,31 @@ fn without_override_load_uses_builtin() {
     );
     assert_eq!(o.state, State::Idle);
 }
+
+/// Rows padded with spaces (a screen model that does not trim) classify the same.
+#[test]
+fn untrimmed_rows_classify_the_same() {
+    let c = Classifier::builtin().unwrap();
+    for l in labels() {
+        let text = std::fs::read_to_string(fixtures().join(&l.file)).unwrap();
+        let rows: Vec<String> = rows_from_text(&text)
+            .into_iter()
+            .map(|r| format!("{r:<120}"))
+            .collect();
+        let o = c.classify(l.agent, &Signals::screen_only(&rows));
+        assert_eq!(
+            (o.state, o.kind),
+            (l.state, l.kind),
+            "{}: {:?}",
+            l.file,
+            o.evidence
+        );
+    }
+}
+
+/// The supervisor shares one classifier between pane threads.
+#[test]
+fn classifier_is_send_and_sync() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Classifier>();
+}

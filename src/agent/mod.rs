@@ -15,9 +15,11 @@ pub mod rules;
 pub mod sim;
 pub mod state;
 
-pub use adapter::{Write, delivery_plan, is_ready};
+pub use adapter::{
+    Access, LaunchOptions, LaunchSpec, Write, delivery_plan, is_ready, launch, prompt_visible,
+};
 pub use classify::{Classifier, SETTLE_MS, Signals, rows_from_text};
-pub use state::{AgentKind, BlockedKind, Observation, ParseStateError, State};
+pub use state::{AgentKind, BlockedKind, Observation, ParseStateError, State, StateList};
 
 use std::path::PathBuf;
 
@@ -31,6 +33,9 @@ pub enum AgentError {
     /// A sim-agent script does not parse; `origin` names the file.
     #[error("sim script {origin}: {message}")]
     Script { origin: String, message: String },
+    /// An agent cannot be started as asked.
+    #[error("cannot start agent: {message}")]
+    Launch { message: String },
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {

@@ -195,9 +195,10 @@ pub fn load(state_dir: &Path) -> Result<Vec<Rule>, AgentError> {
     }
 }
 
-/// The rows of a screen, with the indices of its non-blank rows.
+/// The rows of a screen (trailing spaces trimmed, whatever the caller did),
+/// with the indices of its non-blank rows.
 pub struct ScreenView<'a> {
-    rows: &'a [String],
+    rows: Vec<&'a str>,
     nonblank: Vec<usize>,
 }
 
@@ -221,6 +222,7 @@ fn is_separator(row: &str) -> bool {
 impl<'a> ScreenView<'a> {
     /// Index the non-blank rows of a screen.
     pub fn new(rows: &'a [String]) -> Self {
+        let rows: Vec<&'a str> = rows.iter().map(|r| r.trim_end_matches(' ')).collect();
         let nonblank = rows
             .iter()
             .enumerate()
@@ -236,12 +238,7 @@ impl<'a> ScreenView<'a> {
     }
 
     fn bottom(&self, n: usize) -> impl Iterator<Item = &'a str> + '_ {
-        let rows = self.rows;
-        self.nonblank
-            .iter()
-            .rev()
-            .take(n)
-            .map(move |&i| rows[i].as_str())
+        self.nonblank.iter().rev().take(n).map(|&i| self.rows[i])
     }
 
     fn above(&self, anchor: &Regex, anchor_rows: usize, n: usize) -> Option<Vec<&'a str>> {
@@ -250,13 +247,13 @@ impl<'a> ScreenView<'a> {
             .iter()
             .rev()
             .take(anchor_rows)
-            .position(|&i| anchor.is_match(&self.rows[i]))?;
+            .position(|&i| anchor.is_match(self.rows[i]))?;
         let k = self.nonblank.len() - 1 - pos;
         Some(
             self.nonblank[..k]
                 .iter()
                 .rev()
-                .map(|&i| self.rows[i].as_str())
+                .map(|&i| self.rows[i])
                 .filter(|r| !is_separator(r))
                 .take(n)
                 .collect(),

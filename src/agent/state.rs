@@ -134,6 +134,25 @@ impl FromStr for State {
     }
 }
 
+/// A comma-separated list of states (`--until idle,done`), parsed by clap
+/// through `FromStr`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateList(pub Vec<State>);
+
+impl FromStr for StateList {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        State::parse_list(s).map(StateList)
+    }
+}
+
+impl fmt::Display for StateList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|s| s.as_str()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
 /// Why a blocked agent waits for a human.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,6 +262,9 @@ mod tests {
         let e = State::parse_list("idle,sleeping").unwrap_err();
         assert!(e.to_string().contains("sleeping"), "{e}");
         assert!(State::parse_list("").is_err());
+        let l: StateList = "blocked,done".parse().unwrap();
+        assert_eq!(l.0, vec![State::Blocked, State::Done]);
+        assert_eq!(l.to_string(), "blocked,done");
     }
 
     #[test]

@@ -153,7 +153,7 @@ fn codex(m: &Model, now: Instant, tick: u64, rows: usize) -> Vec<String> {
         mode => {
             let mut b = Vec::new();
             if matches!(mode, Mode::Working { .. }) {
-                let bullet = if tick % 2 == 0 { "•" } else { "◦" };
+                let bullet = if tick.is_multiple_of(2) { "•" } else { "◦" };
                 b.push(format!(
                     "{bullet} Working ({}s • esc to interrupt)",
                     m.working_secs(now)

@@ -234,4 +234,37 @@ mod tests {
         }
         let _ = d.feed(&[0xff, 0xfe, 0x1b, b'[', 0xc3]);
     }
+
+    proptest::proptest! {
+        /// However the bytes are split across reads, the same keys come out.
+        #[test]
+        fn chunking_does_not_matter(
+            tokens in proptest::collection::vec(0usize..7, 0..40),
+            cuts in proptest::collection::vec(0usize..400, 0..12),
+        ) {
+            let mut bytes = Vec::new();
+            for t in &tokens {
+                bytes.extend_from_slice(match t {
+                    0 => "a".as_bytes(),
+                    1 => "☃".as_bytes(),
+                    2 => b"\r",
+                    3 => b"\x1b[200~pa\x1bste\r\n\x1b[201~",
+                    4 => b"\x7f",
+                    5 => b"\x1b[A",
+                    _ => "é".as_bytes(),
+                });
+            }
+            let whole = Decoder::default().feed(&bytes);
+            let mut d = Decoder::default();
+            let mut got = Vec::new();
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c < bytes.len()).collect();
+            cuts.sort_unstable();
+            let mut at = 0;
+            for c in cuts.into_iter().chain([bytes.len()]) {
+                got.extend(d.feed(&bytes[at..c]));
+                at = c;
+            }
+            proptest::prop_assert_eq!(got, whole);
+        }
+    }
 }

@@ -256,7 +256,7 @@ impl Term {
                 wait = Some(wait.map_or(esc, |w| w.min(esc)));
             }
             let timeout = match wait {
-                Some(d) => PollTimeout::try_from(d.as_millis().max(1).min(60_000) as u64)
+                Some(d) => PollTimeout::try_from(d.as_millis().clamp(1, 60_000) as u64)
                     .unwrap_or(PollTimeout::MAX),
                 None => PollTimeout::NONE,
             };
@@ -273,6 +273,13 @@ impl Term {
             let in_ready = fds[1].revents().is_some_and(|r| {
                 r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
             });
+            if fds[1]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLNVAL))
+            {
+                // No stdin at all: nothing will ever come; like EOF.
+                return 0;
+            }
             if sig_ready {
                 let mut sink = [0u8; 64];
                 while matches!((&sig.wake).read(&mut sink), Ok(k) if k > 0) {}

@@ -60,6 +60,8 @@ pub struct Model {
     pub osc: Osc,
     prompts: usize,
     turn: Option<TurnRun>,
+    /// A permission prompt announced by OSC but not drawn yet.
+    pending_ask: Option<String>,
     /// Set when the sim should exit with this code.
     pub exit: Option<u8>,
 }
@@ -87,6 +89,7 @@ impl Model {
             osc: Osc::Idle,
             prompts: 0,
             turn: None,
+            pending_ask: None,
             exit: None,
         }
     }
@@ -235,7 +238,22 @@ impl Model {
     }
 
     /// Run steps until one has to wait (work, ask) or the turn ends.
+    fn show_ask(&mut self, cmd: String) {
+        if self.claude() {
+            self.say(&format!("Bash({cmd})"));
+            self.detail("Waiting…");
+        } else {
+            self.say("Running a command.");
+        }
+        self.osc = Osc::BlockedPermission;
+        self.mode = Mode::Permission { cmd };
+    }
+
     fn advance(&mut self, now: Instant) {
+        if let Some(cmd) = self.pending_ask.take() {
+            self.show_ask(cmd);
+            return;
+        }
         loop {
             let Some(run) = self.turn.as_mut() else {
                 self.mode = Mode::Idle;
@@ -260,14 +278,18 @@ impl Model {
                     return;
                 }
                 Step::Ask(cmd) => {
-                    if self.claude() {
-                        self.say(&format!("Bash({cmd})"));
-                        self.detail("Waiting…");
+                    let lead = self.script.osc_blocked_lead_ms;
+                    if !self.claude() && lead > 0 {
+                        // Like real Codex: OSC `blocked` first, the dialog later.
+                        self.osc = Osc::BlockedPermission;
+                        self.pending_ask = Some(cmd);
+                        self.mode = Mode::Working {
+                            since,
+                            until: now + Duration::from_millis(lead),
+                        };
                     } else {
-                        self.say("Running a command.");
+                        self.show_ask(cmd);
                     }
-                    self.osc = Osc::BlockedPermission;
-                    self.mode = Mode::Permission { cmd };
                     return;
                 }
                 Step::Write { path, content } => {
@@ -383,6 +405,7 @@ impl Model {
     }
 
     fn interrupt(&mut self) {
+        self.pending_ask = None;
         if self.claude() {
             if self
                 .transcript
@@ -541,6 +564,25 @@ steps = [ { work = 100 }, { ask = "touch x" }, { write = { path = "x.txt", conte
         m.key(Key::Esc, t0);
         assert_eq!(m.mode, Mode::Idle);
         assert_eq!(m.osc, Osc::Idle);
+    }
+
+    #[test]
+    fn codex_osc_blocked_can_lead_the_dialog() {
+        let s = script(
+            "osc_blocked_lead_ms = 800\n[[turn]]\nsteps = [ { ask = \"ls\" }, \"finish\" ]\n",
+        );
+        let t0 = Instant::now();
+        let mut m = Model::new(Profile::Codex, s, PathBuf::from("."), t0);
+        submit(&mut m, "go", t0);
+        assert!(
+            matches!(m.mode, Mode::Working { .. }),
+            "screen still working"
+        );
+        assert_eq!(m.osc, Osc::BlockedPermission, "OSC already blocked");
+        assert!(m.tick(t0 + Duration::from_millis(800)));
+        assert_eq!(m.mode, Mode::Permission { cmd: "ls".into() });
+        m.key(Key::Char('y'), t0);
+        assert_eq!(m.osc, Osc::Done);
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub struct Script {
     /// Milliseconds before the first idle screen appears (the `starting` state).
     #[serde(default)]
     pub startup_ms: u64,
+    /// Codex profile: send OSC `blocked` this many milliseconds before drawing
+    /// the permission dialog, as real Codex does (~800 ms). Default 0.
+    #[serde(default)]
+    pub osc_blocked_lead_ms: u64,
     /// Turns, chosen per prompt (see [`Script::turn_for`]).
     #[serde(default, rename = "turn")]
     pub turns: Vec<Turn>,
@@ -71,6 +75,7 @@ impl Default for Script {
     fn default() -> Self {
         Script {
             startup_ms: 0,
+            osc_blocked_lead_ms: 0,
             turns: vec![Turn {
                 matches: None,
                 steps: vec![Step::Work(500), Step::Finish],

@@ -75,14 +75,23 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["-c", "user.name=drover demo", "-c", "user.email=demo@drover.invalid"])
+        .args([
+            "-c",
+            "user.name=drover demo",
+            "-c",
+            "user.email=demo@drover.invalid",
+        ])
         .args(args)
         .output()
         .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;
     if !out.status.success() {
         return Err(fail(
             exit::ERROR,
-            format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()),
+            format!(
+                "git {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         ));
     }
     Ok(())
@@ -94,7 +103,8 @@ pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
     std::fs::create_dir_all(&repo)?;
     let state_dir = std::fs::canonicalize(&tmp)?.join("state");
     std::fs::create_dir_all(&state_dir)?;
-    let socket = drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let socket =
+        drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let exe = std::env::current_exe()?;
     let client = Client::connect_or_start(&state_dir, &socket, Some(&exe)).map_err(client_err)?;
     let mut d = Demo {
@@ -109,7 +119,10 @@ pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
         println!("  export DROVER_STATE_DIR={}", state_dir.display());
         println!("  drover status");
         println!("  drover attach asks        # the permission prompt; Ctrl-\\ detaches");
-        println!("  drover kill-server        # when done (then remove {})", tmp.display());
+        println!(
+            "  drover kill-server        # when done (then remove {})",
+            tmp.display()
+        );
         return result.map(|()| exit::OK);
     }
     let _ = d.call("shutdown", json!({}));
@@ -149,7 +162,17 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     d.say("three sim-agent lanes, each in its own worktree");
     for (pane, profile, script, what) in LANES {
         let wt = repo.join(".worktrees").join(pane);
-        git(repo, &["worktree", "add", "-q", "-b", &format!("drover/{pane}"), &wt.display().to_string()])?;
+        git(
+            repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("drover/{pane}"),
+                &wt.display().to_string(),
+            ],
+        )?;
         std::fs::write(wt.join("script.toml"), script)?;
         let spec = json!({"spec": {
             "name": pane,
@@ -160,7 +183,10 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
         d.say(&format!("  lane {pane:<6} ({profile} profile): {what}"));
     }
     let panes: Vec<&str> = LANES.iter().map(|l| l.0).collect();
-    let v = d.call("wait", json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}))?;
+    let v = d.call(
+        "wait",
+        json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}),
+    )?;
     if v["timed_out"].as_bool() == Some(true) {
         return Err(fail(exit::TIMEOUT, "the sim agents did not become idle"));
     }
@@ -171,12 +197,18 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     for pane in &panes {
         d.call("pane.respawn", json!({"pane": pane}))?;
     }
-    d.call("wait", json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}))?;
+    d.call(
+        "wait",
+        json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}),
+    )?;
     let auto = phase(d, repo, "auto", true)?;
 
     println!();
     d.say("summary");
-    println!("    {:<14} {:<30} {:<22} {:<10}", "JOB", "EXPECTED", "DECISION", "STATUS");
+    println!(
+        "    {:<14} {:<30} {:<22} {:<10}",
+        "JOB", "EXPECTED", "DECISION", "STATUS"
+    );
     for (rows, label) in [(shadow, "shadow"), (auto, "auto-completion")] {
         for (job, (decision, status, expect)) in rows {
             println!("    {job:<14} {expect:<30} {decision:<22} {status:<10}");
@@ -193,11 +225,20 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
 
 type Row = (String, String, String);
 
-fn phase(d: &mut Demo, repo: &Path, round: &str, autocomplete: bool) -> anyhow::Result<BTreeMap<String, Row>> {
+fn phase(
+    d: &mut Demo,
+    repo: &Path,
+    round: &str,
+    autocomplete: bool,
+) -> anyhow::Result<BTreeMap<String, Row>> {
     println!();
     d.say(&format!(
         "round {round}: dispatching three jobs, auto-completion {}",
-        if autocomplete { "ON" } else { "off (shadow mode)" }
+        if autocomplete {
+            "ON"
+        } else {
+            "off (shadow mode)"
+        }
     ));
     let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let decisions_path = d.state_dir.join("shadow").join("decisions.jsonl");
@@ -213,7 +254,11 @@ fn phase(d: &mut Demo, repo: &Path, round: &str, autocomplete: bool) -> anyhow::
     for (pane, ..) in LANES {
         let job = format!("{round}-{pane}");
         engine
-            .transition(&Request::new(job.clone(), Action::Create { deadline: None }, Actor::operator()))
+            .transition(&Request::new(
+                job.clone(),
+                Action::Create { deadline: None },
+                Actor::operator(),
+            ))
             .map_err(|e| fail(exit::ERROR, e.to_string()))?;
         let wt = repo.join(".worktrees").join(pane);
         let spec = DispatchSpec {
@@ -225,8 +270,12 @@ fn phase(d: &mut Demo, repo: &Path, round: &str, autocomplete: bool) -> anyhow::
             worktree: Some(wt),
             autocomplete: autocomplete && !drover::shadow::auto::forbidden_by_env(),
         };
-        let out = dispatch(&d.state_dir, &mut d.client, &spec).map_err(|e| fail(exit::ERROR, e.to_string()))?;
-        d.say(&format!("  dispatched {job} to {pane} (attempt {}…)", &out.attempt_id[..8]));
+        let out = dispatch(&d.state_dir, &mut d.client, &spec)
+            .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        d.say(&format!(
+            "  dispatched {job} to {pane} (attempt {}…)",
+            &out.attempt_id[..8]
+        ));
         jobs.push((job, pane));
     }
     // Show decisions as the supervisor's shadow loop appends them, until each
@@ -238,22 +287,41 @@ fn phase(d: &mut Demo, repo: &Path, round: &str, autocomplete: bool) -> anyhow::
         let all = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
             .map(|r| r.records)
             .unwrap_or_default();
-        for dcs in all.iter().skip(printed) {
-            let action = dcs.action.as_deref().map(|a| format!(" → {a}")).unwrap_or_default();
+        // Jobs of an earlier round keep being watched; show this round's only.
+        for dcs in all
+            .iter()
+            .skip(printed)
+            .filter(|x| x.job_id.starts_with(round))
+        {
+            let action = dcs
+                .action
+                .as_deref()
+                .map(|a| format!(" → {a}"))
+                .unwrap_or_default();
             let mut reason = dcs.reason.clone();
-            if reason.len() > 70 {
-                let cut = (0..=70).rev().find(|i| reason.is_char_boundary(*i)).unwrap_or(0);
+            if reason.len() > 96 {
+                let cut = (0..=96)
+                    .rev()
+                    .find(|i| reason.is_char_boundary(*i))
+                    .unwrap_or(0);
                 reason.truncate(cut);
                 reason.push('…');
             }
-            d.say(&format!("  shadow: {:<12} {:<18} {reason}{action}", dcs.job_id, dcs.decision));
+            d.say(&format!(
+                "  shadow: {:<12} {:<18} {reason}{action}",
+                dcs.job_id, dcs.decision
+            ));
             last.insert(dcs.job_id.clone(), dcs.decision.clone());
         }
         printed = all.len();
         let settled = jobs.iter().all(|(job, pane)| {
             let want = expect(pane);
-            let status = engine.show(job).map(|r| r.status.as_str().to_string()).unwrap_or_default();
-            last.get(job).map(String::as_str) == Some(want) && (!autocomplete || want != "complete" || status == "completed")
+            let status = engine
+                .show(job)
+                .map(|r| r.status.as_str().to_string())
+                .unwrap_or_default();
+            last.get(job).map(String::as_str) == Some(want)
+                && (!autocomplete || want != "complete" || status == "completed")
         });
         if settled || Instant::now() > deadline {
             break;
@@ -262,9 +330,18 @@ fn phase(d: &mut Demo, repo: &Path, round: &str, autocomplete: bool) -> anyhow::
     }
     let mut rows = BTreeMap::new();
     for (job, pane) in &jobs {
-        let status = engine.show(job).map(|r| r.status.as_str().to_string()).unwrap_or_else(|_| "?".into());
-        let decision = last.get(job).cloned().unwrap_or_else(|| "(none yet)".into());
-        rows.insert(job.clone(), (decision, status, format!("{} ({pane})", expect(pane))));
+        let status = engine
+            .show(job)
+            .map(|r| r.status.as_str().to_string())
+            .unwrap_or_else(|_| "?".into());
+        let decision = last
+            .get(job)
+            .cloned()
+            .unwrap_or_else(|| "(none yet)".into());
+        rows.insert(
+            job.clone(),
+            (decision, status, format!("{} ({pane})", expect(pane))),
+        );
     }
     Ok(rows)
 }

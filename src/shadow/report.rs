@@ -203,7 +203,10 @@ mod tests {
             r#"{"attempt_id":"A","state":"finalized","side_effects":[{"kind":"database","path":"x"}]}"#,
         )
         .unwrap();
-        assert!(!verify_manifest(&r, Some(d.path())).proven, "unknown kinds fail closed");
+        assert!(
+            !verify_manifest(&r, Some(d.path())).proven,
+            "unknown kinds fail closed"
+        );
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct DispatchSpec {
     /// Where declared side effects are checked (default: the pane's cwd).
     pub worktree: Option<PathBuf>,
     pub autocomplete: bool,
+    /// How long to wait for the agent to be ready (default: the supervisor's).
+    pub ready_timeout_ms: Option<u64>,
 }
 
 /// What a dispatch did.
@@ -125,7 +127,7 @@ pub fn dispatch(
     );
     let delivered: Result<Value, ClientError> = client.call(
         "deliver",
-        json!({"pane": spec.pane, "text": text, "nonce": nonce}),
+        json!({"pane": spec.pane, "text": text, "nonce": nonce, "ready_timeout_ms": spec.ready_timeout_ms}),
     );
     let delivered = match delivered {
         Ok(v) => v,

@@ -269,6 +269,7 @@ fn phase(
             report_path: Some(wt.join("report.json")),
             worktree: Some(wt),
             autocomplete: autocomplete && !drover::shadow::auto::forbidden_by_env(),
+            ready_timeout_ms: None,
         };
         let out = dispatch(&d.state_dir, &mut d.client, &spec)
             .map_err(|e| fail(exit::ERROR, e.to_string()))?;

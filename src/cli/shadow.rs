@@ -34,6 +34,9 @@ pub struct DispatchArgs {
     /// Where declared side effects are checked (default: the pane's cwd).
     #[arg(long)]
     pub worktree: Option<PathBuf>,
+    /// How long to wait for the agent to be ready for the prompt.
+    #[arg(long)]
+    pub ready_timeout_ms: Option<u64>,
     #[arg(long)]
     pub json: bool,
 }
@@ -70,6 +73,7 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         report_path: a.report.clone(),
         worktree: a.worktree.clone(),
         autocomplete: auto::enabled_by_env(),
+        ready_timeout_ms: a.ready_timeout_ms,
     };
     match dispatch(&state_dir, &mut client, &spec) {
         Ok(d) => {

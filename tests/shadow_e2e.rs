@@ -1,0 +1,301 @@
+//! Dispatch, the shadow runner and auto-completion end to end, with sim agents
+//! in real PTYs, real processes and the real engine.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let e = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(e.wt()).unwrap();
+        e
+    }
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+    fn wt(&self) -> PathBuf {
+        self.dir.path().join("wt")
+    }
+    fn cmd(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_drover"));
+        c.arg("--state-dir").arg(self.state()).args(args);
+        c.env_remove("DROVER_AUTOCOMPLETE");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.current_dir(self.dir.path()).output().unwrap()
+    }
+    fn ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let o = self.cmd(args, env);
+        assert!(
+            o.status.success(),
+            "drover {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+    fn sim(&self, pane: &str, script: &str) {
+        std::fs::write(self.wt().join("script.toml"), script).unwrap();
+        let exe = env!("CARGO_BIN_EXE_drover");
+        let wt = self.wt().display().to_string();
+        self.ok(
+            &[
+                "pane",
+                "new",
+                pane,
+                "--agent",
+                "sim",
+                "--cwd",
+                &wt,
+                "--env",
+                "DROVER_SESSION_ID=implementer",
+                "--",
+                exe,
+                "sim-agent",
+                "--profile",
+                "claude",
+                "--script",
+                "script.toml",
+            ],
+            &[],
+        );
+        self.ok(
+            &["wait", pane, "--until", "idle", "--timeout-ms", "10000"],
+            &[],
+        );
+    }
+    fn dispatch(&self, job: &str, pane: &str, env: &[(&str, &str)]) -> serde_json::Value {
+        self.ok(&["job", "create", job], &[]);
+        let report = self.wt().join("report.json").display().to_string();
+        let out = self.ok(
+            &[
+                "dispatch",
+                job,
+                "--pane",
+                pane,
+                "--session",
+                "implementer",
+                "--prompt",
+                "update the notes",
+                "--report",
+                &report,
+                "--json",
+            ],
+            env,
+        );
+        serde_json::from_str(&out).unwrap()
+    }
+    fn status(&self, job: &str) -> String {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.ok(&["job", "show", job, "--json"], &[])).unwrap();
+        v["status"].as_str().unwrap().to_string()
+    }
+    fn decisions(&self, job: &str) -> Vec<serde_json::Value> {
+        let p = self.state().join("shadow").join("decisions.jsonl");
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|d| d["job_id"] == job)
+            .collect()
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"], &[]);
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+const CLEAN: &str = "[[turn]]\nsteps = [{ work = 300 }, { write = { path = \"out.txt\", content = \"x\" } }, { report = { path = \"report.json\" } }, \"finish\"]\n";
+
+fn hash_tree(root: &Path) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.insert(p.display().to_string(), drover::paths::fnv1a64(&bytes));
+            }
+        }
+    }
+    out
+}
+
+/// Shadow mode has no route to a write: registry and jobs are byte-identical
+/// around a full shadow run over live sim lanes.
+#[test]
+fn shadow_run_writes_nothing_under_registry_or_jobs() {
+    let e = Env::new();
+    e.ok(&["registry", "init", "--topology", "four-role"], &[]);
+    e.sim("lane", CLEAN);
+    e.dispatch("J1", "lane", &[]);
+    wait_until("a complete decision", Duration::from_secs(15), || {
+        e.decisions("J1")
+            .iter()
+            .any(|d| d["decision"] == "complete")
+    });
+    let before_reg = hash_tree(&e.state().join("registry"));
+    let before_jobs = hash_tree(&e.state().join("jobs"));
+    assert!(!before_reg.is_empty() && !before_jobs.is_empty());
+    let n = e.decisions("J1").len();
+    let out = e.ok(&["shadow", "run", "--once", "--json"], &[]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["job_id"], "J1");
+    assert!(e.decisions("J1").len() > n, "the run appended its decision");
+    assert_eq!(before_reg, hash_tree(&e.state().join("registry")));
+    assert_eq!(before_jobs, hash_tree(&e.state().join("jobs")));
+    assert_eq!(e.status("J1"), "running", "shadow mode never completes");
+}
+
+#[test]
+fn autocompletion_commits_a_clean_attempt_through_the_engine() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    let d = e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
+    assert_eq!(d["autocomplete"], true);
+    wait_until("the job to complete", Duration::from_secs(15), || {
+        e.status("J1") == "completed"
+    });
+    let audit = e.ok(&["job", "audit", "J1", "--json"], &[]);
+    assert!(
+        audit.contains("supervisor"),
+        "completed with supervisor authority: {audit}"
+    );
+    let last = e.decisions("J1").last().cloned().unwrap();
+    assert_eq!(last["decision"], "complete");
+    assert_eq!(last["action"], "completed");
+}
+
+#[test]
+fn rollback_switch_in_the_supervisor_keeps_it_shadow_only() {
+    let e = Env::new();
+    // The supervisor is started with the switch off; a dispatcher asking for
+    // auto-completion does not get it.
+    e.ok(&["serve", "--daemon"], &[("DROVER_AUTOCOMPLETE", "0")]);
+    e.sim("lane", CLEAN);
+    e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
+    wait_until("a complete decision", Duration::from_secs(15), || {
+        e.decisions("J1")
+            .iter()
+            .any(|d| d["decision"] == "complete")
+    });
+    assert_eq!(e.status("J1"), "running");
+}
+
+#[test]
+fn report_from_another_attempt_is_held() {
+    let e = Env::new();
+    e.sim(
+        "lane",
+        "[[turn]]\nsteps = [{ work = 200 }, { report = { path = \"report.json\", fields = { attempt_id = \"someone-else\" } } }, \"finish\"]\n",
+    );
+    e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
+    wait_until("an unattributed decision", Duration::from_secs(15), || {
+        e.decisions("J1")
+            .iter()
+            .any(|d| d["decision"] == "hold_unattributed")
+    });
+    assert!(
+        e.decisions("J1")
+            .iter()
+            .all(|d| d["decision"] != "complete")
+    );
+    assert_eq!(e.status("J1"), "running");
+}
+
+/// A pane respawned mid-flight is a new generation: even a finalized report
+/// naming the right attempt, written by the new generation, never completes.
+#[test]
+fn pane_respawned_mid_flight_is_never_completed_across_generations() {
+    let e = Env::new();
+    e.sim(
+        "lane",
+        "[[turn]]\nsteps = [{ work = 400 }, { write = { path = \"out.txt\", content = \"x\" } }, { report = { path = \"report.json\" } }, \"finish\"]\n",
+    );
+    let d = e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
+    let attempt = d["attempt_id"].as_str().unwrap().to_string();
+    e.ok(&["pane", "respawn", "lane"], &[]);
+    e.ok(
+        &["wait", "lane", "--until", "idle", "--timeout-ms", "10000"],
+        &[],
+    );
+    // The new generation does the work and reports for the old attempt.
+    e.ok(
+        &["send", "lane", &format!("redo it attempt={attempt}")],
+        &[],
+    );
+    e.ok(
+        &["wait", "lane", "--until", "done", "--timeout-ms", "10000"],
+        &[],
+    );
+    wait_until(
+        "a decision after the report",
+        Duration::from_secs(15),
+        || {
+            e.decisions("J1")
+                .iter()
+                .any(|d| d["summary"]["report"] == "finalized")
+        },
+    );
+    let ds = e.decisions("J1");
+    assert!(ds.iter().all(|d| d["decision"] != "complete"), "{ds:?}");
+    assert!(ds.iter().any(|d| d["decision"] == "hold_unattributed"));
+    assert_eq!(e.status("J1"), "running");
+}
+
+#[test]
+fn undelivered_prompt_exits_3_and_fails_the_job() {
+    let e = Env::new();
+    e.ok(
+        &[
+            "pane", "new", "mute", "--agent", "sim", "--", "sleep", "100",
+        ],
+        &[],
+    );
+    e.ok(&["job", "create", "J1"], &[]);
+    let o = e.cmd(
+        &[
+            "dispatch",
+            "J1",
+            "--pane",
+            "mute",
+            "--prompt",
+            "hi",
+            "--ready-timeout-ms",
+            "300",
+        ],
+        &[],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not delivered"));
+    assert_eq!(e.status("J1"), "failed");
+}

@@ -1,7 +1,7 @@
 //! The supervisor's evidence watcher: one task per dispatched job. It repeats
 //! barriers on the job's pane (woken by observation changes, not polling),
 //! appends every matched snapshot to the job's evidence, records transport
-//! failures with the 1/2/4/8/16 s backoff of SPEC §6, and asks the shadow
+//! failures with the watcher's 1/2/4/8/16 s backoff (SPEC §6), and asks the shadow
 //! runner for a decision whenever the evidence changes. With auto-completion
 //! on, a `complete` decision is committed through the engine.
 
@@ -10,6 +10,7 @@ use super::server::Sup;
 use crate::engine::{Engine, Status};
 use crate::evidence::Evidence;
 use crate::shadow::{Runner, RunningJob, auto};
+use crate::watch::watcher::Backoff;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +18,6 @@ use std::time::Duration;
 /// While a job runs, look at its report this often even if the pane is quiet
 /// (a lane may finalize its report after its last screen change).
 pub const REPORT_RECHECK: Duration = Duration::from_secs(2);
-/// Backoff after transport failures: 1, 2, 4, 8, 16 s (ceiling).
-pub const BACKOFF: [u64; 5] = [1, 2, 4, 8, 16];
 
 /// What a watch was started with.
 #[derive(Debug, Clone)]
@@ -85,7 +84,9 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
         attempt_id: Some(spec.attempt_id.clone()),
     };
     let mut last: Option<Snapshot> = None;
-    let mut failures = 0usize;
+    // The watcher library's schedule: 1, 2, 4, 8, 16 s, reset by a success.
+    let mut backoff = Backoff::default();
+    let mut failing = false;
     let mut anchored = false;
     tracing::info!(job = %spec.job_id, pane = %spec.pane, autocomplete, "evidence watch started");
     while job_running(&engine, &spec) {
@@ -102,10 +103,9 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                     },
                 );
                 last = None;
-                let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
-                failures += 1;
+                failing = true;
                 decide(&runner, &engine, &job, autocomplete).await;
-                tokio::time::sleep(Duration::from_secs(wait)).await;
+                tokio::time::sleep(backoff.next_delay()).await;
                 continue;
             }
             Ok(entry) => {
@@ -117,7 +117,7 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                     .await;
                 match res {
                     Ok(Some(snap)) => {
-                        if failures > 0 {
+                        if failing {
                             let _ = runner.evidence().append(
                                 &spec.job_id,
                                 &Evidence::Transport {
@@ -126,7 +126,8 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                                     detail: "pane reachable again".into(),
                                 },
                             );
-                            failures = 0;
+                            failing = false;
+                            backoff.reset();
                         }
                         let _ = runner
                             .evidence()

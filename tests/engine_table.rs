@@ -1035,7 +1035,11 @@ fn lock_is_held_only_for_read_decide_write() {
         }
         let o = run(c);
         assert!(matches!(code(&o), 0 | 3), "{args:?}: {}", stderr(&o));
-        let trace = std::fs::read_to_string(&out).expect("trace");
+        let trace = std::fs::read_to_string(&out).unwrap_or_default();
+        if !trace.contains("registry.lock") && stderr(&o).contains("ptrace") {
+            eprintln!("SKIP: strace cannot trace here: {}", stderr(&o).trim());
+            return;
+        }
         let lines: Vec<&str> = trace.lines().collect();
         let open = lines
             .iter()

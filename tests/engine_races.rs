@@ -604,3 +604,121 @@ fn kill_nine_during_transitions_loses_nothing_acknowledged() {
     let after = engine.transition(&req).expect("transition after crashes");
     assert!(after.record().transition_seq > before);
 }
+
+/// Which file a process has open right now (from /proc), to kill it mid-phase.
+fn has_open(pid: u32, needle: &str) -> bool {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    rd.filter_map(Result::ok).any(|e| {
+        std::fs::read_link(e.path())
+            .map(|p| p.to_string_lossy().contains(needle))
+            .unwrap_or(false)
+    })
+}
+
+/// `kill -9` real `drover job` processes at chosen phases — while holding
+/// `registry.lock`, while writing a temp file, while appending the audit, while
+/// updating the mirror — and check after each kill that every file parses, the
+/// lock is free again, and every acknowledged transition is present.
+#[test]
+fn kill_nine_cli_at_each_phase() {
+    if !Path::new("/proc/self/fd").exists() {
+        eprintln!("SKIP: no /proc");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let st = dir.path();
+    let engine = Engine::open(st).expect("engine");
+    engine
+        .transition(&Request::new(
+            "C",
+            Action::Create { deadline: None },
+            Actor::operator(),
+        ))
+        .expect("create");
+    engine
+        .transition(&Request::new(
+            "C",
+            Action::Claim {
+                session: "s".into(),
+            },
+            Actor::agent(),
+        ))
+        .expect("claim");
+    // "(none)" matches no file: that process runs to the end and is acknowledged.
+    let phases = [
+        "registry.lock",
+        ".tmp.",
+        "audit.jsonl",
+        "status.json",
+        "(none)",
+    ];
+    let mut acked: Vec<String> = Vec::new();
+    let mut killed = 0;
+    for round in 0..25 {
+        let phase = phases[round % phases.len()];
+        let key = format!("c{round}");
+        let mut c = drover(st);
+        c.args(["job", "progress", "C", "--set", &format!("{key}=1")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        let pid = child.id();
+        let mut exited = None;
+        wait_until("phase or exit", DEADLINE, || {
+            if has_open(pid, phase) {
+                return true;
+            }
+            match child.try_wait() {
+                Ok(Some(s)) => {
+                    exited = Some(s);
+                    true
+                }
+                _ => false,
+            }
+        });
+        if exited.is_none() {
+            let _ = child.kill();
+            killed += 1;
+        }
+        let out = child.wait_with_output().expect("wait");
+        if out.status.code() == Some(0) {
+            acked.push(key);
+        }
+        let records = all_files_parse(&engine);
+        for k in &acked {
+            assert!(
+                records["C"].metadata.contains_key(k),
+                "acknowledged {k} lost"
+            );
+        }
+        let seqs = audit_accepted_seqs(&engine);
+        assert_eq!(
+            seqs.iter().copied().collect::<BTreeSet<_>>().len(),
+            seqs.len(),
+            "no seq used twice"
+        );
+    }
+    assert!(killed > 0, "some kills landed mid-transition");
+    assert!(!acked.is_empty(), "some requests were acknowledged");
+    let committed = engine.show("C").expect("C").metadata.len();
+    // The lock is free again and the engine carries on.
+    let r = engine
+        .transition(&Request::new(
+            "C",
+            Action::Complete { reason: None },
+            Actor::agent(),
+        ))
+        .expect("complete after the kills");
+    assert_eq!(r.record().status, Status::Completed);
+    for k in &acked {
+        assert!(r.record().metadata.contains_key(k));
+    }
+    engine.refresh_mirror("C").expect("mirror");
+    mirror_matches(&engine);
+    eprintln!(
+        "{killed} of 25 CLI processes killed mid-transition; {} acknowledged, {committed} committed",
+        acked.len()
+    );
+}

@@ -47,6 +47,7 @@ enum AsArg {
 pub enum JobCmd {
     /// Create a pending job.
     Create {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// After this RFC 3339 time `timeout` may end the job.
         #[arg(long, value_name = "RFC3339")]
@@ -56,7 +57,9 @@ pub enum JobCmd {
     },
     /// Claim a pending job for a session; prints the new attempt id.
     Claim {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Session the attempt belongs to (inside a lane: the lane's session).
         #[arg(long, value_name = "S", env = "DROVER_SESSION_ID")]
         session: String,
         #[command(flatten)]
@@ -64,7 +67,9 @@ pub enum JobCmd {
     },
     /// Report that the assigned session started the attempt.
     Started {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Session the attempt belongs to (inside a lane: the lane's session).
         #[arg(long, value_name = "S", env = "DROVER_SESSION_ID")]
         session: String,
         #[command(flatten)]
@@ -72,7 +77,9 @@ pub enum JobCmd {
     },
     /// Merge metadata into a running job (never `status`).
     Progress {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Metadata to merge, as strings; repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE", required = true, num_args = 1..)]
         set: Vec<String>,
         #[command(flatten)]
@@ -80,7 +87,9 @@ pub enum JobCmd {
     },
     /// Complete a running job.
     Complete {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Why (one line), stored in the record's `reason`.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]
@@ -88,7 +97,9 @@ pub enum JobCmd {
     },
     /// Fail a running job.
     Fail {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Why (one line), stored in the record's `reason`.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]
@@ -96,7 +107,9 @@ pub enum JobCmd {
     },
     /// Cancel a pending or running job (operator).
     Cancel {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Why (one line), stored in the record's `reason`.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]
@@ -104,12 +117,14 @@ pub enum JobCmd {
     },
     /// Time out a pending or running job whose deadline has passed (operator).
     Timeout {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
         #[command(flatten)]
         common: Common,
     },
     /// Send a finished job back to pending for the next iteration (operator).
     Redispatch {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Must be the current iteration + 1.
         #[arg(long, value_name = "N")]
@@ -119,24 +134,30 @@ pub enum JobCmd {
     },
     /// Fail a pending or running job whose budget is exhausted (operator).
     Finalize {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
         #[command(flatten)]
         common: Common,
     },
     /// Show one job.
     Show {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
     /// List jobs.
     Ls {
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
     /// Show a job's audit entries (accepted, ACKed and refused requests).
     Audit {
+        /// Job id (letters, digits, '.', '_', '-').
         job: String,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },

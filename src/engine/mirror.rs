@@ -61,3 +61,49 @@ pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<b
     write_json_atomic(mirror_path, &doc)?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, status: Status) -> JobRecord {
+        JobRecord {
+            job_id: "J".into(),
+            status,
+            iteration: 1,
+            attempt_id: None,
+            session_id: None,
+            deadline: None,
+            metadata: serde_json::Map::new(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            transition_seq: seq,
+            lane_id: None,
+            reason: None,
+        }
+    }
+
+    /// A slow writer that reaches the mirror after a newer one must not move it back.
+    #[test]
+    fn a_late_older_record_never_moves_the_mirror_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (m, r) = (
+            dir.path().join("status.json"),
+            dir.path().join("J.job.json"),
+        );
+        write_json_atomic(&r, &record(5, Status::Completed)).unwrap();
+        assert!(refresh(&m, &r, "J").unwrap());
+        write_json_atomic(&r, &record(3, Status::Running)).unwrap();
+        assert!(!refresh(&m, &r, "J").unwrap(), "skipped");
+        let doc: StatusMirror = read_json(&m).unwrap().unwrap();
+        assert_eq!(doc.transition_seq, 5);
+        assert_eq!(doc.jobs["J"].status, Status::Completed);
+        write_json_atomic(&r, &record(6, Status::Pending)).unwrap();
+        assert!(refresh(&m, &r, "J").unwrap());
+        let doc: StatusMirror = read_json(&m).unwrap().unwrap();
+        assert_eq!(
+            (doc.transition_seq, doc.jobs["J"].status),
+            (6, Status::Pending)
+        );
+    }
+}

@@ -143,6 +143,11 @@ pub fn dispatch(
             .expect_attempt(attempt_id.clone());
             req.expected_status = Some(crate::engine::Status::Running);
             engine.transition(&req)?;
+            crate::registry::events::emit_quiet(
+                state_dir,
+                "job.not_delivered",
+                json!({"job_id": spec.job_id, "attempt_id": attempt_id, "pane": spec.pane}),
+            );
             return Err(DispatchError::NotDelivered {
                 job_id: spec.job_id.clone(),
                 attempt_id,
@@ -185,6 +190,12 @@ pub fn dispatch(
             "autocomplete": spec.autocomplete,
         }),
     )?;
+    crate::registry::events::emit_quiet(
+        state_dir,
+        "job.dispatched",
+        json!({"job_id": spec.job_id, "attempt_id": attempt_id, "session_id": spec.session_id,
+               "pane": spec.pane, "pane_generation": generation, "autocomplete": spec.autocomplete}),
+    );
     Ok(Dispatched {
         job_id: spec.job_id.clone(),
         attempt_id,

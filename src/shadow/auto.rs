@@ -89,7 +89,16 @@ pub fn commit(
     .expect_attempt(d.attempt_id.clone());
     req.expected_status = Some(Status::Running);
     match engine.transition(&req) {
-        Ok(_) => Ok(Outcome::Completed),
+        Ok(_) => {
+            if let Some(state_dir) = engine.dir().parent() {
+                crate::registry::events::emit_quiet(
+                    state_dir,
+                    "job.autocompleted",
+                    serde_json::json!({"job_id": d.job_id, "attempt_id": d.attempt_id}),
+                );
+            }
+            Ok(Outcome::Completed)
+        }
         Err(e @ EngineError::Refused { .. }) => Ok(Outcome::Refused(e.to_string())),
         Err(e) => Err(e),
     }

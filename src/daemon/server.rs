@@ -67,6 +67,8 @@ pub(super) struct Sup {
     state_dir: PathBuf,
     classifier: Classifier,
     panes: Mutex<HashMap<String, Arc<Entry>>>,
+    /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
+    creating: Mutex<std::collections::HashSet<String>>,
     epoch: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
 }
@@ -156,6 +158,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         state_dir: opts.state_dir.clone(),
         classifier,
         panes: Mutex::new(HashMap::new()),
+        creating: Mutex::new(std::collections::HashSet::new()),
         epoch,
         shutdown,
     });
@@ -471,11 +474,12 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
     spec.validate().map_err(pane_err)?;
-    let sup2 = sup.clone();
-    let entry = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
-        // Hold the table while spawning so two creators of one name cannot both win.
-        let mut panes = lock(&sup2.panes);
-        if panes.contains_key(&spec.name) {
+    // Reserve the name, then spawn without holding the pane table: a slow
+    // exec must not stall every other request.
+    {
+        let panes = lock(&sup.panes);
+        let mut creating = lock(&sup.creating);
+        if panes.contains_key(&spec.name) || creating.contains(&spec.name) {
             return Err(Response::err(
                 0,
                 ErrorCode::Exists,
@@ -485,6 +489,11 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
                 ),
             ));
         }
+        creating.insert(spec.name.clone());
+    }
+    let name = spec.name.clone();
+    let sup2 = sup.clone();
+    let spawned = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
         let notify = Arc::new(Notify::new());
         let events = Arc::new(Events {
             notify: notify.clone(),
@@ -499,11 +508,12 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
             pane,
             notify,
         });
-        panes.insert(name, entry.clone());
+        lock(&sup2.panes).insert(name, entry.clone());
         Ok(entry)
     })
-    .await
-    .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
+    .await;
+    lock(&sup.creating).remove(&name);
+    let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
     tokio::spawn(detector(sup.clone(), entry.clone()));
     let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);

@@ -123,6 +123,9 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         move |s: &Snapshot| {
             s.generation == before.generation
                 && (matches!(s.state.as_str(), "working" | "blocked")
+                    // Codex streaming a reply reads `unknown` (screen and OSC
+                    // disagree until they settle): it left idle all the same.
+                    || (s.state == "unknown" && s.screen_hash != before.screen_hash)
                     || (s.state == "done"
                         && s.screen_hash != before.screen_hash
                         && before.state == "idle"))

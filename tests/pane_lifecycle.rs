@@ -190,3 +190,13 @@ fn states_follow_output_and_exit() {
     let out = d.wait_state(&["st"], "exited", 5000);
     assert!(stdout(&out).contains("\"exit_code\":9"), "{}", stdout(&out));
 }
+
+/// Regression: a pane that never prints stayed `starting` forever, because the
+/// detector only classified after output. It must settle like any quiet pane.
+#[test]
+fn silent_pane_settles_without_output() {
+    let d = Drover::new();
+    d.new_pane("silent", &[], &["sleep", "1000"]);
+    let out = d.wait_state(&["silent"], "idle", 5000);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -469,7 +469,9 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
 /// Classify when a burst of output ends (and once more after it settles);
 /// publish only changes. Woken by the pane's reader, never by a timer loop.
 async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
-    let mut settle_pending = false;
+    // Classify once after spawn even when the pane prints nothing: a silent
+    // process must still settle (e.g. to idle) instead of staying `starting`.
+    let mut settle_pending = true;
     loop {
         let alive = || {
             lock(&sup.panes)

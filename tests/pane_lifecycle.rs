@@ -200,3 +200,25 @@ fn silent_pane_settles_without_output() {
     let out = d.wait_state(&["silent"], "idle", 5000);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// A member that outlived its parent (re-parented away from the pane) is
+/// still in the group: kill takes it, and it is reaped, not left a zombie.
+#[test]
+fn kill_takes_and_reaps_orphaned_members() {
+    let d = Drover::new();
+    let info = d.new_pane(
+        "orph",
+        &[],
+        &["sh", "-c", "(sleep 1000 &); (sleep 1000 &); echo spawned; sleep 1000"],
+    );
+    let leader = pid_of(&info);
+    d.wait_text("orph", "spawned", T);
+    let mut members = Vec::new();
+    assert!(wait_until(T, || {
+        members = group_members(leader).into_iter().map(|s| s.pid).collect();
+        members.len() >= 3
+    }));
+    d.ok(&["pane", "kill", "orph"]);
+    let ok = wait_until(T, || leftovers(&members, leader).is_empty());
+    assert!(ok, "left behind: {:?}", leftovers(&members, leader));
+}

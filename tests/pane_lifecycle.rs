@@ -222,3 +222,22 @@ fn kill_takes_and_reaps_orphaned_members() {
     let ok = wait_until(T, || leftovers(&members, leader).is_empty());
     assert!(ok, "left behind: {:?}", leftovers(&members, leader));
 }
+
+/// A flood is watched while it runs (working) and settles after (idle): the
+/// reader's coalesced wake-ups must neither starve the detector nor drop the
+/// end of a burst.
+#[test]
+fn flood_is_seen_working_then_idle() {
+    let d = Drover::new();
+    d.new_pane(
+        "flood",
+        &[],
+        &["sh", "-c", "head -c 30000000 /dev/zero | tr '\\0' y; echo; echo FLOOD-END; sleep 1000"],
+    );
+    let w = d.wait_state(&["flood"], "working", 10_000);
+    assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
+    let i = d.wait_state(&["flood"], "idle", 30_000);
+    assert_eq!(i.status.code(), Some(0), "{}", stderr(&i));
+    assert!(d.read("flood").contains("FLOOD-END"));
+    assert!(d.pane("flood").unwrap()["bytes"].as_u64().unwrap() >= 30_000_000);
+}

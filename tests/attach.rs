@@ -81,12 +81,20 @@ impl Operator {
 
     fn wait_screen(&self, needle: &str) {
         let ok = wait_until(T, || self.text().contains(needle));
-        assert!(ok, "operator never saw {needle:?}; screen:\n{}", self.text());
+        assert!(
+            ok,
+            "operator never saw {needle:?}; screen:\n{}",
+            self.text()
+        );
     }
 
     fn wait_log(&self, needle: &str) {
         let ok = wait_until(T, || self.log().contains(needle));
-        assert!(ok, "operator never got {needle:?}; bytes:\n{:?}", self.log());
+        assert!(
+            ok,
+            "operator never got {needle:?}; bytes:\n{:?}",
+            self.log()
+        );
     }
 
     fn type_(&mut self, bytes: &[u8]) {
@@ -123,7 +131,11 @@ impl Operator {
     }
 
     fn assert_raw(&self) {
-        assert_eq!(self.modes(), (false, false), "attach did not enter raw mode");
+        assert_eq!(
+            self.modes(),
+            (false, false),
+            "attach did not enter raw mode"
+        );
     }
 
     fn assert_restored(&self) {
@@ -246,7 +258,10 @@ fn pane_exit_ends_the_attach() {
 fn attach_to_an_exited_pane_replays_and_ends() {
     let d = Drover::new();
     d.new_pane("gone", &[], &["sh", "-c", "echo last-words; exit 4"]);
-    assert_eq!(d.wait_state(&["gone"], "exited", 5000).status.code(), Some(0));
+    assert_eq!(
+        d.wait_state(&["gone"], "exited", 5000).status.code(),
+        Some(0)
+    );
     let mut op = Operator::attach(&d, "gone", 100, 30);
     assert_eq!(op.exit_code(), 0);
     op.wait_screen("last-words");

@@ -33,7 +33,9 @@ fn ping(sock: &std::path::Path) -> Option<Value> {
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     s.write_all(&encode(
         FrameKind::Json,
-        json!({"v": 1, "id": 7, "op": "ping"}).to_string().as_bytes(),
+        json!({"v": 1, "id": 7, "op": "ping"})
+            .to_string()
+            .as_bytes(),
     ))
     .ok()?;
     let f = read_frame(&mut s).ok()??;
@@ -106,7 +108,10 @@ fn second_serve_on_one_state_dir_refuses() {
 /// killed, the socket is removed, the state dir is free for a new one.
 #[test]
 fn sigterm_and_sigint_stop_supervisor_and_kill_pane_groups() {
-    for sig in [nix::sys::signal::Signal::SIGTERM, nix::sys::signal::Signal::SIGINT] {
+    for sig in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGINT,
+    ] {
         let d = Drover::new();
         let mut serve = serve_fg(&d);
         let info = d.new_pane("g", &[], &["sh", "-c", "sleep 1000 & sleep 1000 & wait"]);
@@ -120,7 +125,11 @@ fn sigterm_and_sigint_stop_supervisor_and_kill_pane_groups() {
         let hard = d.new_pane(
             "hard",
             &[],
-            &["sh", "-c", "trap '' TERM HUP; echo armed; while :; do sleep 1; done"],
+            &[
+                "sh",
+                "-c",
+                "trap '' TERM HUP; echo armed; while :; do sleep 1; done",
+            ],
         );
         d.wait_text("hard", "armed", T);
         let start = Instant::now();
@@ -175,7 +184,11 @@ fn autostart_and_kill_server() {
     assert!(wait_until(T, || stat(pane_pid).is_none_or(|s| s.state == 'Z')));
     let again = d.run(&["kill-server"]);
     assert_eq!(again.status.code(), Some(0));
-    assert!(stderr(&again).contains("no supervisor"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("no supervisor"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 /// Garbage, malformed and oversized frames get an error answer and a closed
@@ -185,13 +198,29 @@ fn garbage_on_the_socket_is_contained() {
     let d = Drover::new();
     d.new_pane("keep", &[], &["sleep", "1000"]);
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("text garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), "exceeds"),
+        (
+            "text garbage",
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            "exceeds",
+        ),
         ("max length", vec![0xff, 0xff, 0xff, 0xff, 1], "exceeds"),
         ("empty frame", vec![0, 0, 0, 0], "empty"),
         ("unknown kind", encode_kind(9, b"{}"), "unknown frame kind"),
-        ("output kind", encode(FrameKind::Output, b"hi"), "expected a JSON"),
-        ("not json", encode(FrameKind::Json, b"{not json"), "malformed"),
-        ("json not a request", encode(FrameKind::Json, b"[1,2,3]"), "malformed"),
+        (
+            "output kind",
+            encode(FrameKind::Output, b"hi"),
+            "expected a JSON",
+        ),
+        (
+            "not json",
+            encode(FrameKind::Json, b"{not json"),
+            "malformed",
+        ),
+        (
+            "json not a request",
+            encode(FrameKind::Json, b"[1,2,3]"),
+            "malformed",
+        ),
         (
             "binary",
             encode(FrameKind::Json, &[0xff, 0xfe, 0x00, 0x80, 0x1b]),
@@ -264,7 +293,11 @@ fn encode_kind(kind: u8, payload: &[u8]) -> Vec<u8> {
 #[test]
 fn client_disconnecting_mid_request_is_contained() {
     let d = Drover::new();
-    d.new_pane("p", &[], &["sh", "-c", "while :; do echo tick; sleep 0.2; done"]);
+    d.new_pane(
+        "p",
+        &[],
+        &["sh", "-c", "while :; do echo tick; sleep 0.2; done"],
+    );
     // Half a frame, then gone.
     {
         let mut s = connect(&d);
@@ -299,7 +332,10 @@ fn client_disconnecting_mid_request_is_contained() {
         "attach slot not released"
     );
     let p = d.pane("p").unwrap();
-    assert_eq!((p["cols"].as_u64(), p["rows"].as_u64()), (Some(120), Some(40)));
+    assert_eq!(
+        (p["cols"].as_u64(), p["rows"].as_u64()),
+        (Some(120), Some(40))
+    );
     // Still fully working.
     d.ok(&["pane", "send", "p", "x"]);
     assert!(ping(&d.socket()).is_some());

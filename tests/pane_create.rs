@@ -32,8 +32,14 @@ fn env_reaches_child_only_by_creation() {
         serde_json::json!(["DROVER_T1", "DROVER_T2"])
     );
     let env = environ(pid);
-    assert!(env.contains(&("DROVER_T1".into(), "hello".into())), "{env:?}");
-    assert!(env.contains(&("DROVER_T2".into(), "A=B=C".into())), "{env:?}");
+    assert!(
+        env.contains(&("DROVER_T1".into(), "hello".into())),
+        "{env:?}"
+    );
+    assert!(
+        env.contains(&("DROVER_T2".into(), "A=B=C".into())),
+        "{env:?}"
+    );
     assert!(
         !env.iter().any(|(k, _)| k == "TMUX" || k == "TMUX_PANE"),
         "TMUX must not leak into a pane"
@@ -41,7 +47,9 @@ fn env_reaches_child_only_by_creation() {
     let argv = cmdline(pid).unwrap();
     assert_eq!(argv, ["sleep", "1000"]);
     assert!(
-        !argv.iter().any(|a| a.contains("DROVER_T1") || a.contains('=')),
+        !argv
+            .iter()
+            .any(|a| a.contains("DROVER_T1") || a.contains('=')),
         "env token in argv: {argv:?}"
     );
     // Values are never written to the state dir (logs included).
@@ -146,7 +154,11 @@ fn missing_cwd_nonexistent_command_and_bad_size_leave_no_pane() {
         ],
         "80x24",
     );
-    assert_usage_and_no_pane(&d, &["pane", "new", "p", "--agent", "vim", "--", "true"], "agent");
+    assert_usage_and_no_pane(
+        &d,
+        &["pane", "new", "p", "--agent", "vim", "--", "true"],
+        "agent",
+    );
     assert!(d.ls().is_empty(), "{:?}", d.ls());
     // No zombie pane: the name is still free.
     d.new_pane("p", &[], &["sleep", "1000"]);
@@ -158,7 +170,11 @@ fn non_executable_file_is_not_a_command() {
     let d = Drover::new();
     let f = d.scratch().join("script.sh");
     std::fs::write(&f, "#!/bin/sh\necho hi\n").unwrap();
-    assert_usage_and_no_pane(&d, &["pane", "new", "p", "--", f.to_str().unwrap()], "not found");
+    assert_usage_and_no_pane(
+        &d,
+        &["pane", "new", "p", "--", f.to_str().unwrap()],
+        "not found",
+    );
     assert!(d.ls().is_empty());
 }
 

@@ -35,7 +35,10 @@ fn send_without_mode_2004_is_plain_text_then_enter() {
     d.ok(&["pane", "send", "plain", "hello"]);
     let s = d.wait_text("plain", "^M", T);
     assert!(s.contains("hello^M"), "{s}");
-    assert!(!s.contains("200~"), "no paste markers without mode 2004:\n{s}");
+    assert!(
+        !s.contains("200~"),
+        "no paste markers without mode 2004:\n{s}"
+    );
 }
 
 #[test]
@@ -80,11 +83,7 @@ fn unknown_keys_are_usage_errors_and_nothing_is_sent() {
 #[test]
 fn resize_reaches_the_app() {
     let d = Drover::new();
-    d.new_pane(
-        "rs",
-        &["--size", "100x30", "--env", "PS1=$ "],
-        &["sh"],
-    );
+    d.new_pane("rs", &["--size", "100x30", "--env", "PS1=$ "], &["sh"]);
     d.ok(&["pane", "send", "rs", "stty size"]);
     d.wait_text("rs", "30 100", T);
     for bad in ["0x0", "5", "10x0"] {
@@ -93,7 +92,10 @@ fn resize_reaches_the_app() {
     }
     d.ok(&["pane", "resize", "rs", "90x25"]);
     let p = d.pane("rs").unwrap();
-    assert_eq!((p["cols"].as_u64(), p["rows"].as_u64()), (Some(90), Some(25)));
+    assert_eq!(
+        (p["cols"].as_u64(), p["rows"].as_u64()),
+        (Some(90), Some(25))
+    );
     d.ok(&["pane", "send", "rs", "clear; stty size"]);
     d.wait_text("rs", "25 90", T);
 }
@@ -112,7 +114,10 @@ fn alternate_screen_program_renders_right() {
     assert_eq!(lines[0], "TOP-LEFT", "{s}");
     assert_eq!(lines[19], format!("{}MIDDLE", " ".repeat(9)), "{s}");
     assert_eq!(lines[39], format!("{}CORNER", " ".repeat(110)), "{s}");
-    assert!(!s.contains("main-screen-text"), "alt screen shows main:\n{s}");
+    assert!(
+        !s.contains("main-screen-text"),
+        "alt screen shows main:\n{s}"
+    );
     d.ok(&["pane", "send", "alt", ""]);
     let s = d.wait_text("alt", "after", T);
     assert!(s.starts_with("main-screen-text\n"), "{s}");
@@ -133,7 +138,11 @@ fn vim_renders_right() {
     );
     let s = d.wait_text("vim", "\"poem.txt\" 3L", T);
     let lines: Vec<&str> = s.lines().collect();
-    assert_eq!(&lines[..3], ["alpha line", "beta line", "gamma line"], "{s}");
+    assert_eq!(
+        &lines[..3],
+        ["alpha line", "beta line", "gamma line"],
+        "{s}"
+    );
     assert!(lines[3..23].iter().all(|l| *l == "~"), "{s}");
     assert!(lines[23].starts_with("\"poem.txt\" 3L"), "{s}");
     // Edit through keys: go to line 2, replace the word, check the grid.
@@ -152,7 +161,8 @@ fn vim_renders_right() {
 #[test]
 fn read_raw_keeps_sgr_plain_does_not() {
     let d = Drover::new();
-    let script = "printf '\\033[1;31mRED\\033[0m plain \\033[38;5;208mORANGE\\033[0m\\n'; sleep 1000";
+    let script =
+        "printf '\\033[1;31mRED\\033[0m plain \\033[38;5;208mORANGE\\033[0m\\n'; sleep 1000";
     d.new_pane("sgr", &[], &["sh", "-c", script]);
     let plain = d.wait_text("sgr", "ORANGE", T);
     assert!(plain.contains("RED plain ORANGE"), "{plain}");
@@ -165,7 +175,10 @@ fn read_raw_keeps_sgr_plain_does_not() {
         raw[esc..i].to_string()
     };
     let red = sgr_before("RED");
-    assert!(red.ends_with('m') && red.contains("31") && red.contains('1'), "{red:?}");
+    assert!(
+        red.ends_with('m') && red.contains("31") && red.contains('1'),
+        "{red:?}"
+    );
     assert_eq!(sgr_before("ORANGE"), "\x1b[38;5;208m");
     let json: serde_json::Value =
         serde_json::from_str(&d.ok(&["pane", "read", "sgr", "--json"])).unwrap();
@@ -176,7 +189,11 @@ fn read_raw_keeps_sgr_plain_does_not() {
 #[test]
 fn scrollback_rows_come_before_the_screen_in_order() {
     let d = Drover::new();
-    d.new_pane("sb", &["--size", "80x24"], &["sh", "-c", "seq 1 200; sleep 1000"]);
+    d.new_pane(
+        "sb",
+        &["--size", "80x24"],
+        &["sh", "-c", "seq 1 200; sleep 1000"],
+    );
     let screen = d.wait_text("sb", "200", T);
     let nums = |s: &str| -> Vec<u32> { s.lines().filter_map(|l| l.parse().ok()).collect() };
     let vis = nums(&screen);
@@ -237,12 +254,20 @@ fn binary_garbage_and_huge_line_are_contained() {
     d.new_pane(
         "garbage",
         &[],
-        &["sh", "-c", "head -c 3000000 /dev/urandom; printf '\\033c'; echo GARBAGE-DONE; sleep 1000"],
+        &[
+            "sh",
+            "-c",
+            "head -c 3000000 /dev/urandom; printf '\\033c'; echo GARBAGE-DONE; sleep 1000",
+        ],
     );
     d.new_pane(
         "line",
         &[],
-        &["sh", "-c", "head -c 10000000 /dev/zero | tr '\\0' x; printf '\\nLINE-DONE\\n'"],
+        &[
+            "sh",
+            "-c",
+            "head -c 10000000 /dev/zero | tr '\\0' x; printf '\\nLINE-DONE\\n'",
+        ],
     );
     let out = d.wait_state(&["line"], "exited", 60_000);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -103,10 +103,16 @@ fn respawn_bumps_generation_and_pid() {
     assert_ne!(new_pid, old_pid);
     assert!(wait_until(T, || leftovers(&members, old_pid).is_empty()));
     let s = d.wait_text("rs", &format!("started-{new_pid}"), T);
-    assert!(!s.contains(&format!("started-{old_pid}")), "old screen kept:\n{s}");
+    assert!(
+        !s.contains(&format!("started-{old_pid}")),
+        "old screen kept:\n{s}"
+    );
     // Respawn of an exited pane works too, and `wait` sees the new generation.
     d.new_pane("once", &[], &["sh", "-c", "exit 3"]);
-    assert_eq!(d.wait_state(&["once"], "exited", 10_000).status.code(), Some(0));
+    assert_eq!(
+        d.wait_state(&["once"], "exited", 10_000).status.code(),
+        Some(0)
+    );
     d.ok(&["pane", "respawn", "once"]);
     let out = d.wait_state(&["once"], "exited", 10_000);
     let snap: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
@@ -133,12 +139,25 @@ fn wait_exit_codes_and_any() {
     assert!(start.elapsed() < Duration::from_secs(5));
 
     let any = d.run(&[
-        "wait", "fast", "slow", "--until", "exited", "--any", "--timeout-ms", "5000",
+        "wait",
+        "fast",
+        "slow",
+        "--until",
+        "exited",
+        "--any",
+        "--timeout-ms",
+        "5000",
     ]);
     assert_eq!(any.status.code(), Some(0), "{}", stderr(&any));
 
     let multi = d.run(&[
-        "wait", "slow", "--until", "idle,working", "--timeout-ms", "5000", "--json",
+        "wait",
+        "slow",
+        "--until",
+        "idle,working",
+        "--timeout-ms",
+        "5000",
+        "--json",
     ]);
     assert_eq!(multi.status.code(), Some(0), "{}", stderr(&multi));
     let arr: serde_json::Value = serde_json::from_str(&stdout(&multi)).unwrap();
@@ -157,7 +176,14 @@ fn wait_on_a_pane_that_goes_away_is_transport_error() {
     d.new_pane("victim", &[], &["sleep", "1000"]);
     let waiter = d
         .cmd()
-        .args(["wait", "victim", "--until", "exited", "--timeout-ms", "20000"])
+        .args([
+            "wait",
+            "victim",
+            "--until",
+            "exited",
+            "--timeout-ms",
+            "20000",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -176,14 +202,18 @@ fn wait_on_a_pane_that_goes_away_is_transport_error() {
 #[test]
 fn states_follow_output_and_exit() {
     let d = Drover::new();
-    d.new_pane(
-        "st",
-        &["--env", "PS1=$ "],
-        &["sh"],
-    );
+    d.new_pane("st", &["--env", "PS1=$ "], &["sh"]);
     assert_eq!(d.wait_state(&["st"], "idle", 5000).status.code(), Some(0));
-    d.ok(&["pane", "send", "st", "while :; do echo tick; sleep 0.05; done"]);
-    assert_eq!(d.wait_state(&["st"], "working", 5000).status.code(), Some(0));
+    d.ok(&[
+        "pane",
+        "send",
+        "st",
+        "while :; do echo tick; sleep 0.05; done",
+    ]);
+    assert_eq!(
+        d.wait_state(&["st"], "working", 5000).status.code(),
+        Some(0)
+    );
     d.ok(&["pane", "keys", "st", "C-c"]);
     assert_eq!(d.wait_state(&["st"], "idle", 5000).status.code(), Some(0));
     d.ok(&["pane", "send", "st", "exit 9"]);
@@ -209,7 +239,11 @@ fn kill_takes_and_reaps_orphaned_members() {
     let info = d.new_pane(
         "orph",
         &[],
-        &["sh", "-c", "(sleep 1000 &); (sleep 1000 &); echo spawned; sleep 1000"],
+        &[
+            "sh",
+            "-c",
+            "(sleep 1000 &); (sleep 1000 &); echo spawned; sleep 1000",
+        ],
     );
     let leader = pid_of(&info);
     d.wait_text("orph", "spawned", T);
@@ -232,7 +266,11 @@ fn flood_is_seen_working_then_idle() {
     d.new_pane(
         "flood",
         &[],
-        &["sh", "-c", "head -c 30000000 /dev/zero | tr '\\0' y; echo; echo FLOOD-END; sleep 1000"],
+        &[
+            "sh",
+            "-c",
+            "head -c 30000000 /dev/zero | tr '\\0' y; echo; echo FLOOD-END; sleep 1000",
+        ],
     );
     let w = d.wait_state(&["flood"], "working", 10_000);
     assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));

@@ -110,7 +110,10 @@ impl Drover {
             last = self.read(name);
             last.contains(needle)
         });
-        assert!(found, "pane {name} never showed {needle:?}; screen:\n{last}");
+        assert!(
+            found,
+            "pane {name} never showed {needle:?}; screen:\n{last}"
+        );
         last
     }
 

@@ -144,10 +144,27 @@ impl Drover {
 impl Drop for Drover {
     fn drop(&mut self) {
         let pid = self.server_pid();
-        let _ = self.cmd().arg("kill-server").output();
+        // A hung supervisor must not hang the test run: bound kill-server.
+        let stopped = self
+            .cmd()
+            .arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()
+            .is_some_and(|mut c| {
+                let done = wait_until(Duration::from_secs(20), || {
+                    c.try_wait().ok().flatten().is_some()
+                });
+                if !done {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                done
+            });
         // Belt and braces: never leak a daemon, even if kill-server failed.
         if let Some(pid) = pid
-            && pid_alive(pid)
+            && (!stopped || pid_alive(pid))
             && cmdline(pid).is_some_and(|c| c.iter().any(|a| a == "serve"))
         {
             let _ = nix::sys::signal::kill(

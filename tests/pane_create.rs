@@ -242,3 +242,29 @@ fn unknown_pane_is_transport_error() {
         assert!(stderr(&out).contains("ghost"), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// Regression: creating a pane whose command is a `#!` script (as Claude Code
+/// is: `#!/usr/bin/env node`) took 2 s and held the pane table meanwhile,
+/// because exec was only recognised when the new cmdline began with the argv
+/// we gave, while /proc shows the interpreter. Env still reaches the child.
+#[test]
+fn shebang_script_pane_is_created_promptly_with_env() {
+    let d = Drover::new();
+    let script = d.scratch().join("agent.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"agent-$DROVER_S\"\nexec sleep 1000\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    d.ok(&["pane", "ls"]);
+    let start = std::time::Instant::now();
+    let info = d.new_pane("sb", &["--env", "DROVER_S=ok"], &[script.to_str().unwrap()]);
+    let took = start.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(1500),
+        "pane new took {took:?}"
+    );
+    assert_eq!(info["env_verified"], true, "{info}");
+    d.wait_text("sb", "agent-ok", T);
+}

@@ -215,7 +215,7 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
         child,
         env_verified: false,
     };
-    wait_for_exec(pid, &spec.argv[0]);
+    wait_for_exec(pid);
     match verify_env(pid, &spec.env) {
         Ok(verified) => spawned.env_verified = verified,
         Err(name) => {
@@ -230,23 +230,40 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
 /// How long to wait for the forked child to finish `exec`.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Wait until the child has exec'd our command: before that, /proc shows the
-/// forked supervisor (or nothing), and its environment proves nothing.
-fn wait_for_exec(pid: u32, argv0: &str) {
+/// Wait until the child has exec'd: before that, /proc shows the forked
+/// supervisor (our own cmdline) or, mid-exec, nothing, and its environment
+/// proves nothing. The new cmdline need not start with the argv we gave: a
+/// `#!` script shows its interpreter (`node /…/claude`), and programs may
+/// rewrite their argv, so anything but ours (or empty) means exec'd.
+fn wait_for_exec(pid: u32) {
+    let ours = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_micros(100);
     loop {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
         match cmdline {
-            Ok(c) if c.split(|b| *b == 0).next() == Some(argv0.as_bytes()) => return,
+            Ok(c) if !c.is_empty() && c != ours => return,
             Err(_) => return, // gone: nothing to verify
-            Ok(_) if Instant::now() >= deadline => return,
+            Ok(_) if Instant::now() >= deadline || is_zombie(pid) => return,
             Ok(_) => {
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(5));
             }
         }
     }
+}
+
+/// Whether the process already exited (a zombie has an empty cmdline).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace()
+                .next()
+                .map(|st| st == "Z" || st == "X")
+        })
+        .unwrap_or(true)
 }
 
 /// Compare the child's environment (`/proc/<pid>/environ`) with the declared

@@ -319,3 +319,38 @@ fn attach_to_a_missing_pane_is_transport_error() {
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert!(stderr(&out).contains("nope"));
 }
+
+/// `pane kill` of the attached pane ends the attach; the terminal comes back.
+#[test]
+fn pane_kill_ends_the_attach() {
+    let d = Drover::new();
+    shell_pane(&d, "doomed");
+    let mut op = Operator::attach(&d, "doomed", 100, 30);
+    op.wait_screen("before-2");
+    d.ok(&["pane", "kill", "doomed"]);
+    assert_eq!(op.exit_code(), 0);
+    op.wait_log("[pane doomed exited");
+    op.assert_restored();
+}
+
+/// The supervisor stopping under an attached client: the client reports it
+/// (exit 5, transport) and still gives the terminal back.
+#[test]
+fn supervisor_stop_ends_the_attach_and_restores_the_terminal() {
+    let d = Drover::new();
+    shell_pane(&d, "host");
+    let mut op = Operator::attach(&d, "host", 100, 30);
+    op.wait_screen("before-2");
+    op.assert_raw();
+    d.ok(&["kill-server"]);
+    let code = op.exit_code();
+    // Either the pane's exit (its group is killed first) or the closed
+    // connection reaches the client first; both are reported and clean.
+    let log = op.log();
+    match code {
+        0 => assert!(log.contains("[pane host exited"), "{log:?}"),
+        5 => assert!(log.contains("supervisor closed the connection"), "{log:?}"),
+        _ => panic!("exit {code}: {log:?}"),
+    }
+    op.assert_restored();
+}

@@ -279,3 +279,31 @@ fn flood_is_seen_working_then_idle() {
     assert!(d.read("flood").contains("FLOOD-END"));
     assert!(d.pane("flood").unwrap()["bytes"].as_u64().unwrap() >= 30_000_000);
 }
+
+/// Regression: right after `pane respawn` returned, a barrier could match the
+/// previous generation's `exited` (the observation still held it until the
+/// detector ran), so `wait --until exited` returned at once with generation 1.
+#[test]
+fn barrier_after_respawn_never_matches_the_old_generation() {
+    let d = Drover::new();
+    d.new_pane("again", &[], &["sh", "-c", "sleep 0.2; exit 3"]);
+    let out = d.wait_state(&["again"], "exited", 10_000);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // One connection, no process start-up between respawn and wait: the
+    // barrier lands inside the window before the detector runs.
+    let mut c = drover::daemon::Client::connect(&d.socket()).unwrap();
+    for generation in 2..=6 {
+        let r = c
+            .call("pane.respawn", serde_json::json!({"pane": "again"}))
+            .unwrap();
+        assert_eq!(r["generation"], generation);
+        let w = c
+            .call(
+                "wait",
+                serde_json::json!({"panes": ["again"], "until": ["exited"], "timeout_ms": 10000}),
+            )
+            .unwrap();
+        assert_eq!(w["matched"], true, "{w}");
+        assert_eq!(w["snapshots"][0]["generation"], generation, "{w}");
+    }
+}

@@ -374,6 +374,21 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                 .await
                 .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
                 .map_err(pane_err)?;
+            // Until the detector classifies the new generation, barriers must
+            // not match the old one's state (e.g. its `exited`).
+            {
+                let mut obs = lock(&e.obs);
+                if obs.generation < generation {
+                    obs.generation = generation;
+                    obs.state = "starting".into();
+                    obs.kind = None;
+                    obs.exit_code = None;
+                    obs.since_ms = crate::paths::now_ms();
+                    obs.since = crate::paths::now_rfc3339();
+                    obs.evidence = vec!["respawned".into()];
+                }
+            }
+            sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }

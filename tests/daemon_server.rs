@@ -359,3 +359,38 @@ fn concurrent_clients_each_get_their_answer() {
         assert!(t.join().unwrap());
     }
 }
+
+/// Many commands auto-starting at once on a fresh state dir: all succeed,
+/// and exactly one supervisor runs.
+#[test]
+fn concurrent_autostart_starts_one_supervisor() {
+    let d = Drover::new();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            d.cmd()
+                .args(["pane", "new", &format!("p{i}"), "--", "sleep", "1000"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert_eq!(d.ls().len(), 8);
+    let state = d.state.to_str().unwrap().to_string();
+    let serving: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            stat(*pid).is_some_and(|s| s.state != 'Z')
+                && cmdline(*pid).is_some_and(|c| {
+                    c.iter().any(|a| a == "serve") && c.iter().any(|a| *a == state)
+                })
+        })
+        .collect();
+    assert_eq!(serving.len(), 1, "supervisors: {serving:?}");
+}

@@ -387,9 +387,8 @@ fn concurrent_autostart_starts_one_supervisor() {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
             stat(*pid).is_some_and(|s| s.state != 'Z')
-                && cmdline(*pid).is_some_and(|c| {
-                    c.iter().any(|a| a == "serve") && c.iter().any(|a| *a == state)
-                })
+                && cmdline(*pid)
+                    .is_some_and(|c| c.iter().any(|a| a == "serve") && c.contains(&state))
         })
         .collect();
     assert_eq!(serving.len(), 1, "supervisors: {serving:?}");

@@ -426,8 +426,20 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                 .await
                 .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
                 .map_err(pane_err)?;
-            // The old generation's observation must not satisfy any barrier.
-            *lock(&e.obs) = starting_snapshot(e.pane.name(), generation);
+            // Until the detector classifies the new generation, barriers must
+            // not match the old one's state (e.g. its `exited`).
+            {
+                let mut obs = lock(&e.obs);
+                if obs.generation < generation {
+                    obs.generation = generation;
+                    obs.state = "starting".into();
+                    obs.kind = None;
+                    obs.exit_code = None;
+                    obs.since_ms = crate::paths::now_ms();
+                    obs.since = crate::paths::now_rfc3339();
+                    obs.evidence = vec!["respawned".into()];
+                }
+            }
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
@@ -538,7 +550,9 @@ fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
 /// publish only changes. Woken by the pane's reader, never by a timer loop.
 async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
     // Quiet times at which to look again after a burst (cancelled by output).
-    let mut rechecks: Vec<Duration> = Vec::new();
+    // Armed at spawn too: a pane that prints nothing must still settle
+    // (e.g. to idle) instead of staying `starting`.
+    let mut rechecks: Vec<Duration> = observe::settle_rechecks().to_vec();
     let mut burst_end = Instant::now();
     loop {
         let alive = lock(&sup.panes)

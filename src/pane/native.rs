@@ -8,6 +8,7 @@ use nix::unistd::Pid;
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -20,6 +21,12 @@ const REAP_TIMEOUT: Duration = Duration::from_secs(3);
 /// (and repainted from the screen instead of fed every byte).
 const ATTACH_QUEUE: usize = 256;
 const READ_BUF: usize = 64 * 1024;
+/// While output keeps coming, wake the pane's watchers at most this often
+/// (always at the end of a burst). Must stay below the detector's burst-quiet
+/// time (2 ms) so a flood still reads as one continuous burst; saves a
+/// cross-thread wake-up per 4 KiB PTY read, ~10% of the supervisor's CPU on
+/// a flood (docs/performance.md).
+const NOTIFY_EVERY: Duration = Duration::from_millis(1);
 
 static ATTACH_IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -111,11 +118,46 @@ impl std::fmt::Debug for NativePane {
     }
 }
 
+/// The PTY's output side, plus a handle on the master to ask (without
+/// reading) whether more output is already waiting.
+struct PtyReader {
+    read: Box<dyn Read + Send>,
+    ready: Option<OwnedFd>,
+}
+
+impl PtyReader {
+    fn new(master: &dyn MasterPty) -> Result<Self, String> {
+        let read = master
+            .try_clone_reader()
+            .map_err(|e| format!("pty reader: {e}"))?;
+        let ready = master.as_raw_fd().and_then(|raw| {
+            // SAFETY: `raw` is the master's fd, open for the whole call; the
+            // dup is ours and closes with this reader.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+            fd.try_clone_to_owned().ok()
+        });
+        Ok(PtyReader { read, ready })
+    }
+
+    /// Whether a read would return at once (more of a burst is waiting).
+    fn more_waiting(&self) -> bool {
+        let Some(fd) = &self.ready else { return false };
+        let mut pfd = nix::libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: nix::libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for a fd we own; timeout 0 never blocks.
+        let n = unsafe { nix::libc::poll(&mut pfd, 1, 0) };
+        n > 0 && pfd.revents & nix::libc::POLLIN != 0
+    }
+}
+
 struct Spawned {
     pid: u32,
     master: Box<dyn MasterPty + Send>,
     writer: Box<dyn Write + Send>,
-    reader: Box<dyn Read + Send>,
+    reader: PtyReader,
     child: Box<dyn Child + Send + Sync>,
     env_verified: bool,
 }
@@ -162,10 +204,7 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
     // Keep no slave fd in the supervisor, or the reader never sees EOF.
     drop(pair.slave);
     let pid = child.process_id().unwrap_or(0);
-    let reader = pair
-        .master
-        .try_clone_reader()
-        .map_err(|e| spawn_err(format!("pty reader: {e}")))?;
+    let reader = PtyReader::new(&*pair.master).map_err(spawn_err)?;
     let writer = pair
         .master
         .take_writer()
@@ -178,7 +217,7 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
         child,
         env_verified: false,
     };
-    wait_for_exec(pid, &spec.argv);
+    wait_for_exec(pid);
     match verify_env(pid, &spec.env) {
         Ok(verified) => spawned.env_verified = verified,
         Err(name) => {
@@ -193,29 +232,40 @@ fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
 /// How long to wait for the forked child to finish `exec`.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Wait until the child has exec'd our command: before that, /proc shows the
-/// forked supervisor (or nothing), and its environment proves nothing. The
-/// whole argv is compared: the command may be the drover binary itself.
-fn wait_for_exec(pid: u32, argv: &[String]) {
-    let mut expected = Vec::new();
-    for a in argv {
-        expected.extend_from_slice(a.as_bytes());
-        expected.push(0);
-    }
+/// Wait until the child has exec'd: before that, /proc shows the forked
+/// supervisor (our own cmdline) or, mid-exec, nothing, and its environment
+/// proves nothing. The new cmdline need not start with the argv we gave: a
+/// `#!` script shows its interpreter (`node /…/claude`), and programs may
+/// rewrite their argv, so anything but ours (or empty) means exec'd.
+fn wait_for_exec(pid: u32) {
+    let ours = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_micros(100);
     loop {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
         match cmdline {
-            Ok(c) if c == expected => return,
+            Ok(c) if !c.is_empty() && c != ours => return,
             Err(_) => return, // gone: nothing to verify
-            Ok(_) if Instant::now() >= deadline => return,
+            Ok(_) if Instant::now() >= deadline || is_zombie(pid) => return,
             Ok(_) => {
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(5));
             }
         }
     }
+}
+
+/// Whether the process already exited (a zombie has an empty cmdline).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace()
+                .next()
+                .map(|st| st == "Z" || st == "X")
+        })
+        .unwrap_or(true)
 }
 
 /// Compare the child's environment (`/proc/<pid>/environ`) with the declared
@@ -283,7 +333,7 @@ impl NativePane {
     fn start_threads(
         self: &Arc<Self>,
         generation: u64,
-        reader: Box<dyn Read + Send>,
+        reader: PtyReader,
         child: Box<dyn Child + Send + Sync>,
     ) {
         let weak = Arc::downgrade(self);
@@ -530,10 +580,11 @@ pub struct ScreenMeta {
     pub agent: String,
 }
 
-fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: Box<dyn Read + Send>) {
+fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
     let mut buf = vec![0u8; READ_BUF];
+    let mut last_notify: Option<Instant> = None;
     loop {
-        let n = match reader.read(&mut buf) {
+        let n = match reader.read.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -563,7 +614,12 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: Box<dyn Read
                 a.lagged.store(true, Ordering::Release);
             }
         }
-        p.events.output();
+        // Coalesce wake-ups during a flood; never skip the end of a burst.
+        let due = last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
+        if due || !reader.more_waiting() {
+            p.events.output();
+            last_notify = Some(Instant::now());
+        }
     }
     if let Some(p) = pane.upgrade() {
         let mut g = lock(&p.inner);

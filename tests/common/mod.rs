@@ -1,0 +1,251 @@
+//! Shared harness for the integration tests: a supervisor per test, keyed by
+//! its own temporary state dir, stopped when the harness is dropped.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The drover binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_drover");
+
+/// Poll `cond` until it holds or `timeout` passes; true when it held.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(5);
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// One supervisor on a private state dir. Dropping it runs `kill-server`.
+pub struct Drover {
+    pub tmp: tempfile::TempDir,
+    pub state: PathBuf,
+}
+
+impl Default for Drover {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drover {
+    /// A fresh state dir; the supervisor auto-starts on the first command.
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().canonicalize().unwrap().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        Drover { tmp, state }
+    }
+
+    /// A scratch dir beside the state dir.
+    pub fn scratch(&self) -> PathBuf {
+        self.tmp.path().canonicalize().unwrap()
+    }
+
+    /// A `drover` command bound to this state dir.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("DROVER_STATE_DIR", &self.state)
+            .current_dir(self.tmp.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `drover ARGS…` and collect its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    /// Run and assert exit 0; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "drover {args:?} failed ({:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// `pane new NAME -- CMD…` with extra flags before `--`.
+    pub fn new_pane(&self, name: &str, flags: &[&str], cmd: &[&str]) -> Value {
+        let mut args = vec!["pane", "new", name, "--json"];
+        args.extend_from_slice(flags);
+        args.push("--");
+        args.extend_from_slice(cmd);
+        serde_json::from_str(&self.ok(&args)).unwrap()
+    }
+
+    /// `pane ls --json`.
+    pub fn ls(&self) -> Vec<Value> {
+        let v: Value = serde_json::from_str(&self.ok(&["pane", "ls", "--json"])).unwrap();
+        v.as_array().unwrap().clone()
+    }
+
+    /// One pane from `pane ls`, if it exists.
+    pub fn pane(&self, name: &str) -> Option<Value> {
+        self.ls().into_iter().find(|p| p["name"] == name)
+    }
+
+    /// The rendered screen text of a pane.
+    pub fn read(&self, name: &str) -> String {
+        self.ok(&["pane", "read", name])
+    }
+
+    /// Wait until the pane's screen contains `needle`; returns the screen.
+    pub fn wait_text(&self, name: &str, needle: &str, timeout: Duration) -> String {
+        let mut last = String::new();
+        let found = wait_until(timeout, || {
+            last = self.read(name);
+            last.contains(needle)
+        });
+        assert!(
+            found,
+            "pane {name} never showed {needle:?}; screen:\n{last}"
+        );
+        last
+    }
+
+    /// `drover wait NAME --until STATES` with a timeout; returns the output.
+    pub fn wait_state(&self, names: &[&str], until: &str, timeout_ms: u64) -> Output {
+        let t = timeout_ms.to_string();
+        let mut args = vec!["wait"];
+        args.extend_from_slice(names);
+        args.extend_from_slice(&["--until", until, "--timeout-ms", &t]);
+        self.run(&args)
+    }
+
+    /// The supervisor's socket (same derivation as the binary's).
+    pub fn socket(&self) -> PathBuf {
+        drover::paths::socket_path(&self.state).unwrap()
+    }
+
+    /// The supervisor's pid, from its lock file.
+    pub fn server_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.state.join("supervisor.lock"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for Drover {
+    fn drop(&mut self) {
+        let pid = self.server_pid();
+        // A hung supervisor must not hang the test run: bound kill-server.
+        let stopped = self
+            .cmd()
+            .arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()
+            .is_some_and(|mut c| {
+                let done = wait_until(Duration::from_secs(20), || {
+                    c.try_wait().ok().flatten().is_some()
+                });
+                if !done {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                done
+            });
+        // Belt and braces: never leak a daemon, even if kill-server failed.
+        if let Some(pid) = pid
+            && (!stopped || pid_alive(pid))
+            && cmdline(pid).is_some_and(|c| c.iter().any(|a| a == "serve"))
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// Fields of `/proc/<pid>/stat` after the command name.
+#[derive(Debug, Clone)]
+pub struct Stat {
+    pub pid: i32,
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+}
+
+/// Parse `/proc/<pid>/stat`.
+pub fn stat(pid: i32) -> Option<Stat> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    let pgrp = f.next()?.parse().ok()?;
+    Some(Stat {
+        pid,
+        state,
+        ppid,
+        pgrp,
+    })
+}
+
+/// Whether a process with this pid exists in any state (zombies included).
+pub fn pid_alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Every process (zombies included) whose process group is `pgrp`.
+pub fn group_members(pgrp: i32) -> Vec<Stat> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(st) = stat(pid)
+            && st.pgrp == pgrp
+        {
+            out.push(st);
+        }
+    }
+    out
+}
+
+/// argv of a process.
+pub fn cmdline(pid: i32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// A pane's pid from `pane ls`.
+pub fn pid_of(p: &Value) -> i32 {
+    p["pid"].as_i64().unwrap() as i32
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Generous bound for anything that should happen "promptly".
+pub const T: Duration = Duration::from_secs(10);

@@ -282,12 +282,10 @@ fn binary_garbage_and_huge_line_are_contained() {
     d.new_pane("after", &[], &["true"]);
 }
 
-/// Known bug (reported, not fixed here): input to a pane whose app does not
-/// read blocks the PTY write while holding the pane lock, on a tokio worker;
-/// two such sends stop the whole supervisor (`pane ls` hangs, kill cannot
-/// take the pane lock). A bounded per-pane writer is needed. Un-ignore then.
+/// Regression: input to a pane whose app does not read used to block the PTY
+/// write under the pane lock on a tokio worker, hanging the whole supervisor.
+/// Input now goes through a bounded per-pane writer thread.
 #[test]
-#[ignore = "supervisor hangs when a pane does not read its input (see the comment)"]
 fn input_to_a_pane_that_does_not_read_never_hangs_the_supervisor() {
     let d = Drover::new();
     let info = d.new_pane("deaf", &[], &["sleep", "1000"]);
@@ -333,12 +331,10 @@ fn input_to_a_pane_that_does_not_read_never_hangs_the_supervisor() {
     assert!(answered, "supervisor stopped answering");
 }
 
-/// Known bug (reported, not fixed here), same root cause as above: an app in
-/// raw mode that floods DSR queries and never reads its input blocks the
-/// reader thread writing the replies under the pane lock; `pane ls`, `read`
-/// and `kill-server` then hang. Un-ignore with the per-pane writer fix.
+/// Regression, same root cause: an app in raw mode that floods DSR queries
+/// and never reads its input used to block the reader thread writing the
+/// replies under the pane lock. Replies are now queued and dropped when full.
 #[test]
-#[ignore = "supervisor hangs on a query flood from an app that does not read (see the comment)"]
 fn query_flood_from_an_app_that_does_not_read_is_contained() {
     let d = Drover::new();
     let info = d.new_pane(

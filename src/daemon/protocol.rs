@@ -64,6 +64,8 @@ pub enum ErrorCode {
     Timeout,
     /// The pane is gone (exit 5).
     NotFound,
+    /// The pane is there but not taking input (exit 5).
+    Unavailable,
     /// Client and supervisor speak different protocol versions (exit 5).
     Version,
     /// Anything else (exit 1).
@@ -78,7 +80,7 @@ impl ErrorCode {
             ErrorCode::Usage | ErrorCode::Exists => exit::USAGE,
             ErrorCode::Refused => exit::REFUSED,
             ErrorCode::Timeout => exit::TIMEOUT,
-            ErrorCode::NotFound | ErrorCode::Version => exit::TRANSPORT,
+            ErrorCode::NotFound | ErrorCode::Unavailable | ErrorCode::Version => exit::TRANSPORT,
             ErrorCode::Internal => exit::ERROR,
         }
     }

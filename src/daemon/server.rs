@@ -475,6 +475,8 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
         ErrorCode::Usage
     } else if matches!(e, crate::pane::PaneError::Exited(_)) {
         ErrorCode::NotFound
+    } else if matches!(e, crate::pane::PaneError::NotReading(_)) {
+        ErrorCode::Unavailable
     } else {
         ErrorCode::Internal
     };

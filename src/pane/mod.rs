@@ -7,6 +7,7 @@
 
 mod keys;
 mod native;
+mod procfs;
 mod spec;
 
 pub use keys::{KeyError, key_bytes};
@@ -17,6 +18,10 @@ pub use spec::{
 };
 
 use std::path::PathBuf;
+
+/// Writes queued for a pane that is not reading its input before senders are
+/// refused: a pane that never reads must not stall the supervisor.
+pub const INPUT_QUEUE: usize = 64;
 
 /// SIGTERM → SIGKILL grace when a pane is killed.
 pub const KILL_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
@@ -60,6 +65,10 @@ pub enum PaneError {
     EnvMismatch { name: String },
     #[error("pane {0} has exited; respawn it first")]
     Exited(String),
+    #[error(
+        "pane {0} is not reading its input ({INPUT_QUEUE} writes are queued); nothing more is sent until it does"
+    )]
+    NotReading(String),
     #[error("pty I/O on pane {pane}: {source}")]
     Io {
         pane: String,

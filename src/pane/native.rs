@@ -1,7 +1,7 @@
 //! Native panes: a PTY drover owns, one reader thread per generation that
 //! feeds the screen directly, one waiter thread that reaps the child.
 
-use super::{KILL_GRACE, PaneError, PaneEvents, PaneSpec, key_bytes};
+use super::{INPUT_QUEUE, KILL_GRACE, PaneError, PaneEvents, PaneSpec, key_bytes};
 use crate::screen::Screen;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -91,9 +91,15 @@ struct Inner {
     generation: u64,
     pid: u32,
     screen: Screen,
-    writer: Box<dyn Write + Send>,
+    /// Input for the pane's writer thread: nothing writes to the PTY under
+    /// the pane lock, so an app that does not read cannot stall anyone.
+    input: std::sync::mpsc::SyncSender<Vec<u8>>,
     master: Box<dyn MasterPty + Send>,
     exit: Option<ExitInfo>,
+    /// When the leader was reaped (clock ticks since boot): from then on its
+    /// pid may be reused, and the group is signalled only while members that
+    /// started before this instant remain.
+    reaped_ticks: Option<u64>,
     eof: bool,
     env_verified: bool,
     started_at_ms: u64,
@@ -295,6 +301,29 @@ fn verify_env(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
     Ok(true)
 }
 
+/// The pane's writer thread: owns the PTY writer for the generation's life
+/// (dropping it would type `\n^D`) and writes queued input in order.
+fn start_writer(name: &str, writer: Box<dyn Write + Send>) -> std::sync::mpsc::SyncSender<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(INPUT_QUEUE);
+    let _ = std::thread::Builder::new()
+        .name(format!("pty-write-{name}"))
+        .spawn(move || {
+            let mut writer = writer;
+            for buf in rx.iter() {
+                if writer
+                    .write_all(&buf)
+                    .and_then(|()| writer.flush())
+                    .is_err()
+                {
+                    // The app is gone; take what is still queued and stop.
+                    for _ in rx.iter() {}
+                    break;
+                }
+            }
+        });
+    tx
+}
+
 fn signal_group(pid: u32, sig: Signal) {
     if pid > 1 {
         let _ = killpg(Pid::from_raw(pid as i32), sig);
@@ -306,6 +335,7 @@ impl NativePane {
     pub fn spawn(spec: PaneSpec, events: Arc<dyn PaneEvents>) -> Result<Arc<Self>, PaneError> {
         let sp = spawn_process(&spec)?;
         let now = Instant::now();
+        let spec_name = spec.name.clone();
         let pane = Arc::new(NativePane {
             name: spec.name.clone(),
             inner: Mutex::new(Inner {
@@ -313,9 +343,10 @@ impl NativePane {
                 spec,
                 generation: 1,
                 pid: sp.pid,
-                writer: sp.writer,
+                input: start_writer(&spec_name, sp.writer),
                 master: sp.master,
                 exit: None,
+                reaped_ticks: None,
                 eof: false,
                 env_verified: sp.env_verified,
                 started_at_ms: crate::paths::now_ms(),
@@ -396,13 +427,11 @@ impl NativePane {
         if g.exit.is_some() {
             return Err(PaneError::Exited(self.name.clone()));
         }
-        g.writer
-            .write_all(bytes)
-            .and_then(|()| g.writer.flush())
-            .map_err(|source| PaneError::Io {
-                pane: self.name.clone(),
-                source,
-            })
+        use std::sync::mpsc::TrySendError;
+        g.input.try_send(bytes.to_vec()).map_err(|e| match e {
+            TrySendError::Full(_) => PaneError::NotReading(self.name.clone()),
+            TrySendError::Disconnected(_) => PaneError::Exited(self.name.clone()),
+        })
     }
 
     /// Write raw input bytes (attach).
@@ -476,20 +505,40 @@ impl NativePane {
     }
 
     /// Terminate the process group: SIGTERM (and SIGHUP, as a closing terminal
-    /// would), a grace period, then SIGKILL; wait until reaped.
+    /// would), a grace period, then SIGKILL; wait until reaped. Members that
+    /// outlived the leader are swept — but only while the group is provably
+    /// still this pane's: once the leader is reaped its pid may be reused.
     pub fn kill(&self) {
-        let (pid, generation) = {
+        let (pid, generation, reaped) = {
             let g = lock(&self.inner);
-            (g.pid, g.generation)
+            (g.pid, g.generation, g.reaped_ticks)
         };
-        signal_group(pid, Signal::SIGTERM);
-        signal_group(pid, Signal::SIGHUP);
-        if !self.wait_exit(generation, KILL_GRACE) {
-            signal_group(pid, Signal::SIGKILL);
-            self.wait_exit(generation, REAP_TIMEOUT);
+        if reaped.is_none() {
+            signal_group(pid, Signal::SIGTERM);
+            signal_group(pid, Signal::SIGHUP);
+            if !self.wait_exit(generation, KILL_GRACE) {
+                signal_group(pid, Signal::SIGKILL);
+                self.wait_exit(generation, REAP_TIMEOUT);
+            }
         }
-        // Sweep members of the group that outlived its leader.
-        signal_group(pid, Signal::SIGKILL);
+        let reaped = {
+            let g = lock(&self.inner);
+            if g.generation != generation {
+                return;
+            }
+            g.reaped_ticks
+        };
+        match reaped {
+            // While members that started before the reap remain, the kernel
+            // cannot hand the id to a new group: signalling it is safe.
+            Some(t) => {
+                if !super::procfs::group_members(pid, t).is_empty() {
+                    signal_group(pid, Signal::SIGKILL);
+                }
+            }
+            // Never reaped: the pid is still our child's.
+            None => signal_group(pid, Signal::SIGKILL),
+        }
     }
 
     /// Wait until generation `generation` has exited; false on timeout.
@@ -514,9 +563,10 @@ impl NativePane {
             g.generation += 1;
             g.pid = sp.pid;
             g.screen = Screen::new(spec.cols, spec.rows);
-            g.writer = sp.writer;
+            g.input = start_writer(&spec.name, sp.writer);
             g.master = sp.master;
             g.exit = None;
+            g.reaped_ticks = None;
             g.eof = false;
             g.env_verified = sp.env_verified;
             g.started_at_ms = crate::paths::now_ms();
@@ -603,9 +653,10 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
             if g.screen.hooks().has_queries() {
                 let replies = g.screen.take_replies();
                 // While a client is attached, its real terminal answers.
+                // Dropped when the app is not reading its input: a query
+                // flood must not grow memory or stall the reader.
                 if g.attach.is_none() && !replies.is_empty() {
-                    let _ = g.writer.write_all(&replies);
-                    let _ = g.writer.flush();
+                    let _ = g.input.try_send(replies);
                 }
             }
             if let Some(a) = &g.attach
@@ -634,7 +685,14 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
 
 fn waiter(pane: Weak<NativePane>, generation: u64, mut child: Box<dyn Child + Send + Sync>) {
     let status = child.wait();
+    let reaped = super::procfs::uptime_ticks();
     let Some(p) = pane.upgrade() else { return };
+    {
+        let mut g = lock(&p.inner);
+        if g.generation == generation {
+            g.reaped_ticks = Some(reaped);
+        }
+    }
     let (code, signal) = match &status {
         Ok(s) => match s.signal() {
             Some(sig) => (None, Some(sig.to_string())),

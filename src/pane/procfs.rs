@@ -1,0 +1,80 @@
+//! Small readers of `/proc`: process group membership and start times, so a
+//! pane's group is signalled only while it is still the pane's.
+
+/// The fields of `/proc/<pid>/stat` drover needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub pgrp: i64,
+    pub session: i64,
+    /// Start time in clock ticks since boot.
+    pub starttime: u64,
+}
+
+/// Parse `/proc/<pid>/stat` text. The command name may hold spaces and
+/// parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state(0) ppid(1) pgrp(2) session(3) … starttime(19).
+    Some(Stat {
+        pgrp: f.get(2)?.parse().ok()?,
+        session: f.get(3)?.parse().ok()?,
+        starttime: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// The stat of one process.
+pub fn stat(pid: u32) -> Option<Stat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Clock ticks since boot, now.
+pub fn uptime_ticks() -> u64 {
+    let secs: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    (secs * hz) as u64
+}
+
+/// Processes of the session-and-group `pgid` (a pane's leader creates both)
+/// that started no later than `until_ticks`: members that outlived their
+/// leader, never a newer process that happens to reuse the id.
+pub fn group_members(pgid: u32, until_ticks: u64) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            stat(*pid).is_some_and(|s| {
+                s.pgrp == i64::from(pgid)
+                    && s.session == i64::from(pgid)
+                    && s.starttime <= until_ticks
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_awkward_names() {
+        let line = "1234 (a (weird) name) S 1 1234 1234 34816 1234 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0";
+        let s = parse_stat(line).unwrap();
+        assert_eq!((s.pgrp, s.session, s.starttime), (1234, 1234, 98765));
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = stat(std::process::id()).unwrap();
+        assert!(me.starttime <= uptime_ticks() + 1);
+    }
+}

@@ -32,6 +32,7 @@ pub mod pane;
 pub mod paths;
 pub mod policy;
 pub mod registry;
+pub mod rehearse;
 pub mod screen;
 pub mod store;
 pub mod watch;

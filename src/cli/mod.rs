@@ -8,6 +8,7 @@ mod demo;
 mod job;
 mod pane;
 mod registry;
+mod rehearse;
 mod serve;
 mod wait;
 
@@ -55,6 +56,8 @@ pub enum Command {
     Job(job::Commands),
     #[command(flatten)]
     Agent(agent::Commands),
+    #[command(flatten)]
+    Rehearse(rehearse::Commands),
 }
 
 /// What every command may need: where the state is, and how to reach the supervisor.
@@ -143,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),
+        Command::Rehearse(c) => rehearse::run(c, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

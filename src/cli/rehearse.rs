@@ -123,13 +123,14 @@ fn mock_model(a: MockArgs) -> anyhow::Result<u8> {
     });
     let server =
         MockServer::start(a.port, script, log).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    // The port file first: whoever reads the printed line may look for it next.
+    if let Some(p) = &a.port_file {
+        write_port_file(p, server.port())?;
+    }
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "mock-model listening on http://{}", server.addr())?;
         out.flush()?;
-    }
-    if let Some(p) = &a.port_file {
-        write_port_file(p, server.port())?;
     }
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,

@@ -2,7 +2,7 @@
 //! with `stream: true`, answered with `response.created`, `response.in_progress`,
 //! output items (`message` text deltas or a `function_call`), `response.completed`.
 
-use super::script::{Position, Script, Step};
+use super::script::{Position, Script, Step, TITLE};
 use super::sse::{Event, Shape, is_injected};
 use serde_json::{Value, json};
 
@@ -41,16 +41,22 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
         messages: input.len(),
         tools: req["tools"].as_array().map(Vec::len).unwrap_or(0),
         stream: req["stream"].as_bool().unwrap_or(false),
-        title: false,
+        // Codex's side requests (thread titles, summaries) offer no tools.
+        title: req["tools"].as_array().is_none_or(Vec::is_empty),
         prompts: pos.prompts,
         tool_results: pos.tool_results,
     };
     (shape, pos)
 }
 
-/// The step to answer with.
-pub fn choose(script: &Script, pos: &Position) -> Step {
-    script.step_for(pos)
+/// The step to answer with: a short plain title for a side request without
+/// tools (a scripted tool call there would be refused), else the script's.
+pub fn choose(script: &Script, shape: &Shape, pos: &Position) -> Step {
+    if shape.title {
+        Step::text(TITLE)
+    } else {
+        script.step_for(pos)
+    }
 }
 
 fn response(id: &str, model: &str, status: &str, output: Vec<Value>) -> Value {

@@ -296,7 +296,7 @@ async fn handle(
         }
         _ => {
             let (shape, pos) = openai::inspect(&v);
-            let step = openai::choose(&state.script, &pos);
+            let step = openai::choose(&state.script, &shape, &pos);
             (
                 shape.clone(),
                 stream(openai::events(&step, &shape.model, &pos)),

@@ -65,7 +65,7 @@ pub struct RehearseArgs {
     /// Script for the mock model (TOML; see docs/rehearsal.md).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
-    /// Working directory of the agent (default: `<dir>/home/project`).
+    /// Working directory of the agent (default: a fresh git repository `<dir>/home/project`).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Pane name (default `rehearse-<agent>`); the mock runs in `<name>-mock`.
@@ -171,6 +171,17 @@ fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16>
     }
 }
 
+/// Best effort: without git the project is a plain folder.
+fn git_init(dir: &Path) {
+    let _ = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
 fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let agent = match a.agent {
         AgentArg::Claude => Agent::Claude,
@@ -219,6 +230,10 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         None => home_dir.join("project"),
     };
     std::fs::create_dir_all(&cwd).map_err(|e| io("cannot create", &cwd, e))?;
+    if a.cwd.is_none() {
+        // Lanes are git worktrees, and Codex asks about trust only inside a repository.
+        git_init(&cwd);
+    }
     let cwd = std::fs::canonicalize(&cwd).map_err(|e| io("cannot resolve", &cwd, e))?;
     let home_dir = {
         std::fs::create_dir_all(&home_dir).map_err(|e| io("cannot create", &home_dir, e))?;

@@ -123,12 +123,15 @@ pub fn events(step: &Step, model: &str, pos: &Position) -> Vec<Event> {
         }
         None => "end_turn",
     };
-    ev.push(Event::now(
-        "message_delta",
-        json!({"type": "message_delta",
-               "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-               "usage": {"output_tokens": out_tokens}}),
-    ));
+    ev.push(
+        Event::now(
+            "message_delta",
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                   "usage": {"output_tokens": out_tokens}}),
+        )
+        .after(step.hold()),
+    );
     ev.push(Event::now("message_stop", json!({"type": "message_stop"})));
     ev
 }

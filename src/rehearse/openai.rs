@@ -138,10 +138,13 @@ pub fn events(step: &Step, model: &str, pos: &Position) -> Vec<Event> {
         ));
         output.push(item);
     }
-    ev.push(next(
-        "response.completed",
-        json!({"response": response(&rid, model, "completed", output)}),
-    ));
+    ev.push(
+        next(
+            "response.completed",
+            json!({"response": response(&rid, model, "completed", output)}),
+        )
+        .after(step.hold()),
+    );
     ev
 }
 

@@ -17,42 +17,99 @@ pub fn strip_typescript(raw: &[u8]) -> &[u8] {
     body
 }
 
-/// One labelled recording: file, agent, size, expected state and screen markers.
+/// A point in a recording where the agent's state was checked live.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Label {
-    pub file: String,
-    pub agent: String,
-    pub cols: u16,
-    pub rows: u16,
-    /// The agent state at the end of the recording (`idle`, `blocked:permission`, …).
+pub struct Checkpoint {
+    /// How many bytes of the recording the screen had seen.
+    pub bytes: usize,
+    /// The agent state there (`idle`, `done`, `blocked:permission`, …).
     pub state: String,
-    /// Texts the final screen must contain.
+    /// Texts the screen contains there; a leading `!` means it must not.
     pub markers: Vec<String>,
 }
 
-/// Parse `labels.tsv`: `file  agent  COLSxROWS  state  marker|marker…`, `#` comments.
-pub fn parse_labels(text: &str) -> Result<Vec<Label>, String> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
+/// The labels of one recording (`<name>.labels.tsv` beside `<name>.bin`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Labels {
+    pub agent: String,
+    pub cols: u16,
+    pub rows: u16,
+    /// In byte order; the last one is the state at the end of the recording.
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+impl Labels {
+    /// The file form: `# agent=A size=COLSxROWS`, then `bytes<TAB>state<TAB>m1|m2…`.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "# agent={} size={}x{}\n# bytes\tstate\tmarkers (| between, ! = must not contain)\n",
+            self.agent, self.cols, self.rows
+        );
+        for c in &self.checkpoints {
+            out.push_str(&format!(
+                "{}\t{}\t{}\n",
+                c.bytes,
+                c.state,
+                c.markers.join("|")
+            ));
         }
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 5 {
-            return Err(format!("line {}: expected 5 tab-separated fields", n + 1));
+        out
+    }
+
+    /// Parse the file form.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut agent = None;
+        let mut size = None;
+        let mut checkpoints = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            if let Some(head) = line.strip_prefix("# agent=") {
+                let (a, sz) = head
+                    .split_once(" size=")
+                    .ok_or_else(|| format!("line {}: expected `# agent=A size=CxR`", n + 1))?;
+                agent = Some(a.to_string());
+                size =
+                    Some(crate::pane::parse_size(sz).map_err(|e| format!("line {}: {e}", n + 1))?);
+                continue;
+            }
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() != 3 {
+                return Err(format!("line {}: expected 3 tab-separated fields", n + 1));
+            }
+            checkpoints.push(Checkpoint {
+                bytes: f[0]
+                    .parse()
+                    .map_err(|e| format!("line {}: bytes: {e}", n + 1))?,
+                state: f[1].to_string(),
+                markers: f[2]
+                    .split('|')
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            });
         }
-        let (cols, rows) =
-            crate::pane::parse_size(f[2]).map_err(|e| format!("line {}: size: {e}", n + 1))?;
-        out.push(Label {
-            file: f[0].to_string(),
-            agent: f[1].to_string(),
+        let (cols, rows) = size.ok_or("missing `# agent=A size=CxR` line")?;
+        Ok(Labels {
+            agent: agent.unwrap_or_default(),
             cols,
             rows,
-            state: f[3].to_string(),
-            markers: f[4].split('|').map(str::to_string).collect(),
-        });
+            checkpoints,
+        })
     }
-    Ok(out)
+}
+
+/// The markers a screen text fails: present `!x` or absent `x`.
+pub fn failed_markers<'a>(text: &str, markers: &'a [String]) -> Vec<&'a str> {
+    markers
+        .iter()
+        .filter(|m| match m.strip_prefix('!') {
+            Some(not) => text.contains(not),
+            None => !text.contains(m.as_str()),
+        })
+        .map(String::as_str)
+        .collect()
 }
 
 #[cfg(test)]
@@ -67,11 +124,25 @@ mod tests {
     }
 
     #[test]
-    fn labels_parse_and_reject_short_lines() {
-        let l =
-            parse_labels("# c\na.bin\tclaude\t120x40\tidle\t? for shortcuts|\u{276f}\n").unwrap();
-        assert_eq!(l[0].markers.len(), 2);
-        assert_eq!((l[0].cols, l[0].rows), (120, 40));
-        assert!(parse_labels("a\tb\n").is_err());
+    fn labels_round_trip_and_reject_short_lines() {
+        let l = Labels {
+            agent: "claude".into(),
+            cols: 120,
+            rows: 40,
+            checkpoints: vec![Checkpoint {
+                bytes: 42,
+                state: "blocked:permission".into(),
+                markers: vec!["Do you want".into(), "!esc to interrupt".into()],
+            }],
+        };
+        assert_eq!(Labels::parse(&l.render()).unwrap(), l);
+        assert!(Labels::parse("# agent=a size=80x24\n1\tidle\n").is_err());
+    }
+
+    #[test]
+    fn negated_markers_must_be_absent() {
+        let m = vec!["idle".to_string(), "!working".to_string()];
+        assert!(failed_markers("idle here", &m).is_empty());
+        assert_eq!(failed_markers("idle working", &m), ["!working"]);
     }
 }

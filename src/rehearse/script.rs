@@ -65,6 +65,10 @@ pub struct Step {
     /// Milliseconds before the first byte of the response body.
     #[serde(default)]
     pub first_delay_ms: Option<u64>,
+    /// Milliseconds to hold the response open after its content, before it ends
+    /// (the agent shows the text and is still working).
+    #[serde(default)]
+    pub hold_ms: Option<u64>,
     #[serde(default)]
     pub tool: Option<ToolCall>,
 }
@@ -100,6 +104,11 @@ impl Step {
     /// Pause between deltas.
     pub fn delay(&self) -> Duration {
         Duration::from_millis(self.delay_ms.unwrap_or(DEFAULT_DELAY_MS))
+    }
+
+    /// Pause after the content, before the response ends.
+    pub fn hold(&self) -> Duration {
+        Duration::from_millis(self.hold_ms.unwrap_or(0))
     }
 
     /// Pause before the response starts.

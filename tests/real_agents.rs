@@ -409,71 +409,13 @@ impl Drop for Run {
     }
 }
 
-fn exists_within(path: &Path) -> bool {
-    // The agent reports done only after its tool ran, so the file is there or never will be.
-    path.is_file()
+/// A script from `tests/fixtures/mock-scripts/`.
+fn script(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mock-scripts")
+        .join(format!("{name}.toml"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
-
-const CLAUDE_SCRIPT: &str = r#"
-[[turn]]
-match = "say hello"
-[[turn.step]]
-text = "Hello from the mock model."
-first_delay_ms = 1500
-
-[[turn]]
-match = "create the file"
-[[turn.step]]
-text = "Creating hello.txt."
-tool = { name = "Write", input = { file_path = "hello.txt", content = "hello from the mock\n" } }
-[[turn.step]]
-text = "Created hello.txt."
-
-[[turn]]
-match = "run the command"
-[[turn.step]]
-text = "Running a command."
-tool = { name = "Bash", input = { command = "touch bashed.txt", description = "Create bashed.txt" } }
-[[turn.step]]
-text = "Ran it."
-
-[[turn]]
-match = "take your time"
-[[turn.step]]
-text = "This reply holds the turn open so that it can be interrupted."
-hold_ms = 20000
-"#;
-
-const CODEX_SCRIPT: &str = r#"
-[[turn]]
-match = "say hello"
-[[turn.step]]
-text = "Hello from the mock model."
-first_delay_ms = 1500
-
-[[turn]]
-match = "create the file"
-[[turn.step]]
-text = "Creating hello.txt."
-tool = { name = "exec_command", input = { cmd = "printf 'hello from the mock\\n' > hello.txt" } }
-[[turn.step]]
-text = "Created hello.txt."
-
-[[turn]]
-match = "run the command"
-[[turn.step]]
-tool = { name = "exec_command", input = { cmd = "touch escalated.txt", sandbox_permissions = "require_escalated", justification = "Create escalated.txt" } }
-[[turn.step]]
-text = "Ran it."
-
-[[turn]]
-match = "take your time"
-[[turn.step]]
-text = "This reply streams slowly so that it can be interrupted long before it ends."
-chunk_chars = 2
-delay_ms = 300
-first_delay_ms = 1500
-"#;
 
 /// start → idle; prompt → working → done; a file-writing tool; an approval;
 /// Esc → idle. Claude asks before every Write and Bash in its default mode.
@@ -482,7 +424,7 @@ fn claude_turns_tools_approval_and_interrupt() {
     if !enabled() {
         return;
     }
-    let mut r = Run::start(Agent::Claude, "claude-turns", CLAUDE_SCRIPT, None);
+    let mut r = Run::start(Agent::Claude, "claude-turns", &script("claude-suite"), None);
     r.expect_state("idle");
 
     r.prompt("say hello");
@@ -499,7 +441,7 @@ fn claude_turns_tools_approval_and_interrupt() {
     r.keys(&["Enter"]);
     r.expect_state("done");
     assert!(
-        exists_within(&r.file("hello.txt")),
+        r.file("hello.txt").is_file(),
         "Write did not create hello.txt"
     );
 
@@ -508,7 +450,7 @@ fn claude_turns_tools_approval_and_interrupt() {
     assert!(screen.contains("Do you want to proceed?"), "{screen}");
     r.keys(&["Enter"]);
     r.expect_state("done");
-    assert!(exists_within(&r.file("bashed.txt")), "Bash did not run");
+    assert!(r.file("bashed.txt").is_file(), "Bash did not run");
 
     // Interrupted before any reply, Claude puts the prompt back into its
     // composer; interrupt once some reply is shown, as an operator would.
@@ -527,7 +469,7 @@ fn codex_turns_tools_approval_and_interrupt() {
     if !enabled() {
         return;
     }
-    let mut r = Run::start(Agent::Codex, "codex-turns", CODEX_SCRIPT, None);
+    let mut r = Run::start(Agent::Codex, "codex-turns", &script("codex-suite"), None);
     r.expect_state("idle");
 
     r.prompt("say hello");
@@ -538,7 +480,7 @@ fn codex_turns_tools_approval_and_interrupt() {
     r.prompt("create the file");
     r.expect_state("done");
     assert!(
-        exists_within(&r.file("hello.txt")),
+        r.file("hello.txt").is_file(),
         "exec_command did not write hello.txt"
     );
 
@@ -548,7 +490,7 @@ fn codex_turns_tools_approval_and_interrupt() {
     r.keys(&["y"]);
     r.expect_state("done");
     assert!(
-        exists_within(&r.file("escalated.txt")),
+        r.file("escalated.txt").is_file(),
         "the approved command did not run"
     );
 

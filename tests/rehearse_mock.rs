@@ -374,3 +374,18 @@ fn cli_rejects_a_bad_script_with_usage_exit() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("matchx"));
 }
+
+#[test]
+fn every_fixture_script_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mock-scripts");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let s = Script::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!s.turns.is_empty(), "{} has no turns", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "expected the suite and demo scripts");
+}

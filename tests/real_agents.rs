@@ -77,6 +77,9 @@ fn look(agent: Agent, state: &str) -> Look {
         (Agent::Claude, "blocked:permission") => {
             l(&["Do you want to", "Esc to cancel"], &[], &[], &[])
         }
+        (Agent::Claude, "blocked:question") => {
+            l(&["☐", "Enter to select", "Esc to cancel"], &[], &[], &[])
+        }
         (Agent::Claude, "blocked:setup") => l(
             &[],
             &[],
@@ -418,7 +421,8 @@ fn script(name: &str) -> String {
 }
 
 /// start → idle; prompt → working → done; a file-writing tool; an approval;
-/// Esc → idle. Claude asks before every Write and Bash in its default mode.
+/// a question; Esc → idle. Claude asks before every Write and Bash in its
+/// default mode.
 #[test]
 fn claude_turns_tools_approval_and_interrupt() {
     if !enabled() {
@@ -451,6 +455,16 @@ fn claude_turns_tools_approval_and_interrupt() {
     r.keys(&["Enter"]);
     r.expect_state("done");
     assert!(r.file("bashed.txt").is_file(), "Bash did not run");
+
+    r.prompt("ask me");
+    let screen = r.expect_state("blocked:question");
+    assert!(
+        screen.contains("Which colour should the file be?"),
+        "{screen}"
+    );
+    r.keys(&["Enter"]);
+    let screen = r.expect_state("done");
+    assert!(screen.contains("Thanks for the answer."), "{screen}");
 
     // Interrupted before any reply, Claude puts the prompt back into its
     // composer; interrupt once some reply is shown, as an operator would.

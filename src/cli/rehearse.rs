@@ -196,6 +196,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         Agent::Claude => a.claude_bin.as_deref(),
         Agent::Codex => a.codex_bin.as_deref(),
     };
+    home::check_fault(agent, fault).map_err(|e| usage(e.to_string()))?;
     let bin = discover::find(agent, explicit).map_err(|e| usage(e.to_string()))?;
     let script_path = match &a.script {
         Some(p) => {
@@ -267,30 +268,39 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     client
         .call("pane.new", json!({"spec": mock_spec}))
         .map_err(client_err)?;
-    let port = wait_for_port(&port_file, &mock_name, ctx)?;
-
-    let prepared =
-        home::prepare(agent, &home_dir, &cwd, port, fault).map_err(|e| usage(e.to_string()))?;
-    let mut argv = vec![bin.to_string_lossy().into_owned()];
-    argv.extend(prepared.args.iter().cloned());
-    argv.extend(a.args.iter().cloned());
-    if let Some(rec) = &a.record {
-        let rec = std::path::absolute(rec)?;
-        argv = rehearse::recorded_argv(&argv, &rec);
-    }
-    let spec = PaneSpec {
-        name: name.clone(),
-        argv,
-        env: prepared.env.clone(),
-        cwd: Some(cwd.clone()),
-        cols,
-        rows,
-        agent: agent.name().into(),
+    let started = (|| {
+        let port = wait_for_port(&port_file, &mock_name, ctx)?;
+        let prepared =
+            home::prepare(agent, &home_dir, &cwd, port, fault).map_err(|e| usage(e.to_string()))?;
+        let mut argv = vec![bin.to_string_lossy().into_owned()];
+        argv.extend(prepared.args.iter().cloned());
+        argv.extend(a.args.iter().cloned());
+        if let Some(rec) = &a.record {
+            argv = rehearse::recorded_argv(&argv, &std::path::absolute(rec)?);
+        }
+        let spec = PaneSpec {
+            name: name.clone(),
+            argv,
+            env: prepared.env,
+            cwd: Some(cwd.clone()),
+            cols,
+            rows,
+            agent: agent.name().into(),
+        };
+        spec.validate().map_err(|e| usage(e.to_string()))?;
+        let info = client
+            .call("pane.new", json!({"spec": spec}))
+            .map_err(client_err)?;
+        anyhow::Ok((port, info))
+    })();
+    let (port, info) = match started {
+        Ok(v) => v,
+        Err(e) => {
+            // Leave nothing behind: the mock is useless without its agent.
+            let _ = client.call("pane.kill", json!({"pane": mock_name}));
+            return Err(e);
+        }
     };
-    spec.validate().map_err(|e| usage(e.to_string()))?;
-    let info = client
-        .call("pane.new", json!({"spec": spec}))
-        .map_err(client_err)?;
     if a.json {
         let v = json!({
             "pane": name, "mock_pane": mock_name, "port": port, "agent": agent.name(),

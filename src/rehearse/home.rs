@@ -82,6 +82,23 @@ fn base_env(home: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// Whether `fault` can be rehearsed with `agent`.
+pub fn check_fault(agent: Agent, fault: Option<SetupFault>) -> Result<(), HomeError> {
+    match (agent, fault) {
+        (Agent::Claude, Some(SetupFault::NoProvider)) => Err(HomeError::FaultNotApplicable {
+            fault: "no-provider",
+            agent: "claude",
+            allowed: "untrusted, unapproved-key",
+        }),
+        (Agent::Codex, Some(SetupFault::UnapprovedKey)) => Err(HomeError::FaultNotApplicable {
+            fault: "unapproved-key",
+            agent: "codex",
+            allowed: "untrusted, no-provider",
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Write the config for `agent` into `home` (created if missing) for a mock on
 /// `port`, working in `cwd`.
 pub fn prepare(
@@ -91,17 +108,11 @@ pub fn prepare(
     port: u16,
     fault: Option<SetupFault>,
 ) -> Result<Prepared, HomeError> {
+    check_fault(agent, fault)?;
     let cwd_s = cwd.to_string_lossy();
     let mut env = base_env(home);
     match agent {
         Agent::Claude => {
-            if fault == Some(SetupFault::NoProvider) {
-                return Err(HomeError::FaultNotApplicable {
-                    fault: "no-provider",
-                    agent: "claude",
-                    allowed: "untrusted, unapproved-key",
-                });
-            }
             let tail: String = {
                 let chars: Vec<char> = CLAUDE_KEY.chars().collect();
                 chars[chars.len().saturating_sub(20)..].iter().collect()
@@ -142,13 +153,6 @@ pub fn prepare(
             })
         }
         Agent::Codex => {
-            if fault == Some(SetupFault::UnapprovedKey) {
-                return Err(HomeError::FaultNotApplicable {
-                    fault: "unapproved-key",
-                    agent: "codex",
-                    allowed: "untrusted, no-provider",
-                });
-            }
             let codex_home = home.join(".codex");
             write(
                 &codex_home.join("config.toml"),

@@ -34,6 +34,7 @@ pub mod pane;
 pub mod paths;
 pub mod policy;
 pub mod registry;
+pub mod rehearse;
 pub mod screen;
 pub mod shadow;
 pub mod store;

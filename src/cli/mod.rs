@@ -9,6 +9,7 @@ mod job;
 mod pane;
 mod policy;
 mod registry;
+mod rehearse;
 mod send;
 mod serve;
 mod shadow;
@@ -74,6 +75,8 @@ pub enum Command {
     Agent(agent::Commands),
     #[command(flatten)]
     Policy(policy::Commands),
+    #[command(flatten)]
+    Rehearse(rehearse::Commands),
 }
 
 /// What every command may need: where the state is, and how to reach the supervisor.
@@ -184,6 +187,7 @@ pub fn main() -> ExitCode {
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),
         Command::Policy(c) => policy::run(c, &ctx),
+        Command::Rehearse(c) => rehearse::run(c, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

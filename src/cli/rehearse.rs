@@ -1,0 +1,322 @@
+//! `drover mock-model` and `drover rehearse`: the real agent TUIs against
+//! drover's own mock model server (SPEC §15, docs/rehearsal.md).
+
+use super::{Ctx, client_err, fail};
+use drover::exit;
+use drover::pane::PaneSpec;
+use drover::rehearse::{self, Agent, MockServer, Script, SetupFault, discover, home};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long `rehearse` waits for its mock server to report its port.
+const MOCK_START_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Commands {
+    /// Serve a scripted mock of the Anthropic and OpenAI APIs on 127.0.0.1.
+    MockModel(MockArgs),
+    /// Start a real claude/codex TUI in a pane against a mock model server.
+    Rehearse(RehearseArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MockArgs {
+    /// Port on 127.0.0.1 (0 = any free port; the bound port is printed).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Script of turns to answer with (TOML; see docs/rehearsal.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Also write the bound port to FILE (atomically), for callers to read.
+    #[arg(long, value_name = "FILE")]
+    pub port_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum AgentArg {
+    Claude,
+    Codex,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FaultArg {
+    /// The working folder is not trusted.
+    Untrusted,
+    /// Claude: the API key was never approved.
+    UnapprovedKey,
+    /// Codex: no model provider configured.
+    NoProvider,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RehearseArgs {
+    /// Which agent TUI to start.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// The claude binary (default: PATH, then the install cache).
+    #[arg(long, value_name = "PATH")]
+    pub claude_bin: Option<PathBuf>,
+    /// The codex binary (default: PATH, then the install cache).
+    #[arg(long, value_name = "PATH")]
+    pub codex_bin: Option<PathBuf>,
+    /// Script for the mock model (TOML; see docs/rehearsal.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Working directory of the agent (default: a fresh git repository `<dir>/home/project`).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Pane name (default `rehearse-<agent>`); the mock runs in `<name>-mock`.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where the fresh HOME goes (default `<state dir>/rehearse/<name>`; emptied first).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// COLSxROWS (default 120x40).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Leave the setup wrong on purpose, to rehearse a setup dialog.
+    #[arg(long, value_enum, value_name = "FAULT")]
+    pub wrong_setup: Option<FaultArg>,
+    /// Record the agent's raw PTY output to FILE (runs it under script(1)).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Print what was started as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Extra arguments for the agent (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
+    match cmd {
+        Commands::MockModel(a) => mock_model(a),
+        Commands::Rehearse(a) => rehearse_run(a, ctx),
+    }
+}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    fail(exit::USAGE, msg)
+}
+
+fn load_script(path: Option<&Path>) -> anyhow::Result<Script> {
+    match path {
+        Some(p) => Script::load(p).map_err(|e| usage(e.to_string())),
+        None => Ok(Script::default()),
+    }
+}
+
+fn write_port_file(path: &Path, port: u16) -> anyhow::Result<()> {
+    drover::store::write_bytes_atomic(path, format!("{port}\n").as_bytes())
+        .map_err(|e| fail(exit::ERROR, format!("--port-file: {e}")))
+}
+
+fn mock_model(a: MockArgs) -> anyhow::Result<u8> {
+    let script = load_script(a.script.as_deref())?;
+    let log: rehearse::Logger = Arc::new(|line: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{} {line}", drover::paths::now_rfc3339());
+        let _ = out.flush();
+    });
+    let server =
+        MockServer::start(a.port, script, log).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    // The port file first: whoever reads the printed line may look for it next.
+    if let Some(p) = &a.port_file {
+        write_port_file(p, server.port())?;
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "mock-model listening on http://{}", server.addr())?;
+        out.flush()?;
+    }
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])
+    .map_err(|e| fail(exit::ERROR, format!("cannot watch signals: {e}")))?;
+    let _ = signals.forever().next();
+    drop(server);
+    Ok(exit::OK)
+}
+
+fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16> {
+    let deadline = Instant::now() + MOCK_START_TIMEOUT;
+    let mut delay = Duration::from_millis(5);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(port) = text.trim().parse::<u16>()
+        {
+            return Ok(port);
+        }
+        if Instant::now() >= deadline {
+            let screen = ctx
+                .client()
+                .and_then(|mut c| {
+                    c.call("pane.read", json!({"pane": mock_pane}))
+                        .map_err(client_err)
+                })
+                .map(|v| v["text"].as_str().unwrap_or_default().trim().to_string())
+                .unwrap_or_default();
+            return Err(fail(
+                exit::ERROR,
+                format!("the mock model did not start within {MOCK_START_TIMEOUT:?}: {screen}"),
+            ));
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// Best effort: without git the project is a plain folder.
+fn git_init(dir: &Path) {
+    let _ = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let agent = match a.agent {
+        AgentArg::Claude => Agent::Claude,
+        AgentArg::Codex => Agent::Codex,
+    };
+    let fault = a.wrong_setup.map(|f| match f {
+        FaultArg::Untrusted => SetupFault::Untrusted,
+        FaultArg::UnapprovedKey => SetupFault::UnapprovedKey,
+        FaultArg::NoProvider => SetupFault::NoProvider,
+    });
+    let explicit = match agent {
+        Agent::Claude => a.claude_bin.as_deref(),
+        Agent::Codex => a.codex_bin.as_deref(),
+    };
+    home::check_fault(agent, fault).map_err(|e| usage(e.to_string()))?;
+    let bin = discover::find(agent, explicit).map_err(|e| usage(e.to_string()))?;
+    let script_path = match &a.script {
+        Some(p) => {
+            load_script(Some(p))?;
+            Some(std::path::absolute(p)?)
+        }
+        None => None,
+    };
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("rehearse-{}", agent.name()));
+    let mock_name = format!("{name}-mock");
+    drover::pane::validate_pane_name(&mock_name).map_err(|e| usage(e.to_string()))?;
+    let (cols, rows) = match &a.size {
+        Some(s) => drover::pane::parse_size(s).map_err(|e| usage(e.to_string()))?,
+        None => (drover::pane::DEFAULT_COLS, drover::pane::DEFAULT_ROWS),
+    };
+    let dir = match &a.dir {
+        Some(d) => std::path::absolute(d)?,
+        None => ctx.state_dir()?.join("rehearse").join(&name),
+    };
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        fail(exit::ERROR, format!("{what} {}: {e}", p.display()))
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| io("cannot empty", &dir, e))?;
+    }
+    let home_dir = dir.join("home");
+    let cwd = match &a.cwd {
+        Some(c) => c.clone(),
+        None => home_dir.join("project"),
+    };
+    std::fs::create_dir_all(&cwd).map_err(|e| io("cannot create", &cwd, e))?;
+    if a.cwd.is_none() {
+        // Lanes are git worktrees, and Codex asks about trust only inside a repository.
+        git_init(&cwd);
+    }
+    let cwd = std::fs::canonicalize(&cwd).map_err(|e| io("cannot resolve", &cwd, e))?;
+    let home_dir = {
+        std::fs::create_dir_all(&home_dir).map_err(|e| io("cannot create", &home_dir, e))?;
+        std::fs::canonicalize(&home_dir).map_err(|e| io("cannot resolve", &home_dir, e))?
+    };
+
+    let mut client = ctx.client()?;
+    let port_file = dir.join("mock.port");
+    let exe = std::env::current_exe()
+        .map_err(|e| fail(exit::ERROR, format!("cannot find the drover binary: {e}")))?;
+    let mut mock_argv = vec![
+        exe.to_string_lossy().into_owned(),
+        "mock-model".into(),
+        "--port".into(),
+        "0".into(),
+        "--port-file".into(),
+        port_file.to_string_lossy().into_owned(),
+    ];
+    if let Some(s) = &script_path {
+        mock_argv.extend(["--script".into(), s.to_string_lossy().into_owned()]);
+    }
+    let mock_spec = PaneSpec {
+        name: mock_name.clone(),
+        argv: mock_argv,
+        env: vec![],
+        cwd: Some(dir.clone()),
+        cols: 160,
+        rows: 40,
+        agent: "shell".into(),
+    };
+    client
+        .call("pane.new", json!({"spec": mock_spec}))
+        .map_err(client_err)?;
+    let started = (|| {
+        let port = wait_for_port(&port_file, &mock_name, ctx)?;
+        let prepared =
+            home::prepare(agent, &home_dir, &cwd, port, fault).map_err(|e| usage(e.to_string()))?;
+        let mut argv = vec![bin.to_string_lossy().into_owned()];
+        argv.extend(prepared.args.iter().cloned());
+        argv.extend(a.args.iter().cloned());
+        if let Some(rec) = &a.record {
+            argv = rehearse::recorded_argv(&argv, &std::path::absolute(rec)?);
+        }
+        let spec = PaneSpec {
+            name: name.clone(),
+            argv,
+            env: prepared.env,
+            cwd: Some(cwd.clone()),
+            cols,
+            rows,
+            agent: agent.name().into(),
+        };
+        spec.validate().map_err(|e| usage(e.to_string()))?;
+        let info = client
+            .call("pane.new", json!({"spec": spec}))
+            .map_err(client_err)?;
+        anyhow::Ok((port, info))
+    })();
+    let (port, info) = match started {
+        Ok(v) => v,
+        Err(e) => {
+            // Leave nothing behind: the mock is useless without its agent.
+            let _ = client.call("pane.kill", json!({"pane": mock_name}));
+            return Err(e);
+        }
+    };
+    if a.json {
+        let v = json!({
+            "pane": name, "mock_pane": mock_name, "port": port, "agent": agent.name(),
+            "bin": bin, "home": home_dir, "cwd": cwd, "pid": info["pid"],
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "rehearsal: pane {name} runs {} against the mock model on 127.0.0.1:{port}",
+            bin.display()
+        );
+        println!("  attach:   drover attach {name}      (detach with Ctrl-\\)");
+        println!("  read:     drover pane read {name}");
+        println!("  prompt:   drover pane send {name} 'say hello'");
+        println!("  mock log: drover pane read {mock_name}");
+        println!("  stop:     drover pane kill {name} && drover pane kill {mock_name}");
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,542 @@
+//! The real Claude Code and Codex TUIs in drover panes against drover's mock
+//! model server (SPEC §15, docs/rehearsal.md). Skipped unless
+//! `DROVER_REAL_AGENTS=1`; the pinned agents come from `scripts/install-agents.sh`.
+//! With `DROVER_RECORD=<dir>` each run also writes its raw PTY bytes and labels
+//! there (`tests/fixtures/recordings/` in the repository).
+//!
+//! Every check goes through [`Run::expect_state`]. Until the agent classifier
+//! lands it reads the screen for the markers of SPEC §5's table; set
+//! [`USE_BARRIER`] to ask the supervisor's `wait` barrier instead.
+
+use drover::daemon::Client;
+use drover::rehearse::discover;
+use drover::rehearse::recording::{Checkpoint, Labels, failed_markers, strip_typescript};
+use drover::screen::Screen;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Flip to `true` when the classifier is merged: `expect_state` then waits on
+/// `wait --until <state>` instead of screen markers.
+const USE_BARRIER: bool = false;
+/// The longest any one step may take (startup ≤ 2 s, a turn ≈ 1 s here).
+const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// A screen check re-reads at least this often, even when no observation changes.
+const REREAD_MS: u64 = 250;
+/// How long a recording may lag the screen before a checkpoint is given up.
+const RECORD_LAG: Duration = Duration::from_secs(2);
+
+fn enabled() -> bool {
+    if std::env::var("DROVER_REAL_AGENTS").is_ok_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipped: set DROVER_REAL_AGENTS=1 to run the real-agent suite");
+    false
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Agent {
+    Claude,
+    Codex,
+}
+
+impl Agent {
+    fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+        }
+    }
+}
+
+/// What the screen shows in a state (SPEC §5's table): all of `all`, none of
+/// `none`, at least one of `any` (when given), and `after` below the last prompt.
+struct Look {
+    all: &'static [&'static str],
+    none: &'static [&'static str],
+    any: &'static [&'static str],
+    after: &'static [&'static str],
+}
+
+fn look(agent: Agent, state: &str) -> Look {
+    let l = |all, none, any, after| Look {
+        all,
+        none,
+        any,
+        after,
+    };
+    match (agent, state) {
+        (Agent::Claude, "idle") => l(
+            &["? for shortcuts"],
+            &["esc to interrupt", "Do you want to"],
+            &[],
+            &[],
+        ),
+        (Agent::Claude, "working") => l(&["esc to interrupt"], &[], &[], &[]),
+        (Agent::Claude, "done") => l(&["? for shortcuts"], &["esc to interrupt"], &[], &["✻"]),
+        (Agent::Claude, "blocked:permission") => {
+            l(&["Do you want to", "Esc to cancel"], &[], &[], &[])
+        }
+        (Agent::Claude, "blocked:question") => {
+            l(&["☐", "Enter to select", "Esc to cancel"], &[], &[], &[])
+        }
+        (Agent::Claude, "blocked:setup") => l(
+            &[],
+            &[],
+            &["Detected a custom API key", "Accessing workspace:"],
+            &[],
+        ),
+        (Agent::Codex, "idle") => l(
+            &["? for shortcuts"],
+            &["esc to interrupt", "Would you like to"],
+            &[],
+            &[],
+        ),
+        (Agent::Codex, "working") => l(&["esc to interrupt"], &[], &[], &[]),
+        (Agent::Codex, "done") => l(
+            &["? for shortcuts"],
+            &["esc to interrupt"],
+            &[],
+            &["Worked for"],
+        ),
+        (Agent::Codex, "blocked:permission") => l(
+            &[
+                "Would you like to",
+                "Press enter to confirm or esc to cancel",
+            ],
+            &[],
+            &[],
+            &[],
+        ),
+        (Agent::Codex, "blocked:setup") => l(
+            &[],
+            &[],
+            &["Sign in with ChatGPT", "Trust this folder", "Meet GPT-"],
+            &[],
+        ),
+        (a, s) => panic!("no screen look for {a:?} in state {s}"),
+    }
+}
+
+/// The line index of the last submitted (or typed) `prompt` on screen.
+fn prompt_line(text: &str, prompt: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.iter().rposition(|l| {
+        let t = l.trim_start();
+        let rest = t.strip_prefix('❯').or_else(|| t.strip_prefix('›'));
+        rest.is_some_and(|r| r.trim() == prompt)
+    })
+}
+
+impl Look {
+    /// The markers this screen satisfies, or None.
+    fn matches(&self, text: &str, last_prompt: Option<&str>) -> Option<Vec<String>> {
+        let mut markers: Vec<String> = self.all.iter().map(|m| m.to_string()).collect();
+        markers.extend(self.none.iter().map(|m| format!("!{m}")));
+        if !failed_markers(text, &markers).is_empty() {
+            return None;
+        }
+        if !self.any.is_empty() {
+            markers.push(self.any.iter().find(|m| text.contains(*m))?.to_string());
+        }
+        if !self.after.is_empty() {
+            let from = last_prompt.and_then(|p| prompt_line(text, p))?;
+            let below: String = text.lines().skip(from + 1).collect::<Vec<_>>().join("\n");
+            if self.after.iter().any(|m| !below.contains(m)) {
+                return None;
+            }
+            markers.extend(self.after.iter().map(|m| m.to_string()));
+        }
+        Some(markers)
+    }
+}
+
+struct Rec {
+    name: String,
+    raw: PathBuf,
+    out: PathBuf,
+    checkpoints: Vec<Checkpoint>,
+}
+
+/// One rehearsal: a supervisor of its own, the mock model pane and the agent pane.
+struct Run {
+    agent: Agent,
+    root: tempfile::TempDir,
+    pane: String,
+    cwd: PathBuf,
+    client: Client,
+    last_prompt: Option<String>,
+    rec: Option<Rec>,
+    size: (u16, u16),
+}
+
+impl Run {
+    fn start(agent: Agent, name: &str, script: &str, fault: Option<&str>) -> Run {
+        // Not under /tmp: Codex warns about helper binaries in temporary dirs.
+        let root = tempfile::Builder::new()
+            .prefix("rh")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("tempdir");
+        let state = root.path().join("state");
+        let script_path = root.path().join("script.toml");
+        std::fs::write(&script_path, script).expect("write script");
+        let rec = std::env::var_os("DROVER_RECORD").map(|out| Rec {
+            name: name.to_string(),
+            raw: root.path().join("typescript"),
+            out: PathBuf::from(out),
+            checkpoints: Vec::new(),
+        });
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_drover"));
+        cmd.arg("--state-dir")
+            .arg(&state)
+            .args([
+                "rehearse",
+                "--json",
+                "--agent",
+                agent.name(),
+                "--name",
+                name,
+            ])
+            .arg("--script")
+            .arg(&script_path);
+        if let Some(bin) = discover::cached(match agent {
+            Agent::Claude => drover::rehearse::Agent::Claude,
+            Agent::Codex => drover::rehearse::Agent::Codex,
+        }) {
+            cmd.arg(format!("--{}-bin", agent.name())).arg(bin);
+        }
+        if let Some(f) = fault {
+            cmd.args(["--wrong-setup", f]);
+        }
+        if let Some(r) = &rec {
+            cmd.arg("--record").arg(&r.raw);
+        }
+        let out = cmd.output().expect("run drover rehearse");
+        assert!(
+            out.status.success(),
+            "drover rehearse failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info: Value = serde_json::from_slice(&out.stdout).expect("rehearse --json");
+        let state = drover::paths::resolve_state_dir(Some(&state)).expect("state dir");
+        let socket = drover::paths::socket_path(&state).expect("socket path");
+        let client = Client::connect(&socket).expect("connect to the supervisor");
+        Run {
+            agent,
+            pane: name.to_string(),
+            cwd: PathBuf::from(info["cwd"].as_str().expect("cwd")),
+            root,
+            client,
+            last_prompt: None,
+            rec,
+            size: (120, 40),
+        }
+    }
+
+    fn read(&mut self) -> Value {
+        self.client
+            .call("pane.read", json!({"pane": self.pane}))
+            .expect("pane.read")
+    }
+
+    /// Wait until `pred` holds for the screen text; re-read whenever the pane's
+    /// observation changes (output starts or a burst ends), at least every REREAD_MS.
+    fn wait_screen<T>(&mut self, what: &str, mut pred: impl FnMut(&str) -> Option<T>) -> T {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let v = self.read();
+            let text = v["text"].as_str().unwrap_or_default().to_string();
+            if let Some(t) = pred(&text) {
+                return t;
+            }
+            let state = v["observation"]["state"].as_str().unwrap_or("").to_string();
+            assert!(
+                state != "exited" && Instant::now() < deadline,
+                "{}: no {what} within {STEP_TIMEOUT:?} (pane {state}); screen:\n{text}",
+                self.agent.name()
+            );
+            let other = if state == "working" {
+                "idle"
+            } else {
+                "working"
+            };
+            self.client
+                .call(
+                    "wait",
+                    json!({"panes": [self.pane], "until": [other, "exited"], "mode": "any",
+                           "timeout_ms": REREAD_MS}),
+                )
+                .expect("wait");
+        }
+    }
+
+    /// Wait until the agent is in `state` (`idle`, `working`, `done`,
+    /// `blocked:permission`, `blocked:setup`); returns the screen.
+    fn expect_state(&mut self, state: &str) -> String {
+        let markers = if USE_BARRIER {
+            let v = self
+                .client
+                .call(
+                    "wait",
+                    json!({"panes": [self.pane], "until": [state], "mode": "all",
+                           "timeout_ms": STEP_TIMEOUT.as_millis() as u64}),
+                )
+                .expect("wait");
+            assert!(
+                v["matched"] == true,
+                "{}: not {state} within {STEP_TIMEOUT:?}: {v}",
+                self.agent.name()
+            );
+            Vec::new()
+        } else {
+            let l = look(self.agent, state);
+            let prompt = self.last_prompt.clone();
+            self.wait_screen(state, |t| l.matches(t, prompt.as_deref()))
+        };
+        self.checkpoint(state, markers);
+        self.read()["text"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// Remember where the recording is when `state` was seen, checking that
+    /// the recorded bytes replay to a screen with the same markers.
+    fn checkpoint(&mut self, state: &str, markers: Vec<String>) {
+        let size = self.size;
+        let Some(rec) = &mut self.rec else { return };
+        let deadline = Instant::now() + RECORD_LAG;
+        loop {
+            let raw = std::fs::read(&rec.raw).unwrap_or_default();
+            let mut screen = Screen::new(size.0, size.1);
+            screen.process(strip_typescript(&raw));
+            if failed_markers(&screen.text(), &markers).is_empty() {
+                rec.checkpoints.push(Checkpoint {
+                    bytes: raw.len(),
+                    state: state.to_string(),
+                    markers,
+                });
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "recording {} lags the screen at {state}",
+                rec.name
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Type `text` as a paste, wait until the composer shows it, then press Enter.
+    fn prompt(&mut self, text: &str) {
+        self.client
+            .call(
+                "pane.send",
+                json!({"pane": self.pane, "text": text, "enter": false}),
+            )
+            .expect("pane.send");
+        self.wait_screen("the typed prompt", |t| prompt_line(t, text).map(|_| ()));
+        self.last_prompt = Some(text.to_string());
+        self.keys(&["Enter"]);
+    }
+
+    /// Wait until `text` is on screen.
+    fn expect_text(&mut self, text: &str) {
+        self.wait_screen(text, |t| t.contains(text).then_some(()));
+    }
+
+    fn keys(&mut self, keys: &[&str]) {
+        self.client
+            .call("pane.keys", json!({"pane": self.pane, "keys": keys}))
+            .expect("pane.keys");
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.cwd.join(name)
+    }
+
+    /// Write the recording (cut at the last checkpoint, the temp root's path
+    /// replaced by a neutral one of the same length, so the layout is unchanged)
+    /// and its labels.
+    fn save_recording(&mut self) {
+        let Some(rec) = self.rec.take() else { return };
+        let Some(last) = rec.checkpoints.last() else {
+            return;
+        };
+        let raw = std::fs::read(&rec.raw).expect("read recording");
+        let header = raw.len() - strip_typescript(&raw[..last.bytes]).len();
+        let mut body = raw[header..last.bytes].to_vec();
+        let prefix = self.root.path().to_string_lossy().into_owned();
+        let neutral = format!("{:_<w$}", "/rehearsal", w = prefix.len());
+        if neutral.len() == prefix.len() {
+            replace_all(&mut body, prefix.as_bytes(), neutral.as_bytes());
+        }
+        let labels = Labels {
+            agent: self.agent.name().to_string(),
+            cols: self.size.0,
+            rows: self.size.1,
+            checkpoints: rec
+                .checkpoints
+                .iter()
+                .map(|c| Checkpoint {
+                    bytes: c.bytes - header,
+                    ..c.clone()
+                })
+                .collect(),
+        };
+        std::fs::create_dir_all(&rec.out).expect("create recordings dir");
+        std::fs::write(rec.out.join(format!("{}.bin", rec.name)), &body).expect("write recording");
+        std::fs::write(
+            rec.out.join(format!("{}.labels.tsv", rec.name)),
+            labels.render(),
+        )
+        .expect("write labels");
+    }
+}
+
+fn replace_all(buf: &mut [u8], from: &[u8], to: &[u8]) {
+    let mut i = 0;
+    while i + from.len() <= buf.len() {
+        if &buf[i..i + from.len()] == from {
+            buf[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.save_recording();
+        }
+        let _ = self.client.call("shutdown", json!({}));
+    }
+}
+
+/// A script from `tests/fixtures/mock-scripts/`.
+fn script(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mock-scripts")
+        .join(format!("{name}.toml"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// start → idle; prompt → working → done; a file-writing tool; an approval;
+/// a question; Esc → idle. Claude asks before every Write and Bash in its
+/// default mode.
+#[test]
+fn claude_turns_tools_approval_and_interrupt() {
+    if !enabled() {
+        return;
+    }
+    let mut r = Run::start(Agent::Claude, "claude-turns", &script("claude-suite"), None);
+    r.expect_state("idle");
+
+    r.prompt("say hello");
+    r.expect_state("working");
+    let screen = r.expect_state("done");
+    assert!(screen.contains("Hello from the mock model."), "{screen}");
+
+    r.prompt("create the file");
+    let screen = r.expect_state("blocked:permission");
+    assert!(
+        screen.contains("Do you want to create hello.txt?"),
+        "{screen}"
+    );
+    r.keys(&["Enter"]);
+    r.expect_state("done");
+    assert!(
+        r.file("hello.txt").is_file(),
+        "Write did not create hello.txt"
+    );
+
+    r.prompt("run the command");
+    let screen = r.expect_state("blocked:permission");
+    assert!(screen.contains("Do you want to proceed?"), "{screen}");
+    r.keys(&["Enter"]);
+    r.expect_state("done");
+    assert!(r.file("bashed.txt").is_file(), "Bash did not run");
+
+    r.prompt("ask me");
+    let screen = r.expect_state("blocked:question");
+    assert!(
+        screen.contains("Which colour should the file be?"),
+        "{screen}"
+    );
+    r.keys(&["Enter"]);
+    let screen = r.expect_state("done");
+    assert!(screen.contains("Thanks for the answer."), "{screen}");
+
+    // Interrupted before any reply, Claude puts the prompt back into its
+    // composer; interrupt once some reply is shown, as an operator would.
+    r.prompt("take your time");
+    r.expect_state("working");
+    r.expect_text("This reply");
+    r.keys(&["Esc"]);
+    let screen = r.expect_state("idle");
+    assert!(screen.contains("Interrupted"), "{screen}");
+}
+
+/// The same for Codex: a plain `exec_command` runs in the workspace sandbox
+/// without asking; `require_escalated` asks and `y` approves.
+#[test]
+fn codex_turns_tools_approval_and_interrupt() {
+    if !enabled() {
+        return;
+    }
+    let mut r = Run::start(Agent::Codex, "codex-turns", &script("codex-suite"), None);
+    r.expect_state("idle");
+
+    r.prompt("say hello");
+    r.expect_state("working");
+    let screen = r.expect_state("done");
+    assert!(screen.contains("Hello from the mock model."), "{screen}");
+
+    r.prompt("create the file");
+    r.expect_state("done");
+    assert!(
+        r.file("hello.txt").is_file(),
+        "exec_command did not write hello.txt"
+    );
+
+    r.prompt("run the command");
+    let screen = r.expect_state("blocked:permission");
+    assert!(screen.contains("touch escalated.txt"), "{screen}");
+    r.keys(&["y"]);
+    r.expect_state("done");
+    assert!(
+        r.file("escalated.txt").is_file(),
+        "the approved command did not run"
+    );
+
+    r.prompt("take your time");
+    r.expect_state("working");
+    r.keys(&["Esc"]);
+    let screen = r.expect_state("idle");
+    assert!(screen.contains("Conversation interrupted"), "{screen}");
+}
+
+/// A wrong setup shows a setup dialog, which no prompt can answer.
+fn wrong_setup(agent: Agent, fault: &str, marker: &str) {
+    let name = format!("{}-{fault}", agent.name());
+    let mut r = Run::start(agent, &name, "", Some(fault));
+    let screen = r.expect_state("blocked:setup");
+    assert!(screen.contains(marker), "{screen}");
+}
+
+#[test]
+fn claude_wrong_setup_is_a_setup_dialog() {
+    if !enabled() {
+        return;
+    }
+    wrong_setup(Agent::Claude, "untrusted", "Accessing workspace:");
+    wrong_setup(Agent::Claude, "unapproved-key", "Detected a custom API key");
+}
+
+#[test]
+fn codex_wrong_setup_is_a_setup_dialog() {
+    if !enabled() {
+        return;
+    }
+    wrong_setup(Agent::Codex, "untrusted", "Trust this folder");
+    wrong_setup(Agent::Codex, "no-provider", "Sign in with ChatGPT");
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// Flip to `true` when the classifier is merged: `expect_state` then waits on
 /// `wait --until <state>` instead of screen markers.
-const USE_BARRIER: bool = false;
+const USE_BARRIER: bool = true;
 /// The longest any one step may take (startup ≤ 2 s, a turn ≈ 1 s here).
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// A screen check re-reads at least this often, even when no observation changes.
@@ -472,6 +472,9 @@ fn claude_turns_tools_approval_and_interrupt() {
     r.expect_state("working");
     r.expect_text("This reply");
     r.keys(&["Esc"]);
+    // The barrier answers with the current state: wait for the interrupt to
+    // land before asking for idle, or a frame from before Esc could answer.
+    r.expect_text("Interrupted");
     let screen = r.expect_state("idle");
     assert!(screen.contains("Interrupted"), "{screen}");
 }

@@ -99,3 +99,44 @@ fn recordings_hold_no_machine_paths() {
         }
     }
 }
+
+/// The classifier on the replayed real screens: at every checkpoint, with
+/// the signals the supervisor would have (title, OSC 7501, quiet output), the
+/// state is the one seen live. A detection regression shows here without npm.
+#[test]
+fn every_checkpoint_classifies_as_labelled() {
+    use drover::agent::{AgentKind, Classifier, Signals};
+    let classifier = Classifier::builtin().expect("builtin rules");
+    let mut wrong = Vec::new();
+    for (name, labels, bytes) in recordings() {
+        let kind: AgentKind = labels.agent.parse().expect("agent kind");
+        let mut screen = Screen::new(labels.cols, labels.rows);
+        let mut fed = 0;
+        for c in &labels.checkpoints {
+            screen.process(&bytes[fed..c.bytes]);
+            fed = c.bytes;
+            let rows = screen.rows();
+            let hooks = screen.hooks();
+            let signals = Signals {
+                rows: &rows,
+                title: hooks.title(),
+                osc7501: hooks.osc7501(),
+                exited: None,
+                quiet_ms: u64::MAX / 2,
+                since_spawn_ms: u64::MAX / 2,
+            };
+            let o = classifier.classify(kind, &signals);
+            let got = match o.kind {
+                Some(k) => format!("{}:{}", o.state, k),
+                None => o.state.to_string(),
+            };
+            if got != c.state {
+                wrong.push(format!(
+                    "{name} at byte {}: labelled {}, classified {got} ({:?})",
+                    c.bytes, c.state, o.evidence
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "misclassified:\n{}", wrong.join("\n"));
+}

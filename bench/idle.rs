@@ -126,6 +126,7 @@ fn usage(pids: &[u32]) -> Usage {
 fn run(o: &Opts) -> Result<(), String> {
     let load_before = support::loadavg();
     let mut sup = Supervisor::start()?;
+    let base_rss = status_kb(sup.pid, "VmRSS").unwrap_or(0) as f64 / 1024.0;
     let mut tmux = Tmux {
         socket: format!("drover-bench-idle-{}", std::process::id()),
         pid: None,
@@ -277,6 +278,10 @@ fn run(o: &Opts) -> Result<(), String> {
             ns as f64 / 1e6
         );
     }
+    println!(
+        "  drover supervisor with no pane: RSS {base_rss:.1} MB → {:.2} MB per idle pane",
+        (mems[0].0 - base_rss) / o.panes.max(1) as f64
+    );
     let rss_limit = TARGET_RSS_BASE_MB + TARGET_RSS_PER_PANE_MB * o.panes as f64;
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(

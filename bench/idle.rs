@@ -131,6 +131,12 @@ fn run(o: &Opts) -> Result<(), String> {
         socket: format!("drover-bench-idle-{}", std::process::id()),
         pid: None,
     };
+    let socket = tmux.socket.clone();
+    sup.cleanup_on_signal(move || {
+        let _ = Command::new("tmux")
+            .args(["-L", &socket, "kill-server"])
+            .output();
+    })?;
     let mut names = Vec::new();
     for i in 0..o.panes {
         let name = format!("idle-{i:02}");

@@ -102,6 +102,7 @@ fn unix_ns(t: SystemTime) -> i128 {
 fn run(o: &Opts) -> Result<(), String> {
     let load_before = support::loadavg();
     let mut sup = Supervisor::start()?;
+    sup.cleanup_on_signal(|| {})?;
     let script = sup.dir.path().join("turn.toml");
     std::fs::write(
         &script,
@@ -142,17 +143,14 @@ fn run(o: &Opts) -> Result<(), String> {
         };
         let pane = &names[k];
         for state in ["working", "done"] {
-            let ready_at = match method {
-                Method::Cli => None,
-                Method::Lib => Some(lib.request(pane, state)?),
+            let (ready_at, mut cli) = match method {
+                Method::Lib => (lib.request(pane, state)?, None),
+                Method::Cli => {
+                    let c = CliWaiter::start(&sup.state, pane, state)?;
+                    startups.push(c.startup.as_secs_f64() * 1e3);
+                    (c.ready_at, Some(c))
+                }
             };
-            let mut cli = match method {
-                Method::Cli => Some(CliWaiter::start(&sup.state, pane, state)?),
-                Method::Lib => None,
-            };
-            let ready_at = ready_at.or(cli.as_ref().map(|c| c.ready_at));
-            startups.extend(cli.as_ref().map(|c| c.startup.as_secs_f64() * 1e3));
-            let ready_at = ready_at.ok_or("no waiter")?;
             if state == "working" {
                 sup.call(
                     "pane.send",

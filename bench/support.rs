@@ -111,20 +111,49 @@ impl Supervisor {
     }
 }
 
+impl Supervisor {
+    /// When the bench is interrupted (SIGINT, SIGTERM, SIGHUP) — which skips
+    /// every `Drop` — run `also`, stop the supervisor and remove the temp dir.
+    pub fn cleanup_on_signal(&self, also: impl FnOnce() + Send + 'static) -> Result<(), String> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .map_err(|e| format!("signal handler: {e}"))?;
+        let (socket, pid, dir) = (self.socket.clone(), self.pid, self.dir.path().to_path_buf());
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                eprintln!("interrupted: stopping the supervisor");
+                also();
+                if let Ok(mut c) = Client::connect(&socket) {
+                    let _ = c.call("shutdown", json!({}));
+                }
+                stop(pid);
+                let _ = std::fs::remove_dir_all(&dir);
+                std::process::exit(128 + sig);
+            }
+        });
+        Ok(())
+    }
+}
+
 impl Drop for Supervisor {
     fn drop(&mut self) {
         let _ = self.client.call("shutdown", json!({}));
-        let deadline = Instant::now() + STOP_GRACE;
-        while alive(self.pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if alive(self.pid) {
-            eprintln!("supervisor {} did not stop; killing it", self.pid);
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(self.pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
+        stop(self.pid);
+    }
+}
+
+/// Wait for a supervisor asked to shut down to exit; SIGKILL it after a grace time.
+fn stop(pid: u32) {
+    let deadline = Instant::now() + STOP_GRACE;
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(pid) {
+        eprintln!("supervisor {pid} did not stop; killing it");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 

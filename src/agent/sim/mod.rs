@@ -13,11 +13,13 @@ mod draw;
 mod input;
 mod model;
 mod script;
+mod trace;
 
 pub use draw::{Frame, frame, paint};
 pub use input::{Decoder, Key};
 pub use model::{Mode, Model, Osc};
 pub use script::{Script, Step, Turn};
+pub use trace::TRACE_ENV;
 
 use super::AgentError;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -27,7 +29,7 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Which real agent the sim imitates.
 #[derive(
@@ -145,6 +147,10 @@ pub fn run(profile: Profile, script: Script) -> Result<u8, AgentError> {
     };
     let cwd = std::env::current_dir().map_err(io)?;
     let signals = register_signals().map_err(io)?;
+    let trace = trace::Trace::from_env().map_err(|source| AgentError::Io {
+        path: std::env::var_os(TRACE_ENV).unwrap_or_default().into(),
+        source,
+    })?;
     let _raw = RawMode::enter();
     let mut out = std::io::stdout().lock();
     let code = Term {
@@ -154,6 +160,7 @@ pub fn run(profile: Profile, script: Script) -> Result<u8, AgentError> {
         prev: None,
         last_osc: None,
         tick: 0,
+        trace,
     }
     .event_loop(&mut out, &signals);
     // Leave the terminal as we found it, whatever happened.
@@ -173,6 +180,7 @@ struct Term {
     prev: Option<Frame>,
     last_osc: Option<Osc>,
     tick: u64,
+    trace: Option<trace::Trace>,
 }
 
 impl Term {
@@ -186,8 +194,13 @@ impl Term {
             return Ok(());
         }
         let bytes = paint(self.profile, &f, self.prev.as_ref(), osc.map(Osc::payload));
+        // Stamped just before the write, so a measured latency includes the write.
+        let at = self.trace.is_some().then(SystemTime::now);
         out.write_all(&bytes)?;
         out.flush()?;
+        if let (Some(t), Some(at)) = (self.trace.as_mut(), at) {
+            t.record(self.model.shown_state(), at);
+        }
         if osc.is_some() {
             self.last_osc = osc;
         }

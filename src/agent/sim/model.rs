@@ -453,6 +453,18 @@ impl Model {
     pub fn cwd(&self) -> &Path {
         &self.cwd
     }
+
+    /// The agent state the current screen shows, as the classifier should name
+    /// it (`starting`, `idle`, `working`, `blocked`, `done`).
+    pub fn shown_state(&self) -> &'static str {
+        match self.mode {
+            Mode::Starting { .. } => "starting",
+            Mode::Idle if self.osc == Osc::Done => "done",
+            Mode::Idle => "idle",
+            Mode::Working { .. } => "working",
+            Mode::Permission { .. } => "blocked",
+        }
+    }
 }
 
 /// `key=value` tokens of a prompt (`attempt=A1 nonce=N7`), for the report.
@@ -596,6 +608,26 @@ steps = [ { work = 100 }, { ask = "touch x" }, { write = { path = "x.txt", conte
         assert!(!m.key(Key::Enter, t0), "an empty prompt is not submitted");
         m.key(Key::CtrlD, t0);
         assert_eq!(m.exit, Some(0));
+    }
+
+    #[test]
+    fn shown_state_follows_a_turn() {
+        let s = script(
+            "startup_ms = 10\n[[turn]]\nsteps = [ { work = 5 }, { ask = \"ls\" }, \"finish\" ]\n",
+        );
+        let t0 = Instant::now();
+        let mut m = Model::new(Profile::Claude, s, PathBuf::from("."), t0);
+        assert_eq!(m.shown_state(), "starting");
+        m.tick(t0 + Duration::from_millis(10));
+        assert_eq!(m.shown_state(), "idle");
+        submit(&mut m, "go", t0);
+        assert_eq!(m.shown_state(), "working");
+        m.tick(t0 + Duration::from_millis(20));
+        assert_eq!(m.shown_state(), "blocked");
+        m.key(Key::Enter, t0);
+        assert_eq!(m.shown_state(), "done");
+        m.key(Key::Char('x'), t0);
+        assert_eq!(m.shown_state(), "idle", "typing after done");
     }
 
     #[test]

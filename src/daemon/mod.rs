@@ -2,6 +2,7 @@
 //! framed protocol on a private Unix socket, answers barriers from
 //! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
 
+mod barrier_source;
 pub mod client;
 mod deliver;
 mod evidence_watch;
@@ -11,6 +12,7 @@ pub mod protocol;
 mod server;
 mod server_attach;
 
+pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};
 pub use hub::Snapshot;
 pub use server::{ServeError, ServeOptions, serve};

@@ -1,0 +1,116 @@
+//! The watcher library over a real supervisor's socket: a matched snapshot is
+//! evidence; when the supervisor goes away the watcher reports transport
+//! errors and backs off 1 s, 2 s, …; a new supervisor brings it back.
+
+use drover::agent::State;
+use drover::daemon::SocketBarrier;
+use drover::watch::{BarrierMode, Clock, Round, WatchEvent, Watcher};
+use std::process::Command;
+use std::time::Duration;
+
+/// A clock that records sleeps instead of sleeping.
+#[derive(Default)]
+struct FakeClock {
+    now: u64,
+    slept: Vec<Duration>,
+}
+
+impl Clock for FakeClock {
+    fn now_ms(&self) -> u64 {
+        self.now
+    }
+    fn sleep(&mut self, d: Duration) {
+        self.now += d.as_millis() as u64;
+        self.slept.push(d);
+    }
+}
+
+fn drover(state: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_drover"))
+        .arg("--state-dir")
+        .arg(state)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let exe = env!("CARGO_BIN_EXE_drover");
+    let out = drover(
+        &state,
+        &[
+            "pane",
+            "new",
+            "a",
+            "--agent",
+            "sim",
+            "--",
+            exe,
+            "sim-agent",
+            "--profile",
+            "codex",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = std::fs::canonicalize(&state).unwrap();
+    let socket = drover::paths::socket_path(&state).unwrap();
+    let src = SocketBarrier::new(socket, vec!["a".into()], BarrierMode::All);
+    let mut w = Watcher::new(
+        src,
+        FakeClock::default(),
+        vec![State::Idle],
+        Duration::from_secs(10),
+    );
+    let mut events: Vec<WatchEvent> = Vec::new();
+    match w.step(&mut events) {
+        Round::Matched(s) => {
+            assert_eq!(s.panes[0].pane, "a");
+            assert_eq!(s.panes[0].state, State::Idle);
+        }
+        other => panic!("expected a match, got {other:?}"),
+    }
+    assert!(w.cached().is_some());
+    assert!(drover(&state, &["kill-server"]).status.success());
+    let mut slept = Vec::new();
+    for _ in 0..3 {
+        match w.step(&mut events) {
+            Round::Error { slept: d } => slept.push(d),
+            other => panic!("expected a transport error, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        slept,
+        [1, 2, 4].map(Duration::from_secs).to_vec(),
+        "the watcher's backoff"
+    );
+    assert!(
+        w.cached().is_none(),
+        "a transport error drops the cached snapshot"
+    );
+    // A supervisor again (the pane is new): one success resets everything.
+    let out = drover(
+        &state,
+        &[
+            "pane",
+            "new",
+            "a",
+            "--agent",
+            "sim",
+            "--",
+            exe,
+            "sim-agent",
+            "--profile",
+            "claude",
+        ],
+    );
+    assert!(out.status.success());
+    assert!(matches!(w.step(&mut events), Round::Matched(_)));
+    let _ = drover(&state, &["kill-server"]);
+}

@@ -543,3 +543,42 @@ fn codex_wrong_setup_is_a_setup_dialog() {
     wrong_setup(Agent::Codex, "untrusted", "Trust this folder");
     wrong_setup(Agent::Codex, "no-provider", "Sign in with ChatGPT");
 }
+
+/// `drover send` (the supervisor's confirmed delivery, the path the loop
+/// uses) against the real TUIs: the prompt is taken, confirmed as working,
+/// and never submitted twice — twice in a row, from idle and from done.
+fn confirmed_delivery(agent: Agent, name: &str, suite: &str) {
+    if !enabled() {
+        return;
+    }
+    let mut r = Run::start(agent, name, &script(suite), None);
+    r.expect_state("idle");
+    for round in 0..2 {
+        let v = r
+            .client
+            .call("deliver", json!({"pane": r.pane, "text": "say hello"}))
+            .unwrap_or_else(|e| panic!("{}: round {round}: not delivered: {e}", agent.name()));
+        assert_eq!(v["delivered"], true, "{v}");
+        assert!(v["attempts"].as_u64().unwrap_or(0) <= 2, "{v}");
+        let screen = r.expect_state("done");
+        let replies = screen.matches("Hello from the mock model.").count();
+        assert!(replies > round, "{}: round {round}: {screen}", agent.name());
+    }
+    // Exactly two turns were submitted: one reply per delivery, never a double.
+    let screen = r.read()["text"].as_str().unwrap_or_default().to_string();
+    assert!(
+        screen.matches("Hello from the mock model.").count() <= 2,
+        "{}: a prompt was submitted twice: {screen}",
+        agent.name()
+    );
+}
+
+#[test]
+fn claude_confirmed_delivery() {
+    confirmed_delivery(Agent::Claude, "claude-send", "claude-suite");
+}
+
+#[test]
+fn codex_confirmed_delivery() {
+    confirmed_delivery(Agent::Codex, "codex-send", "codex-suite");
+}

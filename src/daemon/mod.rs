@@ -5,6 +5,7 @@
 mod barrier_source;
 pub mod client;
 mod deliver;
+mod detect;
 mod evidence_watch;
 mod hub;
 mod observe;

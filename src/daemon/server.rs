@@ -1,18 +1,18 @@
 //! Socket server, pane table, detectors and barriers.
 
 use super::hub::Snapshot;
-use super::observe;
+
 use super::protocol::{
     ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
 };
-use crate::agent::{Classifier, Observation};
+use crate::agent::Classifier;
 use crate::pane::{NativePane, PaneEvents, PaneSpec};
 use crate::store::LockGuard;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Notify, watch};
@@ -53,23 +53,23 @@ pub enum ServeError {
     Runtime(#[source] std::io::Error),
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 pub(super) struct Entry {
     pub(super) pane: Arc<NativePane>,
-    notify: Arc<Notify>,
-    obs: Mutex<Snapshot>,
+    pub(super) notify: Arc<Notify>,
+    pub(super) obs: Mutex<Snapshot>,
 }
 
 pub(super) struct Sup {
     state_dir: PathBuf,
-    classifier: Classifier,
-    panes: Mutex<HashMap<String, Arc<Entry>>>,
+    pub(super) classifier: Classifier,
+    pub(super) panes: Mutex<HashMap<String, Arc<Entry>>>,
     /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
     creating: Mutex<std::collections::HashSet<String>>,
-    epoch: watch::Sender<u64>,
+    pub(super) epoch: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -445,7 +445,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
-        "wait" => wait_barrier(sup, args).await,
+        "wait" => super::detect::wait_barrier(sup, args).await,
         "deliver" => super::deliver::deliver(sup, args).await,
         "evidence.watch" => super::evidence_watch::start(sup, args),
         "shutdown" => {
@@ -518,7 +518,7 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         let info = pane.info();
         tracing::info!(pane = %name, pid = info.pid, env_vars = env_count, "pane created");
         let entry = Arc::new(Entry {
-            obs: Mutex::new(starting_snapshot(&name, 1)),
+            obs: Mutex::new(super::detect::starting_snapshot(&name, 1)),
             pane,
             notify,
         });
@@ -528,189 +528,8 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     .await;
     lock(&sup.creating).remove(&name);
     let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
-    tokio::spawn(detector(sup.clone(), entry.clone()));
+    tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
     let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);
     Ok(v)
-}
-
-fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
-    Snapshot {
-        pane: pane.to_string(),
-        generation,
-        state: "starting".into(),
-        kind: None,
-        exit_code: None,
-        since_ms: crate::paths::now_ms(),
-        since: crate::paths::now_rfc3339(),
-        evidence: vec!["spawned".into()],
-        screen_hash: String::new(),
-    }
-}
-
-/// Classify when a burst of output ends (and once more after it settles);
-/// publish only changes. Woken by the pane's reader, never by a timer loop.
-async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
-    // Quiet times at which to look again after a burst (cancelled by output).
-    // Armed at spawn too: a pane that prints nothing must still settle
-    // (e.g. to idle) instead of staying `starting`.
-    let mut rechecks: Vec<Duration> = observe::settle_rechecks().to_vec();
-    let mut burst_end = Instant::now();
-    loop {
-        let alive = lock(&sup.panes)
-            .get(entry.pane.name())
-            .is_some_and(|e| Arc::ptr_eq(e, &entry));
-        if !alive {
-            return;
-        }
-        let woke = match rechecks.first().copied() {
-            Some(at) => {
-                let left = at.saturating_sub(burst_end.elapsed());
-                tokio::select! {
-                    _ = entry.notify.notified() => true,
-                    _ = tokio::time::sleep(left) => {
-                        rechecks.remove(0);
-                        false
-                    }
-                }
-            }
-            None => {
-                entry.notify.notified().await;
-                true
-            }
-        };
-        if woke {
-            let start = Instant::now();
-            loop {
-                let left = MAX_BURST.saturating_sub(start.elapsed());
-                if left.is_zero() {
-                    break;
-                }
-                tokio::select! {
-                    _ = entry.notify.notified() => continue,
-                    _ = tokio::time::sleep(BURST_QUIET.min(left)) => break,
-                }
-            }
-            burst_end = Instant::now();
-            rechecks = observe::settle_rechecks().to_vec();
-        }
-        publish(&sup, &entry);
-    }
-}
-
-fn publish(sup: &Sup, entry: &Entry) {
-    let got = entry.pane.with_screen(|screen, meta| {
-        // A frame inside a synchronized-output block may be torn.
-        if screen.hooks().in_sync_block() && meta.exit.is_none() {
-            return None;
-        }
-        Some((
-            observe::observe(&sup.classifier, screen, meta),
-            meta.generation,
-            screen.text_hash(),
-        ))
-    });
-    let Some((o, generation, hash)) = got else {
-        return;
-    };
-    let Observation {
-        state,
-        kind,
-        exit_code,
-        evidence,
-    } = o;
-    let state = state.as_str().to_string();
-    let kind = kind.map(|k| k.as_str().to_string());
-    let mut obs = lock(&entry.obs);
-    let changed = obs.generation != generation
-        || obs.state != state
-        || obs.kind != kind
-        || obs.exit_code != exit_code;
-    obs.evidence = evidence;
-    obs.screen_hash = format!("{hash:016x}");
-    if changed {
-        obs.generation = generation;
-        obs.state = state;
-        obs.kind = kind;
-        obs.exit_code = exit_code;
-        obs.since_ms = crate::paths::now_ms();
-        obs.since = crate::paths::now_rfc3339();
-        tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
-        drop(obs);
-        sup.epoch.send_modify(|x| *x += 1);
-    }
-}
-
-const STATES: &[&str] = &[
-    "starting", "idle", "working", "blocked", "done", "exited", "unknown",
-];
-
-async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
-    let panes: Vec<String> = args
-        .get("panes")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("missing list field `panes`".into()))?;
-    let until: Vec<String> = args
-        .get("until")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("`until` is required: the states to wait for".into()))?;
-    for s in &until {
-        let base = s.split(':').next().unwrap_or("");
-        if !STATES.contains(&base) {
-            return Err(usage(format!(
-                "unknown state {s:?}: use one of {}",
-                STATES.join(", ")
-            )));
-        }
-    }
-    let any = args.get("mode").and_then(Value::as_str) == Some("any");
-    let timeout = Duration::from_millis(
-        args.get("timeout_ms")
-            .and_then(Value::as_u64)
-            .unwrap_or(30_000),
-    );
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut rx = sup.epoch.subscribe();
-    loop {
-        rx.borrow_and_update();
-        let mut snaps = Vec::with_capacity(panes.len());
-        for p in &panes {
-            let e = sup.entry(p)?;
-            let snap = lock(&e.obs).clone();
-            snaps.push(snap);
-        }
-        let matches = |s: &Snapshot| {
-            until.iter().any(|u| match u.split_once(':') {
-                Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
-                None => s.state == *u,
-            })
-        };
-        let met = if any {
-            snaps.iter().any(matches)
-        } else {
-            snaps.iter().all(matches)
-        };
-        if met {
-            let out: Vec<Value> = snaps
-                .iter()
-                .map(|s| {
-                    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-                    v["matched"] = Value::Bool(matches(s));
-                    v
-                })
-                .collect();
-            return Ok(json!({"matched": true, "snapshots": out}));
-        }
-        tokio::select! {
-            changed = rx.changed() => if changed.is_err() {
-                return Err(Response::err(0, ErrorCode::Internal, "supervisor is stopping"));
-            },
-            _ = tokio::time::sleep_until(deadline) => {
-                return Ok(json!({"matched": false, "timed_out": true, "snapshots": snaps}));
-            }
-        }
-    }
 }

@@ -8,6 +8,7 @@
 mod keys;
 mod native;
 mod procfs;
+mod spawn;
 mod spec;
 
 pub use keys::{KeyError, key_bytes};

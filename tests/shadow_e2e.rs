@@ -299,3 +299,28 @@ fn undelivered_prompt_exits_3_and_fails_the_job() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not delivered"));
     assert_eq!(e.status("J1"), "failed");
 }
+
+/// A supervisor restart is a disconnect, never a completion: the running
+/// job's evidence gets a transport error and the policy holds on it.
+#[test]
+fn supervisor_restart_is_transport_doubt_not_completion() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    e.dispatch("J1", "lane", &[]);
+    wait_until("a complete decision", Duration::from_secs(15), || {
+        e.decisions("J1")
+            .iter()
+            .any(|d| d["decision"] == "complete")
+    });
+    e.ok(&["kill-server"], &[]);
+    e.ok(&["serve", "--daemon"], &[]);
+    let evidence = std::fs::read_to_string(e.state().join("evidence").join("J1.jsonl")).unwrap();
+    assert!(evidence.contains("supervisor restarted"), "{evidence}");
+    let out = e.ok(
+        &["shadow", "run", "--once", "--json"],
+        &[("DROVER_AUTOCOMPLETE", "1")],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["decision"], "hold_reconnect", "{v}");
+    assert_eq!(e.status("J1"), "running");
+}

@@ -227,3 +227,41 @@ pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protoc
     tokio::spawn(watch(sup.clone(), spec));
     Ok(out)
 }
+
+/// At supervisor start: the panes of running jobs died with the previous
+/// supervisor, and no watcher follows them any more. Say so in their
+/// evidence, so the policy holds on transport doubt (`hold_reconnect`) rather
+/// than reasoning from what was seen before the gap.
+pub(super) fn mark_restart(state_dir: &std::path::Path) {
+    if !state_dir.join("jobs").is_dir() {
+        return;
+    }
+    let Ok(engine) = Engine::open(state_dir) else {
+        return;
+    };
+    let runner = Runner::new(state_dir);
+    let jobs = match engine.list() {
+        Ok(j) => j,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list jobs at start");
+            return;
+        }
+    };
+    for job in jobs.into_iter().filter(|j| j.status == Status::Running) {
+        let Ok(events) = runner.evidence().read(&job.job_id) else {
+            continue;
+        };
+        if crate::evidence::latest_dispatch(&events).is_none() {
+            continue;
+        }
+        let ev = Evidence::Transport {
+            t_ms: crate::paths::now_ms(),
+            result: "error".into(),
+            detail: "supervisor restarted: the job's pane and watcher are gone".into(),
+        };
+        match runner.evidence().append(&job.job_id, &ev) {
+            Ok(()) => tracing::info!(job = %job.job_id, "marked transport doubt after restart"),
+            Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot mark restart"),
+        }
+    }
+}

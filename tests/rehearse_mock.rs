@@ -464,7 +464,9 @@ fn dispatch_script_templates_the_report_for_codex() {
         let args: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
         cmds.push(args["cmd"].as_str().unwrap().to_string());
         input.push(item);
-        input.push(json!({"type": "function_call_output", "call_id": format!("c{i}"), "output": "ok"}));
+        input.push(
+            json!({"type": "function_call_output", "call_id": format!("c{i}"), "output": "ok"}),
+        );
     }
     for cmd in &cmds {
         let st = std::process::Command::new("sh")

@@ -451,7 +451,7 @@ fn dispatch_script_templates_the_report_for_codex() {
     let mut input = vec![json!({"type": "message", "role": "user",
                                 "content": [{"type": "input_text", "text": prompt}]})];
     let mut cmds = Vec::new();
-    for i in 0..2 {
+    for _ in 0..2 {
         let req = json!({"model": "mock-model", "stream": true,
                          "tools": [{"type": "function", "name": "exec_command"}], "input": input});
         let (_, _, body) = request(server.port(), "POST", "/v1/responses", Some(req));
@@ -463,10 +463,9 @@ fn dispatch_script_templates_the_report_for_codex() {
             .expect("a function call");
         let args: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
         cmds.push(args["cmd"].as_str().unwrap().to_string());
+        let output = json!({"type": "function_call_output", "call_id": item["call_id"].clone(), "output": "ok"});
         input.push(item);
-        input.push(
-            json!({"type": "function_call_output", "call_id": format!("c{i}"), "output": "ok"}),
-        );
+        input.push(output);
     }
     for cmd in &cmds {
         let st = std::process::Command::new("sh")

@@ -229,6 +229,9 @@ mod tests {
     fn visibility_ignores_wrapping_whitespace() {
         assert!(visible("❯ fix  the bug\n", "fix the bug"));
         assert!(visible("[Pasted text #1 +40 lines]", "anything"));
+        // Codex 0.171.0's placeholder for a long paste: without it a retry
+        // would paste a second copy next to the first.
+        assert!(visible("› [Pasted Content 1993 chars]", "anything"));
         assert!(!visible("❯ \n", "fix the bug"));
     }
 

@@ -9,6 +9,7 @@
 //! [`USE_BARRIER`] to ask the supervisor's `wait` barrier instead.
 
 use drover::daemon::Client;
+use drover::dispatch::{DispatchSpec, dispatch};
 use drover::rehearse::discover;
 use drover::rehearse::recording::{Checkpoint, Labels, failed_markers, strip_typescript};
 use drover::screen::Screen;
@@ -164,6 +165,8 @@ struct Run {
     root: tempfile::TempDir,
     pane: String,
     cwd: PathBuf,
+    /// The supervisor's state dir (jobs, evidence, shadow decisions).
+    state: PathBuf,
     client: Client,
     last_prompt: Option<String>,
     rec: Option<Rec>,
@@ -225,11 +228,76 @@ impl Run {
             agent,
             pane: name.to_string(),
             cwd: PathBuf::from(info["cwd"].as_str().expect("cwd")),
+            state,
             root,
             client,
             last_prompt: None,
             rec,
             size: (120, 40),
+        }
+    }
+
+    /// Run `drover --state-dir <state> ARGS` and return its stdout.
+    fn drover(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
+            .arg("--state-dir")
+            .arg(&self.state)
+            .args(args)
+            .output()
+            .expect("run drover");
+        assert!(
+            out.status.success(),
+            "drover {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The job's status (`drover job show`).
+    fn job_status(&self, job: &str) -> String {
+        let v: Value =
+            serde_json::from_str(&self.drover(&["job", "show", job, "--json"])).expect("job json");
+        v["status"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// The shadow runner's decisions about `job`, oldest first.
+    fn decisions(&self, job: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("shadow").join("decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|d| d["job_id"] == job)
+            .collect()
+    }
+
+    /// Wait until `cond` holds, re-checking whenever the pane's observation
+    /// changes and at least every REREAD_MS (the supervisor's barrier paces
+    /// the loop; there is no fixed sleep).
+    fn wait_until(&mut self, what: &str, mut cond: impl FnMut(&Run) -> bool) {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        while !cond(self) {
+            let state = self.read()["observation"]["state"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            assert!(
+                Instant::now() < deadline,
+                "{}: no {what} within {STEP_TIMEOUT:?} (pane {state}); decisions: {:?}",
+                self.agent.name(),
+                self.decisions("J1")
+            );
+            let other = if state == "working" {
+                "idle"
+            } else {
+                "working"
+            };
+            self.client
+                .call(
+                    "wait",
+                    json!({"panes": [self.pane], "until": [other, "exited"], "mode": "any",
+                           "timeout_ms": REREAD_MS}),
+                )
+                .expect("wait");
         }
     }
 
@@ -581,4 +649,121 @@ fn claude_confirmed_delivery() {
 #[test]
 fn codex_confirmed_delivery() {
     confirmed_delivery(Agent::Codex, "codex-send", "codex-suite");
+}
+
+/// `drover dispatch` (the library call the CLI makes) to a real agent: the
+/// mock answers the trailer by writing `out.txt` and then the report naming
+/// `prompt`'s attempt; the supervisor's evidence watcher and shadow runner
+/// decide. Claude asks before each `Write` and is approved; Codex writes in its
+/// sandbox without asking. Returns the run and the dispatch's attempt.
+fn dispatched(agent: Agent, name: &str, prompt: &str) -> (Run, String) {
+    let suite = format!("dispatch-{}", agent.name());
+    let mut r = Run::start(agent, name, &script(&suite), None);
+    r.expect_state("idle");
+    r.drover(&["job", "create", "J1"]);
+    let spec = DispatchSpec {
+        job_id: "J1".into(),
+        pane: r.pane.clone(),
+        session_id: "implementer".into(),
+        prompt: prompt.into(),
+        report_path: Some(r.cwd.join("report.json")),
+        worktree: Some(r.cwd.clone()),
+        autocomplete: true,
+        ready_timeout_ms: None,
+    };
+    let state = r.state.clone();
+    let t = Instant::now();
+    let d = dispatch(&state, &mut r.client, &spec)
+        .unwrap_or_else(|e| panic!("{}: dispatch: {e}", agent.name()));
+    // The first write is confirmed; a retry would come after the supervisor's
+    // 10 s confirmation timeout.
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "{}: delivery needed a retry ({:?})",
+        agent.name(),
+        t.elapsed()
+    );
+    assert_eq!(r.job_status("J1"), "running");
+    if agent == Agent::Claude {
+        for file in ["out.txt", "report.json"] {
+            let ask = format!("Do you want to create {file}?");
+            r.wait_screen(&ask, |t| t.contains(&ask).then_some(()));
+            r.keys(&["Enter"]);
+        }
+    }
+    (r, d.attempt_id)
+}
+
+/// A loop-sized prompt: a first line, then a dozen lines of context (Claude
+/// shows a paste this long as `[Pasted text #1 +N lines]`).
+fn long_prompt(first: &str) -> String {
+    let mut p = format!("{first}\n\nContext for the lane:\n");
+    for i in 1..=12 {
+        p.push_str(&format!(
+            "- note {i}: keep the change small, tested and in its own commit.\n"
+        ));
+    }
+    p
+}
+
+fn dispatch_completes(agent: Agent, name: &str) {
+    if !enabled() {
+        return;
+    }
+    let (mut r, attempt) = dispatched(agent, name, &long_prompt("write out.txt for this job"));
+    r.wait_until("completed job", |r| r.job_status("J1") == "completed");
+    assert!(r.file("out.txt").is_file(), "the agent wrote no out.txt");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(r.file("report.json")).expect("report"))
+            .expect("report is JSON");
+    assert_eq!(report["attempt_id"], attempt.as_str());
+    let last = r.decisions("J1").last().cloned().expect("a decision");
+    assert_eq!(last["decision"], "complete", "{last}");
+    assert_eq!(last["action"], "completed", "{last}");
+    assert_eq!(last["attempt_id"], attempt.as_str(), "{last}");
+}
+
+fn dispatch_misattributed_is_held(agent: Agent, name: &str) {
+    if !enabled() {
+        return;
+    }
+    let (mut r, _) = dispatched(
+        agent,
+        name,
+        &long_prompt("write out.txt and report as someone else"),
+    );
+    r.wait_until("hold_unattributed decision", |r| {
+        r.decisions("J1")
+            .last()
+            .is_some_and(|d| d["decision"] == "hold_unattributed")
+    });
+    assert!(r.file("out.txt").is_file(), "the agent wrote no out.txt");
+    assert_eq!(r.job_status("J1"), "running");
+    assert!(
+        r.decisions("J1")
+            .iter()
+            .all(|d| d["decision"] != "complete"),
+        "{:?}",
+        r.decisions("J1")
+    );
+}
+
+#[test]
+fn claude_dispatch_completes() {
+    dispatch_completes(Agent::Claude, "claude-dispatch");
+}
+
+#[test]
+fn codex_dispatch_completes() {
+    dispatch_completes(Agent::Codex, "codex-dispatch");
+}
+
+#[test]
+fn claude_dispatch_misattributed_report_is_held() {
+    dispatch_misattributed_is_held(Agent::Claude, "claude-unattributed");
+}
+
+#[test]
+fn codex_dispatch_misattributed_report_is_held() {
+    dispatch_misattributed_is_held(Agent::Codex, "codex-unattributed");
 }

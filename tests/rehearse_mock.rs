@@ -389,3 +389,98 @@ fn every_fixture_script_parses() {
     }
     assert!(n >= 3, "expected the suite and demo scripts");
 }
+
+fn start_fixture(name: &str) -> MockServer {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mock-scripts")
+        .join(format!("{name}.toml"));
+    let logger: Logger = Arc::new(|_: &str| {});
+    MockServer::start(0, Script::load(&p).unwrap(), logger).unwrap()
+}
+
+/// A dispatch prompt: some work, then drover's trailer.
+fn dispatch_prompt(report: &Path) -> String {
+    format!(
+        "write out.txt\n\nmore context{}",
+        drover::dispatch::trailer("J7", "att-42", "n0nce", report)
+    )
+}
+
+/// The templated report of `dispatch-claude.toml` reaches Claude as a `Write`
+/// whose content is the JSON report naming the prompt's attempt and path.
+#[test]
+fn dispatch_script_templates_the_report_for_claude() {
+    let server = start_fixture("dispatch-claude");
+    let report = Path::new("/lane/report.json");
+    let tools = json!([{"name": "Write"}]);
+    let prompt = dispatch_prompt(report);
+    let tool_use = |id: &str| {
+        vec![
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Write", "input": {}}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "ok"}]}),
+        ]
+    };
+    let (_, _, body) = request(
+        server.port(),
+        "POST",
+        "/v1/messages",
+        Some(claude_request(&prompt, tools, tool_use("t1"))),
+    );
+    let partial: String = sse(&body)
+        .iter()
+        .filter(|(_, d)| d["delta"]["type"] == "input_json_delta")
+        .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap().to_string())
+        .collect();
+    let input: Value = serde_json::from_str(&partial).unwrap();
+    assert_eq!(input["file_path"], "/lane/report.json");
+    let r: Value = serde_json::from_str(input["content"].as_str().unwrap()).unwrap();
+    assert_eq!(r["attempt_id"], "att-42");
+    assert_eq!(r["state"], "finalized");
+    assert_eq!(r["side_effects"][0]["path"], "out.txt");
+}
+
+/// The `exec_command` of `dispatch-codex.toml`, run by a shell, writes a report
+/// that parses and names the prompt's attempt (JSON inside shell quoting
+/// inside a JSON string survives).
+#[test]
+fn dispatch_script_templates_the_report_for_codex() {
+    let server = start_fixture("dispatch-codex");
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let prompt = dispatch_prompt(&report);
+    let mut input = vec![json!({"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": prompt}]})];
+    let mut cmds = Vec::new();
+    for _ in 0..2 {
+        let req = json!({"model": "mock-model", "stream": true,
+                         "tools": [{"type": "function", "name": "exec_command"}], "input": input});
+        let (_, _, body) = request(server.port(), "POST", "/v1/responses", Some(req));
+        let ev = sse(&body);
+        let item = ev
+            .iter()
+            .find(|(n, d)| n == "response.output_item.done" && d["item"]["type"] == "function_call")
+            .map(|(_, d)| d["item"].clone())
+            .expect("a function call");
+        let args: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+        cmds.push(args["cmd"].as_str().unwrap().to_string());
+        let output = json!({"type": "function_call_output", "call_id": item["call_id"].clone(), "output": "ok"});
+        input.push(item);
+        input.push(output);
+    }
+    for cmd in &cmds {
+        let st = std::process::Command::new("sh")
+            .args(["-c", cmd])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "{cmd}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "work for J7\n"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["attempt_id"], "att-42");
+    assert_eq!(r["session_id"], "implementer");
+    assert_eq!(r["side_effects"][0]["kind"], "file");
+}

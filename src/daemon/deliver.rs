@@ -18,6 +18,13 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
 /// Characters of the prompt's first line looked for on screen.
 const SNIPPET_CHARS: usize = 40;
+/// How long a pasted prompt may take to show in the composer before Enter.
+const PASTE_SHOWN_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the (in-memory) screen is looked at while waiting for the paste:
+/// the composer filling does not change the observation, so no epoch moves.
+const PASTE_SHOWN_CHECK: Duration = Duration::from_millis(10);
+/// The bottom non-blank lines that hold the composer.
+const COMPOSER_LINES: usize = 8;
 
 fn refused(msg: String) -> Response {
     Response::err(0, ErrorCode::Refused, msg)
@@ -40,12 +47,36 @@ fn visible(screen_text: &str, snippet: &str) -> bool {
         .collect::<Vec<_>>()
         .join("\n");
     // Long pastes are shown as a placeholder by the real TUIs.
-    collapsed.contains(snippet) || collapsed.contains("[Pasted text")
+    collapsed.contains(snippet)
+        || collapsed.contains("[Pasted text")
+        || collapsed.contains("[Pasted Content")
+}
+
+/// True when the paste has landed: the screen changed since `before` and its
+/// composer (the bottom lines) shows the prompt or a paste placeholder.
+fn paste_shown(before: &str, now: &str, snippet: &str) -> bool {
+    now != before && visible(&bottom(now, COMPOSER_LINES), snippet)
 }
 
 async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), Response> {
     let bracketed = entry.pane.with_screen(|s, _| s.bracketed_paste());
-    for w in delivery_plan(kind, text, bracketed) {
+    let before = entry.pane.with_screen(|s, _| s.text());
+    let snip = snippet(text);
+    let plan = delivery_plan(kind, text, bracketed);
+    let last = plan.len().saturating_sub(1);
+    for (i, w) in plan.into_iter().enumerate() {
+        if bracketed && i == last && i > 0 {
+            // Claude drops an Enter that arrives while it still takes in a
+            // long paste (it shows `[Pasted text #1 +N lines]` a moment
+            // later): press Enter once the composer shows the prompt, or
+            // after PASTE_SHOWN_TIMEOUT as before.
+            let deadline = tokio::time::Instant::now() + PASTE_SHOWN_TIMEOUT;
+            while tokio::time::Instant::now() < deadline
+                && !paste_shown(&before, &entry.pane.with_screen(|s, _| s.text()), &snip)
+            {
+                tokio::time::sleep(PASTE_SHOWN_CHECK).await;
+            }
+        }
         if w.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(w.delay_ms)).await;
         }
@@ -142,7 +173,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         );
         if state == "idle" || state == "done" {
             attempts = 2;
-            if visible(&bottom(&screen, 8), &snip) {
+            if visible(&bottom(&screen, COMPOSER_LINES), &snip) {
                 // The prompt sits in the composer: Enter was taken as a newline.
                 entry
                     .pane
@@ -198,6 +229,35 @@ mod tests {
     fn visibility_ignores_wrapping_whitespace() {
         assert!(visible("❯ fix  the bug\n", "fix the bug"));
         assert!(visible("[Pasted text #1 +40 lines]", "anything"));
+        // Codex 0.171.0's placeholder for a long paste: without it a retry
+        // would paste a second copy next to the first.
+        assert!(visible("› [Pasted Content 1993 chars]", "anything"));
         assert!(!visible("❯ \n", "fix the bug"));
+    }
+
+    /// Claude 2.1.197 right after a 17-line bracketed paste (the dispatch
+    /// prompt with its trailer), and a moment later.
+    const IDLE: &str = " ▐▛███▜▌   Claude Code v2.1.197\n  ▘▘ ▝▝    ~/project\n\n────────\n❯ \n────────\n  ? for shortcuts · ← for agents\n";
+    const PASTED: &str = " ▐▛███▜▌   Claude Code v2.1.197\n  ▘▘ ▝▝    ~/project\n\n────────\n❯ [Pasted text #1 +17 lines]\n────────\n  paste again to expand\n";
+
+    #[test]
+    fn enter_waits_until_the_paste_shows_in_the_composer() {
+        let snip = snippet("write out.txt for this job\n\nContext:\n- a\n");
+        assert!(!paste_shown(IDLE, IDLE, &snip), "nothing pasted yet");
+        assert!(paste_shown(IDLE, PASTED, &snip), "the placeholder");
+        let typed = IDLE.replace("❯ \n", "❯ write out.txt for this job\n");
+        assert!(
+            paste_shown(IDLE, &typed, &snip),
+            "a short prompt shown as text"
+        );
+        // The prompt far above the composer (an earlier turn) does not count.
+        let mut old = String::from("❯ write out.txt for this job\n");
+        old.push_str(&"● reply line\n".repeat(10));
+        old.push_str(IDLE);
+        assert!(!paste_shown(IDLE, &old, &snip));
+        assert!(
+            paste_shown(IDLE, "[Pasted Content 1030 chars]\n", "x"),
+            "Codex"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //!   answering from a [`script`], on loopback only.
 //! - [`home`] writes the hermetic HOME each CLI needs; [`discover`] finds the
 //!   binaries; [`recording`] turns `script(1)` typescripts into fixtures.
+//! - [`template`] fills `{{key}}` in a step from the prompt's `key=value` tokens.
 //! - `drover rehearse` (in the CLI) wires these to a pane through the supervisor.
 
 pub mod anthropic;
@@ -16,6 +17,7 @@ pub mod recording;
 pub mod script;
 pub mod server;
 pub mod sse;
+pub mod template;
 
 pub use home::{Prepared, SetupFault};
 pub use script::{Script, Step, ToolCall, Turn};

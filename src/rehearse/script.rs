@@ -158,7 +158,13 @@ impl Script {
     /// The step answering a request at `pos`: the first turn whose `match` is in
     /// the prompt, else the `prompts`-th turn without a `match`; within it the
     /// step after the tool results seen. Past the end: the fallback text.
+    /// `{{key}}` in the step is filled from the prompt's `key=value` tokens
+    /// ([`super::template`]).
     pub fn step_for(&self, pos: &Position) -> Step {
+        super::template::apply(self.pick(pos), &pos.prompt)
+    }
+
+    fn pick(&self, pos: &Position) -> Step {
         let by_match = self.turns.iter().find(|t| {
             t.matches
                 .as_deref()

@@ -20,9 +20,6 @@ pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
 const SNIPPET_CHARS: usize = 40;
 /// How long a pasted prompt may take to show in the composer before Enter.
 const PASTE_SHOWN_TIMEOUT: Duration = Duration::from_secs(2);
-/// How often the (in-memory) screen is looked at while waiting for the paste:
-/// the composer filling does not change the observation, so no epoch moves.
-const PASTE_SHOWN_CHECK: Duration = Duration::from_millis(10);
 /// The bottom non-blank lines that hold the composer.
 const COMPOSER_LINES: usize = 8;
 
@@ -70,11 +67,14 @@ async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), 
             // long paste (it shows `[Pasted text #1 +N lines]` a moment
             // later): press Enter once the composer shows the prompt, or
             // after PASTE_SHOWN_TIMEOUT as before.
+            // Woken by the pane's output, not by a timer loop.
             let deadline = tokio::time::Instant::now() + PASTE_SHOWN_TIMEOUT;
-            while tokio::time::Instant::now() < deadline
-                && !paste_shown(&before, &entry.pane.with_screen(|s, _| s.text()), &snip)
-            {
-                tokio::time::sleep(PASTE_SHOWN_CHECK).await;
+            let mut out = entry.output.subscribe();
+            while !paste_shown(&before, &entry.pane.with_screen(|s, _| s.text()), &snip) {
+                tokio::select! {
+                    changed = out.changed() => if changed.is_err() { break },
+                    _ = tokio::time::sleep_until(deadline) => break,
+                }
             }
         }
         if w.delay_ms > 0 {

@@ -61,6 +61,9 @@ pub(super) struct Entry {
     pub(super) pane: Arc<NativePane>,
     pub(super) notify: Arc<Notify>,
     pub(super) obs: Mutex<Snapshot>,
+    /// Moves on every output notification: for waits on the screen itself
+    /// (not on the classified state), such as a paste showing up.
+    pub(super) output: Arc<watch::Sender<u64>>,
 }
 
 pub(super) struct Sup {
@@ -75,11 +78,13 @@ pub(super) struct Sup {
 
 struct Events {
     notify: Arc<Notify>,
+    output: Arc<watch::Sender<u64>>,
 }
 
 impl PaneEvents for Events {
     fn output(&self) {
         self.notify.notify_one();
+        self.output.send_modify(|x| *x = x.wrapping_add(1));
     }
     fn exited(&self) {
         self.notify.notify_one();
@@ -511,8 +516,10 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     let sup2 = sup.clone();
     let spawned = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
         let notify = Arc::new(Notify::new());
+        let output = Arc::new(watch::channel(0u64).0);
         let events = Arc::new(Events {
             notify: notify.clone(),
+            output: output.clone(),
         });
         let name = spec.name.clone();
         let env_count = spec.env.len();
@@ -523,6 +530,7 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
             obs: Mutex::new(super::detect::starting_snapshot(&name, 1)),
             pane,
             notify,
+            output,
         });
         lock(&sup2.panes).insert(name, entry.clone());
         Ok(entry)

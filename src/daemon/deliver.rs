@@ -49,16 +49,45 @@ fn visible(screen_text: &str, snippet: &str) -> bool {
         || collapsed.contains("[Pasted Content")
 }
 
+/// Characters of the prompt's last line looked for in the composer: a tall
+/// prompt's first line may have scrolled above the composer's bottom rows.
+const TAIL_CHARS: usize = 16;
+
+/// The end of the prompt's last non-empty line, whitespace collapsed.
+pub fn tail_snippet(text: &str) -> String {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let collapsed: Vec<&str> = line.split_whitespace().collect();
+    let collapsed = collapsed.join(" ");
+    let n = collapsed.chars().count();
+    collapsed
+        .chars()
+        .skip(n.saturating_sub(TAIL_CHARS))
+        .collect()
+}
+
+/// Whether the composer (the bottom lines) shows the prompt: its first line,
+/// the end of its last line, or a paste placeholder.
+fn in_composer(screen: &str, snippet: &str, tail: &str) -> bool {
+    let composer = bottom(screen, COMPOSER_LINES);
+    // A short tail ("- a") could match anything; only a distinctive one counts.
+    visible(&composer, snippet) || (tail.chars().count() >= 8 && visible(&composer, tail))
+}
+
 /// True when the paste has landed: the screen changed since `before` and its
-/// composer (the bottom lines) shows the prompt or a paste placeholder.
-fn paste_shown(before: &str, now: &str, snippet: &str) -> bool {
-    now != before && visible(&bottom(now, COMPOSER_LINES), snippet)
+/// composer shows the prompt or a paste placeholder.
+fn paste_shown(before: &str, now: &str, snippet: &str, tail: &str) -> bool {
+    now != before && in_composer(now, snippet, tail)
 }
 
 async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), Response> {
     let bracketed = entry.pane.with_screen(|s, _| s.bracketed_paste());
     let before = entry.pane.with_screen(|s, _| s.text());
     let snip = snippet(text);
+    let tail = tail_snippet(text);
     let plan = delivery_plan(kind, text, bracketed);
     let last = plan.len().saturating_sub(1);
     for (i, w) in plan.into_iter().enumerate() {
@@ -70,7 +99,12 @@ async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), 
             // Woken by the pane's output, not by a timer loop.
             let deadline = tokio::time::Instant::now() + PASTE_SHOWN_TIMEOUT;
             let mut out = entry.output.subscribe();
-            while !paste_shown(&before, &entry.pane.with_screen(|s, _| s.text()), &snip) {
+            while !paste_shown(
+                &before,
+                &entry.pane.with_screen(|s, _| s.text()),
+                &snip,
+                &tail,
+            ) {
                 tokio::select! {
                     changed = out.changed() => if changed.is_err() { break },
                     _ = tokio::time::sleep_until(deadline) => break,
@@ -173,7 +207,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         );
         if state == "idle" || state == "done" {
             attempts = 2;
-            if visible(&bottom(&screen, COMPOSER_LINES), &snip) {
+            if in_composer(&screen, &snip, &tail_snippet(text)) {
                 // The prompt sits in the composer: Enter was taken as a newline.
                 entry
                     .pane
@@ -220,6 +254,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tall_prompt_is_found_in_the_composer_by_its_tail() {
+        let prompt = format!("{}\nfinish by writing the report now", "word ".repeat(200));
+        let mut screen = String::from("transcript\n");
+        // The composer shows only the wrapped end of the prompt.
+        for _ in 0..10 {
+            screen.push_str("word word word word word word word word\n");
+        }
+        screen.push_str("  finish by writing the report now\n");
+        assert!(!visible(
+            &bottom(&screen, COMPOSER_LINES),
+            &snippet(&prompt)
+        ));
+        assert!(in_composer(
+            &screen,
+            &snippet(&prompt),
+            &tail_snippet(&prompt)
+        ));
+        assert!(!in_composer(
+            "❯ \n? for shortcuts\n",
+            &snippet(&prompt),
+            &tail_snippet(&prompt)
+        ));
+        assert_eq!(tail_snippet("a\n  the   end  \n\n"), "the end");
+    }
+
+    #[test]
     fn snippet_takes_first_line_collapsed() {
         assert_eq!(snippet("\n  fix   the bug\nmore"), "fix the bug");
         assert_eq!(snippet(&"x".repeat(100)).len(), SNIPPET_CHARS);
@@ -242,21 +302,23 @@ mod tests {
 
     #[test]
     fn enter_waits_until_the_paste_shows_in_the_composer() {
-        let snip = snippet("write out.txt for this job\n\nContext:\n- a\n");
-        assert!(!paste_shown(IDLE, IDLE, &snip), "nothing pasted yet");
-        assert!(paste_shown(IDLE, PASTED, &snip), "the placeholder");
+        let prompt = "write out.txt for this job\n\nContext:\n- a\n";
+        let snip = snippet(prompt);
+        let t = tail_snippet(prompt);
+        assert!(!paste_shown(IDLE, IDLE, &snip, &t), "nothing pasted yet");
+        assert!(paste_shown(IDLE, PASTED, &snip, &t), "the placeholder");
         let typed = IDLE.replace("❯ \n", "❯ write out.txt for this job\n");
         assert!(
-            paste_shown(IDLE, &typed, &snip),
+            paste_shown(IDLE, &typed, &snip, &t),
             "a short prompt shown as text"
         );
         // The prompt far above the composer (an earlier turn) does not count.
         let mut old = String::from("❯ write out.txt for this job\n");
         old.push_str(&"● reply line\n".repeat(10));
         old.push_str(IDLE);
-        assert!(!paste_shown(IDLE, &old, &snip));
+        assert!(!paste_shown(IDLE, &old, &snip, &t));
         assert!(
-            paste_shown(IDLE, "[Pasted Content 1030 chars]\n", "x"),
+            paste_shown(IDLE, "[Pasted Content 1030 chars]\n", "x", ""),
             "Codex"
         );
     }

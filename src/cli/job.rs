@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 #[derive(Debug, Subcommand)]
 pub enum Commands {
-    /// Jobs and their status transitions (SPEC §8).
+    /// Jobs and their status transitions: one compare-and-swap writer.
     Job {
         #[command(subcommand)]
         cmd: JobCmd,

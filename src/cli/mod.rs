@@ -42,14 +42,14 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Stop the supervisor and every pane it owns.
     KillServer,
-    /// A tour on built-in programs: no API keys, no network.
+    /// The main job on simulated agents: dispatch, shadow decisions, auto-completion (no API keys).
     Demo(demo::DemoArgs),
     /// Panes: create, list, read, send, keys, resize, kill, respawn.
     Pane {
         #[command(subcommand)]
         cmd: pane::PaneCmd,
     },
-    /// Attach this terminal to a pane (detach with Ctrl-\\).
+    /// Attach this terminal to a pane (detach with Ctrl-\).
     Attach(attach::AttachArgs),
     /// Wait until panes reach one of the given states.
     Wait(wait::WaitArgs),

@@ -105,7 +105,7 @@ pub(super) fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
         env_verified: false,
     };
     wait_for_exec(pid);
-    match verify_env(pid, &spec.env) {
+    match verify_env_settled(pid, &spec.env) {
         Ok(verified) => spawned.env_verified = verified,
         Err(name) => {
             super::native::signal_group(pid, Signal::SIGKILL);
@@ -155,6 +155,27 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(true)
 }
 
+/// How long a mismatch may last before it counts: the child may be in the
+/// middle of another exec (a wrapper script exec'ing its program), when
+/// /proc shows an empty or half-built environment.
+const ENV_SETTLE: Duration = Duration::from_millis(200);
+
+/// [`verify_env`], retried while the child may be between images; only a
+/// mismatch that persists is reported.
+fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
+    let deadline = Instant::now() + ENV_SETTLE;
+    let mut delay = Duration::from_micros(200);
+    loop {
+        match verify_env(pid, env) {
+            Err(_) if Instant::now() < deadline => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Compare the child's environment (`/proc/<pid>/environ`) with the declared
 /// names and values. `Ok(false)` when the process is already gone; `Err(name)`
 /// names the first variable that did not arrive (never its value).
@@ -162,6 +183,10 @@ fn verify_env(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
     let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return Ok(false);
     };
+    if raw.is_empty() && is_zombie(pid) {
+        // Exited already: nothing left to verify.
+        return Ok(false);
+    }
     let actual: std::collections::HashMap<&[u8], &[u8]> = raw
         .split(|b| *b == 0)
         .filter_map(|kv| {

@@ -109,7 +109,7 @@ fn deliver_confirms_and_barriers_follow_a_turn_on_both_profiles() {
     }
     let status = s.ok(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&status).unwrap();
-    for p in v.as_array().unwrap() {
+    for p in v["panes"].as_array().unwrap() {
         assert_eq!(p["observation"]["state"], "done");
     }
 }

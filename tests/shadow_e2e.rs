@@ -324,3 +324,26 @@ fn supervisor_restart_is_transport_doubt_not_completion() {
     assert_eq!(v[0]["decision"], "hold_reconnect", "{v}");
     assert_eq!(e.status("J1"), "running");
 }
+
+/// `drover status` shows the pane's state and the running job's latest decision.
+#[test]
+fn status_shows_panes_and_running_jobs_with_their_decision() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    let d = e.dispatch("J1", "lane", &[]);
+    wait_until("a complete decision", Duration::from_secs(15), || {
+        e.decisions("J1")
+            .iter()
+            .any(|d| d["decision"] == "complete")
+    });
+    let v: serde_json::Value = serde_json::from_str(&e.ok(&["status", "--json"], &[])).unwrap();
+    assert_eq!(v["panes"][0]["name"], "lane");
+    assert_eq!(v["jobs"][0]["job_id"], "J1");
+    assert_eq!(v["jobs"][0]["attempt_id"], d["attempt_id"]);
+    assert_eq!(v["jobs"][0]["decision"], "complete");
+    let human = e.ok(&["status"], &[]);
+    assert!(
+        human.contains("J1") && human.contains("complete"),
+        "{human}"
+    );
+}

@@ -13,6 +13,7 @@ mod rehearse;
 mod send;
 mod serve;
 mod shadow;
+mod status;
 mod wait;
 
 use clap::{Parser, Subcommand};
@@ -62,7 +63,7 @@ pub enum Command {
         #[command(subcommand)]
         cmd: shadow::ShadowCmd,
     },
-    /// Each pane's agent state and since when.
+    /// Each pane's agent state and since when, and each running job's latest decision.
     Status {
         #[arg(long)]
         json: bool,
@@ -182,7 +183,7 @@ pub fn main() -> ExitCode {
         Command::Send(a) => send::run(a, &ctx),
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),
         Command::Shadow { cmd } => shadow::run(cmd, &ctx),
-        Command::Status { json } => pane::run(pane::PaneCmd::Ls { json }, &ctx),
+        Command::Status { json } => status::run(json, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

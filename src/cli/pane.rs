@@ -252,7 +252,7 @@ fn age(since_ms: u64) -> String {
     }
 }
 
-fn print_table(list: &Value) {
+pub fn print_table(list: &Value) {
     let rows = list.as_array().cloned().unwrap_or_default();
     if rows.is_empty() {
         println!("no panes");

@@ -196,3 +196,22 @@ fn respawn_starts_a_new_generation_that_old_states_cannot_satisfy() {
         "the match comes from the new generation"
     );
 }
+
+/// Regression: a frame that matches no rule after the agent was ready read
+/// as `starting` again (the classifier's startup grace); it is `unknown`.
+#[test]
+fn an_unmatched_frame_after_ready_is_unknown_not_starting() {
+    let s = Sup::new();
+    let screen = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/screens/claude/startup-1.txt"
+    );
+    let script = format!("cat '{screen}'; read x; printf '\\033[2J\\033[H'; exec sleep 100");
+    s.ok(&[
+        "pane", "new", "c", "--agent", "claude", "--", "sh", "-c", &script,
+    ]);
+    s.ok(&["wait", "c", "--until", "idle", "--timeout-ms", "10000"]);
+    s.ok(&["pane", "keys", "c", "Enter"]);
+    let out = s.ok(&["wait", "c", "--until", "unknown", "--timeout-ms", "10000"]);
+    assert!(out.contains("after:idle"), "{out}");
+}

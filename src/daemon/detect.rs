@@ -94,11 +94,17 @@ fn publish(sup: &Sup, entry: &Entry) {
         state,
         kind,
         exit_code,
-        evidence,
+        mut evidence,
     } = o;
-    let state = state.as_str().to_string();
+    let mut state = state.as_str().to_string();
     let kind = kind.map(|k| k.as_str().to_string());
     let mut obs = lock(&entry.obs);
+    // `starting` means "not ready yet": once this generation has been seen in
+    // any other state, a frame that matches nothing is `unknown`, not a restart.
+    if state == "starting" && obs.generation == generation && obs.state != "starting" {
+        evidence.push(format!("after:{}", obs.state));
+        state = "unknown".into();
+    }
     let changed = obs.generation != generation
         || obs.state != state
         || obs.kind != kind

@@ -169,7 +169,11 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     });
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
-    let _ = tokio::task::spawn_blocking(move || super::evidence_watch::mark_restart(&dir)).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        crate::store::sweep_temp_files(&dir, 3);
+        super::evidence_watch::mark_restart(&dir);
+    })
+    .await;
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(ServeError::Runtime)?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())

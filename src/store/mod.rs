@@ -9,10 +9,12 @@
 mod atomic;
 mod jsonl;
 mod lock;
+mod sweep;
 
 pub use atomic::{read_json, write_bytes_atomic, write_json_atomic};
 pub use jsonl::{JsonlRead, append_jsonl, read_jsonl};
 pub use lock::{LockGuard, lock_beside, lock_path_for};
+pub use sweep::sweep_temp_files;
 
 use std::path::{Path, PathBuf};
 

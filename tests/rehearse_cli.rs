@@ -47,11 +47,15 @@ fn rehearse(agent: &str, extra: &[&str]) -> Rehearsal {
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if !out.status.success() {
+        // The command may have started a supervisor before failing: stop it.
+        let _ = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("kill-server")
+            .output();
+        panic!("{}", String::from_utf8_lossy(&out.stderr));
+    }
     let info: Value = serde_json::from_slice(&out.stdout).unwrap();
     let state = drover::paths::resolve_state_dir(Some(&state)).unwrap();
     let client = Client::connect(&drover::paths::socket_path(&state).unwrap()).unwrap();

@@ -2,7 +2,21 @@
 
 use std::process::Command;
 
+/// Stops the test's supervisor however the test ends.
+struct StopOnDrop<'a>(&'a std::path::Path);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_drover"))
+            .arg("--state-dir")
+            .arg(self.0)
+            .arg("kill-server")
+            .output();
+    }
+}
+
 fn bash(script: &str, state: &std::path::Path) -> std::process::Output {
+    let _stop = StopOnDrop(state);
     let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/shell/lib.sh");
     Command::new("bash")
         .arg("-c")

@@ -34,10 +34,20 @@ fn drover(state: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Stops the test's supervisor however the test ends.
+struct StopOnDrop(std::path::PathBuf);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = drover(&self.0, &["kill-server"]);
+    }
+}
+
 #[test]
 fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
+    let _stop = StopOnDrop(state.clone());
     let exe = env!("CARGO_BIN_EXE_drover");
     let out = drover(
         &state,

@@ -10,9 +10,10 @@
 //!            evidence → policy::decide (pure) → engine (the only writer of job status)
 //! ```
 //!
-//! - [`pane`] owns terminals: a PTY per pane, one reader thread each that feeds
-//!   the [`screen`] model directly (no copy through a channel), answers terminal
-//!   queries while nobody is attached, and wakes watchers when a burst ends.
+//! - [`pane`] owns terminals: a PTY per pane, a reader thread that keeps it
+//!   drained and a parser thread that feeds the [`screen`] model, answers
+//!   terminal queries while nobody is attached, and wakes watchers when a burst
+//!   ends; input goes through a bounded writer thread.
 //! - [`daemon`] is the supervisor (`drover serve`): a Unix socket speaking the
 //!   framed protocol of `docs/protocol.md`, holding every pane for its life.
 //! - [`agent`] turns a screen into an observation (rules as data) and delivers

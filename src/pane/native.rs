@@ -1,5 +1,5 @@
-//! Native panes: a PTY drover owns, one reader thread per generation that
-//! feeds the screen directly, one waiter thread that reaps the child.
+//! Native panes: a PTY drover owns; per generation a reader thread that drains
+//! it, a parser thread that feeds the screen, a writer and a waiter thread.
 
 use super::spawn::{PtyReader, spawn_process};
 use super::{INPUT_QUEUE, KILL_GRACE, PaneError, PaneEvents, PaneSpec, key_bytes};
@@ -457,9 +457,25 @@ pub struct ScreenMeta {
     pub agent: String,
 }
 
+/// Chunks read but not yet parsed, at most: bounds memory when the parser
+/// falls behind a flood (the PTY then pushes back on the app, as a terminal does).
+const PARSE_QUEUE: usize = 256;
+/// Chunks parsed under one lock acquisition at most.
+const PARSE_BATCH: usize = 32;
+
+/// The reading half: drain the PTY as fast as it fills, so the app is never
+/// held up by parsing, and hand the bytes to the parser in order.
 fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(PARSE_QUEUE);
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let more = Arc::new(AtomicBool::new(false));
+    let parser = {
+        let (pane, q, m) = (pane.clone(), queued.clone(), more.clone());
+        std::thread::Builder::new()
+            .name("pty-parse".into())
+            .spawn(move || parser_loop(pane, generation, rx, q, m))
+    };
     let mut buf = vec![0u8; READ_BUF];
-    let mut last_notify: Option<Instant> = None;
     loop {
         let n = match reader.read.read(&mut buf) {
             Ok(0) => break,
@@ -468,33 +484,70 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
             // EIO once every slave fd is closed: the normal end.
             Err(_) => break,
         };
+        queued.fetch_add(1, Ordering::AcqRel);
+        more.store(reader.more_waiting(), Ordering::Release);
+        if tx.send(buf[..n].to_vec()).is_err() {
+            return;
+        }
+    }
+    drop(tx);
+    if let Ok(h) = parser {
+        let _ = h.join();
+    }
+}
+
+/// The parsing half: feed the screen in order, answer queries, forward to an
+/// attached client, wake watchers; mark EOF once everything read is parsed.
+fn parser_loop(
+    pane: Weak<NativePane>,
+    generation: u64,
+    rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    more: Arc<AtomicBool>,
+) {
+    let mut last_notify: Option<Instant> = None;
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < PARSE_BATCH {
+            match rx.try_recv() {
+                Ok(c) => batch.push(c),
+                Err(_) => break,
+            }
+        }
+        let taken = batch.len();
         let Some(p) = pane.upgrade() else { return };
         {
             let mut g = lock(&p.inner);
             if g.generation != generation {
                 return;
             }
-            let chunk = &buf[..n];
-            g.screen.process(chunk);
-            g.last_output = Instant::now();
-            if g.screen.hooks().has_queries() {
-                let replies = g.screen.take_replies();
-                // While a client is attached, its real terminal answers.
-                // Dropped when the app is not reading its input: a query
-                // flood must not grow memory or stall the reader.
-                if g.attach.is_none() && !replies.is_empty() {
-                    let _ = g.input.try_send(replies);
+            for chunk in &batch {
+                g.screen.process(chunk);
+                if g.screen.hooks().has_queries() {
+                    let replies = g.screen.take_replies();
+                    // While a client is attached, its real terminal answers.
+                    // Dropped when the app is not reading its input: a query
+                    // flood must not grow memory or stall the parser.
+                    if g.attach.is_none() && !replies.is_empty() {
+                        let _ = g.input.try_send(replies);
+                    }
                 }
             }
-            if let Some(a) = &g.attach
-                && a.tx.try_send(AttachMsg::Output(chunk.to_vec())).is_err()
-            {
-                a.lagged.store(true, Ordering::Release);
+            g.last_output = Instant::now();
+            if let Some(a) = &g.attach {
+                for chunk in batch.drain(..) {
+                    if a.tx.try_send(AttachMsg::Output(chunk)).is_err() {
+                        a.lagged.store(true, Ordering::Release);
+                    }
+                }
             }
         }
+        let left = queued.fetch_sub(taken, Ordering::AcqRel) - taken;
         // Coalesce wake-ups during a flood; never skip the end of a burst.
         let due = last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
-        if due || !reader.more_waiting() {
+        // The burst ends when nothing is queued and the PTY had nothing more
+        // waiting after the last read.
+        if due || (left == 0 && !more.load(Ordering::Acquire)) {
             p.events.output();
             last_notify = Some(Instant::now());
         }

@@ -274,6 +274,17 @@ impl Classifier {
             })
             .collect();
         evidence.push(format!("disagree:screen={},{}", rule.state, what.join(",")));
+        // Codex hides its `Working` row while it streams reply text: a ready
+        // screen with OSC 7501 saying `working` is a streaming turn, not a
+        // disagreement to wait out (SPEC §5). Only this direction: OSC
+        // `blocked` runs ~0.8 s ahead of its dialog and must still settle.
+        let osc_working = disagree
+            .iter()
+            .any(|c| c.source == "osc7501" && c.state == Some(State::Working));
+        if osc_working && matches!(rule.state, State::Idle | State::Done) {
+            evidence.push("osc7501:streaming".to_string());
+            return Observation::new(State::Working, evidence);
+        }
         if s.quiet_ms < SETTLE_MS {
             return Observation::new(State::Unknown, evidence);
         }
@@ -400,18 +411,23 @@ mod tests {
     }
 
     #[test]
-    fn codex_streaming_is_unknown_until_settled_then_osc_wins() {
+    fn codex_streaming_reply_is_working_at_once() {
+        // While Codex streams reply text its Working row is hidden: the screen
+        // looks ready and only OSC 7501 says working. That is working, now.
         let c = Classifier::builtin().unwrap();
         let r = codex_idle();
         let mut s = sig(&r);
         s.osc7501 = Some("state=working:app=codex");
+        s.quiet_ms = 0;
         let o = c.classify(AgentKind::Codex, &s);
-        assert_eq!(o.state, State::Unknown, "{:?}", o.evidence);
-        assert!(o.evidence.iter().any(|e| e.starts_with("disagree:")));
-        s.quiet_ms = SETTLE_MS;
-        let o = c.classify(AgentKind::Codex, &s);
-        assert_eq!(o.state, State::Working);
-        assert!(o.evidence.contains(&"settled:osc7501".to_string()));
+        assert_eq!(o.state, State::Working, "{:?}", o.evidence);
+        assert!(o.evidence.contains(&"osc7501:streaming".to_string()));
+        // The other way round still settles: OSC ready, screen working.
+        let r = codex_working();
+        let mut s = sig(&r);
+        s.osc7501 = Some("state=idle:app=codex");
+        s.quiet_ms = 0;
+        assert_eq!(c.classify(AgentKind::Codex, &s).state, State::Unknown);
     }
 
     #[test]

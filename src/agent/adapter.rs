@@ -368,28 +368,67 @@ pub fn is_ready(kind: AgentKind, o: &Observation) -> bool {
 /// first non-blank line (long lines wrap, so only a prefix is reliable).
 pub fn prompt_probe(text: &str) -> String {
     let s = sanitize_prompt(text);
-    let first = s
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    first
-        .chars()
-        .take(PROBE_CHARS)
-        .collect::<String>()
-        .trim_end()
-        .to_string()
+    let line = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    collapse(line).chars().take(PROBE_CHARS).collect()
+}
+
+/// Characters of the prompt's last line looked for in a composer: a tall
+/// prompt's first line may have scrolled above the composer's bottom rows.
+pub const TAIL_CHARS: usize = 16;
+
+/// The end of the prompt's last non-blank line, whitespace collapsed.
+pub fn prompt_tail(text: &str) -> String {
+    let s = sanitize_prompt(text);
+    let line = collapse(s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""));
+    let n = line.chars().count();
+    line.chars().skip(n.saturating_sub(TAIL_CHARS)).collect()
+}
+
+/// What the real TUIs show instead of a long paste: Claude Code
+/// `[Pasted text #1 +N lines]`, Codex `[Pasted Content N chars]`.
+pub const PASTE_PLACEHOLDERS: [&str; 2] = ["[Pasted text", "[Pasted Content"];
+
+fn collapse(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// True when `screen` (text, one line per row) shows `probe` — compared with
+/// whitespace collapsed, since TUIs pad and indent — or a paste placeholder.
+/// An empty probe is trivially shown.
+pub fn shows_prompt(screen: &str, probe: &str) -> bool {
+    if probe.is_empty() {
+        return true;
+    }
+    let collapsed: Vec<String> = screen.lines().map(collapse).collect();
+    let collapsed = collapsed.join("\n");
+    collapsed.contains(probe) || PASTE_PLACEHOLDERS.iter().any(|p| collapsed.contains(p))
 }
 
 /// True when the prompt's probe is visible on some row.
 pub fn prompt_visible(rows: &[String], text: &str) -> bool {
     let p = prompt_probe(text);
-    !p.is_empty() && rows.iter().any(|r| r.contains(&p))
+    !p.is_empty() && shows_prompt(&rows.join("\n"), &p)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probe_takes_the_first_line_collapsed() {
+        assert_eq!(prompt_probe("\n  fix   the bug\nmore"), "fix the bug");
+        assert_eq!(prompt_probe(&"x".repeat(100)).len(), PROBE_CHARS);
+    }
+
+    #[test]
+    fn shows_prompt_ignores_wrapping_whitespace_and_knows_placeholders() {
+        assert!(shows_prompt("❯ fix  the bug\n", "fix the bug"));
+        assert!(shows_prompt("[Pasted text #1 +40 lines]", "anything"));
+        // Codex 0.171.0's placeholder for a long paste: without it a retry
+        // would paste a second copy next to the first.
+        assert!(shows_prompt("› [Pasted Content 1993 chars]", "anything"));
+        assert!(!shows_prompt("❯ \n", "fix the bug"));
+    }
 
     #[test]
     fn claude_permission_modes_follow_access() {

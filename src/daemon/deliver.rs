@@ -7,6 +7,7 @@
 use super::hub::Snapshot;
 use super::protocol::{ErrorCode, Response};
 use super::server::{Entry, Sup};
+use crate::agent::adapter::{prompt_probe, prompt_tail, shows_prompt};
 use crate::agent::{AgentKind, delivery_plan};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -16,8 +17,6 @@ use std::time::Duration;
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time for the agent to show it took the prompt.
 pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
-/// Characters of the prompt's first line looked for on screen.
-const SNIPPET_CHARS: usize = 40;
 /// How long a pasted prompt may take to show in the composer before Enter.
 const PASTE_SHOWN_TIMEOUT: Duration = Duration::from_secs(2);
 /// The bottom non-blank lines that hold the composer.
@@ -27,54 +26,12 @@ fn refused(msg: String) -> Response {
     Response::err(0, ErrorCode::Refused, msg)
 }
 
-/// The start of the prompt's first non-empty line, whitespace collapsed.
-pub fn snippet(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let collapsed: Vec<&str> = line.split_whitespace().collect();
-    collapsed.join(" ").chars().take(SNIPPET_CHARS).collect()
-}
-
-fn visible(screen_text: &str, snippet: &str) -> bool {
-    if snippet.is_empty() {
-        return true;
-    }
-    let collapsed: String = screen_text
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect::<Vec<_>>()
-        .join("\n");
-    // Long pastes are shown as a placeholder by the real TUIs.
-    collapsed.contains(snippet)
-        || collapsed.contains("[Pasted text")
-        || collapsed.contains("[Pasted Content")
-}
-
-/// Characters of the prompt's last line looked for in the composer: a tall
-/// prompt's first line may have scrolled above the composer's bottom rows.
-const TAIL_CHARS: usize = 16;
-
-/// The end of the prompt's last non-empty line, whitespace collapsed.
-pub fn tail_snippet(text: &str) -> String {
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    let collapsed: Vec<&str> = line.split_whitespace().collect();
-    let collapsed = collapsed.join(" ");
-    let n = collapsed.chars().count();
-    collapsed
-        .chars()
-        .skip(n.saturating_sub(TAIL_CHARS))
-        .collect()
-}
-
 /// Whether the composer (the bottom lines) shows the prompt: its first line,
 /// the end of its last line, or a paste placeholder.
 fn in_composer(screen: &str, snippet: &str, tail: &str) -> bool {
     let composer = bottom(screen, COMPOSER_LINES);
     // A short tail ("- a") could match anything; only a distinctive one counts.
-    visible(&composer, snippet) || (tail.chars().count() >= 8 && visible(&composer, tail))
+    shows_prompt(&composer, snippet) || (tail.chars().count() >= 8 && shows_prompt(&composer, tail))
 }
 
 /// True when the paste has landed: the screen changed since `before` and its
@@ -86,8 +43,8 @@ fn paste_shown(before: &str, now: &str, snippet: &str, tail: &str) -> bool {
 async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), Response> {
     let bracketed = entry.pane.with_screen(|s, _| s.bracketed_paste());
     let before = entry.pane.with_screen(|s, _| s.text());
-    let snip = snippet(text);
-    let tail = tail_snippet(text);
+    let snip = prompt_probe(text);
+    let tail = prompt_tail(text);
     let plan = delivery_plan(kind, text, bracketed);
     let last = plan.len().saturating_sub(1);
     for (i, w) in plan.into_iter().enumerate() {
@@ -182,7 +139,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
             )));
         }
     };
-    let snip = snippet(text);
+    let snip = prompt_probe(text);
     let took = |before: &Snapshot| {
         let before = before.clone();
         move |s: &Snapshot| {
@@ -207,13 +164,13 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         );
         if state == "idle" || state == "done" {
             attempts = 2;
-            if in_composer(&screen, &snip, &tail_snippet(text)) {
+            if in_composer(&screen, &snip, &prompt_tail(text)) {
                 // The prompt sits in the composer: Enter was taken as a newline.
                 entry
                     .pane
                     .write_input(b"\r")
                     .map_err(super::server::pane_err)?;
-            } else if !visible(&screen, &snip) {
+            } else if !shows_prompt(&screen, &snip) {
                 write_prompt(&entry, kind, text).await?;
             } else {
                 attempts = 1;
@@ -232,7 +189,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         )));
     };
     let screen = entry.pane.with_screen(|s, _| s.text());
-    let prompt_visible = visible(&screen, &snip);
+    let prompt_visible = shows_prompt(&screen, &snip);
     Ok(json!({
         "pane": name,
         "delivered": true,
@@ -262,37 +219,21 @@ mod tests {
             screen.push_str("word word word word word word word word\n");
         }
         screen.push_str("  finish by writing the report now\n");
-        assert!(!visible(
+        assert!(!shows_prompt(
             &bottom(&screen, COMPOSER_LINES),
-            &snippet(&prompt)
+            &prompt_probe(&prompt)
         ));
         assert!(in_composer(
             &screen,
-            &snippet(&prompt),
-            &tail_snippet(&prompt)
+            &prompt_probe(&prompt),
+            &prompt_tail(&prompt)
         ));
         assert!(!in_composer(
             "❯ \n? for shortcuts\n",
-            &snippet(&prompt),
-            &tail_snippet(&prompt)
+            &prompt_probe(&prompt),
+            &prompt_tail(&prompt)
         ));
-        assert_eq!(tail_snippet("a\n  the   end  \n\n"), "the end");
-    }
-
-    #[test]
-    fn snippet_takes_first_line_collapsed() {
-        assert_eq!(snippet("\n  fix   the bug\nmore"), "fix the bug");
-        assert_eq!(snippet(&"x".repeat(100)).len(), SNIPPET_CHARS);
-    }
-
-    #[test]
-    fn visibility_ignores_wrapping_whitespace() {
-        assert!(visible("❯ fix  the bug\n", "fix the bug"));
-        assert!(visible("[Pasted text #1 +40 lines]", "anything"));
-        // Codex 0.171.0's placeholder for a long paste: without it a retry
-        // would paste a second copy next to the first.
-        assert!(visible("› [Pasted Content 1993 chars]", "anything"));
-        assert!(!visible("❯ \n", "fix the bug"));
+        assert_eq!(prompt_tail("a\n  the   end  \n\n"), "the end");
     }
 
     /// Claude 2.1.197 right after a 17-line bracketed paste (the dispatch
@@ -303,8 +244,8 @@ mod tests {
     #[test]
     fn enter_waits_until_the_paste_shows_in_the_composer() {
         let prompt = "write out.txt for this job\n\nContext:\n- a\n";
-        let snip = snippet(prompt);
-        let t = tail_snippet(prompt);
+        let snip = prompt_probe(prompt);
+        let t = prompt_tail(prompt);
         assert!(!paste_shown(IDLE, IDLE, &snip, &t), "nothing pasted yet");
         assert!(paste_shown(IDLE, PASTED, &snip, &t), "the placeholder");
         let typed = IDLE.replace("❯ \n", "❯ write out.txt for this job\n");

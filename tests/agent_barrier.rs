@@ -1,71 +1,33 @@
 //! Barriers and confirmed delivery against sim agents in real PTYs, through the CLI.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-struct Sup {
-    dir: tempfile::TempDir,
-}
+use common::Drover;
+use std::path::Path;
+use std::process::Output;
 
-impl Sup {
-    fn new() -> Self {
-        Sup {
-            dir: tempfile::tempdir().unwrap(),
-        }
+/// Start a sim agent (profile, optional script) in pane `name`.
+fn sim(d: &Drover, name: &str, profile: &str, script: Option<&Path>) {
+    let exe = env!("CARGO_BIN_EXE_drover");
+    let mut args = vec![
+        "pane",
+        "new",
+        name,
+        "--agent",
+        "sim",
+        "--",
+        exe,
+        "sim-agent",
+        "--profile",
+        profile,
+    ];
+    let script_s;
+    if let Some(sc) = script {
+        script_s = sc.display().to_string();
+        args.push("--script");
+        args.push(&script_s);
     }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_drover"))
-            .arg("--state-dir")
-            .arg(self.state())
-            .args(args)
-            .current_dir(self.dir.path())
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "drover {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn sim(&self, name: &str, profile: &str, script: Option<&Path>) {
-        let exe = env!("CARGO_BIN_EXE_drover");
-        let mut args = vec![
-            "pane",
-            "new",
-            name,
-            "--agent",
-            "sim",
-            "--",
-            exe,
-            "sim-agent",
-            "--profile",
-            profile,
-        ];
-        let script_s;
-        if let Some(s) = script {
-            script_s = s.display().to_string();
-            args.push("--script");
-            args.push(&script_s);
-        }
-        self.ok(&args);
-    }
-}
-
-impl Drop for Sup {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
+    d.ok(&args);
 }
 
 fn code(o: &Output) -> i32 {
@@ -74,9 +36,9 @@ fn code(o: &Output) -> i32 {
 
 #[test]
 fn deliver_confirms_and_barriers_follow_a_turn_on_both_profiles() {
-    let s = Sup::new();
-    s.sim("c", "claude", None);
-    s.sim("x", "codex", None);
+    let s = Drover::new();
+    sim(&s, "c", "claude", None);
+    sim(&s, "x", "codex", None);
     let out = s.ok(&[
         "wait",
         "c",
@@ -116,14 +78,14 @@ fn deliver_confirms_and_barriers_follow_a_turn_on_both_profiles() {
 
 #[test]
 fn permission_prompt_blocks_and_approval_finishes_the_turn() {
-    let s = Sup::new();
-    let script = s.dir.path().join("ask.toml");
+    let s = Drover::new();
+    let script = s.scratch().join("ask.toml");
     std::fs::write(
         &script,
         "[[turn]]\nsteps = [{ ask = \"touch made.txt\" }, { write = { path = \"made.txt\", content = \"x\" } }, \"finish\"]\n",
     )
     .unwrap();
-    s.sim("c", "claude", Some(&script));
+    sim(&s, "c", "claude", Some(&script));
     s.ok(&["wait", "c", "--until", "idle", "--timeout-ms", "10000"]);
     s.ok(&["send", "c", "make the file"]);
     let out = s.ok(&[
@@ -138,13 +100,13 @@ fn permission_prompt_blocks_and_approval_finishes_the_turn() {
     // Prose elsewhere on screen does not matter; the dialog does. Approve it.
     s.ok(&["pane", "keys", "c", "1"]);
     s.ok(&["wait", "c", "--until", "done", "--timeout-ms", "10000"]);
-    assert!(s.dir.path().join("made.txt").exists());
+    assert!(s.scratch().join("made.txt").exists());
 }
 
 #[test]
 fn barrier_exit_codes_timeout_gone_and_any() {
-    let s = Sup::new();
-    s.sim("c", "claude", None);
+    let s = Drover::new();
+    sim(&s, "c", "claude", None);
     s.ok(&["wait", "c", "--until", "idle", "--timeout-ms", "10000"]);
     let out = s.run(&["wait", "c", "--until", "working", "--timeout-ms", "200"]);
     assert_eq!(code(&out), 4, "timeout is exit 4");
@@ -172,7 +134,7 @@ fn barrier_exit_codes_timeout_gone_and_any() {
 
 #[test]
 fn delivery_to_an_agent_that_never_becomes_ready_is_refused() {
-    let s = Sup::new();
+    let s = Drover::new();
     s.ok(&[
         "pane", "new", "mute", "--agent", "sim", "--", "sleep", "100",
     ]);
@@ -183,7 +145,7 @@ fn delivery_to_an_agent_that_never_becomes_ready_is_refused() {
 
 #[test]
 fn respawn_starts_a_new_generation_that_old_states_cannot_satisfy() {
-    let s = Sup::new();
+    let s = Drover::new();
     s.ok(&["pane", "new", "p", "--", "sh", "-c", "exit 3"]);
     let out = s.ok(&["wait", "p", "--until", "exited", "--timeout-ms", "5000"]);
     assert!(out.contains("\"exit_code\":3"));
@@ -201,7 +163,7 @@ fn respawn_starts_a_new_generation_that_old_states_cannot_satisfy() {
 /// as `starting` again (the classifier's startup grace); it is `unknown`.
 #[test]
 fn an_unmatched_frame_after_ready_is_unknown_not_starting() {
-    let s = Sup::new();
+    let s = Drover::new();
     let screen = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/screens/claude/startup-1.txt"

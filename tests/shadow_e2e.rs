@@ -1,37 +1,38 @@
 //! Dispatch, the shadow runner and auto-completion end to end, with sim agents
 //! in real PTYs, real processes and the real engine.
 
+mod common;
+
+use common::Drover;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
+/// A supervisor of its own (stopped on drop) and a worktree for the lane.
 struct Env {
-    dir: tempfile::TempDir,
+    d: Drover,
 }
 
 impl Env {
     fn new() -> Self {
-        let e = Env {
-            dir: tempfile::tempdir().unwrap(),
-        };
+        let e = Env { d: Drover::new() };
         std::fs::create_dir_all(e.wt()).unwrap();
         e
     }
     fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
+        self.d.state.clone()
     }
     fn wt(&self) -> PathBuf {
-        self.dir.path().join("wt")
+        self.d.scratch().join("wt")
     }
     fn cmd(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_drover"));
-        c.arg("--state-dir").arg(self.state()).args(args);
-        c.env_remove("DROVER_AUTOCOMPLETE");
+        let mut c = self.d.cmd();
+        c.args(args).env_remove("DROVER_AUTOCOMPLETE");
         for (k, v) in env {
             c.env(k, v);
         }
-        c.current_dir(self.dir.path()).output().unwrap()
+        c.output().unwrap()
     }
     fn ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
         let o = self.cmd(args, env);
@@ -109,18 +110,12 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"], &[]);
-    }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
+/// Wait (condition, timeout — no settling sleeps) or fail naming what.
+fn wait_for(what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+    assert!(
+        common::wait_until(timeout, f),
+        "timed out waiting for {what}"
+    );
 }
 
 const CLEAN: &str = "[[turn]]\nsteps = [{ work = 300 }, { write = { path = \"out.txt\", content = \"x\" } }, { report = { path = \"report.json\" } }, \"finish\"]\n";
@@ -153,7 +148,7 @@ fn shadow_run_writes_nothing_under_registry_or_jobs() {
     e.ok(&["registry", "init", "--topology", "four-role"], &[]);
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[]);
-    wait_until("a complete decision", Duration::from_secs(15), || {
+    wait_for("a complete decision", Duration::from_secs(15), || {
         e.decisions("J1")
             .iter()
             .any(|d| d["decision"] == "complete")
@@ -177,7 +172,7 @@ fn autocompletion_commits_a_clean_attempt_through_the_engine() {
     e.sim("lane", CLEAN);
     let d = e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
     assert_eq!(d["autocomplete"], true);
-    wait_until("the job to complete", Duration::from_secs(15), || {
+    wait_for("the job to complete", Duration::from_secs(15), || {
         e.status("J1") == "completed"
     });
     let audit = e.ok(&["job", "audit", "J1", "--json"], &[]);
@@ -198,7 +193,7 @@ fn rollback_switch_in_the_supervisor_keeps_it_shadow_only() {
     e.ok(&["serve", "--daemon"], &[("DROVER_AUTOCOMPLETE", "0")]);
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
-    wait_until("a complete decision", Duration::from_secs(15), || {
+    wait_for("a complete decision", Duration::from_secs(15), || {
         e.decisions("J1")
             .iter()
             .any(|d| d["decision"] == "complete")
@@ -214,7 +209,7 @@ fn report_from_another_attempt_is_held() {
         "[[turn]]\nsteps = [{ work = 200 }, { report = { path = \"report.json\", fields = { attempt_id = \"someone-else\" } } }, \"finish\"]\n",
     );
     e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
-    wait_until("an unattributed decision", Duration::from_secs(15), || {
+    wait_for("an unattributed decision", Duration::from_secs(15), || {
         e.decisions("J1")
             .iter()
             .any(|d| d["decision"] == "hold_unattributed")
@@ -252,7 +247,7 @@ fn pane_respawned_mid_flight_is_never_completed_across_generations() {
         &["wait", "lane", "--until", "done", "--timeout-ms", "10000"],
         &[],
     );
-    wait_until(
+    wait_for(
         "a decision after the report",
         Duration::from_secs(15),
         || {
@@ -307,7 +302,7 @@ fn supervisor_restart_is_transport_doubt_not_completion() {
     let e = Env::new();
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[]);
-    wait_until("a complete decision", Duration::from_secs(15), || {
+    wait_for("a complete decision", Duration::from_secs(15), || {
         e.decisions("J1")
             .iter()
             .any(|d| d["decision"] == "complete")
@@ -331,7 +326,7 @@ fn status_shows_panes_and_running_jobs_with_their_decision() {
     let e = Env::new();
     e.sim("lane", CLEAN);
     let d = e.dispatch("J1", "lane", &[]);
-    wait_until("a complete decision", Duration::from_secs(15), || {
+    wait_for("a complete decision", Duration::from_secs(15), || {
         e.decisions("J1")
             .iter()
             .any(|d| d["decision"] == "complete")

@@ -286,7 +286,8 @@ fn parse_set(items: &[String]) -> anyhow::Result<Map<String, Value>> {
     Ok(m)
 }
 
-fn to_exit(e: EngineError) -> anyhow::Error {
+/// Map an engine error to its exit code (refused 3, usage 2, else 1).
+pub(super) fn to_exit(e: EngineError) -> anyhow::Error {
     let code = match &e {
         EngineError::Refused { .. } => exit::REFUSED,
         EngineError::Invalid { .. }

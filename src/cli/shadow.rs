@@ -91,23 +91,11 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Err(DispatchError::Engine(e)) => Err(engine_error(e)),
+        Err(DispatchError::Engine(e)) => Err(super::job::to_exit(e)),
         Err(DispatchError::Client(e)) => Err(super::client_err(e)),
         Err(e @ DispatchError::NotDelivered { .. }) => Err(fail(exit::REFUSED, e.to_string())),
         Err(e) => Err(fail(exit::ERROR, e.to_string())),
     }
-}
-
-fn engine_error(e: drover::engine::EngineError) -> anyhow::Error {
-    use drover::engine::EngineError;
-    let code = match &e {
-        EngineError::Refused { .. } => exit::REFUSED,
-        EngineError::Invalid { .. }
-        | EngineError::UnknownRequest { .. }
-        | EngineError::NotFound { .. } => exit::USAGE,
-        _ => exit::ERROR,
-    };
-    fail(code, e.to_string())
 }
 
 /// Pause between passes of `shadow run` without `--once`.
@@ -120,10 +108,10 @@ pub fn run(cmd: ShadowCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     let autocomplete = auto::enabled_by_env();
     loop {
         // The runner gets the running jobs as data; only auto-completion sees the engine.
-        let engine = Engine::open(&state_dir).map_err(engine_error)?;
+        let engine = Engine::open(&state_dir).map_err(super::job::to_exit)?;
         let jobs: Vec<RunningJob> = engine
             .list()
-            .map_err(engine_error)?
+            .map_err(super::job::to_exit)?
             .into_iter()
             .filter(|r| r.status == Status::Running)
             .filter(|r| job.as_deref().is_none_or(|j| j == r.job_id))

@@ -126,14 +126,7 @@ pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
         return result.map(|()| exit::OK);
     }
     let _ = d.call("shutdown", json!({}));
-    let lock = state_dir.join("supervisor.lock");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = drover::store::LockGuard::try_exclusive(&lock) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| exit::OK)
 }

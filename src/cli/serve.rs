@@ -3,7 +3,7 @@
 use super::{Ctx, client_err, fail};
 use drover::daemon::{Client, ServeError, ServeOptions, serve};
 use drover::exit;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -76,20 +76,12 @@ pub fn kill_server(ctx: &Ctx) -> anyhow::Result<u8> {
     };
     c.call("shutdown", serde_json::json!({}))
         .map_err(client_err)?;
-    // Stopped when the lock it holds for its life is free again.
-    let lock = state_dir.join("supervisor.lock");
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    loop {
-        match drover::store::LockGuard::try_exclusive(&lock) {
-            Ok(Some(_)) => return Ok(exit::OK),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                return Err(fail(
-                    exit::TRANSPORT,
-                    "the supervisor did not stop within 15 s",
-                ));
-            }
-            Err(e) => return Err(fail(exit::ERROR, e.to_string())),
-        }
+    match drover::daemon::client::wait_stopped(&state_dir, STOP_TIMEOUT) {
+        Ok(true) => Ok(exit::OK),
+        Ok(false) => Err(fail(
+            exit::TRANSPORT,
+            "the supervisor did not stop within 15 s",
+        )),
+        Err(e) => Err(fail(exit::ERROR, e.to_string())),
     }
 }

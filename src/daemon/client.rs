@@ -175,3 +175,19 @@ pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, Clien
         }
     }
 }
+
+/// Wait until the supervisor of `state_dir` has stopped: the lock it holds
+/// for its whole life is free again. `Ok(false)` when `timeout` passed first.
+pub fn wait_stopped(state_dir: &Path, timeout: Duration) -> Result<bool, crate::store::StoreError> {
+    let lock = state_dir.join("supervisor.lock");
+    let deadline = Instant::now() + timeout;
+    loop {
+        if crate::store::LockGuard::try_exclusive(&lock)?.is_some() {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

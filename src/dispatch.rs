@@ -78,7 +78,15 @@ pub fn dispatch(
 ) -> Result<Dispatched, DispatchError> {
     let engine = Engine::open(state_dir)?;
     let evidence = EvidenceStore::new(state_dir);
-    let info = client.call("pane.read", json!({"pane": spec.pane}))?;
+    // One listing gives the pane's generation and its working directory.
+    let info = client
+        .call("pane.ls", json!({}))?
+        .as_array()
+        .and_then(|l| l.iter().find(|p| p["name"] == spec.pane.as_str()).cloned())
+        .ok_or_else(|| ClientError::Remote {
+            code: crate::daemon::protocol::ErrorCode::NotFound,
+            message: format!("no pane named {}; see `drover pane ls`", spec.pane),
+        })?;
     let generation = info["generation"].as_u64().unwrap_or(0);
     let applied = engine.transition(&Request::new(
         spec.job_id.clone(),
@@ -98,14 +106,10 @@ pub fn dispatch(
     }
     // A report left by an earlier attempt must not speak for this one.
     let _ = std::fs::remove_file(&report_path);
-    let worktree = match &spec.worktree {
-        Some(w) => Some(w.clone()),
-        None => client
-            .call("pane.ls", json!({}))?
-            .as_array()
-            .and_then(|l| l.iter().find(|p| p["name"] == spec.pane.as_str()).cloned())
-            .and_then(|p| p["cwd"].as_str().map(PathBuf::from)),
-    };
+    let worktree = spec
+        .worktree
+        .clone()
+        .or_else(|| info["cwd"].as_str().map(PathBuf::from));
     evidence.append(
         &spec.job_id,
         &Evidence::Dispatch {

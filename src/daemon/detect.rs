@@ -81,10 +81,13 @@ fn publish(sup: &Sup, entry: &Entry) {
         if screen.hooks().in_sync_block() && meta.exit.is_none() {
             return None;
         }
+        // Render the rows once: they are classified and hashed.
+        let rows = screen.rows();
+        let hash = crate::paths::fnv1a64(crate::screen::join_rows(&rows).as_bytes());
         Some((
-            observe::observe(&sup.classifier, screen, meta),
+            observe::observe(&sup.classifier, &rows, screen, meta),
             meta.generation,
-            screen.text_hash(),
+            hash,
         ))
     });
     let Some((o, generation, hash)) = got else {

@@ -22,12 +22,17 @@ pub fn kind_of(agent: &str) -> AgentKind {
     agent.parse().unwrap_or(AgentKind::Shell)
 }
 
-/// Classify a pane from its screen and meta.
-pub fn observe(classifier: &Classifier, screen: &Screen, meta: &ScreenMeta) -> Observation {
-    let rows = screen.rows();
+/// Classify a pane from its screen's rows (rendered once by the caller, who
+/// also hashes them), its hooks and meta.
+pub fn observe(
+    classifier: &Classifier,
+    rows: &[String],
+    screen: &Screen,
+    meta: &ScreenMeta,
+) -> Observation {
     let hooks = screen.hooks();
     let signals = Signals {
-        rows: &rows,
+        rows,
         title: hooks.title(),
         osc7501: hooks.osc7501(),
         exited: meta.exit.as_ref().map(|e| e.code),

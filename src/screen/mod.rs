@@ -166,11 +166,6 @@ impl Screen {
         out.extend_from_slice(screen.state_formatted().as_bytes());
         out
     }
-
-    /// A stable hash of the visible text (FNV-1a), to tell screens apart cheaply.
-    pub fn text_hash(&self) -> u64 {
-        crate::paths::fnv1a64(self.text().as_bytes())
-    }
 }
 
 fn nz(v: u16) -> std::num::NonZeroU16 {

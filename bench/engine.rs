@@ -7,6 +7,9 @@
 //!
 //! Workers are real processes (this binary re-executed with `--worker`).
 
+#[path = "support.rs"]
+mod support;
+
 use drover::engine::{Action, Actor, Applied, Engine, Request, replay};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -25,17 +28,10 @@ fn main() -> ExitCode {
     if let Some(i) = args.iter().position(|a| a == "--worker") {
         return worker(&args[i + 1..]);
     }
-    let get = |name: &str, default: usize| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
     let o = Opts {
-        workers: get("--workers", 8),
-        transitions: get("--transitions", 500),
-        jobs: get("--jobs", 20),
+        workers: support::arg("--workers", 8),
+        transitions: support::arg("--transitions", 500),
+        jobs: support::arg("--jobs", 20),
     };
     match run(&o) {
         Ok(0) => ExitCode::SUCCESS,

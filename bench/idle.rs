@@ -38,17 +38,9 @@ struct Opts {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let get = |name: &str, default: u64| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
     let o = Opts {
-        panes: get("--panes", 32) as usize,
-        secs: get("--secs", 30),
+        panes: support::arg("--panes", 32),
+        secs: support::arg("--secs", 30),
     };
     match run(&o) {
         Ok(()) => ExitCode::SUCCESS,

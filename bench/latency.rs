@@ -73,17 +73,9 @@ struct Opts {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let get = |name: &str, default: u64| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
     let o = Opts {
-        cycles: get("--cycles", 200) as usize,
-        work_ms: get("--work-ms", 160),
+        cycles: support::arg("--cycles", 200),
+        work_ms: support::arg("--work-ms", 160),
     };
     match run(&o) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,4 @@
-//! Shared by the supervisor benchmarks (`latency`, `idle`): a supervisor in its
+//! Shared by the benchmarks (`latency`, `idle`, `engine`): a supervisor in its
 //! own temp state dir that is shut down when dropped, sim panes, `/proc` readings
 //! and percentiles. Included with `#[path]`; not a bench target itself.
 
@@ -8,6 +8,16 @@ use drover::daemon::Client;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The value after `--name` on the command line, parsed; `default` otherwise.
+pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 /// The drover binary built with this bench.
 pub const EXE: &str = env!("CARGO_BIN_EXE_drover");

@@ -102,20 +102,7 @@ impl Default for LeaseDoc {
 }
 
 fn parse(path: &Path, v: Value) -> Result<LeaseDoc, RegistryError> {
-    if v.get("schema_version").and_then(Value::as_u64) != Some(LEASES_VERSION) {
-        return Err(RegistryError::UnknownVersion {
-            path: path.to_path_buf(),
-            version: v
-                .get("schema_version")
-                .map_or_else(|| "(missing)".into(), |x| x.to_string()),
-            known: "1",
-        });
-    }
-    serde_json::from_value(v).map_err(|e| RegistryError::BadDocument {
-        path: path.to_path_buf(),
-        field: "(document)".into(),
-        message: e.to_string(),
-    })
+    super::parse_versioned(path, v, LEASES_VERSION)
 }
 
 /// Read `leases.json` as stored (`None` when absent).

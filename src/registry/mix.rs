@@ -315,23 +315,7 @@ pub fn load(state_dir: &Path) -> Result<Option<MixLedger>, RegistryError> {
 }
 
 fn parse_ledger(path: &Path, v: serde_json::Value) -> Result<MixLedger, RegistryError> {
-    match v.get("schema_version").and_then(|n| n.as_u64()) {
-        Some(LEDGER_VERSION) => {}
-        _ => {
-            return Err(RegistryError::UnknownVersion {
-                path: path.to_path_buf(),
-                version: v
-                    .get("schema_version")
-                    .map_or_else(|| "(missing)".into(), |x| x.to_string()),
-                known: "1",
-            });
-        }
-    }
-    serde_json::from_value(v).map_err(|e| RegistryError::BadDocument {
-        path: path.to_path_buf(),
-        field: "(document)".into(),
-        message: e.to_string(),
-    })
+    super::parse_versioned(path, v, LEDGER_VERSION)
 }
 
 /// Change the ledger under its lock. `policy` (the registry's, when there is

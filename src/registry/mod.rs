@@ -298,3 +298,27 @@ mod tests {
         assert!(assignment_path(d.path(), "deep-reviewer").exists());
     }
 }
+
+/// Parse a document that must carry `schema_version: version` (leases, the
+/// agent-mix ledger): another or a missing version is an error naming the
+/// file, never a guess.
+pub(crate) fn parse_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    v: Value,
+    version: u64,
+) -> Result<T, RegistryError> {
+    if v.get("schema_version").and_then(Value::as_u64) != Some(version) {
+        return Err(RegistryError::UnknownVersion {
+            path: path.to_path_buf(),
+            version: v
+                .get("schema_version")
+                .map_or_else(|| "(missing)".into(), |x| x.to_string()),
+            known: "1",
+        });
+    }
+    serde_json::from_value(v).map_err(|e| RegistryError::BadDocument {
+        path: path.to_path_buf(),
+        field: "(document)".into(),
+        message: e.to_string(),
+    })
+}

@@ -256,6 +256,30 @@ fn write_assignment_stub(
     Ok(())
 }
 
+/// Parse a document that must carry `schema_version: version` (leases, the
+/// agent-mix ledger): another or a missing version is an error naming the
+/// file, never a guess.
+pub(crate) fn parse_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    v: Value,
+    version: u64,
+) -> Result<T, RegistryError> {
+    if v.get("schema_version").and_then(Value::as_u64) != Some(version) {
+        return Err(RegistryError::UnknownVersion {
+            path: path.to_path_buf(),
+            version: v
+                .get("schema_version")
+                .map_or_else(|| "(missing)".into(), |x| x.to_string()),
+            known: "1",
+        });
+    }
+    serde_json::from_value(v).map_err(|e| RegistryError::BadDocument {
+        path: path.to_path_buf(),
+        field: "(document)".into(),
+        message: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,28 +321,4 @@ mod tests {
         assert_eq!(load_required(d.path()).unwrap().sessions.len(), 8);
         assert!(assignment_path(d.path(), "deep-reviewer").exists());
     }
-}
-
-/// Parse a document that must carry `schema_version: version` (leases, the
-/// agent-mix ledger): another or a missing version is an error naming the
-/// file, never a guess.
-pub(crate) fn parse_versioned<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    v: Value,
-    version: u64,
-) -> Result<T, RegistryError> {
-    if v.get("schema_version").and_then(Value::as_u64) != Some(version) {
-        return Err(RegistryError::UnknownVersion {
-            path: path.to_path_buf(),
-            version: v
-                .get("schema_version")
-                .map_or_else(|| "(missing)".into(), |x| x.to_string()),
-            known: "1",
-        });
-    }
-    serde_json::from_value(v).map_err(|e| RegistryError::BadDocument {
-        path: path.to_path_buf(),
-        field: "(document)".into(),
-        message: e.to_string(),
-    })
 }

@@ -375,13 +375,7 @@ impl Model {
         if approve {
             if self.claude() {
                 // Replace the "Waiting…" detail with the outcome.
-                if self
-                    .transcript
-                    .last()
-                    .is_some_and(|l| l.ends_with("Waiting…"))
-                {
-                    self.transcript.pop();
-                }
+                self.drop_waiting_line();
                 self.detail("Approved");
             } else {
                 self.blank();
@@ -404,16 +398,21 @@ impl Model {
         }
     }
 
+    /// Remove Claude's "Waiting…" detail line when it is the last one.
+    fn drop_waiting_line(&mut self) {
+        if self
+            .transcript
+            .last()
+            .is_some_and(|l| l.ends_with("Waiting…"))
+        {
+            self.transcript.pop();
+        }
+    }
+
     fn interrupt(&mut self) {
         self.pending_ask = None;
         if self.claude() {
-            if self
-                .transcript
-                .last()
-                .is_some_and(|l| l.ends_with("Waiting…"))
-            {
-                self.transcript.pop();
-            }
+            self.drop_waiting_line();
             self.detail("Interrupted · What should Claude do instead?");
         } else {
             self.blank();

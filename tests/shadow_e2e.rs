@@ -99,6 +99,18 @@ impl Env {
             serde_json::from_str(&self.ok(&["job", "show", job, "--json"], &[])).unwrap();
         v["status"].as_str().unwrap().to_string()
     }
+    /// Wait until the shadow runner has decided `decision` about `job`.
+    fn wait_decision(&self, job: &str, decision: &str) {
+        wait_for(
+            &format!("a {decision} decision about {job}"),
+            Duration::from_secs(15),
+            || {
+                self.decisions(job)
+                    .iter()
+                    .any(|d| d["decision"] == decision)
+            },
+        );
+    }
     fn decisions(&self, job: &str) -> Vec<serde_json::Value> {
         let p = self.state().join("shadow").join("decisions.jsonl");
         std::fs::read_to_string(p)
@@ -148,11 +160,7 @@ fn shadow_run_writes_nothing_under_registry_or_jobs() {
     e.ok(&["registry", "init", "--topology", "four-role"], &[]);
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[]);
-    wait_for("a complete decision", Duration::from_secs(15), || {
-        e.decisions("J1")
-            .iter()
-            .any(|d| d["decision"] == "complete")
-    });
+    e.wait_decision("J1", "complete");
     let before_reg = hash_tree(&e.state().join("registry"));
     let before_jobs = hash_tree(&e.state().join("jobs"));
     assert!(!before_reg.is_empty() && !before_jobs.is_empty());
@@ -193,11 +201,7 @@ fn rollback_switch_in_the_supervisor_keeps_it_shadow_only() {
     e.ok(&["serve", "--daemon"], &[("DROVER_AUTOCOMPLETE", "0")]);
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
-    wait_for("a complete decision", Duration::from_secs(15), || {
-        e.decisions("J1")
-            .iter()
-            .any(|d| d["decision"] == "complete")
-    });
+    e.wait_decision("J1", "complete");
     assert_eq!(e.status("J1"), "running");
 }
 
@@ -209,11 +213,7 @@ fn report_from_another_attempt_is_held() {
         "[[turn]]\nsteps = [{ work = 200 }, { report = { path = \"report.json\", fields = { attempt_id = \"someone-else\" } } }, \"finish\"]\n",
     );
     e.dispatch("J1", "lane", &[("DROVER_AUTOCOMPLETE", "1")]);
-    wait_for("an unattributed decision", Duration::from_secs(15), || {
-        e.decisions("J1")
-            .iter()
-            .any(|d| d["decision"] == "hold_unattributed")
-    });
+    e.wait_decision("J1", "hold_unattributed");
     assert!(
         e.decisions("J1")
             .iter()
@@ -302,11 +302,7 @@ fn supervisor_restart_is_transport_doubt_not_completion() {
     let e = Env::new();
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[]);
-    wait_for("a complete decision", Duration::from_secs(15), || {
-        e.decisions("J1")
-            .iter()
-            .any(|d| d["decision"] == "complete")
-    });
+    e.wait_decision("J1", "complete");
     e.ok(&["kill-server"], &[]);
     e.ok(&["serve", "--daemon"], &[]);
     let evidence = std::fs::read_to_string(e.state().join("evidence").join("J1.jsonl")).unwrap();
@@ -326,11 +322,7 @@ fn status_shows_panes_and_running_jobs_with_their_decision() {
     let e = Env::new();
     e.sim("lane", CLEAN);
     let d = e.dispatch("J1", "lane", &[]);
-    wait_for("a complete decision", Duration::from_secs(15), || {
-        e.decisions("J1")
-            .iter()
-            .any(|d| d["decision"] == "complete")
-    });
+    e.wait_decision("J1", "complete");
     let v: serde_json::Value = serde_json::from_str(&e.ok(&["status", "--json"], &[])).unwrap();
     assert_eq!(v["panes"][0]["name"], "lane");
     assert_eq!(v["jobs"][0]["job_id"], "J1");

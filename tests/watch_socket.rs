@@ -2,10 +2,12 @@
 //! evidence; when the supervisor goes away the watcher reports transport
 //! errors and backs off 1 s, 2 s, …; a new supervisor brings it back.
 
+mod common;
+
+use common::Drover;
 use drover::agent::State;
 use drover::daemon::SocketBarrier;
 use drover::watch::{BarrierMode, Clock, Round, WatchEvent, Watcher};
-use std::process::Command;
 use std::time::Duration;
 
 /// A clock that records sleeps instead of sleeping.
@@ -25,51 +27,28 @@ impl Clock for FakeClock {
     }
 }
 
-fn drover(state: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_drover"))
-        .arg("--state-dir")
-        .arg(state)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// Stops the test's supervisor however the test ends.
-struct StopOnDrop(std::path::PathBuf);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        let _ = drover(&self.0, &["kill-server"]);
-    }
+/// A sim agent of `profile` in pane `a`.
+fn sim(d: &Drover, profile: &str) {
+    let exe = env!("CARGO_BIN_EXE_drover");
+    d.ok(&[
+        "pane",
+        "new",
+        "a",
+        "--agent",
+        "sim",
+        "--",
+        exe,
+        "sim-agent",
+        "--profile",
+        profile,
+    ]);
 }
 
 #[test]
 fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let _stop = StopOnDrop(state.clone());
-    let exe = env!("CARGO_BIN_EXE_drover");
-    let out = drover(
-        &state,
-        &[
-            "pane",
-            "new",
-            "a",
-            "--agent",
-            "sim",
-            "--",
-            exe,
-            "sim-agent",
-            "--profile",
-            "codex",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let state = std::fs::canonicalize(&state).unwrap();
+    let d = Drover::new();
+    sim(&d, "codex");
+    let state = d.state.clone();
     let socket = drover::paths::socket_path(&state).unwrap();
     let src = SocketBarrier::new(socket, vec!["a".into()], BarrierMode::All);
     let mut w = Watcher::new(
@@ -87,7 +66,7 @@ fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() 
         other => panic!("expected a match, got {other:?}"),
     }
     assert!(w.cached().is_some());
-    assert!(drover(&state, &["kill-server"]).status.success());
+    d.ok(&["kill-server"]);
     let mut slept = Vec::new();
     for _ in 0..3 {
         match w.step(&mut events) {
@@ -105,22 +84,6 @@ fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() 
         "a transport error drops the cached snapshot"
     );
     // A supervisor again (the pane is new): one success resets everything.
-    let out = drover(
-        &state,
-        &[
-            "pane",
-            "new",
-            "a",
-            "--agent",
-            "sim",
-            "--",
-            exe,
-            "sim-agent",
-            "--profile",
-            "claude",
-        ],
-    );
-    assert!(out.status.success());
+    sim(&d, "claude");
     assert!(matches!(w.step(&mut events), Round::Matched(_)));
-    let _ = drover(&state, &["kill-server"]);
 }

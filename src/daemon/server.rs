@@ -366,7 +366,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             let e = sup.entry(arg_str(args, "pane")?)?;
             let raw = args.get("raw").and_then(Value::as_bool).unwrap_or(false);
             let scrollback = args.get("scrollback").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let (rows, formatted, generation, size, cursor) = e.pane.with_screen(|s, m| {
+            let (rows, formatted, generation, size, title) = e.pane.with_screen(|s, m| {
                 let mut rows = s.scrollback_rows(scrollback);
                 rows.extend(s.rows());
                 let formatted = raw.then(|| {
@@ -391,7 +391,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                 "text": crate::screen::join_rows(&rows),
                 "lines": rows,
                 "formatted": formatted,
-                "title": cursor,
+                "title": title,
                 "observation": &*lock(&e.obs),
             }))
         }

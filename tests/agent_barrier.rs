@@ -3,32 +3,7 @@
 mod common;
 
 use common::Drover;
-use std::path::Path;
 use std::process::Output;
-
-/// Start a sim agent (profile, optional script) in pane `name`.
-fn sim(d: &Drover, name: &str, profile: &str, script: Option<&Path>) {
-    let exe = env!("CARGO_BIN_EXE_drover");
-    let mut args = vec![
-        "pane",
-        "new",
-        name,
-        "--agent",
-        "sim",
-        "--",
-        exe,
-        "sim-agent",
-        "--profile",
-        profile,
-    ];
-    let script_s;
-    if let Some(sc) = script {
-        script_s = sc.display().to_string();
-        args.push("--script");
-        args.push(&script_s);
-    }
-    d.ok(&args);
-}
 
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
@@ -37,8 +12,8 @@ fn code(o: &Output) -> i32 {
 #[test]
 fn deliver_confirms_and_barriers_follow_a_turn_on_both_profiles() {
     let s = Drover::new();
-    sim(&s, "c", "claude", None);
-    sim(&s, "x", "codex", None);
+    s.sim("c", "claude", None);
+    s.sim("x", "codex", None);
     let out = s.ok(&[
         "wait",
         "c",
@@ -85,7 +60,7 @@ fn permission_prompt_blocks_and_approval_finishes_the_turn() {
         "[[turn]]\nsteps = [{ ask = \"touch made.txt\" }, { write = { path = \"made.txt\", content = \"x\" } }, \"finish\"]\n",
     )
     .unwrap();
-    sim(&s, "c", "claude", Some(&script));
+    s.sim("c", "claude", Some(&script));
     s.ok(&["wait", "c", "--until", "idle", "--timeout-ms", "10000"]);
     s.ok(&["send", "c", "make the file"]);
     let out = s.ok(&[
@@ -106,7 +81,7 @@ fn permission_prompt_blocks_and_approval_finishes_the_turn() {
 #[test]
 fn barrier_exit_codes_timeout_gone_and_any() {
     let s = Drover::new();
-    sim(&s, "c", "claude", None);
+    s.sim("c", "claude", None);
     s.ok(&["wait", "c", "--until", "idle", "--timeout-ms", "10000"]);
     let out = s.run(&["wait", "c", "--until", "working", "--timeout-ms", "200"]);
     assert_eq!(code(&out), 4, "timeout is exit 4");

@@ -27,27 +27,10 @@ impl Clock for FakeClock {
     }
 }
 
-/// A sim agent of `profile` in pane `a`.
-fn sim(d: &Drover, profile: &str) {
-    let exe = env!("CARGO_BIN_EXE_drover");
-    d.ok(&[
-        "pane",
-        "new",
-        "a",
-        "--agent",
-        "sim",
-        "--",
-        exe,
-        "sim-agent",
-        "--profile",
-        profile,
-    ]);
-}
-
 #[test]
 fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() {
     let d = Drover::new();
-    sim(&d, "codex");
+    d.sim("a", "codex", None);
     let state = d.state.clone();
     let socket = drover::paths::socket_path(&state).unwrap();
     let src = SocketBarrier::new(socket, vec!["a".into()], BarrierMode::All);
@@ -84,6 +67,6 @@ fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() 
         "a transport error drops the cached snapshot"
     );
     // A supervisor again (the pane is new): one success resets everything.
-    sim(&d, "claude");
+    d.sim("a", "claude", None);
     assert!(matches!(w.step(&mut events), Round::Matched(_)));
 }

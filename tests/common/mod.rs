@@ -61,6 +61,27 @@ impl Drover {
         c
     }
 
+    /// Start drover's sim agent of `profile` (optionally with a script) in pane `name`.
+    pub fn sim(&self, name: &str, profile: &str, script: Option<&Path>) -> String {
+        let mut args = vec![
+            "pane",
+            "new",
+            name,
+            "--agent",
+            "sim",
+            "--",
+            BIN,
+            "sim-agent",
+            "--profile",
+            profile,
+        ];
+        let script = script.map(|p| p.display().to_string());
+        if let Some(sc) = &script {
+            args.extend(["--script", sc.as_str()]);
+        }
+        self.ok(&args)
+    }
+
     /// Run `drover ARGS…` and collect its output.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().unwrap()

@@ -102,7 +102,7 @@ pub fn dispatch(
         .clone()
         .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
     if let Some(dir) = report_path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::store::create_private_dir(dir);
     }
     // A report left by an earlier attempt must not speak for this one.
     let _ = std::fs::remove_file(&report_path);

@@ -131,12 +131,11 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
 
 fn init_logging(opts: &ServeOptions) {
     let dir = opts.state_dir.join("logs");
-    let _ = std::fs::create_dir_all(&dir);
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("supervisor.log"))
-    else {
+    let _ = crate::store::create_private_dir(&dir);
+    let Ok(file) = crate::store::open_private(
+        &dir.join("supervisor.log"),
+        std::fs::OpenOptions::new().create(true).append(true),
+    ) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

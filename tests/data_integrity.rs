@@ -259,3 +259,96 @@ fn held_jobs_lock_fails_within_the_bound_naming_the_holder() {
     // Nothing was committed, and the lock works again once released.
     drover_ok(st, &["job", "claim", "J1", "--session", "s1"]);
 }
+
+/// A small tmpfs, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).expect("mount point");
+        let o = run({
+            let mut c = std::process::Command::new("mount");
+            c.args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(at);
+            c
+        });
+        assert_eq!(
+            code(&o),
+            0,
+            "this test needs root to mount a small tmpfs (a real full disk): {}",
+            stderr(&o)
+        );
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fill the file system holding `dir` until a write fails, then free `keep` bytes.
+fn fill_leaving(dir: &Path, keep: u64) -> std::path::PathBuf {
+    use std::io::Write;
+    let filler = dir.join("filler");
+    let mut f = std::fs::File::create(&filler).expect("filler");
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).is_ok() {}
+    let _ = f.sync_all();
+    let len = f.metadata().expect("stat").len();
+    f.set_len((len / 4096) * 4096 - keep).expect("truncate");
+    filler
+}
+
+/// Guards a claim on a full disk: it committed but exited 1 without the
+/// attempt id, and `status.json` lagged the records from then on. The error
+/// must say what was committed and the next write must repair the mirror.
+#[test]
+fn claim_on_a_full_disk_says_what_it_committed_and_the_mirror_catches_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnt = dir.path().join("mnt");
+    let _fs = Tmpfs::mount(&mnt, "512k");
+    let st = mnt.join("state");
+    // Enough jobs that the mirror needs more pages than the records do.
+    let mut n = 0;
+    while std::fs::metadata(st.join("jobs").join("status.json")).map_or(0, |m| m.len()) < 9000 {
+        n += 1;
+        drover_ok(&st, &["job", "create", &format!("J{n:03}")]);
+        drover_ok(
+            &st,
+            &["job", "claim", &format!("J{n:03}"), "--session", "s"],
+        );
+    }
+    drover_ok(&st, &["job", "create", "K1"]);
+    let filler = fill_leaving(&mnt, 2 * 4096);
+    let o = drover_out(&st, &["job", "claim", "K1", "--session", "s1"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "the mirror write must fail here: {err}");
+    std::fs::remove_file(&filler).expect("free the disk");
+    let rec: Value =
+        serde_json::from_str(&drover_ok(&st, &["job", "show", "K1", "--json"])).expect("json");
+    assert_eq!(rec["status"], "running", "the claim committed");
+    let attempt = rec["attempt_id"].as_str().expect("attempt");
+    let seq = rec["transition_seq"].as_u64().expect("seq");
+    assert!(err.contains(attempt), "the error names the attempt: {err}");
+    assert!(err.contains(&format!("seq {seq}")), "and the seq: {err}");
+    let mirror = |st: &Path| -> Value {
+        serde_json::from_slice(&std::fs::read(st.join("jobs").join("status.json")).expect("read"))
+            .expect("mirror parses")
+    };
+    assert_eq!(mirror(&st)["jobs"]["K1"]["status"], "pending", "lagging");
+    drover_ok(&st, &["job", "create", "K2"]);
+    let m = mirror(&st);
+    assert_eq!(m["jobs"]["K1"]["status"], "running", "repaired: {m}");
+    assert_eq!(m["jobs"]["K1"]["attempt_id"], attempt);
+}

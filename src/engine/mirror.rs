@@ -54,8 +54,9 @@ pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<b
     let Some(rec) = super::record::read_record(record_path, job_id)? else {
         return Ok(false);
     };
+    let mirrored = doc.transition_seq;
     let mut changed = forward(&mut doc, &rec);
-    if doc.transition_seq < rec.transition_seq.saturating_sub(1)
+    if mirrored < rec.transition_seq.saturating_sub(1)
         && let Some(dir) = record_path.parent()
     {
         changed |= repair(&mut doc, dir);
@@ -147,5 +148,28 @@ mod tests {
             (doc.transition_seq, doc.jobs["J"].status),
             (6, Status::Pending)
         );
+    }
+
+    /// Guards a mirror write lost on a full disk: the next refresh, for any
+    /// job, brings every lagging entry up to its record.
+    #[test]
+    fn a_lost_mirror_write_is_repaired_by_the_next_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("status.json");
+        let (a, b) = (dir.path().join("A.job.json"), dir.path().join("B.job.json"));
+        let mut ra = record(1, Status::Pending);
+        ra.job_id = "A".into();
+        write_json_atomic(&a, &ra).unwrap();
+        assert!(refresh(&m, &a, "A").unwrap());
+        ra.transition_seq = 2;
+        ra.status = Status::Running;
+        write_json_atomic(&a, &ra).unwrap(); // its mirror write is "lost"
+        let mut rb = record(3, Status::Pending);
+        rb.job_id = "B".into();
+        write_json_atomic(&b, &rb).unwrap();
+        assert!(refresh(&m, &b, "B").unwrap());
+        let doc: StatusMirror = read_json(&m).unwrap().unwrap();
+        assert_eq!(doc.jobs["A"].status, Status::Running);
+        assert_eq!(doc.transition_seq, 3);
     }
 }

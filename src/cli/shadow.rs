@@ -94,6 +94,7 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         Err(DispatchError::Engine(e)) => Err(super::job::to_exit(e)),
         Err(DispatchError::Client(e)) => Err(super::client_err(e)),
         Err(e @ DispatchError::NotDelivered { .. }) => Err(fail(exit::REFUSED, e.to_string())),
+        Err(e @ DispatchError::PromptTooLarge { .. }) => Err(fail(exit::USAGE, e.to_string())),
         Err(e) => Err(fail(exit::ERROR, e.to_string())),
     }
 }

@@ -127,37 +127,14 @@ fn publish(sup: &Sup, entry: &Entry) {
     }
 }
 
-const STATES: &[&str] = &[
-    "starting", "idle", "working", "blocked", "done", "exited", "unknown",
-];
-
 pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
-    let panes: Vec<String> = args
-        .get("panes")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("missing list field `panes`".into()))?;
-    let until: Vec<String> = args
-        .get("until")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("`until` is required: the states to wait for".into()))?;
-    for s in &until {
-        let base = s.split(':').next().unwrap_or("");
-        if !STATES.contains(&base) {
-            return Err(usage(format!(
-                "unknown state {s:?}: use one of {}",
-                STATES.join(", ")
-            )));
-        }
-    }
-    let any = args.get("mode").and_then(Value::as_str) == Some("any");
-    let timeout = Duration::from_millis(
-        args.get("timeout_ms")
-            .and_then(Value::as_u64)
-            .unwrap_or(30_000),
-    );
+    let super::protocol::args::Wait {
+        panes,
+        until,
+        timeout,
+        mode,
+    } = super::protocol::args::Wait::parse(args)?;
+    let any = mode == super::protocol::args::WaitMode::Any;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut rx = sup.epoch.subscribe();
     loop {
@@ -168,12 +145,7 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
             let snap = lock(&e.obs).clone();
             snaps.push(snap);
         }
-        let matches = |s: &Snapshot| {
-            until.iter().any(|u| match u.split_once(':') {
-                Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
-                None => s.state == *u,
-            })
-        };
+        let matches = |s: &Snapshot| until.iter().any(|u| u.matches(&s.state, s.kind.as_deref()));
         let met = if any {
             snaps.iter().any(matches)
         } else {

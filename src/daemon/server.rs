@@ -362,9 +362,10 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             Ok(Value::Array(out))
         }
         "pane.read" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let raw = args.get("raw").and_then(Value::as_bool).unwrap_or(false);
-            let scrollback = args.get("scrollback").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let a = super::protocol::args::PaneRead::parse(args)?;
+            let e = sup.entry(&a.pane)?;
+            let raw = a.raw;
+            let scrollback = usize::try_from(a.scrollback.unwrap_or(0)).unwrap_or(usize::MAX);
             let (rows, formatted, generation, size, title) = e.pane.with_screen(|s, m| {
                 let mut rows = s.scrollback_rows(scrollback);
                 rows.extend(s.rows());
@@ -494,6 +495,7 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
 }
 
 async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    super::protocol::args::check_agent(args.get("spec").unwrap_or(&Value::Null))?;
     let spec: PaneSpec =
         serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;

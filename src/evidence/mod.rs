@@ -204,12 +204,15 @@ impl EvidenceStore {
     }
 }
 
-/// The newest dispatch in a job's evidence.
+/// The newest dispatch in a job's evidence: the greatest `t_ms`, the later
+/// line on a tie (several writers append, so file order is not time order).
 pub fn latest_dispatch(events: &[Evidence]) -> Option<&Evidence> {
     events
         .iter()
-        .rev()
-        .find(|e| matches!(e, Evidence::Dispatch { .. }))
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Evidence::Dispatch { .. }))
+        .max_by_key(|(i, e)| (e.t_ms(), *i))
+        .map(|(_, e)| e)
 }
 
 /// Build the policy's scenario document for the newest dispatch of a job.

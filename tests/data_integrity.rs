@@ -77,8 +77,6 @@ fn event_without_its_newline_keeps_its_seq() {
     drover_ok(st, &["registry", "init", "--topology", "four-role"]);
     let beat = ["session-heartbeat", "--session-id", "reviewer", "--status"];
     drover_ok(st, &[&beat[..], &["working"]].concat());
-    let log = st.join("registry").join("events.jsonl");
-    strip_final_newline(&log);
     let seqs = |st: &Path| -> Vec<u64> {
         drover_ok(st, &["events", "--json"])
             .lines()
@@ -89,12 +87,15 @@ fn event_without_its_newline_keeps_its_seq() {
             })
             .collect()
     };
-    let first = seqs(st);
-    assert!(!first.is_empty());
+    let before = seqs(st);
+    assert!(!before.is_empty());
+    let log = st.join("registry").join("events.jsonl");
+    strip_final_newline(&log);
+    assert_eq!(seqs(st), before, "the unterminated last event is read");
     drover_ok(st, &[&beat[..], &["passed"]].concat());
     let all = seqs(st);
-    assert_eq!(&all[..first.len()], &first[..], "no event lost");
-    assert!(all.len() > first.len(), "the new event is there");
+    assert_eq!(&all[..before.len()], &before[..], "no event lost");
+    assert!(all.len() > before.len(), "the new event is there");
     assert!(
         all.windows(2).all(|w| w[0] < w[1]),
         "no seq reused: {all:?}"

@@ -74,7 +74,10 @@ fn make_private_state_dir(dir: &Path) -> Result<(), PathError> {
         source: std::io::Error::other(e.to_string()),
     };
     crate::store::create_private_dir(dir).map_err(create)?;
+    // An empty dir (just made by `mkdir`) exposed nothing: tighten it quietly.
+    let exposed = std::fs::read_dir(dir).is_ok_and(|mut r| r.next().is_some());
     match crate::store::tighten_dir(dir) {
+        Ok(Some(_)) if !exposed => {}
         Ok(Some(was)) => tracing::warn!(
             "made the state dir {} private (mode {was:o} -> 700): it describes your jobs and your work",
             dir.display()

@@ -45,7 +45,7 @@ pub enum EngineError {
         attempt_id: Option<String>,
         what: &'static str,
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
 }
 

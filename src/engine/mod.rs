@@ -140,7 +140,7 @@ impl Engine {
                     seq,
                     attempt_id: record.attempt_id.clone(),
                     what,
-                    source,
+                    source: Box::new(source),
                 };
                 append_jsonl(&self.audit_path(), &entry, true)
                     .map_err(|e| after("audit append", e))?;

@@ -1,5 +1,5 @@
 //! Append-only JSONL logs and the one torn-tail rule every reader and writer
-//! of them follows (docs/state.md):
+//! of them follows (docs/state-dir.md):
 //!
 //! - only the bytes after the last newline can be torn (a writer killed in the
 //!   middle of its single `write`);

@@ -11,7 +11,7 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 pub const LOCK_WAIT_ENV: &str = "DROVER_LOCK_WAIT_MS";
 /// The first and the longest pause between two tries of a held lock.
 const RETRY_FIRST: Duration = Duration::from_micros(200);
-const RETRY_MAX: Duration = Duration::from_millis(10);
+const RETRY_MAX: Duration = Duration::from_millis(5);
 
 /// The lock wait in force: [`LOCK_WAIT`] unless `DROVER_LOCK_WAIT_MS` says otherwise.
 pub fn lock_wait() -> Duration {

@@ -1,4 +1,4 @@
-//! Where drover keeps its state and its socket (SPEC §2 "State dir and socket").
+//! Where drover keeps its state and its socket (docs/cli.md "State dir").
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -31,7 +31,7 @@ fn row(id: &str, role: &str, gate: &str, writer: bool) -> (String, String, Strin
     (id.into(), role.into(), gate.into(), writer)
 }
 
-/// SPEC §7's topology table, row for row, with idle Claude and Codex lanes.
+/// docs/registry.md's topology table, row for row, with idle Claude and Codex lanes.
 #[test]
 fn topologies_match_the_spec_table() {
     let e = Env::new();

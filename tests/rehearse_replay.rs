@@ -74,7 +74,7 @@ fn recordings_cover_both_agents_and_every_checked_state() {
         ] {
             assert!(states.contains(s), "no {agent} recording reaches {s}");
         }
-        // Only Claude has a question tool (SPEC §5).
+        // Only Claude has a question tool (docs/agents.md).
         if agent == "claude" {
             assert!(states.contains("blocked:question"), "no claude question");
         }

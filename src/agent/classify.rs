@@ -1,5 +1,5 @@
 //! The classifier: screen rules plus OSC 7501, the window title, process exit
-//! and output quiescence, combined into one [`Observation`] (SPEC §5).
+//! and output quiescence, combined into one [`Observation`] (docs/agents.md).
 //!
 //! How signals combine, in order:
 //! 1. `exited` wins over everything.
@@ -276,7 +276,7 @@ impl Classifier {
         evidence.push(format!("disagree:screen={},{}", rule.state, what.join(",")));
         // Codex hides its `Working` row while it streams reply text: a ready
         // screen with OSC 7501 saying `working` is a streaming turn, not a
-        // disagreement to wait out (SPEC §5). Only this direction: OSC
+        // disagreement to wait out (docs/agents.md). Only this direction: OSC
         // `blocked` runs ~0.8 s ahead of its dialog and must still settle.
         let osc_working = disagree
             .iter()

@@ -1,6 +1,6 @@
 //! Command-line parsing and dispatch. Each noun lives in its own file and
 //! exposes a clap `Commands` enum (flattened into the top level) and `run`.
-//! Library errors are mapped to the exit codes of SPEC §3 here, nowhere else.
+//! Library errors are mapped to the exit codes of docs/cli.md here, nowhere else.
 
 mod agent;
 mod attach;

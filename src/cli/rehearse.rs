@@ -1,5 +1,5 @@
 //! `drover mock-model` and `drover rehearse`: the real agent TUIs against
-//! drover's own mock model server (SPEC §15, docs/rehearsal.md).
+//! drover's own mock model server (docs/rehearsal.md).
 
 use super::{Ctx, client_err, fail};
 use drover::exit;

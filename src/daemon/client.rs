@@ -30,7 +30,7 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// The CLI exit code (SPEC §3).
+    /// The CLI exit code (docs/cli.md).
     pub fn exit_code(&self) -> u8 {
         match self {
             ClientError::Remote { code, .. } => code.exit_code(),

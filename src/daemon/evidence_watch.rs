@@ -1,7 +1,7 @@
 //! The supervisor's evidence watcher: one task per dispatched job. It repeats
 //! barriers on the job's pane (woken by observation changes, not polling),
 //! appends every matched snapshot to the job's evidence, records transport
-//! failures with the watcher's 1/2/4/8/16 s backoff (SPEC §6), and asks the shadow
+//! failures with the watcher's 1/2/4/8/16 s backoff (docs/agents.md), and asks the shadow
 //! runner for a decision whenever the evidence changes. With auto-completion
 //! on, a `complete` decision is committed through the engine.
 

@@ -1,4 +1,4 @@
-//! Heartbeats (SPEC §7): a session or one of its lanes reports a status for a
+//! Heartbeats (docs/registry.md): a session or one of its lanes reports a status for a
 //! task; past its TTL (30 min by default) a session is `stale`.
 
 use super::schema::{Agent, Registry, Session};

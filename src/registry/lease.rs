@@ -1,4 +1,4 @@
-//! Write leases (`leases.json`, SPEC §7): one per task, held by the Implementer,
+//! Write leases (`leases.json`, docs/registry.md): one per task, held by the Implementer,
 //! lent to at most one of Claude and Codex at a time.
 //!
 //! The rules, each enforced here:

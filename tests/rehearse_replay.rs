@@ -123,6 +123,7 @@ fn every_checkpoint_classifies_as_labelled() {
                 osc7501: hooks.osc7501(),
                 exited: None,
                 quiet_ms: u64::MAX / 2,
+                foreground_job: None,
                 since_spawn_ms: u64::MAX / 2,
             };
             let o = classifier.classify(kind, &signals);

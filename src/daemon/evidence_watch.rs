@@ -263,5 +263,24 @@ pub(super) fn mark_restart(state_dir: &std::path::Path) {
             Ok(()) => tracing::info!(job = %job.job_id, "marked transport doubt after restart"),
             Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot mark restart"),
         }
+        // Decide again now, so `drover status` does not show the decision
+        // made before the gap as if it still held.
+        let running = RunningJob {
+            job_id: job.job_id.clone(),
+            attempt_id: job.attempt_id.clone(),
+        };
+        let now = crate::paths::now_ms();
+        match runner.decide(&running, now) {
+            Ok(Some(d)) => match runner.record(&d) {
+                Ok(()) => {
+                    tracing::info!(job = %job.job_id, decision = %d.decision, "re-decided after restart");
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job.job_id, error = %e, "cannot record the decision")
+                }
+            },
+            Ok(None) => {}
+            Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot decide after restart"),
+        }
     }
 }

@@ -40,7 +40,7 @@ pub enum Commands {
     },
     /// Print the event log (`--follow` to keep printing new events).
     #[command(
-        after_help = "Example:\n  drover events --kind lease.claimed\n  drover events --follow --jsonl | jq .kind"
+        after_help = "Example:\n  drover events --kind lease.claim\n  drover events --follow --jsonl | jq .kind"
     )]
     Events(EventsArgs),
 }

@@ -429,6 +429,28 @@ fn status_has_a_header_human_times_and_all() {
         "{human}"
     );
     assert!(human.contains(" ago"), "{human}");
+    // The reason is readable in full: wrapped to the terminal, or on one line.
+    let v: serde_json::Value = serde_json::from_str(&e.ok(&["status", "--json"], &[])).unwrap();
+    let reason = v["jobs"][0]["reason"].as_str().unwrap().to_string();
+    let narrow = e.ok(&["status"], &[("COLUMNS", "120")]);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 120), "{narrow}");
+    let words: Vec<&str> = narrow
+        .split_once("REASON")
+        .unwrap()
+        .1
+        .lines()
+        .skip(1)
+        .map(|l| l.get(71..).unwrap_or_default())
+        .flat_map(str::split_whitespace)
+        .collect();
+    assert_eq!(
+        words.join(" "),
+        reason.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    assert!(
+        e.ok(&["status", "--wide"], &[("COLUMNS", "120")])
+            .contains(&reason)
+    );
     e.ok(&["job", "cancel", "J1"], &[]);
     assert!(!e.ok(&["status"], &[]).contains("J1"));
     let all = e.ok(&["status", "--all"], &[]);

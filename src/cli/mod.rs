@@ -324,7 +324,12 @@ mod grammar {
             .get_subcommands()
             .filter(|c| c.get_name() != "help")
             .collect();
-        if subs.is_empty() {
+        // A command that takes arguments of its own (e.g. `mix --json`) counts
+        // as a command even when it has subcommands.
+        let own_args = cmd
+            .get_arguments()
+            .any(|a| !a.is_global_set() && a.get_id() != "help" && a.get_id() != "version");
+        if subs.is_empty() || (own_args && cmd.get_name() != "drover") {
             out.push((path.clone(), cmd.clone()));
         }
         for s in subs {

@@ -79,6 +79,7 @@ pub enum PaneCmd {
         /// The pane.
         name: String,
         /// COLSxROWS, e.g. 120x40.
+        #[arg(value_name = "CxR")]
         size: String,
     },
     /// Kill a pane's process group and remove the pane.
@@ -103,10 +104,10 @@ pub struct NewArgs {
     #[arg(long = "env", value_name = "K=V")]
     pub env: Vec<String>,
     /// Working directory (must exist; default: the current directory).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// COLSxROWS (default 120x40).
-    #[arg(long)]
+    #[arg(long, value_name = "CxR")]
     pub size: Option<String>,
     /// How the screen is read: shell, claude, codex, sim.
     #[arg(long, default_value = "shell")]

@@ -158,7 +158,7 @@ pub enum LeaseCmd {
         #[arg(long)]
         task: String,
         /// Default: the registry's write-lease owner (the Implementer).
-        #[arg(long)]
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
         /// The branch the work happens on.
         #[arg(long)]
@@ -266,7 +266,7 @@ pub enum MixCmd {
         #[arg(long)]
         wu: u32,
         /// Also count it on this session's lane.
-        #[arg(long)]
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
         /// Print one JSON document: the balance.
         #[arg(long)]

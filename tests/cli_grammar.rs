@@ -246,7 +246,10 @@ fn the_supervisor_logs_lifecycle_events_and_takes_the_verbosity() {
     d.ok(&["-vv", "pane", "new", "lg", "--", "sleep", "100"]);
     let pid = d.server_pid().expect("a supervisor");
     let argv = common::cmdline(pid).unwrap_or_default();
-    assert!(argv.iter().any(|a| a == "-vv"), "-vv did not reach the supervisor: {argv:?}");
+    assert!(
+        argv.iter().any(|a| a == "-vv"),
+        "-vv did not reach the supervisor: {argv:?}"
+    );
     d.ok(&["pane", "kill", "lg"]);
     let log = d.state.join("logs").join("supervisor.log");
     let read = || std::fs::read_to_string(&log).unwrap_or_default();

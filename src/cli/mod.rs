@@ -8,6 +8,8 @@ mod completions;
 mod demo;
 mod fmt;
 mod job;
+mod lease;
+mod mix;
 mod pane;
 mod policy;
 mod registry;

@@ -1,4 +1,4 @@
-//! Where drover keeps its state and its socket (SPEC §2 "State dir and socket").
+//! Where drover keeps its state and its socket (docs/cli.md "State dir").
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +17,11 @@ pub enum PathError {
         "no state dir: set DROVER_STATE_DIR, run inside a git checkout, or set XDG_STATE_HOME/HOME"
     )]
     NoStateDir,
+    #[error(
+        "no drover state at {}: nothing has been created there yet (check --state-dir / DROVER_STATE_DIR)",
+        path.display()
+    )]
+    Missing { path: PathBuf },
     #[error(
         "{path} is not private: it is owned by {owner} with mode {mode:o}; drover needs it to be yours ({me}) and 0700 — remove it or set XDG_RUNTIME_DIR to a private dir"
     )]
@@ -52,16 +57,7 @@ pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
 /// else `<git toplevel>/.drover`, else `$XDG_STATE_HOME/drover`
 /// (`~/.local/state/drover`). The directory is created.
 pub fn resolve_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let root = git_toplevel(&cwd);
-    let dir = match explicit {
-        Some(p) if p.is_absolute() => p.to_path_buf(),
-        Some(p) => root.clone().unwrap_or(cwd).join(p),
-        None => match root {
-            Some(r) => r.join(".drover"),
-            None => xdg_state_home()?.join("drover"),
-        },
-    };
+    let dir = state_dir_path(explicit)?;
     make_private_state_dir(&dir)?;
     Ok(std::fs::canonicalize(&dir).unwrap_or(dir))
 }
@@ -74,7 +70,13 @@ fn make_private_state_dir(dir: &Path) -> Result<(), PathError> {
         source: std::io::Error::other(e.to_string()),
     };
     crate::store::create_private_dir(dir).map_err(create)?;
-    // An empty dir (just made by `mkdir`) exposed nothing: tighten it quietly.
+    tighten_state_dir(dir);
+    Ok(())
+}
+
+/// Make an existing state dir 0700 if others can read or enter it; say so
+/// when it held something (an empty dir just made by `mkdir` exposed nothing).
+fn tighten_state_dir(dir: &Path) {
     let exposed = std::fs::read_dir(dir).is_ok_and(|mut r| r.next().is_some());
     match crate::store::tighten_dir(dir) {
         Ok(Some(_)) if !exposed => {}
@@ -86,7 +88,34 @@ fn make_private_state_dir(dir: &Path) -> Result<(), PathError> {
         // A state dir we cannot chmod (read-only mount) is still usable for reads.
         Err(e) => tracing::warn!("the state dir is readable by others and stays so: {e}"),
     }
-    Ok(())
+}
+
+/// The state dir as [`resolve_state_dir`] finds it, for commands that only
+/// read: nothing is created, and a missing dir is [`PathError::Missing`].
+pub fn existing_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
+    let dir = state_dir_path(explicit)?;
+    match std::fs::canonicalize(&dir) {
+        Ok(d) if d.is_dir() => {
+            tighten_state_dir(&d);
+            Ok(d)
+        }
+        _ => Err(PathError::Missing { path: dir }),
+    }
+}
+
+/// Where the state dir is, without touching the file system beyond `git`.
+pub fn state_dir_path(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let root = git_toplevel(&cwd);
+    let dir = match explicit {
+        Some(p) if p.is_absolute() => p.to_path_buf(),
+        Some(p) => root.clone().unwrap_or(cwd).join(p),
+        None => match root {
+            Some(r) => r.join(".drover"),
+            None => xdg_state_home()?.join("drover"),
+        },
+    };
+    Ok(dir)
 }
 
 fn xdg_state_home() -> Result<PathBuf, PathError> {
@@ -177,6 +206,18 @@ mod tests {
         let got = resolve_state_dir(Some(&abs)).unwrap();
         assert!(got.is_dir());
         assert!(got.ends_with("st"));
+    }
+
+    /// Guards: `--state-dir /nonexistent/x/y job ls` created the path.
+    #[test]
+    fn a_missing_state_dir_is_reported_not_created() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x").join("y");
+        assert!(matches!(
+            existing_state_dir(Some(&p)),
+            Err(PathError::Missing { .. })
+        ));
+        assert!(!d.path().join("x").exists());
     }
 
     #[test]

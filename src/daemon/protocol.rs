@@ -73,7 +73,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// The CLI exit code for this error (SPEC §3).
+    /// The CLI exit code for this error (docs/cli.md).
     pub fn exit_code(self) -> u8 {
         use crate::exit;
         match self {
@@ -266,6 +266,8 @@ pub mod args {
         timeout_ms: Option<u64>,
         #[serde(default)]
         mode: WaitMode,
+        #[serde(default)]
+        fresh: bool,
     }
 
     /// A validated `wait` request.
@@ -275,6 +277,8 @@ pub mod args {
         pub until: Vec<Until>,
         pub timeout: Duration,
         pub mode: WaitMode,
+        /// Only observations classified after the request count.
+        pub fresh: bool,
     }
 
     impl Wait {
@@ -297,6 +301,7 @@ pub mod args {
                 until,
                 timeout: Duration::from_millis(w.timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS)),
                 mode: w.mode,
+                fresh: w.fresh,
             })
         }
     }

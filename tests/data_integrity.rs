@@ -78,7 +78,7 @@ fn event_without_its_newline_keeps_its_seq() {
     let beat = ["session-heartbeat", "--session-id", "reviewer", "--status"];
     drover_ok(st, &[&beat[..], &["working"]].concat());
     let seqs = |st: &Path| -> Vec<u64> {
-        drover_ok(st, &["events", "--json"])
+        drover_ok(st, &["events", "--jsonl"])
             .lines()
             .map(|l| {
                 serde_json::from_str::<Value>(l).expect("event line")["seq"]

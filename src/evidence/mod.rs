@@ -204,15 +204,12 @@ impl EvidenceStore {
     }
 }
 
-/// The newest dispatch in a job's evidence: the greatest `t_ms`, the later
-/// line on a tie (several writers append, so file order is not time order).
+/// The newest dispatch in a job's evidence.
 pub fn latest_dispatch(events: &[Evidence]) -> Option<&Evidence> {
     events
         .iter()
-        .enumerate()
-        .filter(|(_, e)| matches!(e, Evidence::Dispatch { .. }))
-        .max_by_key(|(i, e)| (e.t_ms(), *i))
-        .map(|(_, e)| e)
+        .rev()
+        .find(|e| matches!(e, Evidence::Dispatch { .. }))
 }
 
 /// Build the policy's scenario document for the newest dispatch of a job.

@@ -276,3 +276,16 @@ fn events_out_of_time_order_are_valid_and_newest_is_by_time() {
         assert_eq!(v["decision"], want, "{name}: {v}");
     }
 }
+
+/// Guards `policy eval /dev/urandom`: it read forever. The read is bounded and
+/// an endless input is a usage error.
+#[test]
+fn eval_of_an_endless_input_is_a_usage_error_not_a_hang() {
+    let out = drover(&["policy", "eval", "/dev/zero"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("larger than"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -26,5 +26,6 @@ pub mod rundir;
 pub mod runner;
 pub mod sha256;
 pub mod simlanes;
+mod steps;
 
 pub use error::LoopError;

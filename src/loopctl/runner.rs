@@ -118,6 +118,8 @@ pub struct Runner<'a, O: LaneOps> {
     /// Dispatched jobs: job id → (task, when).
     pub(super) jobs: BTreeMap<String, (String, Instant)>,
     pub(super) landing_queue: Vec<String>,
+    /// Captured candidates waiting for their reviewer lane: (task, patch).
+    pub(super) pending_reviews: Vec<(String, PathBuf)>,
     pub(super) rulings: Vec<(String, String)>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
@@ -257,6 +259,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             lanes: BTreeMap::new(),
             jobs: BTreeMap::new(),
             landing_queue: Vec::new(),
+            pending_reviews: Vec::new(),
             rulings: Vec::new(),
             say,
         };
@@ -273,7 +276,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         )?;
         if let Some(why) = why {
             let id = r.decide("ruling", &why)?;
-            r.rulings.push((format!("{id} {why}"), "keep for this run".into()));
+            r.rulings
+                .push((format!("{id} {why}"), "keep for this run".into()));
         }
         crate::registry::events::emit_quiet(
             &r.cfg.state_dir,
@@ -390,12 +394,22 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     fn drive(&mut self) -> Result<(), LoopError> {
         loop {
+            self.start_reviews()?;
             self.start_ready()?;
             if !self.landing_queue.is_empty() {
                 self.land()?;
                 continue;
             }
             if self.jobs.is_empty() {
+                // Nothing runs that could free a lane: a waiting review never starts.
+                for (id, _) in std::mem::take(&mut self.pending_reviews) {
+                    let cap = self.status.lanes_cap;
+                    self.park(
+                        &id,
+                        &format!("no lane free for its review (cap {cap})"),
+                        "free a lane, then rerun",
+                    )?;
+                }
                 return Ok(());
             }
             self.wait_slice()?;
@@ -447,11 +461,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             if t.phase == Phase::Landed {
                 match self.remove_landed_worktree(&t, &wt) {
                     Ok(()) => {}
-                    Err(why) => notes.push(format!(
-                        "{}: worktree {} kept ({why})",
-                        t.id,
-                        wt.display()
-                    )),
+                    Err(why) => {
+                        notes.push(format!("{}: worktree {} kept ({why})", t.id, wt.display()))
+                    }
                 }
             } else if wt.exists() {
                 notes.push(format!(
@@ -517,7 +529,10 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let text = closeout::render(&c);
         let path = self.run.file("closeout.md");
         crate::store::write_bytes_atomic(&path, text.as_bytes())?;
-        self.decide("closeout", &format!("{} landed, {} parked", c.landed.len(), c.parked.len()))?;
+        self.decide(
+            "closeout",
+            &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
+        )?;
         self.status.state = "closed".into();
         self.status.finished_at = Some(crate::paths::now_rfc3339());
         self.status.closeout = Some(path);

@@ -29,7 +29,10 @@ impl<O: LaneOps> Runner<'_, O> {
             .unwrap_or_else(|| mix::MixPolicy::default().target);
         let mut spent = ledger.map(|l| l.spent).unwrap_or_default();
         for t in &self.status.tasks {
-            if matches!(t.phase, Phase::Implementing | Phase::Reviewing | Phase::Landing) {
+            if matches!(
+                t.phase,
+                Phase::Implementing | Phase::Reviewing | Phase::Landing
+            ) {
                 match t.agent {
                     Some(Agent::Claude) => spent.claude += 1,
                     Some(Agent::Codex) => spent.codex += 1,
@@ -121,8 +124,14 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         let handle = self.ops.up(&spec)?;
         self.lanes.insert(id.to_string(), handle);
-        self.say(&format!("{id}: implementing in lane {lane} ({agent}, {})", tier.as_str()));
-        self.dispatch_impl(id, &format!("{text}\n[loop] task={id} round=1 role=implementer"))
+        self.say(&format!(
+            "{id}: implementing in lane {lane} ({agent}, {})",
+            tier.as_str()
+        ));
+        self.dispatch_impl(
+            id,
+            &format!("{text}\n[loop] task={id} round=1 role=implementer"),
+        )
     }
 
     fn dispatch_impl(&mut self, id: &str, prompt: &str) -> Result<(), LoopError> {
@@ -131,10 +140,21 @@ impl<O: LaneOps> Runner<'_, O> {
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
         let job = format!("loop{}-{}-i{round}", self.run.n, slug(id));
-        self.dispatch(id, &job, prompt, &lane_dir.join(format!("report-i{round}.json")))
+        self.dispatch(
+            id,
+            &job,
+            prompt,
+            &lane_dir.join(format!("report-i{round}.json")),
+        )
     }
 
-    fn dispatch(&mut self, id: &str, job: &str, prompt: &str, report: &Path) -> Result<(), LoopError> {
+    fn dispatch(
+        &mut self,
+        id: &str,
+        job: &str,
+        prompt: &str,
+        report: &Path,
+    ) -> Result<(), LoopError> {
         let lane = self
             .lanes
             .get(id)
@@ -147,7 +167,8 @@ impl<O: LaneOps> Runner<'_, O> {
             autocomplete: self.cfg.autocomplete,
         };
         self.ops.dispatch(&lane, &spec)?;
-        self.jobs.insert(job.to_string(), (id.to_string(), Instant::now()));
+        self.jobs
+            .insert(job.to_string(), (id.to_string(), Instant::now()));
         if let Some(t) = self.task_mut(id) {
             t.job = Some(job.to_string());
         }
@@ -161,11 +182,19 @@ impl<O: LaneOps> Runner<'_, O> {
         Ok(())
     }
 
-    pub(super) fn on_outcome(&mut self, id: &str, job: &str, outcome: Outcome) -> Result<(), LoopError> {
+    pub(super) fn on_outcome(
+        &mut self,
+        id: &str,
+        job: &str,
+        outcome: Outcome,
+    ) -> Result<(), LoopError> {
         let phase = self.task(id).map(|t| t.phase);
         match outcome {
             Outcome::Escalated { decision, reason } => {
-                let lane = self.task(id).and_then(|t| t.lane.clone()).unwrap_or_default();
+                let lane = self
+                    .task(id)
+                    .and_then(|t| t.lane.clone())
+                    .unwrap_or_default();
                 // The lane stays up for a human until the close-out.
                 self.park(
                     id,
@@ -175,7 +204,11 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             Outcome::Failed { status, reason } => {
                 self.lane_down(id)?;
-                self.park(id, &format!("job {job} {status}: {reason}"), "rerun the task")
+                self.park(
+                    id,
+                    &format!("job {job} {status}: {reason}"),
+                    "rerun the task",
+                )
             }
             Outcome::Completed if phase == Some(Phase::Implementing) => self.after_implement(id),
             Outcome::Completed => self.after_review(id),
@@ -192,12 +225,20 @@ impl<O: LaneOps> Runner<'_, O> {
             lend::give_back(&self.cfg.state_dir, id, a, Utc::now())?;
         }
         let Some(wt) = wt else { return Ok(()) };
-        let claimed = self.board.task(id).map(|t| t.files.clone()).unwrap_or_default();
+        let claimed = self
+            .board
+            .task(id)
+            .map(|t| t.files.clone())
+            .unwrap_or_default();
         match capture::capture(id, &wt, &self.status.base_sha, &claimed, &lane_dir)? {
             Err(refusal) => {
                 let why = refusal.describe();
                 capture::write_return(&lane_dir, id, &[format!("blocked: {why}")])?;
-                self.park(id, &format!("blocked: {why}"), "claim the files in modified_files or narrow the change, then rerun")
+                self.park(
+                    id,
+                    &format!("blocked: {why}"),
+                    "claim the files in modified_files or narrow the change, then rerun",
+                )
             }
             Ok(c) => {
                 let mut lines = vec![format!(
@@ -213,10 +254,44 @@ impl<O: LaneOps> Runner<'_, O> {
                 if let Some(t) = self.task_mut(id) {
                     t.candidate_sha256 = Some(c.raw_sha256.clone());
                 }
-                self.say(&format!("{id}: candidate captured ({})", c.files.join(", ")));
-                self.start_review(id, &c.patch_path)
+                self.say(&format!(
+                    "{id}: candidate captured ({})",
+                    c.files.join(", ")
+                ));
+                // A (session, agent) lane reviews one task at a time, so one
+                // heartbeat can never answer for another task's review.
+                self.pending_reviews.push((id.to_string(), c.patch_path));
+                self.start_reviews()
             }
         }
+    }
+
+    /// Start the queued reviews whose reviewer lane is free, within the cap.
+    pub(super) fn start_reviews(&mut self) -> Result<(), LoopError> {
+        let mut i = 0;
+        while i < self.pending_reviews.len() {
+            let (id, patch) = self.pending_reviews[i].clone();
+            let reviewer = self.task(&id).and_then(|t| t.reviewer);
+            let busy = self
+                .status
+                .tasks
+                .iter()
+                .any(|t| t.phase == Phase::Reviewing && t.reviewer == reviewer);
+            if busy || self.ops.live()?.len() >= self.status.lanes_cap {
+                i += 1;
+                continue;
+            }
+            self.pending_reviews.remove(i);
+            if let Err(e) = self.start_review(&id, &patch) {
+                self.lane_down(&id)?;
+                self.park(
+                    &id,
+                    &format!("review could not start: {e}"),
+                    "fix the cause, then rerun",
+                )?;
+            }
+        }
+        Ok(())
     }
 
     fn start_review(&mut self, id: &str, patch: &Path) -> Result<(), LoopError> {
@@ -228,7 +303,11 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let lane = format!("l{}-rev-{}", self.run.n, slug(id));
         let lane_dir = self.run.lane_dir(&lane)?;
-        let tier = if t.tier.as_deref() == Some("guarded") { Tier::Guarded } else { Tier::Routine };
+        let tier = if t.tier.as_deref() == Some("guarded") {
+            Tier::Guarded
+        } else {
+            Tier::Routine
+        };
         let text = format!(
             "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: you reported pass or fail with `drover session-heartbeat --session-id reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; put findings in the report's `findings` field.\n",
             brief::first_line(&lane, id, &t.title, tier),
@@ -278,7 +357,11 @@ impl<O: LaneOps> Runner<'_, O> {
             .map(|s| heartbeat::verdict(s, id, Utc::now()))
             .unwrap_or(SessionVerdict::NoPass("no reviewer session".into()));
         let findings = report_path
-            .and_then(|p| crate::store::read_json::<serde_json::Value>(&p).ok().flatten())
+            .and_then(|p| {
+                crate::store::read_json::<serde_json::Value>(&p)
+                    .ok()
+                    .flatten()
+            })
             .and_then(|v| v["findings"].as_str().map(str::to_string));
         match verdict {
             SessionVerdict::Pass => {
@@ -311,14 +394,23 @@ impl<O: LaneOps> Runner<'_, O> {
                 format!("{d} {id} parked after {} failed rounds", t.round),
                 "a new approach or a split of the task".into(),
             ));
-            return self.park(id, &format!("{} failed rounds: {evidence}", t.round), "a new approach or a split (see DECISIONS.md)");
+            return self.park(
+                id,
+                &format!("{} failed rounds: {evidence}", t.round),
+                "a new approach or a split (see DECISIONS.md)",
+            );
         }
         let round = t.round + 1;
         let lane = format!("l{}-impl-{}", self.run.n, slug(id));
         let lane_dir = self.run.lane_dir(&lane)?;
-        let note = format!("- round {} → {round}: {}\n", t.round, evidence.replace('\n', " "));
+        let note = format!(
+            "- round {} → {round}: {}\n",
+            t.round,
+            evidence.replace('\n', " ")
+        );
         let review = lane_dir.join("review.md");
-        let prior = std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
+        let prior =
+            std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
         crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
         lend::borrow(&self.cfg.state_dir, id, agent, Utc::now())?;
         let spec = LaneSpec {
@@ -342,7 +434,9 @@ impl<O: LaneOps> Runner<'_, O> {
         let brief = std::fs::read_to_string(lane_dir.join("brief.md")).unwrap_or_default();
         self.dispatch_impl(
             id,
-            &format!("{brief}Repair: {evidence}\n[loop] task={id} round={round} role=implementer repair"),
+            &format!(
+                "{brief}Repair: {evidence}\n[loop] task={id} round={round} role=implementer repair"
+            ),
         )
     }
 
@@ -368,13 +462,34 @@ impl<O: LaneOps> Runner<'_, O> {
             Utc::now(),
         )?;
         if !g.green {
-            let tail: String = g.log_tail.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
-            return self.repair(id, &format!("the gate is red on the candidate (exit {:?}): {tail}", g.exit));
+            let tail: String = g
+                .log_tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .join(" / ");
+            return self.repair(
+                id,
+                &format!(
+                    "the gate is red on the candidate (exit {:?}): {tail}",
+                    g.exit
+                ),
+            );
         }
-        let report = crate::gate::check(&self.cfg.state_dir, Some(id), t.tier.as_deref() == Some("guarded"), Utc::now())?;
+        let report = crate::gate::check(
+            &self.cfg.state_dir,
+            Some(id),
+            t.tier.as_deref() == Some("guarded"),
+            Utc::now(),
+        )?;
         if report.verdict != crate::gate::Verdict::Ready {
             let why: Vec<String> = report.reasons.iter().map(|r| r.message.clone()).collect();
-            return self.park(id, &format!("gate check blocked: {}", why.join("; ")), "clear the gate's reasons, then rerun");
+            return self.park(
+                id,
+                &format!("gate check blocked: {}", why.join("; ")),
+                "clear the gate's reasons, then rerun",
+            );
         }
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Landing;
@@ -419,11 +534,17 @@ impl<O: LaneOps> Runner<'_, O> {
                     self.landed(id, sha)?;
                 }
                 Fate::Dropped { reason } => {
-                    let lane_dir = self.run.lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;
-                    let prior = std::fs::read_to_string(lane_dir.join("return.md")).unwrap_or_default();
+                    let lane_dir =
+                        self.run
+                            .lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;
+                    let prior =
+                        std::fs::read_to_string(lane_dir.join("return.md")).unwrap_or_default();
                     let text = format!("{prior}- dropped at landing {number}: {reason}\n");
                     crate::store::write_bytes_atomic(&lane_dir.join("return.md"), text.as_bytes())?;
-                    let branch = self.task(id).and_then(|t| t.branch.clone()).unwrap_or_default();
+                    let branch = self
+                        .task(id)
+                        .and_then(|t| t.branch.clone())
+                        .unwrap_or_default();
                     let integ = self.status.integration_branch.clone();
                     self.park(
                         id,
@@ -433,7 +554,10 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
             }
         }
-        self.decide("landing", &format!("landing {number}: {landed} landed, head {}", l.head))?;
+        self.decide(
+            "landing",
+            &format!("landing {number}: {landed} landed, head {}", l.head),
+        )?;
         if landed > 0 {
             self.ship(&l.head)?;
             self.refresh_board()?;
@@ -493,11 +617,15 @@ impl<O: LaneOps> Runner<'_, O> {
             .stderr(std::process::Stdio::null())
             .status();
         let exit = match out {
-            Ok(s) => s.code().map_or("killed by a signal".into(), |c| format!("exit {c}")),
+            Ok(s) => s
+                .code()
+                .map_or("killed by a signal".into(), |c| format!("exit {c}")),
             Err(e) => format!("did not start: {e}"),
         };
         self.decide("ship", &format!("ship command for {head}: {exit}"))?;
-        self.status.notes.push(format!("ship command at {head}: {exit}"));
+        self.status
+            .notes
+            .push(format!("ship command at {head}: {exit}"));
         Ok(())
     }
 
@@ -549,13 +677,21 @@ impl<O: LaneOps> Runner<'_, O> {
             return Err("it changed since its candidate landed".into());
         }
         let branch = t.branch.clone().unwrap_or_default();
-        let own = git::line(wt, &["rev-list", "--count", &format!("{}..HEAD", self.status.base_sha)])
-            .map_err(|e| e.to_string())?;
+        let own = git::line(
+            wt,
+            &[
+                "rev-list",
+                "--count",
+                &format!("{}..HEAD", self.status.base_sha),
+            ],
+        )
+        .map_err(|e| e.to_string())?;
         if own != "0" {
             return Err(format!("{branch} has commits of its own"));
         }
         let p = wt.to_string_lossy();
-        git::run(&self.cfg.repo, &["worktree", "remove", "--force", &p]).map_err(|e| e.to_string())?;
+        git::run(&self.cfg.repo, &["worktree", "remove", "--force", &p])
+            .map_err(|e| e.to_string())?;
         git::run(&self.cfg.repo, &["branch", "-D", &branch]).map_err(|e| e.to_string())?;
         Ok(())
     }

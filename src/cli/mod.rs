@@ -5,7 +5,9 @@
 mod agent;
 mod attach;
 mod demo;
+mod demo_loop;
 mod job;
+mod loopcmd;
 mod pane;
 mod policy;
 mod registry;
@@ -67,6 +69,11 @@ pub enum Command {
     Status {
         #[arg(long)]
         json: bool,
+    },
+    /// The loop: a Backlog.md board worked through lanes onto an integration branch (LOOP.md).
+    Loop {
+        #[command(subcommand)]
+        cmd: loopcmd::LoopCmd,
     },
     #[command(flatten)]
     Registry(registry::Commands),
@@ -184,6 +191,7 @@ pub fn main() -> ExitCode {
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),
         Command::Shadow { cmd } => shadow::run(cmd, &ctx),
         Command::Status { json } => status::run(json, &ctx),
+        Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

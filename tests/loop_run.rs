@@ -304,3 +304,78 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     let mix = drover::registry::mix::load(&d.state).unwrap().unwrap();
     assert_eq!(mix.spent.claude + mix.spent.codex, 3);
 }
+
+/// Guards escalation: a lane stuck on a permission prompt parks its task, puts
+/// a question with a recommendation in QUESTIONS.md (and up for ratification),
+/// keeps the lane until the close-out stops it, and lands nothing.
+#[test]
+fn a_permission_prompt_parks_the_task_and_asks() {
+    let d = Drover::new();
+    let root = d.scratch();
+    let repo = root.join("asker");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    task_file(&tasks, 1, "Clean build", &["build.txt"]);
+    let charter_path = root.join("CHARTER.md");
+    std::fs::write(&charter_path, "aim: clean\ngate: true\n").unwrap();
+    let exe = PathBuf::from(common::BIN);
+    let client =
+        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let script = |s: &LaneSpec| match s.role {
+        Role::Implementer => {
+            "[[turn]]\nsteps = [{ work = 200 }, { ask = \"rm -rf build/\" }, \"finish\"]\n"
+                .to_string()
+        }
+        Role::Reviewer => REVIEWER.to_string(),
+    };
+    let mut lanes = SimLanes::new(&d.state, client, &exe, Box::new(script));
+    let cfg = RunConfig {
+        state_dir: d.state.clone(),
+        repo: repo.clone(),
+        board_dir: repo.join("backlog"),
+        charter: charter::load(&charter_path).unwrap(),
+        base: None,
+        pool: None,
+        ship_cmd: None,
+        autocomplete: true,
+        repair_rounds: 1,
+        turn_timeout: Duration::from_secs(90),
+    };
+    let status = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
+    let t = &status.tasks[0];
+    assert_eq!(t.phase, Phase::Parked);
+    assert!(
+        t.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("escalate_blocked: "),
+        "{t:?}"
+    );
+    let questions = std::fs::read_to_string(d.state.join("loop1/QUESTIONS.md")).unwrap();
+    let q: Vec<&str> = questions.lines().filter(|l| l.starts_with("- ")).collect();
+    assert_eq!(q.len(), 1, "{questions}");
+    assert!(
+        q[0].contains(" TASK-1: lane l1-impl-task-1 is waiting for a human (escalate_blocked)"),
+        "{questions}"
+    );
+    assert!(
+        q[0].ends_with("— recommendation: attach to l1-impl-task-1, answer it, then rerun TASK-1"),
+        "{questions}"
+    );
+    let closeout = std::fs::read_to_string(d.state.join("loop1/closeout.md")).unwrap();
+    assert!(closeout.contains("## Landed\n- none\n"), "{closeout}");
+    assert!(
+        closeout
+            .contains("## For ratification\n- question on TASK-1: lane l1-impl-task-1 is waiting"),
+        "{closeout}"
+    );
+    let panes: Vec<serde_json::Value> =
+        serde_json::from_str(&d.ok(&["pane", "ls", "--json"])).unwrap();
+    assert!(
+        panes.is_empty(),
+        "the close-out stops the lane it kept for a human: {panes:?}"
+    );
+}

@@ -20,6 +20,7 @@ pub mod closeout;
 mod error;
 pub mod git;
 pub mod land;
+mod landing;
 pub mod ops;
 pub mod ready;
 pub mod rundir;

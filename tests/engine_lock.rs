@@ -1,4 +1,4 @@
-//! The lock discipline of the engine (SPEC §8 "Locking"): by the code's shape,
+//! The lock discipline of the engine (docs/state-transitions.md "Locking"): by the code's shape,
 //! and observed on real processes.
 
 #[path = "engine_support.rs"]

@@ -1,11 +1,11 @@
 //! The real Claude Code and Codex TUIs in drover panes against drover's mock
-//! model server (SPEC §15, docs/rehearsal.md). Skipped unless
+//! model server (docs/rehearsal.md). Skipped unless
 //! `DROVER_REAL_AGENTS=1`; the pinned agents come from `scripts/install-agents.sh`.
 //! With `DROVER_RECORD=<dir>` each run also writes its raw PTY bytes and labels
 //! there (`tests/fixtures/recordings/` in the repository).
 //!
 //! Every check goes through [`Run::expect_state`]. Until the agent classifier
-//! lands it reads the screen for the markers of SPEC §5's table; set
+//! lands it reads the screen for the markers of docs/agents.md's table; set
 //! [`USE_BARRIER`] to ask the supervisor's `wait` barrier instead.
 
 use drover::daemon::Client;
@@ -50,7 +50,7 @@ impl Agent {
     }
 }
 
-/// What the screen shows in a state (SPEC §5's table): all of `all`, none of
+/// What the screen shows in a state (docs/agents.md's table): all of `all`, none of
 /// `none`, at least one of `any` (when given), and `after` below the last prompt.
 struct Look {
     all: &'static [&'static str],

@@ -13,10 +13,15 @@ use std::time::Duration;
 #[derive(Debug, Subcommand)]
 pub enum LoopCmd {
     /// Work the board's Ready tasks through lanes, land them on the integration branch, close out.
+    #[command(
+        after_help = "Example:\n  drover loop run --charter CHARTER.md --sim-implementer imp.toml --sim-reviewer rev.toml"
+    )]
     Run(RunArgs),
     /// Show a run (the latest by default): tasks, lanes, landings.
+    #[command(after_help = "Example:\n  drover loop status\n  drover loop status loop3 --json")]
     Status(StatusArgs),
     /// Check run files.
+    #[command(after_help = "Example:\n  drover loop lint queue CHARTER.md .drover/loop1/QUEUE.md")]
     Lint {
         #[command(subcommand)]
         cmd: LintCmd,
@@ -26,6 +31,9 @@ pub enum LoopCmd {
 #[derive(Debug, Subcommand)]
 pub enum LintCmd {
     /// Refuse (exit 3) a QUEUE.md whose Ready rows hold an excluded, Done, needs-owner or unknown task.
+    #[command(
+        after_help = "Example:\n  drover loop lint queue CHARTER.md .drover/loop1/QUEUE.md --board backlog"
+    )]
     Queue(LintQueueArgs),
 }
 
@@ -38,7 +46,7 @@ pub struct LintQueueArgs {
     /// The Backlog.md dir (default: `backlog` under the current git toplevel).
     #[arg(long, value_name = "DIR")]
     pub board: Option<PathBuf>,
-    /// One JSON document.
+    /// Print one JSON document: the offences.
     #[arg(long)]
     pub json: bool,
 }
@@ -78,7 +86,7 @@ pub struct RunArgs {
     /// Simulated reviewer lanes following this sim-agent script.
     #[arg(long, value_name = "FILE", requires = "sim_implementer")]
     pub sim_reviewer: Option<PathBuf>,
-    /// Print the final status as one JSON document instead of the close-out.
+    /// Print one JSON document: the final status, instead of the close-out.
     #[arg(long)]
     pub json: bool,
 }
@@ -87,7 +95,7 @@ pub struct RunArgs {
 pub struct StatusArgs {
     /// The run number (`3` or `loop3`; default: the latest).
     pub run: Option<String>,
-    /// One JSON document.
+    /// Print one JSON document: the run's `run.json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -171,8 +179,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         None => toplevel()?,
     };
     let charter = charter::load(&a.charter).map_err(lerr)?;
-    let state_dir = ctx.state_dir()?;
-    let client = ctx.client()?;
+    let state_dir = ctx.state_dir_create()?;
+    let client = ctx.client_or_start()?;
     let exe = std::env::current_exe()?;
     let scripts = move |s: &LaneSpec| match s.role {
         Role::Implementer => imp.clone(),

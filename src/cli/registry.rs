@@ -21,6 +21,7 @@ pub enum Commands {
         cmd: RegistryCmd,
     },
     /// Report a session's status, or one lane's with --agent.
+    #[command(after_help = HEARTBEAT_HELP)]
     SessionHeartbeat(HeartbeatArgs),
     /// Write leases: one per task, held by the Implementer.
     Lease {
@@ -28,15 +29,28 @@ pub enum Commands {
         cmd: LeaseCmd,
     },
     /// The Claude:Codex work-unit balance.
+    #[command(
+        after_help = "Example:\n  drover mix --json\n  drover mix record --task T-1 --agent codex --wu 2"
+    )]
     Mix(MixArgs),
     /// The conservative gate.
     Gate {
         #[command(subcommand)]
         cmd: GateCmd,
     },
-    /// Print the event log.
+    /// Print the event log (`--follow` to keep printing new events).
+    #[command(
+        after_help = "Example:\n  drover events --kind lease.claimed\n  drover events --follow --jsonl | jq .kind"
+    )]
     Events(EventsArgs),
 }
+
+const HEARTBEAT_HELP: &str = "\
+Statuses: pass-class pass, passed, clear, approved; fail-class fail, failed,
+blocked, rejected; neutral active, idle, working, reviewing, waiting.
+
+Example:
+  drover session-heartbeat --session reviewer --task T-1 --status passed";
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TopologyArg {
@@ -62,7 +76,11 @@ impl From<AgentArg> for Agent {
 #[derive(Debug, Subcommand)]
 pub enum RegistryCmd {
     /// Create the registry for a topology (idempotent).
+    #[command(
+        after_help = "Example:\n  drover registry init --topology four-role --agent-mix claude=5,codex=5"
+    )]
     Init {
+        /// The set of sessions and lanes to create.
         #[arg(long, value_enum)]
         topology: TopologyArg,
         /// WU target, e.g. claude=5,codex=5.
@@ -71,11 +89,14 @@ pub enum RegistryCmd {
         /// Replace a registry of another topology.
         #[arg(long)]
         force: bool,
+        /// Print one JSON document: {outcome, registry}.
         #[arg(long)]
         json: bool,
     },
     /// Show sessions × lanes (`--json`: the document lifted to version 2).
+    #[command(after_help = "Example:\n  drover registry show")]
     Show {
+        /// Print one JSON document: the registry.
         #[arg(long)]
         json: bool,
     },
@@ -83,85 +104,139 @@ pub enum RegistryCmd {
 
 #[derive(Debug, Args)]
 pub struct HeartbeatArgs {
-    #[arg(long)]
-    session_id: String,
+    /// The session reporting (a session id of the registry).
+    #[arg(long, alias = "session-id", value_name = "ID")]
+    session: String,
     /// Must match the session's role when given.
     #[arg(long)]
     role: Option<String>,
+    /// The task the status is about.
     #[arg(long)]
     task: Option<String>,
-    /// e.g. active, working, passed, clear, approved, failed, blocked.
+    /// A status (see the list below).
     #[arg(long)]
     status: String,
     /// Update this lane only.
     #[arg(long, value_enum)]
     agent: Option<AgentArg>,
     /// Seconds until the heartbeat is stale (default 1800).
-    #[arg(long)]
+    #[arg(long, value_name = "S")]
     ttl_s: Option<u64>,
+    /// Print one JSON document: the session.
     #[arg(long)]
     json: bool,
+}
+
+/// A lease's task: `--task T` (the old positional spelling is still read).
+#[derive(Debug, Args)]
+pub struct TaskArg {
+    /// The task whose lease this is.
+    #[arg(
+        long = "task",
+        value_name = "TASK",
+        required_unless_present = "task_positional"
+    )]
+    task: Option<String>,
+    #[arg(value_name = "TASK", hide = true, conflicts_with = "task")]
+    task_positional: Option<String>,
+}
+
+impl TaskArg {
+    fn get(self) -> String {
+        self.task.or(self.task_positional).unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Subcommand)]
 pub enum LeaseCmd {
     /// Claim (or, as its owner, renew) the write lease of a task.
+    #[command(
+        after_help = "Example:\n  drover lease claim --task T-1 --worktree ../wt --file src/ --file Cargo.toml"
+    )]
     Claim {
+        /// The task to lease.
         #[arg(long)]
         task: String,
         /// Default: the registry's write-lease owner (the Implementer).
         #[arg(long)]
         session: Option<String>,
+        /// The branch the work happens on.
         #[arg(long)]
         branch: Option<String>,
-        #[arg(long)]
+        /// The worktree the work happens in (resolved; a warning when it does not exist).
+        #[arg(long, value_name = "DIR")]
         worktree: Option<PathBuf>,
         /// A claimed path, directory or glob, relative to the worktree (repeatable).
         #[arg(long = "file", value_name = "PATH")]
         files: Vec<String>,
         /// Seconds until the lease expires (default 7200).
-        #[arg(long)]
+        #[arg(long, value_name = "S")]
         ttl_s: Option<u64>,
+        /// Print one JSON document: {outcome, lease}.
         #[arg(long)]
         json: bool,
     },
     /// Release a task's lease (--force for a borrowed or recovery-needed one).
+    #[command(after_help = "Example:\n  drover lease release --task T-1")]
     Release {
+        /// The task whose lease to release.
         #[arg(long)]
         task: String,
+        /// Release a borrowed or recovery-needed lease too.
         #[arg(long)]
         force: bool,
     },
     /// Lend the lease to one agent (refused while the other holds it).
+    #[command(after_help = "Example:\n  drover lease borrow --task T-1 --agent codex")]
     Borrow {
+        /// The task whose lease to lend.
         #[arg(long)]
         task: String,
+        /// The agent that borrows it.
         #[arg(long, value_enum)]
         agent: AgentArg,
     },
     /// Give a borrowed lease back.
+    #[command(after_help = "Example:\n  drover lease return --task T-1 --agent codex")]
     Return {
+        /// The task whose lease to give back.
         #[arg(long)]
         task: String,
+        /// The agent that borrowed it.
         #[arg(long, value_enum)]
         agent: AgentArg,
     },
     /// List leases with their current state.
+    #[command(after_help = "Example:\n  drover lease ls --json")]
     Ls {
+        /// Print one JSON document (an array of leases).
         #[arg(long)]
         json: bool,
     },
     /// One lease and a live look at its worktree.
-    Inspect {
-        task: String,
+    #[command(
+        alias = "inspect",
+        after_help = "Example:\n  drover lease show --task T-1"
+    )]
+    Show {
+        #[command(flatten)]
+        task: TaskArg,
+        /// Print one JSON document: {lease, worktree_check}.
         #[arg(long)]
         json: bool,
     },
     /// Exit 3 naming the files outside the lease's claimed_files.
+    #[command(
+        after_help = "Example:\n  drover lease check-scope --task T-1 src/lib.rs docs/cli.md"
+    )]
     CheckScope {
-        task: String,
-        #[arg(required = true)]
+        /// The task whose lease to check against.
+        #[arg(long)]
+        task: Option<String>,
+        /// Paths relative to the worktree (without --task, the first is the task).
+        #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
+        /// Print one JSON document: {in_scope, out_of_scope, unenforced}.
         #[arg(long)]
         json: bool,
     },
@@ -171,6 +246,7 @@ pub enum LeaseCmd {
 pub struct MixArgs {
     #[command(subcommand)]
     cmd: Option<MixCmd>,
+    /// Print one JSON document: the balance and each session's next agent.
     #[arg(long)]
     json: bool,
 }
@@ -178,16 +254,21 @@ pub struct MixArgs {
 #[derive(Debug, Subcommand)]
 pub enum MixCmd {
     /// Add WU spent by an agent on a task to the rolling ledger.
+    #[command(after_help = "Example:\n  drover mix record --task T-1 --agent claude --wu 3")]
     Record {
+        /// The task the work was for.
         #[arg(long)]
         task: String,
+        /// The agent that did it.
         #[arg(long, value_enum)]
         agent: AgentArg,
+        /// Work units spent.
         #[arg(long)]
         wu: u32,
         /// Also count it on this session's lane.
         #[arg(long)]
         session: Option<String>,
+        /// Print one JSON document: the balance.
         #[arg(long)]
         json: bool,
     },
@@ -196,6 +277,7 @@ pub enum MixCmd {
 #[derive(Debug, Subcommand)]
 pub enum GateCmd {
     /// `ready` (exit 0) or `blocked` (exit 3) with every reason.
+    #[command(after_help = "Example:\n  drover gate check --task T-1")]
     Check {
         /// Default: the Implementer's task, else the only lease's task.
         #[arg(long)]
@@ -203,6 +285,7 @@ pub enum GateCmd {
         /// A load-bearing path changed (the Deep Reviewer must pass too).
         #[arg(long)]
         load_bearing: bool,
+        /// Print one JSON document: {verdict, reasons}.
         #[arg(long)]
         json: bool,
     },
@@ -216,9 +299,12 @@ pub struct EventsArgs {
     /// Only events of this kind.
     #[arg(long)]
     kind: Option<String>,
-    /// One JSON object per line.
-    #[arg(long)]
+    /// Print one JSON document (an array of events); not with --follow.
+    #[arg(long, conflicts_with_all = ["jsonl", "follow"])]
     json: bool,
+    /// Print one JSON object per event per line.
+    #[arg(long)]
+    jsonl: bool,
 }
 
 fn map(e: RegistryError) -> anyhow::Error {
@@ -237,14 +323,37 @@ fn json_line<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+impl Commands {
+    /// Whether the command writes (and so may create the state dir).
+    fn writes(&self) -> bool {
+        match self {
+            Commands::Registry { cmd } => matches!(cmd, RegistryCmd::Init { .. }),
+            Commands::SessionHeartbeat(_) => true,
+            Commands::Lease { cmd } => matches!(
+                cmd,
+                LeaseCmd::Claim { .. }
+                    | LeaseCmd::Release { .. }
+                    | LeaseCmd::Borrow { .. }
+                    | LeaseCmd::Return { .. }
+            ),
+            Commands::Mix(a) => a.cmd.is_some(),
+            Commands::Gate { .. } | Commands::Events(_) => false,
+        }
+    }
+}
+
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
-    let state = ctx.state_dir()?;
+    let state = if cmd.writes() {
+        ctx.state_dir_create()?
+    } else {
+        ctx.state_dir()?
+    };
     let now = Utc::now();
     match cmd {
         Commands::Registry { cmd } => run_registry(cmd, &state, now),
         Commands::SessionHeartbeat(a) => {
             let req = heartbeat::HeartbeatRequest {
-                session_id: a.session_id,
+                session_id: a.session,
                 role: a.role,
                 task: a.task,
                 status: a.status,
@@ -382,6 +491,12 @@ fn run_lease(
                 ttl_s,
             };
             let o = lease::claim(state, &req, now).map_err(map)?;
+            let (lease::ClaimOutcome::Claimed(l) | lease::ClaimOutcome::Renewed(l)) = &o;
+            if let Some(w) = &l.worktree
+                && !std::path::Path::new(w).is_dir()
+            {
+                eprintln!("drover: warning: the worktree {w} does not exist (yet)");
+            }
             if json {
                 json_line(&o)?;
             } else {
@@ -435,7 +550,8 @@ fn run_lease(
             }
             Ok(exit::OK)
         }
-        LeaseCmd::Inspect { task, json } => {
+        LeaseCmd::Show { task, json } => {
+            let task = task.get();
             let Some(i) = lease::inspect(state, &task, now).map_err(map)? else {
                 return Err(fail(exit::REFUSED, format!("no lease for task {task}")));
             };
@@ -453,7 +569,22 @@ fn run_lease(
             }
             Ok(exit::OK)
         }
-        LeaseCmd::CheckScope { task, files, json } => {
+        LeaseCmd::CheckScope {
+            task,
+            mut files,
+            json,
+        } => {
+            // The old spelling `check-scope TASK FILE…`.
+            let task = match task {
+                Some(t) => t,
+                None if files.len() >= 2 => files.remove(0),
+                None => {
+                    return Err(fail(
+                        exit::USAGE,
+                        "give the task with --task and at least one file",
+                    ));
+                }
+            };
             let s = scope::check_scope(state, &task, &files, now).map_err(map)?;
             if json {
                 json_line(&s)?;
@@ -532,7 +663,7 @@ fn run_events(a: EventsArgs, state: &std::path::Path) -> anyhow::Result<u8> {
         if a.kind.as_deref().is_some_and(|k| k != e.kind) {
             return true;
         }
-        let line = if a.json {
+        let line = if a.jsonl {
             serde_json::to_string(e).unwrap_or_default()
         } else {
             let fields: Vec<String> = e
@@ -561,6 +692,14 @@ fn run_events(a: EventsArgs, state: &std::path::Path) -> anyhow::Result<u8> {
                 "drover: warning: skipped a torn last line in {}",
                 registry::events_path(state).display()
             );
+        }
+        if a.json {
+            let kept: Vec<&events::Event> = r
+                .records
+                .iter()
+                .filter(|e| a.kind.as_deref().is_none_or(|k| k == e.kind))
+                .collect();
+            return json_line(&kept).map(|()| exit::OK);
         }
         for e in &r.records {
             if !show(e) {

@@ -314,7 +314,7 @@ impl<O: LaneOps> Runner<'_, O> {
             Tier::Routine
         };
         let text = format!(
-            "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: you reported pass or fail with `drover session-heartbeat --session-id reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; put findings in the report's `findings` field.\n",
+            "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: you reported pass or fail with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; put findings in the report's `findings` field.\n",
             brief::first_line(&lane, id, &t.title, tier),
             t.round,
             patch.display()

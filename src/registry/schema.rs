@@ -1,4 +1,4 @@
-//! `session_registry.json`, schema 2 (SPEC §7), and the lift of version 1.
+//! `session_registry.json`, schema 2 (docs/registry.md), and the lift of version 1.
 //!
 //! Reading never rewrites: a version-1 file is lifted in memory, and only the
 //! next write stores version 2. An unknown `schema_version` is an error naming

@@ -108,6 +108,9 @@ pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
     }
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
+    if result.is_ok() {
+        println!("(the demo removed its temporary repo and state dir; `--keep` keeps them)");
+    }
     result
 }
 

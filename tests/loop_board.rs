@@ -7,13 +7,22 @@ use drover::loopctl::board;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// `$DROVER_BACKLOG_BIN`, else where `scripts/install-backlog.sh` puts it.
 fn backlog_bin() -> PathBuf {
-    match std::env::var_os("DROVER_BACKLOG_BIN") {
-        Some(p) => PathBuf::from(p),
-        None => panic!(
-            "set DROVER_BACKLOG_BIN to the backlog CLI (scripts/install-backlog.sh prints its dir)"
-        ),
+    if let Some(p) = std::env::var_os("DROVER_BACKLOG_BIN") {
+        return PathBuf::from(p);
     }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_default();
+    let bin = cache.join("drover/backlog/backlog.md-1.52.0/node_modules/.bin/backlog");
+    assert!(
+        bin.exists(),
+        "no backlog CLI at {}: run scripts/install-backlog.sh or set DROVER_BACKLOG_BIN",
+        bin.display()
+    );
+    bin
 }
 
 fn run(dir: &Path, cmd: &mut Command) -> String {

@@ -18,7 +18,7 @@ pub struct AttachArgs {
     /// The pane to attach to.
     pub name: String,
     /// The key that detaches (a control key such as C-\ or C-b).
-    #[arg(long, default_value = "C-\\")]
+    #[arg(long, default_value = "C-\\", value_name = "KEY")]
     pub detach_key: String,
     /// Watch only: send no input and leave the pane's size and its attached
     /// writer alone.

@@ -45,8 +45,22 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The terminal's width in columns from `$COLUMNS`, if set.
+nix::ioctl_read_bad!(tiocgwinsz, nix::libc::TIOCGWINSZ, nix::libc::winsize);
+
+/// The width of the terminal stdout is, else `$COLUMNS`; `None` when stdout
+/// is not a terminal and `$COLUMNS` is unset (then nothing is wrapped).
 pub fn terminal_cols() -> Option<usize> {
+    let mut ws = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct we own.
+    let r = unsafe { tiocgwinsz(nix::libc::STDOUT_FILENO, &mut ws) };
+    if r.is_ok() && ws.ws_col > 0 {
+        return Some(usize::from(ws.ws_col));
+    }
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())

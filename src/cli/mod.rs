@@ -9,7 +9,9 @@ mod demo;
 mod demo_loop;
 mod fmt;
 mod job;
+mod lease;
 mod loopcmd;
+mod mix;
 mod pane;
 mod policy;
 mod registry;
@@ -236,7 +238,31 @@ pub fn fail(code: u8, msg: impl Into<String>) -> anyhow::Error {
     })
 }
 
+/// Exit status when stdout was closed under us (`drover events | head`):
+/// what a process killed by SIGPIPE reports, silently.
+const CLOSED_STDOUT: i32 = 128 + 13;
+
+/// `println!` panics when stdout is a closed pipe; end quietly instead, as
+/// Unix tools do. (SIGPIPE stays ignored: a supervisor that hangs up must be an
+/// error message, not a silent death.)
+fn quiet_on_closed_stdout() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(CLOSED_STDOUT);
+        }
+        prev(info);
+    }));
+}
+
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     let ctx = Ctx {
         state_dir_arg: cli.state_dir.clone(),
@@ -309,7 +335,12 @@ mod grammar {
             .get_subcommands()
             .filter(|c| c.get_name() != "help")
             .collect();
-        if subs.is_empty() {
+        // A command that takes arguments of its own (e.g. `mix --json`) counts
+        // as a command even when it has subcommands.
+        let own_args = cmd
+            .get_arguments()
+            .any(|a| !a.is_global_set() && a.get_id() != "help" && a.get_id() != "version");
+        if subs.is_empty() || (own_args && cmd.get_name() != "drover") {
             out.push((path.clone(), cmd.clone()));
         }
         for s in subs {

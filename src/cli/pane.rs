@@ -10,9 +10,10 @@ use std::path::PathBuf;
 const KEYS_HELP: &str = "\
 Keys: a single character, or Enter, Esc, Tab, BTab, Up, Down, Left, Right,
 Home, End, PageUp, PageDown, Insert, Delete, Backspace, Space, F1-F12,
-C-<x> (control), M-<x> (meta). All keys of one call are written at once: a
-C-c flushes the terminal's pending input, so send keys after it in a second
-call.
+C-<x> (control), M-<x> (meta). All keys of one call are written at once:
+keys after a C-c reach the terminal before the program has handled the
+interrupt (they are echoed or lost), so send them in a second call once the
+pane is idle again.
 
 Example:
   drover pane keys work Up Enter      # recall the last command and run it
@@ -79,6 +80,7 @@ pub enum PaneCmd {
         /// The pane.
         name: String,
         /// COLSxROWS, e.g. 120x40.
+        #[arg(value_name = "CxR")]
         size: String,
     },
     /// Kill a pane's process group and remove the pane.
@@ -103,10 +105,10 @@ pub struct NewArgs {
     #[arg(long = "env", value_name = "K=V")]
     pub env: Vec<String>,
     /// Working directory (must exist; default: the current directory).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// COLSxROWS (default 120x40).
-    #[arg(long)]
+    #[arg(long, value_name = "CxR")]
     pub size: Option<String>,
     /// How the screen is read: shell, claude, codex, sim.
     #[arg(long, default_value = "shell")]

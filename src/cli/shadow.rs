@@ -16,11 +16,12 @@ pub struct DispatchArgs {
     #[arg(long)]
     pub pane: String,
     /// The session the job is claimed for (default: the pane's name).
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// The prompt.
     #[arg(
         long,
+        value_name = "TEXT",
         conflicts_with = "prompt_file",
         required_unless_present = "prompt_file"
     )]
@@ -29,10 +30,10 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
     /// Where the lane writes report.json (default <state>/lanes/<pane>/report.json).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Where declared side effects are checked (default: the pane's cwd).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub worktree: Option<PathBuf>,
     /// How long to wait for the agent to be ready for the prompt.
     #[arg(long, value_name = "MS")]

@@ -15,7 +15,7 @@ pub struct StatusArgs {
     /// Include finished jobs (completed, failed, cancelled, timed out).
     #[arg(long)]
     pub all: bool,
-    /// Print each reason in full on one line instead of wrapping it.
+    /// Print each reason in full on one line instead of wrapping it to the terminal.
     #[arg(long)]
     pub wide: bool,
     /// Print one JSON document: {supervisor, panes, jobs}.
@@ -23,8 +23,6 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
-/// Width the reason column wraps at when the terminal's is unknown.
-const DEFAULT_COLS: usize = 100;
 /// Where the reason column starts.
 const REASON_COL: usize = 16 + 1 + 10 + 1 + 14 + 1 + 18 + 1 + 9 + 1;
 
@@ -61,15 +59,13 @@ pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         "{:<16} {:<10} {:<14} {:<18} {:<9} REASON",
         "JOB", "STATUS", "SESSION", "DECISION", "DECIDED"
     );
-    let width = terminal_cols()
-        .unwrap_or(DEFAULT_COLS)
-        .saturating_sub(REASON_COL);
+    // Wrapped to the terminal; in full on one line with --wide or into a pipe.
+    let width = terminal_cols().map(|c| c.saturating_sub(REASON_COL));
     for j in &jobs {
         let reason = j["reason"].as_str().unwrap_or("-");
-        let lines = if a.wide {
-            vec![reason.to_string()]
-        } else {
-            wrap(reason, width)
+        let lines = match width {
+            Some(w) if !a.wide => wrap(reason, w),
+            _ => vec![reason.to_string()],
         };
         println!(
             "{:<16} {:<10} {:<14} {:<18} {:<9} {}",

@@ -1,7 +1,7 @@
 //! The board against the real `backlog` CLI (npm `backlog.md`): the CLI
 //! creates a board, drover reads it and marks a task Done, the CLI reads
-//! drover's marks. Install the CLI with `scripts/install-backlog.sh` and point
-//! `DROVER_BACKLOG_BIN` at its `backlog` binary.
+//! drover's marks. Install the CLI with `scripts/install-backlog.sh` (or point
+//! `DROVER_BACKLOG_BIN` at a `backlog` binary).
 
 use drover::loopctl::board;
 use std::path::{Path, PathBuf};

@@ -6,9 +6,11 @@ mod agent;
 mod attach;
 mod completions;
 mod demo;
+mod demo_loop;
 mod fmt;
 mod job;
 mod lease;
+mod loopcmd;
 mod mix;
 mod pane;
 mod policy;
@@ -116,6 +118,12 @@ pub enum Command {
     /// Print the man page (roff), or write one page per command to a directory.
     #[command(after_help = "Example:\n  drover man | man -l -")]
     Man(completions::ManArgs),
+    /// The loop: a Backlog.md board worked through lanes onto an integration branch (LOOP.md).
+    #[command(after_help = "Example:\n  drover loop status")]
+    Loop {
+        #[command(subcommand)]
+        cmd: loopcmd::LoopCmd,
+    },
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -292,6 +300,7 @@ pub fn main() -> ExitCode {
         Command::Status(a) => status::run(a, &ctx),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
+        Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

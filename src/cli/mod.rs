@@ -5,6 +5,7 @@
 mod agent;
 mod attach;
 mod demo;
+mod events;
 mod job;
 mod pane;
 mod policy;

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use drover::exit;
 use drover::gate;
 use drover::registry::{
-    self, Agent, InitRequest, RegistryError, Topology, events, heartbeat, lease, mix, scope, view,
+    self, Agent, InitRequest, RegistryError, Topology, heartbeat, lease, mix, scope, view,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,8 +34,8 @@ pub enum Commands {
         #[command(subcommand)]
         cmd: GateCmd,
     },
-    /// Print the event log.
-    Events(EventsArgs),
+    /// The registry's event log; `--follow` streams every supervisor event live.
+    Events(super::events::EventsArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -208,19 +208,6 @@ pub enum GateCmd {
     },
 }
 
-#[derive(Debug, Args)]
-pub struct EventsArgs {
-    /// Keep printing new events as they are written.
-    #[arg(long)]
-    follow: bool,
-    /// Only events of this kind.
-    #[arg(long)]
-    kind: Option<String>,
-    /// One JSON object per line.
-    #[arg(long)]
-    json: bool,
-}
-
 fn map(e: RegistryError) -> anyhow::Error {
     fail(e.exit_code(), e.to_string())
 }
@@ -294,7 +281,7 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
                 }
             }
         }
-        Commands::Events(a) => run_events(a, &state),
+        Commands::Events(a) => super::events::run(a, &state, ctx),
     }
 }
 
@@ -525,57 +512,4 @@ fn run_mix(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> a
         out(&view::mix(&report, reg.as_ref()));
     }
     Ok(exit::OK)
-}
-
-fn run_events(a: EventsArgs, state: &std::path::Path) -> anyhow::Result<u8> {
-    let show = |e: &events::Event| -> bool {
-        if a.kind.as_deref().is_some_and(|k| k != e.kind) {
-            return true;
-        }
-        let line = if a.json {
-            serde_json::to_string(e).unwrap_or_default()
-        } else {
-            let fields: Vec<String> = e
-                .fields
-                .iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| match v {
-                    serde_json::Value::String(s) => format!("{k}={s}"),
-                    other => format!("{k}={other}"),
-                })
-                .collect();
-            format!(
-                "{:>5}  {}  {:<18} {}",
-                e.seq,
-                e.at,
-                e.kind,
-                fields.join(" ")
-            )
-        };
-        out(&(line.trim_end().to_string() + "\n"))
-    };
-    if !a.follow {
-        let r = events::read(state).map_err(map)?;
-        if r.torn_tail {
-            eprintln!(
-                "drover: warning: skipped a torn last line in {}",
-                registry::events_path(state).display()
-            );
-        }
-        for e in &r.records {
-            if !show(e) {
-                break;
-            }
-        }
-        return Ok(exit::OK);
-    }
-    let mut f = events::Follower::new(state);
-    loop {
-        for e in f.poll().map_err(map)? {
-            if !show(&e) {
-                return Ok(exit::OK);
-            }
-        }
-        std::thread::sleep(events::FOLLOW_POLL);
-    }
 }

@@ -115,6 +115,7 @@ fn publish(sup: &Sup, entry: &Entry) {
     obs.evidence = evidence;
     obs.screen_hash = format!("{hash:016x}");
     if changed {
+        let from = std::mem::take(&mut obs.state);
         obs.generation = generation;
         obs.state = state;
         obs.kind = kind;
@@ -122,7 +123,23 @@ fn publish(sup: &Sup, entry: &Entry) {
         obs.since_ms = crate::paths::now_ms();
         obs.since = crate::paths::now_rfc3339();
         tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
+        let ev = serde_json::json!({
+            "generation": obs.generation,
+            "state": obs.state,
+            "state_kind": obs.kind,
+            "exit_code": obs.exit_code,
+            "from": from,
+        });
+        let (pane, exited) = (obs.pane.clone(), obs.state == "exited");
         drop(obs);
+        sup.feed.publish("pane.state", Some(&pane), ev);
+        if exited {
+            sup.feed.publish(
+                "pane.exited",
+                Some(&pane),
+                serde_json::json!({"generation": generation, "exit_code": exit_code}),
+            );
+        }
         sup.epoch.send_modify(|x| *x += 1);
     }
 }

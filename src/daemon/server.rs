@@ -74,6 +74,8 @@ pub(super) struct Sup {
     creating: Mutex<std::collections::HashSet<String>>,
     pub(super) epoch: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
+    /// Every event, numbered, for `events --follow` and `top`.
+    pub(super) feed: Arc<super::feed::Feed>,
 }
 
 struct Events {
@@ -166,7 +168,9 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         creating: Mutex::new(std::collections::HashSet::new()),
         epoch,
         shutdown,
+        feed: Arc::new(super::feed::Feed::default()),
     });
+    super::feed_files::start(&opts.state_dir, sup.feed.clone());
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
     let _ = tokio::task::spawn_blocking(move || {
@@ -257,6 +261,10 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
         }
         if req.op == "attach" {
             super::server_attach::attach(sup, req, rd, wr).await;
+            return;
+        }
+        if req.op == "events.follow" {
+            super::feed_conn::follow(sup, req, rd, wr).await;
             return;
         }
         let resp = handle(&sup, req).await;
@@ -428,6 +436,8 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             e.notify.notify_one();
             sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %name, pid, "pane killed");
+            sup.feed
+                .publish("pane.killed", Some(&name), json!({"pid": pid}));
             Ok(json!({"pane": name, "killed": true}))
         }
         "pane.respawn" => {
@@ -454,6 +464,11 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
+            sup.feed.publish(
+                "pane.respawned",
+                Some(e.pane.name()),
+                json!({"generation": generation}),
+            );
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
         "wait" => super::detect::wait_barrier(sup, args).await,
@@ -542,6 +557,12 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     .await;
     lock(&sup.creating).remove(&name);
     let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
+    let info = entry.pane.info();
+    sup.feed.publish(
+        "pane.created",
+        Some(&info.name),
+        json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
+    );
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
     let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);

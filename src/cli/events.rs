@@ -1,0 +1,123 @@
+//! `drover events`: without `--follow`, the registry's event log; with it, the
+//! supervisor's live feed (pane states, pane lifecycle, job transitions,
+//! shadow decisions, registry events), optionally replayed from a seq first.
+
+use super::{Ctx, client_err, fail};
+use clap::Args;
+use drover::daemon::{EventStream, FollowSpec};
+use drover::exit;
+use drover::registry::{self, events};
+use serde_json::Value;
+use std::io::Write;
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Stream the supervisor's events as they happen (until interrupted).
+    #[arg(long)]
+    follow: bool,
+    /// Only events after this seq; with --follow, replay what the supervisor still holds after it first (0: all it holds).
+    #[arg(long, value_name = "SEQ")]
+    since: Option<u64>,
+    /// Only events about this pane.
+    #[arg(long, value_name = "PANE")]
+    pane: Option<String>,
+    /// Only this kind, or every kind under it (`job` matches `job.transition`).
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// One JSON object per line.
+    #[arg(long, visible_alias = "json")]
+    jsonl: bool,
+}
+
+/// Write to stdout; `false` once the reader has gone (a closed pipe).
+fn out(s: &str) -> bool {
+    let mut o = std::io::stdout().lock();
+    o.write_all(s.as_bytes()).and_then(|()| o.flush()).is_ok()
+}
+
+/// `seq  at  kind  k=v …`, one line.
+fn human(v: &Value) -> String {
+    let Some(m) = v.as_object() else {
+        return v.to_string();
+    };
+    let fields: Vec<String> = m
+        .iter()
+        .filter(|(k, v)| !v.is_null() && !matches!(k.as_str(), "seq" | "at" | "kind"))
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    let line = format!(
+        "{:>5}  {}  {:<18} {}",
+        m.get("seq").and_then(Value::as_u64).unwrap_or(0),
+        m.get("at").and_then(Value::as_str).unwrap_or("-"),
+        m.get("kind").and_then(Value::as_str).unwrap_or("-"),
+        fields.join(" ")
+    );
+    line.trim_end().to_string()
+}
+
+fn kind_matches(want: Option<&str>, kind: &str) -> bool {
+    want.is_none_or(|k| {
+        kind == k || (kind.starts_with(k) && kind.as_bytes().get(k.len()) == Some(&b'.'))
+    })
+}
+
+pub fn run(a: EventsArgs, state: &std::path::Path, ctx: &Ctx) -> anyhow::Result<u8> {
+    if a.follow {
+        return follow(a, ctx);
+    }
+    let map = |e: registry::RegistryError| fail(e.exit_code(), e.to_string());
+    let r = events::read(state).map_err(map)?;
+    if r.torn_tail {
+        eprintln!(
+            "drover: warning: skipped a torn last line in {}",
+            registry::events_path(state).display()
+        );
+    }
+    for e in &r.records {
+        if !kind_matches(a.kind.as_deref(), &e.kind)
+            || a.since.is_some_and(|s| e.seq <= s)
+            || a.pane
+                .as_deref()
+                .is_some_and(|p| e.fields.get("pane").and_then(Value::as_str) != Some(p))
+        {
+            continue;
+        }
+        let line = if a.jsonl {
+            serde_json::to_string(e).unwrap_or_default()
+        } else {
+            human(&serde_json::to_value(e).unwrap_or(Value::Null))
+        };
+        if !out(&(line + "\n")) {
+            break;
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn follow(a: EventsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let spec = FollowSpec {
+        since: a.since,
+        pane: a.pane,
+        kind: a.kind,
+    };
+    let mut stream = EventStream::open(ctx.client()?, &spec).map_err(client_err)?;
+    loop {
+        let Some(line) = stream.next_line().map_err(client_err)? else {
+            return Err(fail(
+                exit::TRANSPORT,
+                "the supervisor stopped; run `drover events --follow --since SEQ` again to resume",
+            ));
+        };
+        let text = if a.jsonl {
+            line
+        } else {
+            human(&serde_json::from_str(&line).unwrap_or(Value::Null))
+        };
+        if !out(&(text + "\n")) {
+            return Ok(exit::OK);
+        }
+    }
+}

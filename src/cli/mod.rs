@@ -15,6 +15,7 @@ mod send;
 mod serve;
 mod shadow;
 mod status;
+mod top;
 mod wait;
 
 use clap::{Parser, Subcommand};
@@ -69,6 +70,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A live dashboard of every pane and lane, the ones that need you first.
+    Top(top::TopArgs),
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -185,6 +188,7 @@ pub fn main() -> ExitCode {
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),
         Command::Shadow { cmd } => shadow::run(cmd, &ctx),
         Command::Status { json } => status::run(json, &ctx),
+        Command::Top(a) => top::run(a, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

@@ -6,17 +6,15 @@
 use super::actions::Actions;
 use super::gather;
 use super::render::render;
-use super::ui::{Command, Key, Ui, Verb};
+use super::ui::{Command, Ui, Verb};
 use super::view::{View, build};
 use crate::daemon::{Client, ClientError, EventStream, FollowSpec};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::{execute, terminal};
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Where `top` looks.
 #[derive(Debug, Clone)]
@@ -64,23 +62,6 @@ impl Drop for Restore {
     fn drop(&mut self) {
         restore();
     }
-}
-
-fn key_of(ev: &Event) -> Option<Key> {
-    let Event::Key(k) = ev else { return None };
-    if k.kind == KeyEventKind::Release {
-        return None;
-    }
-    Some(match k.code {
-        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Interrupt,
-        KeyCode::Char(c) => Key::Char(c),
-        KeyCode::Enter => Key::Enter,
-        KeyCode::Esc => Key::Esc,
-        KeyCode::Up => Key::Up,
-        KeyCode::Down => Key::Down,
-        KeyCode::Backspace => Key::Backspace,
-        _ => return None,
-    })
 }
 
 struct App {
@@ -229,14 +210,14 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
             }
         }
         if tty {
-            while event::poll(Duration::ZERO)? {
-                let e = event::read()?;
-                if let Event::Resize(..) = e {
-                    term.autoresize()?;
-                    redraw = true;
-                    continue;
-                }
-                let Some(key) = key_of(&e) else { continue };
+            let mut buf = [0u8; 1024];
+            let n = match nix::unistd::read(std::io::stdin().as_fd(), &mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => 0,
+                Err(e) => return Err(TopError::Terminal(e.into())),
+            };
+            for key in super::input::parse(&buf[..n]) {
                 redraw = true;
                 let before = app.ui.selected_pane(&app.view);
                 match app.ui.on_key(&app.view, key) {

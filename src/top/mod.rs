@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod app;
 pub mod gather;
+pub mod input;
 pub mod render;
 pub mod ui;
 pub mod view;

@@ -164,7 +164,7 @@ fn columns(wide: bool) -> (Vec<&'static str>, Vec<Constraint>) {
             vec![
                 Length(1),
                 Length(12),
-                Length(15),
+                Length(13),
                 Length(5),
                 Length(6),
                 Length(8),

@@ -249,9 +249,11 @@ pub fn build(inp: &Inputs) -> View {
                     .is_some_and(|p| p == r.pane)
             })
             .or_else(|| {
-                inp.jobs
-                    .iter()
-                    .find(|(_, sess, _)| r.session.as_deref() == Some(sess.as_str()))
+                // By session only when no decision places the job on a pane.
+                inp.jobs.iter().find(|(id, sess, _)| {
+                    r.session.as_deref() == Some(sess.as_str())
+                        && inp.decisions.get(id).is_none_or(|(_, p)| p.is_none())
+                })
             });
         r.job = job.map(|(id, _, status)| JobCell {
             job_id: id.clone(),

@@ -105,6 +105,9 @@ fn follow(a: EventsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     let mut stream = EventStream::open(ctx.client()?, &spec).map_err(client_err)?;
     loop {
+        if reader_gone(&stream) {
+            return Ok(exit::OK);
+        }
         let Some(line) = stream.next_line().map_err(client_err)? else {
             return Err(fail(
                 exit::TRANSPORT,
@@ -119,5 +122,29 @@ fn follow(a: EventsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         if !out(&(text + "\n")) {
             return Ok(exit::OK);
         }
+    }
+}
+
+/// Wait for the next event or for stdout's reader to go away (`| head -n 1`
+/// must end the stream even when no further event comes). True when it went.
+fn reader_gone(stream: &EventStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    loop {
+        let mut fds = [
+            PollFd::new(stream.as_fd(), PollFlags::POLLIN),
+            PollFd::new(stdout.as_fd(), PollFlags::empty()),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            // Cannot wait on both: just read the stream.
+            Err(_) => return false,
+        }
+        let gone = fds[1]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP));
+        return gone;
     }
 }

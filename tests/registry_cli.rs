@@ -5,9 +5,7 @@ mod registry_common;
 
 use registry_common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-use std::time::Duration;
+use std::io::Write;
 
 fn sessions(v: &Value) -> Vec<(String, String, String, bool)> {
     v["sessions"]

@@ -80,7 +80,7 @@ fn position(evs: &[Value], kind: &str, key: &str, val: &str) -> usize {
 #[test]
 fn follow_keeps_a_scripted_sequence_whole_and_in_order_and_since_replays_it_exactly() {
     let d = Drover::new();
-    d.ok(&["pane", "ls"]);
+    d.serve();
     let all = Follow::start(&d, &["--since", "0"]);
     d.new_pane("p1", &[], &["sh", "-c", "exec cat"]);
     assert_eq!(d.wait_state(&["p1"], "idle", 20_000).status.code(), Some(0));
@@ -139,7 +139,7 @@ fn follow_keeps_a_scripted_sequence_whole_and_in_order_and_since_replays_it_exac
 #[test]
 fn a_slow_consumer_is_told_what_it_missed_and_the_supervisor_keeps_answering() {
     let d = Drover::new();
-    d.ok(&["pane", "ls"]);
+    d.serve();
     let client = drover::daemon::Client::connect(&d.socket()).unwrap();
     // Subscribed, and then not read while a flood goes by.
     let mut stream =

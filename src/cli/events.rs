@@ -24,8 +24,11 @@ pub struct EventsArgs {
     /// Only this kind, or every kind under it (`job` matches `job.transition`).
     #[arg(long, value_name = "KIND")]
     kind: Option<String>,
-    /// One JSON object per line.
-    #[arg(long, visible_alias = "json")]
+    /// Print one JSON document (an array of events); not with --follow.
+    #[arg(long, conflicts_with_all = ["jsonl", "follow"])]
+    json: bool,
+    /// Print one JSON object per event per line (also with --follow).
+    #[arg(long)]
     jsonl: bool,
 }
 
@@ -76,15 +79,24 @@ pub fn run(a: EventsArgs, state: &std::path::Path, ctx: &Ctx) -> anyhow::Result<
             registry::events_path(state).display()
         );
     }
-    for e in &r.records {
-        if !kind_matches(a.kind.as_deref(), &e.kind)
-            || a.since.is_some_and(|s| e.seq <= s)
-            || a.pane
-                .as_deref()
-                .is_some_and(|p| e.fields.get("pane").and_then(Value::as_str) != Some(p))
-        {
-            continue;
-        }
+    let kept: Vec<&events::Event> = r
+        .records
+        .iter()
+        .filter(|e| {
+            kind_matches(a.kind.as_deref(), &e.kind)
+                && a.since.is_none_or(|s| e.seq > s)
+                && a.pane
+                    .as_deref()
+                    .is_none_or(|p| e.fields.get("pane").and_then(Value::as_str) == Some(p))
+        })
+        .collect();
+    if a.json {
+        let s =
+            serde_json::to_string_pretty(&kept).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        out(&(s + "\n"));
+        return Ok(exit::OK);
+    }
+    for e in kept {
         let line = if a.jsonl {
             serde_json::to_string(e).unwrap_or_default()
         } else {

@@ -1,4 +1,4 @@
-//! Privacy for the event log (SPEC §7, §14): what may not be written, as named
+//! Privacy for the event log (docs/registry.md, docs/architecture.md): what may not be written, as named
 //! rules. [`Redactor::redact_value`] scrubs a record before it is written;
 //! [`Redactor::audit_value`] finds what should have been scrubbed (the gate's
 //! privacy audit). A string is clean exactly when redaction leaves it unchanged.

@@ -96,6 +96,7 @@ argv() { sed -n 's/^argv://p' "$FAKE_LOG"; }
 @test "drover_events exits non-zero when the supervisor is unreachable (real binary)" {
   real_has events
   export DROVER_STATE_DIR="$BATS_TEST_TMPDIR/none"
+  mkdir -p "$DROVER_STATE_DIR"
   run env DROVER_BIN="$REAL" bash -c "set -euo pipefail; source '$LIB'; \"\$DROVER_BIN\" --no-autostart events --follow; echo reached-after"
   [ "$status" -eq 5 ]
   [[ "$output" != *reached-after* ]]

@@ -187,11 +187,11 @@ fn top_follows_state_changes_and_keys_in_a_real_pty() {
     assert!(!s.contains("PANE"), "the alternate screen was left:\n{s}");
 }
 
-/// SIGTERM, SIGHUP and Ctrl-C end top cleanly, terminal restored.
+/// SIGTERM, SIGHUP, SIGINT and Ctrl-C end top cleanly, terminal restored.
 #[test]
 fn top_restores_the_terminal_on_signals_and_ctrl_c() {
     let d = Drover::new();
-    for (i, how) in ["TERM", "HUP", "C-c"].iter().enumerate() {
+    for (i, how) in ["TERM", "HUP", "INT", "C-c"].iter().enumerate() {
         let name = format!("top{i}");
         start_top(&d, &name, "80x24");
         wait_screen(&d, &name, "top", |s| s.contains("drover top"));
@@ -199,10 +199,10 @@ fn top_restores_the_terminal_on_signals_and_ctrl_c() {
             keys(&d, &name, &["C-c"]);
         } else {
             let pid = common::pid_of(&d.pane(&name).unwrap());
-            let sig = if *how == "TERM" {
-                nix::sys::signal::Signal::SIGTERM
-            } else {
-                nix::sys::signal::Signal::SIGHUP
+            let sig = match *how {
+                "TERM" => nix::sys::signal::Signal::SIGTERM,
+                "HUP" => nix::sys::signal::Signal::SIGHUP,
+                _ => nix::sys::signal::Signal::SIGINT,
             };
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
         }

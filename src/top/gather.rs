@@ -108,7 +108,9 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
                 },
             );
         }
-        inp.lanes = lanes_of(reg.extra.get("lanes"));
+        // The lane records as stored, whichever module owns their type.
+        let raw = crate::store::read_json::<Value>(&registry::registry_path(state_dir));
+        inp.lanes = lanes_of(raw.ok().flatten().as_ref().and_then(|v| v.get("lanes")));
         let report = crate::gate::evaluate(&crate::gate::GateInput {
             registry: Some(reg),
             leases: &leases,

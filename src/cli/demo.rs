@@ -22,6 +22,9 @@ pub struct DemoArgs {
     /// Leave the supervisor and its panes running at the end (to attach).
     #[arg(long)]
     pub keep: bool,
+    /// Run a three-task loop on sim lanes instead and print its close-out.
+    #[arg(long = "loop")]
+    pub loop_run: bool,
 }
 
 /// The lanes: (pane, sim profile, script, what it shows).
@@ -97,7 +100,10 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
+pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    if args.loop_run {
+        return super::demo_loop::run(args.keep, ctx);
+    }
     let tmp = std::env::temp_dir().join(format!("drover-demo-{}", std::process::id()));
     let repo = tmp.join("repo");
     std::fs::create_dir_all(&repo)?;

@@ -6,10 +6,12 @@ mod agent;
 mod attach;
 mod completions;
 mod demo;
+mod demo_loop;
 mod events;
 mod fmt;
 mod job;
 mod lease;
+mod loopcmd;
 mod mix;
 mod pane;
 mod policy;
@@ -118,6 +120,12 @@ pub enum Command {
     /// Print the man page (roff), or write one page per command to a directory.
     #[command(after_help = "Example:\n  drover man | man -l -")]
     Man(completions::ManArgs),
+    /// The loop: a Backlog.md board worked through lanes onto an integration branch (LOOP.md).
+    #[command(after_help = "Example:\n  drover loop status")]
+    Loop {
+        #[command(subcommand)]
+        cmd: loopcmd::LoopCmd,
+    },
     /// A live dashboard of every pane and lane, the ones that need you first.
     #[command(after_help = "Example:\n  drover top")]
     Top(top::TopArgs),
@@ -297,6 +305,7 @@ pub fn main() -> ExitCode {
         Command::Status(a) => status::run(a, &ctx),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
+        Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Top(a) => top::run(a, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),

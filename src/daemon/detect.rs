@@ -124,6 +124,7 @@ fn publish(sup: &Sup, entry: &Entry) {
         return;
     }
     if changed {
+        let from = std::mem::take(&mut obs.state);
         obs.generation = generation;
         obs.state = state;
         obs.kind = kind;
@@ -134,7 +135,23 @@ fn publish(sup: &Sup, entry: &Entry) {
         if obs.state == "exited" {
             tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
         }
+        let ev = serde_json::json!({
+            "generation": obs.generation,
+            "state": obs.state,
+            "state_kind": obs.kind,
+            "exit_code": obs.exit_code,
+            "from": from,
+        });
+        let (pane, exited) = (obs.pane.clone(), obs.state == "exited");
         drop(obs);
+        sup.feed.publish("pane.state", Some(&pane), ev);
+        if exited {
+            sup.feed.publish(
+                "pane.exited",
+                Some(&pane),
+                serde_json::json!({"generation": generation, "exit_code": exit_code}),
+            );
+        }
         sup.epoch.send_modify(|x| *x += 1);
     }
 }

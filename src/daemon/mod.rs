@@ -7,6 +7,10 @@ pub mod client;
 mod deliver;
 mod detect;
 mod evidence_watch;
+pub mod feed;
+mod feed_client;
+mod feed_conn;
+mod feed_files;
 mod hub;
 mod observe;
 pub mod protocol;
@@ -15,5 +19,6 @@ mod server_attach;
 
 pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};
+pub use feed_client::{EventStream, FollowSpec};
 pub use hub::Snapshot;
 pub use server::{ServeError, ServeOptions, serve};

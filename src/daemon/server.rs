@@ -77,6 +77,8 @@ pub(super) struct Sup {
     /// (not only a change) moves the epoch.
     pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
+    /// Every event, numbered, for `events --follow` and `top`.
+    pub(super) feed: Arc<super::feed::Feed>,
 }
 
 struct Events {
@@ -169,7 +171,9 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         epoch,
         fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
+        feed: Arc::new(super::feed::Feed::default()),
     });
+    super::feed_files::start(&opts.state_dir, sup.feed.clone());
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
     let _ = tokio::task::spawn_blocking(move || {
@@ -260,6 +264,10 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
         }
         if req.op == "attach" {
             super::server_attach::attach(sup, req, rd, wr).await;
+            return;
+        }
+        if req.op == "events.follow" {
+            super::feed_conn::follow(sup, req, rd, wr).await;
             return;
         }
         let resp = handle(&sup, req).await;
@@ -432,6 +440,8 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             e.notify.notify_one();
             sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %name, pid, "pane killed");
+            sup.feed
+                .publish("pane.killed", Some(&name), json!({"pid": pid}));
             Ok(json!({"pane": name, "killed": true}))
         }
         "pane.respawn" => {
@@ -458,6 +468,11 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
+            sup.feed.publish(
+                "pane.respawned",
+                Some(e.pane.name()),
+                json!({"generation": generation}),
+            );
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
         "wait" => super::detect::wait_barrier(sup, args).await,
@@ -547,6 +562,12 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     .await;
     lock(&sup.creating).remove(&name);
     let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
+    let info = entry.pane.info();
+    sup.feed.publish(
+        "pane.created",
+        Some(&info.name),
+        json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
+    );
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
     let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);

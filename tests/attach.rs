@@ -186,7 +186,11 @@ fn attach_replays_types_resizes_and_detaches() {
     let p = d.pane("work").unwrap();
     assert!(p["exit"].is_null(), "pane stopped: {p}");
     assert_eq!(p["attached"], false);
-    assert_eq!(pane_size(&d, "work"), (120, 40), "size not given back");
+    assert!(
+        wait_until(T, || pane_size(&d, "work") == (120, 40)),
+        "size not given back: {:?}",
+        pane_size(&d, "work")
+    );
     d.ok(&["pane", "send", "work", "echo still-$((2+3))"]);
     d.wait_text("work", "still-5", T);
 }
@@ -295,6 +299,9 @@ fn sigterm_to_attach_restores_the_terminal() {
 #[test]
 fn attached_terminal_answers_queries() {
     let d = Drover::new();
+    // On tmux, tmux is the app's terminal and answers its queries itself:
+    // this is about drover's native PTY handing them to the operator.
+    let d = d.native();
     let script = r#"stty -echo -icanon; echo waiting
 IFS= read -r go
 printf '\033[6n'; IFS= read -r -d R pos; echo "POS=${pos#*[}"

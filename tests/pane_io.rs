@@ -213,6 +213,20 @@ fn scrollback_rows_come_before_the_screen_in_order() {
 #[test]
 fn terminal_queries_are_answered_while_detached() {
     let d = Drover::new();
+    if !on_native() {
+        // On tmux, tmux is the app's terminal and answers (it has no DECRQM).
+        let script = r#"stty -echo -icanon
+printf '\033[5;10H\033[6n'; IFS= read -r -d R pos
+printf '\033[5n'; IFS= read -r -d n st
+printf '\033[H\033[2J'
+echo "POS=${pos#*[}"; echo "ST=${st#*[}"
+sleep 1000"#;
+        d.new_pane("q", &[], &["bash", "--norc", "--noprofile", "-c", script]);
+        let s = d.wait_text("q", "ST=", T);
+        assert!(s.contains("POS=5;10\n"), "{s}");
+        assert!(s.contains("ST=0\n"), "{s}");
+        return;
+    }
     let script = r#"stty -echo -icanon
 printf '\033[5;10H\033[6n'; IFS= read -r -d R pos
 printf '\033[c'; IFS= read -r -d c da

@@ -681,8 +681,11 @@ fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
         let _ = host.command(format!("kill-window -t {pane_id}"));
     }
     let w = host.new_window(&spec)?;
-    host.register(pane, &w.pane_id);
+    let new_id = w.pane_id.clone();
+    // The new screen first: output the released command already wrote is
+    // held for its id and fed when it is registered.
     let generation = pane::reset_generation(pane, w.pane_id, w.window_id, w.pid, w.env_verified);
+    host.register(pane, &new_id);
     state::save_pane(&host.state_dir, pane);
     Ok(generation)
 }

@@ -351,7 +351,8 @@ fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
         wait_until(T, || old_clients.iter().all(|p| !pid_alive(*p))),
         "the dead supervisor's control client is still running"
     );
-    // The next command starts a new supervisor, which re-adopts the pane.
+    // A new supervisor re-adopts the pane.
+    d.ok(&["serve", "--daemon"]);
     let p = d.pane("keep").expect("pane not re-adopted");
     assert_eq!(p["pid"], info["pid"]);
     assert_eq!(p["generation"], 1);

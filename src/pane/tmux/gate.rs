@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 pub const SHELL: &str = "/bin/sh";
 /// Wait for one line on the FIFO (`$0`), then become the command (`$@`).
 pub const SCRIPT: &str = r#"read -r _ < "$0"; exec "$@""#;
+/// How long after the window's creation the command is let through.
+const SETTLE: Duration = Duration::from_millis(50);
 /// How long to wait for the pane's process to reach the gate.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -42,6 +44,9 @@ impl Gate {
     pub fn open(&self, pid: u32) -> Result<(), String> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
+        // tmux 3.3a can still lose the status of a process that ends within
+        // a few ms of its pane's creation: give tmux that long first.
+        std::thread::sleep(SETTLE);
         let deadline = Instant::now() + OPEN_TIMEOUT;
         let mut delay = Duration::from_micros(200);
         loop {

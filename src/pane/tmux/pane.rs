@@ -540,6 +540,7 @@ impl PaneBackend for TmuxPane {
         let mut g = lock(&self.inner);
         let meta = ScreenMeta {
             generation: g.generation,
+            pid: g.pid,
             exit: g.exit.clone(),
             quiet: g.last_output.elapsed(),
             since_spawn: g.started.elapsed(),

@@ -25,6 +25,18 @@ macro_rules! need_tmux {
     };
 }
 
+/// Stops this state dir's tmux server when the test ends, even when it
+/// fails while no supervisor runs (tmux panes outlive a supervisor).
+struct TmuxGuard(String);
+
+impl Drop for TmuxGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}
+
 fn tmux_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> serde_json::Value {
     let mut f = vec!["--backend", "tmux"];
     f.extend_from_slice(flags);
@@ -331,6 +343,7 @@ fn never_touches_a_tmux_server_it_did_not_start() {
 fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
     need_tmux!();
     let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
     let info = tmux_pane(&d, "keep", &["--env", "PS1=$ "], &["sh"]);
     d.ok(&["pane", "send", "keep", "echo before-$((1+1))"]);
     d.wait_text("keep", "before-2", T);

@@ -183,6 +183,9 @@ impl Run {
             checkpoints: Vec::new(),
         });
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_drover"));
+        // The agent's pane on the backend the suite runs on.
+        let backend = std::env::var("DROVER_TEST_BACKEND").unwrap_or_else(|_| "native".into());
+        cmd.env("DROVER_BACKEND", backend);
         cmd.arg("--state-dir")
             .arg(&state)
             .args([

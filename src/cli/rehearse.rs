@@ -294,8 +294,10 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             agent: agent.name().into(),
         };
         spec.validate().map_err(|e| usage(e.to_string()))?;
+        // The agent's pane goes on the backend `pane new` would use.
+        let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
         let info = client
-            .call("pane.new", json!({"spec": spec}))
+            .call("pane.new", json!({"spec": spec, "backend": backend}))
             .map_err(client_err)?;
         anyhow::Ok((port, info))
     })();

@@ -175,6 +175,11 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
         let mut snaps = Vec::with_capacity(panes.len());
         for p in &panes {
             let e = sup.entry(p)?;
+            // A pane whose backend cannot be reached has no current state:
+            // answering from the last one is how a gap looks like a finish.
+            if let Some(why) = e.pane.transport_error() {
+                return Err(Response::err(0, ErrorCode::Unavailable, why));
+            }
             let snap = lock(&e.obs).clone();
             start_seq
                 .entry(p.clone())

@@ -6,6 +6,7 @@ mod agent;
 mod attach;
 mod demo;
 mod job;
+mod lane;
 mod pane;
 mod policy;
 mod registry;
@@ -52,6 +53,11 @@ pub enum Command {
     },
     /// Attach this terminal to a pane (detach with Ctrl-\).
     Attach(attach::AttachArgs),
+    /// Lanes: a worktree and an agent pane per (session, agent).
+    Lane {
+        #[command(subcommand)]
+        cmd: lane::LaneCmd,
+    },
     /// Wait until panes reach one of the given states.
     Wait(wait::WaitArgs),
     /// Deliver a prompt to an agent and confirm it started working (exit 3 if not).
@@ -179,6 +185,7 @@ pub fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a, &ctx),
         Command::Pane { cmd } => pane::run(cmd, &ctx),
         Command::Attach(a) => attach::run(a, &ctx),
+        Command::Lane { cmd } => lane::run(cmd, &ctx),
         Command::Wait(a) => wait::run(a, &ctx),
         Command::Send(a) => send::run(a, &ctx),
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),

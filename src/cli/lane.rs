@@ -287,7 +287,9 @@ fn up(a: UpArgs, ctx: &Ctx, state_dir: &std::path::Path) -> anyhow::Result<u8> {
         }
     );
     for r in &report.lanes {
-        let what = if r.action.repairs() {
+        let what = if report.created.contains(&r.lane_id) {
+            "created".to_string()
+        } else if r.action.repairs() {
             r.action.describe()
         } else {
             "unchanged".into()

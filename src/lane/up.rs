@@ -57,6 +57,8 @@ pub struct UpReport {
     /// Uncommitted paths in the main checkout (never copied into lanes).
     pub main_checkout_changes: usize,
     pub lanes: Vec<Row>,
+    /// Lanes this run recorded for the first time.
+    pub created: Vec<String>,
     /// Lanes that were already right.
     pub unchanged: usize,
 }
@@ -240,6 +242,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             refusals.join("; ")
         )));
     }
+    let created: Vec<String> = fresh.iter().map(|r| r.lane_id.clone()).collect();
     let ids: Vec<String> = lanes
         .iter()
         .map(|(r, a)| super::lane_id(r.session_id, *a))
@@ -297,6 +300,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
         behind_upstream: upstream.map(|u| u.1),
         main_checkout_changes: main_changes,
         lanes: rows,
+        created,
         unchanged,
     })
 }

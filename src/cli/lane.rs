@@ -308,14 +308,14 @@ fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
 
-fn print_ls(rows: &[lane::ls::LaneView], supervisor: bool) {
+pub(super) fn print_ls(rows: &[lane::ls::LaneView], supervisor: bool) {
     if rows.is_empty() {
         println!("no lanes");
         return;
     }
     println!(
-        "{:<32} {:>3} {:<16} {:<14} {:<16} {:<10} {:>7} {}",
-        "LANE", "GEN", "AGENT STATE", "JOB", "LEASE", "WORKTREE", "+/-", "PHASE"
+        "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} {}",
+        "LANE", "GEN", "AGENT STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-", "PHASE"
     );
     for r in rows {
         let state = match (&r.agent_state, supervisor) {
@@ -332,11 +332,12 @@ fn print_ls(rows: &[lane::ls::LaneView], supervisor: bool) {
             phase = format!("{phase}: {reason}");
         }
         println!(
-            "{:<32} {:>3} {:<16} {:<14} {:<16} {:<10} {:>7} {phase}",
+            "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} {phase}",
             r.lane_id,
             r.generation,
             state,
             r.job.as_deref().unwrap_or("-"),
+            r.decision.as_deref().unwrap_or("-"),
             r.lease.as_deref().unwrap_or("-"),
             r.worktree_state,
             ab,

@@ -224,7 +224,7 @@ fn supervisor_killed_during_lane_up_leaves_named_lanes_that_reconcile_finishes()
     d.ok(&["serve", "--daemon"]);
     let pid = d.server_pid().unwrap();
     let rs = r.display().to_string();
-    let mut child = d
+    let child = d
         .cmd()
         .args(up_args(&rs, &[]))
         .stdout(std::process::Stdio::piped())

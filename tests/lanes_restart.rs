@@ -124,7 +124,7 @@ fn cycles(n: usize) {
     up(&d, &r, "implementer", &["--agents", "claude"]);
     d.ok(&["lane", "down", "--all"]);
     let server = d.server_pid().unwrap();
-    let fds = fd_count(server as i32);
+    let fds = fd_count(server);
     for i in 0..n {
         up(&d, &r, "implementer,reviewer", &[]);
         assert_eq!(lane_processes(&d).len(), 4, "cycle {i}");

@@ -314,8 +314,8 @@ pub(super) fn print_ls(rows: &[lane::ls::LaneView], supervisor: bool) {
         return;
     }
     println!(
-        "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} {}",
-        "LANE", "GEN", "AGENT STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-", "PHASE"
+        "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} PHASE",
+        "LANE", "GEN", "AGENT STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-"
     );
     for r in rows {
         let state = match (&r.agent_state, supervisor) {

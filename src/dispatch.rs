@@ -52,6 +52,17 @@ pub enum DispatchError {
     Client(#[from] ClientError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The prompt cannot fit in one request to the supervisor; refused before the claim.
+    #[error(
+        "the prompt is too large: delivering it takes a {bytes}-byte request, over the {limit}-byte frame limit of the supervisor's protocol; shorten it, or put the material in a file and ask the agent to read it"
+    )]
+    PromptTooLarge { bytes: usize, limit: usize },
+    #[error(
+        "pane {pane} already has a running job, {running}: a lane holds one job at a time; finish, fail or cancel {running} first"
+    )]
+    LaneBusy { pane: String, running: String },
+    #[error("--session {session}: no such session in the registry (sessions: {known})")]
+    UnknownSession { session: String, known: String },
     #[error(
         "job {job_id} attempt {attempt_id}: prompt not delivered, job failed (redispatch it): {reason}"
     )]
@@ -70,12 +81,86 @@ pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> St
     )
 }
 
+fn deliver_args(spec: &DispatchSpec, text: &str, nonce: &str) -> Value {
+    json!({"pane": spec.pane, "text": text, "nonce": nonce, "ready_timeout_ms": spec.ready_timeout_ms})
+}
+
+/// Refuse a prompt whose `deliver` request would exceed one protocol frame,
+/// measured as sent (JSON-escaped, with the trailer at its real length).
+fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), DispatchError> {
+    use crate::daemon::protocol::{MAX_FRAME, PROTOCOL_VERSION, Request as Wire};
+    // Placeholders as long as the real ids: a uuid attempt, a 32-hex nonce.
+    let (attempt, nonce) = ("0".repeat(36), "0".repeat(32));
+    let text = format!(
+        "{}{}",
+        spec.prompt,
+        trailer(&spec.job_id, &attempt, &nonce, report)
+    );
+    let req = Wire {
+        v: PROTOCOL_VERSION,
+        id: u64::MAX,
+        op: "deliver".into(),
+        args: deliver_args(spec, &text, &nonce),
+    };
+    // One kind byte precedes the JSON in a frame.
+    let bytes = serde_json::to_vec(&req).map_or(usize::MAX, |v| v.len() + 1);
+    if bytes > MAX_FRAME {
+        return Err(DispatchError::PromptTooLarge {
+            bytes,
+            limit: MAX_FRAME,
+        });
+    }
+    Ok(())
+}
+
+/// With a registry, the session must be one of its sessions.
+fn check_session(state_dir: &Path, session: &str) -> Result<(), DispatchError> {
+    let Ok(Some(reg)) = crate::registry::load(state_dir) else {
+        return Ok(());
+    };
+    if reg.session(session).is_some() {
+        return Ok(());
+    }
+    let known: Vec<&str> = reg.sessions.iter().map(|s| s.session_id.as_str()).collect();
+    Err(DispatchError::UnknownSession {
+        session: session.to_string(),
+        known: known.join(", "),
+    })
+}
+
+/// The running job (other than `job_id`) last dispatched to `pane`, if any.
+fn running_job_on(
+    engine: &Engine,
+    evidence: &EvidenceStore,
+    pane: &str,
+    job_id: &str,
+) -> Result<Option<String>, DispatchError> {
+    for r in engine.list()? {
+        if r.status != crate::engine::Status::Running || r.job_id == job_id {
+            continue;
+        }
+        let events = evidence.read(&r.job_id)?;
+        if let Some(Evidence::Dispatch { pane: p, .. }) = crate::evidence::latest_dispatch(&events)
+            && p == pane
+        {
+            return Ok(Some(r.job_id));
+        }
+    }
+    Ok(None)
+}
+
 /// Dispatch a job to a pane. `client` talks to the running supervisor.
 pub fn dispatch(
     state_dir: &Path,
     client: &mut Client,
     spec: &DispatchSpec,
 ) -> Result<Dispatched, DispatchError> {
+    let report_path = spec
+        .report_path
+        .clone()
+        .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
+    // Before the claim: a prompt that cannot be sent must not cost an attempt.
+    check_deliver_size(spec, &report_path)?;
     let engine = Engine::open(state_dir)?;
     let evidence = EvidenceStore::new(state_dir);
     // One listing gives the pane's generation and its working directory.
@@ -88,6 +173,13 @@ pub fn dispatch(
             message: format!("no pane named {}; see `drover pane ls`", spec.pane),
         })?;
     let generation = info["generation"].as_u64().unwrap_or(0);
+    check_session(state_dir, &spec.session_id)?;
+    if let Some(running) = running_job_on(&engine, &evidence, &spec.pane, &spec.job_id)? {
+        return Err(DispatchError::LaneBusy {
+            pane: spec.pane.clone(),
+            running,
+        });
+    }
     let applied = engine.transition(&Request::new(
         spec.job_id.clone(),
         Action::Claim {
@@ -97,12 +189,8 @@ pub fn dispatch(
     ))?;
     let attempt_id = applied.record().attempt_id.clone().unwrap_or_default();
     let nonce = uuid::Uuid::new_v4().simple().to_string();
-    let report_path = spec
-        .report_path
-        .clone()
-        .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
     if let Some(dir) = report_path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::store::create_private_dir(dir);
     }
     // A report left by an earlier attempt must not speak for this one.
     let _ = std::fs::remove_file(&report_path);
@@ -129,10 +217,8 @@ pub fn dispatch(
         spec.prompt,
         trailer(&spec.job_id, &attempt_id, &nonce, &report_path)
     );
-    let delivered: Result<Value, ClientError> = client.call(
-        "deliver",
-        json!({"pane": spec.pane, "text": text, "nonce": nonce, "ready_timeout_ms": spec.ready_timeout_ms}),
-    );
+    let delivered: Result<Value, ClientError> =
+        client.call("deliver", deliver_args(spec, &text, &nonce));
     let delivered = match delivered {
         Ok(v) => v,
         Err(e) => {

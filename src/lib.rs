@@ -32,6 +32,7 @@ pub mod evidence;
 pub mod exit;
 pub mod gate;
 pub mod lane;
+pub mod loopctl;
 pub mod pane;
 pub mod paths;
 pub mod policy;

@@ -1,5 +1,5 @@
 //! Agents: what runs in a pane, how its screen becomes an [`Observation`], how
-//! it is started and how a prompt reaches it (SPEC §5).
+//! it is started and how a prompt reaches it (docs/agents.md).
 //!
 //! - [`state`]: the vocabulary (kinds, states, observations).
 //! - [`rules`] and [`classify`]: screen rules as data (embedded `rules.toml`,
@@ -19,7 +19,7 @@ pub use adapter::{
     Access, LaunchOptions, LaunchSpec, Write, delivery_plan, is_ready, launch, prompt_visible,
 };
 pub use classify::{Classifier, SETTLE_MS, Signals, rows_from_text};
-pub use state::{AgentKind, BlockedKind, Observation, ParseStateError, State, StateList};
+pub use state::{AgentKind, BlockedKind, Observation, ParseStateError, State, StateList, Until};
 
 use std::path::PathBuf;
 

@@ -11,20 +11,21 @@ use std::time::Duration;
 #[derive(Debug, clap::Subcommand)]
 pub enum LaneCmd {
     /// Create lanes: a worktree and an agent pane per (session, agent).
-    ///
-    /// Example: drover lane up --topology four-role --repo . --sim
+    #[command(
+        after_help = "Starts the supervisor when none is running.\n\nExample:\n  drover lane up --topology four-role --repo . --sim"
+    )]
     Up(UpArgs),
     /// List lanes: pane, agent state, job, lease, heartbeat, worktree, ahead/behind.
-    ///
-    /// Example: drover lane ls --json
+    #[command(after_help = "Example:\n  drover lane ls --json")]
     Ls {
         /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
     /// Stop lanes; remove each worktree and branch only when nothing can be lost.
-    ///
-    /// Example: drover lane down --all
+    #[command(
+        after_help = "Example:\n  drover lane down implementer-claude reviewer-codex\n  drover lane down --all"
+    )]
     Down {
         /// Lanes to take down (`<session>-<agent>`, see `drover lane ls`).
         #[arg(
@@ -41,8 +42,9 @@ pub enum LaneCmd {
         json: bool,
     },
     /// Compare recorded lanes with panes, processes and worktrees; repair what is safe.
-    ///
-    /// Example: drover lane reconcile --dry-run
+    #[command(
+        after_help = "Starts the supervisor when none is running (it reconciles at start too).\n\nExample:\n  drover lane reconcile --dry-run"
+    )]
     Reconcile {
         /// Print the differences and planned repairs; change nothing.
         #[arg(long)]
@@ -52,8 +54,7 @@ pub enum LaneCmd {
         json: bool,
     },
     /// Remove worktrees and drover/* branches no lane owns, when clean and merged.
-    ///
-    /// Example: drover lane gc --dry-run
+    #[command(after_help = "Example:\n  drover lane gc --dry-run")]
     Gc {
         /// List what would be removed and why; remove nothing.
         #[arg(long)]
@@ -120,7 +121,10 @@ fn parse_list(field: &str, s: &str) -> anyhow::Result<Vec<String>> {
 }
 
 pub fn run(cmd: LaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
-    let state_dir = ctx.state_dir()?;
+    let state_dir = match &cmd {
+        LaneCmd::Up(_) | LaneCmd::Reconcile { .. } => ctx.state_dir_create()?,
+        _ => ctx.state_dir()?,
+    };
     match cmd {
         LaneCmd::Up(a) => up(a, ctx, &state_dir),
         LaneCmd::Ls { json } => {
@@ -134,10 +138,12 @@ pub fn run(cmd: LaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         LaneCmd::Down { lanes, all, json } => {
-            let mut client = ctx.client()?;
+            // No supervisor running means no panes to stop: never start one
+            // (it would reconcile the lanes back up first).
+            let mut client = ctx.client().ok();
             let ids = (!all).then_some(lanes);
             let out =
-                lane::down::down(&state_dir, &mut client, ids.as_deref()).map_err(lane_err)?;
+                lane::down::down(&state_dir, client.as_mut(), ids.as_deref()).map_err(lane_err)?;
             if json {
                 print_json(&out);
             } else if out.is_empty() {
@@ -145,14 +151,17 @@ pub fn run(cmd: LaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             }
             for o in out.iter().filter(|_| !json) {
                 match &o.kept {
-                    None => println!("{}: down; worktree and branch removed", o.lane_id),
-                    Some(why) => println!("{}: down; worktree and branch kept: {why}", o.lane_id),
+                    None => ctx.said(format!("{}: down; worktree and branch removed", o.lane_id)),
+                    Some(why) => ctx.said(format!(
+                        "{}: down; worktree and branch kept: {why}",
+                        o.lane_id
+                    )),
                 }
             }
             Ok(exit::OK)
         }
         LaneCmd::Reconcile { dry_run, json } => {
-            let mut client = ctx.client()?;
+            let mut client = ctx.client_or_start()?;
             let rows = lane::reconcile::run(&state_dir, &mut client, dry_run).map_err(lane_err)?;
             if json {
                 print_json(&rows);
@@ -255,7 +264,7 @@ fn up(a: UpArgs, ctx: &Ctx, state_dir: &std::path::Path) -> anyhow::Result<u8> {
     // Check git and the repository before starting a supervisor.
     drover::lane::git::check_installed().map_err(lane_err)?;
     drover::lane::git::toplevel(&req.repo).map_err(lane_err)?;
-    let mut client = ctx.client()?;
+    let mut client = ctx.client_or_start()?;
     let report = lane::up::up(state_dir, &mut client, &req).map_err(lane_err)?;
     if a.json {
         print_json(&report);

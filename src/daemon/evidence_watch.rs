@@ -1,7 +1,7 @@
 //! The supervisor's evidence watcher: one task per dispatched job. It repeats
 //! barriers on the job's pane (woken by observation changes, not polling),
 //! appends every matched snapshot to the job's evidence, records transport
-//! failures with the watcher's 1/2/4/8/16 s backoff (SPEC §6), and asks the shadow
+//! failures with the watcher's 1/2/4/8/16 s backoff (docs/agents.md), and asks the shadow
 //! runner for a decision whenever the evidence changes. With auto-completion
 //! on, a `complete` decision is committed through the engine.
 
@@ -28,22 +28,6 @@ pub struct WatchSpec {
     pub pane: String,
     pub generation: u64,
     pub autocomplete: bool,
-}
-
-impl WatchSpec {
-    pub(super) fn from_args(args: &Value) -> Option<Self> {
-        Some(WatchSpec {
-            job_id: args.get("job_id")?.as_str()?.to_string(),
-            attempt_id: args.get("attempt_id")?.as_str()?.to_string(),
-            session_id: args.get("session_id")?.as_str()?.to_string(),
-            pane: args.get("pane")?.as_str()?.to_string(),
-            generation: args.get("generation")?.as_u64()?,
-            autocomplete: args
-                .get("autocomplete")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
-    }
 }
 
 fn job_running(engine: &Engine, spec: &WatchSpec) -> bool {
@@ -215,13 +199,15 @@ async fn decide(runner: &Runner, engine: &Engine, job: &RunningJob, autocomplete
 
 /// The `evidence.watch` op: start a watch task.
 pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protocol::Response> {
-    let spec = WatchSpec::from_args(args).ok_or_else(|| {
-        super::protocol::Response::err(
-            0,
-            super::protocol::ErrorCode::Usage,
-            "evidence.watch needs job_id, attempt_id, session_id, pane, generation",
-        )
-    })?;
+    let a = super::protocol::args::EvidenceWatch::parse(args)?;
+    let spec = WatchSpec {
+        job_id: a.job_id,
+        attempt_id: a.attempt_id,
+        session_id: a.session_id,
+        pane: a.pane,
+        generation: a.generation,
+        autocomplete: a.autocomplete,
+    };
     sup.entry(&spec.pane)?;
     let out = json!({"job_id": spec.job_id, "pane": spec.pane, "watching": true});
     tokio::spawn(watch(sup.clone(), spec));
@@ -262,6 +248,25 @@ pub(super) fn mark_restart(state_dir: &std::path::Path) {
         match runner.evidence().append(&job.job_id, &ev) {
             Ok(()) => tracing::info!(job = %job.job_id, "marked transport doubt after restart"),
             Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot mark restart"),
+        }
+        // Decide again now, so `drover status` does not show the decision
+        // made before the gap as if it still held.
+        let running = RunningJob {
+            job_id: job.job_id.clone(),
+            attempt_id: job.attempt_id.clone(),
+        };
+        let now = crate::paths::now_ms();
+        match runner.decide(&running, now) {
+            Ok(Some(d)) => match runner.record(&d) {
+                Ok(()) => {
+                    tracing::info!(job = %job.job_id, decision = %d.decision, "re-decided after restart");
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job.job_id, error = %e, "cannot record the decision")
+                }
+            },
+            Ok(None) => {}
+            Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot decide after restart"),
         }
     }
 }

@@ -73,6 +73,9 @@ pub(super) struct Sup {
     /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
     creating: Mutex<std::collections::HashSet<String>>,
     pub(super) epoch: watch::Sender<u64>,
+    /// `--fresh` barriers in flight: while any waits, every classification
+    /// (not only a change) moves the epoch.
+    pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
 }
 
@@ -131,12 +134,11 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
 
 fn init_logging(opts: &ServeOptions) {
     let dir = opts.state_dir.join("logs");
-    let _ = std::fs::create_dir_all(&dir);
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("supervisor.log"))
-    else {
+    let _ = crate::store::create_private_dir(&dir);
+    let Ok(file) = crate::store::open_private(
+        &dir.join("supervisor.log"),
+        std::fs::OpenOptions::new().create(true).append(true),
+    ) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -165,6 +167,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         panes: Mutex::new(HashMap::new()),
         creating: Mutex::new(std::collections::HashSet::new()),
         epoch,
+        fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
     });
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
@@ -363,9 +366,10 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             Ok(Value::Array(out))
         }
         "pane.read" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let raw = args.get("raw").and_then(Value::as_bool).unwrap_or(false);
-            let scrollback = args.get("scrollback").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let a = super::protocol::args::PaneRead::parse(args)?;
+            let e = sup.entry(&a.pane)?;
+            let raw = a.raw;
+            let scrollback = usize::try_from(a.scrollback.unwrap_or(0)).unwrap_or(usize::MAX);
             let (rows, formatted, generation, size, title) = e.pane.with_screen(|s, m| {
                 let mut rows = s.scrollback_rows(scrollback);
                 rows.extend(s.rows());
@@ -495,6 +499,7 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
 }
 
 async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    super::protocol::args::check_agent(args.get("spec").unwrap_or(&Value::Null))?;
     let spec: PaneSpec =
         serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;

@@ -33,14 +33,16 @@ pub struct DownOutcome {
 
 /// Stop a lane's pane (gone already is fine) and any orphan of it, and wait
 /// until its process has exited.
-pub fn stop_pane(client: &mut Client, rec: &LaneRecord) -> Result<bool, LaneError> {
-    let stopped = match client.call("pane.kill", json!({"pane": rec.pane})) {
-        Ok(_) => true,
-        Err(ClientError::Remote {
+/// `client` is `None` when no supervisor runs (so no pane does).
+pub fn stop_pane(client: Option<&mut Client>, rec: &LaneRecord) -> Result<bool, LaneError> {
+    let stopped = match client.map(|c| c.call("pane.kill", json!({"pane": rec.pane}))) {
+        Some(Ok(_)) => true,
+        None
+        | Some(Err(ClientError::Remote {
             code: ErrorCode::NotFound,
             ..
-        }) => false,
-        Err(e) => return Err(e.into()),
+        })) => false,
+        Some(Err(e)) => return Err(e.into()),
     };
     if let Some(pid) = rec.pid {
         if procs::same_process(pid, rec.pid_start) && !stopped {
@@ -131,10 +133,11 @@ pub fn try_remove(rec: &LaneRecord) -> Result<Option<String>, LaneError> {
     Ok(None)
 }
 
-/// Take lanes down (`ids`, or every lane when `None`).
+/// Take lanes down (`ids`, or every lane when `None`); `client` is `None`
+/// when no supervisor runs.
 pub fn down(
     state_dir: &Path,
-    client: &mut Client,
+    mut client: Option<&mut Client>,
     ids: Option<&[String]>,
 ) -> Result<Vec<DownOutcome>, LaneError> {
     let _g = super::op_lock(state_dir)?;
@@ -166,7 +169,7 @@ pub fn down(
     })?;
     let mut out = Vec::new();
     for mut rec in chosen {
-        let pane_stopped = stop_pane(client, &rec)?;
+        let pane_stopped = stop_pane(client.as_deref_mut(), &rec)?;
         let kept = try_remove(&rec)?;
         match &kept {
             None => super::update(state_dir, |doc| {

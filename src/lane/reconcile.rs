@@ -317,7 +317,7 @@ fn apply(
             Ok("adopted".into())
         }
         Action::Stop => {
-            super::down::stop_pane(client, &rec)?;
+            super::down::stop_pane(Some(client), &rec)?;
             Ok("stopped".into())
         }
         Action::Respawn { .. } => {

@@ -340,6 +340,23 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     d.say("  every lane reported and finished its turn; `lane ls`:");
     let rows = lane::ls::ls(&d.state_dir, Some(&mut d.client)).map_err(lane_err)?;
     super::lane::print_ls(&rows, true);
+    // The lanes' jobs end with their lanes (cancelled through the engine).
+    for rec in &recs {
+        let job = format!("lane-{}", rec.lane_id);
+        let mut req = Request::new(
+            job.clone(),
+            Action::Cancel {
+                reason: Some("demo: lanes taken down".into()),
+            },
+            Actor::operator(),
+        );
+        req.expected_status = Some(drover::engine::Status::Running);
+        let status = engine
+            .transition(&req)
+            .map(|a| a.record().status.as_str().to_string())
+            .unwrap_or_else(|e| format!("not cancelled: {e}"));
+        println!("    {job} {status}");
+    }
     let out = lane::down::down(&d.state_dir, Some(&mut d.client), None).map_err(lane_err)?;
     let removed = out.iter().filter(|o| o.removed).count();
     let left = std::fs::read_dir(d.state_dir.join("worktrees"))

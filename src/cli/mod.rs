@@ -10,6 +10,7 @@ mod demo_loop;
 mod events;
 mod fmt;
 mod job;
+mod lane;
 mod lease;
 mod loopcmd;
 mod mix;
@@ -91,6 +92,11 @@ pub enum Command {
     /// Attach this terminal to a pane (detach with Ctrl-\; `-r` to watch only).
     #[command(after_help = "Example:\n  drover attach work        # Ctrl-\\ detaches")]
     Attach(attach::AttachArgs),
+    /// Lanes: a worktree and an agent pane per (session, agent).
+    Lane {
+        #[command(subcommand)]
+        cmd: lane::LaneCmd,
+    },
     /// Wait until panes reach one of the given states.
     #[command(after_help = wait::AFTER_HELP)]
     Wait(wait::WaitArgs),
@@ -298,6 +304,7 @@ pub fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a, &ctx),
         Command::Pane { cmd } => pane::run(cmd, &ctx),
         Command::Attach(a) => attach::run(a, &ctx),
+        Command::Lane { cmd } => lane::run(cmd, &ctx),
         Command::Wait(a) => wait::run(a, &ctx),
         Command::Send(a) => send::run(a, &ctx),
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),

@@ -23,7 +23,9 @@ fn labels() -> Vec<Label> {
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             assert_eq!(f.len(), 3, "bad labels.tsv line {l:?}");
-            let agent = f[0].split('/').next().unwrap().parse().unwrap();
+            // `claude/…`, `claude-2.1.332/…`: the agent, then its version.
+            let dir = f[0].split('/').next().unwrap();
+            let agent = dir.split('-').next().unwrap().parse().unwrap();
             Label {
                 file: f[0].to_string(),
                 agent,

@@ -16,6 +16,7 @@
 //!    `since_spawn_ms < STARTING_GRACE_MS`, else `unknown`.
 
 use super::AgentError;
+use super::limit;
 use super::rules::{self, Rule, ScreenView};
 use super::state::{AgentKind, BlockedKind, Observation, State};
 use std::path::Path;
@@ -133,11 +134,17 @@ fn osc_claim(payload: &str) -> Option<Claim> {
     }
 }
 
-/// Title claims: a braille spinner glyph first means working; Claude's `✳ `
-/// means ready or waiting (idle, done and a permission wait look alike).
+/// Claude Code 2.1.332's working title spinner (2.1.197 and Codex use braille).
+const CIRCLE_SPINNER: [char; 4] = ['◐', '◓', '◑', '◒'];
+
+/// Title claims: a spinner glyph first (braille, or Claude 2.1.332's `◐◓◑◒`)
+/// means working; Claude's `✳ ` means ready or waiting (idle, done and a
+/// permission wait look alike).
 fn title_claim(title: &str, kind: AgentKind) -> Option<(Claim, &'static str)> {
     let first = title.trim_start().chars().next()?;
-    if ('\u{2801}'..='\u{28ff}').contains(&first) {
+    let circle =
+        CIRCLE_SPINNER.contains(&first) && matches!(kind, AgentKind::Claude | AgentKind::Sim);
+    if ('\u{2801}'..='\u{28ff}').contains(&first) || circle {
         return Some((
             Claim {
                 source: "title",
@@ -190,18 +197,32 @@ impl Classifier {
         &self.rules
     }
 
-    /// Classify the signals of one pane.
+    /// Classify the signals of one pane. A `blocked{usage_limit}` observation
+    /// carries `resets_at` when the screen's limit line gives a time (read in
+    /// the local zone when the line names none).
     pub fn classify(&self, kind: AgentKind, s: &Signals) -> Observation {
+        let mut o = self.classify_state(kind, s);
+        if o.kind == Some(BlockedKind::UsageLimit) {
+            let view = ScreenView::new(s.rows);
+            let text = view.bottom_rows(limit::LIMIT_ROWS).join(" ");
+            if let Some(t) = limit::resets_at(&text, chrono::Utc::now(), &chrono::Local) {
+                let t = t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                o.evidence.push(format!("resets_at:{t}"));
+                o.resets_at = Some(t);
+            }
+        }
+        o
+    }
+
+    fn classify_state(&self, kind: AgentKind, s: &Signals) -> Observation {
         if let Some(code) = s.exited {
             let ev = match code {
                 Some(c) => format!("exit:{c}"),
                 None => "exit:signal".to_string(),
             };
             return Observation {
-                state: State::Exited,
-                kind: None,
                 exit_code: code,
-                evidence: vec![ev],
+                ..Observation::new(State::Exited, vec![ev])
             };
         }
         let view = ScreenView::new(s.rows);
@@ -215,7 +236,8 @@ impl Classifier {
             evidence.push(format!("rule:{}", r.name));
         }
         let mut claims: Vec<Claim> = Vec::new();
-        if let Some(p) = s.osc7501 {
+        // Claude 2.1.332 sends one OSC 7501 query (`?`) at start: not a state.
+        if let Some(p) = s.osc7501.filter(|p| p.trim() != "?") {
             match osc_claim(p) {
                 Some(c) => {
                     evidence.push(format!("osc7501:{}", osc_label(&c)));

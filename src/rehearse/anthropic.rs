@@ -21,15 +21,19 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
             v @ Value::String(_) => vec![v],
             _ => Vec::new(),
         };
-        if blocks.iter().any(|b| b["type"] == "tool_result") {
-            pos.tool_results += 1;
-            continue;
-        }
         let text: Vec<&str> = blocks
             .iter()
+            .filter(|b| b["type"] != "tool_result")
             .filter_map(|b| b.as_str().or_else(|| b["text"].as_str()))
             .filter(|t| !is_injected(t))
             .collect();
+        // A rejected tool call and the next prompt can share one message: the
+        // prompt starts a new turn.
+        let result = blocks.iter().any(|b| b["type"] == "tool_result");
+        if result && text.is_empty() {
+            pos.tool_results += 1;
+            continue;
+        }
         if !text.is_empty() {
             pos.prompt = text.join("\n");
             pos.prompts += 1;

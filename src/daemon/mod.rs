@@ -2,6 +2,7 @@
 //! framed protocol on a private Unix socket, answers barriers from
 //! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
 
+mod answer;
 mod barrier_source;
 pub mod client;
 mod deliver;

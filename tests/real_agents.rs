@@ -732,6 +732,8 @@ fn claude_usage_limit_has_resets_at_and_menu() {
         r.prompt("hit the weekly limit");
         r.expect_state("blocked:usage_limit");
         assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+        // 2.1.197 draws the limit line first and opens its menu a moment later.
+        r.expect_text("What do you want to do?");
         let a = r.answer(&["answer", "Stop and wait for limit to reset"]);
         assert_eq!(a["dialog"], "limit_menu", "{a}");
         r.expect_state("blocked:usage_limit");

@@ -142,9 +142,21 @@ const CIRCLE_SPINNER: [char; 4] = ['◐', '◓', '◑', '◒'];
 /// permission wait look alike).
 fn title_claim(title: &str, kind: AgentKind) -> Option<(Claim, &'static str)> {
     let first = title.trim_start().chars().next()?;
-    let circle =
-        CIRCLE_SPINNER.contains(&first) && matches!(kind, AgentKind::Claude | AgentKind::Sim);
-    if ('\u{2801}'..='\u{28ff}').contains(&first) || circle {
+    if CIRCLE_SPINNER.contains(&first) && matches!(kind, AgentKind::Claude | AgentKind::Sim) {
+        // Names `working` when the screen has no verdict, but never overrules
+        // one: 2.1.332 redraws its title after the screen, and a disagreement
+        // would make every finished turn read `unknown` for a moment.
+        return Some((
+            Claim {
+                source: "title",
+                state: Some(State::Working),
+                kind: None,
+                allows: &[State::Working, State::Idle, State::Done, State::Blocked],
+            },
+            "title:spinner",
+        ));
+    }
+    if ('\u{2801}'..='\u{28ff}').contains(&first) {
         return Some((
             Claim {
                 source: "title",
@@ -499,6 +511,30 @@ mod tests {
         let o = c.classify(AgentKind::Claude, &s);
         assert_eq!(o.state, State::Idle);
         assert!(o.evidence.contains(&"title:ready".to_string()));
+    }
+
+    #[test]
+    fn claude_2_1_332_circle_spinner_is_working_but_never_overrules_the_screen() {
+        let c = Classifier::builtin().unwrap();
+        let r = rows(&["loading"]);
+        let mut s = sig(&r);
+        s.title = Some("◐ Claude Code");
+        let o = c.classify(AgentKind::Claude, &s);
+        assert_eq!(o.state, State::Working, "{:?}", o.evidence);
+        let r = claude_idle();
+        let mut s = sig(&r);
+        s.title = Some("◓ Claude Code");
+        assert_eq!(c.classify(AgentKind::Claude, &s).state, State::Idle);
+        // The OSC 7501 `?` query 2.1.332 sends at start is not a state.
+        s.title = None;
+        s.osc7501 = Some("?");
+        let o = c.classify(AgentKind::Claude, &s);
+        assert_eq!(o.state, State::Idle);
+        assert!(
+            !o.evidence.iter().any(|e| e.starts_with("osc7501")),
+            "{:?}",
+            o.evidence
+        );
     }
 
     #[test]

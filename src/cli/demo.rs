@@ -120,6 +120,9 @@ pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
         println!("  drover status");
         println!("  drover attach asks        # the permission prompt; Ctrl-\\ detaches");
         println!(
+            "  drover approve asks       # or deny: answered, and confirmed by the dialog going away"
+        );
+        println!(
             "  drover kill-server        # when done (then remove {})",
             tmp.display()
         );

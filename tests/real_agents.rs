@@ -990,10 +990,18 @@ fn dispatch_completes_on(agent: Agent, v: &str, name: &str) {
         serde_json::from_str(&std::fs::read_to_string(r.file("report.json")).expect("report"))
             .expect("report is JSON");
     assert_eq!(report["attempt_id"], attempt.as_str());
-    let last = r.decisions("J1").last().cloned().expect("a decision");
-    assert_eq!(last["decision"], "complete", "{last}");
-    assert_eq!(last["action"], "completed", "{last}");
-    assert_eq!(last["attempt_id"], attempt.as_str(), "{last}");
+    // The decision that completed the job names the attempt. (A decision the
+    // runner appends after it, from a list of running jobs read just before,
+    // is not the one that completed it.)
+    let all = r.decisions("J1");
+    let done: Vec<&Value> = all.iter().filter(|d| d["action"] == "completed").collect();
+    assert_eq!(
+        done.len(),
+        1,
+        "exactly one decision completed the job: {all:?}"
+    );
+    assert_eq!(done[0]["decision"], "complete", "{all:?}");
+    assert_eq!(done[0]["attempt_id"], attempt.as_str(), "{all:?}");
 }
 
 fn dispatch_misattributed_is_held(agent: Agent, name: &str) {

@@ -126,7 +126,7 @@ fn choice(row: &str, cursor: char) -> Option<Choice> {
     None
 }
 
-fn bottom<'a>(rows: &'a [String]) -> Vec<&'a str> {
+fn bottom(rows: &[String]) -> Vec<&str> {
     let nonblank: Vec<&str> = rows
         .iter()
         .map(|r| r.trim_end())

@@ -19,7 +19,7 @@ pub enum Commands {
     /// Serve a scripted mock of the Anthropic and OpenAI APIs on 127.0.0.1.
     MockModel(MockArgs),
     /// Start a real claude/codex TUI in a pane against a mock model server.
-    Rehearse(RehearseArgs),
+    Rehearse(Box<RehearseArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -106,7 +106,7 @@ pub struct RehearseArgs {
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Commands::MockModel(a) => mock_model(a),
-        Commands::Rehearse(a) => rehearse_run(a, ctx),
+        Commands::Rehearse(a) => rehearse_run(*a, ctx),
     }
 }
 

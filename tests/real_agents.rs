@@ -1,5 +1,7 @@
 //! The real Claude Code and Codex TUIs in drover panes against drover's mock
-//! model server (docs/rehearsal.md). Skipped unless `DROVER_REAL_AGENTS=1`.
+//! model server (docs/rehearsal.md). Ignored by plain `cargo test` (they need
+//! the agents from `scripts/install-agents.sh`); run them with
+//! `cargo test --test real_agents -- --ignored`.
 //! Each test runs once per supported version of its agent
 //! (`scripts/agent-versions`, or `DROVER_AGENT_VERSIONS`), installed side by side
 //! by `scripts/install-agents.sh`.
@@ -7,7 +9,7 @@
 //! there (`tests/fixtures/recordings/` in the repository).
 //!
 //! Every check goes through [`Run::expect_state`]. Until the agent classifier
-//! lands it reads the screen for the markers of SPEC §5's table; set
+//! lands it reads the screen for the markers of docs/agents.md's table; set
 //! [`USE_BARRIER`] to ask the supervisor's `wait` barrier instead.
 
 use drover::daemon::Client;
@@ -28,14 +30,6 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 const REREAD_MS: u64 = 250;
 /// How long a recording may lag the screen before a checkpoint is given up.
 const RECORD_LAG: Duration = Duration::from_secs(2);
-
-fn enabled() -> bool {
-    if std::env::var("DROVER_REAL_AGENTS").is_ok_and(|v| v == "1") {
-        return true;
-    }
-    eprintln!("skipped: set DROVER_REAL_AGENTS=1 to run the real-agent suite");
-    false
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Agent {
@@ -72,7 +66,7 @@ fn at_least(version: &str, min: &str) -> bool {
     n(version) >= n(min)
 }
 
-/// What the screen shows in a state (SPEC §5's table): all of `all`, none of
+/// What the screen shows in a state (docs/agents.md's table): all of `all`, none of
 /// `none`, at least one of `any` (when given), and `after` below the last prompt.
 struct Look {
     all: &'static [&'static str],
@@ -593,10 +587,8 @@ fn assert_version_recorded(r: &mut Run) {
 /// answer`; Esc → idle. Claude asks before every Write and Bash in the default
 /// permission mode `rehearse` starts it in.
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_turns_tools_approval_and_interrupt() {
-    if !enabled() {
-        return;
-    }
     for v in Agent::Claude.versions() {
         let t = Instant::now();
         claude_turns(&v);
@@ -679,10 +671,8 @@ fn claude_turns(v: &str) {
 /// check): a risky command shows the auto-mode dialog, then the unnumbered
 /// `❯ No / Yes` approval; `drover approve` answers both, `drover deny` the next.
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_auto_mode_dialog_and_unnumbered_approval() {
-    if !enabled() {
-        return;
-    }
     for v in Agent::Claude.versions() {
         if !at_least(&v, "2.1.300") {
             eprintln!("claude {v}: no auto mode, skipped");
@@ -714,10 +704,8 @@ fn claude_auto_mode_dialog_and_unnumbered_approval() {
 /// limit screens: `blocked{usage_limit}` with the reset time read from the
 /// screen; Claude's limit menu is answered by label.
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_usage_limit_has_resets_at_and_menu() {
-    if !enabled() {
-        return;
-    }
     for v in Agent::Claude.versions() {
         let mut r = Run::start_with(
             Agent::Claude,
@@ -744,10 +732,8 @@ fn claude_usage_limit_has_resets_at_and_menu() {
 /// The same for Codex: `■ You've hit your usage limit … try again at …`, and
 /// the model-switch popup under it answered by label.
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_usage_limit_has_resets_at() {
-    if !enabled() {
-        return;
-    }
     for v in Agent::Codex.versions() {
         let mut r = Run::start(Agent::Codex, &v, "codex-limit", &script("limits"), None);
         r.expect_state("idle");
@@ -792,10 +778,8 @@ fn assert_resets_at(r: &mut Run, t0: chrono::DateTime<chrono::Utc>, resets_in_s:
 /// without asking; `require_escalated` asks: denied with `drover deny`, then
 /// approved with `drover approve`.
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_turns_tools_approval_and_interrupt() {
-    if !enabled() {
-        return;
-    }
     for v in Agent::Codex.versions() {
         let t = Instant::now();
         codex_turns(&v);
@@ -856,19 +840,15 @@ fn wrong_setup(agent: Agent, fault: &str, marker: &str) {
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_wrong_setup_is_a_setup_dialog() {
-    if !enabled() {
-        return;
-    }
     wrong_setup(Agent::Claude, "untrusted", "Accessing workspace:");
     wrong_setup(Agent::Claude, "unapproved-key", "Detected a custom API key");
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_wrong_setup_is_a_setup_dialog() {
-    if !enabled() {
-        return;
-    }
     wrong_setup(Agent::Codex, "untrusted", "Trust this folder");
     wrong_setup(Agent::Codex, "no-provider", "Sign in with ChatGPT");
 }
@@ -877,9 +857,6 @@ fn codex_wrong_setup_is_a_setup_dialog() {
 /// uses) against the real TUIs: the prompt is taken, confirmed as working,
 /// and never submitted twice — twice in a row, from idle and from done.
 fn confirmed_delivery(agent: Agent, name: &str, suite: &str) {
-    if !enabled() {
-        return;
-    }
     for v in agent.versions() {
         confirmed_delivery_of(agent, &v, name, suite);
     }
@@ -909,11 +886,13 @@ fn confirmed_delivery_of(agent: Agent, v: &str, name: &str, suite: &str) {
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_confirmed_delivery() {
     confirmed_delivery(Agent::Claude, "claude-send", "claude-suite");
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_confirmed_delivery() {
     confirmed_delivery(Agent::Codex, "codex-send", "codex-suite");
 }
@@ -974,9 +953,6 @@ fn long_prompt(first: &str) -> String {
 }
 
 fn dispatch_completes(agent: Agent, name: &str) {
-    if !enabled() {
-        return;
-    }
     for v in agent.versions() {
         dispatch_completes_on(agent, &v, name);
     }
@@ -1005,9 +981,6 @@ fn dispatch_completes_on(agent: Agent, v: &str, name: &str) {
 }
 
 fn dispatch_misattributed_is_held(agent: Agent, name: &str) {
-    if !enabled() {
-        return;
-    }
     for v in agent.versions() {
         dispatch_misattributed_on(agent, &v, name);
     }
@@ -1037,21 +1010,25 @@ fn dispatch_misattributed_on(agent: Agent, v: &str, name: &str) {
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_dispatch_completes() {
     dispatch_completes(Agent::Claude, "claude-dispatch");
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_dispatch_completes() {
     dispatch_completes(Agent::Codex, "codex-dispatch");
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Claude, "claude-unattributed");
 }
 
 #[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Codex, "codex-unattributed");
 }

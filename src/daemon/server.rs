@@ -73,6 +73,9 @@ pub(super) struct Sup {
     /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
     creating: Mutex<std::collections::HashSet<String>>,
     pub(super) epoch: watch::Sender<u64>,
+    /// `--fresh` barriers in flight: while any waits, every classification
+    /// (not only a change) moves the epoch.
+    pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
 }
 
@@ -165,6 +168,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         panes: Mutex::new(HashMap::new()),
         creating: Mutex::new(std::collections::HashSet::new()),
         epoch,
+        fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
     });
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");

@@ -6,6 +6,9 @@
 pub struct Stat {
     pub pgrp: i64,
     pub session: i64,
+    /// The foreground process group of the process's controlling terminal
+    /// (-1 without one).
+    pub tpgid: i64,
     /// Start time in clock ticks since boot.
     pub starttime: u64,
 }
@@ -15,10 +18,12 @@ pub struct Stat {
 pub fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // After ')': state(0) ppid(1) pgrp(2) session(3) … starttime(19).
+    // After ')': state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) …
+    // starttime(19).
     Some(Stat {
         pgrp: f.get(2)?.parse().ok()?,
         session: f.get(3)?.parse().ok()?,
+        tpgid: f.get(5)?.parse().ok()?,
         starttime: f.get(19)?.parse().ok()?,
     })
 }
@@ -26,6 +31,14 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 /// The stat of one process.
 pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Whether a process group other than `pid`'s own holds the foreground of
+/// `pid`'s terminal: a shell's command is running. `None` when `pid` is gone
+/// or has no terminal. Works for any pane whose processes are local.
+pub fn foreground_job(pid: u32) -> Option<bool> {
+    let s = stat(pid)?;
+    (s.tpgid > 0).then_some(s.tpgid != s.pgrp)
 }
 
 /// Clock ticks since boot, now.
@@ -69,6 +82,7 @@ mod tests {
         let line = "1234 (a (weird) name) S 1 1234 1234 34816 1234 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0";
         let s = parse_stat(line).unwrap();
         assert_eq!((s.pgrp, s.session, s.starttime), (1234, 1234, 98765));
+        assert_eq!(s.tpgid, 1234);
         assert!(parse_stat("garbage").is_none());
     }
 

@@ -70,7 +70,7 @@ pub(super) fn spawn_process(spec: &PaneSpec) -> Result<Spawned, PaneError> {
         .map_err(|e| spawn_err(format!("openpty: {e}")))?;
     let mut cmd = CommandBuilder::new(&spec.argv[0]);
     cmd.args(&spec.argv[1..]);
-    // The agent must not think it runs inside tmux (SPEC §4).
+    // The agent must not think it runs inside tmux (docs/architecture.md).
     cmd.env_remove("TMUX");
     cmd.env_remove("TMUX_PANE");
     if !spec.env.iter().any(|(k, _)| k == "TERM") {

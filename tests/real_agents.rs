@@ -634,8 +634,19 @@ fn claude_turns(v: &str) {
     r.answer(&["deny"]);
     r.expect_state("idle");
     assert!(!r.file("bashed.txt").exists(), "a denied Bash ran");
+    // 2.1.197 puts the interrupted prompt back into its composer: clear it.
+    r.keys(&["C-u"]);
+    r.wait_screen("an empty composer", |t| {
+        t.lines()
+            .any(|l| l.trim_end() == "❯" || l.trim_end() == "❯\u{a0}")
+            .then_some(())
+    });
 
-    r.prompt("run the command");
+    // Confirmed delivery: an Enter right after an interrupt can be dropped.
+    let pane = r.pane.clone();
+    r.client
+        .call("deliver", json!({"pane": pane, "text": "run the command"}))
+        .expect("deliver after a denial");
     r.expect_state("blocked:permission");
     r.answer(&["approve"]);
     r.expect_state("done");
@@ -969,6 +980,10 @@ fn dispatch_completes_on(agent: Agent, v: &str, name: &str) {
     // The decision that completed the job names the attempt. (A decision the
     // runner appends after it, from a list of running jobs read just before,
     // is not the one that completed it.)
+    // The runner appends its decision after the engine has moved the job.
+    r.wait_until("the completing decision", |r| {
+        r.decisions("J1").iter().any(|d| d["action"] == "completed")
+    });
     let all = r.decisions("J1");
     let done: Vec<&Value> = all.iter().filter(|d| d["action"] == "completed").collect();
     assert_eq!(

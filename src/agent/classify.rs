@@ -219,7 +219,12 @@ impl Classifier {
     /// the local zone when the line names none).
     pub fn classify(&self, kind: AgentKind, s: &Signals) -> Observation {
         let mut o = self.classify_state(kind, s);
-        if o.kind == Some(BlockedKind::UsageLimit) {
+        // Also while a disagreeing signal settles: the screen shows the limit.
+        let limit_rule = o
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("rule:") && e.contains("usage_limit"));
+        if o.kind == Some(BlockedKind::UsageLimit) || limit_rule {
             let view = ScreenView::new(s.rows);
             let text = view.bottom_rows(limit::LIMIT_ROWS).join(" ");
             if let Some(t) = limit::resets_at(&text, chrono::Utc::now(), &chrono::Local) {

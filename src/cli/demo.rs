@@ -127,6 +127,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!(
             "  drover --state-dir {sd} attach asks     # the permission prompt; Ctrl-\\ detaches"
         );
+        println!(
+            "  drover --state-dir {sd} approve asks    # or deny: answered, confirmed by the dialog leaving"
+        );
         println!("  drover --state-dir {sd} kill-server     # when done");
         println!("  rm -rf {}", shell_quote(&tmp.display().to_string()));
         println!("or, for this shell: export DROVER_STATE_DIR={sd}");

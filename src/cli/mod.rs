@@ -3,6 +3,7 @@
 //! Library errors are mapped to the exit codes of docs/cli.md here, nowhere else.
 
 mod agent;
+mod answer;
 mod attach;
 mod completions;
 mod demo;
@@ -145,6 +146,8 @@ pub enum Command {
     Policy(policy::Commands),
     #[command(flatten)]
     Rehearse(rehearse::Commands),
+    #[command(flatten)]
+    Answer(answer::Commands),
 }
 
 /// What every command may need: where the state is, and how to reach the supervisor.
@@ -319,6 +322,7 @@ pub fn main() -> ExitCode {
         Command::Agent(c) => agent::run(c, &ctx),
         Command::Policy(c) => policy::run(c, &ctx),
         Command::Rehearse(c) => rehearse::run(c, &ctx),
+        Command::Answer(c) => answer::run(c, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -3,6 +3,7 @@
 //! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
 
 mod adopt;
+mod answer;
 mod barrier_source;
 pub mod client;
 mod deliver;

@@ -504,6 +504,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
         }
         "wait" => super::detect::wait_barrier(sup, args).await,
         "deliver" => super::deliver::deliver(sup, args).await,
+        "pane.answer" => super::answer::answer(sup, args).await,
         "evidence.watch" => super::evidence_watch::start(sup, args),
         "shutdown" => {
             let _ = sup.shutdown.send(true);

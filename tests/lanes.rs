@@ -74,6 +74,16 @@ fn lane_up_makes_worktrees_branches_and_ready_panes_with_the_lane_env() {
             .unwrap()[1],
         "Implementer"
     );
+    // Regression: lanes.json held every `--env` value; only the names are kept.
+    let lanes_json = std::fs::read_to_string(d.state.join("registry/lanes.json")).unwrap();
+    assert!(
+        !lanes_json.contains("bar"),
+        "an --env value reached the disk"
+    );
+    assert_eq!(
+        lane(&recs, "implementer-codex")["user_env"],
+        serde_json::json!(["FOO"])
+    );
     let mut branches = drover_branches(&r);
     branches.sort();
     assert_eq!(

@@ -119,6 +119,27 @@ fn the_readme_tour_runs_as_written() {
         .status()
         .expect("git");
     assert!(git.success());
+    // `lane up` cuts lanes from the default branch tip: the repo needs a commit.
+    std::fs::write(repo.join("README.md"), "tour\n").unwrap();
+    for args in [
+        &["add", "README.md"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ][..],
+    ] {
+        let st = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .expect("git");
+        assert!(st.success(), "git {args:?}");
+    }
     let lines = tour_lines();
     assert!(lines.len() > 20, "the tour lost its lines: {lines:?}");
     let mut seen = String::new();

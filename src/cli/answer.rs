@@ -9,10 +9,15 @@ use serde_json::{Value, json};
 #[derive(Debug, clap::Subcommand)]
 pub enum Commands {
     /// Approve the permission dialog a pane is blocked on (confirmed; exit 3 if none).
+    #[command(after_help = "Example:\n  drover approve implementer-claude")]
     Approve(Target),
     /// Deny the permission dialog a pane is blocked on (confirmed; exit 3 if none).
+    #[command(after_help = "Example:\n  drover deny reviewer-codex --json")]
     Deny(Target),
     /// Pick an option of the dialog a pane is blocked on, by number or label.
+    #[command(
+        after_help = "Example:\n  drover answer implementer-claude 'Stop and wait for limit to reset'"
+    )]
     Answer(AnswerArgs),
 }
 
@@ -20,7 +25,7 @@ pub enum Commands {
 pub struct Target {
     /// The agent's pane.
     pub pane: String,
-    /// Print the answer as JSON (dialog, keys sent, attempts, state).
+    /// Print one JSON document: the dialog, keys sent, attempts and the state after.
     #[arg(long)]
     pub json: bool,
 }
@@ -32,7 +37,7 @@ pub struct AnswerArgs {
     /// The option: its number, or its label (case-insensitive; a unique prefix is
     /// enough). The usage-limit menu takes labels only: its rows change order.
     pub choice: String,
-    /// Print the answer as JSON (dialog, keys sent, attempts, state).
+    /// Print one JSON document: the dialog, keys sent, attempts and the state after.
     #[arg(long)]
     pub json: bool,
 }

@@ -148,8 +148,13 @@ pub struct LaneRecord {
     /// The same agent resuming its conversation, where the agent can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_argv: Option<Vec<String>>,
-    /// The pane's environment (lane env plus `--env`); this file is private.
+    /// The lane's own environment (`DROVER_*`: ids and paths, derived by drover).
     pub env: Vec<(String, String)>,
+    /// Names of the operator's `--env` variables. Their values are never written
+    /// to disk: they live only in the supervisor's memory (a respawn keeps them)
+    /// and in the `lane up` that supplied them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_env: Vec<String>,
     #[serde(default)]
     pub agent_version: Option<String>,
     pub created_at: String,

@@ -246,6 +246,7 @@ pub fn run_locked(
     client: &mut Client,
     dry_run: bool,
     only: Option<&[String]>,
+    user_env: &[(String, String)],
 ) -> Result<Vec<Row>, LaneError> {
     let doc = super::load(state_dir)?;
     let list = pane_listing(client)?;
@@ -269,10 +270,12 @@ pub fn run_locked(
             }
             None
         } else {
-            Some(match apply(state_dir, client, rec, &obs, &action) {
-                Ok(msg) => msg,
-                Err(e) => format!("failed: {e}"),
-            })
+            Some(
+                match apply(state_dir, client, rec, &obs, &action, user_env) {
+                    Ok(msg) => msg,
+                    Err(e) => format!("failed: {e}"),
+                },
+            )
         };
         rows.push(Row {
             lane_id: rec.lane_id.clone(),
@@ -290,7 +293,7 @@ pub fn run_locked(
 /// Reconcile under the op lock.
 pub fn run(state_dir: &Path, client: &mut Client, dry_run: bool) -> Result<Vec<Row>, LaneError> {
     let _g = super::op_lock(state_dir)?;
-    let rows = run_locked(state_dir, client, dry_run, None)?;
+    let rows = run_locked(state_dir, client, dry_run, None, &[])?;
     if !dry_run && rows.iter().any(|r| r.action.repairs()) {
         crate::registry::events::emit_quiet(
             state_dir,
@@ -307,6 +310,7 @@ fn apply(
     rec: &LaneRecord,
     obs: &Observed,
     action: &Action,
+    user_env: &[(String, String)],
 ) -> Result<String, LaneError> {
     let mut rec = rec.clone();
     match action {
@@ -339,7 +343,7 @@ fn apply(
             {
                 procs::kill_orphan(pid, rec.pid_start);
             }
-            start_pane(state_dir, client, &mut rec, *resume)?;
+            start_pane(state_dir, client, &mut rec, *resume, user_env)?;
             Ok(format!("generation {}", rec.generation))
         }
         Action::MakeWorktree { .. } => {
@@ -349,7 +353,7 @@ fn apply(
             if obs.pane.is_some() {
                 let _ = client.call("pane.kill", json!({"pane": rec.pane}));
             }
-            start_pane(state_dir, client, &mut rec, false)?;
+            start_pane(state_dir, client, &mut rec, false, user_env)?;
             Ok(format!("generation {}", rec.generation))
         }
         Action::Healthy | Action::StaysDown | Action::RecoveryNeeded { .. } => Ok(String::new()),
@@ -392,14 +396,36 @@ pub fn start_pane(
     client: &mut Client,
     rec: &mut LaneRecord,
     resume: bool,
+    user_env: &[(String, String)],
 ) -> Result<(), LaneError> {
+    let missing: Vec<&str> = rec
+        .user_env
+        .iter()
+        .filter(|n| !user_env.iter().any(|(k, _)| k == *n))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(LaneError::Refused(format!(
+            "lane {} was brought up with --env {}, whose values drover never stores on disk; \
+             bring it up again with `drover lane up … --env NAME=VALUE`",
+            rec.lane_id,
+            missing.join(", ")
+        )));
+    }
+    let mut env = rec.env.clone();
+    env.extend(
+        user_env
+            .iter()
+            .filter(|(k, _)| rec.user_env.contains(k))
+            .cloned(),
+    );
     let argv = match (&rec.resume_argv, resume) {
         (Some(r), true) => r.clone(),
         _ => rec.argv.clone(),
     };
     let kind = if rec.sim { "sim" } else { rec.agent.as_str() };
     let mut args = json!({"spec": {
-        "name": rec.pane, "argv": argv, "env": rec.env, "cwd": rec.worktree,
+        "name": rec.pane, "argv": argv, "env": env, "cwd": rec.worktree,
         "cols": crate::pane::DEFAULT_COLS, "rows": crate::pane::DEFAULT_ROWS, "agent": kind}});
     if rec.backend != "native" {
         args["backend"] = json!(rec.backend);

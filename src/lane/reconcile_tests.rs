@@ -30,6 +30,7 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         argv: vec!["claude".into()],
         resume_argv: Some(vec!["claude".into(), "--continue".into()]),
         env: vec![],
+        user_env: vec![],
         agent_version: None,
         created_at: String::new(),
         updated_at: String::new(),

@@ -204,7 +204,6 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             ("DROVER_STATE_DIR".into(), state_dir.display().to_string()),
             ("DROVER_SOCKET".into(), req.socket.display().to_string()),
         ];
-        env.extend(req.env.iter().cloned());
         let now = crate::paths::now_rfc3339();
         fresh.push(LaneRecord {
             lane_id: id.clone(),
@@ -231,6 +230,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             argv: launch.argv,
             resume_argv: launch.resume_argv,
             env,
+            user_env: req.env.iter().map(|(k, _)| k.clone()).collect(),
             agent_version: version,
             created_at: now.clone(),
             updated_at: now,
@@ -257,6 +257,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
         for id in &revive {
             if let Some(r) = doc.get_mut(id) {
                 r.desired = Desired::Up;
+                r.user_env = req.env.iter().map(|(k, _)| k.clone()).collect();
                 r.phase = if r.worktree.exists() {
                     Phase::Up
                 } else {
@@ -267,7 +268,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
         }
         Ok(())
     })?;
-    let rows = reconcile::run_locked(state_dir, client, false, Some(&ids))?;
+    let rows = reconcile::run_locked(state_dir, client, false, Some(&ids), &req.env)?;
     let failed: Vec<String> = rows
         .iter()
         .filter_map(|r| match (&r.action, &r.result) {

@@ -197,7 +197,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             .entry(program.clone())
             .or_insert_with(|| launch::version(&program))
             .clone();
-        let mut env = vec![
+        let env = vec![
             ("DROVER_LANE_ID".to_string(), id.clone()),
             ("DROVER_SESSION_ID".into(), role.session_id.to_string()),
             ("DROVER_ROLE".into(), role.role.to_string()),

@@ -104,6 +104,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.lane = None;
             t.job = None;
         }
+        self.consecutive_blockers = 0;
         self.say(&format!("{id}: landed as {sha}"));
         crate::registry::events::emit_quiet(
             &self.cfg.state_dir,

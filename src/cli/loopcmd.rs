@@ -16,7 +16,7 @@ pub enum LoopCmd {
     #[command(
         after_help = "Example:\n  drover loop run --charter CHARTER.md --sim-implementer imp.toml --sim-reviewer rev.toml"
     )]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show a run (the latest by default): tasks, lanes, landings.
     #[command(after_help = "Example:\n  drover loop status\n  drover loop status loop3 --json")]
     Status(StatusArgs),
@@ -106,6 +106,12 @@ pub struct RunArgs {
     /// Interrupt a stalled lane once after this long stalled (seconds; off by default).
     #[arg(long, value_name = "S")]
     pub stall_kill_after_s: Option<u64>,
+    /// Run on escalations, parks, resumes, landings and the close-out, the event as JSON on stdin.
+    #[arg(long, value_name = "CMD")]
+    pub notify_cmd: Option<String>,
+    /// POST each notification here (ntfy-compatible); retried with backoff, never blocks the loop.
+    #[arg(long, value_name = "URL")]
+    pub notify_url: Option<String>,
     /// Simulated implementer lanes following this sim-agent script (docs/agents.md).
     #[arg(long, value_name = "FILE", requires = "sim_reviewer")]
     pub sim_implementer: Option<PathBuf>,
@@ -159,7 +165,7 @@ fn toplevel() -> anyhow::Result<PathBuf> {
 
 pub fn run(cmd: LoopCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
-        LoopCmd::Run(a) => run_cmd(a, ctx),
+        LoopCmd::Run(a) => run_cmd(*a, ctx),
         LoopCmd::Status(a) => status(a, ctx),
         LoopCmd::Control(a) => control_cmd(a, ctx),
         LoopCmd::Lint {
@@ -250,6 +256,11 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             no_resume_tasks: a.no_resume_task,
             stall_after: Duration::from_secs(a.stall_after_s.max(1)),
             stall_kill_after: a.stall_kill_after_s.map(Duration::from_secs),
+            notify: drover::loopctl::notify::Targets {
+                cmd: a.notify_cmd,
+                url: a.notify_url,
+                first_retry: None,
+            },
             ..Default::default()
         },
     };

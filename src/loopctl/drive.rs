@@ -65,6 +65,21 @@ impl<O: LaneOps> Runner<'_, O> {
         self.cfg.unattended.clock.now()
     }
 
+    /// Notify (deduplicated by the intent: run, event, task, `key`).
+    pub(super) fn notify(&mut self, event: &str, task: Option<&str>, key: &str, text: &str) {
+        let run = format!("loop{}", self.run.n);
+        let id = super::notify::intent_id(&run, event, &format!("{}\n{key}", task.unwrap_or("")));
+        let at = super::clock::rfc3339(self.now());
+        self.notifier.send(super::notify::Note {
+            intent_id: id,
+            event: event.to_string(),
+            run,
+            task: task.map(str::to_string),
+            text: text.to_string(),
+            at,
+        });
+    }
+
     pub(super) fn elapsed(&self) -> Duration {
         super::clock::since(self.started, self.now())
     }

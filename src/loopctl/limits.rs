@@ -117,6 +117,12 @@ impl<O: LaneOps> Runner<'_, O> {
                 "resume_at": (!optout).then(|| super::clock::rfc3339(at))}),
         );
         self.say(&format!("{task}: parked at a usage limit ({resets})"));
+        self.notify(
+            "limit.park",
+            Some(task),
+            &format!("limit {parks}"),
+            &format!("{task} parked at a usage limit ({resets}); {resume}"),
+        );
         if !optout {
             self.limited.insert(
                 task.to_string(),

@@ -30,6 +30,7 @@ pub mod land;
 mod landing;
 mod limits;
 pub use limits::{backoff, parse_resets_at, resume_at};
+pub mod notify;
 pub mod ops;
 pub mod ready;
 pub mod rundir;

@@ -27,6 +27,8 @@ use std::time::Duration;
 pub const WAIT_SLICE: Duration = Duration::from_millis(500);
 /// Longest one agent turn may go without an outcome before its task is parked.
 pub const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How long the close-out waits for notifications still being delivered.
+pub const NOTIFY_DRAIN: Duration = Duration::from_secs(10);
 /// Repair rounds a task gets before it is parked (the convergence tripwire's floor).
 pub const DEFAULT_REPAIR_ROUNDS: u32 = 2;
 
@@ -137,6 +139,7 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) stop: Option<Stop>,
     /// Per task: the lane's output counter and since when it has not moved.
     pub(super) quiet: BTreeMap<String, (u64, DateTime<Utc>, bool)>,
+    pub(super) notifier: super::notify::Notifier,
     /// Set while paused: the reason, and whether `PAUSED:` was printed.
     pub(super) paused: Option<(String, bool)>,
     pub(super) landing_queue: Vec<String>,
@@ -277,6 +280,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             iterations: 0,
         };
         let started = cfg.unattended.clock.now();
+        let notify = cfg.unattended.notify.clone();
         let mut r = Runner {
             ops,
             cfg,
@@ -290,6 +294,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             consecutive_blockers: 0,
             stop: None,
             quiet: BTreeMap::new(),
+            notifier: super::notify::Notifier::start(notify),
             paused: None,
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
@@ -528,6 +533,16 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.finished_at = Some(super::clock::rfc3339(self.now()));
         self.status.closeout = Some(path);
         self.persist()?;
+        let summary = format!(
+            "loop{} closed ({}): {} landed, {} parked",
+            self.run.n,
+            self.status.state,
+            c.landed.len(),
+            c.parked.len()
+        );
+        self.notify("closeout", None, "", &summary);
+        // Off the loop's path until now; the close-out gives it a few seconds.
+        self.notifier.finish(NOTIFY_DRAIN);
         crate::registry::events::emit_quiet(
             &self.cfg.state_dir,
             "loop.closeout",

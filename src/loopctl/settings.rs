@@ -23,6 +23,8 @@ pub struct Unattended {
     pub stall_after: Duration,
     /// Interrupt a stalled lane once after this long (`None`: never).
     pub stall_kill_after: Option<Duration>,
+    /// `--notify-cmd`, `--notify-url`.
+    pub notify: super::notify::Targets,
 }
 
 impl Default for Unattended {
@@ -34,6 +36,7 @@ impl Default for Unattended {
             no_resume_tasks: Vec::new(),
             stall_after: DEFAULT_STALL_AFTER,
             stall_kill_after: None,
+            notify: Default::default(),
         }
     }
 }

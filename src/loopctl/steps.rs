@@ -197,6 +197,12 @@ impl<O: LaneOps> Runner<'_, O> {
                 let q = format!("lane {lane} is waiting for a human ({decision}): {reason}");
                 let rec = format!("attach to {lane}, answer it, then rerun {id}");
                 self.run.ask(id, &q, &rec)?;
+                self.notify(
+                    "escalation",
+                    Some(id),
+                    job,
+                    &format!("{id}: a human is needed in lane {lane} ({decision})"),
+                );
                 self.rulings.push((format!("question on {id}: {q}"), rec));
                 // The lane stays up for a human until the close-out.
                 self.park(
@@ -519,6 +525,13 @@ impl<O: LaneOps> Runner<'_, O> {
         self.consecutive_blockers += 1;
         self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
+        let round = self.task(id).map_or(0, |t| t.round);
+        self.notify(
+            "park",
+            Some(id),
+            &format!("round {round}"),
+            &format!("{id} parked: {reason}; resume: {resume}"),
+        );
         crate::registry::events::emit_quiet(
             &self.cfg.state_dir,
             "loop.park",

@@ -183,6 +183,44 @@ impl<O: LaneOps> Runner<'_, O> {
             } else {
                 String::new()
             };
+            let report = lane.lane_dir.join(format!("report-{tag}{round}.json"));
+            let prompt = format!(
+                "The usage limit has reset: continue the interrupted work.\n[loop] task={task} round={round} role={role} continue"
+            );
+            if let Err(e) = self.dispatch(&task, &job, &prompt, &report) {
+                // Still at its limit (the lane refuses a prompt): park again, backing off.
+                let parks = p.parks + 1;
+                let at = resume_at(self.now(), None, parks);
+                let resume = format!("resumes at {}", super::clock::rfc3339(at));
+                let reason = format!(
+                    "usage limit on lane {} not over yet ({e}); limit #{parks}",
+                    lane.id
+                );
+                if let Some(t) = self.task_mut(&task) {
+                    t.phase = Phase::Parked;
+                    t.limit_parks = parks;
+                    t.reason = Some(reason.clone());
+                    t.resume = Some(resume.clone());
+                }
+                self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
+                crate::registry::events::emit_quiet(
+                    &self.cfg.state_dir,
+                    "loop.limit.park",
+                    serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
+                        "resets_at": null, "resume_at": super::clock::rfc3339(at)}),
+                );
+                self.limited.insert(
+                    task.clone(),
+                    LimitPark {
+                        resume_at: at,
+                        parks,
+                        announced: false,
+                        ..p
+                    },
+                );
+                self.persist()?;
+                continue;
+            }
             self.decide(
                 "resume",
                 &format!(
@@ -199,11 +237,12 @@ impl<O: LaneOps> Runner<'_, O> {
                 "{task}: resuming lane {} after its usage limit",
                 lane.id
             ));
-            let report = lane.lane_dir.join(format!("report-{tag}{round}.json"));
-            let prompt = format!(
-                "The usage limit has reset: continue the interrupted work.\n[loop] task={task} round={round} role={role} continue"
+            self.notify(
+                "limit.resume",
+                Some(&task),
+                &format!("limit {}", p.parks),
+                &format!("{task} resumed after its usage limit"),
             );
-            self.dispatch(&task, &job, &prompt, &report)?;
         }
         Ok(())
     }

@@ -186,7 +186,11 @@ fn attach_replays_types_resizes_and_detaches() {
     let p = d.pane("work").unwrap();
     assert!(p["exit"].is_null(), "pane stopped: {p}");
     assert_eq!(p["attached"], false);
-    assert_eq!(pane_size(&d, "work"), (120, 40), "size not given back");
+    assert!(
+        wait_until(T, || pane_size(&d, "work") == (120, 40)),
+        "size not given back: {:?}",
+        pane_size(&d, "work")
+    );
     d.ok(&["pane", "send", "work", "echo still-$((2+3))"]);
     d.wait_text("work", "still-5", T);
 }
@@ -264,7 +268,11 @@ fn attach_to_an_exited_pane_replays_and_ends() {
     );
     let mut op = Operator::attach(&d, "gone", 100, 30);
     assert_eq!(op.exit_code(), 0);
-    op.wait_screen("last-words");
+    // tmux 3.3a can drop the last output of a pane that exits at once
+    // (docs/tmux.md): the replay of what was seen is native's promise.
+    if on_native() {
+        op.wait_screen("last-words");
+    }
     op.wait_log("exited (code 4)");
     op.assert_restored();
 }
@@ -295,6 +303,9 @@ fn sigterm_to_attach_restores_the_terminal() {
 #[test]
 fn attached_terminal_answers_queries() {
     let d = Drover::new();
+    // On tmux, tmux is the app's terminal and answers its queries itself:
+    // this is about drover's native PTY handing them to the operator.
+    let d = d.native();
     let script = r#"stty -echo -icanon; echo waiting
 IFS= read -r go
 printf '\033[6n'; IFS= read -r -d R pos; echo "POS=${pos#*[}"

@@ -35,6 +35,8 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
     // (e.g. to idle) instead of staying `starting`.
     let mut rechecks: Vec<Duration> = observe::settle_rechecks().to_vec();
     let mut burst_end = Instant::now();
+    // The agent's version, asked once per binary (cached by path and mtime).
+    let version = agent_version(&entry).await;
     loop {
         let alive = lock(&sup.panes)
             .get(entry.pane.name())
@@ -73,11 +75,29 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
             burst_end = Instant::now();
             rechecks = observe::settle_rechecks().to_vec();
         }
-        publish(&sup, &entry);
+        publish(&sup, &entry, version.as_deref());
     }
 }
 
-fn publish(sup: &Sup, entry: &Entry) {
+/// `claude --version` / `codex --version` of the pane's program, for the
+/// evidence of its observations; `None` for other kinds or when it cannot tell.
+async fn agent_version(entry: &Entry) -> Option<String> {
+    let info = entry.pane.info();
+    if !matches!(info.agent.as_str(), "claude" | "codex") {
+        return None;
+    }
+    let bin = std::path::PathBuf::from(info.argv.first()?);
+    let name = bin.file_name()?.to_string_lossy().into_owned();
+    if name != info.agent {
+        return None; // wrapped (e.g. recorded under script(1)): not the agent itself
+    }
+    tokio::task::spawn_blocking(move || crate::agent::version::version(&bin).ok())
+        .await
+        .ok()
+        .flatten()
+}
+
+fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
     let got = entry.pane.with_screen(|screen, meta| {
         // A frame inside a synchronized-output block may be torn.
         if screen.hooks().in_sync_block() && meta.exit.is_none() {
@@ -100,7 +120,11 @@ fn publish(sup: &Sup, entry: &Entry) {
         kind,
         exit_code,
         mut evidence,
+        ..
     } = o;
+    if let Some(v) = version {
+        evidence.push(format!("agent_version:{v}"));
+    }
     let mut state = state.as_str().to_string();
     let kind = kind.map(|k| k.as_str().to_string());
     let mut obs = lock(&entry.obs);
@@ -124,6 +148,7 @@ fn publish(sup: &Sup, entry: &Entry) {
         return;
     }
     if changed {
+        let from = std::mem::take(&mut obs.state);
         obs.generation = generation;
         obs.state = state;
         obs.kind = kind;
@@ -134,43 +159,36 @@ fn publish(sup: &Sup, entry: &Entry) {
         if obs.state == "exited" {
             tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
         }
+        let ev = serde_json::json!({
+            "generation": obs.generation,
+            "state": obs.state,
+            "state_kind": obs.kind,
+            "exit_code": obs.exit_code,
+            "from": from,
+        });
+        let (pane, exited) = (obs.pane.clone(), obs.state == "exited");
         drop(obs);
+        sup.feed.publish("pane.state", Some(&pane), ev);
+        if exited {
+            sup.feed.publish(
+                "pane.exited",
+                Some(&pane),
+                serde_json::json!({"generation": generation, "exit_code": exit_code}),
+            );
+        }
         sup.epoch.send_modify(|x| *x += 1);
     }
 }
 
-const STATES: &[&str] = &[
-    "starting", "idle", "working", "blocked", "done", "exited", "unknown",
-];
-
 pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
-    let panes: Vec<String> = args
-        .get("panes")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("missing list field `panes`".into()))?;
-    let until: Vec<String> = args
-        .get("until")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("`until` is required: the states to wait for".into()))?;
-    for s in &until {
-        let base = s.split(':').next().unwrap_or("");
-        if !STATES.contains(&base) {
-            return Err(usage(format!(
-                "unknown state {s:?}: use one of {}",
-                STATES.join(", ")
-            )));
-        }
-    }
-    let any = args.get("mode").and_then(Value::as_str) == Some("any");
-    let timeout = Duration::from_millis(
-        args.get("timeout_ms")
-            .and_then(Value::as_u64)
-            .unwrap_or(30_000),
-    );
-    let fresh = args.get("fresh").and_then(Value::as_bool).unwrap_or(false);
+    let super::protocol::args::Wait {
+        panes,
+        until,
+        timeout,
+        mode,
+        fresh,
+    } = super::protocol::args::Wait::parse(args)?;
+    let any = mode == super::protocol::args::WaitMode::Any;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut rx = sup.epoch.subscribe();
     // `--fresh`: only observations classified after this point count.
@@ -181,6 +199,11 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
         let mut snaps = Vec::with_capacity(panes.len());
         for p in &panes {
             let e = sup.entry(p)?;
+            // A pane whose backend cannot be reached has no current state:
+            // answering from the last one is how a gap looks like a finish.
+            if let Some(why) = e.pane.transport_error() {
+                return Err(Response::err(0, ErrorCode::Unavailable, why));
+            }
             let snap = lock(&e.obs).clone();
             start_seq
                 .entry(p.clone())
@@ -194,11 +217,7 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
                     .is_none_or(|&(g, q)| s.generation != g || s.seq > q)
         };
         let matches = |s: &Snapshot| {
-            is_fresh(s)
-                && until.iter().any(|u| match u.split_once(':') {
-                    Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
-                    None => s.state == *u,
-                })
+            is_fresh(s) && until.iter().any(|u| u.matches(&s.state, s.kind.as_deref()))
         };
         let met = if any {
             snaps.iter().any(matches)

@@ -2,11 +2,17 @@
 //! framed protocol on a private Unix socket, answers barriers from
 //! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
 
+mod adopt;
+mod answer;
 mod barrier_source;
 pub mod client;
 mod deliver;
 mod detect;
 mod evidence_watch;
+pub mod feed;
+mod feed_client;
+mod feed_conn;
+mod feed_files;
 mod hub;
 mod observe;
 pub mod protocol;
@@ -15,5 +21,6 @@ mod server_attach;
 
 pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};
+pub use feed_client::{EventStream, FollowSpec};
 pub use hub::Snapshot;
 pub use server::{ServeError, ServeOptions, serve};

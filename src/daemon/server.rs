@@ -6,7 +6,7 @@ use super::protocol::{
     ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
 };
 use crate::agent::Classifier;
-use crate::pane::{NativePane, PaneEvents, PaneSpec};
+use crate::pane::{Backend, Hosts, PaneBackend, PaneEvents, PaneSpec};
 use crate::store::LockGuard;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -58,7 +58,7 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub(super) struct Entry {
-    pub(super) pane: Arc<NativePane>,
+    pub(super) pane: Arc<dyn PaneBackend>,
     pub(super) notify: Arc<Notify>,
     pub(super) obs: Mutex<Snapshot>,
     /// Moves on every output notification: for waits on the screen itself
@@ -77,11 +77,17 @@ pub(super) struct Sup {
     /// (not only a change) moves the epoch.
     pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
+    /// Every event, numbered, for `events --follow` and `top`.
+    pub(super) feed: Arc<super::feed::Feed>,
+    /// The backends' hosts (tmux server, …), started on first use.
+    pub(super) hosts: Hosts,
 }
 
 struct Events {
     notify: Arc<Notify>,
     output: Arc<watch::Sender<u64>>,
+    /// Moved when the pane's transport changes, so barriers look again.
+    epoch: watch::Sender<u64>,
 }
 
 impl PaneEvents for Events {
@@ -91,6 +97,25 @@ impl PaneEvents for Events {
     }
     fn exited(&self) {
         self.notify.notify_one();
+    }
+    fn transport_changed(&self) {
+        self.notify.notify_one();
+        self.output.send_modify(|x| *x = x.wrapping_add(1));
+        self.epoch.send_modify(|x| *x += 1);
+    }
+}
+
+impl Sup {
+    /// Callbacks for a new pane, and the handles the supervisor keeps.
+    fn events(&self) -> (Arc<Events>, Arc<Notify>, Arc<watch::Sender<u64>>) {
+        let notify = Arc::new(Notify::new());
+        let output = Arc::new(watch::channel(0u64).0);
+        let events = Arc::new(Events {
+            notify: notify.clone(),
+            output: output.clone(),
+            epoch: self.epoch.clone(),
+        });
+        (events, notify, output)
     }
 }
 
@@ -134,12 +159,11 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
 
 fn init_logging(opts: &ServeOptions) {
     let dir = opts.state_dir.join("logs");
-    let _ = std::fs::create_dir_all(&dir);
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("supervisor.log"))
-    else {
+    let _ = crate::store::create_private_dir(&dir);
+    let Ok(file) = crate::store::open_private(
+        &dir.join("supervisor.log"),
+        std::fs::OpenOptions::new().create(true).append(true),
+    ) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -170,7 +194,10 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         epoch,
         fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
+        feed: Arc::new(super::feed::Feed::default()),
+        hosts: Hosts::new(&opts.state_dir),
     });
+    super::feed_files::start(&opts.state_dir, sup.feed.clone());
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
     let _ = tokio::task::spawn_blocking(move || {
@@ -178,6 +205,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         super::evidence_watch::mark_restart(&dir);
     })
     .await;
+    super::adopt::adopt(&sup).await;
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(ServeError::Runtime)?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -218,6 +246,8 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     for k in kills {
         let _ = k.await;
     }
+    let sup2 = sup.clone();
+    let _ = tokio::task::spawn_blocking(move || sup2.hosts.shutdown()).await;
     Ok(())
 }
 
@@ -261,6 +291,10 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
         }
         if req.op == "attach" {
             super::server_attach::attach(sup, req, rd, wr).await;
+            return;
+        }
+        if req.op == "events.follow" {
+            super::feed_conn::follow(sup, req, rd, wr).await;
             return;
         }
         let resp = handle(&sup, req).await;
@@ -358,7 +392,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             let mut out: Vec<Value> = entries
                 .iter()
                 .map(|e| {
-                    let mut v = serde_json::to_value(e.pane.info()).unwrap_or(Value::Null);
+                    let mut v = crate::pane::backend::info_json(&*e.pane);
                     v["observation"] = serde_json::to_value(&*lock(&e.obs)).unwrap_or(Value::Null);
                     v
                 })
@@ -367,9 +401,10 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             Ok(Value::Array(out))
         }
         "pane.read" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let raw = args.get("raw").and_then(Value::as_bool).unwrap_or(false);
-            let scrollback = args.get("scrollback").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let a = super::protocol::args::PaneRead::parse(args)?;
+            let e = sup.entry(&a.pane)?;
+            let raw = a.raw;
+            let scrollback = usize::try_from(a.scrollback.unwrap_or(0)).unwrap_or(usize::MAX);
             let (rows, formatted, generation, size, title) = e.pane.with_screen(|s, m| {
                 let mut rows = s.scrollback_rows(scrollback);
                 rows.extend(s.rows());
@@ -432,6 +467,8 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             e.notify.notify_one();
             sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %name, pid, "pane killed");
+            sup.feed
+                .publish("pane.killed", Some(&name), json!({"pid": pid}));
             Ok(json!({"pane": name, "killed": true}))
         }
         "pane.respawn" => {
@@ -458,10 +495,16 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
+            sup.feed.publish(
+                "pane.respawned",
+                Some(e.pane.name()),
+                json!({"generation": generation}),
+            );
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
         "wait" => super::detect::wait_barrier(sup, args).await,
         "deliver" => super::deliver::deliver(sup, args).await,
+        "pane.answer" => super::answer::answer(sup, args).await,
         "evidence.watch" => super::evidence_watch::start(sup, args),
         "shutdown" => {
             let _ = sup.shutdown.send(true);
@@ -490,7 +533,10 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
         ErrorCode::Usage
     } else if matches!(e, crate::pane::PaneError::Exited(_)) {
         ErrorCode::NotFound
-    } else if matches!(e, crate::pane::PaneError::NotReading(_)) {
+    } else if matches!(
+        e,
+        crate::pane::PaneError::NotReading(_) | crate::pane::PaneError::Transport { .. }
+    ) {
         ErrorCode::Unavailable
     } else {
         ErrorCode::Internal
@@ -499,10 +545,12 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
 }
 
 async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    super::protocol::args::check_agent(args.get("spec").unwrap_or(&Value::Null))?;
     let spec: PaneSpec =
         serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
     spec.validate().map_err(pane_err)?;
+    let backend = backend_arg(args)?;
     // Reserve the name, then spawn without holding the pane table: a slow
     // exec must not stall every other request.
     {
@@ -523,17 +571,15 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     let name = spec.name.clone();
     let sup2 = sup.clone();
     let spawned = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
-        let notify = Arc::new(Notify::new());
-        let output = Arc::new(watch::channel(0u64).0);
-        let events = Arc::new(Events {
-            notify: notify.clone(),
-            output: output.clone(),
-        });
+        let (events, notify, output) = sup2.events();
         let name = spec.name.clone();
         let env_count = spec.env.len();
-        let pane = NativePane::spawn(spec, events).map_err(pane_err)?;
+        let pane = sup2
+            .hosts
+            .spawn(backend, spec, events)
+            .map_err(pane_err)?;
         let info = pane.info();
-        tracing::info!(pane = %name, pid = info.pid, env_vars = env_count, "pane created");
+        tracing::info!(pane = %name, %backend, pid = info.pid, env_vars = env_count, "pane created");
         let entry = Arc::new(Entry {
             obs: Mutex::new(super::detect::starting_snapshot(&name, 1)),
             pane,
@@ -546,8 +592,63 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     .await;
     lock(&sup.creating).remove(&name);
     let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
+    let info = entry.pane.info();
+    sup.feed.publish(
+        "pane.created",
+        Some(&info.name),
+        json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
+    );
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
-    let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
+    let mut v = crate::pane::backend::info_json(&*entry.pane);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);
     Ok(v)
+}
+
+/// The `backend` of a `pane.new` request (beside `spec`, or inside it);
+/// native when absent.
+fn backend_arg(args: &Value) -> Result<Backend, Response> {
+    let v = args
+        .get("backend")
+        .or_else(|| args.get("spec").and_then(|s| s.get("backend")));
+    match v {
+        None | Some(Value::Null) => Ok(Backend::Native),
+        Some(Value::String(s)) => s
+            .parse()
+            .map_err(|e: crate::pane::backend::UnknownBackend| {
+                Response::err(0, ErrorCode::Usage, e.to_string())
+            }),
+        Some(_) => Err(Response::err(
+            0,
+            ErrorCode::Usage,
+            "`backend` must be a string: native, tmux or herdr",
+        )),
+    }
+}
+
+/// Put an adopted pane into the table and start its detector.
+pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events: AdoptedEvents) {
+    let name = pane.name().to_string();
+    let generation = pane.generation();
+    let entry = Arc::new(Entry {
+        obs: Mutex::new(super::detect::starting_snapshot(&name, generation)),
+        pane,
+        notify: events.notify,
+        output: events.output,
+    });
+    lock(&sup.panes).insert(name, entry.clone());
+    tokio::spawn(super::detect::detector(sup.clone(), entry));
+}
+
+/// The supervisor's handles on an adopted pane's callbacks.
+pub(super) struct AdoptedEvents {
+    notify: Arc<Notify>,
+    output: Arc<watch::Sender<u64>>,
+}
+
+impl Sup {
+    /// Callbacks for a pane being adopted, and the handles to keep.
+    pub(super) fn adopted_events(&self) -> (Arc<dyn PaneEvents>, AdoptedEvents) {
+        let (events, notify, output) = self.events();
+        (events, AdoptedEvents { notify, output })
+    }
 }

@@ -5,12 +5,19 @@
 //! and exit through [`PaneEvents`] so the layers above (classifier, barriers)
 //! are driven by events, never by polling.
 
+pub mod backend;
+mod hosts;
 mod keys;
 mod native;
+mod native_backend;
 mod procfs;
+pub mod record;
 mod spawn;
 mod spec;
+pub mod tmux;
 
+pub use backend::{Backend, PaneBackend};
+pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
 pub use native::{AttachHandle, AttachMsg, ExitInfo, NativePane, PaneInfo, ScreenMeta};
 pub use procfs::foreground_job;
@@ -35,6 +42,11 @@ pub trait PaneEvents: Send + Sync {
     fn output(&self);
     /// The pane's process exited and its output was drained.
     fn exited(&self);
+    /// The pane's transport went away or came back (see
+    /// [`PaneBackend::transport_error`]).
+    fn transport_changed(&self) {
+        self.output();
+    }
 }
 
 /// Errors of pane operations; each says what to do.
@@ -79,6 +91,13 @@ pub enum PaneError {
     },
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error("pane {pane} is unreachable: {message}")]
+    Transport { pane: String, message: String },
+    #[error("{backend}: {message}")]
+    Backend {
+        backend: &'static str,
+        message: String,
+    },
 }
 
 impl PaneError {
@@ -86,7 +105,11 @@ impl PaneError {
     pub fn is_usage(&self) -> bool {
         !matches!(
             self,
-            PaneError::Spawn { .. } | PaneError::Io { .. } | PaneError::Exited(_)
+            PaneError::Spawn { .. }
+                | PaneError::Io { .. }
+                | PaneError::Exited(_)
+                | PaneError::Transport { .. }
+                | PaneError::Backend { .. }
         )
     }
 }

@@ -334,7 +334,16 @@ impl Model {
                     } else {
                         format!("■ You've hit your usage limit. Try again at {at}.")
                     };
-                    self.transcript.push(line);
+                    if self.claude() {
+                        // Claude answers a prompt at its limit right under the
+                        // prompt's first row (a pasted prompt shows as one row).
+                        let at = self.transcript.iter().rposition(|l| l.starts_with("❯ "));
+                        let at = at.map_or(self.transcript.len(), |i| i + 1);
+                        self.transcript.truncate(at);
+                        self.transcript.push(line);
+                    } else {
+                        self.transcript.push(line);
+                    }
                     self.turn = None;
                     self.osc = Osc::Idle;
                     self.mode = Mode::Idle;

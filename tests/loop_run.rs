@@ -124,6 +124,7 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
         autocomplete: true,
         repair_rounds: runner::DEFAULT_REPAIR_ROUNDS,
         turn_timeout: Duration::from_secs(90),
+        unattended: Default::default(),
     };
     let status = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
 
@@ -343,6 +344,7 @@ fn a_permission_prompt_parks_the_task_and_asks() {
         autocomplete: true,
         repair_rounds: 1,
         turn_timeout: Duration::from_secs(90),
+        unattended: Default::default(),
     };
     let status = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
     let t = &status.tasks[0];

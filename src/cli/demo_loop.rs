@@ -164,6 +164,7 @@ fn tour(
         autocomplete: !drover::shadow::auto::forbidden_by_env(),
         repair_rounds: runner::DEFAULT_REPAIR_ROUNDS,
         turn_timeout: Duration::from_secs(60),
+        unattended: Default::default(),
     };
     let st = runner::run(&mut lanes, cfg, |m| say(&format!("  {m}")))
         .map_err(|e| fail(e.exit_code(), e.to_string()))?;

@@ -16,10 +16,15 @@ pub enum LoopCmd {
     #[command(
         after_help = "Example:\n  drover loop run --charter CHARTER.md --sim-implementer imp.toml --sim-reviewer rev.toml"
     )]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show a run (the latest by default): tasks, lanes, landings.
     #[command(after_help = "Example:\n  drover loop status\n  drover loop status loop3 --json")]
     Status(StatusArgs),
+    /// Set a control on a running loop: pause, resume, close-out or emergency-stop.
+    #[command(
+        after_help = "Precedence: emergency-stop > pause > close-out > resume.\n\nExample:\n  drover loop control loop3 pause --reason \"lunch\"\n  drover loop control 3 resume"
+    )]
+    Control(ControlArgs),
     /// Check run files.
     #[command(after_help = "Example:\n  drover loop lint queue CHARTER.md .drover/loop1/QUEUE.md")]
     Lint {
@@ -80,6 +85,33 @@ pub struct RunArgs {
     /// Longest one agent turn may take before its task is parked (seconds).
     #[arg(long, default_value_t = runner::DEFAULT_TURN_TIMEOUT.as_secs())]
     pub turn_timeout_s: u64,
+    /// Most tasks started (0 = until the queue drains); a trip is decision `blocked`.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub max_iterations: u32,
+    /// Parks in a row (no landing between) that stop the run (0 = off).
+    #[arg(long, default_value_t = drover::loopctl::guards::DEFAULT_MAX_CONSECUTIVE_BLOCKERS, value_name = "N")]
+    pub max_consecutive_blockers: u32,
+    /// The run's wall-clock budget in seconds (0 = off); bounds every wait and turn.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub wall_clock_s: u64,
+    /// Park lanes at a usage limit and never resume them in this run.
+    #[arg(long)]
+    pub no_resume_on_limit: bool,
+    /// A task whose lane is never resumed after a usage limit (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub no_resume_task: Vec<String>,
+    /// A lane working with no output change this long is `stalled` (seconds).
+    #[arg(long, default_value_t = drover::loopctl::settings::DEFAULT_STALL_AFTER.as_secs(), value_name = "S")]
+    pub stall_after_s: u64,
+    /// Interrupt a stalled lane once after this long stalled (seconds; off by default).
+    #[arg(long, value_name = "S")]
+    pub stall_kill_after_s: Option<u64>,
+    /// Run on escalations, parks, resumes, landings and the close-out, the event as JSON on stdin.
+    #[arg(long, value_name = "CMD")]
+    pub notify_cmd: Option<String>,
+    /// POST each notification here (ntfy-compatible); retried with backoff, never blocks the loop.
+    #[arg(long, value_name = "URL")]
+    pub notify_url: Option<String>,
     /// Simulated implementer lanes following this sim-agent script (docs/agents.md).
     #[arg(long, value_name = "FILE", requires = "sim_reviewer")]
     pub sim_implementer: Option<PathBuf>,
@@ -87,6 +119,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", requires = "sim_implementer")]
     pub sim_reviewer: Option<PathBuf>,
     /// Print one JSON document: the final status, instead of the close-out.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ControlArgs {
+    /// The run (`3` or `loop3`).
+    pub run: String,
+    /// pause | resume | close-out | emergency-stop
+    #[arg(value_name = "CONTROL")]
+    pub control: String,
+    /// Why (recorded in DECISIONS.md and printed with PAUSED:).
+    #[arg(long, value_name = "TEXT", default_value = "operator")]
+    pub reason: String,
+    /// Print one JSON document: the controls now set.
     #[arg(long)]
     pub json: bool,
 }
@@ -118,8 +165,9 @@ fn toplevel() -> anyhow::Result<PathBuf> {
 
 pub fn run(cmd: LoopCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
-        LoopCmd::Run(a) => run_cmd(a, ctx),
+        LoopCmd::Run(a) => run_cmd(*a, ctx),
         LoopCmd::Status(a) => status(a, ctx),
+        LoopCmd::Control(a) => control_cmd(a, ctx),
         LoopCmd::Lint {
             cmd: LintCmd::Queue(a),
         } => lint_queue(a),
@@ -198,6 +246,23 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         autocomplete: !a.no_autocomplete,
         repair_rounds: a.repair_rounds,
         turn_timeout: Duration::from_secs(a.turn_timeout_s.max(1)),
+        unattended: drover::loopctl::settings::Unattended {
+            guards: drover::loopctl::guards::Guards {
+                max_iterations: a.max_iterations,
+                max_consecutive_blockers: a.max_consecutive_blockers,
+                wall_clock: (a.wall_clock_s > 0).then(|| Duration::from_secs(a.wall_clock_s)),
+            },
+            no_resume_on_limit: a.no_resume_on_limit,
+            no_resume_tasks: a.no_resume_task,
+            stall_after: Duration::from_secs(a.stall_after_s.max(1)),
+            stall_kill_after: a.stall_kill_after_s.map(Duration::from_secs),
+            notify: drover::loopctl::notify::Targets {
+                cmd: a.notify_cmd,
+                url: a.notify_url,
+                first_retry: None,
+            },
+            ..Default::default()
+        },
     };
     let json = a.json;
     let st = runner::run(&mut lanes, cfg, |m| {
@@ -222,15 +287,42 @@ pub fn print_final(st: &RunStatus, json: bool) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+fn run_number(r: &str) -> anyhow::Result<u32> {
+    r.trim_start_matches("loop").parse::<u32>().map_err(|_| {
+        fail(
+            exit::USAGE,
+            format!("RUN {r:?} is a number like 3 or loop3"),
+        )
+    })
+}
+
+fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    use drover::loopctl::control::{self, Control};
+    let c = Control::parse(&a.control).ok_or_else(|| {
+        fail(
+            exit::USAGE,
+            format!(
+                "CONTROL {:?} is one of pause, resume, close-out, emergency-stop",
+                a.control
+            ),
+        )
+    })?;
+    let state_dir = ctx.state_dir()?;
+    let run = rundir::RunDir::open(&state_dir, run_number(&a.run)?).map_err(lerr)?;
+    let set = control::write(&run.path, c, &a.reason).map_err(lerr)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&set)?);
+    } else {
+        let ruling = set.ruling().map_or("none (running)", |r| r.0.as_str());
+        println!("loop{}: {} set; ruling now: {ruling}", run.n, c.as_str());
+    }
+    Ok(exit::OK)
+}
+
 fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let state_dir = ctx.state_dir()?;
     let n = match &a.run {
-        Some(r) => r.trim_start_matches("loop").parse::<u32>().map_err(|_| {
-            fail(
-                exit::USAGE,
-                format!("RUN {r:?} is a number like 3 or loop3"),
-            )
-        })?,
+        Some(r) => run_number(r)?,
         None => match rundir::runs(&state_dir).last() {
             Some(n) => *n,
             None => return Err(fail(exit::USAGE, "no loop runs in this state dir yet")),
@@ -277,6 +369,7 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 t["sha"]
                     .as_str()
                     .map_or("-".into(), |x| x.chars().take(12).collect()),
+                t["stall"].as_str().unwrap_or("-").to_string(),
                 s("reason"),
             ]
         })
@@ -284,10 +377,15 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     print!(
         "{}",
         drover::registry::view::table(
-            &["TASK", "PHASE", "AGENT", "ROUND", "LANE", "SHA", "REASON"],
+            &[
+                "TASK", "PHASE", "AGENT", "ROUND", "LANE", "SHA", "STALL", "REASON"
+            ],
             &rows
         )
     );
+    if let Some(s) = v["stopped_by"].as_str() {
+        println!("stopped by {s}");
+    }
     if let Some(c) = v["closeout"].as_str() {
         println!("close-out: {c}");
     }

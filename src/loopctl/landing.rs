@@ -104,7 +104,9 @@ impl<O: LaneOps> Runner<'_, O> {
             t.lane = None;
             t.job = None;
         }
+        self.consecutive_blockers = 0;
         self.say(&format!("{id}: landed as {sha}"));
+        self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(
             &self.cfg.state_dir,
             "loop.landed",

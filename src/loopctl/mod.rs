@@ -10,23 +10,36 @@
 //!   and the gate), [`closeout`];
 //! - [`ops`] (what the runner needs from lanes and dispatch, as a trait) and
 //!   [`runner`] (the pipeline over it); [`simlanes`] implements the trait over
-//!   panes the supervisor runs today.
+//!   panes the supervisor runs today;
+//! - for unattended runs: [`clock`] (every timing), [`guards`], [`control`]
+//!   (`control.json`), [`settings`]; the runner's loop, usage-limit parking
+//!   and stall classes live beside it.
 
 pub mod board;
 pub mod brief;
 pub mod capture;
 pub mod charter;
+pub mod clock;
 pub mod closeout;
+pub mod control;
+mod drive;
 mod error;
 pub mod git;
+pub mod guards;
 pub mod land;
 mod landing;
+mod limits;
+pub use limits::{backoff, parse_resets_at, resume_at};
+pub mod notify;
 pub mod ops;
 pub mod ready;
 pub mod rundir;
 pub mod runner;
+pub mod settings;
 pub mod sha256;
 pub mod simlanes;
+mod stall;
+pub use stall::class as stall_class;
 mod steps;
 
 pub use error::LoopError;

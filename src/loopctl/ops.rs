@@ -118,4 +118,34 @@ pub trait LaneOps {
     ) -> Result<Vec<(String, Outcome)>, LoopError>;
     /// Stop a lane (its worktree is the runner's to keep or remove).
     fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError>;
+    /// The lane's current observation (`None`: not known). The default knows
+    /// nothing, so a carrier that cannot observe never parks or stalls a lane.
+    fn observe(&mut self, _lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
+        Ok(None)
+    }
+    /// Choose the row of the menu the lane shows by its label; false when no
+    /// such menu shows.
+    fn answer(&mut self, _lane: &LaneHandle, _label: &str) -> Result<bool, LoopError> {
+        Ok(false)
+    }
+    /// Interrupt the lane's turn once (a stalled lane past `--stall-kill-after`).
+    fn interrupt(&mut self, _lane: &LaneHandle) -> Result<(), LoopError> {
+        Ok(())
+    }
+}
+
+/// What the live listing says of a lane's agent right now.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaneObs {
+    /// The classified state (`working`, `idle`, `blocked`, …).
+    pub state: String,
+    /// The blocked kind (`usage_limit`, `permission`, `question`, `setup`).
+    pub kind: Option<String>,
+    /// When a usage limit resets, as the observation carries it (RFC 3339;
+    /// absent when the screen gave no time or the classifier cannot read one).
+    pub resets_at: Option<String>,
+    /// A counter that moves whenever the lane's output changes.
+    pub output: u64,
+    /// False when the lane's pane could not be reached.
+    pub reachable: bool,
 }

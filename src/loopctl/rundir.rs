@@ -17,6 +17,10 @@ pub struct LaneRow {
     pub task: String,
     pub agent: String,
     pub worktree: String,
+    /// Why the lane is not progressing (`stalled`, `auth-dead`, `parked`,
+    /// `needs-human`, `unreachable`), when it is not.
+    #[serde(default)]
+    pub stall: Option<String>,
 }
 
 /// A run's directory.
@@ -121,9 +125,13 @@ impl RunDir {
         let mut text = format!("# Lanes: loop{}\n\n", self.n);
         for l in lanes {
             text.push_str(&format!(
-                "- {} · task {} · agent {} · worktree {}\n",
+                "- {} · task {} · agent {} · worktree {}",
                 l.id, l.task, l.agent, l.worktree
             ));
+            if let Some(s) = &l.stall {
+                text.push_str(&format!(" · {s}"));
+            }
+            text.push('\n');
         }
         crate::store::write_bytes_atomic(&self.file("LANES.md"), text.as_bytes())?;
         Ok(())
@@ -131,16 +139,17 @@ impl RunDir {
 
     /// Append one entry to DECISIONS.md (`D<k>`, numbered); returns its id.
     pub fn decide(&self, kind: &str, text: &str) -> Result<String, LoopError> {
+        self.decide_at(kind, text, &crate::paths::now_rfc3339())
+    }
+
+    /// [`RunDir::decide`] at a time of the loop's clock (RFC 3339).
+    pub fn decide_at(&self, kind: &str, text: &str, at: &str) -> Result<String, LoopError> {
         let path = self.file("DECISIONS.md");
         let _lock = crate::store::lock_beside(&path)?;
         let existing = std::fs::read_to_string(&path).unwrap_or_default();
         let k = existing.lines().filter(|l| l.starts_with("- D")).count() + 1;
         let id = format!("D{k}");
-        let line = format!(
-            "- {id} {} {kind}: {}\n",
-            crate::paths::now_rfc3339(),
-            text.replace('\n', " ")
-        );
+        let line = format!("- {id} {at} {kind}: {}\n", text.replace('\n', " "));
         append(&path, &line)?;
         Ok(id)
     }

@@ -11,19 +11,24 @@
 
 use super::board::{self, Board};
 use super::charter::Charter;
+use super::drive::{LimitPark, Stop};
 use super::ops::{LaneHandle, LaneOps};
 use super::rundir::{LaneRow, RunDir};
+use super::settings::Unattended;
 use super::{LoopError, closeout, git, ready};
 use crate::registry::Agent;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Longest one wait for outcomes before the loop looks at its queue again.
 pub const WAIT_SLICE: Duration = Duration::from_millis(500);
 /// Longest one agent turn may go without an outcome before its task is parked.
 pub const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How long the close-out waits for notifications still being delivered.
+pub const NOTIFY_DRAIN: Duration = Duration::from_secs(10);
 /// Repair rounds a task gets before it is parked (the convergence tripwire's floor).
 pub const DEFAULT_REPAIR_ROUNDS: u32 = 2;
 
@@ -45,6 +50,8 @@ pub struct RunConfig {
     pub autocomplete: bool,
     pub repair_rounds: u32,
     pub turn_timeout: Duration,
+    /// Clock, guards, usage limits and stalls (`LOOP.md`, "Unattended runs").
+    pub unattended: Unattended,
 }
 
 /// Where a task is.
@@ -81,6 +88,10 @@ pub struct TaskState {
     pub sha: Option<String>,
     pub reason: Option<String>,
     pub resume: Option<String>,
+    /// Usage limits this task's lane hit in this run.
+    pub limit_parks: u32,
+    /// Why its lane is not progressing (LOOP.md, "Stall classes").
+    pub stall: Option<String>,
 }
 
 /// The run as `loop status` shows it (`run.json`).
@@ -104,6 +115,10 @@ pub struct RunStatus {
     pub closeout: Option<PathBuf>,
     pub tasks: Vec<TaskState>,
     pub notes: Vec<String>,
+    /// Why the run stopped before its queue drained (a guard, a control).
+    pub stopped_by: Option<String>,
+    /// Tasks started (the guards' iterations).
+    pub iterations: u32,
 }
 
 /// A running loop.
@@ -115,8 +130,18 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) status: RunStatus,
     /// Live lanes by task (at most one per task at a time).
     pub(super) lanes: BTreeMap<String, LaneHandle>,
-    /// Dispatched jobs: job id → (task, when).
-    pub(super) jobs: BTreeMap<String, (String, Instant)>,
+    /// Dispatched jobs: job id → (task, when, on the loop's clock).
+    pub(super) jobs: BTreeMap<String, (String, DateTime<Utc>)>,
+    /// Lanes parked at a usage limit, by task.
+    pub(super) limited: BTreeMap<String, LimitPark>,
+    pub(super) started: DateTime<Utc>,
+    pub(super) consecutive_blockers: u32,
+    pub(super) stop: Option<Stop>,
+    /// Per task: the lane's output counter and since when it has not moved.
+    pub(super) quiet: BTreeMap<String, (u64, DateTime<Utc>, bool)>,
+    pub(super) notifier: super::notify::Notifier,
+    /// Set while paused: the reason, and whether `PAUSED:` was printed.
+    pub(super) paused: Option<(String, bool)>,
     pub(super) landing_queue: Vec<String>,
     /// Captured candidates waiting for their reviewer lane: (task, patch).
     pub(super) pending_reviews: Vec<(String, PathBuf)>,
@@ -227,6 +252,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                     sha: None,
                     reason: held.map(|h| h.reason.clone()),
                     resume: None,
+                    limit_parks: 0,
+                    stall: None,
                 }
             })
             .collect();
@@ -244,12 +271,16 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             pool,
             lanes_cap: cfg.charter.lanes,
             landings: 0,
-            started_at: crate::paths::now_rfc3339(),
+            started_at: super::clock::rfc3339(cfg.unattended.clock.now()),
             finished_at: None,
             closeout: None,
             tasks,
             notes: Vec::new(),
+            stopped_by: None,
+            iterations: 0,
         };
+        let started = cfg.unattended.clock.now();
+        let notify = cfg.unattended.notify.clone();
         let mut r = Runner {
             ops,
             cfg,
@@ -258,6 +289,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             status,
             lanes: BTreeMap::new(),
             jobs: BTreeMap::new(),
+            limited: BTreeMap::new(),
+            started,
+            consecutive_blockers: 0,
+            stop: None,
+            quiet: BTreeMap::new(),
+            notifier: super::notify::Notifier::start(notify),
+            paused: None,
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
             rulings: Vec::new(),
@@ -299,7 +337,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     pub(super) fn decide(&mut self, kind: &str, text: &str) -> Result<String, LoopError> {
-        self.run.decide(kind, text)
+        let at = super::clock::rfc3339(self.now());
+        self.run.decide_at(kind, text, &at)
     }
 
     pub(super) fn task(&self, id: &str) -> Option<&TaskState> {
@@ -310,7 +349,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.tasks.iter_mut().find(|t| t.id == id)
     }
 
-    fn active(&self) -> usize {
+    pub(super) fn active(&self) -> usize {
         self.status
             .tasks
             .iter()
@@ -345,6 +384,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 task: l.task.clone(),
                 agent: l.agent.as_str().to_string(),
                 worktree: l.cwd.display().to_string(),
+                stall: self.task(&l.task).and_then(|t| t.stall.clone()),
             })
             .collect();
         self.run.write_lanes(&lanes)?;
@@ -364,60 +404,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         Ok(())
     }
 
-    /// One wait for outcomes (the place a guard or a control gets to act).
-    fn wait_slice(&mut self) -> Result<(), LoopError> {
-        let jobs: Vec<String> = self.jobs.keys().cloned().collect();
-        let outs = self.ops.wait_decision(&jobs, WAIT_SLICE)?;
-        for (job, outcome) in outs {
-            if let Some((task, _)) = self.jobs.remove(&job) {
-                self.on_outcome(&task, &job, outcome)?;
-            }
-        }
-        let late: Vec<(String, String)> = self
-            .jobs
-            .iter()
-            .filter(|(_, (_, at))| at.elapsed() > self.cfg.turn_timeout)
-            .map(|(j, (t, _))| (j.clone(), t.clone()))
-            .collect();
-        for (job, task) in late {
-            self.jobs.remove(&job);
-            self.cancel_job(&job);
-            let secs = self.cfg.turn_timeout.as_secs();
-            self.park(
-                &task,
-                &format!("no outcome within {secs} s (job {job} cancelled)"),
-                "look at the lane's pane and log, then rerun the task",
-            )?;
-        }
-        Ok(())
-    }
-
-    fn drive(&mut self) -> Result<(), LoopError> {
-        loop {
-            self.start_reviews()?;
-            self.start_ready()?;
-            if !self.landing_queue.is_empty() {
-                self.land()?;
-                continue;
-            }
-            if self.jobs.is_empty() {
-                // Nothing runs that could free a lane: a waiting review never starts.
-                for (id, _) in std::mem::take(&mut self.pending_reviews) {
-                    let cap = self.status.lanes_cap;
-                    self.park(
-                        &id,
-                        &format!("no lane free for its review (cap {cap})"),
-                        "free a lane, then rerun",
-                    )?;
-                }
-                return Ok(());
-            }
-            self.wait_slice()?;
-        }
-    }
-
     /// Start Ready tasks while the pool and the lanes cap allow.
-    fn start_ready(&mut self) -> Result<(), LoopError> {
+    pub(super) fn start_ready(&mut self) -> Result<(), LoopError> {
         while self.active() < self.status.pool {
             let Some(id) = self
                 .status
@@ -428,10 +416,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             else {
                 return Ok(());
             };
+            if self.guard_before_start()? {
+                return Ok(());
+            }
             // The cap counts the live listing, never memory.
             if self.ops.live()?.len() >= self.status.lanes_cap {
                 return Ok(());
             }
+            self.status.iterations += 1;
             if let Err(e) = self.start_task(&id) {
                 self.park(
                     &id,
@@ -533,10 +525,24 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             "closeout",
             &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
         )?;
-        self.status.state = "closed".into();
-        self.status.finished_at = Some(crate::paths::now_rfc3339());
+        self.status.state = match &self.stop {
+            Some(s) => s.state().into(),
+            None => "closed".into(),
+        };
+        self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
+        self.status.finished_at = Some(super::clock::rfc3339(self.now()));
         self.status.closeout = Some(path);
         self.persist()?;
+        let summary = format!(
+            "loop{} closed ({}): {} landed, {} parked",
+            self.run.n,
+            self.status.state,
+            c.landed.len(),
+            c.parked.len()
+        );
+        self.notify("closeout", None, "", &summary);
+        // Off the loop's path until now; the close-out gives it a few seconds.
+        self.notifier.finish(NOTIFY_DRAIN);
         crate::registry::events::emit_quiet(
             &self.cfg.state_dir,
             "loop.closeout",

@@ -7,7 +7,7 @@
 
 use super::LoopError;
 use super::git;
-use super::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role};
+use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use crate::daemon::Client;
 use crate::dispatch::{DispatchSpec, dispatch};
 use crate::engine::{Action, Actor, Engine, Request, Status};
@@ -215,6 +215,55 @@ impl LaneOps for SimLanes {
             Err(e) => return Err(lane_err(&lane.id, e)),
         }
         self.mine.remove(&lane.id);
+        Ok(())
+    }
+
+    fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
+        let v = match self.client.call("pane.ls", json!({})) {
+            Ok(v) => v,
+            Err(_) => {
+                return Ok(Some(LaneObs {
+                    reachable: false,
+                    ..Default::default()
+                }));
+            }
+        };
+        let Some(p) = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"].as_str() == Some(lane.pane.as_str()))
+        else {
+            return Ok(Some(LaneObs {
+                reachable: false,
+                ..Default::default()
+            }));
+        };
+        let o = &p["observation"];
+        let s = |k: &str| o[k].as_str().map(str::to_string);
+        Ok(Some(LaneObs {
+            state: s("state").unwrap_or_default(),
+            kind: s("kind"),
+            // Carried by classifiers that read the reset time; absent otherwise.
+            resets_at: s("resets_at"),
+            output: p["bytes"].as_u64().unwrap_or(0),
+            reachable: true,
+        }))
+    }
+
+    fn answer(&mut self, lane: &LaneHandle, label: &str) -> Result<bool, LoopError> {
+        // The supervisor chooses the row by its label when it can; an older
+        // supervisor without `pane.answer`, or no menu showing, is "not answered".
+        Ok(self
+            .client
+            .call("pane.answer", json!({"pane": lane.pane, "label": label}))
+            .is_ok())
+    }
+
+    fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        self.client
+            .call("pane.keys", json!({"pane": lane.pane, "keys": ["C-c"]}))
+            .map_err(|e| lane_err(&lane.id, e))?;
         Ok(())
     }
 }

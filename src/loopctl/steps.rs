@@ -13,7 +13,6 @@ use crate::registry::heartbeat::{self, HeartbeatRequest, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
 use chrono::Utc;
 use std::path::Path;
-use std::time::Instant;
 
 /// The CI/Eval Auditor's session: the loop reports the pre-land gate run as it.
 const CI_SESSION: &str = "ci-eval-auditor";
@@ -148,7 +147,7 @@ impl<O: LaneOps> Runner<'_, O> {
         )
     }
 
-    fn dispatch(
+    pub(super) fn dispatch(
         &mut self,
         id: &str,
         job: &str,
@@ -167,8 +166,8 @@ impl<O: LaneOps> Runner<'_, O> {
             autocomplete: self.cfg.autocomplete,
         };
         self.ops.dispatch(&lane, &spec)?;
-        self.jobs
-            .insert(job.to_string(), (id.to_string(), Instant::now()));
+        let now = self.now();
+        self.jobs.insert(job.to_string(), (id.to_string(), now));
         if let Some(t) = self.task_mut(id) {
             t.job = Some(job.to_string());
         }
@@ -198,6 +197,12 @@ impl<O: LaneOps> Runner<'_, O> {
                 let q = format!("lane {lane} is waiting for a human ({decision}): {reason}");
                 let rec = format!("attach to {lane}, answer it, then rerun {id}");
                 self.run.ask(id, &q, &rec)?;
+                self.notify(
+                    "escalation",
+                    Some(id),
+                    job,
+                    &format!("{id}: a human is needed in lane {lane} ({decision})"),
+                );
                 self.rulings.push((format!("question on {id}: {q}"), rec));
                 // The lane stays up for a human until the close-out.
                 self.park(
@@ -516,8 +521,17 @@ impl<O: LaneOps> Runner<'_, O> {
             t.resume = Some(resume.to_string());
             t.job = None;
         }
+        // A park is a blocker for the guards; a landing resets the streak.
+        self.consecutive_blockers += 1;
         self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
+        let round = self.task(id).map_or(0, |t| t.round);
+        self.notify(
+            "park",
+            Some(id),
+            &format!("round {round}"),
+            &format!("{id} parked: {reason}; resume: {resume}"),
+        );
         crate::registry::events::emit_quiet(
             &self.cfg.state_dir,
             "loop.park",

@@ -64,7 +64,12 @@ pub struct Model {
     pending_ask: Option<String>,
     /// Set when the sim should exit with this code.
     pub exit: Option<u8>,
+    /// A usage limit line is shown until then.
+    limit_until: Option<Instant>,
 }
+
+/// Text every simulated limit line holds (Claude's and Codex's wording).
+const LIMIT_MARK: &str = "hit your ";
 
 /// Largest composer kept; more pasted text is dropped.
 const MAX_COMPOSER: usize = 1 << 20;
@@ -91,6 +96,7 @@ impl Model {
             turn: None,
             pending_ask: None,
             exit: None,
+            limit_until: None,
         }
     }
 
@@ -98,12 +104,18 @@ impl Model {
     pub fn deadline(&self) -> Option<Instant> {
         match self.mode {
             Mode::Starting { until } | Mode::Working { until, .. } => Some(until),
-            _ => None,
+            _ => self.limit_until,
         }
     }
 
     /// Advance timers. Returns true when something changed.
     pub fn tick(&mut self, now: Instant) -> bool {
+        if self.limit_until.is_some_and(|t| now >= t) {
+            // The limit reset: its line goes.
+            self.limit_until = None;
+            self.transcript.retain(|l| !l.contains(LIMIT_MARK));
+            return true;
+        }
         match self.mode {
             Mode::Starting { until } if now >= until => {
                 self.mode = Mode::Idle;
@@ -315,6 +327,29 @@ impl Model {
                 }
                 Step::Say(text) => self.say(&text),
                 Step::Heartbeat { status, session } => self.heartbeat(&status, session),
+                Step::Limit { ms, resets } => {
+                    let at = resets.unwrap_or_else(|| "3am (UTC)".into());
+                    let line = if self.claude() {
+                        format!("  ⎿  You've hit your limit · resets {at}")
+                    } else {
+                        format!("■ You've hit your usage limit. Try again at {at}.")
+                    };
+                    if self.claude() {
+                        // Claude answers a prompt at its limit right under the
+                        // prompt's first row (a pasted prompt shows as one row).
+                        let at = self.transcript.iter().rposition(|l| l.starts_with("❯ "));
+                        let at = at.map_or(self.transcript.len(), |i| i + 1);
+                        self.transcript.truncate(at);
+                        self.transcript.push(line);
+                    } else {
+                        self.transcript.push(line);
+                    }
+                    self.turn = None;
+                    self.osc = Osc::Idle;
+                    self.mode = Mode::Idle;
+                    self.limit_until = Some(now + Duration::from_millis(ms));
+                    return;
+                }
                 Step::Finish => {
                     self.finish(now);
                     return;

@@ -69,6 +69,14 @@ pub enum Step {
         #[serde(default)]
         session: Option<String>,
     },
+    /// Stop at a usage limit: show the agent's limit line above the prompt
+    /// and end the turn without the finished-turn marker; the line goes away
+    /// after `ms` (the limit resets). `resets` is the time shown.
+    Limit {
+        ms: u64,
+        #[serde(default)]
+        resets: Option<String>,
+    },
     /// End the turn with the finished-turn marker.
     Finish,
     /// Exit the process with this code.

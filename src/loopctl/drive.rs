@@ -1,0 +1,305 @@
+//! The runner's loop: one bounded wait per pass, and between waits the
+//! controls (`control.json`), the guards, usage-limit resumes and the
+//! pipeline's next steps. Every stop goes through the close-out.
+
+use super::LoopError;
+use super::control::{self, Control};
+use super::guards::{self, Counters, Trip};
+use super::ops::{LaneOps, Role};
+use super::runner::Runner;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// Longest one wait for outcomes before the loop looks at its queue and its
+/// controls again (wall-clock time).
+pub const WAIT_SLICE: Duration = Duration::from_millis(500);
+
+/// Why a run stops before its queue drains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// A guard tripped: decision `blocked`.
+    Guard(Trip),
+    /// `loop control <run> close-out`.
+    CloseOut(String),
+    /// `loop control <run> emergency-stop`.
+    Emergency(String),
+}
+
+impl Stop {
+    /// The run's final state.
+    pub fn state(&self) -> &'static str {
+        match self {
+            Stop::Guard(_) => "blocked",
+            Stop::CloseOut(_) => "closed",
+            Stop::Emergency(_) => "stopped",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Stop::Guard(t) => format!("guard {}: {}", t.guard, t.why),
+            Stop::CloseOut(r) => format!("control close-out: {r}"),
+            Stop::Emergency(r) => format!("control emergency-stop: {r}"),
+        }
+    }
+}
+
+/// A lane parked at a usage limit: its task waits for `resume_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitPark {
+    pub job: String,
+    pub role: Role,
+    /// When the agent said the limit resets.
+    pub resets_at: Option<DateTime<Utc>>,
+    /// When the loop looks again (a minute after `resets_at`, or backoff).
+    pub resume_at: DateTime<Utc>,
+    /// Limits seen in a row on this lane without progress in between.
+    pub parks: u32,
+    /// `WAITING:` was printed for this park.
+    pub announced: bool,
+}
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// Now, on the loop's clock.
+    pub(super) fn now(&self) -> DateTime<Utc> {
+        self.cfg.unattended.clock.now()
+    }
+
+    /// Notify (deduplicated by the intent: run, event, task, `key`).
+    pub(super) fn notify(&mut self, event: &str, task: Option<&str>, key: &str, text: &str) {
+        let run = format!("loop{}", self.run.n);
+        let id = super::notify::intent_id(&run, event, &format!("{}\n{key}", task.unwrap_or("")));
+        let at = super::clock::rfc3339(self.now());
+        self.notifier.send(super::notify::Note {
+            intent_id: id,
+            event: event.to_string(),
+            run,
+            task: task.map(str::to_string),
+            text: text.to_string(),
+            at,
+        });
+    }
+
+    pub(super) fn elapsed(&self) -> Duration {
+        super::clock::since(self.started, self.now())
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            iterations: self.status.iterations,
+            consecutive_blockers: self.consecutive_blockers,
+            elapsed: self.elapsed(),
+        }
+    }
+
+    /// True when nothing new may start (a stop, a pause, or a guard that
+    /// trips now).
+    pub(super) fn guard_before_start(&mut self) -> Result<bool, LoopError> {
+        if self.stop.is_some() || self.paused.is_some() {
+            return Ok(true);
+        }
+        match guards::check_start(&self.cfg.unattended.guards, &self.counters()) {
+            Some(t) => {
+                self.trip(t)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn trip(&mut self, t: Trip) -> Result<(), LoopError> {
+        self.decide(
+            "blocked",
+            &format!(
+                "guard {}: {}; nothing new starts, in-flight work settles, then the close-out",
+                t.guard, t.why
+            ),
+        )?;
+        self.say(&format!("stopping: guard {}: {}", t.guard, t.why));
+        self.stop = Some(Stop::Guard(t));
+        self.persist()
+    }
+
+    /// Read `control.json` and act on the control that rules.
+    fn poll_controls(&mut self) -> Result<(), LoopError> {
+        let c = match control::read(&self.run.path) {
+            Ok(c) => c,
+            Err(e) => {
+                // Reported, never read as "no controls": nothing changes.
+                self.say(&format!(
+                    "control file unreadable, ignored until fixed: {e}"
+                ));
+                return Ok(());
+            }
+        };
+        match c.ruling() {
+            Some((Control::EmergencyStop, r)) => {
+                if !matches!(self.stop, Some(Stop::Emergency(_))) {
+                    self.decide("control", &format!("emergency stop: {r}"))?;
+                    self.say(&format!("EMERGENCY STOP: {r}"));
+                    self.stop = Some(Stop::Emergency(r.to_string()));
+                }
+            }
+            Some((Control::Pause, r)) => {
+                if self.paused.is_none() {
+                    self.decide("control", &format!("pause: {r}; in-flight work settles"))?;
+                    self.say(&format!("pausing: {r} (in-flight work settles)"));
+                    self.paused = Some((r.to_string(), false));
+                    self.status.state = "pausing".into();
+                    self.persist()?;
+                }
+            }
+            Some((Control::CloseOut, r)) => {
+                self.unpause()?;
+                if self.stop.is_none() {
+                    self.decide("control", &format!("close out: {r}"))?;
+                    self.say(&format!("closing out: {r} (in-flight work finishes)"));
+                    self.stop = Some(Stop::CloseOut(r.to_string()));
+                }
+            }
+            Some((Control::Resume, _)) | None => self.unpause()?,
+        }
+        Ok(())
+    }
+
+    fn unpause(&mut self) -> Result<(), LoopError> {
+        if self.paused.take().is_some() {
+            self.decide("control", "resume")?;
+            self.say("resumed");
+            self.status.state = "running".into();
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// Sleep one slice on the loop's clock (nothing else to do).
+    fn idle(&self, d: Duration) {
+        let real = self.cfg.unattended.clock.real(d).min(WAIT_SLICE);
+        std::thread::sleep(real.max(Duration::from_millis(10)));
+    }
+
+    pub(super) fn drive(&mut self) -> Result<(), LoopError> {
+        loop {
+            self.poll_controls()?;
+            if matches!(self.stop, Some(Stop::Emergency(_))) {
+                return Ok(());
+            }
+            if self.stop.is_none()
+                && let Some(t) =
+                    guards::check_running(&self.cfg.unattended.guards, &self.counters())
+            {
+                self.trip(t)?;
+            }
+            // Paused, in-flight work settles (reviews, landings); nothing new starts.
+            if self.paused.is_none() {
+                self.resume_limits()?;
+            }
+            self.start_reviews()?;
+            self.start_ready()?;
+            if !self.landing_queue.is_empty() {
+                self.land()?;
+                continue;
+            }
+            if self.jobs.is_empty() {
+                if let Some((reason, shown)) = self.paused.clone() {
+                    if !shown {
+                        self.paused = Some((reason.clone(), true));
+                        self.status.state = "paused".into();
+                        self.persist()?;
+                        self.say(&format!("PAUSED: {reason}"));
+                    }
+                    self.idle(WAIT_SLICE);
+                    continue;
+                }
+                if self.stop.is_none() && !self.limited.is_empty() {
+                    self.wait_for_limits();
+                    continue;
+                }
+                // Nothing runs that could free a lane: a waiting review never starts.
+                for (id, _) in std::mem::take(&mut self.pending_reviews) {
+                    let cap = self.status.lanes_cap;
+                    self.park(
+                        &id,
+                        &format!("no lane free for its review (cap {cap})"),
+                        "free a lane, then rerun",
+                    )?;
+                }
+                return Ok(());
+            }
+            self.wait_slice()?;
+        }
+    }
+
+    /// Nothing runs but lanes parked at a usage limit: say what the loop
+    /// waits for, and sleep one slice toward the earliest resume.
+    fn wait_for_limits(&mut self) {
+        let mut lines = Vec::new();
+        for (task, p) in self.limited.iter_mut() {
+            if !p.announced {
+                p.announced = true;
+                lines.push(format!(
+                    "WAITING: {task} usage limit until {}",
+                    super::clock::rfc3339(p.resume_at)
+                ));
+            }
+        }
+        for l in lines {
+            self.say(&l);
+        }
+        let next = self.limited.values().map(|p| p.resume_at).min();
+        let wait = next.map_or(WAIT_SLICE, |t| super::clock::since(self.now(), t));
+        let wait = guards::bound(&self.cfg.unattended.guards, self.elapsed(), wait);
+        self.idle(wait);
+    }
+
+    /// One wait for outcomes, bounded by the wall-clock budget; turns past
+    /// the turn timeout (or the budget) are cancelled and their tasks parked.
+    fn wait_slice(&mut self) -> Result<(), LoopError> {
+        let jobs: Vec<String> = self.jobs.keys().cloned().collect();
+        let g = self.cfg.unattended.guards;
+        let budget = guards::remaining(&g, self.elapsed());
+        let slice = budget.map_or(WAIT_SLICE, |b| {
+            self.cfg.unattended.clock.real(b).min(WAIT_SLICE)
+        });
+        let outs = self.ops.wait_decision(&jobs, slice)?;
+        for (job, outcome) in outs {
+            if let Some((task, _)) = self.jobs.remove(&job) {
+                if self.limit_hit(&task, &job, &outcome)? {
+                    continue;
+                }
+                self.on_outcome(&task, &job, outcome)?;
+            }
+        }
+        self.watch_stalls()?;
+        let now = self.now();
+        let turn = self.cfg.turn_timeout;
+        // The budget bounds every turn: none outlives it.
+        let over_budget = guards::remaining(&g, self.elapsed()) == Some(Duration::ZERO);
+        let late: Vec<(String, String)> = self
+            .jobs
+            .iter()
+            .filter(|(_, (_, at))| over_budget || super::clock::since(*at, now) > turn)
+            .map(|(j, (t, _))| (j.clone(), t.clone()))
+            .collect();
+        for (job, task) in late {
+            self.jobs.remove(&job);
+            self.cancel_job(&job);
+            let why = if over_budget {
+                format!(
+                    "the wall-clock budget ran out (job {job} cancelled); deferred for the rest of the run"
+                )
+            } else {
+                format!(
+                    "no outcome within {} s (job {job} cancelled)",
+                    self.cfg.turn_timeout.as_secs()
+                )
+            };
+            self.park(
+                &task,
+                &why,
+                "look at the lane's pane and log, then rerun the task",
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,293 @@
+//! Usage limits (`LOOP.md`, "Usage limits"): a lane seen `blocked{usage_limit}`
+//! is parked — not a blocker — and resumed a minute after its `resets_at`
+//! (choosing "Stop and wait for limit to reset" by its label when the menu
+//! shows, then asking the agent to continue), or, without a reset time,
+//! re-checked with backoff up to an hour. A second limit re-parks. Each park
+//! and each resume is one `DECISIONS.md` line and one event.
+//!
+//! The decision is the live observation's, never the reason's text: a limit
+//! banner quoted in tool output is not a limit.
+
+use super::LoopError;
+use super::drive::LimitPark;
+use super::ops::{LaneOps, Outcome, Role};
+use super::runner::{Phase, Runner, slug};
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// How long after `resets_at` a parked lane is resumed.
+pub const RESUME_AFTER_RESET: Duration = Duration::from_secs(60);
+/// The first re-check of a limit without a reset time; doubles each time.
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(5 * 60);
+/// The longest re-check interval of a limit without a reset time.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60 * 60);
+/// The row of Claude's limit menu chosen on resume, by its label.
+pub const WAIT_LABEL: &str = "Stop and wait for limit to reset";
+
+/// The observation's `resets_at`, read tolerantly (absent or unreadable: none).
+pub fn parse_resets_at(s: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s?.trim())
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The backoff before the `parks`-th re-check of a limit without a reset time.
+pub fn backoff(parks: u32) -> Duration {
+    let doublings = parks.saturating_sub(1).min(16);
+    FIRST_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(MAX_BACKOFF)
+}
+
+/// When to resume a lane parked at its `parks`-th limit in a row.
+pub fn resume_at(
+    now: DateTime<Utc>,
+    resets_at: Option<DateTime<Utc>>,
+    parks: u32,
+) -> DateTime<Utc> {
+    let after = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero());
+    match resets_at {
+        Some(r) if r + after(RESUME_AFTER_RESET) > now => r + after(RESUME_AFTER_RESET),
+        Some(_) => now + after(RESUME_AFTER_RESET),
+        None => now + after(backoff(parks)),
+    }
+}
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// If `outcome` is a usage limit on the live screen, park the lane at it
+    /// (true); anything else is the pipeline's (false).
+    pub(super) fn limit_hit(
+        &mut self,
+        task: &str,
+        job: &str,
+        outcome: &Outcome,
+    ) -> Result<bool, LoopError> {
+        if !matches!(outcome, Outcome::Escalated { .. }) {
+            return Ok(false);
+        }
+        let Some(lane) = self.lanes.get(task).cloned() else {
+            return Ok(false);
+        };
+        let Some(obs) = self.ops.observe(&lane)? else {
+            return Ok(false);
+        };
+        if obs.state != "blocked" || obs.kind.as_deref() != Some("usage_limit") {
+            return Ok(false);
+        }
+        let resets_at = parse_resets_at(obs.resets_at.as_deref());
+        let parks = self.task(task).map_or(0, |t| t.limit_parks) + 1;
+        let now = self.now();
+        let at = resume_at(now, resets_at, parks);
+        let resets = resets_at.map_or("no reset time shown".to_string(), |r| {
+            format!("resets {}", super::clock::rfc3339(r))
+        });
+        let optout = self.cfg.unattended.no_resume_on_limit
+            || self
+                .cfg
+                .unattended
+                .no_resume_tasks
+                .iter()
+                .any(|t| t == task);
+        let (reason, resume) = if optout {
+            (
+                format!(
+                    "usage limit on lane {} ({resets}); not resumed (opted out)",
+                    lane.id
+                ),
+                "after the limit resets, rerun the task".to_string(),
+            )
+        } else {
+            (
+                format!("usage limit on lane {} ({resets}); limit #{parks}", lane.id),
+                format!("resumes at {}", super::clock::rfc3339(at)),
+            )
+        };
+        if let Some(t) = self.task_mut(task) {
+            t.phase = Phase::Parked;
+            t.limit_parks = parks;
+            t.reason = Some(reason.clone());
+            t.resume = Some(resume.clone());
+        }
+        self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
+        crate::registry::events::emit_quiet(
+            &self.cfg.state_dir,
+            "loop.limit.park",
+            serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
+                "resets_at": resets_at.map(super::clock::rfc3339),
+                "resume_at": (!optout).then(|| super::clock::rfc3339(at))}),
+        );
+        self.say(&format!("{task}: parked at a usage limit ({resets})"));
+        self.notify(
+            "limit.park",
+            Some(task),
+            &format!("limit {parks}"),
+            &format!("{task} parked at a usage limit ({resets}); {resume}"),
+        );
+        if !optout {
+            self.limited.insert(
+                task.to_string(),
+                LimitPark {
+                    job: job.to_string(),
+                    role: lane.role,
+                    resets_at,
+                    resume_at: at,
+                    parks,
+                    announced: false,
+                },
+            );
+        }
+        self.persist()?;
+        Ok(true)
+    }
+
+    /// Resume the lanes whose limit has reset (nothing resumes once the run
+    /// is stopping: they stay parked for the close-out).
+    pub(super) fn resume_limits(&mut self) -> Result<(), LoopError> {
+        if self.stop.is_some() {
+            return Ok(());
+        }
+        let now = self.now();
+        let due: Vec<String> = self
+            .limited
+            .iter()
+            .filter(|(_, p)| p.resume_at <= now)
+            .map(|(t, _)| t.clone())
+            .collect();
+        for task in due {
+            let Some(p) = self.limited.remove(&task) else {
+                continue;
+            };
+            let Some(lane) = self.lanes.get(&task).cloned() else {
+                continue;
+            };
+            let answered = self.ops.answer(&lane, WAIT_LABEL)?;
+            self.cancel_job(&p.job);
+            let round = self.task(&task).map_or(1, |t| t.round);
+            let (phase, role, tag) = match p.role {
+                Role::Implementer => (Phase::Implementing, "implementer", 'i'),
+                Role::Reviewer => (Phase::Reviewing, "reviewer", 'v'),
+            };
+            let job = format!(
+                "loop{}-{}-{tag}{round}-r{}",
+                self.run.n,
+                slug(&task),
+                p.parks
+            );
+            if let Some(t) = self.task_mut(&task) {
+                t.phase = phase;
+                t.reason = None;
+                t.resume = None;
+            }
+            let menu = if answered {
+                format!("chose \"{WAIT_LABEL}\", ")
+            } else {
+                String::new()
+            };
+            let report = lane.lane_dir.join(format!("report-{tag}{round}.json"));
+            let prompt = format!(
+                "The usage limit has reset: continue the interrupted work.\n[loop] task={task} round={round} role={role} continue"
+            );
+            if let Err(e) = self.dispatch(&task, &job, &prompt, &report) {
+                // Still at its limit (the lane refuses a prompt): park again, backing off.
+                let parks = p.parks + 1;
+                let at = resume_at(self.now(), None, parks);
+                let resume = format!("resumes at {}", super::clock::rfc3339(at));
+                let reason = format!(
+                    "usage limit on lane {} not over yet ({e}); limit #{parks}",
+                    lane.id
+                );
+                if let Some(t) = self.task_mut(&task) {
+                    t.phase = Phase::Parked;
+                    t.limit_parks = parks;
+                    t.reason = Some(reason.clone());
+                    t.resume = Some(resume.clone());
+                }
+                self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
+                crate::registry::events::emit_quiet(
+                    &self.cfg.state_dir,
+                    "loop.limit.park",
+                    serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
+                        "resets_at": null, "resume_at": super::clock::rfc3339(at)}),
+                );
+                self.limited.insert(
+                    task.clone(),
+                    LimitPark {
+                        resume_at: at,
+                        parks,
+                        announced: false,
+                        ..p
+                    },
+                );
+                self.persist()?;
+                continue;
+            }
+            self.decide(
+                "resume",
+                &format!(
+                    "{task}: lane {} after its usage limit: {menu}continuing as job {job}",
+                    lane.id
+                ),
+            )?;
+            crate::registry::events::emit_quiet(
+                &self.cfg.state_dir,
+                "loop.limit.resume",
+                serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "job": job}),
+            );
+            self.say(&format!(
+                "{task}: resuming lane {} after its usage limit",
+                lane.id
+            ));
+            self.notify(
+                "limit.resume",
+                Some(&task),
+                &format!("limit {}", p.parks),
+                &format!("{task} resumed after its usage limit"),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        parse_resets_at(Some(s)).unwrap()
+    }
+
+    #[test]
+    fn resume_a_minute_after_the_reset() {
+        let now = t("2026-12-01T02:00:00Z");
+        assert_eq!(
+            resume_at(now, Some(t("2026-12-01T03:00:00Z")), 1),
+            t("2026-12-01T03:01:00Z")
+        );
+        // A reset already past: a minute from now.
+        assert_eq!(
+            resume_at(now, Some(t("2026-12-01T01:00:00Z")), 1),
+            t("2026-12-01T02:01:00Z")
+        );
+    }
+
+    #[test]
+    fn without_a_reset_time_back_off_up_to_an_hour() {
+        assert_eq!(backoff(1), Duration::from_secs(300));
+        assert_eq!(backoff(2), Duration::from_secs(600));
+        assert_eq!(backoff(4), Duration::from_secs(2400));
+        assert_eq!(backoff(5), MAX_BACKOFF);
+        assert_eq!(backoff(40), MAX_BACKOFF);
+        let now = t("2026-12-01T02:00:00Z");
+        assert_eq!(resume_at(now, None, 1), t("2026-12-01T02:05:00Z"));
+    }
+
+    #[test]
+    fn resets_at_is_read_tolerantly() {
+        assert_eq!(parse_resets_at(None), None);
+        assert_eq!(parse_resets_at(Some("3pm")), None);
+        assert_eq!(
+            parse_resets_at(Some("2026-12-01T03:00:00-08:00")),
+            Some(t("2026-12-01T11:00:00Z"))
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! What an unattended run is given beyond the pipeline's own settings: the
+//! clock, the guards, usage-limit and stall handling (`LOOP.md`).
+
+use super::clock::{Clock, RealClock};
+use super::guards::Guards;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A lane that works with no output change this long is `stalled`.
+pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(15 * 60);
+
+/// The unattended part of a run's configuration.
+#[derive(Debug, Clone)]
+pub struct Unattended {
+    /// Every timing of the run reads this clock.
+    pub clock: Arc<dyn Clock>,
+    pub guards: Guards,
+    /// Park a lane at a usage limit and leave it (no resume) for the whole run.
+    pub no_resume_on_limit: bool,
+    /// Lanes (by task id) that are never resumed after a usage limit.
+    pub no_resume_tasks: Vec<String>,
+    /// `working` with no output change this long is `stalled`.
+    pub stall_after: Duration,
+    /// Interrupt a stalled lane once after this long (`None`: never).
+    pub stall_kill_after: Option<Duration>,
+    /// `--notify-cmd`, `--notify-url`.
+    pub notify: super::notify::Targets,
+}
+
+impl Default for Unattended {
+    fn default() -> Self {
+        Unattended {
+            clock: Arc::new(RealClock),
+            guards: Guards::default(),
+            no_resume_on_limit: false,
+            no_resume_tasks: Vec::new(),
+            stall_after: DEFAULT_STALL_AFTER,
+            stall_kill_after: None,
+            notify: Default::default(),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Stall classes (`LOOP.md`, "Stall classes"): each lane that is not
+//! progressing says why — `stalled` (working with no output change for
+//! `--stall-after`), `auth-dead` (a setup dialog), `parked` (a usage limit),
+//! `needs-human` (a permission or a question), `unreachable` (its pane cannot
+//! be reached). Nothing is killed on a short timer: a stalled lane is
+//! recorded, and only past `--stall-kill-after` (off by default) interrupted,
+//! once.
+
+use super::LoopError;
+use super::ops::{LaneObs, LaneOps};
+use super::runner::Runner;
+use std::time::Duration;
+
+/// Why a lane is not progressing.
+pub fn class(obs: &LaneObs, quiet_for: Duration, stall_after: Duration) -> Option<&'static str> {
+    if !obs.reachable {
+        return Some("unreachable");
+    }
+    match (obs.state.as_str(), obs.kind.as_deref()) {
+        ("blocked", Some("setup")) => Some("auth-dead"),
+        ("blocked", Some("usage_limit")) => Some("parked"),
+        ("blocked", _) => Some("needs-human"),
+        ("working", _) if quiet_for >= stall_after => Some("stalled"),
+        _ => None,
+    }
+}
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// Look at every lane with a job in flight: record a change of stall
+    /// class (one `stall` decision), and interrupt a stalled lane once past
+    /// `--stall-kill-after`.
+    pub(super) fn watch_stalls(&mut self) -> Result<(), LoopError> {
+        let tasks: Vec<String> = self.jobs.values().map(|(t, _)| t.clone()).collect();
+        let now = self.now();
+        let stall_after = self.cfg.unattended.stall_after;
+        let kill_after = self.cfg.unattended.stall_kill_after;
+        let mut changed = false;
+        for task in tasks {
+            let Some(lane) = self.lanes.get(&task).cloned() else {
+                continue;
+            };
+            let Some(obs) = self.ops.observe(&lane)? else {
+                continue;
+            };
+            let entry = self
+                .quiet
+                .entry(task.clone())
+                .or_insert((obs.output, now, false));
+            if entry.0 != obs.output {
+                *entry = (obs.output, now, entry.2);
+            }
+            let quiet_for = super::clock::since(entry.1, now);
+            let interrupted = entry.2;
+            let class = class(&obs, quiet_for, stall_after).map(str::to_string);
+            let prior = self.task(&task).and_then(|t| t.stall.clone());
+            if class != prior {
+                changed = true;
+                if let Some(c) = &class {
+                    let why = match c.as_str() {
+                        "stalled" => format!(
+                            "working with no output change for {} s",
+                            quiet_for.as_secs()
+                        ),
+                        _ => format!("observed {}", obs.kind.as_deref().unwrap_or(&obs.state)),
+                    };
+                    self.decide(
+                        "stall",
+                        &format!("{task}: lane {} is {c}: {why}; not killed", lane.id),
+                    )?;
+                    crate::registry::events::emit_quiet(
+                        &self.cfg.state_dir,
+                        "loop.stall",
+                        serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "class": c}),
+                    );
+                    self.say(&format!("{task}: lane {} is {c}", lane.id));
+                }
+                if let Some(t) = self.task_mut(&task) {
+                    t.stall = class.clone();
+                }
+            }
+            if class.as_deref() == Some("stalled")
+                && !interrupted
+                && kill_after.is_some_and(|k| quiet_for >= k)
+            {
+                self.ops.interrupt(&lane)?;
+                if let Some(e) = self.quiet.get_mut(&task) {
+                    e.2 = true;
+                }
+                self.decide(
+                    "stall",
+                    &format!(
+                        "{task}: lane {} interrupted once after {} s stalled",
+                        lane.id,
+                        quiet_for.as_secs()
+                    ),
+                )?;
+            }
+        }
+        if changed {
+            self.persist()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(state: &str, kind: Option<&str>) -> LaneObs {
+        LaneObs {
+            state: state.into(),
+            kind: kind.map(str::to_string),
+            reachable: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_class_from_its_observation() {
+        let m15 = Duration::from_secs(900);
+        let short = Duration::from_secs(30);
+        assert_eq!(
+            class(&obs("working", None), short, m15),
+            None,
+            "30 s quiet is not a stall"
+        );
+        assert_eq!(class(&obs("working", None), m15, m15), Some("stalled"));
+        assert_eq!(
+            class(&obs("blocked", Some("setup")), short, m15),
+            Some("auth-dead")
+        );
+        assert_eq!(
+            class(&obs("blocked", Some("usage_limit")), short, m15),
+            Some("parked")
+        );
+        assert_eq!(
+            class(&obs("blocked", Some("permission")), short, m15),
+            Some("needs-human")
+        );
+        assert_eq!(
+            class(&obs("blocked", Some("question")), short, m15),
+            Some("needs-human")
+        );
+        assert_eq!(class(&obs("idle", None), m15, m15), None);
+        let gone = LaneObs {
+            reachable: false,
+            ..obs("working", None)
+        };
+        assert_eq!(class(&gone, short, m15), Some("unreachable"));
+    }
+}

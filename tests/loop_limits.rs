@@ -1,0 +1,154 @@
+//! Usage limits in the loop, with sim agents in real panes on a fast clock:
+//! a limit parks the lane (not a blocker) and it resumes and lands; a limit
+//! sentence quoted in the agent's output parks nothing.
+
+mod common;
+
+use common::Drover;
+use drover::loopctl::guards::Guards;
+use drover::loopctl::ops::{LaneSpec, Role};
+use drover::loopctl::runner::{self, Phase, RunConfig};
+use drover::loopctl::settings::Unattended;
+use drover::loopctl::simlanes::SimLanes;
+use drover::loopctl::{charter, clock};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn task_file(dir: &Path, n: u32, files: &[&str]) {
+    let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();
+    let text = format!(
+        "---\nid: TASK-{n}\ntitle: Task {n}\nstatus: To Do\nlabels: []\ndependencies: []\nmodified_files:\n{files}priority: medium\n---\n\n## Description\n\nTask {n}.\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 done\n<!-- AC:END -->\n"
+    );
+    std::fs::write(dir.join(format!("task-{n} - Task-{n}.md")), text).unwrap();
+}
+
+/// A repo with `n` tasks, TASK-k claiming `f<k>.txt`, and a charter.
+fn setup(d: &Drover, n: u32, gate: &str) -> (PathBuf, PathBuf) {
+    let root = d.scratch();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    for k in 1..=n {
+        task_file(&tasks, k, &[&format!("f{k}.txt")]);
+    }
+    let charter = root.join("CHARTER.md");
+    std::fs::write(
+        &charter,
+        format!("# Night run\n\n- lanes: 4\n- pool: 1\n- gate: `{gate}`\n"),
+    )
+    .unwrap();
+    (repo, charter)
+}
+
+const REVIEWER: &str = "[[turn]]\nsteps = [{ work = 100 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n";
+
+fn lanes(d: &Drover, imp: String) -> SimLanes {
+    let exe = PathBuf::from(common::BIN);
+    let client =
+        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let scripts = move |s: &LaneSpec| match s.role {
+        Role::Implementer => imp.clone(),
+        Role::Reviewer => REVIEWER.to_string(),
+    };
+    SimLanes::new(&d.state, client, &exe, Box::new(scripts))
+}
+
+fn config(d: &Drover, repo: &Path, charter: &Path, u: Unattended) -> RunConfig {
+    RunConfig {
+        state_dir: d.state.clone(),
+        repo: repo.to_path_buf(),
+        board_dir: repo.join("backlog"),
+        charter: charter::load(charter).unwrap(),
+        base: None,
+        pool: None,
+        ship_cmd: None,
+        autocomplete: true,
+        repair_rounds: 1,
+        turn_timeout: Duration::from_secs(120),
+        unattended: u,
+    }
+}
+
+fn fast() -> Unattended {
+    Unattended {
+        clock: Arc::new(clock::FastClock::new(chrono::Utc::now(), 600)),
+        guards: Guards {
+            max_consecutive_blockers: 0,
+            ..Guards::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Guards usage-limit parking: TASK-1's lane hits a limit (no reset time on
+/// screen), is parked with backoff — re-parked while the limit lasts — then
+/// resumed with a "continue" turn, and lands; each park and the resume are
+/// DECISIONS.md lines, and the park is no blocker.
+#[test]
+fn a_limit_parks_the_lane_then_it_resumes_and_lands() {
+    let d = Drover::new();
+    let (repo, charter) = setup(&d, 1, "true");
+    let imp = "[[turn]]\nmatch = \"role=implementer continue\"\nsteps = [{ work = 100 }, { write = { path = \"f1.txt\", content = \"1\\n\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n[[turn]]\nsteps = [{ work = 200 }, { limit = { ms = 2500 } }]\n".to_string();
+    let mut ops = lanes(&d, imp);
+    let mut cfg = config(&d, &repo, &charter, fast());
+    cfg.turn_timeout = Duration::from_secs(24 * 3600);
+    let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
+    let t = &st.tasks[0];
+    assert_eq!(t.phase, Phase::Landed, "{t:?}");
+    assert!(t.limit_parks >= 1, "{t:?}");
+    assert_eq!(st.state, "closed");
+    let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    assert!(
+        dec.lines()
+            .any(|l| l.contains(" park: TASK-1: usage limit on lane l1-impl-task-1")),
+        "{dec}"
+    );
+    assert_eq!(
+        dec.lines()
+            .filter(|l| l.contains(" resume: TASK-1: lane l1-impl-task-1 after its usage limit"))
+            .count(),
+        1,
+        "{dec}"
+    );
+    let events = std::fs::read_to_string(d.state.join("registry/events.jsonl")).unwrap_or_default();
+    assert!(
+        events.contains("loop.limit.park") && events.contains("loop.limit.resume"),
+        "{events}"
+    );
+}
+
+/// Guards the quoted banner: the limit sentence in the agent's own output,
+/// followed by more output and a finished turn, is not a limit.
+#[test]
+fn a_limit_quoted_in_output_parks_nothing() {
+    let d = Drover::new();
+    let (repo, charter) = setup(&d, 1, "true");
+    let imp = "[[turn]]\nsteps = [{ work = 100 }, { say = \"The log says: You've hit your limit · resets 3am (UTC)\" }, { say = \"That was another account; carrying on.\" }, { write = { path = \"f1.txt\", content = \"1\\n\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n".to_string();
+    let mut ops = lanes(&d, imp);
+    let st = runner::run(&mut ops, config(&d, &repo, &charter, fast()), |m| {
+        eprintln!("loop: {m}")
+    })
+    .unwrap();
+    let t = &st.tasks[0];
+    assert_eq!(t.phase, Phase::Landed, "{t:?}");
+    assert_eq!(t.limit_parks, 0);
+    let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    assert!(!dec.contains("usage limit"), "{dec}");
+}

@@ -5,9 +5,11 @@
 //! and exit through [`PaneEvents`] so the layers above (classifier, barriers)
 //! are driven by events, never by polling.
 
+mod input;
 mod keys;
 mod native;
 mod procfs;
+pub mod reap;
 mod spawn;
 mod spec;
 
@@ -20,9 +22,9 @@ pub use spec::{
 
 use std::path::PathBuf;
 
-/// Writes queued for a pane that is not reading its input before senders are
-/// refused: a pane that never reads must not stall the supervisor.
-pub const INPUT_QUEUE: usize = 64;
+pub use input::INPUT_QUEUE_BYTES;
+pub use reap::{Member, ProcIds};
+pub use spawn::PANE_MARKER_ENV;
 
 /// SIGTERM → SIGKILL grace when a pane is killed.
 pub const KILL_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
@@ -67,7 +69,8 @@ pub enum PaneError {
     #[error("pane {0} has exited; respawn it first")]
     Exited(String),
     #[error(
-        "pane {0} is not reading its input ({INPUT_QUEUE} writes are queued); nothing more is sent until it does"
+        "pane {0} is not reading its input ({mib} MiB are queued); nothing more is sent until it does",
+        mib = INPUT_QUEUE_BYTES >> 20
     )]
     NotReading(String),
     #[error("pty I/O on pane {pane}: {source}")]
@@ -85,7 +88,10 @@ impl PaneError {
     pub fn is_usage(&self) -> bool {
         !matches!(
             self,
-            PaneError::Spawn { .. } | PaneError::Io { .. } | PaneError::Exited(_)
+            PaneError::Spawn { .. }
+                | PaneError::Io { .. }
+                | PaneError::Exited(_)
+                | PaneError::NotReading(_)
         )
     }
 }

@@ -4,6 +4,7 @@
 
 mod barrier_source;
 pub mod client;
+mod conn_limit;
 mod deliver;
 mod detect;
 mod evidence_watch;

@@ -179,10 +179,26 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(ServeError::Runtime)?;
     let my_uid = nix::unistd::getuid().as_raw();
+    // Orphans of panes' trees are re-parented here, not to init.
+    if let Err(e) = crate::pane::reap::become_subreaper() {
+        tracing::warn!(error = %e, "cannot become a child subreaper; escaped pane processes go to init");
+    }
+    let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+        .map_err(ServeError::Runtime)?;
+    let mut gate = super::conn_limit::Gate::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // EMFILE/ENFILE: the connection stays queued; retrying
+                        // at once would spin.
+                        gate.accept_failed(&e);
+                        tokio::time::sleep(super::conn_limit::ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                };
                 match stream.peer_cred() {
                     Ok(cred) if cred.uid() == my_uid => {}
                     _ => {
@@ -190,8 +206,18 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
                         continue;
                     }
                 }
+                let Some(slot) = gate.admit() else {
+                    tokio::spawn(super::conn_limit::refuse(stream, gate.cap()));
+                    continue;
+                };
                 let sup = sup.clone();
-                tokio::spawn(async move { connection(sup, stream).await });
+                tokio::spawn(async move {
+                    connection(sup, stream).await;
+                    drop(slot);
+                });
+            }
+            _ = sigchld.recv() => {
+                let _ = tokio::task::spawn_blocking(crate::pane::reap::reap_orphans).await;
             }
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
@@ -214,11 +240,16 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     for k in kills {
         let _ = k.await;
     }
+    // What the panes' kills did not claim (re-parented to us) ends too.
+    let _ = tokio::task::spawn_blocking(|| crate::pane::reap::end_orphans(Duration::from_secs(3)))
+        .await;
     Ok(())
 }
 
 async fn connection(sup: Arc<Sup>, stream: UnixStream) {
-    let (mut rd, mut wr) = stream.into_split();
+    let (rd, mut wr) = stream.into_split();
+    // Buffered so a hang-up can be noticed without consuming a frame.
+    let mut rd = tokio::io::BufReader::new(rd);
     loop {
         let frame = match read_frame_async(&mut rd).await {
             Ok(Some(f)) => f,
@@ -259,7 +290,19 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
             super::server_attach::attach(sup, req, rd, wr).await;
             return;
         }
-        let resp = handle(&sup, req).await;
+        let resp = if matches!(req.op.as_str(), "wait" | "deliver") {
+            // Long requests end at once when the client hangs up: a dead
+            // client must not hold its socket (and a barrier) until timeout.
+            tokio::select! {
+                resp = handle(&sup, req) => resp,
+                () = super::conn_limit::hung_up(&mut rd) => {
+                    tracing::debug!("client hung up; request dropped");
+                    return;
+                }
+            }
+        } else {
+            handle(&sup, req).await
+        };
         if wr.write_all(&encode_json(&resp)).await.is_err() {
             return;
         }

@@ -22,7 +22,7 @@ enum End {
 pub(super) async fn attach(
     sup: Arc<Sup>,
     req: Request,
-    mut rd: OwnedReadHalf,
+    mut rd: tokio::io::BufReader<OwnedReadHalf>,
     mut wr: OwnedWriteHalf,
 ) {
     let id = req.id;

@@ -354,3 +354,64 @@ fn supervisor_stop_ends_the_attach_and_restores_the_terminal() {
     }
     op.assert_restored();
 }
+
+/// Guards: attach draws from the screen model, so nothing an app prints can
+/// drive the operator's terminal — no clipboard write or read (OSC 52), no
+/// title flood (OSC 0), no colour query (OSC 10/11 ?), no DCS (`+q`), no
+/// window report request (`CSI 21t`, `CSI 14t`). They used to be forwarded raw.
+#[test]
+fn hostile_output_never_reaches_the_attached_terminal() {
+    let d = Drover::new();
+    let script = r#"stty -echo; echo ready
+IFS= read -r go
+printf '\033]52;c;aGVsbG8gY2xpcGJvYXJk\007\033]52;c;?\007\033]52;p;?\033\\'
+i=0; while [ $i -lt 300 ]; do printf '\033]0;title %d\007\033]2;t%d\007' $i $i; i=$((i+1)); done
+printf '\033P+q544e\033\\\033P$qm\033\\\033[21t\033[14t\033[18t'
+printf '\033]10;?\007\033]11;?\033\\\033]4;1;?\007\033]12;?\007'
+printf '\033[31mred\033[0m after-%d\n' $((2+3))
+sleep 1000"#;
+    d.new_pane(
+        "hostile",
+        &[],
+        &["bash", "--norc", "--noprofile", "-c", script],
+    );
+    d.wait_text("hostile", "ready", T);
+    let mut op = Operator::attach(&d, "hostile", 100, 30);
+    op.wait_screen("ready");
+    op.type_(b"go\r");
+    op.wait_screen("after-5");
+    let log = op.log.lock().unwrap().clone();
+    for (what, seq) in [
+        ("an OSC (clipboard, title, colour query)", &b"\x1b]"[..]),
+        ("a C1 OSC", b"\x9d"),
+        ("a DCS", b"\x1bP"),
+        ("a C1 DCS", b"\x90"),
+        ("a window report request", b"t\x1b"),
+        ("CSI 21t", b"\x1b[21t"),
+        ("CSI 14t", b"\x1b[14t"),
+        ("CSI 18t", b"\x1b[18t"),
+    ] {
+        assert!(
+            !log.windows(seq.len()).any(|w| w == seq),
+            "{what} reached the operator's terminal: {:?}",
+            String::from_utf8_lossy(&log)
+        );
+    }
+    // The text and its colour did arrive, drawn from the screen.
+    let row = op
+        .text()
+        .lines()
+        .position(|l| l.contains("after-5"))
+        .unwrap() as u16;
+    let red = op
+        .screen
+        .lock()
+        .unwrap()
+        .screen()
+        .cell(row, 0)
+        .map(|c| c.fgcolor());
+    assert_eq!(red, Some(vt100::Color::Idx(1)), "colour lost");
+    op.type_(b"\x1c");
+    assert_eq!(op.exit_code(), 0);
+    op.assert_restored();
+}

@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// How long kill waits for a SIGKILLed group to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
-/// Output chunks buffered for an attached client before it is marked lagging
-/// (and repainted from the screen instead of fed every byte).
-const ATTACH_QUEUE: usize = 256;
+/// Events (exit, kick) buffered for an attached client.
+const ATTACH_QUEUE: usize = 8;
+/// Terminal queries held for an attached client's next frame, at most.
+const ATTACH_QUERIES: usize = 4096;
 const READ_BUF: usize = 64 * 1024;
 /// While output keeps coming, wake the pane's watchers at most this often
 /// (always at the end of a burst). Must stay below the detector's burst-quiet
@@ -63,29 +64,33 @@ pub struct PaneInfo {
     pub attached: bool,
 }
 
-/// Messages to an attached client.
+/// Events for an attached client (output is pulled, see [`NativePane::attach_frame`]).
 #[derive(Debug)]
 pub enum AttachMsg {
-    Output(Vec<u8>),
     Exited(ExitInfo),
     Kicked,
 }
 
-/// What an attaching client receives: the replay of the screen, then a stream.
+/// What an attaching client receives: the first frame, then a wake-up
+/// whenever the screen changed and events.
 #[derive(Debug)]
 pub struct AttachHandle {
     pub id: u64,
+    /// The whole screen, drawn from the model.
     pub repaint: Vec<u8>,
     pub rx: tokio::sync::mpsc::Receiver<AttachMsg>,
-    /// Set when output was dropped because the client fell behind: the client
-    /// must be repainted from the screen.
-    pub lagged: Arc<AtomicBool>,
+    /// Notified when the screen changed: fetch [`NativePane::attach_frame`].
+    /// Wake-ups coalesce, so a slow client gets fewer, larger frames.
+    pub wake: Arc<tokio::sync::Notify>,
 }
 
 struct AttachSlot {
     id: u64,
     tx: tokio::sync::mpsc::Sender<AttachMsg>,
-    lagged: Arc<AtomicBool>,
+    wake: Arc<tokio::sync::Notify>,
+    renderer: crate::screen::Renderer,
+    /// Queries for the attached terminal to answer, sent after the next frame.
+    queries: Vec<u8>,
 }
 
 struct Inner {
@@ -315,6 +320,9 @@ impl NativePane {
                 source: std::io::Error::other(e.to_string()),
             })?;
         g.screen.resize(cols, rows);
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
+        }
         drop(g);
         self.events.output();
         Ok(())
@@ -425,30 +433,46 @@ impl NativePane {
         Ok(generation)
     }
 
-    /// Attach a client: kicks any attached client, returns the replay and the stream.
+    /// Attach a client: kicks any attached client, returns the first frame
+    /// and the stream of wake-ups and events.
     pub fn attach(&self) -> AttachHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
-        let lagged = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(tokio::sync::Notify::new());
         let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
         let mut g = lock(&self.inner);
         if let Some(old) = g.attach.take() {
             let _ = old.tx.try_send(AttachMsg::Kicked);
         }
-        let repaint = g.screen.repaint();
+        let mut renderer = crate::screen::Renderer::new();
+        let repaint = renderer.frame(&g.screen);
         if let Some(exit) = &g.exit {
             let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
         }
         g.attach = Some(AttachSlot {
             id,
             tx,
-            lagged: lagged.clone(),
+            wake: wake.clone(),
+            renderer,
+            queries: Vec::new(),
         });
         AttachHandle {
             id,
             repaint,
             rx,
-            lagged,
+            wake,
         }
+    }
+
+    /// What changed on the screen since client `id`'s last frame, drawn from
+    /// the model, then the terminal queries it should answer; `None` once
+    /// another client took over.
+    pub fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+        let mut g = lock(&self.inner);
+        let Inner { screen, attach, .. } = &mut *g;
+        let slot = attach.as_mut().filter(|a| a.id == id)?;
+        let mut out = slot.renderer.frame(screen);
+        out.append(&mut slot.queries);
+        Some(out)
     }
 
     /// Detach client `id` (no-op when another client has taken over).
@@ -457,11 +481,6 @@ impl NativePane {
         if g.attach.as_ref().is_some_and(|a| a.id == id) {
             g.attach = None;
         }
-    }
-
-    /// A repaint of the current screen (for a lagging client).
-    pub fn repaint(&self) -> Vec<u8> {
-        lock(&self.inner).screen.repaint()
     }
 }
 
@@ -546,22 +565,32 @@ fn parser_loop(
             for chunk in &batch {
                 g.screen.process(chunk);
                 if g.screen.hooks().has_queries() {
-                    let replies = g.screen.take_replies();
-                    // While a client is attached, its real terminal answers.
-                    // Dropped when the app is not reading its input: a query
-                    // flood must not grow memory or stall the parser.
-                    if g.attach.is_none() && !replies.is_empty() {
-                        let _ = g.input.push(&[&replies]);
+                    let Inner {
+                        screen,
+                        attach,
+                        input,
+                        ..
+                    } = &mut *g;
+                    if let Some(a) = attach {
+                        // While a client is attached, its real terminal
+                        // answers (the query is re-issued after the frame).
+                        let q = screen.take_terminal_queries();
+                        if a.queries.len() + q.len() <= ATTACH_QUERIES {
+                            a.queries.extend_from_slice(&q);
+                        }
+                    } else {
+                        // Dropped when the app is not reading its input: a
+                        // query flood must not grow memory or stall the parser.
+                        let replies = screen.take_replies();
+                        if !replies.is_empty() {
+                            let _ = input.push(&[&replies]);
+                        }
                     }
                 }
             }
             g.last_output = Instant::now();
             if let Some(a) = &g.attach {
-                for chunk in batch.drain(..) {
-                    if a.tx.try_send(AttachMsg::Output(chunk)).is_err() {
-                        a.lagged.store(true, Ordering::Release);
-                    }
-                }
+                a.wake.notify_one();
             }
         }
         let left = queued.fetch_sub(taken, Ordering::AcqRel) - taken;

@@ -9,6 +9,7 @@ mod deliver;
 mod detect;
 mod evidence_watch;
 mod hub;
+mod lost;
 mod observe;
 pub mod protocol;
 mod server;

@@ -74,6 +74,8 @@ pub(super) struct Sup {
     creating: Mutex<std::collections::HashSet<String>>,
     pub(super) epoch: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
+    /// Panes a previous supervisor left behind (`pane ls` shows them as lost).
+    pub(super) lost: Mutex<HashMap<String, Value>>,
 }
 
 struct Events {
@@ -166,6 +168,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         creating: Mutex::new(std::collections::HashSet::new()),
         epoch,
         shutdown,
+        lost: Mutex::new(HashMap::new()),
     });
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
@@ -174,6 +177,9 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         super::evidence_watch::mark_restart(&dir);
     })
     .await;
+    // Before any pane of ours exists: every record found is a lost pane.
+    super::lost::recover(&sup).await;
+    tokio::spawn(super::lost::refresher(sup.clone()));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(ServeError::Runtime)?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -231,8 +237,10 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     let kills: Vec<_> = entries
         .into_iter()
         .map(|e| {
+            let sup = sup.clone();
             tokio::task::spawn_blocking(move || {
                 e.pane.kill();
+                super::lost::forget(&sup, e.pane.name());
                 e.notify.notify_one();
             })
         })
@@ -402,6 +410,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                     v
                 })
                 .collect();
+            out.extend(lock(&sup.lost).values().cloned());
             out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
             Ok(Value::Array(out))
         }
@@ -462,12 +471,26 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
         }
         "pane.kill" => {
             let name = arg_str(args, "pane")?.to_string();
-            let e = lock(&sup.panes).remove(&name).ok_or_else(|| {
-                Response::err(0, ErrorCode::NotFound, format!("no pane named {name}"))
-            })?;
+            let removed = lock(&sup.panes).remove(&name);
+            let Some(e) = removed else {
+                // A lost pane (its processes are being or were ended) is dismissed.
+                if lock(&sup.lost).remove(&name).is_some() {
+                    return Ok(json!({"pane": name, "killed": false, "dismissed": true}));
+                }
+                return Err(Response::err(
+                    0,
+                    ErrorCode::NotFound,
+                    format!("no pane named {name}"),
+                ));
+            };
             let pid = e.pane.info().pid;
             let e2 = e.clone();
-            let _ = tokio::task::spawn_blocking(move || e2.pane.kill()).await;
+            let sup2 = sup.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                e2.pane.kill();
+                super::lost::forget(&sup2, e2.pane.name());
+            })
+            .await;
             e.notify.notify_one();
             sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %name, pid, "pane killed");
@@ -494,6 +517,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                     obs.evidence = vec!["respawned".into()];
                 }
             }
+            super::lost::record(sup, &e.pane);
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
@@ -579,6 +603,8 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
             notify,
             output,
         });
+        super::lost::record(&sup2, &entry.pane);
+        lock(&sup2.lost).remove(&name);
         lock(&sup2.panes).insert(name, entry.clone());
         Ok(entry)
     })

@@ -10,6 +10,7 @@ mod keys;
 mod native;
 mod procfs;
 pub mod reap;
+pub mod record;
 mod spawn;
 mod spec;
 

@@ -7,25 +7,33 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-/// Tags (sleep durations) of the escapees, one per kind.
-const ESCAPES: [(&str, &str); 5] = [
-    ("setsid", "100001"),
-    ("setpgid", "100002"),
-    ("ignores SIGHUP", "100003"),
-    ("ignores SIGTERM", "100004"),
-    ("setsid, ignores SIGHUP and SIGTERM", "100005"),
+/// The escape kinds; escapee `i` of a test with tag base `b` sleeps `b + i + 1`
+/// seconds (tests run in parallel: each has its own base).
+const ESCAPES: [&str; 5] = [
+    "setsid",
+    "setpgid",
+    "ignores SIGHUP",
+    "ignores SIGTERM",
+    "setsid, ignores SIGHUP and SIGTERM",
 ];
 
 /// A shell that starts one process of each escape kind, then waits.
-fn escape_script() -> String {
-    r#"setsid sleep 100001 &
-python3 -c 'import os,time; os.setpgid(0,0); time.sleep(100002)' &
-(trap '' HUP; exec sleep 100003) &
-(trap '' TERM; exec sleep 100004) &
-setsid bash -c "trap '' HUP TERM; exec sleep 100005" &
+fn escape_script(base: u32) -> String {
+    let t = |i: u32| base + i;
+    format!(
+        r#"setsid sleep {} &
+python3 -c 'import os,time; os.setpgid(0,0); time.sleep({})' &
+(trap '' HUP; exec sleep {}) &
+(trap '' TERM; exec sleep {}) &
+setsid bash -c "trap '' HUP TERM; exec sleep {}" &
 echo started
-wait"#
-        .to_string()
+wait"#,
+        t(1),
+        t(2),
+        t(3),
+        t(4),
+        t(5)
+    )
 }
 
 /// The pid running `sleep TAG` (or python sleeping TAG) that is not a zombie.
@@ -44,15 +52,16 @@ fn escapee(tag: &str) -> Option<i32> {
 }
 
 /// Start the escape pane and wait until all five escapees run; their pids.
-fn start_escapes(d: &Drover, name: &str) -> Vec<(&'static str, i32)> {
-    d.new_pane(name, &[], &["bash", "-c", &escape_script()]);
+fn start_escapes(d: &Drover, name: &str, base: u32) -> Vec<(&'static str, i32)> {
+    d.new_pane(name, &[], &["bash", "-c", &escape_script(base)]);
     d.wait_text(name, "started", T);
     let mut pids = Vec::new();
-    for (kind, tag) in ESCAPES {
+    for (i, kind) in ESCAPES.into_iter().enumerate() {
+        let tag = (base + i as u32 + 1).to_string();
         let mut pid = None;
         assert!(
             wait_until(T, || {
-                pid = escapee(tag);
+                pid = escapee(&tag);
                 pid.is_some()
             }),
             "{kind} escapee never started"
@@ -78,7 +87,7 @@ fn assert_all_ended(pids: &[(&str, i32)], after: &str) {
 #[test]
 fn pane_kill_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
     let d = Drover::new();
-    let pids = start_escapes(&d, "esc");
+    let pids = start_escapes(&d, "esc", 100_010);
     d.ok(&["pane", "kill", "esc"]);
     assert_all_ended(&pids, "pane kill");
     // Reaped, not left as zombies of the supervisor.
@@ -94,7 +103,7 @@ fn pane_kill_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
 #[test]
 fn kill_server_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
     let d = Drover::new();
-    let pids = start_escapes(&d, "esc");
+    let pids = start_escapes(&d, "esc", 100_020);
     let server = d.server_pid().unwrap();
     d.ok(&["kill-server"]);
     assert!(
@@ -110,7 +119,7 @@ fn kill_server_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
 #[test]
 fn after_kill_9_the_next_supervisor_reports_lost_panes_and_ends_them() {
     let d = Drover::new();
-    let pids = start_escapes(&d, "esc");
+    let pids = start_escapes(&d, "esc", 100_030);
     let rec_path = d.state.join("panes").join("esc.json");
     let rec: Value = serde_json::from_str(&std::fs::read_to_string(&rec_path).unwrap()).unwrap();
     assert_eq!(rec["schema_version"], 1);

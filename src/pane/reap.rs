@@ -248,7 +248,10 @@ fn children() -> Vec<(u32, Stat)> {
         for t in tasks.filter_map(|e| e.ok()) {
             if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
                 listed = true;
-                pids.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
             }
         }
     }

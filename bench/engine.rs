@@ -1,4 +1,4 @@
-//! Engine benchmark (SPEC §13): N processes × M transitions with fsync on shared
+//! Engine benchmark (docs/performance.md): N processes × M transitions with fsync on shared
 //! jobs → transitions/s and lost updates (must be 0), beside a peer: the same
 //! processes doing the bare minimum of a durable compare-and-swap (a locked
 //! read-modify-write of one JSON document through `store::update_json`).

@@ -1,4 +1,4 @@
-//! Idle-cost benchmark (SPEC §13, issue 3): 32 idle sim panes for 30 s — the
+//! Idle-cost benchmark (docs/performance.md, issue 3): 32 idle sim panes for 30 s — the
 //! supervisor's CPU time and RSS, side by side with a tmux server hosting the
 //! same 32 sim agents (the spec's reference: tmux 0 ms CPU, 4 MB).
 //!
@@ -24,9 +24,9 @@ use support::{
 const TARGET_CPU_PCT: f64 = 1.0;
 const TARGET_RSS_BASE_MB: f64 = 64.0;
 const TARGET_RSS_PER_PANE_MB: f64 = 1.0;
-/// SPEC §13 reference for 32 idle panes over 30 s.
-const SPEC_TMUX: (f64, f64) = (0.0, 4.0);
-const SPEC_HERDR: (f64, f64) = (830.0, 28.0);
+/// docs/performance.md reference for 32 idle panes over 30 s.
+const REF_TMUX: (f64, f64) = (0.0, 4.0);
+const REF_HERDR: (f64, f64) = (830.0, 28.0);
 /// Longer than the supervisor's last settle re-check after a burst (1020 ms).
 const SETTLE: Duration = Duration::from_millis(2000);
 /// How long the panes get to start and draw their idle screens.
@@ -291,14 +291,14 @@ fn run(o: &Opts) -> Result<(), String> {
         mems[0].1
     );
     println!(
-        "peer: tmux here {:.0} ms CPU, {:.1} MB RSS (SPEC §13: tmux {} ms, {} MB; herdr {} ms, {} MB); \
+        "peer: tmux here {:.0} ms CPU, {:.1} MB RSS (docs/performance.md: tmux {} ms, {} MB; herdr {} ms, {} MB); \
          drover/tmux RSS = {:.1}×, CPU {:.0} ms vs {:.0} ms",
         cpu(1),
         mems[1].0,
-        SPEC_TMUX.0,
-        SPEC_TMUX.1,
-        SPEC_HERDR.0,
-        SPEC_HERDR.1,
+        REF_TMUX.0,
+        REF_TMUX.1,
+        REF_HERDR.0,
+        REF_HERDR.1,
         mems[0].0 / mems[1].0.max(0.1),
         cpu(0),
         cpu(1)

@@ -1,7 +1,7 @@
-//! Detection-latency benchmark (SPEC §13, issue 3): from the moment the sim
+//! Detection-latency benchmark (docs/performance.md, issue 3): from the moment the sim
 //! agent writes a state change to its PTY to the moment `drover wait` returns
 //! the new state, over hundreds of changes; p50/p99/max against the targets
-//! and beside herdr's figure from SPEC §13.
+//! and beside herdr's figure from docs/performance.md.
 //!
 //! `cargo bench --bench latency [-- --cycles 200 --work-ms 160]`
 //!
@@ -33,7 +33,7 @@ use support::{EXE, Supervisor, percentile};
 
 const TARGET_P50_MS: f64 = 10.0;
 const TARGET_P99_MS: f64 = 50.0;
-/// herdr 0.8.2's `agent wait` after a stub Claude screen changed (SPEC §13).
+/// herdr 0.8.2's `agent wait` after a stub Claude screen changed (docs/performance.md).
 const HERDR_P50_MS: f64 = 300.0;
 const HERDR_RANGE_MS: (f64, f64) = (190.0, 305.0);
 /// A waiter must be blocked within this long, or the run fails.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the pinned agent CLIs that the real-agent suite and `drover rehearse`
-# run (SPEC §15) into a cache outside the checkout, once:
+# run (docs/rehearsal.md) into a cache outside the checkout, once:
 #   ${DROVER_AGENTS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/agents}/claude-code-<v>_codex-<v>
 # Idempotent: when both binaries answer with the pinned versions nothing is
 # downloaded. Prints the directory holding `claude` and `codex` on stdout.

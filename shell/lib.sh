@@ -4,7 +4,7 @@
 #   source shell/lib.sh
 #   drover_new_session impl claude --env ANTHROPIC_BASE_URL=http://127.0.0.1:8080 -- --permission-mode acceptEdits
 #   drover_send impl "Fix the failing test"
-#   drover_wait impl idle,done 600000
+#   drover_wait --fresh impl idle,done 600000   # --fresh: only what happens after this call
 #   drover_read impl
 #   drover_stop impl
 #
@@ -68,13 +68,19 @@ drover_send() {
   "$DROVER_BIN" pane send "$@"
 }
 
-# drover_wait NAME[,NAME…] STATES [TIMEOUT_MS]   (exit 4 on timeout, 5 when gone)
+# drover_wait [--fresh] NAME[,NAME…] STATES [TIMEOUT_MS]   (exit 4 on timeout, 5 when gone)
+# After a send, use --fresh: a state seen before the call does not count.
 drover_wait() {
   _drover_check_version || return 1
+  local -a fresh=()
+  if [ "${1:-}" = --fresh ]; then
+    fresh=(--fresh)
+    shift
+  fi
   local panes=$1 states=$2 timeout=${3:-60000}
   local -a list
   IFS=, read -r -a list <<<"$panes"
-  "$DROVER_BIN" wait "${list[@]}" --until "$states" --timeout-ms "$timeout"
+  "$DROVER_BIN" wait "${list[@]}" --until "$states" --timeout-ms "$timeout" "${fresh[@]+"${fresh[@]}"}"
 }
 
 # drover_read NAME [read options…]

@@ -53,6 +53,12 @@ pub enum DispatchError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
+        "pane {pane} already has a running job, {running}: a lane holds one job at a time; finish, fail or cancel {running} first"
+    )]
+    LaneBusy { pane: String, running: String },
+    #[error("--session {session}: no such session in the registry (sessions: {known})")]
+    UnknownSession { session: String, known: String },
+    #[error(
         "job {job_id} attempt {attempt_id}: prompt not delivered, job failed (redispatch it): {reason}"
     )]
     NotDelivered {
@@ -68,6 +74,42 @@ pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> St
         "\n\n[drover] job={job_id} attempt={attempt_id} nonce={nonce} report={} (when finished, write it with attempt_id, session_id, state and side_effects)",
         report.display()
     )
+}
+
+/// With a registry, the session must be one of its sessions.
+fn check_session(state_dir: &Path, session: &str) -> Result<(), DispatchError> {
+    let Ok(Some(reg)) = crate::registry::load(state_dir) else {
+        return Ok(());
+    };
+    if reg.session(session).is_some() {
+        return Ok(());
+    }
+    let known: Vec<&str> = reg.sessions.iter().map(|s| s.session_id.as_str()).collect();
+    Err(DispatchError::UnknownSession {
+        session: session.to_string(),
+        known: known.join(", "),
+    })
+}
+
+/// The running job (other than `job_id`) last dispatched to `pane`, if any.
+fn running_job_on(
+    engine: &Engine,
+    evidence: &EvidenceStore,
+    pane: &str,
+    job_id: &str,
+) -> Result<Option<String>, DispatchError> {
+    for r in engine.list()? {
+        if r.status != crate::engine::Status::Running || r.job_id == job_id {
+            continue;
+        }
+        let events = evidence.read(&r.job_id)?;
+        if let Some(Evidence::Dispatch { pane: p, .. }) = crate::evidence::latest_dispatch(&events)
+            && p == pane
+        {
+            return Ok(Some(r.job_id));
+        }
+    }
+    Ok(None)
 }
 
 /// Dispatch a job to a pane. `client` talks to the running supervisor.
@@ -88,6 +130,13 @@ pub fn dispatch(
             message: format!("no pane named {}; see `drover pane ls`", spec.pane),
         })?;
     let generation = info["generation"].as_u64().unwrap_or(0);
+    check_session(state_dir, &spec.session_id)?;
+    if let Some(running) = running_job_on(&engine, &evidence, &spec.pane, &spec.job_id)? {
+        return Err(DispatchError::LaneBusy {
+            pane: spec.pane.clone(),
+            running,
+        });
+    }
     let applied = engine.transition(&Request::new(
         spec.job_id.clone(),
         Action::Claim {

@@ -1,4 +1,4 @@
-//! Exit codes: part of the CLI contract (SPEC §3).
+//! Exit codes: part of the CLI contract (docs/cli.md).
 
 /// Done, including an idempotent repeat of a transition already made.
 pub const OK: u8 = 0;

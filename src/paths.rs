@@ -1,4 +1,4 @@
-//! Where drover keeps its state and its socket (SPEC §2 "State dir and socket").
+//! Where drover keeps its state and its socket (docs/cli.md "State dir").
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +17,11 @@ pub enum PathError {
         "no state dir: set DROVER_STATE_DIR, run inside a git checkout, or set XDG_STATE_HOME/HOME"
     )]
     NoStateDir,
+    #[error(
+        "no drover state at {}: nothing has been created there yet (check --state-dir / DROVER_STATE_DIR)",
+        path.display()
+    )]
+    Missing { path: PathBuf },
     #[error("{path} is not private (mode {mode:o}); drover needs it to be 0700 and owned by you")]
     NotPrivate { path: PathBuf, mode: u32 },
 }
@@ -43,6 +48,26 @@ pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
 /// else `<git toplevel>/.drover`, else `$XDG_STATE_HOME/drover`
 /// (`~/.local/state/drover`). The directory is created.
 pub fn resolve_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
+    let dir = state_dir_path(explicit)?;
+    std::fs::create_dir_all(&dir).map_err(|source| PathError::Create {
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(std::fs::canonicalize(&dir).unwrap_or(dir))
+}
+
+/// The state dir as [`resolve_state_dir`] finds it, for commands that only
+/// read: nothing is created, and a missing dir is [`PathError::Missing`].
+pub fn existing_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
+    let dir = state_dir_path(explicit)?;
+    match std::fs::canonicalize(&dir) {
+        Ok(d) if d.is_dir() => Ok(d),
+        _ => Err(PathError::Missing { path: dir }),
+    }
+}
+
+/// Where the state dir is, without touching the file system beyond `git`.
+pub fn state_dir_path(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let root = git_toplevel(&cwd);
     let dir = match explicit {
@@ -53,11 +78,7 @@ pub fn resolve_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> 
             None => xdg_state_home()?.join("drover"),
         },
     };
-    std::fs::create_dir_all(&dir).map_err(|source| PathError::Create {
-        path: dir.clone(),
-        source,
-    })?;
-    Ok(std::fs::canonicalize(&dir).unwrap_or(dir))
+    Ok(dir)
 }
 
 fn xdg_state_home() -> Result<PathBuf, PathError> {
@@ -135,6 +156,18 @@ mod tests {
         let got = resolve_state_dir(Some(&abs)).unwrap();
         assert!(got.is_dir());
         assert!(got.ends_with("st"));
+    }
+
+    /// Guards: `--state-dir /nonexistent/x/y job ls` created the path.
+    #[test]
+    fn a_missing_state_dir_is_reported_not_created() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x").join("y");
+        assert!(matches!(
+            existing_state_dir(Some(&p)),
+            Err(PathError::Missing { .. })
+        ));
+        assert!(!d.path().join("x").exists());
     }
 
     #[test]

@@ -117,6 +117,7 @@ impl Sim {
             osc7501: cb.osc7501.as_deref(),
             exited,
             quiet_ms: self.last_output.elapsed().as_millis() as u64,
+            foreground_job: None,
             since_spawn_ms: self.spawned.elapsed().as_millis() as u64,
         };
         self.classifier.classify(AgentKind::Sim, &s)

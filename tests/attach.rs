@@ -314,10 +314,33 @@ sleep 1000"#;
 #[test]
 fn attach_to_a_missing_pane_is_transport_error() {
     let d = Drover::new();
-    d.ok(&["pane", "ls"]);
-    let out = d.run(&["attach", "nope"]);
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(stderr(&out).contains("nope"));
+    d.serve();
+    let mut op = Operator::attach(&d, "nope", 80, 24);
+    assert_eq!(op.exit_code(), 5, "{}", op.log());
+    assert!(op.log().contains("nope"), "{}", op.log());
+}
+
+/// Guards: `attach` from a script (stdin not a terminal) put a pipe in raw
+/// mode; it is a usage error that points at `pane read`/`pane send`.
+#[test]
+fn attach_refuses_a_stdin_that_is_not_a_terminal() {
+    let d = Drover::new();
+    shell_pane(&d, "scripted");
+    let out = d.run(&["attach", "scripted"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pane read"), "{}", stderr(&out));
+}
+
+/// The detach key is shown once, when the attach begins.
+#[test]
+fn attach_shows_the_detach_key_once() {
+    let d = Drover::new();
+    shell_pane(&d, "hint");
+    let mut op = Operator::attach(&d, "hint", 100, 30);
+    op.wait_log("detach: Ctrl-\\");
+    op.type_(b"\x1c");
+    assert_eq!(op.exit_code(), 0);
+    assert_eq!(op.log().matches("detach: Ctrl-").count(), 1, "{}", op.log());
 }
 
 /// `pane kill` of the attached pane ends the attach; the terminal comes back.

@@ -155,7 +155,7 @@ fn sigterm_and_sigint_stop_supervisor_and_kill_pane_groups() {
 fn socket_and_its_dir_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let d = Drover::new();
-    d.ok(&["pane", "ls"]);
+    d.serve();
     let sock = d.socket();
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "socket mode {mode:o}");
@@ -166,20 +166,38 @@ fn socket_and_its_dir_are_private() {
     assert_eq!(pong["result"]["state_dir"], d.state.to_str().unwrap());
 }
 
-/// Autostart on first use, `kill-server` stops it (and is idempotent), and
-/// `--no-autostart` reports an unreachable supervisor as exit 5.
+/// Only commands that create something start the supervisor; read commands
+/// say none runs (exit 5) and start nothing; `kill-server` stops it (and is
+/// idempotent).
 #[test]
 fn autostart_and_kill_server() {
     let d = Drover::new();
-    let out = d.run(&["--no-autostart", "pane", "ls"]);
+    // Guards: `pane ls`, `status`, `wait` and `attach` autostarted a daemon.
+    for args in [
+        &["pane", "ls"][..],
+        &["status"],
+        &["wait", "x", "--until", "idle", "--timeout-ms", "10"],
+        &["pane", "read", "x"],
+    ] {
+        let out = d.run(args);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no supervisor running for"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(
+        d.server_pid().is_none(),
+        "a read command started a supervisor"
+    );
+    let out = d.run(&["--no-autostart", "pane", "new", "n", "--", "true"]);
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(stderr(&out).contains("unreachable"), "{}", stderr(&out));
-    assert!(d.ok(&["pane", "ls"]).contains("no panes"));
+    d.new_pane("k", &[], &["sleep", "1000"]);
     let pid = d.server_pid().expect("no pid in the lock file");
     assert!(pid_alive(pid));
-    d.new_pane("k", &[], &["sleep", "1000"]);
     let pane_pid = pid_of(&d.pane("k").unwrap());
-    d.ok(&["kill-server"]);
+    assert!(d.ok(&["kill-server"]).contains("stopped the supervisor"));
     assert!(wait_until(T, || stat(pid).is_none_or(|s| s.state == 'Z')));
     assert!(wait_until(T, || stat(pane_pid).is_none_or(|s| s.state == 'Z')));
     let again = d.run(&["kill-server"]);
@@ -188,6 +206,77 @@ fn autostart_and_kill_server() {
         stderr(&again).contains("no supervisor"),
         "{}",
         stderr(&again)
+    );
+}
+
+/// Guards: a mistyped state dir was created by read commands and `kill-server`.
+#[test]
+fn read_commands_never_create_a_state_dir() {
+    let d = Drover::new();
+    let missing = d.scratch().join("nonexistent").join("x").join("y");
+    let m = missing.to_str().unwrap();
+    for (args, code) in [
+        (&["job", "ls"][..], 1),
+        (&["lease", "ls"], 1),
+        (&["events"], 1),
+        (&["pane", "ls"], 5),
+        (&["status"], 5),
+        (&["kill-server"], 0),
+    ] {
+        let out = d
+            .cmd()
+            .arg("--state-dir")
+            .arg(m)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        assert!(
+            !d.scratch().join("nonexistent").exists(),
+            "{args:?} created it"
+        );
+    }
+}
+
+/// Guards: with a read-only state dir every command said "supervisor
+/// unreachable"; the cause is the lock file that cannot be written.
+#[test]
+fn a_supervisor_that_cannot_start_says_why() {
+    let d = Drover::new();
+    // A directory where the lock file must go: opening it for writing fails.
+    std::fs::create_dir_all(d.state.join("supervisor.lock")).unwrap();
+    let out = d.run(&["pane", "new", "w", "--", "sleep", "100"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("could not start the supervisor") && err.contains("supervisor.lock"),
+        "{err}"
+    );
+    assert!(!err.contains("unreachable"), "{err}");
+}
+
+/// The same on a read-only file system (a tmpfs mounted read-only in a user
+/// and mount namespace).
+#[test]
+#[ignore = "needs unshare -rm (user namespaces) to mount a read-only tmpfs"]
+fn a_read_only_state_dir_names_the_file_system() {
+    let d = Drover::new();
+    let ro = d.scratch().join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o ro tmpfs {0} && {1} --state-dir {0} pane new w -- true",
+        ro.display(),
+        common::BIN
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+        .expect("unshare");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("supervisor.lock: Read-only file system"),
+        "{}",
+        stderr(&out)
     );
 }
 
@@ -347,7 +436,7 @@ fn client_disconnecting_mid_request_is_contained() {
 #[test]
 fn concurrent_clients_each_get_their_answer() {
     let d = Drover::new();
-    d.ok(&["pane", "ls"]);
+    d.serve();
     let sock = d.socket();
     let threads: Vec<_> = (0..16)
         .map(|_| {

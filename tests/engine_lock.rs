@@ -1,4 +1,4 @@
-//! The lock discipline of the engine (SPEC §8 "Locking"): by the code's shape,
+//! The lock discipline of the engine (docs/state-transitions.md "Locking"): by the code's shape,
 //! and observed on real processes.
 
 #[path = "engine_support.rs"]
@@ -61,12 +61,8 @@ fn decision_code_cannot_reach_effects() {
 /// between taking `registry.lock` and closing it there is no clone/fork/exec,
 /// socket, connect or sleep, and that the audit and mirror come after release.
 #[test]
+#[ignore = "needs strace (and ptrace permission)"]
 fn lock_is_held_only_for_read_decide_write() {
-    let strace = std::process::Command::new("strace").arg("-V").output();
-    if !matches!(&strace, Ok(o) if o.status.success()) {
-        eprintln!("SKIP: strace is not installed; the structural test still holds");
-        return;
-    }
     let dir = tempfile::tempdir().expect("tempdir");
     let st = dir.path();
     let go = |args: &[&str]| {
@@ -99,10 +95,11 @@ fn lock_is_held_only_for_read_decide_write() {
         let o = run(c);
         assert!(matches!(code(&o), 0 | 3), "{args:?}: {}", stderr(&o));
         let trace = std::fs::read_to_string(&out).unwrap_or_default();
-        if !trace.contains("registry.lock") && stderr(&o).contains("ptrace") {
-            eprintln!("SKIP: strace cannot trace here: {}", stderr(&o).trim());
-            return;
-        }
+        assert!(
+            trace.contains("registry.lock"),
+            "strace saw no registry.lock (can it trace here?): {}",
+            stderr(&o).trim()
+        );
         let lines: Vec<&str> = trace.lines().collect();
         let open = lines
             .iter()

@@ -1,4 +1,4 @@
-//! Every row and every refusal of the transition table (SPEC §8), each case run
+//! Every row and every refusal of the transition table (docs/state-transitions.md), each case run
 //! twice: through the library (`Engine::transition`) and through the CLI (a real
 //! `drover job …` process per request). The lock discipline is in
 //! `engine_lock.rs`, the rest of the command line in `engine_cli.rs`.

@@ -101,6 +101,7 @@ fn assert_usage_and_no_pane(d: &Drover, args: &[&str], needle: &str) {
 #[test]
 fn invalid_env_names_are_usage_errors() {
     let d = Drover::new();
+    d.serve();
     for bad in ["1X=v", "=V", "A-B=v", "NOEQUALS"] {
         assert_usage_and_no_pane(&d, &["pane", "new", "p", "--env", bad, "--", "true"], "env");
     }
@@ -123,6 +124,7 @@ fn invalid_pane_names_are_usage_errors() {
 #[test]
 fn missing_cwd_nonexistent_command_and_bad_size_leave_no_pane() {
     let d = Drover::new();
+    d.serve();
     let missing = d.scratch().join("no-such-dir");
     let missing = missing.to_str().unwrap();
     assert_usage_and_no_pane(
@@ -168,6 +170,7 @@ fn missing_cwd_nonexistent_command_and_bad_size_leave_no_pane() {
 #[test]
 fn non_executable_file_is_not_a_command() {
     let d = Drover::new();
+    d.serve();
     let f = d.scratch().join("script.sh");
     std::fs::write(&f, "#!/bin/sh\necho hi\n").unwrap();
     assert_usage_and_no_pane(
@@ -229,6 +232,7 @@ fn pane_that_exits_immediately_is_seen_exited_with_code() {
 #[test]
 fn unknown_pane_is_transport_error() {
     let d = Drover::new();
+    d.serve();
     for args in [
         vec!["pane", "read", "ghost"],
         vec!["pane", "send", "ghost", "x"],
@@ -250,6 +254,7 @@ fn unknown_pane_is_transport_error() {
 #[test]
 fn shebang_script_pane_is_created_promptly_with_env() {
     let d = Drover::new();
+    d.serve();
     let script = d.scratch().join("agent.sh");
     std::fs::write(
         &script,

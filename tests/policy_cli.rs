@@ -64,7 +64,7 @@ fn check_passes_on_the_fixture_set() {
         .count();
     assert!(
         count >= 15,
-        "SPEC §9 asks for at least fifteen scenarios, found {count}"
+        "docs/policy.md asks for at least fifteen scenarios, found {count}"
     );
     assert!(
         stdout.contains(&format!("{count} scenario(s), {count} agree")),

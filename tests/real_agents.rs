@@ -1,11 +1,12 @@
 //! The real Claude Code and Codex TUIs in drover panes against drover's mock
-//! model server (SPEC §15, docs/rehearsal.md). Skipped unless
-//! `DROVER_REAL_AGENTS=1`; the pinned agents come from `scripts/install-agents.sh`.
+//! model server (docs/rehearsal.md). Ignored by plain `cargo test` (they need
+//! the pinned agents from `scripts/install-agents.sh`); run them with
+//! `cargo test --test real_agents -- --ignored`.
 //! With `DROVER_RECORD=<dir>` each run also writes its raw PTY bytes and labels
 //! there (`tests/fixtures/recordings/` in the repository).
 //!
 //! Every check goes through [`Run::expect_state`]. Until the agent classifier
-//! lands it reads the screen for the markers of SPEC §5's table; set
+//! lands it reads the screen for the markers of docs/agents.md's table; set
 //! [`USE_BARRIER`] to ask the supervisor's `wait` barrier instead.
 
 use drover::daemon::Client;
@@ -28,14 +29,6 @@ const REREAD_MS: u64 = 250;
 /// How long a recording may lag the screen before a checkpoint is given up.
 const RECORD_LAG: Duration = Duration::from_secs(2);
 
-fn enabled() -> bool {
-    if std::env::var("DROVER_REAL_AGENTS").is_ok_and(|v| v == "1") {
-        return true;
-    }
-    eprintln!("skipped: set DROVER_REAL_AGENTS=1 to run the real-agent suite");
-    false
-}
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Agent {
     Claude,
@@ -51,7 +44,7 @@ impl Agent {
     }
 }
 
-/// What the screen shows in a state (SPEC §5's table): all of `all`, none of
+/// What the screen shows in a state (docs/agents.md's table): all of `all`, none of
 /// `none`, at least one of `any` (when given), and `after` below the last prompt.
 struct Look {
     all: &'static [&'static str],
@@ -493,10 +486,8 @@ fn script(name: &str) -> String {
 /// a question; Esc → idle. Claude asks before every Write and Bash in its
 /// default mode.
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn claude_turns_tools_approval_and_interrupt() {
-    if !enabled() {
-        return;
-    }
     let mut r = Run::start(Agent::Claude, "claude-turns", &script("claude-suite"), None);
     r.expect_state("idle");
 
@@ -551,10 +542,8 @@ fn claude_turns_tools_approval_and_interrupt() {
 /// The same for Codex: a plain `exec_command` runs in the workspace sandbox
 /// without asking; `require_escalated` asks and `y` approves.
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn codex_turns_tools_approval_and_interrupt() {
-    if !enabled() {
-        return;
-    }
     let mut r = Run::start(Agent::Codex, "codex-turns", &script("codex-suite"), None);
     r.expect_state("idle");
 
@@ -596,19 +585,15 @@ fn wrong_setup(agent: Agent, fault: &str, marker: &str) {
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn claude_wrong_setup_is_a_setup_dialog() {
-    if !enabled() {
-        return;
-    }
     wrong_setup(Agent::Claude, "untrusted", "Accessing workspace:");
     wrong_setup(Agent::Claude, "unapproved-key", "Detected a custom API key");
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn codex_wrong_setup_is_a_setup_dialog() {
-    if !enabled() {
-        return;
-    }
     wrong_setup(Agent::Codex, "untrusted", "Trust this folder");
     wrong_setup(Agent::Codex, "no-provider", "Sign in with ChatGPT");
 }
@@ -617,9 +602,6 @@ fn codex_wrong_setup_is_a_setup_dialog() {
 /// uses) against the real TUIs: the prompt is taken, confirmed as working,
 /// and never submitted twice — twice in a row, from idle and from done.
 fn confirmed_delivery(agent: Agent, name: &str, suite: &str) {
-    if !enabled() {
-        return;
-    }
     let mut r = Run::start(agent, name, &script(suite), None);
     r.expect_state("idle");
     for round in 0..2 {
@@ -643,11 +625,13 @@ fn confirmed_delivery(agent: Agent, name: &str, suite: &str) {
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn claude_confirmed_delivery() {
     confirmed_delivery(Agent::Claude, "claude-send", "claude-suite");
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn codex_confirmed_delivery() {
     confirmed_delivery(Agent::Codex, "codex-send", "codex-suite");
 }
@@ -708,9 +692,6 @@ fn long_prompt(first: &str) -> String {
 }
 
 fn dispatch_completes(agent: Agent, name: &str) {
-    if !enabled() {
-        return;
-    }
     let (mut r, attempt) = dispatched(agent, name, &long_prompt("write out.txt for this job"));
     r.wait_until("completed job", |r| r.job_status("J1") == "completed");
     assert!(r.file("out.txt").is_file(), "the agent wrote no out.txt");
@@ -725,9 +706,6 @@ fn dispatch_completes(agent: Agent, name: &str) {
 }
 
 fn dispatch_misattributed_is_held(agent: Agent, name: &str) {
-    if !enabled() {
-        return;
-    }
     let (mut r, _) = dispatched(
         agent,
         name,
@@ -750,21 +728,25 @@ fn dispatch_misattributed_is_held(agent: Agent, name: &str) {
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn claude_dispatch_completes() {
     dispatch_completes(Agent::Claude, "claude-dispatch");
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn codex_dispatch_completes() {
     dispatch_completes(Agent::Codex, "codex-dispatch");
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn claude_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Claude, "claude-unattributed");
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn codex_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Codex, "codex-unattributed");
 }
@@ -860,9 +842,6 @@ impl AttachedTerminal {
 /// typed there gets its answer, and none of the agent's own escape traffic
 /// (titles, queries) reaches the terminal.
 fn attach_renders_and_takes_input(agent: Agent, name: &str, suite: &str) {
-    if !enabled() {
-        return;
-    }
     let mut r = Run::start(agent, name, &script(suite), None);
     r.expect_state("idle");
     let mut term = AttachedTerminal::open(&r);
@@ -907,11 +886,13 @@ fn attach_renders_and_takes_input(agent: Agent, name: &str, suite: &str) {
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn claude_attach_renders_and_takes_input() {
     attach_renders_and_takes_input(Agent::Claude, "claude-attach", "claude-suite");
 }
 
 #[test]
+#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
 fn codex_attach_renders_and_takes_input() {
     attach_renders_and_takes_input(Agent::Codex, "codex-attach", "codex-suite");
 }

@@ -31,7 +31,7 @@ fn row(id: &str, role: &str, gate: &str, writer: bool) -> (String, String, Strin
     (id.into(), role.into(), gate.into(), writer)
 }
 
-/// SPEC §7's topology table, row for row, with idle Claude and Codex lanes.
+/// docs/registry.md's topology table, row for row, with idle Claude and Codex lanes.
 #[test]
 fn topologies_match_the_spec_table() {
     let e = Env::new();
@@ -232,7 +232,7 @@ fn v1_is_lifted_on_read_and_not_rewritten_by_show() {
         0,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "orchestrator",
             "--status",
             "active",
@@ -284,7 +284,7 @@ fn unknown_version_is_refused_and_left_alone() {
         &["registry", "show"][..],
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--status",
             "passed",
@@ -351,7 +351,7 @@ fn heartbeats_are_lane_or_session_level() {
     e.init("four-role");
     let s = e.json(&[
         "session-heartbeat",
-        "--session-id",
+        "--session",
         "reviewer",
         "--task",
         "T-1",
@@ -367,7 +367,7 @@ fn heartbeats_are_lane_or_session_level() {
     assert!(s["last_heartbeat"].is_string());
     let s = e.json(&[
         "session-heartbeat",
-        "--session-id",
+        "--session",
         "reviewer",
         "--role",
         "Reviewer",
@@ -382,21 +382,21 @@ fn heartbeats_are_lane_or_session_level() {
         2,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "nobody",
             "--status",
             "passed",
         ],
     );
     assert!(
-        err.contains("--session-id") && err.contains("reviewer"),
+        err.contains("--session") && err.contains("reviewer"),
         "{err}"
     );
     let err = e.stderr(
         2,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--role",
             "Implementer",
@@ -409,7 +409,7 @@ fn heartbeats_are_lane_or_session_level() {
         2,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--status",
             "passed",
@@ -422,7 +422,7 @@ fn heartbeats_are_lane_or_session_level() {
         2,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--task",
             "../x",
@@ -474,7 +474,7 @@ fn stale_heartbeats_are_shown_and_do_not_pass() {
         0,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--task",
             "T-1",
@@ -611,7 +611,7 @@ fn events_have_seq_and_skip_a_torn_tail() {
         0,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--status",
             "working",
@@ -624,7 +624,7 @@ fn events_have_seq_and_skip_a_torn_tail() {
         .unwrap()
         .write_all(b"{\"seq\": 3, \"kind\": \"torn")
         .unwrap();
-    let o = e.run(&["events", "--json"]);
+    let o = e.run(&["events", "--jsonl"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("torn"), "warns");
     let evs: Vec<Value> = String::from_utf8_lossy(&o.stdout)
@@ -640,13 +640,13 @@ fn events_have_seq_and_skip_a_torn_tail() {
         0,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--status",
             "passed",
         ],
     );
-    let out = e.expect(0, &["events", "--json", "--kind", "session.heartbeat"]);
+    let out = e.expect(0, &["events", "--jsonl", "--kind", "session.heartbeat"]);
     let seqs: Vec<u64> = out
         .lines()
         .map(|l| {
@@ -669,7 +669,7 @@ fn events_follow_sees_new_events() {
     let e = Env::new();
     e.init("four-role");
     let mut child = e
-        .cmd(&["events", "--follow", "--json"])
+        .cmd(&["events", "--follow", "--jsonl"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -691,7 +691,7 @@ fn events_follow_sees_new_events() {
         0,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--status",
             "working",
@@ -716,7 +716,7 @@ fn privacy_audit_catches_each_secret_shape() {
             0,
             &[
                 "session-heartbeat",
-                "--session-id",
+                "--session",
                 id,
                 "--task",
                 "T-1",
@@ -805,7 +805,7 @@ fn gate_lists_every_reason() {
             0,
             &[
                 "session-heartbeat",
-                "--session-id",
+                "--session",
                 id,
                 "--task",
                 task,

@@ -339,7 +339,7 @@ fn expiry_inspects_real_worktrees() {
             0,
             &[
                 "session-heartbeat",
-                "--session-id",
+                "--session",
                 id,
                 "--task",
                 "T-dirty",

@@ -22,7 +22,7 @@ const SESSIONS: [&str; 8] = [
 ];
 
 fn seqs(e: &Env) -> Vec<u64> {
-    e.expect(0, &["events", "--json"])
+    e.expect(0, &["events", "--jsonl"])
         .lines()
         .map(|l| {
             serde_json::from_str::<Value>(l).expect("event line")["seq"]
@@ -36,6 +36,18 @@ fn seqs(e: &Env) -> Vec<u64> {
 /// lanes, the Codex lanes, the session-level statuses of all eight sessions),
 /// round after round; after every round every slot holds that round's value.
 /// Any lost read-modify-write would leave an older value behind.
+/// A valid status per writer and round that differs from the writer's status
+/// of the round before, so a lost update shows.
+fn status_of(who: &str, round: usize) -> &'static str {
+    const S: &[&str] = drover::registry::heartbeat::NEUTRAL_CLASS;
+    let offset = match who {
+        "claude" => 0,
+        "codex" => 1,
+        _ => 2,
+    };
+    S[(round + offset) % S.len()]
+}
+
 #[test]
 fn concurrent_heartbeats_lose_no_update() {
     let e = Env::new();
@@ -46,10 +58,10 @@ fn concurrent_heartbeats_lose_no_update() {
                 let e = &e;
                 scope.spawn(move || {
                     for session in SESSIONS {
-                        let status = format!("{who}-{round}");
+                        let status = status_of(who, round).to_string();
                         let mut args = vec![
                             "session-heartbeat",
-                            "--session-id",
+                            "--session",
                             session,
                             "--status",
                             &status,
@@ -67,17 +79,17 @@ fn concurrent_heartbeats_lose_no_update() {
             let id = &s["session_id"];
             assert_eq!(
                 s["lanes"]["claude"]["status"],
-                format!("claude-{round}"),
+                status_of("claude", round),
                 "round {round}: {id} claude lane lost"
             );
             assert_eq!(
                 s["lanes"]["codex"]["status"],
-                format!("codex-{round}"),
+                status_of("codex", round),
                 "round {round}: {id} codex lane lost"
             );
             assert_eq!(
                 s["status"],
-                format!("session-{round}"),
+                status_of("session", round),
                 "round {round}: {id} session status lost"
             );
         }
@@ -162,7 +174,7 @@ fn kill_9_never_leaves_an_unparseable_file() {
         let args: Vec<String> = match i % 4 {
             0 => vec![
                 "session-heartbeat".into(),
-                "--session-id".into(),
+                "--session".into(),
                 "reviewer".into(),
                 "--task".into(),
                 task,
@@ -214,7 +226,7 @@ fn kill_9_never_leaves_an_unparseable_file() {
         0,
         &[
             "session-heartbeat",
-            "--session-id",
+            "--session",
             "reviewer",
             "--status",
             "working",

@@ -74,7 +74,7 @@ fn recordings_cover_both_agents_and_every_checked_state() {
         ] {
             assert!(states.contains(s), "no {agent} recording reaches {s}");
         }
-        // Only Claude has a question tool (SPEC §5).
+        // Only Claude has a question tool (docs/agents.md).
         if agent == "claude" {
             assert!(states.contains("blocked:question"), "no claude question");
         }
@@ -123,6 +123,7 @@ fn every_checkpoint_classifies_as_labelled() {
                 osc7501: hooks.osc7501(),
                 exited: None,
                 quiet_ms: u64::MAX / 2,
+                foreground_job: None,
                 since_spawn_ms: u64::MAX / 2,
             };
             let o = classifier.classify(kind, &signals);

@@ -307,6 +307,10 @@ fn supervisor_restart_is_transport_doubt_not_completion() {
     e.ok(&["serve", "--daemon"], &[]);
     let evidence = std::fs::read_to_string(e.state().join("evidence").join("J1.jsonl")).unwrap();
     assert!(evidence.contains("supervisor restarted"), "{evidence}");
+    // Guards: `status` showed the decision from before the restart until
+    // someone ran `shadow run`; the new supervisor decides again at start.
+    let v: serde_json::Value = serde_json::from_str(&e.ok(&["status", "--json"], &[])).unwrap();
+    assert_eq!(v["jobs"][0]["decision"], "hold_reconnect", "{v}");
     let out = e.ok(
         &["shadow", "run", "--once", "--json"],
         &[("DROVER_AUTOCOMPLETE", "1")],
@@ -333,4 +337,122 @@ fn status_shows_panes_and_running_jobs_with_their_decision() {
         human.contains("J1") && human.contains("complete"),
         "{human}"
     );
+}
+
+/// Guards: a second dispatch to a pane with a running job was accepted, and
+/// the first job's evidence then recorded the second's observations.
+#[test]
+fn a_second_job_on_a_busy_pane_is_refused_naming_the_running_one() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    e.dispatch("J1", "lane", &[]);
+    e.ok(&["job", "create", "J2"], &[]);
+    let out = e.cmd(
+        &[
+            "dispatch",
+            "J2",
+            "--pane",
+            "lane",
+            "--session",
+            "implementer",
+            "--prompt",
+            "x",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("J1"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert_eq!(e.status("J2"), "pending");
+    // Once J1 is done with, the lane takes J2.
+    e.ok(&["job", "cancel", "J1", "--reason", "make way"], &[]);
+    e.ok(
+        &[
+            "dispatch",
+            "J2",
+            "--pane",
+            "lane",
+            "--session",
+            "implementer",
+            "--prompt",
+            "x",
+        ],
+        &[],
+    );
+    assert_eq!(e.status("J2"), "running");
+}
+
+/// Guards: dispatch accepted a session the registry does not have.
+#[test]
+fn dispatch_refuses_a_session_the_registry_does_not_have() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    e.ok(&["registry", "init", "--topology", "four-role"], &[]);
+    e.ok(&["job", "create", "J1"], &[]);
+    let out = e.cmd(
+        &[
+            "dispatch",
+            "J1",
+            "--pane",
+            "lane",
+            "--session",
+            "ghost",
+            "--prompt",
+            "x",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("implementer"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert_eq!(e.status("J1"), "pending");
+}
+
+/// `status`: a header naming the supervisor and the state dir, human times,
+/// running jobs only unless `--all`.
+#[test]
+fn status_has_a_header_human_times_and_all() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    e.dispatch("J1", "lane", &[]);
+    e.wait_decision("J1", "complete");
+    let human = e.ok(&["status"], &[]);
+    let first = human.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("supervisor pid ") && first.contains(e.state().to_str().unwrap()),
+        "{human}"
+    );
+    assert!(human.contains(" ago"), "{human}");
+    // The reason is readable in full: wrapped to the terminal, or on one line.
+    let v: serde_json::Value = serde_json::from_str(&e.ok(&["status", "--json"], &[])).unwrap();
+    let reason = v["jobs"][0]["reason"].as_str().unwrap().to_string();
+    let narrow = e.ok(&["status"], &[("COLUMNS", "120")]);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 120), "{narrow}");
+    let words: Vec<&str> = narrow
+        .split_once("REASON")
+        .unwrap()
+        .1
+        .lines()
+        .skip(1)
+        .map(|l| l.get(71..).unwrap_or_default())
+        .flat_map(str::split_whitespace)
+        .collect();
+    assert_eq!(
+        words.join(" "),
+        reason.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    assert!(
+        e.ok(&["status", "--wide"], &[("COLUMNS", "120")])
+            .contains(&reason)
+    );
+    e.ok(&["job", "cancel", "J1"], &[]);
+    assert!(!e.ok(&["status"], &[]).contains("J1"));
+    let all = e.ok(&["status", "--all"], &[]);
+    assert!(all.contains("J1") && all.contains("cancelled"), "{all}");
 }

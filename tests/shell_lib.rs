@@ -38,6 +38,31 @@ drover_stop sh1
     assert!(stdout.contains("from-lib"), "{stdout}");
 }
 
+/// `drover_wait --fresh` after `drover_send` waits for the command the send
+/// started, not the idle state from before it.
+#[test]
+fn fresh_wait_after_a_send_sees_the_command_finish() {
+    let d = Drover::new();
+    let out = bash(
+        r#"
+drover_new_session sh2 shell -- bash --norc --noprofile
+drover_wait sh2 idle 30000 >/dev/null
+drover_send sh2 'sleep 1; echo fin$((4+4))' >/dev/null
+drover_wait --fresh sh2 idle 60000 >/dev/null
+drover_read sh2
+"$DROVER_BIN" kill-server
+"#,
+        &d.state,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.lines().any(|l| l.trim() == "fin8"), "{stdout}");
+}
+
 #[test]
 fn version_mismatch_refuses_with_one_line() {
     let d = Drover::new();

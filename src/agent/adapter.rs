@@ -1,6 +1,6 @@
 //! Per-kind adapters: how an agent is started (argv, env, config files) for a
 //! lane or a rehearsal against a mock model server, when it is ready, and the
-//! writes that deliver a prompt (SPEC §5, §7, §15). Pure functions: nothing
+//! writes that deliver a prompt (docs/agents.md, docs/registry.md, docs/rehearsal.md). Pure functions: nothing
 //! here touches the disk or a process.
 
 use super::AgentError;
@@ -17,7 +17,7 @@ pub const CODEX_ENTER_AFTER_TYPING_MS: u64 = 150;
 /// Characters of the prompt's first line looked for on screen to confirm delivery.
 pub const PROBE_CHARS: usize = 40;
 
-/// What a lane's agent may do (SPEC §7: only the Implementer writes).
+/// What a lane's agent may do (docs/registry.md: only the Implementer writes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     /// Reviewers, auditors, planners.
@@ -116,7 +116,7 @@ impl fmt::Debug for ConfigFile {
     }
 }
 
-/// How to start an agent: set on the child when the pane is created (SPEC §4).
+/// How to start an agent: set on the child when the pane is created (docs/architecture.md).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct LaunchSpec {
     /// Program and arguments.
@@ -130,7 +130,7 @@ pub struct LaunchSpec {
 }
 
 impl fmt::Debug for LaunchSpec {
-    /// Env values are never printed (SPEC §4, §14).
+    /// Env values are never printed (docs/architecture.md).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("LaunchSpec")
@@ -161,7 +161,7 @@ pub fn launch(kind: AgentKind, o: &LaunchOptions) -> Result<LaunchSpec, AgentErr
         }
         AgentKind::Codex => vec![
             prog("codex"),
-            // Otherwise it leaves a detached app-server behind (SPEC §15).
+            // Otherwise it leaves a detached app-server behind (docs/rehearsal.md).
             "--no-daemon".into(),
             "-s".into(),
             codex_sandbox(o.access).into(),
@@ -200,7 +200,7 @@ pub fn launch(kind: AgentKind, o: &LaunchOptions) -> Result<LaunchSpec, AgentErr
     })
 }
 
-/// A hermetic run against a local mock model server (SPEC §15).
+/// A hermetic run against a local mock model server (docs/rehearsal.md).
 #[derive(Clone)]
 pub struct Rehearsal {
     /// A fresh HOME for this run.
@@ -327,7 +327,7 @@ pub fn sanitize_prompt(text: &str) -> String {
         .collect()
 }
 
-/// The writes that deliver `text` to an agent of `kind` (SPEC §5): with
+/// The writes that deliver `text` to an agent of `kind` (docs/agents.md): with
 /// bracketed paste enabled, the text as one paste, then Enter as a separate
 /// write; without it, the text then Enter (for Codex after its paste-burst
 /// window). The text is sanitised first.

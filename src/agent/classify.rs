@@ -1,5 +1,5 @@
 //! The classifier: screen rules plus OSC 7501, the window title, process exit
-//! and output quiescence, combined into one [`Observation`] (SPEC §5).
+//! and output quiescence, combined into one [`Observation`] (docs/agents.md).
 //!
 //! How signals combine, in order:
 //! 1. `exited` wins over everything.
@@ -42,6 +42,10 @@ pub struct Signals<'a> {
     pub quiet_ms: u64,
     /// Milliseconds since the process was spawned.
     pub since_spawn_ms: u64,
+    /// Who holds the pane's terminal: `Some(true)` when a process group other
+    /// than the pane leader's is in the foreground (a shell's command runs),
+    /// `Some(false)` when the leader has it, `None` when unknown.
+    pub foreground_job: Option<bool>,
 }
 
 impl<'a> Signals<'a> {
@@ -54,6 +58,7 @@ impl<'a> Signals<'a> {
             exited: None,
             quiet_ms: u64::MAX,
             since_spawn_ms: u64::MAX,
+            foreground_job: None,
         }
     }
 }
@@ -276,7 +281,7 @@ impl Classifier {
         evidence.push(format!("disagree:screen={},{}", rule.state, what.join(",")));
         // Codex hides its `Working` row while it streams reply text: a ready
         // screen with OSC 7501 saying `working` is a streaming turn, not a
-        // disagreement to wait out (SPEC §5). Only this direction: OSC
+        // disagreement to wait out (docs/agents.md). Only this direction: OSC
         // `blocked` runs ~0.8 s ahead of its dialog and must still settle.
         let osc_working = disagree
             .iter()
@@ -309,6 +314,11 @@ impl Classifier {
     }
 
     fn classify_shell(&self, view: &ScreenView, s: &Signals) -> Observation {
+        // A command holds the terminal: working, however quiet it is and
+        // whatever its output looks like.
+        if s.foreground_job == Some(true) {
+            return Observation::new(State::Working, vec!["fg:job".to_string()]);
+        }
         if let Some(r) = view.first_match(&self.rules, AgentKind::Shell) {
             let mut o = Observation::new(r.state, vec![format!("rule:{}", r.name)]);
             o.kind = r.kind;
@@ -316,7 +326,11 @@ impl Classifier {
         }
         let quiet = format!("quiet:{}ms", s.quiet_ms.min(u64::from(u32::MAX)));
         if s.quiet_ms >= SHELL_QUIET_MS {
-            Observation::new(State::Idle, vec![quiet])
+            let mut evidence = vec![quiet];
+            if s.foreground_job == Some(false) {
+                evidence.push("fg:shell".to_string());
+            }
+            Observation::new(State::Idle, evidence)
         } else if view.is_empty() && s.since_spawn_ms < STARTING_GRACE_MS {
             Observation::new(State::Starting, vec![quiet, "screen:empty".to_string()])
         } else {
@@ -349,6 +363,7 @@ mod tests {
             exited: None,
             quiet_ms: 0,
             since_spawn_ms: 60_000,
+            foreground_job: None,
         }
     }
 
@@ -509,6 +524,24 @@ mod tests {
         let mut s = sig(&r);
         s.since_spawn_ms = 10;
         assert_eq!(c.classify(AgentKind::Shell, &s).state, State::Starting);
+    }
+
+    /// Guards: a quiet command (`sleep 3`) read as `idle` because only output
+    /// quiescence was looked at.
+    #[test]
+    fn shell_with_a_foreground_job_is_working_however_quiet() {
+        let c = Classifier::builtin().unwrap();
+        let r = rows(&["user@host:~/src$"]);
+        let mut s = sig(&r);
+        s.quiet_ms = 60_000;
+        s.foreground_job = Some(true);
+        let o = c.classify(AgentKind::Shell, &s);
+        assert_eq!(
+            (o.state, o.evidence),
+            (State::Working, vec!["fg:job".into()])
+        );
+        s.foreground_job = Some(false);
+        assert_eq!(c.classify(AgentKind::Shell, &s).state, State::Idle);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Agents: what runs in a pane, how its screen becomes an [`Observation`], how
-//! it is started and how a prompt reaches it (SPEC §5).
+//! it is started and how a prompt reaches it (docs/agents.md).
 //!
 //! - [`state`]: the vocabulary (kinds, states, observations).
 //! - [`rules`] and [`classify`]: screen rules as data (embedded `rules.toml`,

@@ -1,4 +1,4 @@
-//! The vocabulary of agent state (SPEC §5): kinds of agent, states, blocked
+//! The vocabulary of agent state (docs/agents.md): kinds of agent, states, blocked
 //! kinds, and the observation the classifier produces.
 
 use serde::{Deserialize, Serialize};

@@ -14,12 +14,14 @@ pub enum Commands {
         cmd: AgentCmd,
     },
     /// Run the built-in simulated agent TUI (for tests and the demo).
+    #[command(after_help = "Example:\n  drover sim-agent --profile claude --script turns.toml")]
     SimAgent(SimArgs),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCmd {
     /// Classify a saved screen (plain text, as `tmux capture-pane -p` prints it).
+    #[command(after_help = "Example:\n  drover agent classify --agent claude screen.txt --json")]
     Classify(ClassifyArgs),
 }
 
@@ -30,7 +32,7 @@ pub struct ClassifyArgs {
     pub agent: AgentKind,
     /// The screen file.
     pub file: PathBuf,
-    /// Print JSON: {"state", "kind", "evidence"}.
+    /// Print one JSON document: {"state", "kind", "evidence"}.
     #[arg(long)]
     pub json: bool,
 }

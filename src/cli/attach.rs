@@ -18,8 +18,12 @@ pub struct AttachArgs {
     /// The pane to attach to.
     pub name: String,
     /// The key that detaches (a control key such as C-\ or C-b).
-    #[arg(long, default_value = "C-\\")]
+    #[arg(long, default_value = "C-\\", value_name = "KEY")]
     pub detach_key: String,
+    /// Watch only: send no input and leave the pane's size and its attached
+    /// writer alone.
+    #[arg(short = 'r', long)]
+    pub read_only: bool,
 }
 
 /// Modes a pane may have left on; switched off when we give the terminal back.
@@ -91,6 +95,14 @@ fn send(w: &Arc<Mutex<UnixStream>>, kind: FrameKind, payload: &[u8]) -> bool {
     }
 }
 
+/// How the detach key reads for people: `C-\` → `Ctrl-\`.
+fn detach_hint(key: &str) -> String {
+    match key.strip_prefix("C-") {
+        Some(k) => format!("Ctrl-{k}"),
+        None => key.to_string(),
+    }
+}
+
 pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let detach_byte = match drover::pane::key_bytes(&a.detach_key, false) {
         Ok(b) if b.len() == 1 => b[0],
@@ -104,21 +116,40 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             ));
         }
     };
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "attach needs a terminal on stdin; from a script use `drover pane read {0}` and `drover pane send {0}`",
+                a.name
+            ),
+        ));
+    }
     let mut client = ctx.client()?;
     let mut args = json!({"pane": a.name});
-    if let Some((cols, rows)) = terminal_size() {
+    if a.read_only {
+        args["read_only"] = json!(true);
+    } else if let Some((cols, rows)) = terminal_size() {
         args["cols"] = json!(cols);
         args["rows"] = json!(rows);
     }
     client.call("attach", args).map_err(client_err)?;
+    eprint!(
+        "[attached to {}{} · detach: {}]\r\n",
+        a.name,
+        if a.read_only { ", read-only" } else { "" },
+        detach_hint(&a.detach_key)
+    );
     let stream = client.into_stream();
     let writer = Arc::new(Mutex::new(stream.try_clone()?));
     let mut reader = stream;
 
     let guard = RawGuard::enter();
 
-    // Input: stdin → pane, until the detach key.
+    // Input: stdin → pane, until the detach key (read-only: only the key).
     let w = writer.clone();
+    let read_only = a.read_only;
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
         let mut buf = [0u8; 4096];
@@ -138,7 +169,7 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
                 return;
             }
-            if !send(&w, FrameKind::Input, chunk) {
+            if !read_only && !send(&w, FrameKind::Input, chunk) {
                 return;
             }
         }
@@ -154,6 +185,9 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         std::thread::spawn(move || {
             for sig in signals.forever() {
                 if sig == signal_hook::consts::SIGWINCH {
+                    if read_only {
+                        continue;
+                    }
                     if let Some((cols, rows)) = terminal_size() {
                         let msg = json!({"op": "resize", "cols": cols, "rows": rows}).to_string();
                         send(&w, FrameKind::Json, msg.as_bytes());

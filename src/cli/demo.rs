@@ -22,6 +22,9 @@ pub struct DemoArgs {
     /// Leave the supervisor and its panes running at the end (to attach).
     #[arg(long)]
     pub keep: bool,
+    /// Run a three-task loop on sim lanes instead and print its close-out.
+    #[arg(long = "loop")]
+    pub loop_run: bool,
 }
 
 /// The lanes: (pane, sim profile, script, what it shows).
@@ -97,7 +100,10 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
+pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    if args.loop_run {
+        return super::demo_loop::run(args.keep, ctx);
+    }
     let tmp = std::env::temp_dir().join(format!("drover-demo-{}", std::process::id()));
     let repo = tmp.join("repo");
     std::fs::create_dir_all(&repo)?;
@@ -114,21 +120,33 @@ pub fn run(args: DemoArgs, _ctx: &Ctx) -> anyhow::Result<u8> {
     };
     let result = tour(&mut d, &repo, &exe);
     if args.keep {
+        let sd = shell_quote(&state_dir.display().to_string());
         println!();
-        println!("The supervisor and its panes are still running. Try:");
-        println!("  export DROVER_STATE_DIR={}", state_dir.display());
-        println!("  drover status");
-        println!("  drover attach asks        # the permission prompt; Ctrl-\\ detaches");
+        println!("The supervisor and its panes are still running, in the demo's own state dir:");
+        println!("  drover --state-dir {sd} status");
         println!(
-            "  drover kill-server        # when done (then remove {})",
-            tmp.display()
+            "  drover --state-dir {sd} attach asks     # the permission prompt; Ctrl-\\ detaches"
         );
+        println!("  drover --state-dir {sd} kill-server     # when done");
+        println!("  rm -rf {}", shell_quote(&tmp.display().to_string()));
+        println!("or, for this shell: export DROVER_STATE_DIR={sd}");
         return result.map(|()| exit::OK);
     }
     let _ = d.call("shutdown", json!({}));
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| exit::OK)
+}
+
+/// `s` quoted for a POSIX shell when it needs it.
+fn shell_quote(s: &str) -> String {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
@@ -186,6 +204,20 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     d.say("all three agents are idle (a barrier woke on the observation changes)");
 
     let shadow = phase(d, repo, "shadow", false)?;
+    // A lane holds one running job: the shadow round's jobs make way.
+    let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    for job in shadow.keys() {
+        let mut req = Request::new(
+            job.clone(),
+            Action::Cancel {
+                reason: Some("demo: the shadow round is over".into()),
+            },
+            Actor::operator(),
+        );
+        req.expected_status = Some(drover::engine::Status::Running);
+        let _ = engine.transition(&req);
+    }
+    d.say("the shadow round's jobs are cancelled: a lane holds one running job at a time");
     // A fresh generation for each lane before the second round.
     for pane in &panes {
         d.call("pane.respawn", json!({"pane": pane}))?;
@@ -199,12 +231,16 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     println!();
     d.say("summary");
     println!(
-        "    {:<14} {:<30} {:<22} {:<10}",
-        "JOB", "EXPECTED", "DECISION", "STATUS"
+        "    {:<14} {:<30} {:<22} {:<14} {:<10}",
+        "JOB", "EXPECTED", "DECISION", "AFTER ROUND", "NOW"
     );
     for (rows, label) in [(shadow, "shadow"), (auto, "auto-completion")] {
         for (job, (decision, status, expect)) in rows {
-            println!("    {job:<14} {expect:<30} {decision:<22} {status:<10}");
+            let now = engine
+                .show(&job)
+                .map(|r| r.status.as_str().to_string())
+                .unwrap_or_else(|_| "?".into());
+            println!("    {job:<14} {expect:<30} {decision:<22} {status:<14} {now:<10}");
         }
         println!("    ({label} round)");
     }
@@ -212,7 +248,7 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     println!("Shadow mode only records decisions: every job stayed running. With");
     println!("DROVER_AUTOCOMPLETE=1 the clean job was completed through the engine; the");
     println!("blocked one waits for a human and the wrong-attempt report is never trusted.");
-    println!("Run `drover demo --keep` to attach to a lane (`drover attach asks`) afterwards.");
+    println!("Run `drover demo --keep` to look at the lanes afterwards (it prints the commands).");
     Ok(())
 }
 

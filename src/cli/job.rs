@@ -46,6 +46,7 @@ enum AsArg {
 #[derive(Debug, Subcommand)]
 pub enum JobCmd {
     /// Create a pending job.
+    #[command(after_help = "Example:\n  drover job create T-1 --deadline 2026-12-31T00:00:00Z")]
     Create {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -56,26 +57,29 @@ pub enum JobCmd {
         common: Common,
     },
     /// Claim a pending job for a session; prints the new attempt id.
+    #[command(after_help = "Example:\n  drover job claim T-1 --session implementer")]
     Claim {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Session the attempt belongs to (inside a lane: the lane's session).
-        #[arg(long, value_name = "S", env = "DROVER_SESSION_ID")]
+        #[arg(long, value_name = "ID", env = "DROVER_SESSION_ID")]
         session: String,
         #[command(flatten)]
         common: Common,
     },
     /// Report that the assigned session started the attempt.
+    #[command(after_help = "Example:\n  drover job started T-1 --session implementer")]
     Started {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Session the attempt belongs to (inside a lane: the lane's session).
-        #[arg(long, value_name = "S", env = "DROVER_SESSION_ID")]
+        #[arg(long, value_name = "ID", env = "DROVER_SESSION_ID")]
         session: String,
         #[command(flatten)]
         common: Common,
     },
     /// Merge metadata into a running job (never `status`).
+    #[command(after_help = "Example:\n  drover job progress T-1 --set step=tests")]
     Progress {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -86,6 +90,9 @@ pub enum JobCmd {
         common: Common,
     },
     /// Complete a running job.
+    #[command(
+        after_help = "Example:\n  drover job complete T-1 --expected-attempt A --reason \"tests pass\""
+    )]
     Complete {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -96,6 +103,7 @@ pub enum JobCmd {
         common: Common,
     },
     /// Fail a running job.
+    #[command(after_help = "Example:\n  drover job fail T-1 --reason \"build broke\"")]
     Fail {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -106,6 +114,7 @@ pub enum JobCmd {
         common: Common,
     },
     /// Cancel a pending or running job (operator).
+    #[command(after_help = "Example:\n  drover job cancel T-1 --reason \"superseded\"")]
     Cancel {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -116,6 +125,7 @@ pub enum JobCmd {
         common: Common,
     },
     /// Time out a pending or running job whose deadline has passed (operator).
+    #[command(after_help = "Example:\n  drover job timeout T-1")]
     Timeout {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -123,6 +133,7 @@ pub enum JobCmd {
         common: Common,
     },
     /// Send a finished job back to pending for the next iteration (operator).
+    #[command(after_help = "Example:\n  drover job redispatch T-1 --iteration 2")]
     Redispatch {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -133,6 +144,7 @@ pub enum JobCmd {
         common: Common,
     },
     /// Fail a pending or running job whose budget is exhausted (operator).
+    #[command(after_help = "Example:\n  drover job finalize T-1")]
     Finalize {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
@@ -140,24 +152,27 @@ pub enum JobCmd {
         common: Common,
     },
     /// Show one job.
+    #[command(after_help = "Example:\n  drover job show T-1 --json")]
     Show {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
-        /// Print JSON.
+        /// Print one JSON document: the job record.
         #[arg(long)]
         json: bool,
     },
     /// List jobs.
+    #[command(after_help = "Example:\n  drover job ls")]
     Ls {
-        /// Print JSON.
+        /// Print one JSON document (an array of job records).
         #[arg(long)]
         json: bool,
     },
     /// Show a job's audit entries (accepted, ACKed and refused requests).
+    #[command(after_help = "Example:\n  drover job audit T-1")]
     Audit {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
-        /// Print JSON.
+        /// Print one JSON document (an array of audit entries).
         #[arg(long)]
         json: bool,
     },
@@ -169,7 +184,16 @@ fn parse_status(s: &str) -> Result<Status, String> {
 
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
     let Commands::Job { cmd } = cmd;
-    let engine = Engine::open(&ctx.state_dir()?).map_err(to_exit)?;
+    let reads = matches!(
+        cmd,
+        JobCmd::Show { .. } | JobCmd::Ls { .. } | JobCmd::Audit { .. }
+    );
+    let state_dir = if reads {
+        ctx.state_dir()?
+    } else {
+        ctx.state_dir_create()?
+    };
+    let engine = Engine::open(&state_dir).map_err(to_exit)?;
     let (job, action, common) = match cmd {
         JobCmd::Show { job, json } => {
             let r = engine.show(&job).map_err(to_exit)?;

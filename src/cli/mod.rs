@@ -1,11 +1,17 @@
 //! Command-line parsing and dispatch. Each noun lives in its own file and
 //! exposes a clap `Commands` enum (flattened into the top level) and `run`.
-//! Library errors are mapped to the exit codes of SPEC §3 here, nowhere else.
+//! Library errors are mapped to the exit codes of docs/cli.md here, nowhere else.
 
 mod agent;
 mod attach;
+mod completions;
 mod demo;
+mod demo_loop;
+mod fmt;
 mod job;
+mod lease;
+mod loopcmd;
+mod mix;
 mod pane;
 mod policy;
 mod registry;
@@ -20,17 +26,44 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The exit codes and the output rule, at the end of `drover --help`.
+const TOP_AFTER_HELP: &str = "\
+Exit codes:
+  0  done (also an idempotent repeat of a transition already made)
+  1  error: I/O, bad state on disk, internal
+  2  usage: bad arguments or a bad input file (the message names the field)
+  3  refused: the transition table, a lease, a gate, a lint or a lane said no
+  4  timeout: a barrier ran out of time (stdout empty)
+  5  transport: no supervisor running, tmux/herdr unreachable, pane gone
+
+Output: text for people; --json prints one JSON document, --jsonl one JSON
+object per line. Errors are one line on stderr. Only commands that create
+something (pane new, dispatch, rehearse, demo) start a supervisor.
+
+Example:
+  drover pane new work -- bash && drover attach work";
+
 /// drover: a supervisor for AI coding agents in terminal panes.
 #[derive(Debug, Parser)]
-#[command(name = "drover", version, about, propagate_version = true)]
+#[command(
+    name = "drover",
+    version,
+    about,
+    propagate_version = true,
+    after_help = TOP_AFTER_HELP
+)]
 pub struct Cli {
     /// State dir (default: `<git toplevel>/.drover`, else `$XDG_STATE_HOME/drover`).
     #[arg(long, global = true, env = "DROVER_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// More logging (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides.
+    /// Passed on to a supervisor this command starts.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Do not start the supervisor when none is running.
+    /// Print nothing on success for commands that only change something.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Never start a supervisor, even for commands that create something.
     #[arg(long, global = true)]
     pub no_autostart: bool,
     #[command(subcommand)]
@@ -40,23 +73,34 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the supervisor (foreground; `--daemon` to detach).
+    #[command(after_help = "Example:\n  drover serve --daemon")]
     Serve(serve::ServeArgs),
     /// Stop the supervisor and every pane it owns.
+    #[command(after_help = "Example:\n  drover kill-server")]
     KillServer,
     /// The main job on simulated agents: dispatch, shadow decisions, auto-completion (no API keys).
+    #[command(after_help = "Example:\n  drover demo --keep")]
     Demo(demo::DemoArgs),
     /// Panes: create, list, read, send, keys, resize, kill, respawn.
     Pane {
         #[command(subcommand)]
         cmd: pane::PaneCmd,
     },
-    /// Attach this terminal to a pane (detach with Ctrl-\).
+    /// Attach this terminal to a pane (detach with Ctrl-\; `-r` to watch only).
+    #[command(after_help = "Example:\n  drover attach work        # Ctrl-\\ detaches")]
     Attach(attach::AttachArgs),
     /// Wait until panes reach one of the given states.
+    #[command(after_help = wait::AFTER_HELP)]
     Wait(wait::WaitArgs),
     /// Deliver a prompt to an agent and confirm it started working (exit 3 if not).
+    #[command(
+        after_help = "Example:\n  drover send sim 'refactor the parser'\n  drover send sim --file prompt.md"
+    )]
     Send(send::SendArgs),
     /// Claim a job for a pane's session and deliver its prompt (confirmed).
+    #[command(
+        after_help = "A pane holds at most one running job: a second is refused (exit 3).\n\nExample:\n  drover dispatch T-1 --pane sim --prompt 'write NOTES.md and report'"
+    )]
     Dispatch(shadow::DispatchArgs),
     /// The shadow policy runner.
     Shadow {
@@ -64,9 +108,21 @@ pub enum Command {
         cmd: shadow::ShadowCmd,
     },
     /// Each pane's agent state and since when, and each running job's latest decision.
-    Status {
-        #[arg(long)]
-        json: bool,
+    #[command(after_help = "Example:\n  drover status --all --wide")]
+    Status(status::StatusArgs),
+    /// Print a completion script for a shell.
+    #[command(
+        after_help = "Example:\n  drover completions bash > ~/.local/share/bash-completion/completions/drover"
+    )]
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff), or write one page per command to a directory.
+    #[command(after_help = "Example:\n  drover man | man -l -")]
+    Man(completions::ManArgs),
+    /// The loop: a Backlog.md board worked through lanes onto an integration branch (LOOP.md).
+    #[command(after_help = "Example:\n  drover loop status")]
+    Loop {
+        #[command(subcommand)]
+        cmd: loopcmd::LoopCmd,
     },
     #[command(flatten)]
     Registry(registry::Commands),
@@ -85,39 +141,72 @@ pub enum Command {
 pub struct Ctx {
     pub state_dir_arg: Option<PathBuf>,
     pub verbose: u8,
+    pub quiet: bool,
     pub autostart: bool,
 }
 
 impl Ctx {
-    /// The resolved (and created) state dir.
+    /// The state dir, which must exist: for commands that only read.
+    /// Nothing is created.
     pub fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        drover::paths::existing_state_dir(self.state_dir_arg.as_deref())
+            .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
+    }
+
+    /// The state dir, created if missing: for commands that write.
+    pub fn state_dir_create(&self) -> anyhow::Result<PathBuf> {
         drover::paths::resolve_state_dir(self.state_dir_arg.as_deref())
             .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
-}
 
-impl Ctx {
     /// The supervisor's socket for this state dir.
     pub fn socket(&self, state_dir: &std::path::Path) -> anyhow::Result<PathBuf> {
         drover::paths::socket_path(state_dir).map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
 
-    /// A connection to the supervisor, starting it unless `--no-autostart`.
+    /// A connection to the running supervisor. None running: exit 5, "no
+    /// supervisor running for <state dir>", and nothing is created.
     pub fn client(&self) -> anyhow::Result<drover::daemon::Client> {
-        let state_dir = self.state_dir()?;
-        let socket = self.socket(&state_dir)?;
-        let exe = if self.autostart {
-            Some(std::env::current_exe().map_err(|e| {
-                fail(
-                    drover::exit::ERROR,
-                    format!("cannot find the drover binary: {e}"),
-                )
-            })?)
-        } else {
-            None
+        let not_running =
+            |dir: PathBuf| client_err(drover::daemon::ClientError::NotRunning { state_dir: dir });
+        let state_dir = match drover::paths::existing_state_dir(self.state_dir_arg.as_deref()) {
+            Ok(d) => d,
+            Err(drover::paths::PathError::Missing { path }) => return Err(not_running(path)),
+            Err(e) => return Err(fail(drover::exit::ERROR, e.to_string())),
         };
-        drover::daemon::Client::connect_or_start(&state_dir, &socket, exe.as_deref())
-            .map_err(client_err)
+        let socket = self.socket(&state_dir)?;
+        drover::daemon::Client::connect_running(&state_dir, &socket).map_err(client_err)
+    }
+
+    /// A connection to the supervisor, starting it (and creating the state
+    /// dir) when none runs, unless `--no-autostart`. Only for commands that
+    /// create something.
+    pub fn client_or_start(&self) -> anyhow::Result<drover::daemon::Client> {
+        if !self.autostart {
+            return self.client();
+        }
+        let state_dir = self.state_dir_create()?;
+        let socket = self.socket(&state_dir)?;
+        let exe = std::env::current_exe().map_err(|e| {
+            fail(
+                drover::exit::ERROR,
+                format!("cannot find the drover binary: {e}"),
+            )
+        })?;
+        drover::daemon::Client::connect_or_start_verbose(
+            &state_dir,
+            &socket,
+            Some(&exe),
+            self.verbose,
+        )
+        .map_err(client_err)
+    }
+
+    /// Say what a command did (one line on stdout), unless `-q`.
+    pub fn said(&self, msg: impl std::fmt::Display) {
+        if !self.quiet {
+            println!("{msg}");
+        }
     }
 }
 
@@ -149,11 +238,36 @@ pub fn fail(code: u8, msg: impl Into<String>) -> anyhow::Error {
     })
 }
 
+/// Exit status when stdout was closed under us (`drover events | head`):
+/// what a process killed by SIGPIPE reports, silently.
+const CLOSED_STDOUT: i32 = 128 + 13;
+
+/// `println!` panics when stdout is a closed pipe; end quietly instead, as
+/// Unix tools do. (SIGPIPE stays ignored: a supervisor that hangs up must be an
+/// error message, not a silent death.)
+fn quiet_on_closed_stdout() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(CLOSED_STDOUT);
+        }
+        prev(info);
+    }));
+}
+
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     let ctx = Ctx {
         state_dir_arg: cli.state_dir.clone(),
         verbose: cli.verbose,
+        quiet: cli.quiet,
         autostart: !cli.no_autostart,
     };
     if !matches!(cli.command, Command::Serve(_)) {
@@ -183,7 +297,10 @@ pub fn main() -> ExitCode {
         Command::Send(a) => send::run(a, &ctx),
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),
         Command::Shadow { cmd } => shadow::run(cmd, &ctx),
-        Command::Status { json } => status::run(json, &ctx),
+        Command::Status(a) => status::run(a, &ctx),
+        Command::Completions(a) => completions::completions(a),
+        Command::Man(a) => completions::man(a),
+        Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),
@@ -203,5 +320,109 @@ pub fn main() -> ExitCode {
             }
             ExitCode::from(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod grammar {
+    //! The written grammar (docs/cli.md), checked on the clap definitions so
+    //! a new command cannot drift from it.
+    use super::Cli;
+    use clap::CommandFactory;
+
+    fn leaves(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        let subs: Vec<&clap::Command> = cmd
+            .get_subcommands()
+            .filter(|c| c.get_name() != "help")
+            .collect();
+        // A command that takes arguments of its own (e.g. `mix --json`) counts
+        // as a command even when it has subcommands.
+        let own_args = cmd
+            .get_arguments()
+            .any(|a| !a.is_global_set() && a.get_id() != "help" && a.get_id() != "version");
+        if subs.is_empty() || (own_args && cmd.get_name() != "drover") {
+            out.push((path.clone(), cmd.clone()));
+        }
+        for s in subs {
+            leaves(s, format!("{path} {}", s.get_name()), out);
+        }
+    }
+
+    fn all_leaves() -> Vec<(String, clap::Command)> {
+        let mut out = Vec::new();
+        leaves(&Cli::command(), "drover".into(), &mut out);
+        out
+    }
+
+    #[test]
+    fn every_command_has_an_example() {
+        let missing: Vec<String> = all_leaves()
+            .into_iter()
+            .filter(|(_, c)| {
+                !c.get_after_help()
+                    .is_some_and(|h| h.to_string().contains("Example:\n  drover "))
+            })
+            .map(|(p, _)| p)
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "no `Example:` in after_help: {missing:?}"
+        );
+    }
+
+    #[test]
+    fn every_argument_has_a_help_line() {
+        let mut missing = Vec::new();
+        for (path, c) in all_leaves() {
+            for a in c.get_arguments() {
+                if a.is_hide_set() || a.get_id() == "help" || a.get_id() == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    /// `--json` is one document; a stream is `--jsonl`.
+    #[test]
+    fn json_flags_follow_the_rule() {
+        let mut bad = Vec::new();
+        for (path, c) in all_leaves() {
+            for a in c.get_arguments() {
+                let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                match a.get_long() {
+                    Some("json") if !help.starts_with("Print one JSON document") => {
+                        bad.push(format!("{path} --json: {help:?}"))
+                    }
+                    Some("jsonl") if !help.contains("per line") => {
+                        bad.push(format!("{path} --jsonl: {help:?}"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{bad:?}");
+    }
+
+    #[test]
+    fn top_help_lists_the_exit_codes() {
+        let help = Cli::command().render_long_help().to_string();
+        for code in [
+            "0  done",
+            "2  usage",
+            "3  refused",
+            "4  timeout",
+            "5  transport",
+        ] {
+            assert!(help.contains(code), "{code:?} missing from drover --help");
+        }
+    }
+
+    #[test]
+    fn the_definitions_are_consistent() {
+        Cli::command().debug_assert();
     }
 }

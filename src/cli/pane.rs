@@ -6,17 +6,37 @@ use drover::pane::{PaneSpec, parse_size, validate_env_name};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
+/// The key names `pane keys` knows, for its help.
+const KEYS_HELP: &str = "\
+Keys: a single character, or Enter, Esc, Tab, BTab, Up, Down, Left, Right,
+Home, End, PageUp, PageDown, Insert, Delete, Backspace, Space, F1-F12,
+C-<x> (control), M-<x> (meta). All keys of one call are written at once:
+keys after a C-c reach the terminal before the program has handled the
+interrupt (they are echoed or lost), so send them in a second call once the
+pane is idle again.
+
+Example:
+  drover pane keys work Up Enter      # recall the last command and run it
+  drover pane keys work C-c           # interrupt";
+
 #[derive(Debug, clap::Subcommand)]
 pub enum PaneCmd {
     /// Create a pane running CMD (env is set on the child at creation).
+    #[command(
+        after_help = "Starts the supervisor when none is running.\n\nExample:\n  drover pane new work --env API_URL=http://127.0.0.1:9 -- bash"
+    )]
     New(NewArgs),
     /// List panes with their agent state.
+    #[command(after_help = "Example:\n  drover pane ls --json | jq '.[].observation.state'")]
     Ls {
+        /// Print one JSON document (an array of panes).
         #[arg(long)]
         json: bool,
     },
     /// Print a pane's screen (sanitised text unless --raw).
+    #[command(after_help = "Example:\n  drover pane read work --scrollback 200")]
     Read {
+        /// The pane.
         name: String,
         /// Keep SGR attributes (colours) in the output.
         #[arg(long)]
@@ -24,33 +44,57 @@ pub enum PaneCmd {
         /// Also print up to N rows of scrollback above the screen.
         #[arg(long, value_name = "N", default_value_t = 0)]
         scrollback: usize,
+        /// Print one JSON document: {text, lines, formatted, cursor, …}.
         #[arg(long)]
         json: bool,
     },
     /// Send text (bracketed paste when the app enabled it), then Enter.
+    #[command(
+        after_help = "Example:\n  drover pane send work 'echo $API_URL'\n  drover pane send work --file script.sh --no-enter"
+    )]
     Send {
+        /// The pane.
         name: String,
-        text: String,
+        /// The text (`-` reads stdin); or use --file.
+        #[arg(required_unless_present = "file", conflicts_with = "file")]
+        text: Option<String>,
+        /// Read the text from FILE (`-` for stdin): argv cannot carry large texts.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
         /// Do not press Enter after the text.
         #[arg(long)]
         no_enter: bool,
     },
-    /// Send named keys (Enter, Esc, Tab, Up, C-c, …) or single characters.
+    /// Send named keys or single characters (see the list below).
+    #[command(after_help = KEYS_HELP)]
     Keys {
+        /// The pane.
         name: String,
-        #[arg(required = true, allow_hyphen_values = true)]
+        /// Keys, in order.
+        #[arg(required = true, allow_hyphen_values = true, value_name = "KEY")]
         keys: Vec<String>,
     },
     /// Resize a pane.
+    #[command(after_help = "Example:\n  drover pane resize work 120x40")]
     Resize {
+        /// The pane.
         name: String,
         /// COLSxROWS, e.g. 120x40.
+        #[arg(value_name = "CxR")]
         size: String,
     },
     /// Kill a pane's process group and remove the pane.
-    Kill { name: String },
+    #[command(after_help = "Example:\n  drover pane kill work")]
+    Kill {
+        /// The pane.
+        name: String,
+    },
     /// Restart a pane's command as a new generation.
-    Respawn { name: String },
+    #[command(after_help = "Example:\n  drover pane respawn work")]
+    Respawn {
+        /// The pane.
+        name: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -61,19 +105,42 @@ pub struct NewArgs {
     #[arg(long = "env", value_name = "K=V")]
     pub env: Vec<String>,
     /// Working directory (must exist; default: the current directory).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// COLSxROWS (default 120x40).
-    #[arg(long)]
+    #[arg(long, value_name = "CxR")]
     pub size: Option<String>,
     /// How the screen is read: shell, claude, codex, sim.
     #[arg(long, default_value = "shell")]
     pub agent: String,
+    /// Print one JSON document: {name, pid, generation, …}.
     #[arg(long)]
     pub json: bool,
     /// The command and its arguments, run exactly as given.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// Read a text argument: `Some(F)` from the file F (`-` = stdin), else the
+/// positional text (`-` = stdin). Shared by `pane send` and `send`.
+pub fn read_text(text: Option<String>, file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    use std::io::Read;
+    let from_stdin = || -> anyhow::Result<String> {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| usage(format!("cannot read the text from stdin: {e}")))?;
+        Ok(s)
+    };
+    match (text, file) {
+        (_, Some(f)) if f.as_os_str() == "-" => from_stdin(),
+        (_, Some(f)) => {
+            std::fs::read_to_string(f).map_err(|e| usage(format!("--file {}: {e}", f.display())))
+        }
+        (Some(t), None) if t == "-" => from_stdin(),
+        (Some(t), None) => Ok(t),
+        (None, None) => Err(usage("give the text, `-` for stdin, or --file FILE")),
+    }
 }
 
 const AGENTS: &[&str] = &["shell", "claude", "codex", "sim"];
@@ -143,17 +210,17 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         PaneCmd::New(a) => {
             let spec = build_spec(&a)?;
-            let mut c = ctx.client()?;
+            let mut c = ctx.client_or_start()?;
             let info = c
                 .call("pane.new", json!({"spec": spec}))
                 .map_err(client_err)?;
             if a.json {
                 print_json(&info);
             } else {
-                println!(
+                ctx.said(format!(
                     "created pane {} (pid {}, generation {})",
                     a.name, info["pid"], info["generation"]
-                );
+                ));
             }
         }
         PaneCmd::Ls { json } => {
@@ -201,14 +268,21 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         PaneCmd::Send {
             name,
             text,
+            file,
             no_enter,
         } => {
+            let text = read_text(text, file.as_deref())?;
             let mut c = ctx.client()?;
             c.call(
                 "pane.send",
                 json!({"pane": name, "text": text, "enter": !no_enter}),
             )
             .map_err(client_err)?;
+            ctx.said(format!(
+                "sent {} bytes to {name}{}",
+                text.len(),
+                if no_enter { "" } else { ", then Enter" }
+            ));
         }
         PaneCmd::Keys { name, keys } => {
             for k in &keys {
@@ -217,6 +291,7 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let mut c = ctx.client()?;
             c.call("pane.keys", json!({"pane": name, "keys": keys}))
                 .map_err(client_err)?;
+            ctx.said(format!("sent {} to {name}", keys.join(" ")));
         }
         PaneCmd::Resize { name, size } => {
             let (cols, rows) = parse_size(&size).map_err(|e| usage(e.to_string()))?;
@@ -226,30 +301,26 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 json!({"pane": name, "cols": cols, "rows": rows}),
             )
             .map_err(client_err)?;
+            ctx.said(format!("resized {name} to {cols}x{rows}"));
         }
         PaneCmd::Kill { name } => {
             let mut c = ctx.client()?;
             c.call("pane.kill", json!({"pane": name}))
                 .map_err(client_err)?;
+            ctx.said(format!("killed pane {name}"));
         }
         PaneCmd::Respawn { name } => {
             let mut c = ctx.client()?;
             let v = c
                 .call("pane.respawn", json!({"pane": name}))
                 .map_err(client_err)?;
-            println!("respawned pane {name} (generation {})", v["generation"]);
+            ctx.said(format!(
+                "respawned pane {name} (generation {})",
+                v["generation"]
+            ));
         }
     }
     Ok(exit::OK)
-}
-
-fn age(since_ms: u64) -> String {
-    let secs = drover::paths::now_ms().saturating_sub(since_ms) / 1000;
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m{}s", secs / 60, secs % 60),
-        _ => format!("{}h{}m", secs / 3600, (secs % 3600) / 60),
-    }
 }
 
 pub fn print_table(list: &Value) {
@@ -259,7 +330,7 @@ pub fn print_table(list: &Value) {
         return;
     }
     println!(
-        "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>7}",
+        "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>8}",
         "NAME", "BACKEND", "PID", "GEN", "SIZE", "AGENT", "STATE", "SINCE"
     );
     for p in &rows {
@@ -272,7 +343,7 @@ pub fn print_table(list: &Value) {
             state = format!("{state}({code})");
         }
         println!(
-            "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>7}",
+            "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>8}",
             p["name"].as_str().unwrap_or("?"),
             p["backend"].as_str().unwrap_or("?"),
             p["pid"].to_string(),
@@ -284,7 +355,7 @@ pub fn print_table(list: &Value) {
             },
             p["agent"].as_str().unwrap_or("?"),
             state,
-            age(o["since_ms"].as_u64().unwrap_or(0)),
+            super::fmt::ago(o["since_ms"].as_u64().unwrap_or(0)),
         );
     }
     // Panes a stopped supervisor left behind say what became of them.

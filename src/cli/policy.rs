@@ -22,16 +22,20 @@ pub enum Commands {
 #[derive(Debug, clap::Subcommand)]
 pub enum PolicyCmd {
     /// Decide one scenario; prints {"decision": "...", "reason": "..."}.
+    #[command(
+        after_help = "Example:\n  drover policy eval tests/fixtures/scenarios/finished-clean.json"
+    )]
     Eval {
         /// Scenario file, or `-` for stdin.
         file: String,
     },
     /// Decide every *.json scenario in DIR against its expected_policy
     /// (exit 3 on a disagreement, 2 on a malformed file).
+    #[command(after_help = "Example:\n  drover policy check tests/fixtures/scenarios")]
     Check {
         /// Directory of scenario files.
         dir: PathBuf,
-        /// Print one JSON array of results instead of a table.
+        /// Print one JSON document (an array of results) instead of a table.
         #[arg(long)]
         json: bool,
     },

@@ -1,17 +1,18 @@
-//! `registry`, `session-heartbeat`, `lease`, `mix`, `gate`, `events`: the CLI
-//! over [`drover::registry`] and [`drover::gate`]. Parses, calls the library,
-//! prints (tables for people, JSON with `--json`), and maps errors to exit codes.
+//! `registry`, `session-heartbeat`, `gate`, `events`: the CLI over
+//! [`drover::registry`] and [`drover::gate`] (`lease` and `mix` have files of
+//! their own). Parses, calls the library, prints (tables for people, JSON with
+//! `--json`), and maps errors to exit codes.
 
+use super::lease::LeaseCmd;
 use super::{Ctx, fail};
 use chrono::Utc;
 use clap::{Args, Subcommand, ValueEnum};
 use drover::exit;
 use drover::gate;
 use drover::registry::{
-    self, Agent, InitRequest, RegistryError, Topology, events, heartbeat, lease, mix, scope, view,
+    self, Agent, InitRequest, RegistryError, Topology, events, heartbeat, lease, mix, view,
 };
 use std::io::Write;
-use std::path::PathBuf;
 
 #[derive(Debug, Subcommand)]
 pub enum Commands {
@@ -21,6 +22,7 @@ pub enum Commands {
         cmd: RegistryCmd,
     },
     /// Report a session's status, or one lane's with --agent.
+    #[command(after_help = HEARTBEAT_HELP)]
     SessionHeartbeat(HeartbeatArgs),
     /// Write leases: one per task, held by the Implementer.
     Lease {
@@ -28,15 +30,28 @@ pub enum Commands {
         cmd: LeaseCmd,
     },
     /// The Claude:Codex work-unit balance.
-    Mix(MixArgs),
+    #[command(
+        after_help = "Example:\n  drover mix --json\n  drover mix record --task T-1 --agent codex --wu 2"
+    )]
+    Mix(super::mix::MixArgs),
     /// The conservative gate.
     Gate {
         #[command(subcommand)]
         cmd: GateCmd,
     },
-    /// Print the event log.
+    /// Print the event log (`--follow` to keep printing new events).
+    #[command(
+        after_help = "Example:\n  drover events --kind lease.claim\n  drover events --follow --jsonl | jq .kind"
+    )]
     Events(EventsArgs),
 }
+
+const HEARTBEAT_HELP: &str = "\
+Statuses: pass-class pass, passed, clear, approved; fail-class fail, failed,
+blocked, rejected; neutral active, idle, working, reviewing, waiting.
+
+Example:
+  drover session-heartbeat --session reviewer --task T-1 --status passed";
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TopologyArg {
@@ -44,6 +59,7 @@ pub enum TopologyArg {
     ExpandedEight,
 }
 
+/// An agent, as a flag value.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum AgentArg {
     Claude,
@@ -62,7 +78,11 @@ impl From<AgentArg> for Agent {
 #[derive(Debug, Subcommand)]
 pub enum RegistryCmd {
     /// Create the registry for a topology (idempotent).
+    #[command(
+        after_help = "Example:\n  drover registry init --topology four-role --agent-mix claude=5,codex=5"
+    )]
     Init {
+        /// The set of sessions and lanes to create.
         #[arg(long, value_enum)]
         topology: TopologyArg,
         /// WU target, e.g. claude=5,codex=5.
@@ -71,11 +91,14 @@ pub enum RegistryCmd {
         /// Replace a registry of another topology.
         #[arg(long)]
         force: bool,
+        /// Print one JSON document: {outcome, registry}.
         #[arg(long)]
         json: bool,
     },
     /// Show sessions × lanes (`--json`: the document lifted to version 2).
+    #[command(after_help = "Example:\n  drover registry show")]
     Show {
+        /// Print one JSON document: the registry.
         #[arg(long)]
         json: bool,
     },
@@ -83,119 +106,33 @@ pub enum RegistryCmd {
 
 #[derive(Debug, Args)]
 pub struct HeartbeatArgs {
-    #[arg(long)]
-    session_id: String,
+    /// The session reporting (a session id of the registry).
+    #[arg(long, alias = "session-id", value_name = "ID")]
+    session: String,
     /// Must match the session's role when given.
     #[arg(long)]
     role: Option<String>,
+    /// The task the status is about.
     #[arg(long)]
     task: Option<String>,
-    /// e.g. active, working, passed, clear, approved, failed, blocked.
+    /// A status (see the list below).
     #[arg(long)]
     status: String,
     /// Update this lane only.
     #[arg(long, value_enum)]
     agent: Option<AgentArg>,
     /// Seconds until the heartbeat is stale (default 1800).
-    #[arg(long)]
+    #[arg(long, value_name = "S")]
     ttl_s: Option<u64>,
+    /// Print one JSON document: the session.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum LeaseCmd {
-    /// Claim (or, as its owner, renew) the write lease of a task.
-    Claim {
-        #[arg(long)]
-        task: String,
-        /// Default: the registry's write-lease owner (the Implementer).
-        #[arg(long)]
-        session: Option<String>,
-        #[arg(long)]
-        branch: Option<String>,
-        #[arg(long)]
-        worktree: Option<PathBuf>,
-        /// A claimed path, directory or glob, relative to the worktree (repeatable).
-        #[arg(long = "file", value_name = "PATH")]
-        files: Vec<String>,
-        /// Seconds until the lease expires (default 7200).
-        #[arg(long)]
-        ttl_s: Option<u64>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Release a task's lease (--force for a borrowed or recovery-needed one).
-    Release {
-        #[arg(long)]
-        task: String,
-        #[arg(long)]
-        force: bool,
-    },
-    /// Lend the lease to one agent (refused while the other holds it).
-    Borrow {
-        #[arg(long)]
-        task: String,
-        #[arg(long, value_enum)]
-        agent: AgentArg,
-    },
-    /// Give a borrowed lease back.
-    Return {
-        #[arg(long)]
-        task: String,
-        #[arg(long, value_enum)]
-        agent: AgentArg,
-    },
-    /// List leases with their current state.
-    Ls {
-        #[arg(long)]
-        json: bool,
-    },
-    /// One lease and a live look at its worktree.
-    Inspect {
-        task: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Exit 3 naming the files outside the lease's claimed_files.
-    CheckScope {
-        task: String,
-        #[arg(required = true)]
-        files: Vec<String>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Args)]
-pub struct MixArgs {
-    #[command(subcommand)]
-    cmd: Option<MixCmd>,
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MixCmd {
-    /// Add WU spent by an agent on a task to the rolling ledger.
-    Record {
-        #[arg(long)]
-        task: String,
-        #[arg(long, value_enum)]
-        agent: AgentArg,
-        #[arg(long)]
-        wu: u32,
-        /// Also count it on this session's lane.
-        #[arg(long)]
-        session: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum GateCmd {
     /// `ready` (exit 0) or `blocked` (exit 3) with every reason.
+    #[command(after_help = "Example:\n  drover gate check --task T-1")]
     Check {
         /// Default: the Implementer's task, else the only lease's task.
         #[arg(long)]
@@ -203,6 +140,7 @@ pub enum GateCmd {
         /// A load-bearing path changed (the Deep Reviewer must pass too).
         #[arg(long)]
         load_bearing: bool,
+        /// Print one JSON document: {verdict, reasons}.
         #[arg(long)]
         json: bool,
     },
@@ -216,35 +154,61 @@ pub struct EventsArgs {
     /// Only events of this kind.
     #[arg(long)]
     kind: Option<String>,
-    /// One JSON object per line.
-    #[arg(long)]
+    /// Print one JSON document (an array of events); not with --follow.
+    #[arg(long, conflicts_with_all = ["jsonl", "follow"])]
     json: bool,
+    /// Print one JSON object per event per line.
+    #[arg(long)]
+    jsonl: bool,
 }
 
-fn map(e: RegistryError) -> anyhow::Error {
+pub(super) fn map(e: RegistryError) -> anyhow::Error {
     fail(e.exit_code(), e.to_string())
 }
 
 /// Write to stdout; a closed pipe is not an error worth a panic.
-fn out(s: &str) -> bool {
+pub(super) fn out(s: &str) -> bool {
     let mut o = std::io::stdout().lock();
     o.write_all(s.as_bytes()).and_then(|()| o.flush()).is_ok()
 }
 
-fn json_line<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+pub(super) fn json_line<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     let s = serde_json::to_string_pretty(v).map_err(|e| fail(exit::ERROR, e.to_string()))?;
     out(&(s + "\n"));
     Ok(())
 }
 
+impl Commands {
+    /// Whether the command writes (and so may create the state dir).
+    fn writes(&self) -> bool {
+        match self {
+            Commands::Registry { cmd } => matches!(cmd, RegistryCmd::Init { .. }),
+            Commands::SessionHeartbeat(_) => true,
+            Commands::Lease { cmd } => matches!(
+                cmd,
+                LeaseCmd::Claim { .. }
+                    | LeaseCmd::Release { .. }
+                    | LeaseCmd::Borrow { .. }
+                    | LeaseCmd::Return { .. }
+            ),
+            Commands::Mix(a) => a.cmd.is_some(),
+            Commands::Gate { .. } | Commands::Events(_) => false,
+        }
+    }
+}
+
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
-    let state = ctx.state_dir()?;
+    let state = if cmd.writes() {
+        ctx.state_dir_create()?
+    } else {
+        ctx.state_dir()?
+    };
     let now = Utc::now();
     match cmd {
         Commands::Registry { cmd } => run_registry(cmd, &state, now),
         Commands::SessionHeartbeat(a) => {
             let req = heartbeat::HeartbeatRequest {
-                session_id: a.session_id,
+                session_id: a.session,
                 role: a.role,
                 task: a.task,
                 status: a.status,
@@ -267,8 +231,8 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Commands::Lease { cmd } => run_lease(cmd, &state, now),
-        Commands::Mix(a) => run_mix(a, &state, now),
+        Commands::Lease { cmd } => super::lease::run(cmd, &state, now),
+        Commands::Mix(a) => super::mix::run(a, &state, now),
         Commands::Gate {
             cmd:
                 GateCmd::Check {
@@ -358,181 +322,12 @@ fn run_registry(
     }
 }
 
-fn run_lease(
-    cmd: LeaseCmd,
-    state: &std::path::Path,
-    now: chrono::DateTime<Utc>,
-) -> anyhow::Result<u8> {
-    match cmd {
-        LeaseCmd::Claim {
-            task,
-            session,
-            branch,
-            worktree,
-            files,
-            ttl_s,
-            json,
-        } => {
-            let req = lease::ClaimRequest {
-                task,
-                session,
-                branch,
-                worktree,
-                files,
-                ttl_s,
-            };
-            let o = lease::claim(state, &req, now).map_err(map)?;
-            if json {
-                json_line(&o)?;
-            } else {
-                let (verb, l) = match &o {
-                    lease::ClaimOutcome::Claimed(l) => ("claimed", l),
-                    lease::ClaimOutcome::Renewed(l) => ("renewed", l),
-                };
-                out(&format!(
-                    "{verb} {} for {} (owner {}, expires {})\n",
-                    l.lease_id, req.task, l.owner_session, l.expires_at
-                ));
-            }
-            Ok(exit::OK)
-        }
-        LeaseCmd::Release { task, force } => {
-            let o = lease::release(state, &task, force, now).map_err(map)?;
-            out(&match o {
-                lease::ReleaseOutcome::Released => format!("released the lease of {task}\n"),
-                lease::ReleaseOutcome::NotHeld => {
-                    format!("no lease for {task}; nothing to release\n")
-                }
-            });
-            Ok(exit::OK)
-        }
-        LeaseCmd::Borrow { task, agent } => {
-            let agent = Agent::from(agent);
-            let o = lease::borrow(state, &task, agent, now).map_err(map)?;
-            out(&match o {
-                lease::LendOutcome::Changed => format!("{agent} borrowed the lease of {task}\n"),
-                lease::LendOutcome::Unchanged => {
-                    format!("{agent} already holds the lease of {task}\n")
-                }
-            });
-            Ok(exit::OK)
-        }
-        LeaseCmd::Return { task, agent } => {
-            let agent = Agent::from(agent);
-            let o = lease::give_back(state, &task, agent, now).map_err(map)?;
-            out(&match o {
-                lease::LendOutcome::Changed => format!("{agent} returned the lease of {task}\n"),
-                lease::LendOutcome::Unchanged => format!("the lease of {task} was not borrowed\n"),
-            });
-            Ok(exit::OK)
-        }
-        LeaseCmd::Ls { json } => {
-            let leases = lease::list(state, now).map_err(map)?;
-            if json {
-                json_line(&leases)?;
-            } else {
-                out(&view::leases(&leases, now));
-            }
-            Ok(exit::OK)
-        }
-        LeaseCmd::Inspect { task, json } => {
-            let Some(i) = lease::inspect(state, &task, now).map_err(map)? else {
-                return Err(fail(exit::REFUSED, format!("no lease for task {task}")));
-            };
-            if json {
-                json_line(&i)?;
-            } else {
-                let mut s = view::leases(std::slice::from_ref(&i.lease), now);
-                if let Some(c) = &i.worktree_check {
-                    s += &format!("worktree: {}\n", c.describe());
-                }
-                if let Some(c) = &i.lease.recovery_command {
-                    s += &format!("recovery: {c}\n");
-                }
-                out(&s);
-            }
-            Ok(exit::OK)
-        }
-        LeaseCmd::CheckScope { task, files, json } => {
-            let s = scope::check_scope(state, &task, &files, now).map_err(map)?;
-            if json {
-                json_line(&s)?;
-            } else if s.out_of_scope.is_empty() {
-                out(&format!("{} files in scope of {task}\n", files.len()));
-            }
-            if s.unenforced {
-                eprintln!(
-                    "drover: warning: the lease of {task} claims no files; scope is not enforced"
-                );
-            }
-            match s.refusal(&task) {
-                Some(e) => Err(map(e)),
-                None => Ok(exit::OK),
-            }
-        }
-    }
-}
-
-fn run_mix(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> anyhow::Result<u8> {
-    let (report, json) = match a.cmd {
-        Some(MixCmd::Record {
-            task,
-            agent,
-            wu,
-            session,
-            json,
-        }) => {
-            let req = mix::RecordRequest {
-                task,
-                agent: agent.into(),
-                wu,
-                session,
-            };
-            (mix::record(state, &req, now).map_err(map)?, json || a.json)
-        }
-        None => {
-            let reg = registry::load(state).map_err(map)?;
-            let policy = reg.as_ref().map(|r| r.agent_mix.clone());
-            let ledger = mix::load(state)
-                .map_err(map)?
-                .unwrap_or_else(|| mix::MixLedger::new(policy.clone().unwrap_or_default()));
-            let policy = policy.unwrap_or_else(|| ledger.policy.clone());
-            let entries = mix::window(&ledger.ledger, policy.window.size);
-            (mix::report(&policy, &entries, None), a.json)
-        }
-    };
-    let reg = registry::load(state).map_err(map)?;
-    if json {
-        let sessions: Vec<serde_json::Value> = reg
-            .iter()
-            .flat_map(|r| &r.sessions)
-            .map(|s| {
-                let spent = mix::Spent {
-                    claude: s.lanes.claude.wu_spent_rolling,
-                    codex: s.lanes.codex.wu_spent_rolling,
-                };
-                serde_json::json!({
-                    "session_id": s.session_id,
-                    "spent": spent,
-                    "next_agent": mix::next_agent(report.target, report.skew_wu, Some(spent)),
-                })
-            })
-            .collect();
-        let mut v = serde_json::to_value(&report).map_err(|e| fail(exit::ERROR, e.to_string()))?;
-        v["sessions"] = serde_json::Value::Array(sessions);
-        json_line(&v)?;
-    } else {
-        out(&view::mix(&report, reg.as_ref()));
-    }
-    Ok(exit::OK)
-}
-
 fn run_events(a: EventsArgs, state: &std::path::Path) -> anyhow::Result<u8> {
     let show = |e: &events::Event| -> bool {
         if a.kind.as_deref().is_some_and(|k| k != e.kind) {
             return true;
         }
-        let line = if a.json {
+        let line = if a.jsonl {
             serde_json::to_string(e).unwrap_or_default()
         } else {
             let fields: Vec<String> = e
@@ -561,6 +356,14 @@ fn run_events(a: EventsArgs, state: &std::path::Path) -> anyhow::Result<u8> {
                 "drover: warning: skipped a torn last line in {}",
                 registry::events_path(state).display()
             );
+        }
+        if a.json {
+            let kept: Vec<&events::Event> = r
+                .records
+                .iter()
+                .filter(|e| a.kind.as_deref().is_none_or(|k| k == e.kind))
+                .collect();
+            return json_line(&kept).map(|()| exit::OK);
         }
         for e in &r.records {
             if !show(e) {

@@ -1,5 +1,5 @@
 //! `drover mock-model` and `drover rehearse`: the real agent TUIs against
-//! drover's own mock model server (SPEC §15, docs/rehearsal.md).
+//! drover's own mock model server (docs/rehearsal.md).
 
 use super::{Ctx, client_err, fail};
 use drover::exit;
@@ -17,8 +17,14 @@ const MOCK_START_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, clap::Subcommand)]
 pub enum Commands {
     /// Serve a scripted mock of the Anthropic and OpenAI APIs on 127.0.0.1.
+    #[command(
+        after_help = "Example:\n  drover mock-model --port 0 --script tests/fixtures/mock-scripts/demo.toml"
+    )]
     MockModel(MockArgs),
     /// Start a real claude/codex TUI in a pane against a mock model server.
+    #[command(
+        after_help = "Example:\n  drover rehearse --agent claude --script tests/fixtures/mock-scripts/demo.toml"
+    )]
     Rehearse(RehearseArgs),
 }
 
@@ -83,7 +89,7 @@ pub struct RehearseArgs {
     /// Record the agent's raw PTY output to FILE (runs it under script(1)).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Print what was started as JSON.
+    /// Print one JSON document: what was started.
     #[arg(long)]
     pub json: bool,
     /// Extra arguments for the agent (after `--`).
@@ -217,7 +223,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     let dir = match &a.dir {
         Some(d) => std::path::absolute(d)?,
-        None => ctx.state_dir()?.join("rehearse").join(&name),
+        None => ctx.state_dir_create()?.join("rehearse").join(&name),
     };
     let io = |what: &str, p: &Path, e: std::io::Error| {
         fail(exit::ERROR, format!("{what} {}: {e}", p.display()))
@@ -241,7 +247,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         std::fs::canonicalize(&home_dir).map_err(|e| io("cannot resolve", &home_dir, e))?
     };
 
-    let mut client = ctx.client()?;
+    let mut client = ctx.client_or_start()?;
     let port_file = dir.join("mock.port");
     let exe = std::env::current_exe()
         .map_err(|e| fail(exit::ERROR, format!("cannot find the drover binary: {e}")))?;

@@ -1,7 +1,7 @@
 //! `drover serve` and `drover kill-server`.
 
 use super::{Ctx, client_err, fail};
-use drover::daemon::{Client, ServeError, ServeOptions, serve};
+use drover::daemon::{Client, ServeError, ServeOptions, client, serve};
 use drover::exit;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    let state_dir = ctx.state_dir()?;
+    let state_dir = ctx.state_dir_create()?;
     let socket = ctx.socket(&state_dir)?;
     if args.daemon {
         if let Ok(mut c) = Client::connect(&socket) {
@@ -31,28 +31,29 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             ));
         }
         let exe = std::env::current_exe()?;
-        drover::daemon::client::start_daemon(&exe, &state_dir).map_err(client_err)?;
-        let mut c =
-            drover::daemon::client::wait_for_socket(&socket, drover::daemon::client::START_TIMEOUT)
-                .map_err(client_err)?;
+        let child =
+            client::start_daemon_verbose(&exe, &state_dir, ctx.verbose).map_err(client_err)?;
+        let mut c = client::wait_started(child, &state_dir, &socket, client::START_TIMEOUT)
+            .map_err(client_err)?;
         let pong = c.call("ping", serde_json::json!({})).map_err(client_err)?;
-        println!(
+        ctx.said(format!(
             "supervisor running (pid {}) for {}",
             pong["pid"],
             state_dir.display()
-        );
+        ));
         return Ok(exit::OK);
     }
+    // Lifecycle events (panes created, exited, killed; clients refused;
+    // restarts) are logged at info by default.
     let log_filter = match ctx.verbose {
-        0 => "warn",
-        1 => "info",
+        0 | 1 => "info",
         2 => "debug",
         _ => "trace",
     };
     let opts = ServeOptions {
         state_dir,
         socket,
-        log_filter: format!("drover={log_filter},{log_filter}"),
+        log_filter: format!("drover={log_filter},warn"),
     };
     match serve(opts) {
         Ok(()) => Ok(exit::OK),
@@ -64,20 +65,37 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 /// How long `kill-server` waits for the supervisor to finish stopping panes.
 const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Stop the supervisor. None running is an idempotent repeat (exit 0), and
+/// nothing is created.
 pub fn kill_server(ctx: &Ctx) -> anyhow::Result<u8> {
-    let state_dir = ctx.state_dir()?;
-    let socket = ctx.socket(&state_dir)?;
-    let mut c = match Client::connect(&socket) {
-        Ok(c) => c,
-        Err(_) => {
-            eprintln!("no supervisor running for {}", state_dir.display());
-            return Ok(exit::OK);
-        }
+    let not_running = |dir: &std::path::Path| {
+        eprintln!("drover: no supervisor running for {}", dir.display());
+        Ok(exit::OK)
     };
+    let state_dir = match drover::paths::existing_state_dir(ctx.state_dir_arg.as_deref()) {
+        Ok(d) => d,
+        Err(drover::paths::PathError::Missing { path }) => return not_running(&path),
+        Err(e) => return Err(fail(exit::ERROR, e.to_string())),
+    };
+    let socket = ctx.socket(&state_dir)?;
+    let Ok(mut c) = Client::connect(&socket) else {
+        return not_running(&state_dir);
+    };
+    let pid = c
+        .call("ping", serde_json::json!({}))
+        .ok()
+        .and_then(|v| v["pid"].as_u64());
     c.call("shutdown", serde_json::json!({}))
         .map_err(client_err)?;
-    match drover::daemon::client::wait_stopped(&state_dir, STOP_TIMEOUT) {
-        Ok(true) => Ok(exit::OK),
+    match client::wait_stopped(&state_dir, STOP_TIMEOUT) {
+        Ok(true) => {
+            ctx.said(format!(
+                "stopped the supervisor{} for {}",
+                pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                state_dir.display()
+            ));
+            Ok(exit::OK)
+        }
         Ok(false) => Err(fail(
             exit::TRANSPORT,
             "the supervisor did not stop within 15 s",

@@ -16,27 +16,29 @@ pub struct DispatchArgs {
     #[arg(long)]
     pub pane: String,
     /// The session the job is claimed for (default: the pane's name).
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// The prompt.
     #[arg(
         long,
+        value_name = "TEXT",
         conflicts_with = "prompt_file",
         required_unless_present = "prompt_file"
     )]
     pub prompt: Option<String>,
-    /// Read the prompt from a file.
-    #[arg(long)]
+    /// Read the prompt from FILE (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
     /// Where the lane writes report.json (default <state>/lanes/<pane>/report.json).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Where declared side effects are checked (default: the pane's cwd).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub worktree: Option<PathBuf>,
     /// How long to wait for the agent to be ready for the prompt.
-    #[arg(long)]
+    #[arg(long, value_name = "MS")]
     pub ready_timeout_ms: Option<u64>,
+    /// Print one JSON document: {job_id, attempt_id, nonce, pane, …}.
     #[arg(long)]
     pub json: bool,
 }
@@ -44,6 +46,9 @@ pub struct DispatchArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum ShadowCmd {
     /// Decide about running jobs from their evidence; append to shadow/decisions.jsonl.
+    #[command(
+        after_help = "Example:\n  drover shadow run --once\n  drover shadow run --jsonl | jq .decision"
+    )]
     Run {
         /// Only this job.
         #[arg(long)]
@@ -51,20 +56,25 @@ pub enum ShadowCmd {
         /// One pass, then exit (default: keep evaluating every few seconds).
         #[arg(long)]
         once: bool,
-        #[arg(long)]
+        /// Print one JSON document (the pass's decisions); needs --once.
+        #[arg(long, requires = "once", conflicts_with = "jsonl")]
         json: bool,
+        /// Print one JSON object per decision per line.
+        #[arg(long)]
+        jsonl: bool,
     },
 }
 
 pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let prompt = match (&a.prompt, &a.prompt_file) {
         (Some(p), _) => p.clone(),
+        (None, Some(f)) if f.as_os_str() == "-" => super::pane::read_text(Some("-".into()), None)?,
         (None, Some(f)) => std::fs::read_to_string(f)
             .map_err(|e| fail(exit::USAGE, format!("--prompt-file {}: {e}", f.display())))?,
         (None, None) => return Err(fail(exit::USAGE, "give --prompt or --prompt-file")),
     };
-    let state_dir = ctx.state_dir()?;
-    let mut client = ctx.client()?;
+    let state_dir = ctx.state_dir_create()?;
+    let mut client = ctx.client_or_start()?;
     let spec = DispatchSpec {
         job_id: a.job.clone(),
         session_id: a.session.clone().unwrap_or_else(|| a.pane.clone()),
@@ -93,7 +103,10 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
         Err(DispatchError::Engine(e)) => Err(super::job::to_exit(e)),
         Err(DispatchError::Client(e)) => Err(super::client_err(e)),
-        Err(e @ DispatchError::NotDelivered { .. }) => Err(fail(exit::REFUSED, e.to_string())),
+        Err(e @ (DispatchError::NotDelivered { .. } | DispatchError::LaneBusy { .. })) => {
+            Err(fail(exit::REFUSED, e.to_string()))
+        }
+        Err(e @ DispatchError::UnknownSession { .. }) => Err(fail(exit::USAGE, e.to_string())),
         Err(e) => Err(fail(exit::ERROR, e.to_string())),
     }
 }
@@ -102,7 +115,12 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 const PASS_INTERVAL: Duration = Duration::from_secs(5);
 
 pub fn run(cmd: ShadowCmd, ctx: &Ctx) -> anyhow::Result<u8> {
-    let ShadowCmd::Run { job, once, json } = cmd;
+    let ShadowCmd::Run {
+        job,
+        once,
+        json,
+        jsonl,
+    } = cmd;
     let state_dir = ctx.state_dir()?;
     let runner = Runner::new(&state_dir);
     let autocomplete = auto::enabled_by_env();
@@ -145,6 +163,10 @@ pub fn run(cmd: ShadowCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         }
         if json {
             println!("{}", serde_json::to_string_pretty(&out)?);
+        } else if jsonl {
+            for d in &out {
+                println!("{}", serde_json::to_string(d)?);
+            }
         } else if out.is_empty() {
             println!("no running job with evidence");
         } else {

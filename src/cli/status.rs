@@ -1,7 +1,8 @@
-//! `drover status`: what an operator looks at first — every pane with its
-//! agent state and since when, and every running job with the shadow policy's
-//! latest word on it.
+//! `drover status`: what an operator looks at first — the supervisor, every
+//! pane with its agent state and since when, and every running job (every
+//! job with `--all`) with the shadow policy's latest word on it.
 
+use super::fmt::{ago_rfc3339, terminal_cols, wrap};
 use super::{Ctx, client_err};
 use drover::engine::{Engine, Status};
 use drover::exit;
@@ -9,48 +10,82 @@ use drover::shadow::ShadowDecision;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-pub fn run(json_out: bool, ctx: &Ctx) -> anyhow::Result<u8> {
-    let state_dir = ctx.state_dir()?;
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Include finished jobs (completed, failed, cancelled, timed out).
+    #[arg(long)]
+    pub all: bool,
+    /// Print each reason in full on one line instead of wrapping it to the terminal.
+    #[arg(long)]
+    pub wide: bool,
+    /// Print one JSON document: {supervisor, panes, jobs}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where the reason column starts.
+const REASON_COL: usize = 16 + 1 + 10 + 1 + 14 + 1 + 18 + 1 + 9 + 1;
+
+pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut c = ctx.client()?;
+    let state_dir = ctx.state_dir()?;
+    let ping = c.call("ping", json!({})).map_err(client_err)?;
     let panes = c.call("pane.ls", json!({})).map_err(client_err)?;
-    let jobs = running_jobs(&state_dir);
-    if json_out {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"panes": panes, "jobs": jobs}))?
-        );
+    let jobs = jobs(&state_dir, a.all);
+    if a.json {
+        let doc = json!({
+            "supervisor": {"pid": ping["pid"], "version": ping["version"], "state_dir": state_dir},
+            "panes": panes,
+            "jobs": jobs,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(exit::OK);
     }
+    println!(
+        "supervisor pid {} · state dir {} · {} panes · {} {}jobs",
+        ping["pid"],
+        state_dir.display(),
+        panes.as_array().map_or(0, Vec::len),
+        jobs.len(),
+        if a.all { "" } else { "running " }
+    );
+    println!();
     super::pane::print_table(&panes);
-    if !jobs.is_empty() {
-        println!();
+    if jobs.is_empty() {
+        return Ok(exit::OK);
+    }
+    println!();
+    println!(
+        "{:<16} {:<10} {:<14} {:<18} {:<9} REASON",
+        "JOB", "STATUS", "SESSION", "DECISION", "DECIDED"
+    );
+    // Wrapped to the terminal; in full on one line with --wide or into a pipe.
+    let width = terminal_cols().map(|c| c.saturating_sub(REASON_COL));
+    for j in &jobs {
+        let reason = j["reason"].as_str().unwrap_or("-");
+        let lines = match width {
+            Some(w) if !a.wide => wrap(reason, w),
+            _ => vec![reason.to_string()],
+        };
         println!(
-            "{:<16} {:<14} {:<10} {:<18} REASON",
-            "JOB", "SESSION", "ATTEMPT", "DECISION"
+            "{:<16} {:<10} {:<14} {:<18} {:<9} {}",
+            j["job_id"].as_str().unwrap_or("?"),
+            j["status"].as_str().unwrap_or("?"),
+            j["session_id"].as_str().unwrap_or("-"),
+            j["decision"].as_str().unwrap_or("(none yet)"),
+            j["decided_at"].as_str().map_or("-".into(), ago_rfc3339),
+            lines.first().map(String::as_str).unwrap_or_default()
         );
-        for j in &jobs {
-            let mut reason = j["reason"].as_str().unwrap_or("-").to_string();
-            if reason.chars().count() > 60 {
-                reason = reason.chars().take(59).collect::<String>() + "…";
-            }
-            println!(
-                "{:<16} {:<14} {:<10} {:<18} {}",
-                j["job_id"].as_str().unwrap_or("?"),
-                j["session_id"].as_str().unwrap_or("-"),
-                j["attempt_id"]
-                    .as_str()
-                    .map(|a| &a[..a.len().min(8)])
-                    .unwrap_or("-"),
-                j["decision"].as_str().unwrap_or("(none yet)"),
-                reason
-            );
+        for l in lines.iter().skip(1) {
+            println!("{:REASON_COL$}{l}", "");
         }
     }
     Ok(exit::OK)
 }
 
-/// Running jobs with their newest shadow decision for the current attempt.
-fn running_jobs(state_dir: &std::path::Path) -> Vec<Value> {
+/// Jobs (running ones unless `all`) with their newest shadow decision for
+/// the current attempt.
+fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
     if !state_dir.join("jobs").is_dir() {
         return Vec::new();
     }
@@ -69,7 +104,7 @@ fn running_jobs(state_dir: &std::path::Path) -> Vec<Value> {
     }
     records
         .into_iter()
-        .filter(|r| r.status == Status::Running)
+        .filter(|r| all || r.status == Status::Running)
         .map(|r| {
             let d = r
                 .attempt_id
@@ -77,10 +112,12 @@ fn running_jobs(state_dir: &std::path::Path) -> Vec<Value> {
                 .and_then(|a| latest.get(&(r.job_id.clone(), a.clone())));
             json!({
                 "job_id": r.job_id,
+                "status": r.status.as_str(),
                 "session_id": r.session_id,
                 "attempt_id": r.attempt_id,
+                "updated_at": r.updated_at,
                 "decision": d.map(|d| d.decision.clone()),
-                "reason": d.map(|d| d.reason.clone()),
+                "reason": d.map(|d| d.reason.clone()).or(r.reason.clone()),
                 "decided_at": d.map(|d| d.at.clone()),
             })
         })

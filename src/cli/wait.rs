@@ -4,16 +4,30 @@ use super::{Ctx, client_err, fail};
 use drover::exit;
 use serde_json::{Value, json};
 
+/// States and kinds, listed in `drover wait --help`.
+pub const AFTER_HELP: &str = "\
+States: starting, idle, working, blocked, done, exited, unknown; a blocked
+state may name its kind: blocked:permission, blocked:question, blocked:setup,
+blocked:usage_limit (see docs/agents.md).
+
+Matched: exit 0 and one JSON snapshot per pane per line (--json: one array).
+Timeout: exit 4, empty stdout, the last states on stderr. Pane gone or no
+supervisor: exit 5.
+
+Example:
+  drover pane send work 'make test'
+  drover wait work --fresh --until idle --timeout-ms 600000";
+
 #[derive(Debug, clap::Args)]
 pub struct WaitArgs {
     /// Panes to wait on.
     #[arg(required = true)]
     pub panes: Vec<String>,
     /// States to wait for, comma-separated (e.g. idle,done or blocked:permission).
-    #[arg(long, required = true, value_delimiter = ',')]
+    #[arg(long, required = true, value_delimiter = ',', value_name = "STATE,…")]
     pub until: Vec<String>,
     /// Give up after this many milliseconds (exit 4, empty stdout).
-    #[arg(long, default_value_t = 60_000)]
+    #[arg(long, default_value_t = 60_000, value_name = "MS")]
     pub timeout_ms: u64,
     /// Every pane must match (the default).
     #[arg(long, conflicts_with = "any")]
@@ -21,9 +35,15 @@ pub struct WaitArgs {
     /// One matching pane is enough.
     #[arg(long)]
     pub any: bool,
-    /// Print one JSON array instead of one JSON snapshot per line.
+    /// Count only observations made after this call began (use after `send`).
     #[arg(long)]
+    pub fresh: bool,
+    /// Print one JSON document (an array of snapshots).
+    #[arg(long, conflicts_with = "jsonl")]
     pub json: bool,
+    /// Print one JSON snapshot per line (the default).
+    #[arg(long)]
+    pub jsonl: bool,
 }
 
 pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -36,6 +56,7 @@ pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 "until": a.until,
                 "timeout_ms": a.timeout_ms,
                 "mode": if a.any { "any" } else { "all" },
+                "fresh": a.fresh,
             }),
         )
         .map_err(client_err)?;

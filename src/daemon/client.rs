@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 /// How long an auto-started supervisor has to start answering.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the supervisor we started exited, how long another one (started by a
+/// concurrent command) has to answer before the start counts as failed.
+const RACE_GRACE: Duration = Duration::from_secs(2);
 
 /// Errors talking to the supervisor.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +26,8 @@ pub enum ClientError {
     },
     #[error("could not start the supervisor: {0}")]
     StartFailed(String),
+    #[error("no supervisor running for {}; commands that create something (`pane new`, `dispatch`, `rehearse`, `demo`) start one, or run `drover serve --daemon`", state_dir.display())]
+    NotRunning { state_dir: PathBuf },
     #[error("{message}")]
     Remote { code: ErrorCode, message: String },
     #[error("supervisor connection: {0}")]
@@ -30,12 +35,14 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// The CLI exit code (SPEC §3).
+    /// The CLI exit code (docs/cli.md).
     pub fn exit_code(&self) -> u8 {
         match self {
             ClientError::Remote { code, .. } => code.exit_code(),
             ClientError::StartFailed(_) => crate::exit::ERROR,
-            ClientError::Unreachable { .. } | ClientError::Protocol(_) => crate::exit::TRANSPORT,
+            ClientError::Unreachable { .. }
+            | ClientError::NotRunning { .. }
+            | ClientError::Protocol(_) => crate::exit::TRANSPORT,
         }
     }
 }
@@ -64,6 +71,21 @@ impl Client {
         Ok(Client { stream, next_id: 1 })
     }
 
+    /// Connect to the supervisor of `state_dir`; when none runs, say so
+    /// ([`ClientError::NotRunning`]) and start nothing.
+    pub fn connect_running(state_dir: &Path, socket: &Path) -> Result<Self, ClientError> {
+        match UnixStream::connect(socket) {
+            Ok(stream) => Ok(Client { stream, next_id: 1 }),
+            Err(e) if is_absent(&e) => Err(ClientError::NotRunning {
+                state_dir: state_dir.to_path_buf(),
+            }),
+            Err(source) => Err(ClientError::Unreachable {
+                socket: socket.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
     /// Connect, starting the supervisor (`exe serve`) when none is running,
     /// as tmux does. `exe = None` disables auto-start.
     pub fn connect_or_start(
@@ -71,9 +93,24 @@ impl Client {
         socket: &Path,
         exe: Option<&Path>,
     ) -> Result<Self, ClientError> {
+        Self::connect_or_start_verbose(state_dir, socket, exe, 0)
+    }
+
+    /// [`Client::connect_or_start`], passing `-v` × `verbose` to a supervisor it starts.
+    pub fn connect_or_start_verbose(
+        state_dir: &Path,
+        socket: &Path,
+        exe: Option<&Path>,
+        verbose: u8,
+    ) -> Result<Self, ClientError> {
         match UnixStream::connect(socket) {
             Ok(stream) => return Ok(Client { stream, next_id: 1 }),
             Err(e) if is_absent(&e) && exe.is_some() => {}
+            Err(e) if is_absent(&e) => {
+                return Err(ClientError::NotRunning {
+                    state_dir: state_dir.to_path_buf(),
+                });
+            }
             Err(source) => {
                 return Err(ClientError::Unreachable {
                     socket: socket.to_path_buf(),
@@ -82,8 +119,8 @@ impl Client {
             }
         }
         let exe = exe.unwrap_or(Path::new("drover"));
-        start_daemon(exe, state_dir)?;
-        wait_for_socket(socket, START_TIMEOUT)
+        let child = start_daemon_verbose(exe, state_dir, verbose)?;
+        wait_started(child, state_dir, socket, START_TIMEOUT)
     }
 
     /// Send a request and wait for its answer.
@@ -134,13 +171,47 @@ impl Client {
 
 /// Start `exe serve` detached (own session, stdio on /dev/null).
 pub fn start_daemon(exe: &Path, state_dir: &Path) -> Result<(), ClientError> {
+    start_daemon_verbose(exe, state_dir, 0).map(drop)
+}
+
+/// What a supervisor needs before it can start: its lock file, writable.
+/// Checked here so the caller hears the real cause (e.g. a read-only file
+/// system), not only that no supervisor answered.
+fn preflight(state_dir: &Path) -> Result<(), ClientError> {
+    let lock = state_dir.join("supervisor.lock");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&lock)
+        .map(drop)
+        .map_err(|e| ClientError::StartFailed(format!("{}: {}", lock.display(), io_cause(&e))))
+}
+
+/// An I/O error's cause without the `(os error N)` suffix.
+fn io_cause(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Start `exe serve` detached, with `-v` × `verbose`; returns the child so
+/// its early death can be noticed.
+pub fn start_daemon_verbose(
+    exe: &Path,
+    state_dir: &Path,
+    verbose: u8,
+) -> Result<std::process::Child, ClientError> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
+    preflight(state_dir)?;
     let mut cmd = Command::new(exe);
-    cmd.arg("serve")
-        .arg("--state-dir")
-        .arg(state_dir)
-        .stdin(Stdio::null())
+    cmd.arg("serve").arg("--state-dir").arg(state_dir);
+    if verbose > 0 {
+        cmd.arg(format!("-{}", "v".repeat(usize::from(verbose))));
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     // SAFETY: setsid is async-signal-safe and touches no memory of ours.
@@ -151,8 +222,53 @@ pub fn start_daemon(exe: &Path, state_dir: &Path) -> Result<(), ClientError> {
         });
     }
     cmd.spawn()
-        .map(|_| ())
         .map_err(|e| ClientError::StartFailed(format!("{}: {e}", exe.display())))
+}
+
+/// Wait until a supervisor started as `child` answers; if it exits first,
+/// say so and where its log is.
+pub fn wait_started(
+    mut child: std::process::Child,
+    state_dir: &Path,
+    socket: &Path,
+    timeout: Duration,
+) -> Result<Client, ClientError> {
+    let mut deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(2);
+    let mut exited = None;
+    loop {
+        match UnixStream::connect(socket) {
+            Ok(stream) => {
+                // Reaped by whoever outlives us; nothing to wait for here.
+                drop(child);
+                return Ok(Client { stream, next_id: 1 });
+            }
+            Err(e) if is_absent(&e) && Instant::now() < deadline => {
+                if exited.is_none()
+                    && let Ok(Some(status)) = child.try_wait()
+                {
+                    // Another command may be starting the supervisor at the
+                    // same time (ours then lost the lock): give it a moment.
+                    exited = Some(status);
+                    deadline = deadline.min(Instant::now() + RACE_GRACE);
+                }
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(50));
+            }
+            Err(source) => {
+                if let Some(status) = exited {
+                    return Err(ClientError::StartFailed(format!(
+                        "it exited at start ({status}); see {}",
+                        state_dir.join("logs").join("supervisor.log").display()
+                    )));
+                }
+                return Err(ClientError::Unreachable {
+                    socket: socket.to_path_buf(),
+                    source,
+                });
+            }
+        }
+    }
 }
 
 /// Wait until the socket accepts a connection.

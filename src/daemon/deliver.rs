@@ -1,4 +1,4 @@
-//! Confirmed prompt delivery (SPEC §5): wait until the agent is ready, write
+//! Confirmed prompt delivery (docs/agents.md): wait until the agent is ready, write
 //! the prompt the way its TUI wants it, and confirm that the agent left idle
 //! for working with the prompt on screen. At most one retry, and a retry never
 //! submits twice: it only presses Enter on a prompt still sitting in the

@@ -9,6 +9,7 @@ use super::server::{BURST_QUIET, Entry, MAX_BURST, Sup, lock};
 use crate::agent::Observation;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub(super) fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
@@ -22,6 +23,7 @@ pub(super) fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
         since: crate::paths::now_rfc3339(),
         evidence: vec!["spawned".into()],
         screen_hash: String::new(),
+        seq: 0,
     }
 }
 
@@ -114,6 +116,13 @@ fn publish(sup: &Sup, entry: &Entry) {
         || obs.exit_code != exit_code;
     obs.evidence = evidence;
     obs.screen_hash = format!("{hash:016x}");
+    obs.seq += 1;
+    let fresh_waiting = sup.fresh_waiters.load(Ordering::Relaxed) > 0;
+    if !changed && fresh_waiting {
+        drop(obs);
+        sup.epoch.send_modify(|x| *x += 1);
+        return;
+    }
     if changed {
         obs.generation = generation;
         obs.state = state;
@@ -122,6 +131,9 @@ fn publish(sup: &Sup, entry: &Entry) {
         obs.since_ms = crate::paths::now_ms();
         obs.since = crate::paths::now_rfc3339();
         tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
+        if obs.state == "exited" {
+            tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
+        }
         drop(obs);
         sup.epoch.send_modify(|x| *x += 1);
     }
@@ -158,21 +170,35 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
             .and_then(Value::as_u64)
             .unwrap_or(30_000),
     );
+    let fresh = args.get("fresh").and_then(Value::as_bool).unwrap_or(false);
     let deadline = tokio::time::Instant::now() + timeout;
     let mut rx = sup.epoch.subscribe();
+    // `--fresh`: only observations classified after this point count.
+    let mut start_seq = std::collections::HashMap::new();
+    let _fresh = fresh.then(|| FreshWaiter::new(sup));
     loop {
         rx.borrow_and_update();
         let mut snaps = Vec::with_capacity(panes.len());
         for p in &panes {
             let e = sup.entry(p)?;
             let snap = lock(&e.obs).clone();
+            start_seq
+                .entry(p.clone())
+                .or_insert((snap.generation, snap.seq));
             snaps.push(snap);
         }
+        let is_fresh = |s: &Snapshot| {
+            !fresh
+                || start_seq
+                    .get(&s.pane)
+                    .is_none_or(|&(g, q)| s.generation != g || s.seq > q)
+        };
         let matches = |s: &Snapshot| {
-            until.iter().any(|u| match u.split_once(':') {
-                Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
-                None => s.state == *u,
-            })
+            is_fresh(s)
+                && until.iter().any(|u| match u.split_once(':') {
+                    Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
+                    None => s.state == *u,
+                })
         };
         let met = if any {
             snaps.iter().any(matches)
@@ -198,5 +224,21 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
                 return Ok(json!({"matched": false, "timed_out": true, "snapshots": snaps}));
             }
         }
+    }
+}
+
+/// Counts a `--fresh` barrier for as long as it waits.
+struct FreshWaiter<'a>(&'a Sup);
+
+impl<'a> FreshWaiter<'a> {
+    fn new(sup: &'a Sup) -> Self {
+        sup.fresh_waiters.fetch_add(1, Ordering::Relaxed);
+        FreshWaiter(sup)
+    }
+}
+
+impl Drop for FreshWaiter<'_> {
+    fn drop(&mut self) {
+        self.0.fresh_waiters.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -1,7 +1,7 @@
 //! The supervisor's evidence watcher: one task per dispatched job. It repeats
 //! barriers on the job's pane (woken by observation changes, not polling),
 //! appends every matched snapshot to the job's evidence, records transport
-//! failures with the watcher's 1/2/4/8/16 s backoff (SPEC §6), and asks the shadow
+//! failures with the watcher's 1/2/4/8/16 s backoff (docs/agents.md), and asks the shadow
 //! runner for a decision whenever the evidence changes. With auto-completion
 //! on, a `complete` decision is committed through the engine.
 
@@ -262,6 +262,25 @@ pub(super) fn mark_restart(state_dir: &std::path::Path) {
         match runner.evidence().append(&job.job_id, &ev) {
             Ok(()) => tracing::info!(job = %job.job_id, "marked transport doubt after restart"),
             Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot mark restart"),
+        }
+        // Decide again now, so `drover status` does not show the decision
+        // made before the gap as if it still held.
+        let running = RunningJob {
+            job_id: job.job_id.clone(),
+            attempt_id: job.attempt_id.clone(),
+        };
+        let now = crate::paths::now_ms();
+        match runner.decide(&running, now) {
+            Ok(Some(d)) => match runner.record(&d) {
+                Ok(()) => {
+                    tracing::info!(job = %job.job_id, decision = %d.decision, "re-decided after restart");
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job.job_id, error = %e, "cannot record the decision")
+                }
+            },
+            Ok(None) => {}
+            Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot decide after restart"),
         }
     }
 }

@@ -20,6 +20,10 @@ pub struct Snapshot {
     pub evidence: Vec<String>,
     /// FNV-1a of the visible text, as 16 hex digits.
     pub screen_hash: String,
+    /// How many times this pane has been classified (changed or not): a
+    /// `--fresh` barrier counts only observations numbered after its start.
+    #[serde(default)]
+    pub seq: u64,
 }
 
 impl Snapshot {

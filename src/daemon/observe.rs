@@ -31,6 +31,13 @@ pub fn observe(
     meta: &ScreenMeta,
 ) -> Observation {
     let hooks = screen.hooks();
+    let kind = kind_of(&meta.agent);
+    // Who holds the terminal decides a shell pane; other agents are one
+    // process group, so it is only read for shells.
+    let foreground_job = match (kind, &meta.exit) {
+        (AgentKind::Shell, None) => crate::pane::foreground_job(meta.pid),
+        _ => None,
+    };
     let signals = Signals {
         rows,
         title: hooks.title(),
@@ -38,6 +45,7 @@ pub fn observe(
         exited: meta.exit.as_ref().map(|e| e.code),
         quiet_ms: meta.quiet.as_millis() as u64,
         since_spawn_ms: meta.since_spawn.as_millis() as u64,
+        foreground_job,
     };
-    classifier.classify(kind_of(&meta.agent), &signals)
+    classifier.classify(kind, &signals)
 }

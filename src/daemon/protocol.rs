@@ -73,7 +73,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// The CLI exit code for this error (SPEC §3).
+    /// The CLI exit code for this error (docs/cli.md).
     pub fn exit_code(self) -> u8 {
         use crate::exit;
         match self {

@@ -73,6 +73,9 @@ pub(super) struct Sup {
     /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
     creating: Mutex<std::collections::HashSet<String>>,
     pub(super) epoch: watch::Sender<u64>,
+    /// `--fresh` barriers in flight: while any waits, every classification
+    /// (not only a change) moves the epoch.
+    pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
     /// Panes a previous supervisor left behind (`pane ls` shows them as lost).
     pub(super) lost: Mutex<HashMap<String, Value>>,
@@ -167,6 +170,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         panes: Mutex::new(HashMap::new()),
         creating: Mutex::new(std::collections::HashSet::new()),
         epoch,
+        fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
         lost: Mutex::new(HashMap::new()),
     });

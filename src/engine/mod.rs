@@ -1,4 +1,4 @@
-//! Jobs and the transition engine: the only writer of a job's status (SPEC §8).
+//! Jobs and the transition engine: the only writer of a job's status (docs/state-transitions.md).
 //!
 //! # How a transition runs
 //!

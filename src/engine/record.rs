@@ -1,4 +1,4 @@
-//! The job record (SPEC §8) and the validation of the names that go into it.
+//! The job record (docs/state-transitions.md) and the validation of the names that go into it.
 
 use super::EngineError;
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ impl std::fmt::Display for Status {
 
 /// One job, as stored in `<state>/jobs/<job_id>.job.json`.
 ///
-/// The fields of SPEC §8, plus `lane_id` (the lane that claimed the current
+/// The fields of docs/state-transitions.md, plus `lane_id` (the lane that claimed the current
 /// attempt, which is how an agent inside a lane is confined to its own job) and
 /// `reason` (why a terminal was reached, e.g. `exhausted`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -65,7 +65,7 @@ impl Actor {
     }
 }
 
-/// The named requests of the table (SPEC §8). The set is closed: a name outside
+/// The named requests of the table (docs/state-transitions.md). The set is closed: a name outside
 /// it is `EngineError::UnknownRequest`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]

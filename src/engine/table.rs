@@ -1,4 +1,4 @@
-//! The transition table as one pure function (SPEC §8, `docs/state-transitions.md`).
+//! The transition table as one pure function (`docs/state-transitions.md`).
 //!
 //! `decide` is what runs while the jobs lock is held. It sees the record, the
 //! request and inputs computed before the lock (the time, a fresh attempt id) and

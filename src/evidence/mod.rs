@@ -1,4 +1,4 @@
-//! The evidence store (SPEC §9): what drover saw about each attempt, one
+//! The evidence store (docs/policy.md): what drover saw about each attempt, one
 //! append-only JSONL file per job under `<state>/evidence/`, apart from the
 //! registry and the jobs.
 //!

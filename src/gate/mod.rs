@@ -1,4 +1,4 @@
-//! The conservative gate (SPEC §7): a task is `ready` only when no lease for it
+//! The conservative gate (docs/registry.md): a task is `ready` only when no lease for it
 //! needs recovery, every blocking session of the topology has a fresh
 //! pass-class heartbeat for it (the Deep Reviewer too when a load-bearing path
 //! changed), and the event log's privacy audit is clean. Otherwise it is

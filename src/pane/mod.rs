@@ -16,6 +16,7 @@ mod spec;
 
 pub use keys::{KeyError, key_bytes};
 pub use native::{AttachHandle, AttachMsg, ExitInfo, NativePane, PaneInfo, ScreenMeta};
+pub use procfs::foreground_job;
 pub use spec::{
     DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, find_executable, parse_size, validate_env_name,
     validate_pane_name,

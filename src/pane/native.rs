@@ -239,6 +239,7 @@ impl NativePane {
         let mut g = lock(&self.inner);
         let meta = ScreenMeta {
             generation: g.generation,
+            pid: g.pid,
             exit: g.exit.clone(),
             quiet: g.last_output.elapsed(),
             since_spawn: g.started.elapsed(),
@@ -488,6 +489,8 @@ impl NativePane {
 #[derive(Debug, Clone)]
 pub struct ScreenMeta {
     pub generation: u64,
+    /// The pane leader's pid (the shell of a shell pane).
+    pub pid: u32,
     pub exit: Option<ExitInfo>,
     pub quiet: Duration,
     pub since_spawn: Duration,

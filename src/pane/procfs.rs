@@ -10,6 +10,9 @@ pub struct Stat {
     pub ppid: i64,
     pub pgrp: i64,
     pub session: i64,
+    /// The foreground process group of the process's controlling terminal
+    /// (-1 without one).
+    pub tpgid: i64,
     /// Start time in clock ticks since boot.
     pub starttime: u64,
 }
@@ -19,12 +22,14 @@ pub struct Stat {
 pub fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // After ')': state(0) ppid(1) pgrp(2) session(3) … starttime(19).
+    // After ')': state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) …
+    // starttime(19).
     Some(Stat {
         state: f.first()?.chars().next()?,
         ppid: f.get(1)?.parse().ok()?,
         pgrp: f.get(2)?.parse().ok()?,
         session: f.get(3)?.parse().ok()?,
+        tpgid: f.get(5)?.parse().ok()?,
         starttime: f.get(19)?.parse().ok()?,
     })
 }
@@ -59,6 +64,14 @@ pub fn boot_id() -> String {
         .unwrap_or_default()
 }
 
+/// Whether a process group other than `pid`'s own holds the foreground of
+/// `pid`'s terminal: a shell's command is running. `None` when `pid` is gone
+/// or has no terminal. Works for any pane whose processes are local.
+pub fn foreground_job(pid: u32) -> Option<bool> {
+    let s = stat(pid)?;
+    (s.tpgid > 0).then_some(s.tpgid != s.pgrp)
+}
+
 /// Clock ticks since boot, now.
 pub fn uptime_ticks() -> u64 {
     let secs: f64 = std::fs::read_to_string("/proc/uptime")
@@ -82,6 +95,7 @@ mod tests {
         let s = parse_stat(line).unwrap();
         assert_eq!((s.pgrp, s.session, s.starttime), (1234, 1234, 98765));
         assert_eq!((s.state, s.ppid), ('S', 1));
+        assert_eq!(s.tpgid, 1234);
         assert!(parse_stat("garbage").is_none());
     }
 

@@ -1,4 +1,4 @@
-//! `decide`: nine checks in the order of SPEC §9, the first that speaks wins.
+//! `decide`: nine checks in the order of docs/policy.md, the first that speaks wins.
 //!
 //! Each check is a small function over [`Evidence`] that returns `Some(decision)` when
 //! it holds the attempt. The order is the policy: doubt about the evidence itself

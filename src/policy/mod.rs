@@ -1,4 +1,4 @@
-//! The shadow policy: decide, purely, whether an attempt is finished (SPEC §9).
+//! The shadow policy: decide, purely, whether an attempt is finished (docs/policy.md).
 //!
 //! A [`Scenario`] is everything drover saw about one attempt — the dispatch record and a
 //! timeline of dispatch events, execution anchors, observations, transport events,

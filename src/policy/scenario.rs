@@ -1,4 +1,4 @@
-//! The scenario: what drover saw about one attempt, in the file format of SPEC §9.
+//! The scenario: what drover saw about one attempt, in the file format of docs/policy.md.
 //!
 //! Serializing a scenario gives that format back, so the shadow runner can log the
 //! scenario it decided on and `drover policy eval` can replay it.
@@ -140,7 +140,7 @@ impl EventBody {
     }
 }
 
-/// An agent state as observed (SPEC §5).
+/// An agent state as observed (docs/agents.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentState {
@@ -161,7 +161,7 @@ pub enum AgentState {
 }
 
 impl AgentState {
-    /// Every state, in the order of SPEC §5.
+    /// Every state, in the order of docs/agents.md.
     pub const ALL: [AgentState; 7] = [
         AgentState::Starting,
         AgentState::Idle,

@@ -1,10 +1,10 @@
-//! Builders for unit tests: the SPEC §9 example scenario and events to add to it.
+//! Builders for unit tests: the docs/policy.md example scenario and events to add to it.
 
 use super::scenario::{
     AgentState, Dispatch, Event, EventBody, Ids, ReportState, Scenario, TransportResult,
 };
 
-/// The finished-clean scenario of SPEC §9 (newest observation `done` at 55_000).
+/// The finished-clean scenario of docs/policy.md (newest observation `done` at 55_000).
 pub fn clean() -> Scenario {
     let full = |a: &str| Ids {
         attempt_id: some(a),

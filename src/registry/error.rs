@@ -1,4 +1,4 @@
-//! The registry's typed errors. The CLI maps them to the exit codes of SPEC §3.
+//! The registry's typed errors. The CLI maps them to the exit codes of docs/cli.md.
 
 use crate::store::StoreError;
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ impl RegistryError {
         }
     }
 
-    /// The exit code of SPEC §3 for this error.
+    /// The exit code of docs/cli.md for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
             RegistryError::Usage { .. } => crate::exit::USAGE,

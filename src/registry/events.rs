@@ -1,4 +1,4 @@
-//! `events.jsonl`: the append-only, privacy-safe operational log (SPEC §7).
+//! `events.jsonl`: the append-only, privacy-safe operational log (docs/registry.md).
 //!
 //! Every record has `seq` (1, 2, 3… with no gaps or repeats across processes),
 //! `at` (RFC 3339 UTC) and `kind`; the rest are the caller's fields, scrubbed by

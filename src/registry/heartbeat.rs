@@ -1,4 +1,4 @@
-//! Heartbeats (SPEC §7): a session or one of its lanes reports a status for a
+//! Heartbeats (docs/registry.md): a session or one of its lanes reports a status for a
 //! task; past its TTL (30 min by default) a session is `stale`.
 
 use super::schema::{Agent, Registry, Session};
@@ -16,6 +16,8 @@ pub const MAX_TTL_S: u64 = 7 * 24 * 3600;
 pub const PASS_CLASS: &[&str] = &["pass", "passed", "clear", "approved"];
 /// Statuses that count as a fail.
 pub const FAIL_CLASS: &[&str] = &["fail", "failed", "blocked", "rejected"];
+/// Statuses that are neither: the session or lane is at work, or waiting.
+pub const NEUTRAL_CLASS: &[&str] = &["active", "idle", "working", "reviewing", "waiting"];
 /// The status a session falls back to when a lane moves it to another task.
 pub const ACTIVE: &str = "active";
 
@@ -43,18 +45,18 @@ pub struct HeartbeatRequest {
 }
 
 fn check_status(s: &str) -> Result<(), RegistryError> {
-    let ok = !s.is_empty()
-        && s.len() <= 32
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(RegistryError::usage(
-            "--status",
-            format!("{s:?} must be 1-32 of [a-z0-9_-], e.g. passed, blocked, active"),
-        ))
+    if is_pass(s) || is_fail(s) || NEUTRAL_CLASS.contains(&s) {
+        return Ok(());
     }
+    Err(RegistryError::usage(
+        "--status",
+        format!(
+            "{s:?} is not a status: use a pass-class one ({}), a fail-class one ({}) or a neutral one ({})",
+            PASS_CLASS.join(", "),
+            FAIL_CLASS.join(", "),
+            NEUTRAL_CLASS.join(", ")
+        ),
+    ))
 }
 
 /// Apply a heartbeat to a registry in memory (pure apart from `now`).
@@ -63,7 +65,7 @@ pub fn apply(
     req: &HeartbeatRequest,
     now: DateTime<Utc>,
 ) -> Result<Session, RegistryError> {
-    validate_id("--session-id", &req.session_id)?;
+    validate_id("--session", &req.session_id)?;
     check_status(&req.status)?;
     if let Some(t) = &req.task {
         validate_id("--task", t)?;
@@ -79,7 +81,7 @@ pub fn apply(
     let known: Vec<String> = reg.sessions.iter().map(|s| s.session_id.clone()).collect();
     let Some(s) = reg.session_mut(&req.session_id) else {
         return Err(RegistryError::usage(
-            "--session-id",
+            "--session",
             format!(
                 "no session {:?} in this {} registry (sessions: {})",
                 req.session_id,
@@ -327,9 +329,12 @@ mod tests {
         let mut r = reg();
         let now = Utc::now();
         let e = apply(&mut r, &hb("nobody", "T-1", "passed", None), now).unwrap_err();
-        assert!(e.to_string().starts_with("--session-id"), "{e}");
+        assert!(e.to_string().starts_with("--session"), "{e}");
         let e = apply(&mut r, &hb("reviewer", "T-1", "Pass ed", None), now).unwrap_err();
         assert!(e.to_string().starts_with("--status"), "{e}");
+        // Guards: `session-heartbeat --status bogus` was accepted.
+        let e = apply(&mut r, &hb("reviewer", "T-1", "bogus", None), now).unwrap_err();
+        assert!(e.to_string().contains("neutral"), "{e}");
         let mut req = hb("reviewer", "T-1", "passed", None);
         req.role = Some("Implementer".into());
         assert!(

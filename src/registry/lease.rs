@@ -1,4 +1,4 @@
-//! Write leases (`leases.json`, SPEC §7): one per task, held by the Implementer,
+//! Write leases (`leases.json`, docs/registry.md): one per task, held by the Implementer,
 //! lent to at most one of Claude and Codex at a time.
 //!
 //! The rules, each enforced here:
@@ -273,10 +273,37 @@ fn resolve_worktree(w: &Path) -> Result<String, RegistryError> {
             })?
             .join(w)
     };
-    Ok(std::fs::canonicalize(&abs)
-        .unwrap_or(abs)
-        .to_string_lossy()
-        .into_owned())
+    Ok(resolve_path(&abs).to_string_lossy().into_owned())
+}
+
+/// `abs` with `.` and `..` resolved and symlinks followed as far as the
+/// path exists: a worktree that does not exist yet is still named exactly.
+fn resolve_path(abs: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut lexical = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    let mut rest = Vec::new();
+    let mut head = lexical.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(head) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                head = parent;
+            }
+            _ => return lexical,
+        }
+    }
 }
 
 /// Claim the write lease for a task (or renew it for its owner).
@@ -511,6 +538,15 @@ pub fn inspect(
 
 #[cfg(test)]
 mod tests {
+
+    /// Guards: `lease claim --worktree ../wt` stored `/cwd/../wt`.
+    #[test]
+    fn a_worktree_path_is_resolved_even_when_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        let got = super::resolve_path(&base.join("a").join("..").join("wt").join("."));
+        assert_eq!(got, base.join("wt"));
+    }
     use super::*;
 
     fn lease(task: Option<&str>, expires: &str, wt: Option<&str>) -> Lease {

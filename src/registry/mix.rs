@@ -1,5 +1,5 @@
 //! The Claude:Codex balance, measured in work units (WU) over a rolling window
-//! of tasks (SPEC §7 "Agent mix"). `agent_mix.json` holds the ledger; the
+//! of tasks (docs/registry.md "Agent mix"). `agent_mix.json` holds the ledger; the
 //! decisions are pure functions over it.
 
 use super::schema::Agent;

@@ -1,5 +1,5 @@
 //! The registry: who works on what, under which lease, and whether a task may
-//! ship (SPEC §7). Everything lives under `<state>/registry/`:
+//! ship (docs/registry.md). Everything lives under `<state>/registry/`:
 //!
 //! | file | what | module |
 //! |---|---|---|

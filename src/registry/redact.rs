@@ -1,4 +1,4 @@
-//! Privacy for the event log (SPEC §7, §14): what may not be written, as named
+//! Privacy for the event log (docs/registry.md, docs/architecture.md): what may not be written, as named
 //! rules. [`Redactor::redact_value`] scrubs a record before it is written;
 //! [`Redactor::audit_value`] finds what should have been scrubbed (the gate's
 //! privacy audit). A string is clean exactly when redaction leaves it unchanged.
@@ -76,6 +76,21 @@ fn rules() -> &'static [Rule] {
             ),
         ]
     })
+}
+
+/// Redact only the secret rules (keys, tokens), not env assignments or
+/// paths: for text that is code, such as a candidate patch, where `FOO=bar`
+/// and `/usr/bin/env` are content. Returns the names of the rules that fired.
+pub fn redact_secrets(s: &str) -> (String, Vec<&'static str>) {
+    let mut fired = Vec::new();
+    let mut out = s.to_string();
+    for r in rules().iter().filter(|r| r.name != "env-value") {
+        if r.re.is_match(&out) {
+            fired.push(r.name);
+            out = r.re.replace_all(&out, r.replace).into_owned();
+        }
+    }
+    (out, fired)
 }
 
 fn path_re() -> &'static Regex {

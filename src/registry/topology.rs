@@ -1,4 +1,4 @@
-//! The two topologies of SPEC §7 as data. There is no third one: running Claude
+//! The two topologies of docs/registry.md as data. There is no third one: running Claude
 //! and Codex side by side is the lane policy on both, not a topology.
 
 use serde::{Deserialize, Serialize};
@@ -108,7 +108,7 @@ impl RoleSpec {
     }
 }
 
-/// SPEC §7's table, row for row.
+/// docs/registry.md's table, row for row.
 pub const ROLES: &[RoleSpec] = &[
     RoleSpec {
         session_id: "orchestrator",

@@ -1,5 +1,5 @@
 //! Inspecting a lease's worktree with the real `git`, to decide whether an
-//! expired lease can be let go or needs a human (SPEC §7 "Leases").
+//! expired lease can be let go or needs a human (docs/registry.md "Leases").
 
 use serde::Serialize;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The Anthropic Messages API as Claude Code uses it (SPEC §15): `POST
+//! The Anthropic Messages API as Claude Code uses it (docs/rehearsal.md): `POST
 //! /v1/messages?beta=true` with `stream: true`, answered with the SSE sequence
 //! `message_start`, `ping`, blocks, `message_delta`, `message_stop`.
 

@@ -4,9 +4,9 @@
 use super::Agent;
 use std::path::{Path, PathBuf};
 
-/// The pinned Claude Code version (SPEC §15).
+/// The pinned Claude Code version (docs/rehearsal.md).
 pub const CLAUDE_VERSION: &str = "2.1.197";
-/// The pinned Codex version (SPEC §15).
+/// The pinned Codex version (docs/rehearsal.md).
 pub const CODEX_VERSION: &str = "0.171.0";
 /// Overrides the cache root (default `${XDG_CACHE_HOME:-~/.cache}/drover/agents`).
 pub const AGENTS_DIR_VAR: &str = "DROVER_AGENTS_DIR";

@@ -1,4 +1,4 @@
-//! A fresh, hermetic HOME for each agent CLI (SPEC §15): config files that skip
+//! A fresh, hermetic HOME for each agent CLI (docs/rehearsal.md): config files that skip
 //! onboarding, trust the working folder and point the CLI at the mock server,
 //! and the environment that goes with them. A [`SetupFault`] leaves one piece
 //! out on purpose, to rehearse the setup dialogs.
@@ -143,7 +143,7 @@ pub fn prepare(
                 ),
             ]);
             if nix::unistd::geteuid().is_root() {
-                // Lets `--dangerously-skip-permissions` run as root (SPEC §15).
+                // Lets `--dangerously-skip-permissions` run as root (docs/rehearsal.md).
                 env.push(("IS_SANDBOX".into(), "1".into()));
             }
             Ok(Prepared {
@@ -174,7 +174,7 @@ pub fn prepare(
     }
 }
 
-/// Codex's `config.toml` for a mock on `port` (SPEC §15).
+/// Codex's `config.toml` for a mock on `port` (docs/rehearsal.md).
 pub fn codex_config(cwd: &str, port: u16, fault: Option<SetupFault>) -> String {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
     let mut out = String::new();

@@ -1,5 +1,5 @@
 //! Rehearsal: the real Claude Code and Codex TUIs against drover's own mock
-//! model server, with no network and no tokens spent (SPEC §15).
+//! model server, with no network and no tokens spent (docs/rehearsal.md).
 //!
 //! - [`server`] is `drover mock-model`: the Anthropic Messages API
 //!   ([`anthropic`]) and the OpenAI Responses API ([`openai`]) over SSE,

@@ -1,4 +1,4 @@
-//! The OpenAI Responses API as Codex uses it (SPEC §15): `POST /v1/responses`
+//! The OpenAI Responses API as Codex uses it (docs/rehearsal.md): `POST /v1/responses`
 //! with `stream: true`, answered with `response.created`, `response.in_progress`,
 //! output items (`message` text deltas or a `function_call`), `response.completed`.
 

@@ -3,7 +3,7 @@
 //! synchronized-output block is open — and the answers to terminal queries.
 //!
 //! vt100 (pinned 0.18.1) renders full-screen TUIs the way tmux does; what it
-//! does not implement reaches us through its callbacks (SPEC §2).
+//! does not implement reaches us through its callbacks (docs/architecture.md).
 
 mod hooks;
 mod render;
@@ -14,7 +14,7 @@ pub use render::Renderer;
 pub use sanitize::sanitize_line;
 
 /// Scrollback kept per pane: enough to read a turn, small enough that idle
-/// panes stay cheap (SPEC §13: RSS ≤ 64 MB + 1 MB per pane).
+/// panes stay cheap (docs/performance.md: RSS ≤ 64 MB + 1 MB per pane).
 pub const SCROLLBACK_ROWS: usize = 1000;
 
 /// A pane's terminal as drover sees it.

@@ -1,4 +1,4 @@
-//! The shadow runner and auto-completion (SPEC §9).
+//! The shadow runner and auto-completion (docs/policy.md).
 //!
 //! The runner gathers what the lane reported into the evidence store, builds a
 //! scenario from the evidence, asks the pure policy, and appends the decision

@@ -1,7 +1,7 @@
 //! The one way drover writes state: atomic JSON documents, lock files beside
 //! multi-writer documents, and append-only JSONL logs that survive a torn tail.
 //!
-//! Every writer in the state dir goes through here (SPEC §2, §14): a document is
+//! Every writer in the state dir goes through here (docs/architecture.md): a document is
 //! written to a temp file in the same directory, fsynced, renamed over the
 //! target, and the directory is fsynced, so a `kill -9` at any instant leaves
 //! either the old or the new document — never a mix.

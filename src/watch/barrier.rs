@@ -1,5 +1,5 @@
 //! Barriers: the matching rule, the snapshot a matched barrier answers with,
-//! and the trait a watcher uses to ask for one (SPEC §6).
+//! and the trait a watcher uses to ask for one (docs/agents.md).
 
 use crate::agent::{BlockedKind, State};
 use serde::{Deserialize, Serialize};

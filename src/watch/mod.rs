@@ -1,4 +1,4 @@
-//! Barriers and the watcher (SPEC §6).
+//! Barriers and the watcher (docs/agents.md).
 //!
 //! - [`barrier`]: [`barrier_met`], the snapshot a matched barrier answers with,
 //!   and the [`BarrierSource`] trait (`drover wait` over the socket, or a fake).

@@ -1,4 +1,4 @@
-//! The watcher: repeats barriers for long-running components (SPEC §6).
+//! The watcher: repeats barriers for long-running components (docs/agents.md).
 //!
 //! - A timeout is healthy: reported as `transport: timeout`, nothing else changes.
 //! - Only a matched snapshot becomes evidence (`observation`).

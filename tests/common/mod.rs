@@ -82,6 +82,11 @@ impl Drover {
         self.ok(&args)
     }
 
+    /// Start the supervisor (`serve --daemon`): read commands never start one.
+    pub fn serve(&self) {
+        self.ok(&["serve", "--daemon"]);
+    }
+
     /// Run `drover ARGS…` and collect its output.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().unwrap()

@@ -1,4 +1,4 @@
-//! Frames of the sim agent, imitating the real TUIs' screens (SPEC §5 table and
+//! Frames of the sim agent, imitating the real TUIs' screens (docs/agents.md table and
 //! `tests/fixtures/screens/`): rows of text plus the bytes that paint them.
 
 use super::Profile;

@@ -293,6 +293,7 @@ impl Model {
                     return;
                 }
                 Step::Write { path, content } => {
+                    let (path, content) = (self.expand(&path), self.expand(&content));
                     let r = std::fs::write(self.cwd.join(&path), content.as_bytes());
                     self.wrote(&path, r.map(|_| content.lines().count()));
                 }
@@ -301,6 +302,7 @@ impl Model {
                     state,
                     fields,
                 } => {
+                    let path = self.expand(&path);
                     let doc = self.report(&state, fields);
                     let target = self.cwd.join(&path);
                     let r = serde_json::to_vec_pretty(&doc)
@@ -312,6 +314,7 @@ impl Model {
                     }
                 }
                 Step::Say(text) => self.say(&text),
+                Step::Heartbeat { status, session } => self.heartbeat(&status, session),
                 Step::Finish => {
                     self.finish(now);
                     return;
@@ -321,6 +324,54 @@ impl Model {
                     return;
                 }
             }
+        }
+    }
+
+    /// `{name}` in a script string replaced by the prompt's `name=value` token.
+    fn expand(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        if let Some(run) = self.turn.as_ref() {
+            for (k, v) in &run.tokens {
+                out = out.replace(&format!("{{{k}}}"), v);
+            }
+        }
+        out
+    }
+
+    /// Run `drover session-heartbeat` for the prompt's task (synchronously: it
+    /// is one short registry write).
+    fn heartbeat(&mut self, status: &str, session: Option<String>) {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let task = self
+            .turn
+            .as_ref()
+            .and_then(|r| r.tokens.iter().find(|(k, _)| k == "task"))
+            .map(|(_, v)| v.clone());
+        let session = session.or_else(|| env("DROVER_SESSION_ID"));
+        let agent = env("DROVER_AGENT").unwrap_or_else(|| self.profile.as_str().to_string());
+        let (Some(task), Some(session), Ok(exe)) = (task, session, std::env::current_exe()) else {
+            self.say("Error: heartbeat needs a task= token, a session and the drover binary");
+            return;
+        };
+        self.say(&format!("Bash(drover session-heartbeat --status {status})"));
+        let out = std::process::Command::new(exe)
+            .args([
+                "session-heartbeat",
+                "--session-id",
+                &session,
+                "--agent",
+                &agent,
+            ])
+            .args(["--task", &task, "--status", status])
+            .stdin(std::process::Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => self.detail(&format!("Heartbeat {status} for {task}")),
+            Ok(o) => self.detail(&format!(
+                "Error: heartbeat exited {}",
+                o.status.code().unwrap_or(-1)
+            )),
+            Err(e) => self.detail(&format!("Error: heartbeat: {e}")),
         }
     }
 

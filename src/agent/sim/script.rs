@@ -60,6 +60,15 @@ pub enum Step {
     },
     /// Print a line of reply text.
     Say(String),
+    /// Report a status for the prompt's task through `drover session-heartbeat`
+    /// (the sim is the drover binary): the session is `DROVER_SESSION_ID`, the
+    /// lane's agent `DROVER_AGENT` (else the profile), the task the prompt's
+    /// `task=` token.
+    Heartbeat {
+        status: String,
+        #[serde(default)]
+        session: Option<String>,
+    },
     /// End the turn with the finished-turn marker.
     Finish,
     /// Exit the process with this code.
@@ -100,6 +109,9 @@ impl Script {
             for s in &t.steps {
                 let path = match s {
                     Step::Write { path, .. } | Step::Report { path, .. } => path,
+                    Step::Heartbeat { status, .. } if status.is_empty() => {
+                        return Err(bad(format!("turn #{}: empty heartbeat status", i + 1)));
+                    }
                     _ => continue,
                 };
                 if path.is_empty() || path.contains('\0') {

@@ -1,0 +1,395 @@
+//! The board: a Backlog.md directory (`backlog/tasks/<id> - <Title>.md`), the
+//! format the `backlog` CLI writes. Each task file has YAML front matter (`id`,
+//! `title`, `status`, `labels`, `dependencies`, `priority`, `modified_files`,
+//! `ordinal`, …) and sections `## Description` and `## Acceptance Criteria`
+//! with `- [ ] #1 …` items.
+//!
+//! Reading understands the subset of YAML the CLI writes (scalars, quoted
+//! scalars, inline and block lists). [`mark_done`] is a pure text edit that
+//! changes the `status:` value and the criteria boxes and nothing else, byte
+//! for byte.
+
+use super::LoopError;
+use std::path::{Path, PathBuf};
+
+/// Largest task file read.
+const MAX_TASK_BYTES: u64 = 1 << 20;
+/// The status a landed task gets.
+pub const DONE: &str = "Done";
+/// The label that keeps a task out of Ready.
+pub const NEEDS_OWNER: &str = "needs-owner";
+
+/// One acceptance criterion.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Criterion {
+    pub number: u32,
+    pub checked: bool,
+    pub text: String,
+}
+
+/// One task of the board.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub labels: Vec<String>,
+    pub dependencies: Vec<String>,
+    pub priority: Option<String>,
+    /// The files the task may touch (`modified_files`): the lease's claim.
+    pub files: Vec<String>,
+    pub ordinal: Option<f64>,
+    pub description: String,
+    pub criteria: Vec<Criterion>,
+    pub path: PathBuf,
+}
+
+#[derive(PartialEq, PartialOrd)]
+struct OrdKey(u8, f64, u64, String);
+
+impl Task {
+    /// Whether the task is Done.
+    pub fn is_done(&self) -> bool {
+        self.status.trim().eq_ignore_ascii_case(DONE)
+    }
+
+    /// Whether it carries a label (case-insensitive).
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels.iter().any(|l| l.eq_ignore_ascii_case(label))
+    }
+
+    fn order_key(&self) -> OrdKey {
+        let pri = match self
+            .priority
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("high") => 0,
+            Some("medium") => 1,
+            Some("low") => 2,
+            _ => 3,
+        };
+        let num = self
+            .id
+            .rsplit(['-', '_'])
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        OrdKey(pri, self.ordinal.unwrap_or(f64::MAX), num, self.id.clone())
+    }
+}
+
+/// The tasks of a board, in priority order (priority, ordinal, id).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Board {
+    pub dir: PathBuf,
+    pub tasks: Vec<Task>,
+}
+
+impl Board {
+    /// A task by id (case-insensitive, as the CLI accepts `task-1`).
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id.eq_ignore_ascii_case(id))
+    }
+}
+
+/// The tasks directory of a board given as the Backlog.md dir or the repo.
+pub fn tasks_dir(dir: &Path) -> PathBuf {
+    let nested = dir.join("backlog").join("tasks");
+    if !dir.join("tasks").is_dir() && nested.is_dir() {
+        return nested;
+    }
+    dir.join("tasks")
+}
+
+/// Load every `*.md` under `tasks/`. A file that does not parse is an error
+/// naming it (a board is never half read).
+pub fn load(dir: &Path) -> Result<Board, LoopError> {
+    let tdir = tasks_dir(dir);
+    let rd = std::fs::read_dir(&tdir).map_err(|e| LoopError::io(&tdir, e))?;
+    let mut tasks = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| LoopError::io(&tdir, e))?;
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("md") || !path.is_file() {
+            continue;
+        }
+        tasks.push(read_task(&path)?);
+    }
+    tasks.sort_by(|a, b| {
+        a.order_key()
+            .partial_cmp(&b.order_key())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    Ok(Board { dir: tdir, tasks })
+}
+
+/// Read and parse one task file.
+pub fn read_task(path: &Path) -> Result<Task, LoopError> {
+    let meta = std::fs::metadata(path).map_err(|e| LoopError::io(path, e))?;
+    if meta.len() > MAX_TASK_BYTES {
+        return Err(LoopError::parse(path, "larger than 1 MiB"));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| LoopError::io(path, e))?;
+    parse_task(&text, path)
+}
+
+/// The front matter's lines and the body after it.
+fn split_front(text: &str) -> Option<(Vec<&str>, &str)> {
+    let rest = text.strip_prefix("---")?;
+    let rest = rest
+        .strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'))?;
+    let mut lines = Vec::new();
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        offset += line.len();
+        let l = line.trim_end_matches(['\n', '\r']);
+        if l == "---" {
+            return Some((lines, &rest[offset..]));
+        }
+        lines.push(l);
+    }
+    None
+}
+
+fn unquote(v: &str) -> String {
+    let v = v.trim();
+    if v.len() >= 2
+        && ((v.starts_with('\'') && v.ends_with('\'')) || (v.starts_with('"') && v.ends_with('"')))
+    {
+        let inner = &v[1..v.len() - 1];
+        return if v.starts_with('\'') {
+            inner.replace("''", "'")
+        } else {
+            inner.replace("\\\"", "\"")
+        };
+    }
+    v.to_string()
+}
+
+/// Parse the front matter into (key, scalar, list) entries.
+fn front_fields(lines: &[&str]) -> Vec<(String, Option<String>, Vec<String>)> {
+    let mut out: Vec<(String, Option<String>, Vec<String>)> = Vec::new();
+    for line in lines {
+        if let Some(item) = line.trim_start().strip_prefix("- ")
+            && line.starts_with([' ', '-'])
+            && let Some(last) = out.last_mut()
+        {
+            last.2.push(unquote(item));
+            continue;
+        }
+        if line.starts_with(' ') || line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        if let Some(inner) = v.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
+            let items = inner
+                .split(',')
+                .map(unquote)
+                .filter(|s| !s.is_empty())
+                .collect();
+            out.push((k.trim().to_string(), None, items));
+        } else if v.is_empty() {
+            out.push((k.trim().to_string(), None, Vec::new()));
+        } else {
+            out.push((k.trim().to_string(), Some(unquote(v)), Vec::new()));
+        }
+    }
+    out
+}
+
+/// The text of a `## Name` section: up to the next `## ` heading, without the
+/// Backlog.md marker comments.
+fn section<'a>(body: &'a str, name: &str) -> Vec<&'a str> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in body.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            inside = h.trim().eq_ignore_ascii_case(name);
+            continue;
+        }
+        if inside && !(line.trim_start().starts_with("<!--") && line.trim_end().ends_with("-->")) {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// A criterion line: `- [ ] #1 text` or `- [x] #1 text`.
+fn criterion(line: &str) -> Option<Criterion> {
+    let rest = line.trim_start().strip_prefix("- [")?;
+    let (mark, rest) = rest.split_at_checked(1)?;
+    let rest = rest.strip_prefix("] ")?;
+    let checked = match mark {
+        " " => false,
+        "x" | "X" => true,
+        _ => return None,
+    };
+    let rest = rest.strip_prefix('#')?;
+    let (num, text) = rest.split_once(' ').unwrap_or((rest, ""));
+    Some(Criterion {
+        number: num.parse().ok()?,
+        checked,
+        text: text.trim().to_string(),
+    })
+}
+
+/// Parse a task file's text (pure apart from naming `path` in errors).
+pub fn parse_task(text: &str, path: &Path) -> Result<Task, LoopError> {
+    let (front, body) =
+        split_front(text).ok_or_else(|| LoopError::parse(path, "no `---` front matter"))?;
+    let fields = front_fields(&front);
+    let scalar = |k: &str| fields.iter().find(|f| f.0 == k).and_then(|f| f.1.clone());
+    let list = |k: &str| {
+        fields
+            .iter()
+            .find(|f| f.0 == k)
+            .map(|f| match &f.1 {
+                Some(one) => vec![one.clone()],
+                None => f.2.clone(),
+            })
+            .unwrap_or_default()
+    };
+    let id = scalar("id").ok_or_else(|| LoopError::parse(path, "front matter has no `id`"))?;
+    let title =
+        scalar("title").ok_or_else(|| LoopError::parse(path, "front matter has no `title`"))?;
+    let status =
+        scalar("status").ok_or_else(|| LoopError::parse(path, "front matter has no `status`"))?;
+    Ok(Task {
+        id,
+        title,
+        status,
+        labels: list("labels"),
+        dependencies: list("dependencies"),
+        priority: scalar("priority"),
+        files: list("modified_files"),
+        ordinal: scalar("ordinal").and_then(|o| o.parse().ok()),
+        description: section(body, "Description").join("\n").trim().to_string(),
+        criteria: section(body, "Acceptance Criteria")
+            .into_iter()
+            .filter_map(criterion)
+            .collect(),
+        path: path.to_path_buf(),
+    })
+}
+
+/// The text with the task marked Done and its criteria checked; every other
+/// byte unchanged (pure). `None` when there is no `status:` line to change.
+pub fn mark_done(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut fences = 0;
+    let mut changed_status = false;
+    let mut in_ac = false;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        let eol = &line[bare.len()..];
+        if bare == "---" && fences < 2 {
+            fences += 1;
+            out.push_str(line);
+            continue;
+        }
+        if fences == 1 && !changed_status && bare.starts_with("status:") {
+            out.push_str("status: ");
+            out.push_str(DONE);
+            out.push_str(eol);
+            changed_status = true;
+            continue;
+        }
+        if fences >= 2 {
+            if let Some(h) = bare.strip_prefix("## ") {
+                in_ac = h.trim().eq_ignore_ascii_case("Acceptance Criteria");
+            } else if in_ac && criterion(bare).is_some_and(|c| !c.checked) {
+                let at = line.find("- [ ]").unwrap_or(0);
+                out.push_str(&line[..at]);
+                out.push_str("- [x]");
+                out.push_str(&line[at + 5..]);
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    changed_status.then_some(out)
+}
+
+/// Mark a task Done in its file (an atomic write).
+pub fn write_done(task: &Task) -> Result<(), LoopError> {
+    let text = std::fs::read_to_string(&task.path).map_err(|e| LoopError::io(&task.path, e))?;
+    let new = mark_done(&text).ok_or_else(|| LoopError::parse(&task.path, "no `status:` line"))?;
+    if new != text {
+        crate::store::write_bytes_atomic(&task.path, new.as_bytes())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLI_TASK: &str = "---\nid: TASK-1\ntitle: Add greeting\nstatus: To Do\nassignee: []\ncreated_date: '2026-12-01 10:42'\nlabels:\n  - loop\ndependencies: []\nmodified_files:\n  - hello.txt\npriority: high\nordinal: 1000\n---\n\n## Description\n\n<!-- SECTION:DESCRIPTION:BEGIN -->\nSay hello.\n<!-- SECTION:DESCRIPTION:END -->\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 hello.txt exists\n- [x] #2 it says hi\n<!-- AC:END -->\n";
+
+    #[test]
+    fn parses_what_the_cli_writes() {
+        let t = parse_task(CLI_TASK, Path::new("t.md")).unwrap();
+        assert_eq!(t.id, "TASK-1");
+        assert_eq!(t.title, "Add greeting");
+        assert_eq!(t.status, "To Do");
+        assert_eq!(t.labels, vec!["loop"]);
+        assert!(t.dependencies.is_empty());
+        assert_eq!(t.files, vec!["hello.txt"]);
+        assert_eq!(t.priority.as_deref(), Some("high"));
+        assert_eq!(t.description, "Say hello.");
+        assert_eq!(t.criteria.len(), 2);
+        assert!(!t.criteria[0].checked && t.criteria[1].checked);
+        assert_eq!(t.criteria[0].text, "hello.txt exists");
+    }
+
+    #[test]
+    fn mark_done_changes_only_status_and_boxes() {
+        let new = mark_done(CLI_TASK).unwrap();
+        let expect = CLI_TASK
+            .replace("status: To Do", "status: Done")
+            .replace("- [ ] #1", "- [x] #1");
+        assert_eq!(new, expect);
+        assert_eq!(mark_done(&new).unwrap(), new, "idempotent");
+        // CRLF files keep their line ends.
+        let crlf = CLI_TASK.replace('\n', "\r\n");
+        assert_eq!(mark_done(&crlf).unwrap(), expect.replace('\n', "\r\n"));
+        // A box outside the criteria section stays as written.
+        let other = format!("{CLI_TASK}\n## Notes\n- [ ] #9 not a criterion\n");
+        assert!(
+            mark_done(&other)
+                .unwrap()
+                .ends_with("- [ ] #9 not a criterion\n")
+        );
+        assert!(mark_done("no front matter").is_none());
+    }
+
+    #[test]
+    fn bad_files_are_named() {
+        let e = parse_task("---\ntitle: x\nstatus: To Do\n---\n", Path::new("bad.md"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.md") && e.contains("id"), "{e}");
+        let e = parse_task("no front", Path::new("nf.md"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nf.md"), "{e}");
+    }
+
+    #[test]
+    fn inline_lists_and_quotes() {
+        let t = parse_task(
+            "---\nid: task-7\ntitle: \"Quoted: yes\"\nstatus: Done\nlabels: [a, 'needs-owner']\ndependencies: [task-1, task-2]\n---\n",
+            Path::new("t.md"),
+        )
+        .unwrap();
+        assert_eq!(t.title, "Quoted: yes");
+        assert!(t.has_label(NEEDS_OWNER) && t.is_done());
+        assert_eq!(t.dependencies, vec!["task-1", "task-2"]);
+    }
+}

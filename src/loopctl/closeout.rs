@@ -1,0 +1,106 @@
+//! The close-out report `closeout.md` (pure rendering): line 1 exactly
+//! `# Closeout: <repo> loop<N> · Charter: <sha256>`, then `## Landed` (a
+//! bullet per task: ID (title), SHA), `## Parked` (ID, reason, resume
+//! condition), `## For ratification` (each ruling or question with a
+//! recommendation), `## Notes`.
+
+/// What the close-out says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Closeout {
+    pub repo: String,
+    pub run: u32,
+    pub charter_sha256: String,
+    /// (id, title, sha)
+    pub landed: Vec<(String, String, String)>,
+    /// (id, reason, resume condition)
+    pub parked: Vec<(String, String, String)>,
+    /// (item, recommendation)
+    pub ratify: Vec<(String, String)>,
+    pub notes: Vec<String>,
+}
+
+/// The first line (pure).
+pub fn first_line(repo: &str, run: u32, sha: &str) -> String {
+    format!("# Closeout: {repo} loop{run} · Charter: {sha}")
+}
+
+fn one(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// The text of `closeout.md` (pure).
+pub fn render(c: &Closeout) -> String {
+    let mut t = first_line(&c.repo, c.run, &c.charter_sha256);
+    t.push_str("\n\n## Landed\n");
+    if c.landed.is_empty() {
+        t.push_str("- none\n");
+    }
+    for (id, title, sha) in &c.landed {
+        t.push_str(&format!("- {id} ({}), {sha}\n", one(title)));
+    }
+    t.push_str("\n## Parked\n");
+    if c.parked.is_empty() {
+        t.push_str("- none\n");
+    }
+    for (id, reason, resume) in &c.parked {
+        t.push_str(&format!(
+            "- {id}, {}, resume: {}\n",
+            one(reason),
+            one(resume)
+        ));
+    }
+    t.push_str("\n## For ratification\n");
+    if c.ratify.is_empty() {
+        t.push_str("- none\n");
+    }
+    for (item, rec) in &c.ratify {
+        t.push_str(&format!("- {} — recommendation: {}\n", one(item), one(rec)));
+    }
+    t.push_str("\n## Notes\n");
+    for n in &c.notes {
+        t.push_str(&format!("- {}\n", one(n)));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closeout_has_its_exact_shape() {
+        let c = Closeout {
+            repo: "greeter".into(),
+            run: 3,
+            charter_sha256: "ab".repeat(32),
+            landed: vec![("TASK-1".into(), "Greet".into(), "f00d".into())],
+            parked: vec![(
+                "TASK-2".into(),
+                "touches files outside its claim".into(),
+                "widen the claim".into(),
+            )],
+            ratify: vec![],
+            notes: vec!["integration branch drover/integration/loop3".into()],
+        };
+        let text = render(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            vec![
+                format!("# Closeout: greeter loop3 · Charter: {}", "ab".repeat(32)).as_str(),
+                "",
+                "## Landed",
+                "- TASK-1 (Greet), f00d",
+                "",
+                "## Parked",
+                "- TASK-2, touches files outside its claim, resume: widen the claim",
+                "",
+                "## For ratification",
+                "- none",
+                "",
+                "## Notes",
+                "- integration branch drover/integration/loop3",
+            ]
+        );
+    }
+}

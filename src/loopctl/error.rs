@@ -1,0 +1,67 @@
+//! The loop's errors.
+
+use std::path::PathBuf;
+
+/// Errors of the loop. Each variant names what it is about.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoopError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("{field}: {message}")]
+    Usage { field: String, message: String },
+    #[error("git {args}: {message}")]
+    Git { args: String, message: String },
+    #[error("refused: {0}")]
+    Refused(String),
+    #[error("lane {lane}: {message}")]
+    Lane { lane: String, message: String },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+}
+
+impl LoopError {
+    /// An I/O error about a path.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> LoopError {
+        LoopError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A parse error about a file.
+    pub fn parse(path: impl Into<PathBuf>, message: impl Into<String>) -> LoopError {
+        LoopError::Parse {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A bad argument.
+    pub fn usage(field: impl Into<String>, message: impl Into<String>) -> LoopError {
+        LoopError::Usage {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The exit code of `docs/` for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LoopError::Usage { .. } | LoopError::Parse { .. } => crate::exit::USAGE,
+            LoopError::Refused(_) => crate::exit::REFUSED,
+            LoopError::Registry(e) => e.exit_code(),
+            _ => crate::exit::ERROR,
+        }
+    }
+}

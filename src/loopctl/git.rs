@@ -1,0 +1,82 @@
+//! Running git for the loop: every call names its directory, a failure is an
+//! error carrying git's own message, commits carry drover's identity.
+
+use super::LoopError;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The identity of the loop's commits on the integration branch.
+pub const IDENTITY: [&str; 4] = [
+    "-c",
+    "user.name=drover loop",
+    "-c",
+    "user.email=loop@drover.invalid",
+];
+
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(dir).args(IDENTITY).args(args);
+    // The caller's repository variables must not redirect a worktree's git.
+    for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
+        c.env_remove(v);
+    }
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+/// Run git and return its output whatever the exit.
+pub fn output(dir: &Path, args: &[&str]) -> Result<Output, LoopError> {
+    command(dir, args).output().map_err(|e| LoopError::Git {
+        args: args.join(" "),
+        message: format!("cannot run git: {e}"),
+    })
+}
+
+/// Run git; a non-zero exit is an error with its stderr. Returns stdout.
+pub fn run(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
+    let out = output(dir, args)?;
+    if !out.status.success() {
+        return Err(LoopError::Git {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Run git for a trimmed one-line answer.
+pub fn line(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
+    Ok(run(dir, args)?.trim().to_string())
+}
+
+/// The commit a ref names.
+pub fn rev(dir: &Path, r: &str) -> Result<String, LoopError> {
+    line(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{r}^{{commit}}"),
+        ],
+    )
+}
+
+/// The repository's default base: `main`, else `master`, else HEAD's branch.
+pub fn default_base(repo: &Path) -> Result<String, LoopError> {
+    for b in ["main", "master"] {
+        if rev(repo, &format!("refs/heads/{b}")).is_ok() {
+            return Ok(b.to_string());
+        }
+    }
+    line(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
+}
+
+/// Add a worktree on a new branch from `base`.
+pub fn add_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<(), LoopError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| LoopError::io(parent, e))?;
+    }
+    let p = path.to_string_lossy();
+    run(repo, &["worktree", "add", "-q", "-b", branch, &p, base]).map(|_| ())
+}

@@ -1,0 +1,121 @@
+//! What the runner needs from lanes and dispatch, as a trait, so the runner
+//! stays the same whichever lanes carry it (the simulated panes of
+//! [`super::simlanes`] today; `drover lane` lanes when they exist).
+//!
+//! A lane is one agent in one pane with one working directory, for one task
+//! (an implementer lane, writing in its own worktree) or one review (a
+//! read-only lane). Lanes are counted from the live listing, never from
+//! memory.
+
+use super::LoopError;
+use crate::registry::Agent;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The two kinds of loop lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Writes, in its own worktree, under the task's write lease.
+    Implementer,
+    /// Read-only: reviews a candidate and reports through a heartbeat.
+    Reviewer,
+}
+
+impl Role {
+    /// The registry session the lane belongs to.
+    pub fn session_id(self) -> &'static str {
+        match self {
+            Role::Implementer => "implementer",
+            Role::Reviewer => "reviewer",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Implementer => "implementer",
+            Role::Reviewer => "reviewer",
+        }
+    }
+}
+
+/// A worktree the lane is to get: a new branch from the base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeSpec {
+    pub repo: PathBuf,
+    pub path: PathBuf,
+    pub branch: String,
+    pub base: String,
+}
+
+/// What lane to bring up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneSpec {
+    /// The lane id (also its pane name): `[a-z0-9-]+`.
+    pub id: String,
+    pub role: Role,
+    pub agent: Agent,
+    pub task: String,
+    /// The lane's own directory under the run dir (brief, report, patch, logs).
+    pub lane_dir: PathBuf,
+    /// For an implementer: the worktree to create. A reviewer works in `cwd`.
+    pub worktree: Option<WorktreeSpec>,
+    /// Where a reviewer runs (read-only); ignored when `worktree` is set.
+    pub cwd: PathBuf,
+}
+
+/// A lane that is up.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LaneHandle {
+    pub id: String,
+    pub role: Role,
+    pub agent: Agent,
+    pub task: String,
+    pub pane: String,
+    pub cwd: PathBuf,
+    pub lane_dir: PathBuf,
+}
+
+/// A job for a lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    pub job_id: String,
+    pub prompt: String,
+    /// Where the lane writes its report (outside the worktree).
+    pub report_path: PathBuf,
+    /// Complete through the engine when the shadow policy says `complete`.
+    pub autocomplete: bool,
+}
+
+/// How a dispatched job ended, as far as the loop is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Completed through the engine.
+    Completed,
+    /// The policy escalated: a human is needed (a permission, a question, a
+    /// usage limit). `decision` and `reason` are the policy's.
+    Escalated { decision: String, reason: String },
+    /// The job failed, timed out or was cancelled.
+    Failed { status: String, reason: String },
+}
+
+/// What the runner needs from lanes and dispatch.
+pub trait LaneOps {
+    /// Bring a lane up and wait until its agent is ready.
+    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError>;
+    /// The ids of the live lanes, from the live listing.
+    fn live(&mut self) -> Result<Vec<String>, LoopError>;
+    /// Create the job and dispatch its prompt with confirmed delivery; returns
+    /// the attempt id.
+    fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError>;
+    /// Wait until at least one of `jobs` has an outcome, or `timeout` passes;
+    /// returns the outcomes that are known (possibly none).
+    fn wait_decision(
+        &mut self,
+        jobs: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(String, Outcome)>, LoopError>;
+    /// Stop a lane (its worktree is the runner's to keep or remove).
+    fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError>;
+}

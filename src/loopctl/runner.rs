@@ -1,0 +1,547 @@
+//! The runner (`drover loop run`): the board's Ready tasks worked through
+//! lanes over [`LaneOps`] — implement, capture, review by the other agent,
+//! gate check, land on the integration branch, close out. Task steps are in
+//! `steps.rs`; this file holds the run's state, its setup, the loop and the
+//! close-out.
+//!
+//! Hooks for unattended runs: every wait goes through [`Runner::wait_slice`],
+//! every stop through [`Runner::close_out`], and every park records a reason
+//! and a resume condition, so guards, controls and usage-limit parking can
+//! decide there.
+
+use super::board::{self, Board};
+use super::charter::Charter;
+use super::ops::{LaneHandle, LaneOps};
+use super::rundir::{LaneRow, RunDir};
+use super::{LoopError, closeout, git, ready};
+use crate::registry::Agent;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Longest one wait for outcomes before the loop looks at its queue again.
+pub const WAIT_SLICE: Duration = Duration::from_millis(500);
+/// Longest one agent turn may go without an outcome before its task is parked.
+pub const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Repair rounds a task gets before it is parked (the convergence tripwire's floor).
+pub const DEFAULT_REPAIR_ROUNDS: u32 = 2;
+
+/// What a run is given.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub state_dir: PathBuf,
+    pub repo: PathBuf,
+    /// The Backlog.md dir (default `<repo>/backlog`).
+    pub board_dir: PathBuf,
+    pub charter: Charter,
+    /// The base ref (default: `main`, else `master`, else HEAD's branch).
+    pub base: Option<String>,
+    /// The task pool size as given (`--pool`), overriding the charter's `pool:`.
+    pub pool: Option<String>,
+    /// Run once per green landing (`--ship-cmd`); drover itself never pushes.
+    pub ship_cmd: Option<String>,
+    /// Complete through the engine when the shadow policy says `complete`.
+    pub autocomplete: bool,
+    pub repair_rounds: u32,
+    pub turn_timeout: Duration,
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Kept out of Ready by the board (dependency, label, exclusion).
+    Held,
+    /// Ready, not started.
+    Ready,
+    Implementing,
+    Reviewing,
+    /// Accepted, queued under Landing.
+    Landing,
+    Landed,
+    Parked,
+}
+
+/// One task's state in the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskState {
+    pub id: String,
+    pub title: String,
+    pub phase: Phase,
+    pub tier: Option<String>,
+    pub agent: Option<Agent>,
+    pub reviewer: Option<Agent>,
+    pub round: u32,
+    pub lane: Option<String>,
+    pub job: Option<String>,
+    pub worktree: Option<PathBuf>,
+    pub branch: Option<String>,
+    pub candidate_sha256: Option<String>,
+    pub sha: Option<String>,
+    pub reason: Option<String>,
+    pub resume: Option<String>,
+}
+
+/// The run as `loop status` shows it (`run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunStatus {
+    pub schema_version: u32,
+    pub run: u32,
+    pub state: String,
+    pub repo: PathBuf,
+    pub charter: PathBuf,
+    pub charter_sha256: String,
+    pub base: String,
+    pub base_sha: String,
+    pub integration_branch: String,
+    pub integration_worktree: PathBuf,
+    pub pool: usize,
+    pub lanes_cap: usize,
+    pub landings: u32,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub closeout: Option<PathBuf>,
+    pub tasks: Vec<TaskState>,
+    pub notes: Vec<String>,
+}
+
+/// A running loop.
+pub struct Runner<'a, O: LaneOps> {
+    pub(super) ops: &'a mut O,
+    pub(super) cfg: RunConfig,
+    pub(super) run: RunDir,
+    pub(super) board: Board,
+    pub(super) status: RunStatus,
+    /// Live lanes by task (at most one per task at a time).
+    pub(super) lanes: BTreeMap<String, LaneHandle>,
+    /// Dispatched jobs: job id → (task, when).
+    pub(super) jobs: BTreeMap<String, (String, Instant)>,
+    pub(super) landing_queue: Vec<String>,
+    /// Captured candidates waiting for their reviewer lane: (task, patch).
+    pub(super) pending_reviews: Vec<(String, PathBuf)>,
+    pub(super) rulings: Vec<(String, String)>,
+    say: Box<dyn FnMut(&str) + 'a>,
+}
+
+/// A lane or pane name from a task id: lowercase `[a-z0-9-]`.
+pub fn slug(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn locks_available(state_dir: &Path) -> bool {
+    matches!(
+        crate::store::LockGuard::try_exclusive(&state_dir.join("loop.probe.lock")),
+        Ok(Some(_))
+    )
+}
+
+/// Run a loop to its close-out. `say` gets one line per step.
+pub fn run<'a, O: LaneOps>(
+    ops: &'a mut O,
+    cfg: RunConfig,
+    say: impl FnMut(&str) + 'a,
+) -> Result<RunStatus, LoopError> {
+    let mut r = Runner::setup(ops, cfg, Box::new(say))?;
+    let result = r.drive();
+    let closed = r.close_out();
+    result.and(closed)
+}
+
+impl<'a, O: LaneOps> Runner<'a, O> {
+    fn setup(
+        ops: &'a mut O,
+        cfg: RunConfig,
+        say: Box<dyn FnMut(&str) + 'a>,
+    ) -> Result<Self, LoopError> {
+        let Some(_) = cfg.charter.gate else {
+            return Err(LoopError::Refused(format!(
+                "{} names no `gate:` command; landing needs one",
+                cfg.charter.path.display()
+            )));
+        };
+        let reg = crate::registry::init(
+            &cfg.state_dir,
+            &crate::registry::InitRequest {
+                topology: crate::registry::Topology::FourRole,
+                agent_mix: None,
+                force: false,
+            },
+        );
+        if let Err(e) = reg
+            && crate::registry::load(&cfg.state_dir)?.is_none()
+        {
+            return Err(e.into());
+        }
+        let base = match &cfg.base {
+            Some(b) => b.clone(),
+            None => git::default_base(&cfg.repo)?,
+        };
+        let base_sha = git::rev(&cfg.repo, &base)?;
+        let head_is_base = git::rev(&cfg.repo, "HEAD").is_ok_and(|h| h == base_sha);
+        let raw_pool = cfg.pool.clone().or_else(|| cfg.charter.pool.clone());
+        let (pool, why) = ready::pool_size(
+            raw_pool.as_deref(),
+            locks_available(&cfg.state_dir),
+            head_is_base,
+        );
+        let board = board::load(&cfg.board_dir)?;
+        let run = RunDir::create(&cfg.state_dir)?;
+        let integ_wt = cfg
+            .state_dir
+            .join("worktrees")
+            .join(format!("loop{}-integration", run.n));
+        git::add_worktree(&cfg.repo, &integ_wt, &run.integration_branch(), &base_sha)?;
+        let split = ready::split(&board, &cfg.charter);
+        let tasks = board
+            .tasks
+            .iter()
+            .filter(|t| !t.is_done())
+            .map(|t| {
+                let held = split.hold.iter().find(|h| h.id == t.id);
+                TaskState {
+                    id: t.id.clone(),
+                    title: t.title.clone(),
+                    phase: if held.is_some() {
+                        Phase::Held
+                    } else {
+                        Phase::Ready
+                    },
+                    tier: None,
+                    agent: None,
+                    reviewer: None,
+                    round: 0,
+                    lane: None,
+                    job: None,
+                    worktree: None,
+                    branch: None,
+                    candidate_sha256: None,
+                    sha: None,
+                    reason: held.map(|h| h.reason.clone()),
+                    resume: None,
+                }
+            })
+            .collect();
+        let status = RunStatus {
+            schema_version: 1,
+            run: run.n,
+            state: "running".into(),
+            repo: cfg.repo.clone(),
+            charter: cfg.charter.path.clone(),
+            charter_sha256: cfg.charter.sha256.clone(),
+            base,
+            base_sha,
+            integration_branch: run.integration_branch(),
+            integration_worktree: integ_wt,
+            pool,
+            lanes_cap: cfg.charter.lanes,
+            landings: 0,
+            started_at: crate::paths::now_rfc3339(),
+            finished_at: None,
+            closeout: None,
+            tasks,
+            notes: Vec::new(),
+        };
+        let mut r = Runner {
+            ops,
+            cfg,
+            run,
+            board,
+            status,
+            lanes: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            landing_queue: Vec::new(),
+            pending_reviews: Vec::new(),
+            rulings: Vec::new(),
+            say,
+        };
+        r.decide(
+            "launch",
+            &format!(
+                "charter {} sha256 {}; base {} at {}; task pool {pool}; lanes cap {}",
+                r.cfg.charter.path.display(),
+                r.status.charter_sha256,
+                r.status.base,
+                r.status.base_sha,
+                r.status.lanes_cap
+            ),
+        )?;
+        if let Some(why) = why {
+            let id = r.decide("ruling", &why)?;
+            r.rulings
+                .push((format!("{id} {why}"), "keep for this run".into()));
+        }
+        crate::registry::events::emit_quiet(
+            &r.cfg.state_dir,
+            "loop.start",
+            serde_json::json!({"run": r.run.n, "pool": pool, "charter_sha256": r.status.charter_sha256}),
+        );
+        r.say(&format!(
+            "loop{}: {} tasks on the board, pool {pool}, lanes cap {}",
+            r.run.n,
+            r.status.tasks.len(),
+            r.status.lanes_cap
+        ));
+        r.persist()?;
+        Ok(r)
+    }
+
+    pub(super) fn say(&mut self, msg: &str) {
+        (self.say)(msg);
+    }
+
+    pub(super) fn decide(&mut self, kind: &str, text: &str) -> Result<String, LoopError> {
+        self.run.decide(kind, text)
+    }
+
+    pub(super) fn task(&self, id: &str) -> Option<&TaskState> {
+        self.status.tasks.iter().find(|t| t.id == id)
+    }
+
+    pub(super) fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
+        self.status.tasks.iter_mut().find(|t| t.id == id)
+    }
+
+    fn active(&self) -> usize {
+        self.status
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.phase, Phase::Implementing | Phase::Reviewing))
+            .count()
+    }
+
+    /// Write QUEUE.md, LANES.md, STATE.md and run.json from the state.
+    pub(super) fn persist(&mut self) -> Result<(), LoopError> {
+        let rows = |p: Phase| -> Vec<(String, String)> {
+            self.status
+                .tasks
+                .iter()
+                .filter(|t| t.phase == p)
+                .map(|t| (t.id.clone(), t.title.clone()))
+                .collect()
+        };
+        let hold: Vec<(String, String)> = self
+            .status
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.phase, Phase::Held | Phase::Parked))
+            .map(|t| (t.id.clone(), t.reason.clone().unwrap_or_default()))
+            .collect();
+        self.run
+            .write_queue(&rows(Phase::Ready), &hold, &rows(Phase::Landing))?;
+        let lanes: Vec<LaneRow> = self
+            .lanes
+            .values()
+            .map(|l| LaneRow {
+                id: l.id.clone(),
+                task: l.task.clone(),
+                agent: l.agent.as_str().to_string(),
+                worktree: l.cwd.display().to_string(),
+            })
+            .collect();
+        self.run.write_lanes(&lanes)?;
+        let mut live: Vec<String> = self.rulings.iter().map(|(r, _)| r.clone()).collect();
+        for t in &self.status.tasks {
+            if t.phase == Phase::Parked {
+                live.push(format!(
+                    "{} parked: {}",
+                    t.id,
+                    t.reason.as_deref().unwrap_or("")
+                ));
+            }
+        }
+        self.run
+            .write_state("owner-present", self.status.landings + 1, &live)?;
+        crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;
+        Ok(())
+    }
+
+    /// One wait for outcomes (the place a guard or a control gets to act).
+    fn wait_slice(&mut self) -> Result<(), LoopError> {
+        let jobs: Vec<String> = self.jobs.keys().cloned().collect();
+        let outs = self.ops.wait_decision(&jobs, WAIT_SLICE)?;
+        for (job, outcome) in outs {
+            if let Some((task, _)) = self.jobs.remove(&job) {
+                self.on_outcome(&task, &job, outcome)?;
+            }
+        }
+        let late: Vec<(String, String)> = self
+            .jobs
+            .iter()
+            .filter(|(_, (_, at))| at.elapsed() > self.cfg.turn_timeout)
+            .map(|(j, (t, _))| (j.clone(), t.clone()))
+            .collect();
+        for (job, task) in late {
+            self.jobs.remove(&job);
+            self.cancel_job(&job);
+            let secs = self.cfg.turn_timeout.as_secs();
+            self.park(
+                &task,
+                &format!("no outcome within {secs} s (job {job} cancelled)"),
+                "look at the lane's pane and log, then rerun the task",
+            )?;
+        }
+        Ok(())
+    }
+
+    fn drive(&mut self) -> Result<(), LoopError> {
+        loop {
+            self.start_reviews()?;
+            self.start_ready()?;
+            if !self.landing_queue.is_empty() {
+                self.land()?;
+                continue;
+            }
+            if self.jobs.is_empty() {
+                // Nothing runs that could free a lane: a waiting review never starts.
+                for (id, _) in std::mem::take(&mut self.pending_reviews) {
+                    let cap = self.status.lanes_cap;
+                    self.park(
+                        &id,
+                        &format!("no lane free for its review (cap {cap})"),
+                        "free a lane, then rerun",
+                    )?;
+                }
+                return Ok(());
+            }
+            self.wait_slice()?;
+        }
+    }
+
+    /// Start Ready tasks while the pool and the lanes cap allow.
+    fn start_ready(&mut self) -> Result<(), LoopError> {
+        while self.active() < self.status.pool {
+            let Some(id) = self
+                .status
+                .tasks
+                .iter()
+                .find(|t| t.phase == Phase::Ready)
+                .map(|t| t.id.clone())
+            else {
+                return Ok(());
+            };
+            // The cap counts the live listing, never memory.
+            if self.ops.live()?.len() >= self.status.lanes_cap {
+                return Ok(());
+            }
+            if let Err(e) = self.start_task(&id) {
+                self.park(
+                    &id,
+                    &format!("could not start: {e}"),
+                    "fix the cause, then rerun",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop every lane, tidy worktrees, write closeout.md.
+    pub fn close_out(&mut self) -> Result<RunStatus, LoopError> {
+        let lanes: Vec<LaneHandle> = self.lanes.values().cloned().collect();
+        for l in lanes {
+            let _ = self.ops.down(&l);
+        }
+        self.lanes.clear();
+        for job in self.jobs.keys().cloned().collect::<Vec<_>>() {
+            self.cancel_job(&job);
+        }
+        let mut notes = Vec::new();
+        for t in self.status.tasks.clone() {
+            let Some(wt) = t.worktree.clone() else {
+                continue;
+            };
+            if t.phase == Phase::Landed {
+                match self.remove_landed_worktree(&t, &wt) {
+                    Ok(()) => {}
+                    Err(why) => {
+                        notes.push(format!("{}: worktree {} kept ({why})", t.id, wt.display()))
+                    }
+                }
+            } else if wt.exists() {
+                notes.push(format!(
+                    "{}: worktree {} kept with its unlanded work",
+                    t.id,
+                    wt.display()
+                ));
+            }
+        }
+        let head = git::line(&self.status.integration_worktree, &["rev-parse", "HEAD"])
+            .unwrap_or_else(|_| "?".into());
+        let mut c = closeout::Closeout {
+            repo: self
+                .cfg
+                .repo
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "repo".into()),
+            run: self.run.n,
+            charter_sha256: self.status.charter_sha256.clone(),
+            ratify: self.rulings.clone(),
+            ..Default::default()
+        };
+        for t in &self.status.tasks {
+            match t.phase {
+                Phase::Landed => c.landed.push((
+                    t.id.clone(),
+                    t.title.clone(),
+                    t.sha.clone().unwrap_or_default(),
+                )),
+                Phase::Parked | Phase::Held => {
+                    let reason = t.reason.clone().unwrap_or_default();
+                    if reason.contains("excluded by the charter") {
+                        continue;
+                    }
+                    let resume = t.resume.clone().unwrap_or_else(|| match t.phase {
+                        Phase::Held if reason.contains("needs-owner") => {
+                            "an owner ruling removes the needs-owner label".into()
+                        }
+                        Phase::Held => "its dependencies are Done".into(),
+                        _ => "rerun the task".into(),
+                    });
+                    c.parked.push((t.id.clone(), reason, resume));
+                }
+                _ => c.parked.push((
+                    t.id.clone(),
+                    "the run closed before it finished".into(),
+                    "rerun the task".into(),
+                )),
+            }
+        }
+        c.notes.push(format!(
+            "integration branch {} at {head}; nothing was pushed and main was not touched",
+            self.status.integration_branch
+        ));
+        c.notes.push(format!(
+            "{} landing(s); gate evidence under {}",
+            self.status.landings,
+            self.run.file("gate-evidence").display()
+        ));
+        c.notes.extend(self.status.notes.iter().cloned());
+        c.notes.extend(notes);
+        let text = closeout::render(&c);
+        let path = self.run.file("closeout.md");
+        crate::store::write_bytes_atomic(&path, text.as_bytes())?;
+        self.decide(
+            "closeout",
+            &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
+        )?;
+        self.status.state = "closed".into();
+        self.status.finished_at = Some(crate::paths::now_rfc3339());
+        self.status.closeout = Some(path);
+        self.persist()?;
+        crate::registry::events::emit_quiet(
+            &self.cfg.state_dir,
+            "loop.closeout",
+            serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
+        );
+        Ok(self.status.clone())
+    }
+}

@@ -1,0 +1,220 @@
+//! [`LaneOps`] over what the supervisor runs today: one pane per lane running
+//! `drover sim-agent` (the simulated Claude or Codex) in the lane's worktree,
+//! jobs through the engine, dispatch with confirmed delivery, and the
+//! supervisor's shadow policy deciding. Used by `drover demo --loop`,
+//! `drover loop run --sim-*` and the loop's tests; the scripts say what each
+//! simulated lane does.
+
+use super::LoopError;
+use super::git;
+use super::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role};
+use crate::daemon::Client;
+use crate::dispatch::{DispatchSpec, dispatch};
+use crate::engine::{Action, Actor, Engine, Request, Status};
+use crate::shadow::ShadowDecision;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a new lane's agent may take to become idle.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often outcomes are looked for while waiting.
+const POLL: Duration = Duration::from_millis(100);
+/// The escalating decision of the shadow policy.
+const ESCALATE: &str = "escalate_blocked";
+
+/// The script text for a lane (TOML or JSON, docs/agents.md).
+pub type ScriptFor = Box<dyn FnMut(&LaneSpec) -> String>;
+
+/// Simulated lanes on the supervisor.
+pub struct SimLanes {
+    state_dir: PathBuf,
+    client: Client,
+    exe: PathBuf,
+    scripts: ScriptFor,
+    mine: BTreeSet<String>,
+}
+
+fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
+    LoopError::Lane {
+        lane: lane.to_string(),
+        message: e.to_string(),
+    }
+}
+
+impl SimLanes {
+    /// `exe` is the drover binary (it runs `sim-agent`).
+    pub fn new(state_dir: &Path, client: Client, exe: &Path, scripts: ScriptFor) -> SimLanes {
+        SimLanes {
+            state_dir: state_dir.to_path_buf(),
+            client,
+            exe: exe.to_path_buf(),
+            scripts,
+            mine: BTreeSet::new(),
+        }
+    }
+
+    fn decision_of(&self, job: &str, attempt: Option<&str>) -> Option<ShadowDecision> {
+        let path = self.state_dir.join("shadow").join("decisions.jsonl");
+        let all = crate::store::read_jsonl::<ShadowDecision>(&path)
+            .ok()?
+            .records;
+        all.into_iter()
+            .rev()
+            .find(|d| d.job_id == job && attempt.is_none_or(|a| a == d.attempt_id))
+    }
+}
+
+impl LaneOps for SimLanes {
+    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        let cwd = match &spec.worktree {
+            Some(w) => {
+                git::add_worktree(&w.repo, &w.path, &w.branch, &w.base)?;
+                w.path.clone()
+            }
+            None => spec.cwd.clone(),
+        };
+        let script = spec.lane_dir.join("script.toml");
+        crate::store::write_bytes_atomic(&script, (self.scripts)(spec).as_bytes())?;
+        let socket =
+            crate::paths::socket_path(&self.state_dir).map_err(|e| lane_err(&spec.id, e))?;
+        let role = match spec.role {
+            Role::Implementer => "Implementer",
+            Role::Reviewer => "Reviewer",
+        };
+        let env = [
+            ("DROVER_SESSION_ID", spec.role.session_id().to_string()),
+            ("DROVER_LANE_ID", spec.id.clone()),
+            ("DROVER_ROLE", role.to_string()),
+            ("DROVER_AGENT", spec.agent.as_str().to_string()),
+            ("DROVER_STATE_DIR", self.state_dir.display().to_string()),
+            ("DROVER_SOCKET", socket.display().to_string()),
+        ];
+        let argv = json!([
+            self.exe,
+            "sim-agent",
+            "--profile",
+            spec.agent.as_str(),
+            "--script",
+            script
+        ]);
+        self.client
+            .call(
+                "pane.new",
+                json!({"spec": {"name": spec.id, "argv": argv,
+                    "env": env.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                    "cwd": cwd, "cols": 120, "rows": 40, "agent": "sim"}}),
+            )
+            .map_err(|e| lane_err(&spec.id, e))?;
+        self.mine.insert(spec.id.clone());
+        let v = self
+            .client
+            .call(
+                "wait",
+                json!({"panes": [spec.id], "until": ["idle"], "timeout_ms": READY_TIMEOUT.as_millis() as u64}),
+            )
+            .map_err(|e| lane_err(&spec.id, e))?;
+        if v["timed_out"].as_bool() == Some(true) {
+            return Err(lane_err(&spec.id, "the agent did not become ready"));
+        }
+        Ok(LaneHandle {
+            id: spec.id.clone(),
+            role: spec.role,
+            agent: spec.agent,
+            task: spec.task.clone(),
+            pane: spec.id.clone(),
+            cwd,
+            lane_dir: spec.lane_dir.clone(),
+        })
+    }
+
+    fn live(&mut self) -> Result<Vec<String>, LoopError> {
+        let v = self
+            .client
+            .call("pane.ls", json!({}))
+            .map_err(|e| lane_err("-", e))?;
+        Ok(v.as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["exit"].is_null())
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .filter(|n| self.mine.contains(n))
+            .collect())
+    }
+
+    fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {
+        let engine = Engine::open(&self.state_dir)?;
+        engine.transition(&Request::new(
+            job.job_id.clone(),
+            Action::Create { deadline: None },
+            Actor::operator(),
+        ))?;
+        let spec = DispatchSpec {
+            job_id: job.job_id.clone(),
+            pane: lane.pane.clone(),
+            session_id: lane.role.session_id().to_string(),
+            prompt: job.prompt.clone(),
+            report_path: Some(job.report_path.clone()),
+            worktree: Some(lane.cwd.clone()),
+            autocomplete: job.autocomplete && !crate::shadow::auto::forbidden_by_env(),
+            ready_timeout_ms: Some(READY_TIMEOUT.as_millis() as u64),
+        };
+        let out = dispatch(&self.state_dir, &mut self.client, &spec)
+            .map_err(|e| lane_err(&lane.id, e))?;
+        Ok(out.attempt_id)
+    }
+
+    fn wait_decision(
+        &mut self,
+        jobs: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(String, Outcome)>, LoopError> {
+        let engine = Engine::open(&self.state_dir)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut out = Vec::new();
+            for job in jobs {
+                let rec = engine.show(job)?;
+                let outcome = match rec.status {
+                    Status::Completed => Some(Outcome::Completed),
+                    Status::Failed | Status::Cancelled | Status::TimedOut => {
+                        Some(Outcome::Failed {
+                            status: rec.status.as_str().to_string(),
+                            reason: rec
+                                .metadata
+                                .get("reason")
+                                .and_then(|r| r.as_str())
+                                .unwrap_or("")
+                                .to_string(),
+                        })
+                    }
+                    _ => self
+                        .decision_of(job, rec.attempt_id.as_deref())
+                        .filter(|d| d.decision == ESCALATE)
+                        .map(|d| Outcome::Escalated {
+                            decision: d.decision,
+                            reason: d.reason,
+                        }),
+                };
+                if let Some(o) = outcome {
+                    out.push((job.clone(), o));
+                }
+            }
+            if !out.is_empty() || Instant::now() >= deadline {
+                return Ok(out);
+            }
+            std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+
+    fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        match self.client.call("pane.kill", json!({"pane": lane.pane})) {
+            Ok(_) => {}
+            Err(e) if e.to_string().contains("no pane named") => {}
+            Err(e) => return Err(lane_err(&lane.id, e)),
+        }
+        self.mine.remove(&lane.id);
+        Ok(())
+    }
+}

@@ -1,0 +1,528 @@
+//! The runner's task steps: start (lease, brief, lane, dispatch), the outcome
+//! of an implementer or reviewer turn, capture, review, repair, the pre-land
+//! gate check, landing, parking, and the removal of a landed worktree.
+
+use super::LoopError;
+use super::brief::{self, Tier};
+use super::capture;
+use super::land;
+use super::ops::{JobSpec, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec};
+use super::runner::{Phase, Runner, slug};
+use crate::engine::{Action, Actor, Engine, Request};
+use crate::registry::heartbeat::{self, HeartbeatRequest, SessionVerdict};
+use crate::registry::{Agent, lease, lend, mix};
+use chrono::Utc;
+use std::path::Path;
+use std::time::Instant;
+
+/// The CI/Eval Auditor's session: the loop reports the pre-land gate run as it.
+const CI_SESSION: &str = "ci-eval-auditor";
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// The next implementer's agent: the one that reduces the mix's skew,
+    /// counting tasks in flight as one WU each.
+    fn pick_agent(&self) -> Agent {
+        let ledger = mix::load(&self.cfg.state_dir).ok().flatten();
+        let target = ledger
+            .as_ref()
+            .map(|l| l.policy.target)
+            .unwrap_or_else(|| mix::MixPolicy::default().target);
+        let mut spent = ledger.map(|l| l.spent).unwrap_or_default();
+        for t in &self.status.tasks {
+            if matches!(
+                t.phase,
+                Phase::Implementing | Phase::Reviewing | Phase::Landing
+            ) {
+                match t.agent {
+                    Some(Agent::Claude) => spent.claude += 1,
+                    Some(Agent::Codex) => spent.codex += 1,
+                    None => {}
+                }
+            }
+        }
+        mix::next_agent(target, mix::skew(target, spent), None)
+    }
+
+    pub(super) fn cancel_job(&self, job: &str) {
+        if let Ok(engine) = Engine::open(&self.cfg.state_dir) {
+            let _ = engine.transition(&Request::new(
+                job.to_string(),
+                Action::Cancel {
+                    reason: Some("the loop stopped waiting".into()),
+                },
+                Actor::operator(),
+            ));
+        }
+    }
+
+    pub(super) fn start_task(&mut self, id: &str) -> Result<(), LoopError> {
+        let task = self
+            .board
+            .task(id)
+            .cloned()
+            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
+        let agent = self.pick_agent();
+        let n = self.run.n;
+        let lane = format!("l{n}-impl-{}", slug(id));
+        let lane_dir = self.run.lane_dir(&lane)?;
+        let wt = self
+            .cfg
+            .state_dir
+            .join("worktrees")
+            .join(format!("loop{n}-{}", slug(id)));
+        let branch = format!("drover/loop{n}/{id}");
+        let now = Utc::now();
+        lease::claim(
+            &self.cfg.state_dir,
+            &lease::ClaimRequest {
+                task: id.to_string(),
+                session: Some(Role::Implementer.session_id().into()),
+                branch: Some(branch.clone()),
+                worktree: Some(wt.clone()),
+                files: task.files.clone(),
+                ttl_s: None,
+            },
+            now,
+        )?;
+        lend::borrow(&self.cfg.state_dir, id, agent, now)?;
+        let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
+        let others: Vec<String> = self
+            .status
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.phase, Phase::Implementing | Phase::Reviewing))
+            .filter_map(|t| self.board.task(&t.id))
+            .flat_map(|t| t.files.clone())
+            .collect();
+        let b = brief::build(&lane, &task, tier, &others);
+        let text = brief::render(&b);
+        brief::parse(&text, &self.cfg.charter.guarded_paths)?;
+        crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
+        let spec = LaneSpec {
+            id: lane.clone(),
+            role: Role::Implementer,
+            agent,
+            task: id.to_string(),
+            lane_dir: lane_dir.clone(),
+            worktree: Some(WorktreeSpec {
+                repo: self.cfg.repo.clone(),
+                path: wt.clone(),
+                branch: branch.clone(),
+                base: self.status.base_sha.clone(),
+            }),
+            cwd: wt.clone(),
+        };
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Implementing;
+            t.agent = Some(agent);
+            t.reviewer = Some(agent.other());
+            t.tier = Some(tier.as_str().into());
+            t.round = 1;
+            t.lane = Some(lane.clone());
+            t.worktree = Some(wt);
+            t.branch = Some(branch);
+        }
+        let handle = self.ops.up(&spec)?;
+        self.lanes.insert(id.to_string(), handle);
+        self.say(&format!(
+            "{id}: implementing in lane {lane} ({agent}, {})",
+            tier.as_str()
+        ));
+        self.dispatch_impl(
+            id,
+            &format!("{text}\n[loop] task={id} round=1 role=implementer"),
+        )
+    }
+
+    fn dispatch_impl(&mut self, id: &str, prompt: &str) -> Result<(), LoopError> {
+        let (round, lane_dir) = match (self.task(id), self.lanes.get(id)) {
+            (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
+            _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
+        };
+        let job = format!("loop{}-{}-i{round}", self.run.n, slug(id));
+        self.dispatch(
+            id,
+            &job,
+            prompt,
+            &lane_dir.join(format!("report-i{round}.json")),
+        )
+    }
+
+    fn dispatch(
+        &mut self,
+        id: &str,
+        job: &str,
+        prompt: &str,
+        report: &Path,
+    ) -> Result<(), LoopError> {
+        let lane = self
+            .lanes
+            .get(id)
+            .cloned()
+            .ok_or_else(|| LoopError::usage("task", format!("{id} has no lane")))?;
+        let spec = JobSpec {
+            job_id: job.to_string(),
+            prompt: prompt.to_string(),
+            report_path: report.to_path_buf(),
+            autocomplete: self.cfg.autocomplete,
+        };
+        self.ops.dispatch(&lane, &spec)?;
+        self.jobs
+            .insert(job.to_string(), (id.to_string(), Instant::now()));
+        if let Some(t) = self.task_mut(id) {
+            t.job = Some(job.to_string());
+        }
+        self.persist()
+    }
+
+    fn lane_down(&mut self, id: &str) -> Result<(), LoopError> {
+        if let Some(h) = self.lanes.remove(id) {
+            self.ops.down(&h)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn on_outcome(
+        &mut self,
+        id: &str,
+        job: &str,
+        outcome: Outcome,
+    ) -> Result<(), LoopError> {
+        let phase = self.task(id).map(|t| t.phase);
+        match outcome {
+            Outcome::Escalated { decision, reason } => {
+                let lane = self
+                    .task(id)
+                    .and_then(|t| t.lane.clone())
+                    .unwrap_or_default();
+                let q = format!("lane {lane} is waiting for a human ({decision}): {reason}");
+                let rec = format!("attach to {lane}, answer it, then rerun {id}");
+                self.run.ask(id, &q, &rec)?;
+                self.rulings.push((format!("question on {id}: {q}"), rec));
+                // The lane stays up for a human until the close-out.
+                self.park(
+                    id,
+                    &format!("{decision}: {reason}"),
+                    &format!("answer the agent in lane {lane} (drover attach {lane}), then rerun"),
+                )
+            }
+            Outcome::Failed { status, reason } => {
+                self.lane_down(id)?;
+                self.park(
+                    id,
+                    &format!("job {job} {status}: {reason}"),
+                    "rerun the task",
+                )
+            }
+            Outcome::Completed if phase == Some(Phase::Implementing) => self.after_implement(id),
+            Outcome::Completed => self.after_review(id),
+        }
+    }
+
+    fn after_implement(&mut self, id: &str) -> Result<(), LoopError> {
+        let (agent, wt, lane_dir) = match (self.task(id), self.lanes.get(id)) {
+            (Some(t), Some(h)) => (t.agent, t.worktree.clone(), h.lane_dir.clone()),
+            _ => return Ok(()),
+        };
+        self.lane_down(id)?;
+        if let Some(a) = agent {
+            lend::give_back(&self.cfg.state_dir, id, a, Utc::now())?;
+        }
+        let Some(wt) = wt else { return Ok(()) };
+        // The lease's claim is the authority (it may have been renewed with more files).
+        let claimed = lease::list(&self.cfg.state_dir, Utc::now())?
+            .into_iter()
+            .find(|l| l.task_id.as_deref() == Some(id))
+            .map(|l| l.claimed_files)
+            .unwrap_or_default();
+        match capture::capture(id, &wt, &self.status.base_sha, &claimed, &lane_dir)? {
+            Err(refusal) => {
+                let why = refusal.describe();
+                capture::write_return(&lane_dir, id, &[format!("blocked: {why}")])?;
+                self.park(
+                    id,
+                    &format!("blocked: {why}"),
+                    "claim the files in modified_files or narrow the change, then rerun",
+                )
+            }
+            Ok(c) => {
+                let mut lines = vec![format!(
+                    "candidate: {} file(s) against {}: {}",
+                    c.files.len(),
+                    c.base,
+                    c.files.join(", ")
+                )];
+                if !c.redactions.is_empty() {
+                    lines.push(format!("redacted: {}", c.redactions.join(", ")));
+                }
+                capture::write_return(&lane_dir, id, &lines)?;
+                if let Some(t) = self.task_mut(id) {
+                    t.candidate_sha256 = Some(c.raw_sha256.clone());
+                }
+                self.say(&format!(
+                    "{id}: candidate captured ({})",
+                    c.files.join(", ")
+                ));
+                // A (session, agent) lane reviews one task at a time, so one
+                // heartbeat can never answer for another task's review.
+                self.pending_reviews.push((id.to_string(), c.patch_path));
+                self.start_reviews()
+            }
+        }
+    }
+
+    /// Start the queued reviews whose reviewer lane is free, within the cap.
+    pub(super) fn start_reviews(&mut self) -> Result<(), LoopError> {
+        let mut i = 0;
+        while i < self.pending_reviews.len() {
+            let (id, patch) = self.pending_reviews[i].clone();
+            let reviewer = self.task(&id).and_then(|t| t.reviewer);
+            let busy = self
+                .status
+                .tasks
+                .iter()
+                .any(|t| t.phase == Phase::Reviewing && t.reviewer == reviewer);
+            if busy || self.ops.live()?.len() >= self.status.lanes_cap {
+                i += 1;
+                continue;
+            }
+            self.pending_reviews.remove(i);
+            if let Err(e) = self.start_review(&id, &patch) {
+                self.lane_down(&id)?;
+                self.park(
+                    &id,
+                    &format!("review could not start: {e}"),
+                    "fix the cause, then rerun",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start_review(&mut self, id: &str, patch: &Path) -> Result<(), LoopError> {
+        let Some(t) = self.task(id).cloned() else {
+            return Ok(());
+        };
+        let (Some(reviewer), Some(wt)) = (t.reviewer, t.worktree.clone()) else {
+            return Ok(());
+        };
+        let lane = format!("l{}-rev-{}", self.run.n, slug(id));
+        let lane_dir = self.run.lane_dir(&lane)?;
+        let tier = if t.tier.as_deref() == Some("guarded") {
+            Tier::Guarded
+        } else {
+            Tier::Routine
+        };
+        let text = format!(
+            "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: you reported pass or fail with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; put findings in the report's `findings` field.\n",
+            brief::first_line(&lane, id, &t.title, tier),
+            t.round,
+            patch.display()
+        );
+        brief::parse(&text, &self.cfg.charter.guarded_paths)?;
+        crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
+        let spec = LaneSpec {
+            id: lane.clone(),
+            role: Role::Reviewer,
+            agent: reviewer,
+            task: id.to_string(),
+            lane_dir: lane_dir.clone(),
+            worktree: None,
+            cwd: wt,
+        };
+        let handle = self.ops.up(&spec)?;
+        self.lanes.insert(id.to_string(), handle);
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Reviewing;
+            t.lane = Some(lane.clone());
+        }
+        self.say(&format!("{id}: review in lane {lane} ({reviewer})"));
+        let job = format!("loop{}-{}-v{}", self.run.n, slug(id), t.round);
+        let report = lane_dir.join(format!("report-v{}.json", t.round));
+        self.dispatch(
+            id,
+            &job,
+            &format!("{text}[loop] task={id} round={} role=reviewer", t.round),
+            &report,
+        )
+    }
+
+    fn after_review(&mut self, id: &str) -> Result<(), LoopError> {
+        let Some(t) = self.task(id).cloned() else {
+            return Ok(());
+        };
+        let report_path = self
+            .lanes
+            .get(id)
+            .map(|h| h.lane_dir.join(format!("report-v{}.json", t.round)));
+        self.lane_down(id)?;
+        let reg = crate::registry::load_required(&self.cfg.state_dir)?;
+        let verdict = reg
+            .session(Role::Reviewer.session_id())
+            .map(|s| heartbeat::verdict(s, id, Utc::now()))
+            .unwrap_or(SessionVerdict::NoPass("no reviewer session".into()));
+        let findings = report_path
+            .and_then(|p| {
+                crate::store::read_json::<serde_json::Value>(&p)
+                    .ok()
+                    .flatten()
+            })
+            .and_then(|v| v["findings"].as_str().map(str::to_string));
+        match verdict {
+            SessionVerdict::Pass => {
+                self.say(&format!("{id}: review passed"));
+                self.gate_check(id)
+            }
+            SessionVerdict::Fail(why) | SessionVerdict::NoPass(why) => {
+                let evidence = findings.unwrap_or(why);
+                self.say(&format!("{id}: review failed: {evidence}"));
+                self.repair(id, &format!("the review failed: {evidence}"))
+            }
+        }
+    }
+
+    /// Send a task back to its implementer lane with new evidence, or park it
+    /// when its repair rounds are spent.
+    fn repair(&mut self, id: &str, evidence: &str) -> Result<(), LoopError> {
+        let Some(t) = self.task(id).cloned() else {
+            return Ok(());
+        };
+        let (Some(agent), Some(wt)) = (t.agent, t.worktree.clone()) else {
+            return Ok(());
+        };
+        if t.round > self.cfg.repair_rounds {
+            let d = self.decide(
+                "tripwire",
+                &format!("{id}: {} failed rounds; last: {evidence}", t.round),
+            )?;
+            self.rulings.push((
+                format!("{d} {id} parked after {} failed rounds", t.round),
+                "a new approach or a split of the task".into(),
+            ));
+            return self.park(
+                id,
+                &format!("{} failed rounds: {evidence}", t.round),
+                "a new approach or a split (see DECISIONS.md)",
+            );
+        }
+        let round = t.round + 1;
+        let lane = format!("l{}-impl-{}", self.run.n, slug(id));
+        let lane_dir = self.run.lane_dir(&lane)?;
+        let note = format!(
+            "- round {} → {round}: {}\n",
+            t.round,
+            evidence.replace('\n', " ")
+        );
+        let review = lane_dir.join("review.md");
+        let prior =
+            std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
+        crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
+        lend::borrow(&self.cfg.state_dir, id, agent, Utc::now())?;
+        let spec = LaneSpec {
+            id: lane.clone(),
+            role: Role::Implementer,
+            agent,
+            task: id.to_string(),
+            lane_dir: lane_dir.clone(),
+            worktree: None,
+            cwd: wt,
+        };
+        let handle = self.ops.up(&spec)?;
+        self.lanes.insert(id.to_string(), handle);
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Implementing;
+            t.round = round;
+            t.lane = Some(lane.clone());
+        }
+        self.decide("repair", &format!("{id}: round {round}: {evidence}"))?;
+        self.say(&format!("{id}: repair round {round} in lane {lane}"));
+        let brief = std::fs::read_to_string(lane_dir.join("brief.md")).unwrap_or_default();
+        self.dispatch_impl(
+            id,
+            &format!(
+                "{brief}Repair: {evidence}\n[loop] task={id} round={round} role=implementer repair"
+            ),
+        )
+    }
+
+    /// The pre-land check: the charter's gate on the candidate's tree (reported
+    /// as the CI/Eval Auditor), then `gate check --task`.
+    fn gate_check(&mut self, id: &str) -> Result<(), LoopError> {
+        let Some(t) = self.task(id).cloned() else {
+            return Ok(());
+        };
+        let (Some(wt), Some(gate)) = (t.worktree.clone(), self.cfg.charter.gate.clone()) else {
+            return Ok(());
+        };
+        let lane_dir = self.run.lane_dir(t.lane.as_deref().unwrap_or(id))?;
+        let g = land::run_gate(&wt, &gate, &lane_dir.join("gate.log"))?;
+        heartbeat::heartbeat(
+            &self.cfg.state_dir,
+            &HeartbeatRequest {
+                session_id: CI_SESSION.into(),
+                task: Some(id.to_string()),
+                status: if g.green { "pass" } else { "fail" }.into(),
+                ..Default::default()
+            },
+            Utc::now(),
+        )?;
+        if !g.green {
+            let tail: String = g
+                .log_tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .join(" / ");
+            return self.repair(
+                id,
+                &format!(
+                    "the gate is red on the candidate (exit {:?}): {tail}",
+                    g.exit
+                ),
+            );
+        }
+        let report = crate::gate::check(
+            &self.cfg.state_dir,
+            Some(id),
+            t.tier.as_deref() == Some("guarded"),
+            Utc::now(),
+        )?;
+        if report.verdict != crate::gate::Verdict::Ready {
+            let why: Vec<String> = report.reasons.iter().map(|r| r.message.clone()).collect();
+            return self.park(
+                id,
+                &format!("gate check blocked: {}", why.join("; ")),
+                "clear the gate's reasons, then rerun",
+            );
+        }
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Landing;
+        }
+        self.landing_queue.push(id.to_string());
+        self.say(&format!("{id}: gate ready, queued for landing"));
+        self.persist()
+    }
+
+    pub(super) fn park(&mut self, id: &str, reason: &str, resume: &str) -> Result<(), LoopError> {
+        let now = Utc::now();
+        if let Some(a) = self.task(id).and_then(|t| t.agent) {
+            let _ = lend::give_back(&self.cfg.state_dir, id, a, now);
+        }
+        let _ = lease::release(&self.cfg.state_dir, id, false, now);
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Parked;
+            t.reason = Some(reason.to_string());
+            t.resume = Some(resume.to_string());
+            t.job = None;
+        }
+        self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
+        self.say(&format!("{id}: parked: {reason}"));
+        crate::registry::events::emit_quiet(
+            &self.cfg.state_dir,
+            "loop.park",
+            serde_json::json!({"run": self.run.n, "task": id}),
+        );
+        self.persist()
+    }
+}

@@ -33,7 +33,14 @@ fn threads(pid: i32) -> Vec<String> {
 #[test]
 fn input_queue_is_bounded_in_bytes_and_its_writer_ends_on_kill() {
     let d = Drover::new();
-    d.new_pane("deaf", &[], &["sleep", "100000"]);
+    // Raw mode without echo: the terminal keeps (not discards) what is not
+    // read, so the pane's input really backs up.
+    d.new_pane(
+        "deaf",
+        &[],
+        &["sh", "-c", "stty raw -echo; echo ready; exec sleep 100000"],
+    );
+    d.wait_text("deaf", "ready", T);
     let pid = d.server_pid().unwrap();
     let before = rss_kib(pid);
     let mut c = Client::connect(&d.socket()).unwrap();
@@ -114,7 +121,7 @@ fn pane_new_of_a_script_with_a_missing_interpreter_fails_and_leaves_no_pane() {
 #[test]
 fn pane_new_with_an_element_over_the_kernel_limit_fails_and_leaves_no_pane() {
     let d = Drover::new();
-    d.ok(&["pane", "ls"]);
+    d.serve();
     let huge = "x".repeat(200_000); // over MAX_ARG_STRLEN (128 KiB)
     let spec = |name: &str, argv: Vec<String>, env: Vec<(String, String)>| json!({"spec": {"name": name, "argv": argv, "env": env, "cols": 120, "rows": 40, "agent": "none"}});
     let cases = [

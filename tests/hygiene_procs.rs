@@ -17,6 +17,12 @@ const ESCAPES: [&str; 5] = [
     "setsid, ignores SIGHUP and SIGTERM",
 ];
 
+/// A tag base unique to test `k` of this run (leftovers of an earlier run
+/// never match).
+fn tag_base(k: u32) -> u32 {
+    200_000 + (std::process::id() % 20_000) * 40 + k * 10
+}
+
 /// A shell that starts one process of each escape kind, then waits.
 fn escape_script(base: u32) -> String {
     let t = |i: u32| base + i;
@@ -87,7 +93,7 @@ fn assert_all_ended(pids: &[(&str, i32)], after: &str) {
 #[test]
 fn pane_kill_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
     let d = Drover::new();
-    let pids = start_escapes(&d, "esc", 100_010);
+    let pids = start_escapes(&d, "esc", tag_base(0));
     d.ok(&["pane", "kill", "esc"]);
     assert_all_ended(&pids, "pane kill");
     // Reaped, not left as zombies of the supervisor.
@@ -103,7 +109,7 @@ fn pane_kill_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
 #[test]
 fn kill_server_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
     let d = Drover::new();
-    let pids = start_escapes(&d, "esc", 100_020);
+    let pids = start_escapes(&d, "esc", tag_base(1));
     let server = d.server_pid().unwrap();
     d.ok(&["kill-server"]);
     assert!(
@@ -119,7 +125,7 @@ fn kill_server_ends_processes_that_setsid_setpgid_or_ignore_hup_and_term() {
 #[test]
 fn after_kill_9_the_next_supervisor_reports_lost_panes_and_ends_them() {
     let d = Drover::new();
-    let pids = start_escapes(&d, "esc", 100_030);
+    let pids = start_escapes(&d, "esc", tag_base(2));
     let rec_path = d.state.join("panes").join("esc.json");
     let rec: Value = serde_json::from_str(&std::fs::read_to_string(&rec_path).unwrap()).unwrap();
     assert_eq!(rec["schema_version"], 1);
@@ -149,7 +155,8 @@ fn after_kill_9_the_next_supervisor_reports_lost_panes_and_ends_them() {
         survivors.len() >= 3,
         "expected escapees to outlive the supervisor: {pids:?}"
     );
-    // The next supervisor (auto-started) lists the pane as lost, with a note.
+    // The next supervisor lists the pane as lost, with a note.
+    d.serve();
     let p = d
         .pane("esc")
         .expect("the next supervisor does not list the lost pane");

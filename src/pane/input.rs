@@ -12,6 +12,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 /// so a big paste reaches an app that reads; the bound is then that write.
 pub const INPUT_QUEUE_BYTES: usize = 4 << 20;
 
+/// Return freed heap memory to the system (glibc keeps it otherwise): a
+/// killed pane's queued input, and the buffers of the sends it refused.
+fn give_back_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory of the allocator.
+    unsafe {
+        nix::libc::malloc_trim(0);
+    }
+}
+
 /// Why a write was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Refused {
@@ -148,6 +158,8 @@ fn writer(shared: Arc<Shared>, pty: OwnedFd, stop: OwnedFd) {
             let mut s = shared.lock();
             loop {
                 if s.closed {
+                    drop(s);
+                    give_back_memory();
                     return;
                 }
                 if let Some(item) = s.items.pop_front() {
@@ -163,6 +175,8 @@ fn writer(shared: Arc<Shared>, pty: OwnedFd, stop: OwnedFd) {
             }
             WriteEnd::Stopped | WriteEnd::Gone => {
                 shared.close();
+                drop(item);
+                give_back_memory();
                 return;
             }
         }

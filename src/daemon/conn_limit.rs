@@ -7,7 +7,7 @@ use super::protocol::{ErrorCode, Response, encode_json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
 
@@ -127,6 +127,13 @@ pub(super) async fn refuse(mut stream: UnixStream, cap: usize) {
         ),
     );
     let _ = tokio::time::timeout(REFUSAL_WRITE, stream.write_all(&encode_json(&resp))).await;
+    // Take the client's request before closing: closing first could fail
+    // its write (EPIPE) before it reads the refusal.
+    let _ = tokio::time::timeout(REFUSAL_WRITE, async {
+        let mut buf = [0u8; 4096];
+        let _ = stream.read(&mut buf).await;
+    })
+    .await;
     let _ = stream.shutdown().await;
 }
 

@@ -7,6 +7,9 @@
 #   drover_wait --fresh impl idle,done 600000   # --fresh: only what happens after this call
 #   drover_read impl
 #   drover_stop impl
+#   drover_lane_up implementer claude --env ANTHROPIC_BASE_URL=http://127.0.0.1:8080
+#   drover_approve impl
+#   drover_events --kind pane.state | jq -c 'select(.state == "blocked")'
 #
 # Every helper checks that `drover --version` matches DROVER_SH_VERSION and refuses
 # (non-zero, one line on stderr) when it does not. Env reaches an agent only as
@@ -105,4 +108,50 @@ drover_stop() {
 drover_job() {
   _drover_check_version || return 1
   "$DROVER_BIN" job "$@"
+}
+
+# drover_lane_up ARGS…   (`drover lane up`: a pane and a worktree per lane; env only as --env)
+drover_lane_up() {
+  _drover_check_version || return 1
+  "$DROVER_BIN" lane up "$@"
+}
+
+# drover_lane_down ARGS…   (`drover lane down`: refuses to remove unmerged work)
+drover_lane_down() {
+  _drover_check_version || return 1
+  "$DROVER_BIN" lane down "$@"
+}
+
+# drover_approve PANE [ARGS…]   (answer a blocked agent's question with yes)
+drover_approve() {
+  _drover_check_version || return 1
+  if [ $# -lt 1 ]; then
+    echo "usage: drover_approve PANE" >&2
+    return 2
+  fi
+  "$DROVER_BIN" approve "$@"
+}
+
+# drover_deny PANE [ARGS…]   (answer a blocked agent's question with no)
+drover_deny() {
+  _drover_check_version || return 1
+  if [ $# -lt 1 ]; then
+    echo "usage: drover_deny PANE" >&2
+    return 2
+  fi
+  "$DROVER_BIN" deny "$@"
+}
+
+# drover_loop_run ARGS…   (`drover loop run`: run a queue of tasks)
+drover_loop_run() {
+  _drover_check_version || return 1
+  "$DROVER_BIN" loop run "$@"
+}
+
+# drover_events [--since SEQ] [--pane P] [--kind K]
+# One JSON object per line as things happen (pane states, jobs, decisions, lanes),
+# until the supervisor stops (exit 5) or the reader goes away.
+drover_events() {
+  _drover_check_version || return 1
+  "$DROVER_BIN" events --follow --jsonl "$@"
 }

@@ -52,6 +52,11 @@ pub enum DispatchError {
     Client(#[from] ClientError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The prompt cannot fit in one request to the supervisor; refused before the claim.
+    #[error(
+        "the prompt is too large: delivering it takes a {bytes}-byte request, over the {limit}-byte frame limit of the supervisor's protocol; shorten it, or put the material in a file and ask the agent to read it"
+    )]
+    PromptTooLarge { bytes: usize, limit: usize },
     #[error(
         "pane {pane} already has a running job, {running}: a lane holds one job at a time; finish, fail or cancel {running} first"
     )]
@@ -74,6 +79,38 @@ pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> St
         "\n\n[drover] job={job_id} attempt={attempt_id} nonce={nonce} report={} (when finished, write it with attempt_id, session_id, state and side_effects)",
         report.display()
     )
+}
+
+fn deliver_args(spec: &DispatchSpec, text: &str, nonce: &str) -> Value {
+    json!({"pane": spec.pane, "text": text, "nonce": nonce, "ready_timeout_ms": spec.ready_timeout_ms})
+}
+
+/// Refuse a prompt whose `deliver` request would exceed one protocol frame,
+/// measured as sent (JSON-escaped, with the trailer at its real length).
+fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), DispatchError> {
+    use crate::daemon::protocol::{MAX_FRAME, PROTOCOL_VERSION, Request as Wire};
+    // Placeholders as long as the real ids: a uuid attempt, a 32-hex nonce.
+    let (attempt, nonce) = ("0".repeat(36), "0".repeat(32));
+    let text = format!(
+        "{}{}",
+        spec.prompt,
+        trailer(&spec.job_id, &attempt, &nonce, report)
+    );
+    let req = Wire {
+        v: PROTOCOL_VERSION,
+        id: u64::MAX,
+        op: "deliver".into(),
+        args: deliver_args(spec, &text, &nonce),
+    };
+    // One kind byte precedes the JSON in a frame.
+    let bytes = serde_json::to_vec(&req).map_or(usize::MAX, |v| v.len() + 1);
+    if bytes > MAX_FRAME {
+        return Err(DispatchError::PromptTooLarge {
+            bytes,
+            limit: MAX_FRAME,
+        });
+    }
+    Ok(())
 }
 
 /// With a registry, the session must be one of its sessions.
@@ -118,6 +155,12 @@ pub fn dispatch(
     client: &mut Client,
     spec: &DispatchSpec,
 ) -> Result<Dispatched, DispatchError> {
+    let report_path = spec
+        .report_path
+        .clone()
+        .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
+    // Before the claim: a prompt that cannot be sent must not cost an attempt.
+    check_deliver_size(spec, &report_path)?;
     let engine = Engine::open(state_dir)?;
     let evidence = EvidenceStore::new(state_dir);
     // One listing gives the pane's generation and its working directory.
@@ -146,12 +189,8 @@ pub fn dispatch(
     ))?;
     let attempt_id = applied.record().attempt_id.clone().unwrap_or_default();
     let nonce = uuid::Uuid::new_v4().simple().to_string();
-    let report_path = spec
-        .report_path
-        .clone()
-        .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
     if let Some(dir) = report_path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::store::create_private_dir(dir);
     }
     // A report left by an earlier attempt must not speak for this one.
     let _ = std::fs::remove_file(&report_path);
@@ -178,10 +217,8 @@ pub fn dispatch(
         spec.prompt,
         trailer(&spec.job_id, &attempt_id, &nonce, &report_path)
     );
-    let delivered: Result<Value, ClientError> = client.call(
-        "deliver",
-        json!({"pane": spec.pane, "text": text, "nonce": nonce, "ready_timeout_ms": spec.ready_timeout_ms}),
-    );
+    let delivered: Result<Value, ClientError> =
+        client.call("deliver", deliver_args(spec, &text, &nonce));
     let delivered = match delivered {
         Ok(v) => v,
         Err(e) => {

@@ -40,4 +40,5 @@ pub mod rehearse;
 pub mod screen;
 pub mod shadow;
 pub mod store;
+pub mod top;
 pub mod watch;

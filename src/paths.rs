@@ -22,8 +22,17 @@ pub enum PathError {
         path.display()
     )]
     Missing { path: PathBuf },
-    #[error("{path} is not private (mode {mode:o}); drover needs it to be 0700 and owned by you")]
-    NotPrivate { path: PathBuf, mode: u32 },
+    #[error(
+        "{path} is not private: it is owned by {owner} with mode {mode:o}; drover needs it to be yours ({me}) and 0700 — remove it or set XDG_RUNTIME_DIR to a private dir"
+    )]
+    NotPrivate {
+        path: PathBuf,
+        mode: u32,
+        /// The owner, as `name (uid N)` when the name is known.
+        owner: String,
+        /// The user drover runs as, the same way.
+        me: String,
+    },
 }
 
 /// The top of the git checkout containing `dir`, if any.
@@ -49,11 +58,36 @@ pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
 /// (`~/.local/state/drover`). The directory is created.
 pub fn resolve_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
     let dir = state_dir_path(explicit)?;
-    std::fs::create_dir_all(&dir).map_err(|source| PathError::Create {
-        path: dir.clone(),
-        source,
-    })?;
+    make_private_state_dir(&dir)?;
     Ok(std::fs::canonicalize(&dir).unwrap_or(dir))
+}
+
+/// Create the state dir 0700, or make an existing one 0700 if others can
+/// read it, saying so (once: afterwards it is private).
+fn make_private_state_dir(dir: &Path) -> Result<(), PathError> {
+    let create = |e: crate::store::StoreError| PathError::Create {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    crate::store::create_private_dir(dir).map_err(create)?;
+    tighten_state_dir(dir);
+    Ok(())
+}
+
+/// Make an existing state dir 0700 if others can read or enter it; say so
+/// when it held something (an empty dir just made by `mkdir` exposed nothing).
+fn tighten_state_dir(dir: &Path) {
+    let exposed = std::fs::read_dir(dir).is_ok_and(|mut r| r.next().is_some());
+    match crate::store::tighten_dir(dir) {
+        Ok(Some(_)) if !exposed => {}
+        Ok(Some(was)) => tracing::warn!(
+            "made the state dir {} private (mode {was:o} -> 700): it describes your jobs and your work",
+            dir.display()
+        ),
+        Ok(None) => {}
+        // A state dir we cannot chmod (read-only mount) is still usable for reads.
+        Err(e) => tracing::warn!("the state dir is readable by others and stays so: {e}"),
+    }
 }
 
 /// The state dir as [`resolve_state_dir`] finds it, for commands that only
@@ -61,7 +95,10 @@ pub fn resolve_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> 
 pub fn existing_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
     let dir = state_dir_path(explicit)?;
     match std::fs::canonicalize(&dir) {
-        Ok(d) if d.is_dir() => Ok(d),
+        Ok(d) if d.is_dir() => {
+            tighten_state_dir(&d);
+            Ok(d)
+        }
         _ => Err(PathError::Missing { path: dir }),
     }
 }
@@ -121,9 +158,22 @@ pub fn socket_dir() -> Result<PathBuf, PathError> {
     })?;
     let mode = md.permissions().mode() & 0o777;
     if !md.is_dir() || md.uid() != uid || mode & 0o077 != 0 {
-        return Err(PathError::NotPrivate { path: dir, mode });
+        return Err(PathError::NotPrivate {
+            path: dir,
+            mode,
+            owner: user_label(md.uid()),
+            me: user_label(uid),
+        });
     }
     Ok(dir)
+}
+
+/// `name (uid N)`, or `uid N` when the user has no name.
+fn user_label(uid: u32) -> String {
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(u)) => format!("{} (uid {uid})", u.name),
+        _ => format!("uid {uid}"),
+    }
 }
 
 /// The supervisor's socket for a state dir: named after a hash of its path.

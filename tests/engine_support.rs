@@ -13,6 +13,12 @@ pub fn drover_bin() -> PathBuf {
 
 /// `drover --state-dir <dir> args…` with no lane in the env, whatever ran us.
 pub fn drover(state: &Path) -> Command {
+    // A tempdir is made under the umask (0755); drover would tighten it and say
+    // so on stderr, which tests that count stderr lines must not see.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o700));
+    }
     let mut c = Command::new(drover_bin());
     c.arg("--state-dir").arg(state);
     for k in [

@@ -216,7 +216,8 @@ fn eval_malformed_input_exits_2_naming_the_field() {
             "timeline[3].result",
         ),
         (
-            clean.replace("\"t_ms\": 40000", "\"t_ms\": 400"),
+            // Out of time order is valid; a negative time is not.
+            clean.replace("\"t_ms\": 40000", "\"t_ms\": -400"),
             "timeline[3].t_ms",
         ),
         (
@@ -251,4 +252,40 @@ fn eval_missing_file_is_a_usage_error() {
     let out = drover(&["policy", "eval", "no-such-scenario.json"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no-such-scenario.json"));
+}
+
+/// Guards scenarios whose events are not in time order (several writers append
+/// to one evidence file): they were rejected as malformed; "newest" is the
+/// greatest `t_ms`, not the last line.
+#[test]
+fn events_out_of_time_order_are_valid_and_newest_is_by_time() {
+    for (name, want) in [
+        ("events-out-of-time-order.json", "complete"),
+        (
+            "events-out-of-time-order-newest-blocked.json",
+            "escalate_blocked",
+        ),
+    ] {
+        let path = fixtures().join(name);
+        let out = drover(
+            &["policy", "eval", path.to_str().expect("utf-8 path")],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert_eq!(v["decision"], want, "{name}: {v}");
+    }
+}
+
+/// Guards `policy eval /dev/urandom`: it read forever. The read is bounded and
+/// an endless input is a usage error.
+#[test]
+fn eval_of_an_endless_input_is_a_usage_error_not_a_hang() {
+    let out = drover(&["policy", "eval", "/dev/zero"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("larger than"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -19,7 +19,7 @@ pub use adapter::{
     Access, LaunchOptions, LaunchSpec, Write, delivery_plan, is_ready, launch, prompt_visible,
 };
 pub use classify::{Classifier, SETTLE_MS, Signals, rows_from_text};
-pub use state::{AgentKind, BlockedKind, Observation, ParseStateError, State, StateList};
+pub use state::{AgentKind, BlockedKind, Observation, ParseStateError, State, StateList, Until};
 
 use std::path::PathBuf;
 

@@ -202,6 +202,72 @@ impl FromStr for BlockedKind {
     }
 }
 
+/// One `wait --until` target: a state, or `blocked:<kind>` (only `blocked`
+/// has kinds). The CLI and the supervisor parse targets with this one rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Until {
+    /// The state to wait for.
+    pub state: State,
+    /// With `blocked`, the kind it must be (any kind when absent).
+    pub kind: Option<BlockedKind>,
+}
+
+/// What a wait target may be, for error messages.
+const UNTIL_EXPECTED: &str = "starting, idle, working, blocked, done, exited, unknown, \
+     or blocked:KIND with KIND one of permission, question, setup, usage_limit";
+
+impl Until {
+    /// Whether an observed state (and its kind, as named in JSON) meets this target.
+    pub fn matches(&self, state: &str, kind: Option<&str>) -> bool {
+        state == self.state.as_str() && self.kind.is_none_or(|k| kind == Some(k.as_str()))
+    }
+}
+
+impl FromStr for Until {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || ParseStateError {
+            what: "wait target",
+            value: s.to_string(),
+            expected: UNTIL_EXPECTED,
+        };
+        let (state, kind) = match s.split_once(':') {
+            Some((st, k)) => (st, Some(k)),
+            None => (s, None),
+        };
+        // Exact names only: `Idle` or ` idle` is a typo, not a state.
+        let state = State::ALL
+            .into_iter()
+            .find(|x| x.as_str() == state)
+            .ok_or_else(bad)?;
+        let kind = match kind {
+            None => None,
+            Some(_) if state != State::Blocked => return Err(bad()),
+            Some(k) => Some(
+                [
+                    BlockedKind::Permission,
+                    BlockedKind::Question,
+                    BlockedKind::Setup,
+                    BlockedKind::UsageLimit,
+                ]
+                .into_iter()
+                .find(|x| x.as_str() == k)
+                .ok_or_else(bad)?,
+            ),
+        };
+        Ok(Until { state, kind })
+    }
+}
+
+impl fmt::Display for Until {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Some(k) => write!(f, "{}:{}", self.state, k),
+            None => f.write_str(self.state.as_str()),
+        }
+    }
+}
+
 /// A state that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} {value:?} (expected one of: {expected})")]
@@ -252,6 +318,40 @@ impl Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Guards `wait --until` targets that can never match (`blocked:bogus`,
+    /// `idle:permission`, `blocked:Permission`): they waited and timed out.
+    #[test]
+    fn wait_targets_that_cannot_match_are_refused() {
+        assert_eq!(
+            "blocked:permission".parse::<Until>().unwrap(),
+            Until {
+                state: State::Blocked,
+                kind: Some(BlockedKind::Permission)
+            }
+        );
+        assert!("idle".parse::<Until>().unwrap().matches("idle", None));
+        assert!(
+            "blocked"
+                .parse::<Until>()
+                .unwrap()
+                .matches("blocked", Some("setup"))
+        );
+        for bad in [
+            "blocked:bogus",
+            "idle:permission",
+            "blocked:Permission",
+            "Idle",
+            "",
+            "blocked:",
+        ] {
+            let e = bad.parse::<Until>().unwrap_err().to_string();
+            assert!(
+                e.contains("usage_limit") && e.contains("exited"),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn state_list_parses_and_rejects() {

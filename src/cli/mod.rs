@@ -7,6 +7,7 @@ mod attach;
 mod completions;
 mod demo;
 mod demo_loop;
+mod events;
 mod fmt;
 mod job;
 mod lease;
@@ -20,6 +21,7 @@ mod send;
 mod serve;
 mod shadow;
 mod status;
+mod top;
 mod wait;
 
 use clap::{Parser, Subcommand};
@@ -124,6 +126,9 @@ pub enum Command {
         #[command(subcommand)]
         cmd: loopcmd::LoopCmd,
     },
+    /// A live dashboard of every pane and lane, the ones that need you first.
+    #[command(after_help = "Example:\n  drover top")]
+    Top(top::TopArgs),
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -301,6 +306,7 @@ pub fn main() -> ExitCode {
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
         Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
+        Command::Top(a) => top::run(a, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

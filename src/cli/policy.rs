@@ -49,16 +49,49 @@ pub fn run(cmd: Commands, _ctx: &Ctx) -> anyhow::Result<u8> {
     }
 }
 
+/// The largest scenario read: far above any real one, and a bound on what an
+/// endless input (`/dev/urandom`, a pipe that never closes) can cost.
+const MAX_SCENARIO_BYTES: u64 = 16 << 20;
+
+/// Read at most [`MAX_SCENARIO_BYTES`]; more is a usage error, not a hang.
+fn read_bounded(label: &str, r: impl Read) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    r.take(MAX_SCENARIO_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(exit::ERROR, format!("cannot read {label}: {e}")))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "{label}: larger than {MAX_SCENARIO_BYTES} bytes; a scenario is a small JSON file (docs/policy.md)"
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        fail(
+            exit::USAGE,
+            format!("{label}: not UTF-8 text; a scenario is a JSON file (docs/policy.md)"),
+        )
+    })
+}
+
 fn eval(file: &str) -> anyhow::Result<u8> {
     let (label, text) = if file == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| fail(exit::ERROR, format!("cannot read stdin: {e}")))?;
-        ("stdin".to_string(), text)
+        (
+            "stdin".to_string(),
+            read_bounded("stdin", std::io::stdin())?,
+        )
     } else {
         let path = Path::new(file);
-        (file.to_string(), read(path)?)
+        let f = std::fs::File::open(path).map_err(|e| {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                exit::USAGE
+            } else {
+                exit::ERROR
+            };
+            fail(code, format!("cannot read {}: {e}", path.display()))
+        })?;
+        (file.to_string(), read_bounded(file, f)?)
     };
     let scenario = policy::parse_scenario(&text).map_err(|e| malformed(&label, &e))?;
     println!("{}", serde_json::to_string(&policy::decide(&scenario))?);

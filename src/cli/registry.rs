@@ -10,7 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use drover::exit;
 use drover::gate;
 use drover::registry::{
-    self, Agent, InitRequest, RegistryError, Topology, events, heartbeat, lease, mix, view,
+    self, Agent, InitRequest, RegistryError, Topology, heartbeat, lease, mix, view,
 };
 use std::io::Write;
 
@@ -39,11 +39,11 @@ pub enum Commands {
         #[command(subcommand)]
         cmd: GateCmd,
     },
-    /// Print the event log (`--follow` to keep printing new events).
+    /// Print the event log (`--follow` to stream every supervisor event as it happens).
     #[command(
-        after_help = "Example:\n  drover events --kind lease.claim\n  drover events --follow --jsonl | jq .kind"
+        after_help = "Kinds on --follow: pane.created, pane.state, pane.exited, pane.killed, pane.respawned,\njob.transition, job.refused, job.ack, shadow.decision, the registry's kinds, missed.\n\nExample:\n  drover events --kind lease.claim\n  drover events --follow --jsonl --kind pane.state | jq -c 'select(.state == \"blocked\")'"
     )]
-    Events(EventsArgs),
+    Events(super::events::EventsArgs),
 }
 
 const HEARTBEAT_HELP: &str = "\
@@ -146,22 +146,6 @@ pub enum GateCmd {
     },
 }
 
-#[derive(Debug, Args)]
-pub struct EventsArgs {
-    /// Keep printing new events as they are written.
-    #[arg(long)]
-    follow: bool,
-    /// Only events of this kind.
-    #[arg(long)]
-    kind: Option<String>,
-    /// Print one JSON document (an array of events); not with --follow.
-    #[arg(long, conflicts_with_all = ["jsonl", "follow"])]
-    json: bool,
-    /// Print one JSON object per event per line.
-    #[arg(long)]
-    jsonl: bool,
-}
-
 pub(super) fn map(e: RegistryError) -> anyhow::Error {
     fail(e.exit_code(), e.to_string())
 }
@@ -258,7 +242,7 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
                 }
             }
         }
-        Commands::Events(a) => run_events(a, &state),
+        Commands::Events(a) => super::events::run(a, &state, ctx),
     }
 }
 
@@ -319,66 +303,5 @@ fn run_registry(
             }
             Ok(exit::OK)
         }
-    }
-}
-
-fn run_events(a: EventsArgs, state: &std::path::Path) -> anyhow::Result<u8> {
-    let show = |e: &events::Event| -> bool {
-        if a.kind.as_deref().is_some_and(|k| k != e.kind) {
-            return true;
-        }
-        let line = if a.jsonl {
-            serde_json::to_string(e).unwrap_or_default()
-        } else {
-            let fields: Vec<String> = e
-                .fields
-                .iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| match v {
-                    serde_json::Value::String(s) => format!("{k}={s}"),
-                    other => format!("{k}={other}"),
-                })
-                .collect();
-            format!(
-                "{:>5}  {}  {:<18} {}",
-                e.seq,
-                e.at,
-                e.kind,
-                fields.join(" ")
-            )
-        };
-        out(&(line.trim_end().to_string() + "\n"))
-    };
-    if !a.follow {
-        let r = events::read(state).map_err(map)?;
-        if r.torn_tail {
-            eprintln!(
-                "drover: warning: skipped a torn last line in {}",
-                registry::events_path(state).display()
-            );
-        }
-        if a.json {
-            let kept: Vec<&events::Event> = r
-                .records
-                .iter()
-                .filter(|e| a.kind.as_deref().is_none_or(|k| k == e.kind))
-                .collect();
-            return json_line(&kept).map(|()| exit::OK);
-        }
-        for e in &r.records {
-            if !show(e) {
-                break;
-            }
-        }
-        return Ok(exit::OK);
-    }
-    let mut f = events::Follower::new(state);
-    loop {
-        for e in f.poll().map_err(map)? {
-            if !show(&e) {
-                return Ok(exit::OK);
-            }
-        }
-        std::thread::sleep(events::FOLLOW_POLL);
     }
 }

@@ -107,6 +107,7 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             Err(fail(exit::REFUSED, e.to_string()))
         }
         Err(e @ DispatchError::UnknownSession { .. }) => Err(fail(exit::USAGE, e.to_string())),
+        Err(e @ DispatchError::PromptTooLarge { .. }) => Err(fail(exit::USAGE, e.to_string())),
         Err(e) => Err(fail(exit::ERROR, e.to_string())),
     }
 }

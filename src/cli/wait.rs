@@ -47,6 +47,11 @@ pub struct WaitArgs {
 }
 
 pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    // A target that can never match is a usage error, not a wait that times out.
+    for u in &a.until {
+        u.parse::<drover::agent::Until>()
+            .map_err(|e| fail(exit::USAGE, format!("--until: {e}")))?;
+    }
     let mut c = ctx.client()?;
     let v = c
         .call(

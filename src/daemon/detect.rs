@@ -124,6 +124,7 @@ fn publish(sup: &Sup, entry: &Entry) {
         return;
     }
     if changed {
+        let from = std::mem::take(&mut obs.state);
         obs.generation = generation;
         obs.state = state;
         obs.kind = kind;
@@ -134,43 +135,36 @@ fn publish(sup: &Sup, entry: &Entry) {
         if obs.state == "exited" {
             tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
         }
+        let ev = serde_json::json!({
+            "generation": obs.generation,
+            "state": obs.state,
+            "state_kind": obs.kind,
+            "exit_code": obs.exit_code,
+            "from": from,
+        });
+        let (pane, exited) = (obs.pane.clone(), obs.state == "exited");
         drop(obs);
+        sup.feed.publish("pane.state", Some(&pane), ev);
+        if exited {
+            sup.feed.publish(
+                "pane.exited",
+                Some(&pane),
+                serde_json::json!({"generation": generation, "exit_code": exit_code}),
+            );
+        }
         sup.epoch.send_modify(|x| *x += 1);
     }
 }
 
-const STATES: &[&str] = &[
-    "starting", "idle", "working", "blocked", "done", "exited", "unknown",
-];
-
 pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
-    let panes: Vec<String> = args
-        .get("panes")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("missing list field `panes`".into()))?;
-    let until: Vec<String> = args
-        .get("until")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .filter(|p: &Vec<String>| !p.is_empty())
-        .ok_or_else(|| usage("`until` is required: the states to wait for".into()))?;
-    for s in &until {
-        let base = s.split(':').next().unwrap_or("");
-        if !STATES.contains(&base) {
-            return Err(usage(format!(
-                "unknown state {s:?}: use one of {}",
-                STATES.join(", ")
-            )));
-        }
-    }
-    let any = args.get("mode").and_then(Value::as_str) == Some("any");
-    let timeout = Duration::from_millis(
-        args.get("timeout_ms")
-            .and_then(Value::as_u64)
-            .unwrap_or(30_000),
-    );
-    let fresh = args.get("fresh").and_then(Value::as_bool).unwrap_or(false);
+    let super::protocol::args::Wait {
+        panes,
+        until,
+        timeout,
+        mode,
+        fresh,
+    } = super::protocol::args::Wait::parse(args)?;
+    let any = mode == super::protocol::args::WaitMode::Any;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut rx = sup.epoch.subscribe();
     // `--fresh`: only observations classified after this point count.
@@ -194,11 +188,7 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
                     .is_none_or(|&(g, q)| s.generation != g || s.seq > q)
         };
         let matches = |s: &Snapshot| {
-            is_fresh(s)
-                && until.iter().any(|u| match u.split_once(':') {
-                    Some((st, kind)) => s.state == st && s.kind.as_deref() == Some(kind),
-                    None => s.state == *u,
-                })
+            is_fresh(s) && until.iter().any(|u| u.matches(&s.state, s.kind.as_deref()))
         };
         let met = if any {
             snaps.iter().any(matches)

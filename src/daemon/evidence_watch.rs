@@ -30,22 +30,6 @@ pub struct WatchSpec {
     pub autocomplete: bool,
 }
 
-impl WatchSpec {
-    pub(super) fn from_args(args: &Value) -> Option<Self> {
-        Some(WatchSpec {
-            job_id: args.get("job_id")?.as_str()?.to_string(),
-            attempt_id: args.get("attempt_id")?.as_str()?.to_string(),
-            session_id: args.get("session_id")?.as_str()?.to_string(),
-            pane: args.get("pane")?.as_str()?.to_string(),
-            generation: args.get("generation")?.as_u64()?,
-            autocomplete: args
-                .get("autocomplete")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
-    }
-}
-
 fn job_running(engine: &Engine, spec: &WatchSpec) -> bool {
     engine
         .show(&spec.job_id)
@@ -215,13 +199,15 @@ async fn decide(runner: &Runner, engine: &Engine, job: &RunningJob, autocomplete
 
 /// The `evidence.watch` op: start a watch task.
 pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protocol::Response> {
-    let spec = WatchSpec::from_args(args).ok_or_else(|| {
-        super::protocol::Response::err(
-            0,
-            super::protocol::ErrorCode::Usage,
-            "evidence.watch needs job_id, attempt_id, session_id, pane, generation",
-        )
-    })?;
+    let a = super::protocol::args::EvidenceWatch::parse(args)?;
+    let spec = WatchSpec {
+        job_id: a.job_id,
+        attempt_id: a.attempt_id,
+        session_id: a.session_id,
+        pane: a.pane,
+        generation: a.generation,
+        autocomplete: a.autocomplete,
+    };
     sup.entry(&spec.pane)?;
     let out = json!({"job_id": spec.job_id, "pane": spec.pane, "watching": true});
     tokio::spawn(watch(sup.clone(), spec));

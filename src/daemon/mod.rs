@@ -8,6 +8,10 @@ mod conn_limit;
 mod deliver;
 mod detect;
 mod evidence_watch;
+pub mod feed;
+mod feed_client;
+mod feed_conn;
+mod feed_files;
 mod hub;
 mod lost;
 mod observe;
@@ -17,5 +21,6 @@ mod server_attach;
 
 pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};
+pub use feed_client::{EventStream, FollowSpec};
 pub use hub::Snapshot;
 pub use server::{ServeError, ServeOptions, serve};

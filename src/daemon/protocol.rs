@@ -220,6 +220,154 @@ pub async fn read_frame_async(
     split(body).map(Some)
 }
 
+/// Typed arguments of the requests whose fields the supervisor must trust,
+/// validated with the same rules as the CLI: a raw socket client gets the same
+/// usage error a `drover` command would, never a silent default.
+pub mod args {
+    use super::{ErrorCode, Response};
+    use crate::agent::{AgentKind, Until};
+    use serde::Deserialize;
+    use serde::de::DeserializeOwned;
+    use serde_json::Value;
+    use std::time::Duration;
+
+    /// A barrier's timeout when the request names none.
+    pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 30_000;
+
+    fn usage(op: &str, m: impl std::fmt::Display) -> Response {
+        Response::err(0, ErrorCode::Usage, format!("{op}: {m}"))
+    }
+
+    /// Deserialize `args` into `T`; a missing, mistyped or out-of-range field
+    /// is a usage error naming it.
+    pub fn parse<T: DeserializeOwned>(op: &str, args: &Value) -> Result<T, Response> {
+        let v = if args.is_null() {
+            Value::Object(Default::default())
+        } else {
+            args.clone()
+        };
+        serde_json::from_value(v).map_err(|e| usage(op, e))
+    }
+
+    /// `wait`'s mode: every pane or any one.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum WaitMode {
+        #[default]
+        All,
+        Any,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct WaitWire {
+        panes: Vec<String>,
+        until: Vec<String>,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+        #[serde(default)]
+        mode: WaitMode,
+        #[serde(default)]
+        fresh: bool,
+    }
+
+    /// A validated `wait` request.
+    #[derive(Debug, Clone)]
+    pub struct Wait {
+        pub panes: Vec<String>,
+        pub until: Vec<Until>,
+        pub timeout: Duration,
+        pub mode: WaitMode,
+        /// Only observations classified after the request count.
+        pub fresh: bool,
+    }
+
+    impl Wait {
+        /// Parse and validate `wait`'s arguments.
+        pub fn parse(args: &Value) -> Result<Wait, Response> {
+            let w: WaitWire = parse("wait", args)?;
+            if w.panes.is_empty() {
+                return Err(usage("wait", "`panes` is empty: name at least one pane"));
+            }
+            if w.until.is_empty() {
+                return Err(usage("wait", "`until` is empty: the states to wait for"));
+            }
+            let until = w
+                .until
+                .iter()
+                .map(|u| u.parse::<Until>().map_err(|e| usage("wait", e)))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Wait {
+                panes: w.panes,
+                until,
+                timeout: Duration::from_millis(w.timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS)),
+                mode: w.mode,
+                fresh: w.fresh,
+            })
+        }
+    }
+
+    /// A validated `pane.read` request.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct PaneRead {
+        pub pane: String,
+        #[serde(default)]
+        pub raw: bool,
+        /// Scrollback rows to include; a negative or fractional value is refused.
+        #[serde(default)]
+        pub scrollback: Option<u64>,
+    }
+
+    impl PaneRead {
+        /// Parse `pane.read`'s arguments.
+        pub fn parse(args: &Value) -> Result<PaneRead, Response> {
+            parse("pane.read", args)
+        }
+    }
+
+    /// A validated `evidence.watch` request.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct EvidenceWatch {
+        pub job_id: String,
+        pub attempt_id: String,
+        pub session_id: String,
+        pub pane: String,
+        pub generation: u64,
+        #[serde(default)]
+        pub autocomplete: bool,
+    }
+
+    impl EvidenceWatch {
+        /// Parse `evidence.watch`'s arguments; the job id names a file, so it
+        /// follows the job-id rule (no `/`, no `..`).
+        pub fn parse(args: &Value) -> Result<EvidenceWatch, Response> {
+            let op = "evidence.watch";
+            let w: EvidenceWatch = parse(op, args)?;
+            crate::engine::record::validate_job_id(&w.job_id).map_err(|e| usage(op, e))?;
+            crate::engine::record::validate_name("attempt id", &w.attempt_id)
+                .map_err(|e| usage(op, e))?;
+            crate::engine::record::validate_name("session id", &w.session_id)
+                .map_err(|e| usage(op, e))?;
+            crate::pane::validate_pane_name(&w.pane).map_err(|e| usage(op, e))?;
+            Ok(w)
+        }
+    }
+
+    /// The agent kind of a `pane.new` spec: one the classifier knows.
+    pub fn check_agent(spec: &Value) -> Result<(), Response> {
+        match spec.get("agent") {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::String(a)) => a
+                .parse::<AgentKind>()
+                .map(|_| ())
+                .map_err(|e| usage("pane.new", format!("spec.agent: {e}"))),
+            Some(other) => Err(usage(
+                "pane.new",
+                format!("spec.agent: expected a string, got {other}"),
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

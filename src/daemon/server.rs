@@ -79,6 +79,8 @@ pub(super) struct Sup {
     shutdown: watch::Sender<bool>,
     /// Panes a previous supervisor left behind (`pane ls` shows them as lost).
     pub(super) lost: Mutex<HashMap<String, Value>>,
+    /// Every event, numbered, for `events --follow` and `top`.
+    pub(super) feed: Arc<super::feed::Feed>,
 }
 
 struct Events {
@@ -136,12 +138,11 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
 
 fn init_logging(opts: &ServeOptions) {
     let dir = opts.state_dir.join("logs");
-    let _ = std::fs::create_dir_all(&dir);
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("supervisor.log"))
-    else {
+    let _ = crate::store::create_private_dir(&dir);
+    let Ok(file) = crate::store::open_private(
+        &dir.join("supervisor.log"),
+        std::fs::OpenOptions::new().create(true).append(true),
+    ) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -173,7 +174,9 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
         lost: Mutex::new(HashMap::new()),
+        feed: Arc::new(super::feed::Feed::default()),
     });
+    super::feed_files::start(&opts.state_dir, sup.feed.clone());
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
     let _ = tokio::task::spawn_blocking(move || {
@@ -302,6 +305,10 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
             super::server_attach::attach(sup, req, rd, wr).await;
             return;
         }
+        if req.op == "events.follow" {
+            super::feed_conn::follow(sup, req, rd.into_inner(), wr).await;
+            return;
+        }
         let resp = if matches!(req.op.as_str(), "wait" | "deliver") {
             // Long requests end at once when the client hangs up: a dead
             // client must not hold its socket (and a barrier) until timeout.
@@ -419,9 +426,10 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             Ok(Value::Array(out))
         }
         "pane.read" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let raw = args.get("raw").and_then(Value::as_bool).unwrap_or(false);
-            let scrollback = args.get("scrollback").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let a = super::protocol::args::PaneRead::parse(args)?;
+            let e = sup.entry(&a.pane)?;
+            let raw = a.raw;
+            let scrollback = usize::try_from(a.scrollback.unwrap_or(0)).unwrap_or(usize::MAX);
             let (rows, formatted, generation, size, title) = e.pane.with_screen(|s, m| {
                 let mut rows = s.scrollback_rows(scrollback);
                 rows.extend(s.rows());
@@ -498,6 +506,8 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             e.notify.notify_one();
             sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %name, pid, "pane killed");
+            sup.feed
+                .publish("pane.killed", Some(&name), json!({"pid": pid}));
             Ok(json!({"pane": name, "killed": true}))
         }
         "pane.respawn" => {
@@ -525,6 +535,11 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
+            sup.feed.publish(
+                "pane.respawned",
+                Some(e.pane.name()),
+                json!({"generation": generation}),
+            );
             Ok(json!({"pane": e.pane.name(), "generation": generation}))
         }
         "wait" => super::detect::wait_barrier(sup, args).await,
@@ -566,6 +581,7 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
 }
 
 async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    super::protocol::args::check_agent(args.get("spec").unwrap_or(&Value::Null))?;
     let spec: PaneSpec =
         serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
@@ -615,6 +631,12 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     .await;
     lock(&sup.creating).remove(&name);
     let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
+    let info = entry.pane.info();
+    sup.feed.publish(
+        "pane.created",
+        Some(&info.name),
+        json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
+    );
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
     let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);

@@ -33,14 +33,19 @@ pub enum EngineError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The transition was committed (record and seq are durable) but its audit
-    /// entry or mirror update failed afterwards.
-    #[error("job {job_id}: transition seq {seq} is committed but {what} failed: {source}")]
+    /// entry or mirror update failed afterwards. Says what was committed, so a
+    /// caller learns the seq and the attempt of its claim despite the error.
+    #[error(
+        "job {job_id}: transition seq {seq}{} is committed, but the {what} failed: {source}; the record is the truth (`drover job show {job_id}`) and the next transition repairs the mirror",
+        attempt_id.as_ref().map(|a| format!(" (attempt {a})")).unwrap_or_default()
+    )]
     AfterCommit {
         job_id: String,
         seq: u64,
+        attempt_id: Option<String>,
         what: &'static str,
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
 }
 

@@ -45,21 +45,64 @@ impl From<&JobRecord> for MirrorEntry {
 }
 
 /// Bring `job_id`'s mirror entry up to the record on disk, never backwards.
+/// When the mirror lags further (an earlier transition's mirror write failed,
+/// e.g. on a full disk), every entry is repaired from the records beside.
 /// Returns whether the mirror was written.
 pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<bool, StoreError> {
     let _guard = lock_beside(mirror_path)?;
     let mut doc: StatusMirror = read_json(mirror_path)?.unwrap_or_default();
-    let Some(rec) = read_json::<JobRecord>(record_path)? else {
+    let Some(rec) = super::record::read_record(record_path, job_id)? else {
         return Ok(false);
     };
-    let have = doc.jobs.get(job_id).map(|e| e.transition_seq).unwrap_or(0);
-    if rec.transition_seq <= have {
-        return Ok(false);
+    let mirrored = doc.transition_seq;
+    let mut changed = forward(&mut doc, &rec);
+    if mirrored < rec.transition_seq.saturating_sub(1)
+        && let Some(dir) = record_path.parent()
+    {
+        changed |= repair(&mut doc, dir);
     }
-    doc.jobs.insert(job_id.to_string(), MirrorEntry::from(&rec));
+    if changed {
+        write_json_atomic(mirror_path, &doc)?;
+    }
+    Ok(changed)
+}
+
+/// Move one entry forward to `rec`; false when the mirror already has it or newer.
+fn forward(doc: &mut StatusMirror, rec: &JobRecord) -> bool {
+    let have = doc
+        .jobs
+        .get(&rec.job_id)
+        .map(|e| e.transition_seq)
+        .unwrap_or(0);
+    if rec.transition_seq <= have {
+        return false;
+    }
+    doc.jobs.insert(rec.job_id.clone(), MirrorEntry::from(rec));
     doc.transition_seq = doc.transition_seq.max(rec.transition_seq);
-    write_json_atomic(mirror_path, &doc)?;
-    Ok(true)
+    true
+}
+
+/// Bring every entry forward from the records in `dir`. A record that cannot
+/// be read is left out (its own readers report it) rather than stopping the repair.
+fn repair(doc: &mut StatusMirror, dir: &Path) -> bool {
+    let records = match super::record::read_all(dir) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "status mirror repair skipped");
+            return false;
+        }
+    };
+    let mut changed = false;
+    for rec in &records {
+        changed |= forward(doc, rec);
+    }
+    if changed {
+        tracing::info!(
+            mirror_seq = doc.transition_seq,
+            "status mirror repaired from the records"
+        );
+    }
+    changed
 }
 
 #[cfg(test)]
@@ -105,5 +148,28 @@ mod tests {
             (doc.transition_seq, doc.jobs["J"].status),
             (6, Status::Pending)
         );
+    }
+
+    /// Guards a mirror write lost on a full disk: the next refresh, for any
+    /// job, brings every lagging entry up to its record.
+    #[test]
+    fn a_lost_mirror_write_is_repaired_by_the_next_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("status.json");
+        let (a, b) = (dir.path().join("A.job.json"), dir.path().join("B.job.json"));
+        let mut ra = record(1, Status::Pending);
+        ra.job_id = "A".into();
+        write_json_atomic(&a, &ra).unwrap();
+        assert!(refresh(&m, &a, "A").unwrap());
+        ra.transition_seq = 2;
+        ra.status = Status::Running;
+        write_json_atomic(&a, &ra).unwrap(); // its mirror write is "lost"
+        let mut rb = record(3, Status::Pending);
+        rb.job_id = "B".into();
+        write_json_atomic(&b, &rb).unwrap();
+        assert!(refresh(&m, &b, "B").unwrap());
+        let doc: StatusMirror = read_json(&m).unwrap().unwrap();
+        assert_eq!(doc.jobs["A"].status, Status::Running);
+        assert_eq!(doc.transition_seq, 3);
     }
 }

@@ -64,19 +64,13 @@ pub struct Engine {
     dir: PathBuf,
 }
 
-const RECORD_SUFFIX: &str = ".job.json";
+use record::RECORD_SUFFIX;
 
 impl Engine {
     /// The engine for `<state_dir>/jobs/` (created if missing).
     pub fn open(state_dir: &Path) -> Result<Engine, EngineError> {
         let dir = state_dir.join("jobs");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| crate::store::StoreError::Io {
-                op: "create dir",
-                path: dir.clone(),
-                source: e,
-            })
-            .map_err(EngineError::Store)?;
+        crate::store::create_private_dir(&dir)?;
         Ok(Engine { dir })
     }
 
@@ -112,6 +106,9 @@ impl Engine {
     /// `EngineError::Refused` and has been audited.
     pub fn transition(&self, req: &Request) -> Result<Applied, EngineError> {
         req.validate()?;
+        // A corrupt audit log refuses the request before it commits anything
+        // the log would then fail to record.
+        crate::store::check_tail(&self.audit_path())?;
         let inputs = Inputs::now();
         let (before, decision) = self.critical(req, &inputs, decide)?;
         // The lock is released here; what follows may be slow without holding anyone up.
@@ -141,8 +138,9 @@ impl Engine {
                 let after = |what, source| EngineError::AfterCommit {
                     job_id: req.job_id.clone(),
                     seq,
+                    attempt_id: record.attempt_id.clone(),
                     what,
-                    source,
+                    source: Box::new(source),
                 };
                 append_jsonl(&self.audit_path(), &entry, true)
                     .map_err(|e| after("audit append", e))?;
@@ -190,7 +188,7 @@ impl Engine {
     ) -> Result<(Option<JobRecord>, Decision), EngineError> {
         let _guard = LockGuard::exclusive(&self.lock_path())?;
         let path = self.record_path(&req.job_id);
-        let record: Option<JobRecord> = read_json(&path)?;
+        let record = record::read_record(&path, &req.job_id)?;
         let last = match read_json::<SeqDoc>(&self.seq_path())? {
             Some(d) => d.last_seq,
             None => self.max_record_seq()?,
@@ -218,33 +216,17 @@ impl Engine {
     /// One job's record, or `NotFound`.
     pub fn show(&self, job_id: &str) -> Result<JobRecord, EngineError> {
         record::validate_job_id(job_id)?;
-        read_json(&self.record_path(job_id))?.ok_or_else(|| EngineError::NotFound {
-            job_id: job_id.into(),
-            dir: self.dir.display().to_string(),
+        record::read_record(&self.record_path(job_id), job_id)?.ok_or_else(|| {
+            EngineError::NotFound {
+                job_id: job_id.into(),
+                dir: self.dir.display().to_string(),
+            }
         })
     }
 
     /// Every job, sorted by id. A corrupt record is an error naming its file.
     pub fn list(&self) -> Result<Vec<JobRecord>, EngineError> {
-        let rd = match std::fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(store_io("read dir", &self.dir, e)),
-        };
-        let mut out = Vec::new();
-        for ent in rd {
-            let ent = ent.map_err(|e| store_io("read dir", &self.dir, e))?;
-            let name = ent.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if name.starts_with('.') || !name.ends_with(RECORD_SUFFIX) {
-                continue;
-            }
-            if let Some(r) = read_json::<JobRecord>(&ent.path())? {
-                out.push(r);
-            }
-        }
-        out.sort_by(|a, b| a.job_id.cmp(&b.job_id));
-        Ok(out)
+        Ok(record::read_all(&self.dir)?)
     }
 
     /// The audit entries, in file order; only `job_id`'s when given.
@@ -271,14 +253,6 @@ impl Engine {
             job_id,
         )?)
     }
-}
-
-fn store_io(op: &'static str, path: &Path, source: std::io::Error) -> EngineError {
-    EngineError::Store(crate::store::StoreError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 impl Inputs {

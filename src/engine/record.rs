@@ -168,3 +168,57 @@ pub fn parse_time(
 pub fn format_time(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+
+/// Read the record file of `job_id`; `None` when it does not exist. A record
+/// whose `job_id` is not the one its file is named after (a copied file) is
+/// corrupt: using it would show or overwrite the wrong job.
+pub fn read_record(
+    path: &std::path::Path,
+    job_id: &str,
+) -> Result<Option<JobRecord>, crate::store::StoreError> {
+    let Some(rec) = crate::store::read_json::<JobRecord>(path)? else {
+        return Ok(None);
+    };
+    if rec.job_id != job_id {
+        return Err(crate::store::StoreError::Corrupt {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!(
+                "it holds job_id {:?} but is named for {job_id:?}",
+                rec.job_id.chars().take(80).collect::<String>()
+            ),
+        });
+    }
+    Ok(Some(rec))
+}
+
+/// The suffix of a record file: `<job_id>.job.json`.
+pub const RECORD_SUFFIX: &str = ".job.json";
+
+/// Every record in a jobs dir, sorted by id. A corrupt record is an error
+/// naming its file.
+pub fn read_all(dir: &std::path::Path) -> Result<Vec<JobRecord>, crate::store::StoreError> {
+    use crate::store::StoreError;
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io("read dir", dir, e)),
+    };
+    let mut out = Vec::new();
+    for ent in rd {
+        let ent = ent.map_err(|e| StoreError::io("read dir", dir, e))?;
+        let name = ent.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(job_id) = name.strip_suffix(RECORD_SUFFIX) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        if let Some(r) = read_record(&ent.path(), job_id)? {
+            out.push(r);
+        }
+    }
+    out.sort_by(|a, b| a.job_id.cmp(&b.job_id));
+    Ok(out)
+}

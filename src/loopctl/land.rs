@@ -139,7 +139,7 @@ pub fn land(
     number: u32,
 ) -> Result<Landing, LoopError> {
     let dir = evidence_root.join(number.to_string());
-    std::fs::create_dir_all(&dir).map_err(|e| LoopError::io(&dir, e))?;
+    crate::store::create_private_dir(&dir)?;
     let start = git::line(wt, &["rev-parse", "HEAD"])?;
     let mut fates: Vec<(String, Fate)> = Vec::new();
     let mut gates = Vec::new();

@@ -45,12 +45,8 @@ pub fn runs(state_dir: &Path) -> Vec<u32> {
 }
 
 fn private_dir(p: &Path) -> Result<(), LoopError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(p)
-        .map_err(|e| LoopError::io(p, e))
+    // 0700 set explicitly, whatever the umask (docs/state-dir.md).
+    Ok(crate::store::create_private_dir(p)?)
 }
 
 impl RunDir {
@@ -170,11 +166,8 @@ impl RunDir {
 }
 
 fn append(path: &Path, line: &str) -> Result<(), LoopError> {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| LoopError::io(path, e))?;
+    let mut f =
+        crate::store::open_private(path, std::fs::OpenOptions::new().create(true).append(true))?;
     f.write_all(line.as_bytes())
         .and_then(|()| f.sync_data())
         .map_err(|e| LoopError::io(path, e))

@@ -105,56 +105,14 @@ pub fn emit_quiet(state_dir: &Path, kind: &str, fields: Value) {
     }
 }
 
-/// The `seq` of the last complete line (0 for an empty or missing log).
+/// The `seq` of the last record (0 for an empty or missing log), by the
+/// store's torn-tail rule: a complete record without its newline counts.
 fn last_seq(log: &Path) -> Result<u64, RegistryError> {
-    let mut f = match std::fs::File::open(log) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(store_io("open", log, e)),
-    };
-    let len = f.metadata().map_err(|e| store_io("stat", log, e))?.len();
-    const CHUNK: u64 = 64 * 1024;
-    let mut start = len;
-    let mut tail: Vec<u8> = Vec::new();
-    loop {
-        let from = start.saturating_sub(CHUNK);
-        let mut chunk = vec![0u8; (start - from) as usize];
-        f.seek(SeekFrom::Start(from))
-            .map_err(|e| store_io("seek", log, e))?;
-        f.read_exact(&mut chunk)
-            .map_err(|e| store_io("read", log, e))?;
-        chunk.extend_from_slice(&tail);
-        tail = chunk;
-        start = from;
-        // Everything after the last newline is a torn tail, never acknowledged.
-        if let Some(last_nl) = tail.iter().rposition(|b| *b == b'\n') {
-            let body = &tail[..last_nl];
-            if let Some(prev_nl) = body.iter().rposition(|b| *b == b'\n') {
-                return seq_of(log, &body[prev_nl + 1..]);
-            }
-            if start == 0 {
-                return seq_of(log, body);
-            }
-        } else if start == 0 {
-            return Ok(0);
-        }
-    }
-}
-
-fn seq_of(log: &Path, line: &[u8]) -> Result<u64, RegistryError> {
     #[derive(Deserialize)]
     struct Seq {
         seq: u64,
     }
-    serde_json::from_slice::<Seq>(line)
-        .map(|s| s.seq)
-        .map_err(|e| {
-            RegistryError::Store(store::StoreError::Corrupt {
-                path: log.to_path_buf(),
-                line: None,
-                message: format!("last record has no seq: {e}"),
-            })
-        })
+    Ok(store::last_record::<Seq>(log)?.map_or(0, |s| s.seq))
 }
 
 fn store_io(op: &'static str, path: &Path, source: std::io::Error) -> RegistryError {
@@ -206,6 +164,8 @@ pub struct Follower {
     offset: u64,
     partial: Vec<u8>,
     last_seq: u64,
+    /// Complete lines consumed so far (for the line number of a corrupt one).
+    line: usize,
 }
 
 impl Follower {
@@ -216,6 +176,7 @@ impl Follower {
             offset: 0,
             partial: Vec::new(),
             last_seq: 0,
+            line: 0,
         }
     }
 
@@ -234,6 +195,7 @@ impl Follower {
         if len < self.offset {
             self.offset = 0;
             self.partial.clear();
+            self.line = 0;
         }
         if len == self.offset {
             return Ok(Vec::new());
@@ -247,18 +209,33 @@ impl Follower {
         self.offset += buf.len() as u64;
         self.partial.extend_from_slice(&buf);
         let mut out = Vec::new();
+        let mut keep = |ev: Event, out: &mut Vec<Event>| {
+            if ev.seq > self.last_seq {
+                self.last_seq = ev.seq;
+                out.push(ev);
+            }
+        };
         while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            self.line += 1;
+            if line[..nl].iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
             match serde_json::from_slice::<Event>(&line[..nl]) {
-                Ok(ev) if ev.seq > self.last_seq => {
-                    self.last_seq = ev.seq;
-                    out.push(ev);
-                }
-                Ok(_) => {}
+                Ok(ev) => keep(ev, &mut out),
                 Err(e) => {
-                    tracing::warn!(path = %self.path.display(), error = %e, "skipped a bad event line")
+                    return Err(RegistryError::Store(store::StoreError::Corrupt {
+                        path: self.path.clone(),
+                        line: Some(self.line),
+                        message: e.to_string(),
+                    }));
                 }
             }
+        }
+        // A complete record still waiting for its newline is a record (the
+        // next writer adds the newline; its seq is then already seen).
+        if let Ok(ev) = serde_json::from_slice::<Event>(&self.partial) {
+            keep(ev, &mut out);
         }
         Ok(out)
     }

@@ -10,7 +10,7 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    fs::create_dir_all(dir).map_err(|e| StoreError::io("create dir", dir, e))?;
+    super::create_private_dir(dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -21,11 +21,7 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         uuid::Uuid::new_v4().simple()
     ));
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| StoreError::io("create", &tmp, e))?;
+        let mut f = super::open_private(&tmp, OpenOptions::new().write(true).create_new(true))?;
         f.write_all(bytes)
             .map_err(|e| StoreError::io("write", &tmp, e))?;
         f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;

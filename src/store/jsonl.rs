@@ -1,11 +1,96 @@
+//! Append-only JSONL logs and the one torn-tail rule every reader and writer
+//! of them follows (docs/state-dir.md):
+//!
+//! - only the bytes after the last newline can be torn (a writer killed in the
+//!   middle of its single `write`);
+//! - if they parse as a complete record, the record is kept: readers return it
+//!   and the next writer adds the missing newline before its own line;
+//! - if they are the start of a record as drover writes one (they begin with
+//!   `{`), only they are cut (they were never acknowledged);
+//! - anything else — a line before the last newline that does not parse, a
+//!   tail that is not a record's start — is corruption: an error naming the
+//!   file and line, and nothing is cut or appended.
+
 use super::StoreError;
-use std::fs::OpenOptions;
-use std::io::Write;
+use serde::de::IgnoredAny;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+/// How much of a log's end is read per step when looking for its last lines.
+const BACK_CHUNK: u64 = 64 * 1024;
+
+/// What the bytes after the last newline are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Nothing (or only whitespace) after the last newline.
+    None,
+    /// A complete record whose newline is missing: keep it.
+    Complete,
+    /// The start of a record that does not parse: a torn write, cut it.
+    Torn,
+    /// Not a record's start: corruption.
+    Foreign,
+}
+
+fn judge_tail(tail: &[u8]) -> Tail {
+    if tail.iter().all(u8::is_ascii_whitespace) {
+        Tail::None
+    } else if tail.first() != Some(&b'{') {
+        Tail::Foreign
+    } else if serde_json::from_slice::<IgnoredAny>(tail).is_ok() {
+        Tail::Complete
+    } else {
+        Tail::Torn
+    }
+}
+
+fn corrupt(path: &Path, line: usize, message: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_path_buf(),
+        line: Some(line),
+        message: message.into(),
+    }
+}
+
+/// The 1-based number of the line that starts at byte `offset` (counts the
+/// newlines before it; only on the error path, so reading the file is fine).
+fn line_at(f: &mut File, path: &Path, offset: u64) -> Result<usize, StoreError> {
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| StoreError::io("seek", path, e))?;
+    let mut before = Vec::new();
+    f.take(offset)
+        .read_to_end(&mut before)
+        .map_err(|e| StoreError::io("read", path, e))?;
+    Ok(before.iter().filter(|b| **b == b'\n').count() + 1)
+}
+
+/// Read the end of the file back from `len` until the buffer holds at least
+/// `newlines` newline bytes or the whole file. Returns (buffer start, buffer).
+fn read_back(
+    f: &mut File,
+    path: &Path,
+    len: u64,
+    newlines: usize,
+) -> Result<(u64, Vec<u8>), StoreError> {
+    let mut start = len;
+    let mut buf: Vec<u8> = Vec::new();
+    while start > 0 && buf.iter().filter(|b| **b == b'\n').count() < newlines {
+        let from = start.saturating_sub(BACK_CHUNK);
+        let mut chunk = vec![0u8; (start - from) as usize];
+        f.seek(SeekFrom::Start(from))
+            .map_err(|e| StoreError::io("seek", path, e))?;
+        f.read_exact(&mut chunk)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        chunk.extend_from_slice(&buf);
+        buf = chunk;
+        start = from;
+    }
+    Ok((start, buf))
+}
+
 /// Append one record as one line with a single `write` call, under the lock
-/// beside the log. A torn tail left by a writer that died mid-line (never
-/// acknowledged) is cut off first, so it cannot glue onto the new record.
+/// beside the log, after applying the torn-tail rule to what is there.
 /// `durable` fsyncs before returning.
 pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     path: &Path,
@@ -18,16 +103,16 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     })?;
     line.push(b'\n');
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create dir", dir, e))?;
+        super::create_private_dir(dir)?;
     }
     let _guard = super::lock_beside(path)?;
-    let mut f = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| StoreError::io("open", path, e))?;
-    cut_torn_tail(&mut f, path)?;
+    let mut f = super::open_private(
+        path,
+        OpenOptions::new().create(true).read(true).append(true),
+    )?;
+    if repair_tail(&mut f, path)? {
+        line.insert(0, b'\n');
+    }
     f.write_all(&line)
         .map_err(|e| StoreError::io("append", path, e))?;
     if durable {
@@ -37,55 +122,146 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     Ok(())
 }
 
-fn cut_torn_tail(f: &mut std::fs::File, path: &Path) -> Result<(), StoreError> {
-    use std::io::{Read, Seek, SeekFrom};
+/// Apply the torn-tail rule before an append. Returns true when the tail is a
+/// complete record that needs its newline; cuts a torn tail; refuses a foreign one.
+fn repair_tail(f: &mut File, path: &Path) -> Result<bool, StoreError> {
     let len = f
         .metadata()
         .map_err(|e| StoreError::io("stat", path, e))?
         .len();
-    if len == 0 {
-        return Ok(());
-    }
-    let mut end = len;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let start = end.saturating_sub(buf.len() as u64);
-        let n = (end - start) as usize;
-        f.seek(SeekFrom::Start(start))
-            .map_err(|e| StoreError::io("seek", path, e))?;
-        f.read_exact(&mut buf[..n])
-            .map_err(|e| StoreError::io("read", path, e))?;
-        if end == len && buf[n - 1] == b'\n' {
-            return Ok(());
+    let (start, buf) = read_back(f, path, len, 1)?;
+    let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+    let keep = start + tail_at as u64;
+    match judge_tail(&buf[tail_at..]) {
+        Tail::None => Ok(false),
+        Tail::Complete => {
+            tracing::warn!(path = %path.display(), "the last record had no newline; kept it");
+            Ok(true)
         }
-        if let Some(pos) = buf[..n].iter().rposition(|b| *b == b'\n') {
-            let keep = start + pos as u64 + 1;
+        Tail::Torn => {
             tracing::warn!(path = %path.display(), cut = len - keep, "cut a torn last line");
-            return f
-                .set_len(keep)
-                .map_err(|e| StoreError::io("truncate", path, e));
+            f.set_len(keep)
+                .map_err(|e| StoreError::io("truncate", path, e))?;
+            Ok(false)
         }
-        if start == 0 {
-            tracing::warn!(path = %path.display(), cut = len, "cut a torn only line");
-            return f
-                .set_len(0)
-                .map_err(|e| StoreError::io("truncate", path, e));
+        Tail::Foreign => {
+            let line = line_at(f, path, keep)?;
+            Err(corrupt(
+                path,
+                line,
+                "the last line is not a record drover wrote",
+            ))
         }
-        end = start;
+    }
+}
+
+/// Check, without writing, that the next append to `path` will succeed under
+/// the torn-tail rule: `Corrupt` when its tail is not a record's start. Lets a
+/// writer refuse before it commits to something the log must then record.
+pub fn check_tail(path: &Path) -> Result<(), StoreError> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io("open", path, e)),
+    };
+    let len = f
+        .metadata()
+        .map_err(|e| StoreError::io("stat", path, e))?
+        .len();
+    let (start, buf) = read_back(&mut f, path, len, 1)?;
+    let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+    if judge_tail(&buf[tail_at..]) == Tail::Foreign {
+        let line = line_at(&mut f, path, start + tail_at as u64)?;
+        return Err(corrupt(
+            path,
+            line,
+            "the last line is not a record drover wrote",
+        ));
+    }
+    Ok(())
+}
+
+/// The last record of a log (a complete unterminated tail counts; a torn one
+/// does not), or `None` for a missing or empty log. Reads only the file's end.
+pub fn last_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io("open", path, e)),
+    };
+    let len = f
+        .metadata()
+        .map_err(|e| StoreError::io("stat", path, e))?
+        .len();
+    let mut want = 2;
+    loop {
+        let (start, buf) = read_back(&mut f, path, len, want)?;
+        let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+        let tail = &buf[tail_at..];
+        let candidate: Option<(u64, &[u8])> = match judge_tail(tail) {
+            Tail::Complete => Some((start + tail_at as u64, tail)),
+            Tail::Foreign => {
+                let line = line_at(&mut f, path, start + tail_at as u64)?;
+                return Err(corrupt(
+                    path,
+                    line,
+                    "the last line is not a record drover wrote",
+                ));
+            }
+            Tail::None | Tail::Torn => {
+                // The newest non-blank complete line before the tail.
+                let body = &buf[..tail_at.saturating_sub(1)];
+                let mut found = None;
+                let mut end = body.len();
+                loop {
+                    let from = body[..end].iter().rposition(|b| *b == b'\n').map(|p| p + 1);
+                    // Without a newline before it, the line is whole only at the file's start.
+                    let Some(from) = from.or((start == 0).then_some(0)) else {
+                        break;
+                    };
+                    let l = &body[from..end];
+                    if !l.iter().all(u8::is_ascii_whitespace) {
+                        found = Some((start + from as u64, l));
+                        break;
+                    }
+                    if from == 0 {
+                        break;
+                    }
+                    end = from - 1;
+                }
+                if found.is_none() && start > 0 {
+                    want *= 2;
+                    continue;
+                }
+                found
+            }
+        };
+        let Some((at, bytes)) = candidate else {
+            return Ok(None);
+        };
+        return match serde_json::from_slice::<T>(bytes) {
+            Ok(r) => Ok(Some(r)),
+            Err(e) => {
+                let line = line_at(&mut f, path, at)?;
+                Err(corrupt(path, line, e.to_string()))
+            }
+        };
     }
 }
 
 /// What a JSONL read found.
 #[derive(Debug)]
 pub struct JsonlRead<T> {
-    /// Every complete record, in file order.
+    /// Every complete record, in file order (an unterminated complete last
+    /// record included).
     pub records: Vec<T>,
-    /// True when the last line was torn (no newline, or unparseable) and skipped.
+    /// True when the bytes after the last newline were a torn record and skipped.
     pub torn_tail: bool,
 }
 
-/// Read every record; a torn last line is skipped (with a warning), a bad line
-/// anywhere else is `Corrupt`. A missing file reads as empty.
+/// Read every record under the torn-tail rule: a torn tail is skipped (with a
+/// warning); a line that does not parse, or a tail that is not a record's
+/// start, is `Corrupt`. A missing file reads as empty.
 pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<JsonlRead<T>, StoreError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -97,29 +273,43 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<JsonlRe
         }
         Err(e) => return Err(StoreError::io("read", path, e)),
     };
+    parse_jsonl(path, &bytes)
+}
+
+/// [`read_jsonl`] over bytes already read.
+pub fn parse_jsonl<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<JsonlRead<T>, StoreError> {
     let mut records = Vec::new();
     let mut torn_tail = false;
     let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     // `split` yields a final empty slice when the file ends with '\n'.
     let last = lines.len().saturating_sub(1);
     for (i, line) in lines.iter().enumerate() {
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
         if i == last {
-            // No newline after it: the writer died mid-record; never acknowledged.
-            torn_tail = true;
+            match judge_tail(line) {
+                Tail::None => continue,
+                Tail::Torn => {
+                    // The writer died mid-record; it was never acknowledged.
+                    torn_tail = true;
+                    continue;
+                }
+                Tail::Foreign => {
+                    return Err(corrupt(
+                        path,
+                        i + 1,
+                        "the last line is not a record drover wrote",
+                    ));
+                }
+                Tail::Complete => {}
+            }
+        } else if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match serde_json::from_slice::<T>(line) {
             Ok(r) => records.push(r),
-            Err(e) => {
-                return Err(StoreError::Corrupt {
-                    path: path.to_path_buf(),
-                    line: Some(i + 1),
-                    message: e.to_string(),
-                });
-            }
+            Err(e) => return Err(corrupt(path, i + 1, e.to_string())),
         }
     }
     if torn_tail {
@@ -133,10 +323,15 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
-    #[test]
-    fn torn_last_line_is_skipped() {
+    fn log() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("e.jsonl");
+        (dir, p)
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped_and_cut_by_the_next_append() {
+        let (_d, p) = log();
         append_jsonl(&p, &json!({"seq": 1}), false).unwrap();
         append_jsonl(&p, &json!({"seq": 2}), true).unwrap();
         let mut f = OpenOptions::new().append(true).open(&p).unwrap();
@@ -144,7 +339,6 @@ mod tests {
         let r = read_jsonl::<Value>(&p).unwrap();
         assert_eq!(r.records.len(), 2);
         assert!(r.torn_tail);
-        // The next append cuts the fragment instead of gluing onto it.
         append_jsonl(&p, &json!({"seq": 4}), false).unwrap();
         let r = read_jsonl::<Value>(&p).unwrap();
         assert_eq!(r.records.len(), 3);
@@ -152,28 +346,112 @@ mod tests {
         assert_eq!(r.records[2]["seq"], 4);
     }
 
+    /// Guards the complete last record without its newline: it was cut (and its
+    /// seq reused); it must be kept by readers and by the next writer.
+    #[test]
+    fn complete_unterminated_last_record_is_kept() {
+        let (_d, p) = log();
+        std::fs::write(&p, b"{\"seq\":1}\n{\"seq\":2}").unwrap();
+        let r = read_jsonl::<Value>(&p).unwrap();
+        assert_eq!(r.records.len(), 2);
+        assert!(!r.torn_tail);
+        assert_eq!(last_record::<Value>(&p).unwrap().unwrap()["seq"], 2);
+        append_jsonl(&p, &json!({"seq": 3}), false).unwrap();
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            b"{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}\n"
+        );
+    }
+
+    /// Guards a log of random bytes: it was truncated to nothing by the next writer.
+    #[test]
+    fn random_bytes_are_corruption_and_nothing_is_cut() {
+        let (_d, p) = log();
+        let junk: Vec<u8> = (0..300u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 0x80)
+            .collect();
+        std::fs::write(&p, &junk).unwrap();
+        let err = append_jsonl(&p, &json!({"seq": 1}), false).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Corrupt { line: Some(1), .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("e.jsonl"), "{err}");
+        assert_eq!(std::fs::read(&p).unwrap(), junk, "nothing cut");
+        assert!(read_jsonl::<Value>(&p).is_err());
+        assert!(last_record::<Value>(&p).is_err());
+    }
+
+    #[test]
+    fn a_foreign_tail_after_records_names_its_line() {
+        let (_d, p) = log();
+        std::fs::write(&p, b"{\"a\":1}\n{\"a\":2}\nxyz").unwrap();
+        let err = append_jsonl(&p, &json!({"a": 3}), false).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Corrupt { line: Some(3), .. }),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n{\"a\":2}\nxyz");
+    }
+
     #[test]
     fn corruption_in_the_middle_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("e.jsonl");
+        let (_d, p) = log();
         std::fs::write(&p, b"{\"a\":1}\nnot json\n{\"a\":2}\n").unwrap();
         let err = read_jsonl::<Value>(&p).unwrap_err();
         assert!(matches!(err, StoreError::Corrupt { line: Some(2), .. }));
     }
 
+    #[test]
+    fn last_record_skips_a_torn_tail_and_blank_lines() {
+        let (_d, p) = log();
+        assert!(last_record::<Value>(&p).unwrap().is_none());
+        std::fs::write(&p, b"").unwrap();
+        assert!(last_record::<Value>(&p).unwrap().is_none());
+        std::fs::write(&p, b"{\"a\":1}\n\n{\"a\":2}\n\n{\"a\":3, \"b").unwrap();
+        assert_eq!(last_record::<Value>(&p).unwrap().unwrap()["a"], 2);
+        std::fs::write(&p, b"{\"a\":1, \"b").unwrap();
+        assert!(last_record::<Value>(&p).unwrap().is_none());
+        std::fs::write(&p, b"not json\n").unwrap();
+        assert!(matches!(
+            last_record::<Value>(&p),
+            Err(StoreError::Corrupt { line: Some(1), .. })
+        ));
+    }
+
+    #[test]
+    fn last_record_reads_back_past_one_chunk() {
+        let (_d, p) = log();
+        let big = "x".repeat(BACK_CHUNK as usize + 10);
+        append_jsonl(&p, &json!({"a": 1, "pad": big}), false).unwrap();
+        append_jsonl(&p, &json!({"a": 2, "pad": big}), false).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(format!("{{\"a\":3,\"pad\":\"{big}").as_bytes())
+            .unwrap();
+        assert_eq!(last_record::<Value>(&p).unwrap().unwrap()["a"], 2);
+        append_jsonl(&p, &json!({"a": 4}), false).unwrap();
+        let r = read_jsonl::<Value>(&p).unwrap();
+        let a: Vec<_> = r.records.iter().map(|v| v["a"].clone()).collect();
+        assert_eq!(a, [json!(1), json!(2), json!(4)]);
+    }
+
     proptest::proptest! {
-        /// Any prefix of a valid log loads: the complete lines, and nothing else.
+        /// Any prefix of a valid log loads: every complete record (terminated or
+        /// not), and nothing else; the next append never loses one of them.
         #[test]
         fn any_truncation_loads(n in 1usize..20, cut in 0usize..400) {
-            let dir = tempfile::tempdir().unwrap();
-            let p = dir.path().join("e.jsonl");
+            let (_d, p) = log();
             for i in 0..n { append_jsonl(&p, &json!({"seq": i, "pad": "x".repeat(i)}), false).unwrap(); }
             let all = std::fs::read(&p).unwrap();
             let cut = cut.min(all.len());
             std::fs::write(&p, &all[..cut]).unwrap();
             let r = read_jsonl::<Value>(&p).unwrap();
-            let complete = all[..cut].iter().filter(|b| **b == b'\n').count();
-            proptest::prop_assert_eq!(r.records.len(), complete);
+            let terminated = all[..cut].iter().filter(|b| **b == b'\n').count();
+            let whole = if cut < all.len() && all[cut] == b'\n' { terminated + 1 } else { terminated };
+            proptest::prop_assert_eq!(r.records.len(), whole);
+            append_jsonl(&p, &json!({"seq": "next"}), false).unwrap();
+            let r = read_jsonl::<Value>(&p).unwrap();
+            proptest::prop_assert_eq!(r.records.len(), whole + 1);
         }
     }
 }

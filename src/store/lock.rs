@@ -1,6 +1,25 @@
 use super::StoreError;
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The longest any lock wait lasts before it is an error naming the holder.
+/// Every critical section under a drover lock is a few file operations.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// Overrides [`LOCK_WAIT`] (milliseconds), e.g. for tests.
+pub const LOCK_WAIT_ENV: &str = "DROVER_LOCK_WAIT_MS";
+/// The first and the longest pause between two tries of a held lock.
+const RETRY_FIRST: Duration = Duration::from_micros(200);
+const RETRY_MAX: Duration = Duration::from_millis(5);
+
+/// The lock wait in force: [`LOCK_WAIT`] unless `DROVER_LOCK_WAIT_MS` says otherwise.
+pub fn lock_wait() -> Duration {
+    std::env::var(LOCK_WAIT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(LOCK_WAIT, Duration::from_millis)
+}
 
 /// An exclusive advisory lock (flock) held until dropped.
 #[derive(Debug)]
@@ -10,11 +29,34 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    /// Take an exclusive lock on `lock_file`, creating it if needed; blocks.
+    /// Take an exclusive lock on `lock_file`, creating it if needed; waits at
+    /// most [`lock_wait`], then fails naming the file and the holder's pid.
+    /// The holder writes its pid into the lock file.
     pub fn exclusive(lock_file: &Path) -> Result<Self, StoreError> {
+        let wait = lock_wait();
         let file = open_lock_file(lock_file)?;
-        file.lock()
-            .map_err(|e| StoreError::io("lock", lock_file, e))?;
+        let start = Instant::now();
+        let mut pause = RETRY_FIRST;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(StoreError::io("lock", lock_file, e));
+                }
+            }
+            let waited = start.elapsed();
+            if waited >= wait {
+                return Err(StoreError::LockTimeout {
+                    path: lock_file.to_path_buf(),
+                    waited_ms: waited.as_millis() as u64,
+                    holder: holder_pid(&file, lock_file),
+                });
+            }
+            std::thread::sleep(pause.min(wait - waited));
+            pause = (pause * 2).min(RETRY_MAX);
+        }
+        write_holder(&file);
         Ok(LockGuard {
             file,
             path: lock_file.to_path_buf(),
@@ -45,17 +87,82 @@ impl LockGuard {
     }
 }
 
+/// Record our pid in the lock file for whoever times out waiting on us.
+/// Best effort: the lock is held whether or not the note is written.
+fn write_holder(file: &File) {
+    use std::os::unix::fs::FileExt;
+    let note = format!("{}\n", std::process::id());
+    if file.write_at(note.as_bytes(), 0).is_ok() {
+        let _ = file.set_len(note.len() as u64);
+    }
+}
+
+/// Who holds the flock on `file`: the kernel's `/proc/locks` first (it knows
+/// holders that are not drover) when that process still lives; else a process
+/// that has the file open (a flock belongs to the open file, which a child can
+/// inherit); else the pid the holder wrote into the file.
+fn holder_pid(file: &File, path: &Path) -> Option<u32> {
+    let md = file.metadata().ok()?;
+    let alive = |pid: &u32| Path::new(&format!("/proc/{pid}")).exists();
+    std::fs::read_to_string("/proc/locks")
+        .ok()
+        .and_then(|t| flock_holder(&t, md.dev(), md.ino()))
+        .filter(alive)
+        .or_else(|| opener_pid(md.dev(), md.ino()))
+        .or_else(|| {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .filter(alive)
+        })
+}
+
+/// Another process with (dev, ino) open, from `/proc/*/fd`.
+fn opener_pid(dev: u64, ino: u64) -> Option<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|p| {
+        let pid: u32 = p.file_name().to_str()?.parse().ok()?;
+        if pid == me {
+            return None;
+        }
+        let fds = std::fs::read_dir(p.path().join("fd")).ok()?;
+        fds.flatten()
+            .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
+            .then_some(pid)
+    })
+}
+
+/// The pid holding a FLOCK on (dev, ino) in the text of `/proc/locks`
+/// (`1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF`; waiters are marked `->`).
+fn flock_holder(locks: &str, dev: u64, ino: u64) -> Option<u32> {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"FLOCK") {
+            return None;
+        }
+        let mut id = f.get(5)?.split(':');
+        let (ma, mi, i) = (id.next()?, id.next()?, id.next()?);
+        let same = u64::from_str_radix(ma, 16).ok()? == major
+            && u64::from_str_radix(mi, 16).ok()? == minor
+            && i.parse::<u64>().ok()? == ino;
+        same.then(|| f.get(4)?.parse().ok()).flatten()
+    })
+}
+
 fn open_lock_file(lock_file: &Path) -> Result<File, StoreError> {
     if let Some(dir) = lock_file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create dir", dir, e))?;
+        super::create_private_dir(dir)?;
     }
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(lock_file)
-        .map_err(|e| StoreError::io("open lock", lock_file, e))
+    super::open_private(
+        lock_file,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
 }
 
 /// `doc.json` → `doc.json.lock`.
@@ -82,5 +189,26 @@ mod tests {
         assert!(LockGuard::try_exclusive(&p).unwrap().is_none());
         drop(g);
         assert!(LockGuard::try_exclusive(&p).unwrap().is_some());
+    }
+
+    #[test]
+    fn proc_locks_lines_name_the_holder() {
+        let text = "1: FLOCK  ADVISORY  WRITE 4242 fe:01:77 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  WRITE 5151 fe:01:77 0 EOF\n\
+                    2: POSIX  ADVISORY  WRITE 6161 fe:01:78 0 EOF\n";
+        let dev = (0xfe << 8) | 0x01;
+        assert_eq!(flock_holder(text, dev, 77), Some(4242));
+        assert_eq!(flock_holder(text, dev, 78), None);
+        assert_eq!(flock_holder(text, dev + 1, 77), None);
+    }
+
+    /// The holder's own pid is found (we hold it through another open file).
+    #[test]
+    fn holder_is_found_through_proc_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.lock");
+        let _g = LockGuard::exclusive(&p).unwrap();
+        let other = open_lock_file(&p).unwrap();
+        assert_eq!(holder_pid(&other, &p), Some(std::process::id()));
     }
 }

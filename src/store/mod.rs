@@ -9,11 +9,13 @@
 mod atomic;
 mod jsonl;
 mod lock;
+mod private;
 mod sweep;
 
 pub use atomic::{read_json, write_bytes_atomic, write_json_atomic};
-pub use jsonl::{JsonlRead, append_jsonl, read_jsonl};
-pub use lock::{LockGuard, lock_beside, lock_path_for};
+pub use jsonl::{JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl};
+pub use lock::{LOCK_WAIT, LOCK_WAIT_ENV, LockGuard, lock_beside, lock_path_for, lock_wait};
+pub use private::{DIR_MODE, FILE_MODE, create_private_dir, open_private, tighten_dir};
 pub use sweep::sweep_temp_files;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,13 @@ pub enum StoreError {
         path: PathBuf,
         line: Option<usize>,
         message: String,
+    },
+    /// A lock was held longer than the bounded wait.
+    #[error("timed out after {waited_ms} ms waiting for the lock {path}{}; if that process is stuck, end it, then retry", holder.map(|p| format!(" held by pid {p}")).unwrap_or_else(|| " (holder unknown)".into()))]
+    LockTimeout {
+        path: PathBuf,
+        waited_ms: u64,
+        holder: Option<u32>,
     },
     /// A value could not be serialised.
     #[error("cannot serialise {path}: {message}")]

@@ -1,0 +1,84 @@
+//! The `events.follow` connection: answer once, then one JSON frame per event
+//! (the replay after `since`, then live ones) until the client hangs up.
+
+use super::feed::{Filter, missed_line};
+use super::protocol::{FrameKind, Request, Response, encode, encode_json, read_frame_async};
+use super::server::Sup;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::broadcast::error::RecvError;
+
+pub(super) async fn follow(
+    sup: Arc<Sup>,
+    req: Request,
+    mut rd: OwnedReadHalf,
+    mut wr: OwnedWriteHalf,
+) {
+    let since = req.args.get("since").and_then(Value::as_u64);
+    let filter = Filter {
+        pane: req
+            .args
+            .get("pane")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        kind: req
+            .args
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    };
+    let mut sub = sup.feed.subscribe(since);
+    let ok = Response::ok(
+        req.id,
+        json!({"last_seq": sub.last_seq, "since": since, "pid": std::process::id()}),
+    );
+    if wr.write_all(&encode_json(&ok)).await.is_err() {
+        return;
+    }
+    let frame = |line: &str| encode(FrameKind::Json, line.as_bytes());
+    if sub.missed > 0 {
+        let first = sub.missed_through + 1 - sub.missed;
+        if wr
+            .write_all(&frame(&missed_line(first, sub.missed)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    let mut last = sub.last_seq;
+    for ev in std::mem::take(&mut sub.replay) {
+        if filter.matches(&ev) && wr.write_all(&frame(&ev.line)).await.is_err() {
+            return;
+        }
+    }
+    // Anything the client sends, or its hanging up, ends the stream.
+    let hangup = tokio::spawn(async move {
+        let _ = read_frame_async(&mut rd).await;
+    });
+    let mut hangup = hangup;
+    loop {
+        tokio::select! {
+            got = sub.live.recv() => match got {
+                Ok(ev) => {
+                    last = ev.seq;
+                    if filter.matches(&ev) && wr.write_all(&frame(&ev.line)).await.is_err() {
+                        break;
+                    }
+                }
+                Err(RecvError::Lagged(n)) => {
+                    let line = missed_line(last + 1, n);
+                    last += n;
+                    if wr.write_all(&frame(&line)).await.is_err() {
+                        break;
+                    }
+                }
+                Err(RecvError::Closed) => break,
+            },
+            _ = &mut hangup => break,
+        }
+    }
+    hangup.abort();
+}

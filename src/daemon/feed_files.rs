@@ -1,0 +1,270 @@
+//! The feed's file sources: CLI processes write job transitions
+//! (`jobs/audit.jsonl`), shadow decisions (`shadow/decisions.jsonl`) and
+//! registry events (`registry/events.jsonl`); the supervisor follows those
+//! files from where they ended when it started, woken by inotify (never a
+//! timer), and publishes each new complete line into the feed.
+
+use super::feed::Feed;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use serde_json::{Map, Value, json};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The directories whose files the feed follows, relative to the state dir.
+const DIRS: [&str; 3] = ["jobs", "shadow", "registry"];
+
+/// Which log a line came from, and so how it maps to a feed event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Audit,
+    Decisions,
+    Registry,
+}
+
+/// One followed JSONL file: a read offset and the bytes of an unfinished line.
+struct Tail {
+    path: PathBuf,
+    source: Source,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    fn new(path: PathBuf, source: Source) -> Self {
+        // Live from now: what is already on disk is history (`drover events`).
+        let offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        Tail {
+            path,
+            source,
+            offset,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The complete lines written since the last call.
+    fn read_new(&mut self) -> Vec<Vec<u8>> {
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.offset {
+            // Replaced by a shorter file: start over.
+            self.offset = 0;
+            self.partial.clear();
+        }
+        if len == self.offset || f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut buf = Vec::new();
+        if (&mut f)
+            .take(len - self.offset)
+            .read_to_end(&mut buf)
+            .is_err()
+        {
+            return Vec::new();
+        }
+        self.offset += buf.len() as u64;
+        self.partial.extend_from_slice(&buf);
+        let mut out = Vec::new();
+        while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
+            let mut line: Vec<u8> = self.partial.drain(..=nl).collect();
+            line.pop();
+            if !line.is_empty() {
+                out.push(line);
+            }
+        }
+        out
+    }
+}
+
+fn take(m: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| {
+            m.get(*k)
+                .filter(|v| !v.is_null())
+                .map(|v| (k.to_string(), v.clone()))
+        })
+        .collect()
+}
+
+/// Map one line of a followed log to (kind, pane, fields). Only named fields
+/// are copied: free text a caller gave (a job's reason) never reaches the feed.
+fn map_line(source: Source, line: &[u8]) -> Option<(String, Option<String>, Value)> {
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(line) else {
+        return None;
+    };
+    match source {
+        Source::Audit => {
+            let outcome = m.get("outcome")?.as_str()?;
+            let kind = match outcome {
+                "accepted" => "job.transition",
+                "refused" => "job.refused",
+                _ => "job.ack",
+            };
+            let mut f = take(&m, &["job_id", "from", "to", "rule", "new_attempt_id"]);
+            if let Some(s) = m.get("seq").filter(|v| !v.is_null()) {
+                f.insert("job_seq".into(), s.clone());
+            }
+            if let Some(r) = m
+                .get("request")
+                .and_then(|r| r.get("action"))
+                .and_then(|a| a.get("request"))
+            {
+                f.insert("request".into(), r.clone());
+            }
+            if let Some(a) = m
+                .get("request")
+                .and_then(|r| r.get("actor"))
+                .and_then(|a| a.get("authority"))
+            {
+                f.insert("authority".into(), a.clone());
+            }
+            Some((kind.into(), None, Value::Object(f)))
+        }
+        Source::Decisions => {
+            let mut f = take(
+                &m,
+                &["job_id", "attempt_id", "decision", "reason", "action"],
+            );
+            let pane = m
+                .get("summary")
+                .and_then(|s| s.get("pane"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if let Some(g) = m.get("summary").and_then(|s| s.get("pane_generation")) {
+                f.insert("generation".into(), g.clone());
+            }
+            Some(("shadow.decision".into(), pane, Value::Object(f)))
+        }
+        Source::Registry => {
+            // Already redacted by the registry's only writer.
+            let kind = m.get("kind")?.as_str()?.to_string();
+            let pane = m.get("pane").and_then(Value::as_str).map(str::to_string);
+            let mut f = m.clone();
+            if let Some(s) = f.remove("seq") {
+                f.insert("registry_seq".into(), s);
+            }
+            // The registry's own time is when it was written; keep it apart.
+            if let Some(at) = f.remove("at") {
+                f.insert("written_at".into(), at);
+            }
+            f.insert("source".into(), json!("registry"));
+            Some((kind, pane, Value::Object(f)))
+        }
+    }
+}
+
+/// Start following the state dir's logs on a thread of its own; it blocks in
+/// `read(2)` on the inotify descriptor between changes.
+pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
+    let state_dir = state_dir.to_path_buf();
+    let inotify = match Inotify::init(InitFlags::IN_CLOEXEC) {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::warn!(error = %e, "inotify unavailable: the event feed will not see file events");
+            return;
+        }
+    };
+    let mut tails = vec![
+        Tail::new(state_dir.join("jobs").join("audit.jsonl"), Source::Audit),
+        Tail::new(
+            state_dir.join("shadow").join("decisions.jsonl"),
+            Source::Decisions,
+        ),
+        Tail::new(crate::registry::events_path(&state_dir), Source::Registry),
+    ];
+    let mut watched: Vec<(WatchDescriptor, &'static str)> = Vec::new();
+    let dir_flags = AddWatchFlags::IN_MODIFY
+        | AddWatchFlags::IN_CLOSE_WRITE
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_CREATE;
+    if let Err(e) = inotify.add_watch(
+        &state_dir,
+        AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO,
+    ) {
+        tracing::warn!(error = %e, "cannot watch the state dir");
+    }
+    let add_dirs = move |inotify: &Inotify, watched: &mut Vec<(WatchDescriptor, &'static str)>| {
+        for d in DIRS {
+            if watched.iter().any(|(_, n)| *n == d) {
+                continue;
+            }
+            if let Ok(wd) = inotify.add_watch(&state_dir.join(d), dir_flags) {
+                watched.push((wd, d));
+            }
+        }
+    };
+    add_dirs(&inotify, &mut watched);
+    let spawned = std::thread::Builder::new()
+        .name("drover-feed-files".into())
+        .spawn(move || {
+            // A line written between the offsets above and the watches is read now.
+            publish_new(&mut tails, &feed);
+            loop {
+                match inotify.read_events() {
+                    Ok(_) => {}
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "inotify read failed; the feed stops following files");
+                        return;
+                    }
+                }
+                add_dirs(&inotify, &mut watched);
+                publish_new(&mut tails, &feed);
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the feed's file follower");
+    }
+}
+
+fn publish_new(tails: &mut [Tail], feed: &Feed) {
+    for t in tails.iter_mut() {
+        for line in t.read_new() {
+            match map_line(t.source, &line) {
+                Some((kind, pane, fields)) => {
+                    feed.publish(&kind, pane.as_deref(), fields);
+                }
+                None => {
+                    tracing::debug!(path = %t.path.display(), "skipped a line the feed cannot read")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_lines_carry_no_free_text() {
+        let line = br#"{"seq":3,"at":"t","job_id":"J1","outcome":"accepted","from":"queued","to":"running","rule":null,"reason":"secret words","new_attempt_id":"A1","request":{"job_id":"J1","action":{"request":"claim","session":"s"},"actor":{"authority":"agent"}},"pid":1}"#;
+        let (kind, _, f) = map_line(Source::Audit, line).unwrap();
+        assert_eq!(kind, "job.transition");
+        assert_eq!(f["job_id"], "J1");
+        assert_eq!(f["request"], "claim");
+        assert_eq!(f["job_seq"], 3);
+        assert!(!f.to_string().contains("secret"), "{f}");
+    }
+
+    #[test]
+    fn a_torn_line_waits_for_its_newline() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.jsonl");
+        std::fs::write(&p, "").unwrap();
+        let mut t = Tail::new(p.clone(), Source::Registry);
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"seq\":1,\"kind\":\"a\"}\n{\"seq\":2,")
+            .unwrap();
+        assert_eq!(t.read_new().len(), 1);
+        f.write_all(b"\"kind\":\"b\"}\n").unwrap();
+        let got = t.read_new();
+        assert_eq!(got.len(), 1);
+        let (kind, _, fields) = map_line(Source::Registry, &got[0]).unwrap();
+        assert_eq!(kind, "b");
+        assert_eq!(fields["registry_seq"], 2);
+    }
+}

@@ -1,0 +1,268 @@
+//! `top`'s terminal loop: raw mode on the alternate screen, restored on every
+//! way out (quit, a signal, the supervisor stopping, a panic). It sleeps in
+//! poll(2) on the terminal, the supervisor's event feed and a signal pipe;
+//! it redraws when one of them speaks, never on a timer.
+
+use super::actions::Actions;
+use super::gather;
+use super::render::render;
+use super::ui::{Command, Ui, Verb};
+use super::view::{View, build};
+use crate::daemon::{Client, ClientError, EventStream, FollowSpec};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use ratatui::crossterm::{execute, terminal};
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+/// Where `top` looks.
+#[derive(Debug, Clone)]
+pub struct TopOptions {
+    pub state_dir: PathBuf,
+    pub socket: PathBuf,
+}
+
+/// Why `top` stopped early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("terminal: {0}")]
+    Terminal(#[from] std::io::Error),
+    #[error("the supervisor stopped; start it again and rerun `drover top`")]
+    SupervisorGone,
+}
+
+type Term = ratatui::Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
+
+fn enter() -> std::io::Result<()> {
+    terminal::enable_raw_mode()?;
+    execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        ratatui::crossterm::cursor::Hide
+    )
+}
+
+/// Give the terminal back as it was; safe to call twice.
+pub fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        std::io::stdout(),
+        terminal::LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
+}
+
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+struct App {
+    opts: TopOptions,
+    client: Client,
+    ui: Ui,
+    view: View,
+    /// Our own process and its ancestors: a pane running `top` is not shown,
+    /// and its changes (our own drawing) do not wake us.
+    ancestors: Vec<u32>,
+    self_pane: Option<String>,
+}
+
+/// This process and its parents, up to a few levels (from /proc).
+fn ancestors() -> Vec<u32> {
+    let mut out = vec![std::process::id()];
+    for _ in 0..8 {
+        let Some(&pid) = out.last() else { break };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            break;
+        };
+        // The command name may hold spaces: fields restart after its ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        match ppid {
+            Some(p) if p > 1 => out.push(p),
+            _ => break,
+        }
+    }
+    out
+}
+
+impl App {
+    fn refresh(&mut self) {
+        let (mut inp, warning) =
+            gather::inputs(&mut self.client, &self.opts.state_dir, &self.ui.seen);
+        if let Some(me) = inp.panes.iter().find(|p| {
+            p.get("pid")
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|pid| self.ancestors.contains(&(pid as u32)))
+        }) {
+            self.self_pane = me.get("name").and_then(|n| n.as_str()).map(str::to_string);
+        }
+        inp.panes
+            .retain(|p| p.get("name").and_then(|n| n.as_str()) != self.self_pane.as_deref());
+        let mut view = build(&inp);
+        view.warning = warning;
+        if let Some(p) = self.ui.selected_pane(&view) {
+            view.detail = gather::detail(&mut self.client, &p);
+        }
+        view.seq = self.view.seq;
+        self.view = view;
+    }
+}
+
+/// Run the dashboard until `q`, Ctrl-C, SIGTERM/SIGHUP or the supervisor stops.
+pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> {
+    let client = Client::connect(&opts.socket)?;
+    let mut feed = EventStream::open(Client::connect(&opts.socket)?, &FollowSpec::default())?;
+    let (mut sig_rd, sig_wr) = UnixStream::pair()?;
+    sig_rd.set_nonblocking(true)?;
+    let term_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGINT,
+    ] {
+        signal_hook::flag::register(sig, term_flag.clone())?;
+        signal_hook::low_level::pipe::register(sig, sig_wr.try_clone()?)?;
+    }
+    signal_hook::low_level::pipe::register(signal_hook::consts::SIGWINCH, sig_wr.try_clone()?)?;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    enter()?;
+    let _restore = Restore;
+    let mut term: Term =
+        ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+    let mut app = App {
+        opts,
+        client,
+        ui: Ui::default(),
+        view: View::default(),
+        ancestors: ancestors(),
+        self_pane: None,
+    };
+    app.view.seq = feed.last_seq;
+    app.refresh();
+    // Draw only when something changed: even an unchanged frame writes bytes,
+    // and a pane running `top` would see that as output.
+    let mut redraw = true;
+    loop {
+        if std::mem::take(&mut redraw) {
+            term.draw(|f| render(f, &app.view, &app.ui))?;
+        }
+        let (tty, ev, sig) = {
+            let stdin = std::io::stdin();
+            let mut fds = [
+                PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+                PollFd::new(feed.as_fd(), PollFlags::POLLIN),
+                PollFd::new(sig_rd.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(TopError::Terminal(e.into())),
+            }
+            let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+            (ready(0), ready(1), ready(2))
+        };
+        if term_flag.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut dirty = false;
+        if sig {
+            let mut buf = [0u8; 64];
+            while matches!(sig_rd.read(&mut buf), Ok(n) if n > 0) {}
+            // SIGWINCH: the next draw picks up the new size.
+            term.autoresize()?;
+            redraw = true;
+        }
+        if ev {
+            // Drain what is queued: one refresh for a burst of events.
+            loop {
+                match feed.next_line()? {
+                    Some(line) => {
+                        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                        if let Some(seq) = v.get("seq").and_then(serde_json::Value::as_u64) {
+                            app.view.seq = seq;
+                        }
+                        let about = v.get("pane").and_then(serde_json::Value::as_str);
+                        if about.is_none() || about != app.self_pane.as_deref() {
+                            dirty = true;
+                        }
+                    }
+                    None => return Err(TopError::SupervisorGone),
+                }
+                let mut more = [PollFd::new(feed.as_fd(), PollFlags::POLLIN)];
+                let queued = poll(&mut more, PollTimeout::ZERO).unwrap_or(0) > 0;
+                if !queued {
+                    break;
+                }
+            }
+        }
+        if tty {
+            let mut buf = [0u8; 1024];
+            let n = match nix::unistd::read(std::io::stdin().as_fd(), &mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => 0,
+                Err(e) => return Err(TopError::Terminal(e.into())),
+            };
+            for key in super::input::parse(&buf[..n]) {
+                redraw = true;
+                let before = app.ui.selected_pane(&app.view);
+                match app.ui.on_key(&app.view, key) {
+                    Command::Quit => return Ok(()),
+                    Command::Redraw => {}
+                    Command::Attach(p) => {
+                        restore();
+                        let res = actions.attach(&p);
+                        enter()?;
+                        term.clear()?;
+                        app.ui.message = res.err();
+                        dirty = true;
+                    }
+                    Command::Act(verb, p) => {
+                        app.ui.message = Some(format!("{}ing {p}…", verb_ing(verb)));
+                        term.draw(|f| render(f, &app.view, &app.ui))?;
+                        app.ui.message = Some(match actions.act(verb, &p) {
+                            Ok(m) | Err(m) => m,
+                        });
+                        dirty = true;
+                    }
+                    Command::Send(p, text) => {
+                        app.ui.message = Some(format!("sending to {p}…"));
+                        term.draw(|f| render(f, &app.view, &app.ui))?;
+                        app.ui.message = Some(match actions.send(&p, &text) {
+                            Ok(m) | Err(m) => m,
+                        });
+                        dirty = true;
+                    }
+                }
+                if app.ui.selected_pane(&app.view) != before {
+                    dirty = true;
+                }
+            }
+        }
+        if dirty {
+            app.refresh();
+            redraw = true;
+        }
+    }
+}
+
+fn verb_ing(v: Verb) -> &'static str {
+    match v {
+        Verb::Approve => "approv",
+        Verb::Deny => "deny",
+    }
+}

@@ -1,0 +1,15 @@
+//! `drover top`: a live dashboard of every pane and lane, the ones that need
+//! a human first. The data is a plain view struct ([`view`]), drawn by a pure
+//! function ([`render`]); keys are a pure function too ([`ui`]); only
+//! [`app`] touches the terminal, and it redraws on supervisor events.
+
+pub mod actions;
+pub mod app;
+pub mod gather;
+pub mod input;
+pub mod render;
+pub mod ui;
+pub mod view;
+
+pub use actions::{Actions, CliActions};
+pub use app::{TopError, TopOptions, run};

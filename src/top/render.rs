@@ -1,0 +1,251 @@
+//! Drawing `top`: a pure function of the view and the interaction state, so
+//! a screen can be checked cell for cell on a test backend.
+
+use super::ui::{Mode, Ui, visible};
+use super::view::{Row as ViewRow, View, ago};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
+
+/// From this width on, the lane columns show.
+pub const WIDE: u16 = 120;
+/// The detail pane never gets fewer lines than this (when the screen has them).
+pub const MIN_DETAIL: u16 = 5;
+/// The keys, as the footer lists them.
+pub const KEYS_HELP: &str = "enter attach  a approve  d deny  s send  n next  / filter  q quit";
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
+fn state_text(r: &ViewRow) -> String {
+    match (&r.state_kind, r.exit_code) {
+        (Some(k), _) => format!("{}:{k}", r.state),
+        (None, Some(c)) if r.state == "exited" => format!("exited:{c}"),
+        _ => r.state.clone(),
+    }
+}
+
+fn clock(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .map(|t| t.format("%H:%M:%S").to_string())
+        .unwrap_or_else(|| "--:--:--".into())
+}
+
+fn header(view: &View, ui: &Ui) -> String {
+    let need = view
+        .rows
+        .iter()
+        .filter(|r| r.attention.needs_human())
+        .count();
+    let gate = match &view.gate {
+        None => "gate -".to_string(),
+        Some(g) if g.ready => "gate ready".to_string(),
+        Some(g) => format!("gate blocked ({})", g.reasons),
+    };
+    let filter = if ui.filter.is_empty() {
+        String::new()
+    } else {
+        format!("  filter /{}", ui.filter)
+    };
+    format!(
+        "drover top  {} rows  {need} need you  {gate}  as of {}{filter}",
+        view.rows.len(),
+        clock(view.now_ms)
+    )
+}
+
+fn footer(view: &View, ui: &Ui) -> String {
+    match &ui.mode {
+        Mode::Confirm { verb, pane } => format!("{} {pane}? y/N", verb.as_str()),
+        Mode::Send { pane, text } => format!("send to {pane} (enter sends, esc cancels): {text}_"),
+        Mode::Filter => format!("filter (enter keeps, esc clears): /{}_", ui.filter),
+        Mode::Normal => ui
+            .message
+            .clone()
+            .or_else(|| view.warning.clone())
+            .unwrap_or_else(|| KEYS_HELP.to_string()),
+    }
+}
+
+fn cells(r: &ViewRow, now_ms: u64, wide: bool) -> Vec<String> {
+    let job = r.job.as_ref();
+    let mut c = vec![
+        r.attention.mark().to_string(),
+        r.pane.clone(),
+        state_text(r),
+        ago(now_ms, r.since_ms),
+        r.agent.clone(),
+    ];
+    if wide {
+        c.push(r.agent_version.clone().unwrap_or_else(|| "-".into()));
+    }
+    c.push(job.map_or("-".into(), |j| j.job_id.clone()));
+    c.push(
+        job.and_then(|j| j.decision.clone())
+            .unwrap_or_else(|| "-".into()),
+    );
+    c.push(r.lease.clone().unwrap_or_else(|| "-".into()));
+    c.push(r.heartbeat.as_ref().map_or("-".into(), |h| {
+        let age = h
+            .at_ms
+            .map(|t| ago(now_ms, t))
+            .unwrap_or_else(|| "?".into());
+        format!("{}{} {age}", h.status, if h.stale { "!" } else { "" })
+    }));
+    if wide {
+        c.push(r.lane_id.clone().unwrap_or_else(|| "-".into()));
+        c.push(r.worktree_state.clone().unwrap_or_else(|| "-".into()));
+        c.push(
+            r.ahead_behind
+                .map_or("-".into(), |(a, b)| format!("+{a}/-{b}")),
+        );
+        c.push(r.parked_until.clone().unwrap_or_else(|| "-".into()));
+    }
+    c
+}
+
+fn columns(wide: bool) -> (Vec<&'static str>, Vec<Constraint>) {
+    use Constraint::{Length, Min};
+    if wide {
+        (
+            vec![
+                "",
+                "PANE",
+                "STATE",
+                "SINCE",
+                "AGENT",
+                "VERSION",
+                "JOB",
+                "DECISION",
+                "LEASE",
+                "HEARTBEAT",
+                "LANE",
+                "WORKTREE",
+                "+/-",
+                "PARKED",
+            ],
+            vec![
+                Length(1),
+                Length(18),
+                Length(20),
+                Length(5),
+                Length(6),
+                Length(9),
+                Length(14),
+                Length(16),
+                Length(16),
+                Length(14),
+                Length(18),
+                Length(9),
+                Length(8),
+                Min(8),
+            ],
+        )
+    } else {
+        (
+            vec![
+                "",
+                "PANE",
+                "STATE",
+                "SINCE",
+                "AGENT",
+                "JOB",
+                "DECISION",
+                "LEASE",
+                "HEARTBEAT",
+            ],
+            vec![
+                Length(1),
+                Length(12),
+                Length(13),
+                Length(5),
+                Length(6),
+                Length(8),
+                Length(9),
+                Length(7),
+                Min(6),
+            ],
+        )
+    }
+}
+
+/// Draw one frame.
+pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
+    let area = f.area();
+    let rows = visible(view, &ui.filter);
+    let body = area.height.saturating_sub(2);
+    // The table takes what its rows need, leaving the detail pane its share.
+    let detail_h = (body / 3).max(MIN_DETAIL.min(body / 2));
+    let table_h = (rows.len() as u16 + 1)
+        .min(body.saturating_sub(detail_h))
+        .max(1);
+    let [head, table_area, detail_area, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(table_h),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    f.render_widget(
+        Paragraph::new(clip(&header(view, ui), area.width as usize)),
+        head,
+    );
+    let wide = area.width >= WIDE;
+    let (titles, widths) = columns(wide);
+    let limits: Vec<usize> = widths
+        .iter()
+        .map(|w| match w {
+            Constraint::Length(n) => *n as usize,
+            _ => area.width as usize,
+        })
+        .collect();
+    let table_rows: Vec<Row> = rows
+        .iter()
+        .map(|r| {
+            let c = cells(r, view.now_ms, wide);
+            Row::new(
+                c.iter()
+                    .zip(&limits)
+                    .map(|(s, n)| Cell::from(clip(s, *n)))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    let table = Table::new(table_rows, widths)
+        .header(Row::new(titles).style(Style::new().add_modifier(Modifier::BOLD)))
+        .column_spacing(1)
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default().with_selected(ui.selected_index(&rows));
+    f.render_stateful_widget(table, table_area, &mut state);
+    draw_detail(f, view, ui, detail_area);
+    f.render_widget(
+        Paragraph::new(clip(&footer(view, ui), area.width as usize)),
+        foot,
+    );
+}
+
+fn draw_detail(f: &mut Frame, view: &View, ui: &Ui, area: Rect) {
+    if area.height == 0 {
+        return;
+    }
+    let title = match ui.selected_pane(view) {
+        Some(p) => format!(" {p} "),
+        None => " no panes: `drover pane new` or `drover lane up` ".to_string(),
+    };
+    let inner = area.height.saturating_sub(1) as usize;
+    let lines: Vec<Line> = view
+        .detail
+        .iter()
+        .skip(view.detail.len().saturating_sub(inner))
+        .map(|l| Line::raw(clip(l, area.width as usize)))
+        .collect();
+    let block = Block::new().borders(Borders::TOP).title(title);
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}

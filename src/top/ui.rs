@@ -1,0 +1,306 @@
+//! `top`'s interaction state and its keys, as a pure function: a key and the
+//! current view in, a command for the terminal loop out.
+
+use super::view::{Row, View};
+use std::collections::BTreeMap;
+
+/// A key, independent of the terminal library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Enter,
+    Esc,
+    Up,
+    Down,
+    Backspace,
+    /// Ctrl-C.
+    Interrupt,
+}
+
+/// What to confirm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Approve,
+    Deny,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Approve => "approve",
+            Verb::Deny => "deny",
+        }
+    }
+}
+
+/// What the footer is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Normal,
+    /// Waiting for y/n before approving or denying.
+    Confirm { verb: Verb, pane: String },
+    /// Typing a prompt for a pane.
+    Send { pane: String, text: String },
+    /// Typing a filter.
+    Filter,
+}
+
+/// What the terminal loop should do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Only redraw.
+    Redraw,
+    Quit,
+    Attach(String),
+    Act(Verb, String),
+    Send(String, String),
+}
+
+/// The interaction state.
+#[derive(Debug, Clone, Default)]
+pub struct Ui {
+    /// The selected row, by pane name (stable across re-sorting).
+    pub selected: Option<String>,
+    pub filter: String,
+    pub mode: Mode,
+    /// One line for the footer (the last action's outcome).
+    pub message: Option<String>,
+    /// Finished panes the operator has looked at: name → the since_ms seen.
+    pub seen: BTreeMap<String, u64>,
+}
+
+/// The rows the filter lets through: a filter matches a pane's name, state
+/// or state kind (substring).
+pub fn visible<'a>(view: &'a View, filter: &str) -> Vec<&'a Row> {
+    view.rows
+        .iter()
+        .filter(|r| {
+            filter.is_empty()
+                || r.pane.contains(filter)
+                || r.state.contains(filter)
+                || r.state_kind.as_deref().is_some_and(|k| k.contains(filter))
+        })
+        .collect()
+}
+
+impl Ui {
+    /// The selected row's index among the visible rows (the first when the
+    /// selection is filtered out or gone).
+    pub fn selected_index(&self, rows: &[&Row]) -> Option<usize> {
+        if rows.is_empty() {
+            return None;
+        }
+        Some(
+            self.selected
+                .as_ref()
+                .and_then(|s| rows.iter().position(|r| &r.pane == s))
+                .unwrap_or(0),
+        )
+    }
+
+    /// The selected row's pane.
+    pub fn selected_pane(&self, view: &View) -> Option<String> {
+        let rows = visible(view, &self.filter);
+        self.selected_index(&rows).map(|i| rows[i].pane.clone())
+    }
+
+    fn select(&mut self, row: &Row) {
+        self.selected = Some(row.pane.clone());
+        if row.state == "done" {
+            self.seen.insert(row.pane.clone(), row.since_ms);
+        }
+    }
+
+    /// Handle one key.
+    pub fn on_key(&mut self, view: &View, key: Key) -> Command {
+        if key == Key::Interrupt {
+            return Command::Quit;
+        }
+        match std::mem::take(&mut self.mode) {
+            Mode::Normal => self.normal(view, key),
+            Mode::Confirm { verb, pane } => {
+                if matches!(key, Key::Char('y') | Key::Char('Y')) {
+                    return Command::Act(verb, pane);
+                }
+                self.message = Some(format!("{} cancelled", verb.as_str()));
+                Command::Redraw
+            }
+            Mode::Send { pane, mut text } => match key {
+                Key::Enter if !text.is_empty() => Command::Send(pane, text),
+                Key::Esc | Key::Enter => {
+                    self.message = Some("send cancelled".into());
+                    Command::Redraw
+                }
+                Key::Backspace => {
+                    text.pop();
+                    self.mode = Mode::Send { pane, text };
+                    Command::Redraw
+                }
+                Key::Char(c) => {
+                    text.push(c);
+                    self.mode = Mode::Send { pane, text };
+                    Command::Redraw
+                }
+                _ => {
+                    self.mode = Mode::Send { pane, text };
+                    Command::Redraw
+                }
+            },
+            Mode::Filter => {
+                match key {
+                    Key::Enter => {}
+                    Key::Esc => self.filter.clear(),
+                    Key::Backspace => {
+                        self.filter.pop();
+                        self.mode = Mode::Filter;
+                    }
+                    Key::Char(c) => {
+                        self.filter.push(c);
+                        self.mode = Mode::Filter;
+                    }
+                    _ => self.mode = Mode::Filter,
+                }
+                Command::Redraw
+            }
+        }
+    }
+
+    fn normal(&mut self, view: &View, key: Key) -> Command {
+        let rows = visible(view, &self.filter);
+        let cur = self.selected_index(&rows);
+        let pane = cur.map(|i| rows[i].pane.clone());
+        match key {
+            Key::Char('q') => Command::Quit,
+            Key::Down | Key::Char('j') => {
+                if let Some(i) = cur {
+                    self.select(rows[(i + 1).min(rows.len() - 1)]);
+                }
+                Command::Redraw
+            }
+            Key::Up | Key::Char('k') => {
+                if let Some(i) = cur {
+                    self.select(rows[i.saturating_sub(1)]);
+                }
+                Command::Redraw
+            }
+            Key::Char('n') => {
+                let n = rows.len();
+                let start = cur.map_or(0, |i| i + 1);
+                match (0..n)
+                    .map(|k| (start + k) % n)
+                    .find(|&i| rows[i].attention.needs_human())
+                {
+                    Some(i) => self.select(rows[i]),
+                    None => self.message = Some("nothing needs you".into()),
+                }
+                Command::Redraw
+            }
+            Key::Enter => match cur {
+                Some(i) if rows[i].has_pane => {
+                    self.select(rows[i]);
+                    Command::Attach(rows[i].pane.clone())
+                }
+                Some(_) => {
+                    self.message = Some("this lane has no pane to attach to".into());
+                    Command::Redraw
+                }
+                None => Command::Redraw,
+            },
+            Key::Char(c @ ('a' | 'd')) => {
+                if let Some(pane) = pane {
+                    let verb = if c == 'a' { Verb::Approve } else { Verb::Deny };
+                    self.mode = Mode::Confirm { verb, pane };
+                }
+                Command::Redraw
+            }
+            Key::Char('s') => {
+                if let Some(pane) = pane {
+                    self.mode = Mode::Send {
+                        pane,
+                        text: String::new(),
+                    };
+                }
+                Command::Redraw
+            }
+            Key::Char('/') => {
+                self.mode = Mode::Filter;
+                Command::Redraw
+            }
+            Key::Esc => {
+                self.filter.clear();
+                self.message = None;
+                Command::Redraw
+            }
+            _ => Command::Redraw,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::view::{Attention, Inputs, build};
+    use super::*;
+    use serde_json::json;
+
+    fn view() -> View {
+        let pane = |n: &str, st: &str| json!({"name": n, "agent": "sim", "observation": {"state": st, "since_ms": 5}});
+        build(&Inputs {
+            panes: vec![pane("a", "idle"), pane("b", "blocked"), pane("c", "done")],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn n_walks_the_rows_that_need_a_human_and_wraps() {
+        let v = view();
+        let mut ui = Ui::default();
+        assert_eq!(ui.selected_pane(&v).as_deref(), Some("b"));
+        ui.on_key(&v, Key::Char('n'));
+        assert_eq!(ui.selected_pane(&v).as_deref(), Some("c"));
+        assert_eq!(
+            ui.seen.get("c"),
+            Some(&5),
+            "looking at a done pane marks it seen"
+        );
+        ui.on_key(&v, Key::Char('n'));
+        assert_eq!(ui.selected_pane(&v).as_deref(), Some("b"));
+        assert_eq!(v.rows[0].attention, Attention::Blocked);
+    }
+
+    #[test]
+    fn approve_needs_a_yes() {
+        let v = view();
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(&v, Key::Char('a')), Command::Redraw);
+        assert_eq!(ui.on_key(&v, Key::Char('x')), Command::Redraw);
+        assert_eq!(ui.message.as_deref(), Some("approve cancelled"));
+        ui.on_key(&v, Key::Char('d'));
+        assert_eq!(
+            ui.on_key(&v, Key::Char('y')),
+            Command::Act(Verb::Deny, "b".into())
+        );
+    }
+
+    #[test]
+    fn send_and_filter_take_typed_text() {
+        let v = view();
+        let mut ui = Ui::default();
+        ui.on_key(&v, Key::Char('s'));
+        for c in "hi".chars() {
+            ui.on_key(&v, Key::Char(c));
+        }
+        assert_eq!(
+            ui.on_key(&v, Key::Enter),
+            Command::Send("b".into(), "hi".into())
+        );
+        ui.on_key(&v, Key::Char('/'));
+        ui.on_key(&v, Key::Char('i'));
+        ui.on_key(&v, Key::Char('d'));
+        ui.on_key(&v, Key::Enter);
+        let rows = visible(&v, &ui.filter);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].pane, "a");
+        assert_eq!(ui.on_key(&v, Key::Char('q')), Command::Quit);
+    }
+}

@@ -1,0 +1,357 @@
+//! What `drover top` shows, as plain data: one row per pane (and per lane
+//! without a pane), built by a pure function from what the supervisor and
+//! the state dir hold. Lane fields are optional: they fill in from the
+//! registry's lane records when those exist.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Why a row needs a human, most urgent first. Rows sort by this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Attention {
+    /// The agent asks for a permission or an answer.
+    Blocked,
+    /// Parked by the loop (e.g. a rate limit) until a reset time.
+    Parked,
+    /// Its job runs but its heartbeat went stale, or its state is unknown.
+    Stalled,
+    /// Finished and not yet looked at ("done until seen").
+    Done,
+    /// The agent exited.
+    Exited,
+    /// Nothing to do.
+    None,
+}
+
+impl Attention {
+    /// Whether the row belongs to the "needs you" group.
+    pub fn needs_human(self) -> bool {
+        matches!(
+            self,
+            Attention::Blocked | Attention::Parked | Attention::Stalled | Attention::Done
+        )
+    }
+
+    /// The one-character mark in the first column.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Attention::Blocked => "!",
+            Attention::Parked => "P",
+            Attention::Stalled => "?",
+            Attention::Done => "*",
+            Attention::Exited => "x",
+            Attention::None => " ",
+        }
+    }
+}
+
+/// A job's cell: the running job on the row's session and the shadow
+/// policy's latest word on it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobCell {
+    pub job_id: String,
+    pub status: String,
+    pub decision: Option<String>,
+}
+
+/// A session heartbeat as the row shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heartbeat {
+    pub status: String,
+    /// When it was written (ms since the epoch), if it parses.
+    pub at_ms: Option<u64>,
+    pub stale: bool,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The pane's name (or the lane id of a lane without a pane).
+    pub pane: String,
+    pub has_pane: bool,
+    pub agent: String,
+    pub agent_version: Option<String>,
+    pub state: String,
+    pub state_kind: Option<String>,
+    pub exit_code: Option<i32>,
+    /// When the pane entered its state (ms since the epoch).
+    pub since_ms: u64,
+    pub generation: u64,
+    pub session: Option<String>,
+    pub job: Option<JobCell>,
+    pub lease: Option<String>,
+    pub heartbeat: Option<Heartbeat>,
+    // Lane fields: `None` until the registry holds lane records.
+    pub lane_id: Option<String>,
+    pub worktree_state: Option<String>,
+    pub ahead_behind: Option<(u64, u64)>,
+    /// A parked lane's reset time, as the loop wrote it.
+    pub parked_until: Option<String>,
+    pub attention: Attention,
+}
+
+/// The gate's verdict for the header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateCell {
+    pub ready: bool,
+    pub reasons: usize,
+}
+
+/// Everything one screen of `top` shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct View {
+    pub rows: Vec<Row>,
+    pub gate: Option<GateCell>,
+    /// The selected pane's last screen lines.
+    pub detail: Vec<String>,
+    /// The newest feed seq this view reflects.
+    pub seq: u64,
+    /// When it was built (ms since the epoch): "since" columns count from here.
+    pub now_ms: u64,
+    /// A problem gathering the data (shown in the footer, never fatal).
+    pub warning: Option<String>,
+}
+
+/// What the view is built from, as read (pure input to [`build`]).
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// `pane.ls` of the supervisor.
+    pub panes: Vec<Value>,
+    /// Running jobs: (job_id, session_id, status).
+    pub jobs: Vec<(String, String, String)>,
+    /// Latest decision per job: job_id → (decision, pane).
+    pub decisions: BTreeMap<String, (String, Option<String>)>,
+    /// Leases: (owner_session, task or lease id, state, worktree).
+    pub leases: Vec<(String, String, String, Option<String>)>,
+    /// Sessions: session_id → heartbeat.
+    pub heartbeats: BTreeMap<String, Heartbeat>,
+    /// Lane records from the registry (`lanes`), as stored.
+    pub lanes: Vec<Value>,
+    pub gate: Option<GateCell>,
+    /// Panes the operator has looked at since they finished: name → since_ms seen.
+    pub seen: BTreeMap<String, u64>,
+    pub now_ms: u64,
+}
+
+fn s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A lane record's field under any of the names lane records may use.
+fn lane_str(l: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| s(l, k))
+}
+
+/// Which need, if any, a row has (pure).
+pub fn attention(row: &Row, seen_since: Option<u64>) -> Attention {
+    if row.parked_until.is_some() {
+        return Attention::Parked;
+    }
+    match row.state.as_str() {
+        "blocked" => Attention::Blocked,
+        "done" if seen_since != Some(row.since_ms) => Attention::Done,
+        "exited" => Attention::Exited,
+        "unknown" => Attention::Stalled,
+        _ if row.job.is_some() && row.heartbeat.as_ref().is_some_and(|h| h.stale) => {
+            Attention::Stalled
+        }
+        _ => Attention::None,
+    }
+}
+
+/// Build the rows from the inputs: needs-a-human first, then by name.
+pub fn build(inp: &Inputs) -> View {
+    let lane_of_pane: BTreeMap<String, &Value> = inp
+        .lanes
+        .iter()
+        .filter_map(|l| lane_str(l, &["pane"]).map(|p| (p, l)))
+        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    for p in &inp.panes {
+        let name = s(p, "name").unwrap_or_default();
+        let obs = p.get("observation").cloned().unwrap_or(Value::Null);
+        let lane = lane_of_pane.get(&name).copied();
+        let session = lane
+            .and_then(|l| lane_str(l, &["session", "session_id"]))
+            .or_else(|| inp.heartbeats.contains_key(&name).then(|| name.clone()));
+        rows.push(Row {
+            has_pane: true,
+            agent: s(p, "agent").unwrap_or_else(|| "-".into()),
+            agent_version: lane.and_then(|l| lane_str(l, &["agent_version", "version"])),
+            state: s(&obs, "state").unwrap_or_else(|| "unknown".into()),
+            state_kind: s(&obs, "kind"),
+            exit_code: obs
+                .get("exit_code")
+                .and_then(Value::as_i64)
+                .map(|c| c as i32),
+            since_ms: obs.get("since_ms").and_then(Value::as_u64).unwrap_or(0),
+            generation: p.get("generation").and_then(Value::as_u64).unwrap_or(0),
+            session,
+            job: None,
+            lease: None,
+            heartbeat: None,
+            lane_id: lane.and_then(|l| lane_str(l, &["lane_id", "id"])),
+            worktree_state: lane.and_then(|l| lane_str(l, &["worktree_state"])),
+            ahead_behind: lane
+                .and_then(|l| Some((l.get("ahead")?.as_u64()?, l.get("behind")?.as_u64()?))),
+            parked_until: lane.and_then(|l| lane_str(l, &["parked_until"])),
+            attention: Attention::None,
+            pane: name,
+        });
+    }
+    // Lanes whose pane is gone still deserve a row.
+    for l in &inp.lanes {
+        let pane = lane_str(l, &["pane"]);
+        if pane
+            .as_ref()
+            .is_some_and(|p| rows.iter().any(|r| &r.pane == p))
+        {
+            continue;
+        }
+        let Some(id) = lane_str(l, &["lane_id", "id"]) else {
+            continue;
+        };
+        rows.push(Row {
+            pane: pane.unwrap_or_else(|| id.clone()),
+            has_pane: false,
+            agent: lane_str(l, &["agent"]).unwrap_or_else(|| "-".into()),
+            agent_version: lane_str(l, &["agent_version", "version"]),
+            state: lane_str(l, &["state"]).unwrap_or_else(|| "down".into()),
+            state_kind: None,
+            exit_code: None,
+            since_ms: 0,
+            generation: 0,
+            session: lane_str(l, &["session", "session_id"]),
+            job: None,
+            lease: None,
+            heartbeat: None,
+            lane_id: Some(id),
+            worktree_state: lane_str(l, &["worktree_state"]),
+            ahead_behind: Some((
+                l.get("ahead").and_then(Value::as_u64).unwrap_or(0),
+                l.get("behind").and_then(Value::as_u64).unwrap_or(0),
+            ))
+            .filter(|_| l.get("ahead").is_some()),
+            parked_until: lane_str(l, &["parked_until"]),
+            attention: Attention::None,
+        });
+    }
+    for r in &mut rows {
+        // A job is this row's when its latest decision names the pane, else
+        // when it runs on the row's session.
+        let job = inp
+            .jobs
+            .iter()
+            .find(|(id, _, _)| {
+                inp.decisions
+                    .get(id)
+                    .and_then(|(_, p)| p.as_deref())
+                    .is_some_and(|p| p == r.pane)
+            })
+            .or_else(|| {
+                // By session only when no decision places the job on a pane.
+                inp.jobs.iter().find(|(id, sess, _)| {
+                    r.session.as_deref() == Some(sess.as_str())
+                        && inp.decisions.get(id).is_none_or(|(_, p)| p.is_none())
+                })
+            });
+        r.job = job.map(|(id, _, status)| JobCell {
+            job_id: id.clone(),
+            status: status.clone(),
+            decision: inp.decisions.get(id).map(|(d, _)| d.clone()),
+        });
+        if let Some(sess) = r.session.clone() {
+            r.lease = inp
+                .leases
+                .iter()
+                .find(|(owner, ..)| *owner == sess)
+                .map(|(_, task, state, _)| format!("{task}:{state}"));
+            r.heartbeat = inp.heartbeats.get(&sess).cloned();
+        }
+        r.attention = attention(r, inp.seen.get(&r.pane).copied());
+    }
+    rows.sort_by(|a, b| a.attention.cmp(&b.attention).then(a.pane.cmp(&b.pane)));
+    View {
+        rows,
+        gate: inp.gate.clone(),
+        detail: Vec::new(),
+        seq: 0,
+        now_ms: inp.now_ms,
+        warning: None,
+    }
+}
+
+/// "3s", "4m", "2h", "5d": how long ago, short enough for a column.
+pub fn ago(now_ms: u64, then_ms: u64) -> String {
+    if then_ms == 0 {
+        return "-".into();
+    }
+    let s = now_ms.saturating_sub(then_ms) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pane(name: &str, state: &str, since: u64) -> Value {
+        json!({"name": name, "agent": "sim", "generation": 1,
+               "observation": {"state": state, "since_ms": since}})
+    }
+
+    #[test]
+    fn rows_needing_a_human_come_first_and_done_stays_until_seen() {
+        let mut inp = Inputs {
+            panes: vec![
+                pane("a", "idle", 1),
+                pane("b", "done", 2),
+                pane("c", "blocked", 3),
+                pane("d", "working", 4),
+            ],
+            now_ms: 10_000,
+            ..Default::default()
+        };
+        let order: Vec<String> = build(&inp).rows.into_iter().map(|r| r.pane).collect();
+        assert_eq!(order, ["c", "b", "a", "d"]);
+        inp.seen.insert("b".into(), 2);
+        let v = build(&inp);
+        assert_eq!(v.rows[0].pane, "c");
+        assert_eq!(
+            v.rows.iter().find(|r| r.pane == "b").unwrap().attention,
+            Attention::None
+        );
+    }
+
+    #[test]
+    fn lane_records_fill_the_lane_fields_and_a_lane_without_a_pane_gets_a_row() {
+        let inp = Inputs {
+            panes: vec![pane("l1", "idle", 1)],
+            lanes: vec![
+                json!({"lane_id": "impl-claude", "pane": "l1", "session": "impl",
+                       "worktree_state": "clean", "ahead": 2, "behind": 0}),
+                json!({"lane_id": "rev-codex", "pane": "gone", "agent": "codex"}),
+            ],
+            ..Default::default()
+        };
+        let v = build(&inp);
+        let l1 = v.rows.iter().find(|r| r.pane == "l1").unwrap();
+        assert_eq!(l1.lane_id.as_deref(), Some("impl-claude"));
+        assert_eq!(l1.ahead_behind, Some((2, 0)));
+        let gone = v.rows.iter().find(|r| r.pane == "gone").unwrap();
+        assert!(!gone.has_pane);
+        assert_eq!(gone.state, "down");
+    }
+
+    #[test]
+    fn ago_is_short() {
+        assert_eq!(ago(61_000, 1_000), "1m");
+        assert_eq!(ago(5_000, 0), "-");
+        assert_eq!(ago(3_601_000, 1_000), "1h");
+    }
+}

@@ -1,0 +1,135 @@
+//! `drover top`'s screen, cell for cell, from a view and the interaction
+//! state: 8 lanes at 80×24 and 200×60, and each footer mode. The clock is
+//! fixed by the view (`now_ms`), so no timestamp moves between runs.
+
+use drover::top::render::render;
+use drover::top::ui::{Key, Ui};
+use drover::top::view::{Heartbeat, Inputs, View, build};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+
+const NOW: u64 = 1_764_590_400_000; // 2025-12-01T12:00:00Z
+
+fn lanes_view() -> View {
+    let states = [
+        ("impl-claude", "claude", "working", None, 90),
+        ("impl-codex", "codex", "blocked", Some("permission"), 30),
+        ("rev-claude", "claude", "done", None, 600),
+        ("rev-codex", "codex", "idle", None, 4000),
+        ("ci-claude", "claude", "idle", None, 7200),
+        ("ci-codex", "codex", "unknown", None, 5),
+        ("deep-claude", "claude", "exited", None, 100),
+        ("deep-codex", "codex", "starting", None, 1),
+    ];
+    let panes = states
+        .iter()
+        .map(|(n, a, st, k, ago)| {
+            json!({"name": n, "agent": a, "generation": 1, "pid": 1,
+                   "observation": {"state": st, "kind": k, "since_ms": NOW - ago * 1000,
+                                   "exit_code": if *st == "exited" { Some(1) } else { None }}})
+        })
+        .collect();
+    let lanes = states
+        .iter()
+        .enumerate()
+        .map(|(i, (n, a, ..))| {
+            json!({"lane_id": n, "pane": n, "agent": a,
+                   "session": n.split('-').next().unwrap(),
+                   "agent_version": if *a == "claude" { "2.1.197" } else { "0.171.0" },
+                   "worktree_state": if i % 3 == 0 { "dirty" } else { "clean" },
+                   "ahead": i, "behind": i % 2})
+        })
+        .collect();
+    let mut inp = Inputs {
+        panes,
+        lanes,
+        jobs: vec![("J-42".into(), "impl".into(), "running".into())],
+        now_ms: NOW,
+        ..Default::default()
+    };
+    inp.decisions.insert(
+        "J-42".into(),
+        ("hold_working".into(), Some("impl-claude".into())),
+    );
+    inp.leases.push((
+        "impl".into(),
+        "T7".into(),
+        "active".into(),
+        Some("wt/impl".into()),
+    ));
+    inp.heartbeats.insert(
+        "impl".into(),
+        Heartbeat {
+            status: "working".into(),
+            at_ms: Some(NOW - 45_000),
+            stale: false,
+        },
+    );
+    let mut v = build(&inp);
+    v.detail = vec![
+        "● Bash(cargo test)".into(),
+        "  ⎿  Waiting…".into(),
+        " Do you want to proceed?".into(),
+        " ❯ 1. Yes".into(),
+        "   2. No".into(),
+    ];
+    v
+}
+
+fn screen(view: &View, ui: &Ui, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| render(f, view, ui)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn eight_lanes_at_80x24() {
+    insta::assert_snapshot!(screen(&lanes_view(), &Ui::default(), 80, 24));
+}
+
+#[test]
+fn eight_lanes_at_200x60() {
+    insta::assert_snapshot!(screen(&lanes_view(), &Ui::default(), 200, 60));
+}
+
+#[test]
+fn confirm_send_and_filter_footers() {
+    let v = lanes_view();
+    let mut ui = Ui::default();
+    ui.on_key(&v, Key::Char('a'));
+    insta::assert_snapshot!("confirm", screen(&v, &ui, 80, 24));
+    ui.on_key(&v, Key::Esc);
+    ui.on_key(&v, Key::Char('s'));
+    for c in "go on".chars() {
+        ui.on_key(&v, Key::Char(c));
+    }
+    let send = screen(&v, &ui, 80, 24);
+    assert!(
+        send.contains("send to impl-codex (enter sends, esc cancels): go on_"),
+        "{send}"
+    );
+    ui.on_key(&v, Key::Esc);
+    ui.on_key(&v, Key::Char('/'));
+    for c in "codex".chars() {
+        ui.on_key(&v, Key::Char(c));
+    }
+    ui.on_key(&v, Key::Enter);
+    insta::assert_snapshot!("filtered", screen(&v, &ui, 80, 24));
+}
+
+/// A terminal smaller than the layout asks for still draws (no panic).
+#[test]
+fn a_tiny_terminal_does_not_panic() {
+    let v = lanes_view();
+    for (w, h) in [(1, 1), (10, 3), (80, 2), (20, 24)] {
+        let _ = screen(&v, &Ui::default(), w, h);
+    }
+}

@@ -123,7 +123,7 @@ fn pane_new_with_an_element_over_the_kernel_limit_fails_and_leaves_no_pane() {
     let d = Drover::new();
     d.serve();
     let huge = "x".repeat(200_000); // over MAX_ARG_STRLEN (128 KiB)
-    let spec = |name: &str, argv: Vec<String>, env: Vec<(String, String)>| json!({"spec": {"name": name, "argv": argv, "env": env, "cols": 120, "rows": 40, "agent": "none"}});
+    let spec = |name: &str, argv: Vec<String>, env: Vec<(String, String)>| json!({"spec": {"name": name, "argv": argv, "env": env, "cols": 120, "rows": 40, "agent": "shell"}});
     let cases = [
         ("bigarg", vec!["echo".to_string(), huge.clone()], vec![]),
         (

@@ -97,7 +97,7 @@ impl Supervisor {
             json!({"spec": {
                 "name": name, "argv": argv, "env": env,
                 "cwd": self.dir.path(), "cols": 120, "rows": 40, "agent": "sim",
-            }}),
+            }, "backend": backend()}),
         )
     }
 
@@ -269,4 +269,9 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The backend benchmark panes go on: `$DROVER_BENCH_BACKEND` (native).
+pub fn backend() -> String {
+    std::env::var("DROVER_BENCH_BACKEND").unwrap_or_else(|_| "native".into())
 }

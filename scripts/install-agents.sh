@@ -1,27 +1,19 @@
 #!/bin/sh
-# Install the pinned agent CLIs that the real-agent suite and `drover rehearse`
-# run (docs/rehearsal.md) into a cache outside the checkout, once:
-#   ${DROVER_AGENTS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/agents}/claude-code-<v>_codex-<v>
-# Idempotent: when both binaries answer with the pinned versions nothing is
-# downloaded. Prints the directory holding `claude` and `codex` on stdout.
+# Install every supported agent CLI version (scripts/agent-versions, or the
+# `<agent> <version>` lines of DROVER_AGENT_VERSIONS) side by side in a cache
+# outside the checkout, once each:
+#   ${DROVER_AGENTS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/agents}/claude-code-<v>
+#   ${DROVER_AGENTS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/agents}/codex-<v>
+# Idempotent: a version whose binary already answers with it is not downloaded
+# again. Prints one `<agent> <version> <bin path>` line per version on stdout.
 set -eu
 
-CLAUDE_VERSION=2.1.197
-CODEX_VERSION=0.171.0
-
+here="$(cd "$(dirname "$0")" && pwd)"
 root="${DROVER_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/drover/agents}"
-dir="$root/claude-code-${CLAUDE_VERSION}_codex-${CODEX_VERSION}"
-bin="$dir/node_modules/.bin"
-
-pinned() {
-    [ -x "$bin/claude" ] && [ -x "$bin/codex" ] &&
-        "$bin/claude" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION " &&
-        "$bin/codex" --version 2>/dev/null | grep -q " $CODEX_VERSION\$"
-}
-
-if pinned; then
-    echo "$bin"
-    exit 0
+if [ -n "${DROVER_AGENT_VERSIONS:-}" ]; then
+    list="$(printf '%s\n' "$DROVER_AGENT_VERSIONS" | tr ',' '\n')"
+else
+    list="$(cat "$here/agent-versions")"
 fi
 
 command -v npm >/dev/null 2>&1 || {
@@ -29,19 +21,34 @@ command -v npm >/dev/null 2>&1 || {
     exit 1
 }
 
-mkdir -p "$dir"
-echo "install-agents: installing claude-code $CLAUDE_VERSION and codex $CODEX_VERSION into $dir (~670 MB)" >&2
-npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-    "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" >&2
+answers() { # bin version
+    [ -x "$1" ] && "$1" --version 2>/dev/null | grep -qE "(^| )$2( |\$)"
+}
 
-# npm may skip claude-code's postinstall (it links the platform binary); run it
-# when the binary does not answer yet.
-if ! "$bin/claude" --version >/dev/null 2>&1; then
-    (cd "$dir/node_modules/@anthropic-ai/claude-code" && node install.cjs) >&2
-fi
+install_one() { # agent version
+    case "$1" in
+        claude) pkg="@anthropic-ai/claude-code"; dir="$root/claude-code-$2" ;;
+        codex) pkg="@openai/codex"; dir="$root/codex-$2" ;;
+        *) echo "install-agents: unknown agent '$1' (claude or codex)" >&2; exit 2 ;;
+    esac
+    bin="$dir/node_modules/.bin/$1"
+    if ! answers "$bin" "$2"; then
+        mkdir -p "$dir"
+        echo "install-agents: installing $pkg@$2 into $dir" >&2
+        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$2" >&2
+        # npm may skip claude-code's postinstall (it links the platform binary).
+        if [ "$1" = claude ] && ! "$bin" --version >/dev/null 2>&1; then
+            (cd "$dir/node_modules/@anthropic-ai/claude-code" && node install.cjs) >&2
+        fi
+        if ! answers "$bin" "$2"; then
+            echo "install-agents: installed $pkg@$2, but $bin does not report $2" >&2
+            exit 1
+        fi
+    fi
+    echo "$1 $2 $bin"
+}
 
-if ! pinned; then
-    echo "install-agents: installed, but the binaries in $bin do not report the pinned versions" >&2
-    exit 1
-fi
-echo "$bin"
+printf '%s\n' "$list" | sed -e 's/#.*//' | while read -r agent version; do
+    [ -n "${agent:-}" ] || continue
+    install_one "$agent" "$version"
+done

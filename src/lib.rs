@@ -31,6 +31,7 @@ pub mod engine;
 pub mod evidence;
 pub mod exit;
 pub mod gate;
+pub mod lane;
 pub mod loopctl;
 pub mod pane;
 pub mod paths;

@@ -23,7 +23,9 @@ fn labels() -> Vec<Label> {
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             assert_eq!(f.len(), 3, "bad labels.tsv line {l:?}");
-            let agent = f[0].split('/').next().unwrap().parse().unwrap();
+            // `claude/…`, `claude-2.1.332/…`: the agent, then its version.
+            let dir = f[0].split('/').next().unwrap();
+            let agent = dir.split('-').next().unwrap().parse().unwrap();
             Label {
                 file: f[0].to_string(),
                 agent,
@@ -296,4 +298,56 @@ fn untrimmed_rows_classify_the_same() {
 fn classifier_is_send_and_sync() {
     fn check<T: Send + Sync + Clone>() {}
     check::<Classifier>();
+}
+
+/// A usage-limit sentence the model writes or a tool prints is not a limit
+/// (a peer once waited 22.5 h on a banner quoted in tool output).
+#[test]
+fn limit_sentence_in_prose_or_tool_output_is_not_a_limit() {
+    let c = Classifier::builtin().unwrap();
+    let quoted = "You've hit your session limit · resets 12:50am (America/Los_Angeles)";
+    let prose = [format!("● {quoted}")];
+    let tool = [
+        "● Bash(cat limits.log)".to_string(),
+        format!("  ⎿  {quoted}"),
+    ];
+    for lines in [&prose[..], &tool[..]] {
+        let text: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let rows = claude_idle_with_prose(&text);
+        let o = c.classify(AgentKind::Claude, &Signals::screen_only(&rows));
+        assert_eq!(o.state, State::Done, "{lines:?}: {:?}", o.evidence);
+        assert_eq!(o.resets_at, None);
+    }
+    // The real limit line, right under the prompt that hit it, is one.
+    let rule = "─".repeat(120);
+    let rows: Vec<String> = [
+        "❯ later",
+        &format!("  ⎿  {quoted}"),
+        "",
+        &rule,
+        "❯\u{a0}",
+        &rule,
+        "  ? for shortcuts",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let o = c.classify(AgentKind::Claude, &Signals::screen_only(&rows));
+    assert_eq!(o.kind, Some(BlockedKind::UsageLimit), "{:?}", o.evidence);
+    assert!(o.resets_at.is_some(), "{:?}", o.evidence);
+    // Codex: its `■` error marker, not the model's `•` prose.
+    let codex: Vec<String> = [
+        "› is it safe?",
+        "",
+        "• ■ You've hit your usage limit. Try again at 8:41 AM.",
+        "",
+        "› Ask Codex to do anything",
+        "",
+        "  ? for shortcuts",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let o = c.classify(AgentKind::Codex, &Signals::screen_only(&codex));
+    assert_ne!(o.kind, Some(BlockedKind::UsageLimit), "{:?}", o.evidence);
 }

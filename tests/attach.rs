@@ -33,9 +33,15 @@ fn size(cols: u16, rows: u16) -> PtySize {
 
 impl Operator {
     fn attach(d: &Drover, pane: &str, cols: u16, rows: u16) -> Operator {
+        Operator::attach_args(d, &[pane], cols, rows)
+    }
+
+    /// `drover attach ARGS…` on an operator's terminal of its own.
+    fn attach_args(d: &Drover, args: &[&str], cols: u16, rows: u16) -> Operator {
         let pair = native_pty_system().openpty(size(cols, rows)).unwrap();
         let mut cmd = CommandBuilder::new(BIN);
-        cmd.args(["attach", pane]);
+        cmd.arg("attach");
+        cmd.args(args);
         cmd.env("DROVER_STATE_DIR", &d.state);
         cmd.env("TERM", "xterm-256color");
         cmd.cwd(d.scratch());
@@ -186,7 +192,11 @@ fn attach_replays_types_resizes_and_detaches() {
     let p = d.pane("work").unwrap();
     assert!(p["exit"].is_null(), "pane stopped: {p}");
     assert_eq!(p["attached"], false);
-    assert_eq!(pane_size(&d, "work"), (120, 40), "size not given back");
+    assert!(
+        wait_until(T, || pane_size(&d, "work") == (120, 40)),
+        "size not given back: {:?}",
+        pane_size(&d, "work")
+    );
     d.ok(&["pane", "send", "work", "echo still-$((2+3))"]);
     d.wait_text("work", "still-5", T);
 }
@@ -264,7 +274,11 @@ fn attach_to_an_exited_pane_replays_and_ends() {
     );
     let mut op = Operator::attach(&d, "gone", 100, 30);
     assert_eq!(op.exit_code(), 0);
-    op.wait_screen("last-words");
+    // tmux 3.3a can drop the last output of a pane that exits at once
+    // (docs/tmux.md): the replay of what was seen is native's promise.
+    if on_native() {
+        op.wait_screen("last-words");
+    }
     op.wait_log("exited (code 4)");
     op.assert_restored();
 }
@@ -295,6 +309,9 @@ fn sigterm_to_attach_restores_the_terminal() {
 #[test]
 fn attached_terminal_answers_queries() {
     let d = Drover::new();
+    // On tmux, tmux is the app's terminal and answers its queries itself:
+    // this is about drover's native PTY handing them to the operator.
+    let d = d.native();
     let script = r#"stty -echo -icanon; echo waiting
 IFS= read -r go
 printf '\033[6n'; IFS= read -r -d R pos; echo "POS=${pos#*[}"
@@ -437,4 +454,35 @@ sleep 1000"#;
     op.type_(b"\x1c");
     assert_eq!(op.exit_code(), 0);
     op.assert_restored();
+}
+
+/// Guards: `attach -r` watches without displacing the attached writer, and
+/// what is typed into it (or its size) never reaches the pane.
+#[test]
+fn read_only_attach_neither_kicks_nor_types() {
+    let d = Drover::new();
+    shell_pane(&d, "watched");
+    let mut writer = Operator::attach(&d, "watched", 100, 30);
+    writer.wait_screen("before-2");
+    let mut watcher = Operator::attach_args(&d, &["-r", "watched"], 90, 20);
+    watcher.wait_screen("before-2");
+    assert!(
+        writer.still_running(),
+        "the read-only attach kicked the writer"
+    );
+    // Typed into the watcher: dropped (the marker never runs).
+    watcher.type_(b"echo from-$((6*7))-watcher\r");
+    // The writer still drives the pane at its own size, and the watcher sees it.
+    writer.type_(b"echo from-writer-$((2+3))\r");
+    watcher.wait_screen("from-writer-5");
+    writer.wait_screen("from-writer-5");
+    assert_eq!(pane_size(&d, "watched"), (100, 30));
+    let text = d.ok(&["pane", "read", "watched"]);
+    assert!(!text.contains("from-42-watcher"), "{text}");
+    // The watcher ends on the pane's exit like any attach.
+    writer.type_(b"exit 4\r");
+    assert_eq!(watcher.exit_code(), 0);
+    watcher.wait_log("[pane watched exited (code 4)]");
+    watcher.assert_restored();
+    assert_eq!(writer.exit_code(), 0);
 }

@@ -420,10 +420,13 @@ fn client_disconnecting_mid_request_is_contained() {
         wait_until(T, || d.pane("p").unwrap()["attached"] == false),
         "attach slot not released"
     );
-    let p = d.pane("p").unwrap();
-    assert_eq!(
-        (p["cols"].as_u64(), p["rows"].as_u64()),
-        (Some(120), Some(40))
+    assert!(
+        wait_until(T, || {
+            let p = d.pane("p").unwrap();
+            (p["cols"].as_u64(), p["rows"].as_u64()) == (Some(120), Some(40))
+        }),
+        "size not given back: {}",
+        d.pane("p").unwrap()
     );
     // Still fully working.
     d.ok(&["pane", "send", "p", "x"]);

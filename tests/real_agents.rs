@@ -1,7 +1,10 @@
 //! The real Claude Code and Codex TUIs in drover panes against drover's mock
 //! model server (docs/rehearsal.md). Ignored by plain `cargo test` (they need
-//! the pinned agents from `scripts/install-agents.sh`); run them with
+//! the agents from `scripts/install-agents.sh`); run them with
 //! `cargo test --test real_agents -- --ignored`.
+//! Each test runs once per supported version of its agent
+//! (`scripts/agent-versions`, or `DROVER_AGENT_VERSIONS`), installed side by side
+//! by `scripts/install-agents.sh`.
 //! With `DROVER_RECORD=<dir>` each run also writes its raw PTY bytes and labels
 //! there (`tests/fixtures/recordings/` in the repository).
 //!
@@ -42,6 +45,26 @@ impl Agent {
             Agent::Codex => "codex",
         }
     }
+
+    fn lib(self) -> drover::rehearse::Agent {
+        match self {
+            Agent::Claude => drover::rehearse::Agent::Claude,
+            Agent::Codex => drover::rehearse::Agent::Codex,
+        }
+    }
+
+    /// The versions under test, each one run in turn.
+    fn versions(self) -> Vec<String> {
+        let v = discover::versions(self.lib());
+        assert!(!v.is_empty(), "no {} version listed", self.name());
+        v
+    }
+}
+
+/// `a.b.c` ≥ `x.y.z`, numerically.
+fn at_least(version: &str, min: &str) -> bool {
+    let n = |s: &str| -> Vec<u64> { s.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    n(version) >= n(min)
 }
 
 /// What the screen shows in a state (docs/agents.md's table): all of `all`, none of
@@ -156,6 +179,8 @@ struct Rec {
 /// One rehearsal: a supervisor of its own, the mock model pane and the agent pane.
 struct Run {
     agent: Agent,
+    /// The agent's version under test.
+    version: String,
     root: tempfile::TempDir,
     pane: String,
     cwd: PathBuf,
@@ -168,7 +193,20 @@ struct Run {
 }
 
 impl Run {
-    fn start(agent: Agent, name: &str, script: &str, fault: Option<&str>) -> Run {
+    fn start(agent: Agent, version: &str, name: &str, script: &str, fault: Option<&str>) -> Run {
+        Run::start_with(agent, version, name, script, fault, &[])
+    }
+
+    /// `rehearse` with extra options (`--subscription`, `--tz Z`, `--permission-mode M`).
+    fn start_with(
+        agent: Agent,
+        version: &str,
+        name: &str,
+        script: &str,
+        fault: Option<&str>,
+        extra: &[&str],
+    ) -> Run {
+        let name = &format!("{name}-{}", version.replace('.', "_"));
         // Not under /tmp: Codex warns about helper binaries in temporary dirs.
         let root = tempfile::Builder::new()
             .prefix("rh")
@@ -184,6 +222,9 @@ impl Run {
             checkpoints: Vec::new(),
         });
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_drover"));
+        // The agent's pane on the backend the suite runs on.
+        let backend = std::env::var("DROVER_TEST_BACKEND").unwrap_or_else(|_| "native".into());
+        cmd.env("DROVER_BACKEND", backend);
         cmd.arg("--state-dir")
             .arg(&state)
             .args([
@@ -196,12 +237,15 @@ impl Run {
             ])
             .arg("--script")
             .arg(&script_path);
-        if let Some(bin) = discover::cached(match agent {
-            Agent::Claude => drover::rehearse::Agent::Claude,
-            Agent::Codex => drover::rehearse::Agent::Codex,
-        }) {
-            cmd.arg(format!("--{}-bin", agent.name())).arg(bin);
-        }
+        let bin = discover::cached_version(agent.lib(), version).unwrap_or_else(|| {
+            panic!(
+                "{} {version} is not installed in {}: run scripts/install-agents.sh",
+                agent.name(),
+                discover::cache_root().display()
+            )
+        });
+        cmd.arg(format!("--{}-bin", agent.name())).arg(bin);
+        cmd.args(extra);
         if let Some(f) = fault {
             cmd.args(["--wrong-setup", f]);
         }
@@ -220,6 +264,7 @@ impl Run {
         let client = Client::connect(&socket).expect("connect to the supervisor");
         Run {
             agent,
+            version: version.to_string(),
             pane: name.to_string(),
             cwd: PathBuf::from(info["cwd"].as_str().expect("cwd")),
             state,
@@ -245,6 +290,50 @@ impl Run {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Run `drover --state-dir <state> ARGS`: its exit code and stdout.
+    fn drover_status(&self, args: &[&str]) -> (i32, String) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
+            .arg("--state-dir")
+            .arg(&self.state)
+            .args(args)
+            .output()
+            .expect("run drover");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    }
+
+    /// `drover approve|deny PANE` or `drover answer PANE CHOICE`, which must
+    /// confirm that the pane left the dialog; returns its JSON.
+    fn answer(&self, args: &[&str]) -> Value {
+        let mut a: Vec<&str> = vec![args[0], &self.pane];
+        a.extend(&args[1..]);
+        a.push("--json");
+        let (code, out) = self.drover_status(&a);
+        assert_eq!(
+            code,
+            0,
+            "{} {}: drover {a:?}: {out}",
+            self.agent.name(),
+            self.version
+        );
+        serde_json::from_str(&out).expect("answer --json")
+    }
+
+    /// The pane's observation evidence.
+    fn evidence(&mut self) -> Vec<String> {
+        self.read()["observation"]["evidence"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The job's status (`drover job show`).
@@ -344,11 +433,14 @@ impl Run {
                            "timeout_ms": STEP_TIMEOUT.as_millis() as u64}),
                 )
                 .expect("wait");
-            assert!(
-                v["matched"] == true,
-                "{}: not {state} within {STEP_TIMEOUT:?}: {v}",
-                self.agent.name()
-            );
+            if v["matched"] != true {
+                let screen = self.read()["text"].as_str().unwrap_or_default().to_string();
+                panic!(
+                    "{} {}: not {state} within {STEP_TIMEOUT:?}: {v}\n{screen}",
+                    self.agent.name(),
+                    self.version
+                );
+            }
             Vec::new()
         } else {
             let l = look(self.agent, state);
@@ -482,14 +574,44 @@ fn script(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// start → idle; prompt → working → done; a file-writing tool; an approval;
-/// a question; Esc → idle. Claude asks before every Write and Bash in its
-/// default mode.
+/// The version the pane started is in its observations' evidence.
+fn assert_version_recorded(r: &mut Run) {
+    let want = format!("agent_version:{}", r.version);
+    let ev = r.evidence();
+    assert!(
+        ev.contains(&want),
+        "{} {}: {ev:?}",
+        r.agent.name(),
+        r.version
+    );
+}
+
+/// start → idle; prompt → working → done; a Write approved and a Bash denied
+/// then approved with `drover approve|deny`; a question answered with `drover
+/// answer`; Esc → idle. Claude asks before every Write and Bash in the default
+/// permission mode `rehearse` starts it in.
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_turns_tools_approval_and_interrupt() {
-    let mut r = Run::start(Agent::Claude, "claude-turns", &script("claude-suite"), None);
+    for v in Agent::Claude.versions() {
+        let t = Instant::now();
+        claude_turns(&v);
+        eprintln!("claude {v}: turns in {:?}", t.elapsed());
+    }
+}
+
+fn claude_turns(v: &str) {
+    let mut r = Run::start(
+        Agent::Claude,
+        v,
+        "claude-turns",
+        &script("claude-suite"),
+        None,
+    );
     r.expect_state("idle");
+    assert_version_recorded(&mut r);
+    let (code, out) = r.drover_status(&["approve", &r.pane.clone()]);
+    assert_eq!(code, 3, "approve on an idle pane is refused: {out}");
 
     r.prompt("say hello");
     r.expect_state("working");
@@ -502,7 +624,8 @@ fn claude_turns_tools_approval_and_interrupt() {
         screen.contains("Do you want to create hello.txt?"),
         "{screen}"
     );
-    r.keys(&["Enter"]);
+    let a = r.answer(&["approve"]);
+    assert!(a["attempts"].as_u64().unwrap_or(9) <= 2, "{a}");
     r.expect_state("done");
     assert!(
         r.file("hello.txt").is_file(),
@@ -512,7 +635,24 @@ fn claude_turns_tools_approval_and_interrupt() {
     r.prompt("run the command");
     let screen = r.expect_state("blocked:permission");
     assert!(screen.contains("Do you want to proceed?"), "{screen}");
-    r.keys(&["Enter"]);
+    r.answer(&["deny"]);
+    r.expect_state("idle");
+    assert!(!r.file("bashed.txt").exists(), "a denied Bash ran");
+    // 2.1.197 puts the interrupted prompt back into its composer: clear it.
+    r.keys(&["C-u"]);
+    r.wait_screen("an empty composer", |t| {
+        t.lines()
+            .any(|l| l.trim_end() == "❯" || l.trim_end() == "❯\u{a0}")
+            .then_some(())
+    });
+
+    // Confirmed delivery: an Enter right after an interrupt can be dropped.
+    let pane = r.pane.clone();
+    r.client
+        .call("deliver", json!({"pane": pane, "text": "run the command"}))
+        .expect("deliver after a denial");
+    r.expect_state("blocked:permission");
+    r.answer(&["approve"]);
     r.expect_state("done");
     assert!(r.file("bashed.txt").is_file(), "Bash did not run");
 
@@ -522,9 +662,12 @@ fn claude_turns_tools_approval_and_interrupt() {
         screen.contains("Which colour should the file be?"),
         "{screen}"
     );
-    r.keys(&["Enter"]);
+    let (code, out) = r.drover_status(&["approve", &r.pane.clone()]);
+    assert_eq!(code, 3, "approve does not answer a question: {out}");
+    r.answer(&["answer", "Blue"]);
     let screen = r.expect_state("done");
     assert!(screen.contains("Thanks for the answer."), "{screen}");
+    assert!(screen.contains("Blue"), "{screen}");
 
     // Interrupted before any reply, Claude puts the prompt back into its
     // composer; interrupt once some reply is shown, as an operator would.
@@ -539,13 +682,130 @@ fn claude_turns_tools_approval_and_interrupt() {
     assert!(screen.contains("Interrupted"), "{screen}");
 }
 
-/// The same for Codex: a plain `exec_command` runs in the workspace sandbox
-/// without asking; `require_escalated` asks and `y` approves.
+/// Claude Code 2.1.332's auto mode against a mock (no server-side safety
+/// check): a risky command shows the auto-mode dialog, then the unnumbered
+/// `❯ No / Yes` approval; `drover approve` answers both, `drover deny` the next.
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn claude_auto_mode_dialog_and_unnumbered_approval() {
+    for v in Agent::Claude.versions() {
+        if !at_least(&v, "2.1.300") {
+            eprintln!("claude {v}: no auto mode, skipped");
+            continue;
+        }
+        let mut r = Run::start_with(
+            Agent::Claude,
+            &v,
+            "claude-auto",
+            &script("claude-auto"),
+            None,
+            &["--permission-mode", "auto"],
+        );
+        r.expect_state("idle");
+        r.prompt("risky");
+        r.expect_state("blocked:permission");
+        let a = r.answer(&["approve"]);
+        assert_eq!(a["dialog"], "auto_mode", "{a}");
+        r.expect_state("done");
+        r.prompt("risky");
+        let screen = r.expect_state("blocked:permission");
+        assert!(screen.contains("❯ No"), "the unnumbered form: {screen}");
+        r.answer(&["deny"]);
+        r.expect_state("idle");
+    }
+}
+
+/// The APIs' usage-limit answers (HTTP 429) make the real TUIs show their
+/// limit screens: `blocked{usage_limit}` with the reset time read from the
+/// screen; Claude's limit menu is answered by label.
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn claude_usage_limit_has_resets_at_and_menu() {
+    for v in Agent::Claude.versions() {
+        let mut r = Run::start_with(
+            Agent::Claude,
+            &v,
+            "claude-limit",
+            &script("limits"),
+            None,
+            &["--subscription", "--tz", "America/Los_Angeles"],
+        );
+        r.expect_state("idle");
+        let t0 = chrono::Utc::now();
+        r.prompt("hit the weekly limit");
+        r.expect_state("blocked:usage_limit");
+        assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+        // 2.1.197 draws the limit line first and opens its menu a moment later.
+        r.expect_text("What do you want to do?");
+        let a = r.answer(&["answer", "Stop and wait for limit to reset"]);
+        assert_eq!(a["dialog"], "limit_menu", "{a}");
+        r.expect_state("blocked:usage_limit");
+        assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+    }
+}
+
+/// The same for Codex: `■ You've hit your usage limit … try again at …`, and
+/// the model-switch popup under it answered by label.
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn codex_usage_limit_has_resets_at() {
+    for v in Agent::Codex.versions() {
+        let mut r = Run::start(Agent::Codex, &v, "codex-limit", &script("limits"), None);
+        r.expect_state("idle");
+        let t0 = chrono::Utc::now();
+        r.prompt("hit the weekly limit");
+        r.expect_state("blocked:usage_limit");
+        assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+        if r.read()["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("enter select")
+        {
+            r.answer(&["answer", "Keep current model"]);
+        }
+        r.expect_state("blocked:usage_limit");
+        assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+    }
+}
+
+/// `resets_in_s` of `tests/fixtures/mock-scripts/limits.toml`.
+const LIMIT_RESETS_IN_S: i64 = 200_000;
+
+fn assert_resets_at(r: &mut Run, t0: chrono::DateTime<chrono::Utc>, resets_in_s: i64) {
+    let ev = r.evidence();
+    let at = ev
+        .iter()
+        .find_map(|e| e.strip_prefix("resets_at:"))
+        .unwrap_or_else(|| panic!("{} {}: no resets_at in {ev:?}", r.agent.name(), r.version));
+    let at = chrono::DateTime::parse_from_rfc3339(at).expect("resets_at is RFC 3339");
+    let want = t0 + chrono::Duration::seconds(resets_in_s);
+    let off = (at.with_timezone(&chrono::Utc) - want).num_seconds().abs();
+    // The screens show minutes; allow for that and the test's own pace.
+    assert!(
+        off <= 180,
+        "{} {}: resets_at {at}, want ≈ {want}",
+        r.agent.name(),
+        r.version
+    );
+}
+
+/// The same for Codex: a plain `exec_command` runs in the workspace sandbox
+/// without asking; `require_escalated` asks: denied with `drover deny`, then
+/// approved with `drover approve`.
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_turns_tools_approval_and_interrupt() {
-    let mut r = Run::start(Agent::Codex, "codex-turns", &script("codex-suite"), None);
+    for v in Agent::Codex.versions() {
+        let t = Instant::now();
+        codex_turns(&v);
+        eprintln!("codex {v}: turns in {:?}", t.elapsed());
+    }
+}
+
+fn codex_turns(v: &str) {
+    let mut r = Run::start(Agent::Codex, v, "codex-turns", &script("codex-suite"), None);
     r.expect_state("idle");
+    assert_version_recorded(&mut r);
 
     r.prompt("say hello");
     r.expect_state("working");
@@ -562,7 +822,13 @@ fn codex_turns_tools_approval_and_interrupt() {
     r.prompt("run the command");
     let screen = r.expect_state("blocked:permission");
     assert!(screen.contains("touch escalated.txt"), "{screen}");
-    r.keys(&["y"]);
+    r.answer(&["deny"]);
+    r.expect_state("idle");
+    assert!(!r.file("escalated.txt").exists(), "a denied command ran");
+
+    r.prompt("run the command");
+    r.expect_state("blocked:permission");
+    r.answer(&["approve"]);
     r.expect_state("done");
     assert!(
         r.file("escalated.txt").is_file(),
@@ -578,21 +844,25 @@ fn codex_turns_tools_approval_and_interrupt() {
 
 /// A wrong setup shows a setup dialog, which no prompt can answer.
 fn wrong_setup(agent: Agent, fault: &str, marker: &str) {
-    let name = format!("{}-{fault}", agent.name());
-    let mut r = Run::start(agent, &name, "", Some(fault));
-    let screen = r.expect_state("blocked:setup");
-    assert!(screen.contains(marker), "{screen}");
+    for v in agent.versions() {
+        let name = format!("{}-{fault}", agent.name());
+        let mut r = Run::start(agent, &v, &name, "", Some(fault));
+        let screen = r.expect_state("blocked:setup");
+        assert!(screen.contains(marker), "{} {v}: {screen}", agent.name());
+        let (code, out) = r.drover_status(&["approve", &r.pane.clone()]);
+        assert_eq!(code, 3, "approve does not answer a setup dialog: {out}");
+    }
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_wrong_setup_is_a_setup_dialog() {
     wrong_setup(Agent::Claude, "untrusted", "Accessing workspace:");
     wrong_setup(Agent::Claude, "unapproved-key", "Detected a custom API key");
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_wrong_setup_is_a_setup_dialog() {
     wrong_setup(Agent::Codex, "untrusted", "Trust this folder");
     wrong_setup(Agent::Codex, "no-provider", "Sign in with ChatGPT");
@@ -602,7 +872,13 @@ fn codex_wrong_setup_is_a_setup_dialog() {
 /// uses) against the real TUIs: the prompt is taken, confirmed as working,
 /// and never submitted twice — twice in a row, from idle and from done.
 fn confirmed_delivery(agent: Agent, name: &str, suite: &str) {
-    let mut r = Run::start(agent, name, &script(suite), None);
+    for v in agent.versions() {
+        confirmed_delivery_of(agent, &v, name, suite);
+    }
+}
+
+fn confirmed_delivery_of(agent: Agent, v: &str, name: &str, suite: &str) {
+    let mut r = Run::start(agent, v, name, &script(suite), None);
     r.expect_state("idle");
     for round in 0..2 {
         let v = r
@@ -625,13 +901,13 @@ fn confirmed_delivery(agent: Agent, name: &str, suite: &str) {
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_confirmed_delivery() {
     confirmed_delivery(Agent::Claude, "claude-send", "claude-suite");
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_confirmed_delivery() {
     confirmed_delivery(Agent::Codex, "codex-send", "codex-suite");
 }
@@ -641,9 +917,9 @@ fn codex_confirmed_delivery() {
 /// `prompt`'s attempt; the supervisor's evidence watcher and shadow runner
 /// decide. Claude asks before each `Write` and is approved; Codex writes in its
 /// sandbox without asking. Returns the run and the dispatch's attempt.
-fn dispatched(agent: Agent, name: &str, prompt: &str) -> (Run, String) {
+fn dispatched(agent: Agent, v: &str, name: &str, prompt: &str) -> (Run, String) {
     let suite = format!("dispatch-{}", agent.name());
-    let mut r = Run::start(agent, name, &script(&suite), None);
+    let mut r = Run::start(agent, v, name, &script(&suite), None);
     r.expect_state("idle");
     r.drover(&["job", "create", "J1"]);
     let spec = DispatchSpec {
@@ -673,7 +949,7 @@ fn dispatched(agent: Agent, name: &str, prompt: &str) -> (Run, String) {
         for file in ["out.txt", "report.json"] {
             let ask = format!("Do you want to create {file}?");
             r.wait_screen(&ask, |t| t.contains(&ask).then_some(()));
-            r.keys(&["Enter"]);
+            r.answer(&["approve"]);
         }
     }
     (r, d.attempt_id)
@@ -692,22 +968,47 @@ fn long_prompt(first: &str) -> String {
 }
 
 fn dispatch_completes(agent: Agent, name: &str) {
-    let (mut r, attempt) = dispatched(agent, name, &long_prompt("write out.txt for this job"));
+    for v in agent.versions() {
+        dispatch_completes_on(agent, &v, name);
+    }
+}
+
+fn dispatch_completes_on(agent: Agent, v: &str, name: &str) {
+    let (mut r, attempt) = dispatched(agent, v, name, &long_prompt("write out.txt for this job"));
     r.wait_until("completed job", |r| r.job_status("J1") == "completed");
     assert!(r.file("out.txt").is_file(), "the agent wrote no out.txt");
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(r.file("report.json")).expect("report"))
             .expect("report is JSON");
     assert_eq!(report["attempt_id"], attempt.as_str());
-    let last = r.decisions("J1").last().cloned().expect("a decision");
-    assert_eq!(last["decision"], "complete", "{last}");
-    assert_eq!(last["action"], "completed", "{last}");
-    assert_eq!(last["attempt_id"], attempt.as_str(), "{last}");
+    // The decision that completed the job names the attempt. (A decision the
+    // runner appends after it, from a list of running jobs read just before,
+    // is not the one that completed it.)
+    // The runner appends its decision after the engine has moved the job.
+    r.wait_until("the completing decision", |r| {
+        r.decisions("J1").iter().any(|d| d["action"] == "completed")
+    });
+    let all = r.decisions("J1");
+    let done: Vec<&Value> = all.iter().filter(|d| d["action"] == "completed").collect();
+    assert_eq!(
+        done.len(),
+        1,
+        "exactly one decision completed the job: {all:?}"
+    );
+    assert_eq!(done[0]["decision"], "complete", "{all:?}");
+    assert_eq!(done[0]["attempt_id"], attempt.as_str(), "{all:?}");
 }
 
 fn dispatch_misattributed_is_held(agent: Agent, name: &str) {
+    for v in agent.versions() {
+        dispatch_misattributed_on(agent, &v, name);
+    }
+}
+
+fn dispatch_misattributed_on(agent: Agent, v: &str, name: &str) {
     let (mut r, _) = dispatched(
         agent,
+        v,
         name,
         &long_prompt("write out.txt and report as someone else"),
     );
@@ -728,25 +1029,25 @@ fn dispatch_misattributed_is_held(agent: Agent, name: &str) {
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_dispatch_completes() {
     dispatch_completes(Agent::Claude, "claude-dispatch");
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_dispatch_completes() {
     dispatch_completes(Agent::Codex, "codex-dispatch");
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Claude, "claude-unattributed");
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Codex, "codex-unattributed");
 }
@@ -842,7 +1143,13 @@ impl AttachedTerminal {
 /// typed there gets its answer, and none of the agent's own escape traffic
 /// (titles, queries) reaches the terminal.
 fn attach_renders_and_takes_input(agent: Agent, name: &str, suite: &str) {
-    let mut r = Run::start(agent, name, &script(suite), None);
+    for v in agent.versions() {
+        attach_renders_and_takes_input_of(agent, &v, name, suite);
+    }
+}
+
+fn attach_renders_and_takes_input_of(agent: Agent, v: &str, name: &str, suite: &str) {
+    let mut r = Run::start(agent, v, name, &script(suite), None);
     r.expect_state("idle");
     let mut term = AttachedTerminal::open(&r);
     // The agent's screen, as the pane has it, is on the operator's terminal.
@@ -886,13 +1193,13 @@ fn attach_renders_and_takes_input(agent: Agent, name: &str, suite: &str) {
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn claude_attach_renders_and_takes_input() {
     attach_renders_and_takes_input(Agent::Claude, "claude-attach", "claude-suite");
 }
 
 #[test]
-#[ignore = "needs the pinned real agents: scripts/install-agents.sh"]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_attach_renders_and_takes_input() {
     attach_renders_and_takes_input(Agent::Codex, "codex-attach", "codex-suite");
 }

@@ -484,3 +484,27 @@ fn dispatch_script_templates_the_report_for_codex() {
     assert_eq!(r["session_id"], "implementer");
     assert_eq!(r["side_effects"][0]["kind"], "file");
 }
+
+/// A `limit` step answers like each API at a usage limit: HTTP 429 with its error body.
+#[test]
+fn limit_step_answers_429_like_each_api() {
+    let m = start_fixture("limits");
+    let port = m.port();
+    let tools = json!([{"name": "Write"}]);
+    let (status, _, body) = request(
+        port,
+        "POST",
+        "/v1/messages?beta=true",
+        Some(claude_request("hit the weekly limit", tools, vec![])),
+    );
+    assert_eq!(status, 429, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["type"], "rate_limit_error", "{v}");
+    let req = json!({"model": "mock-model", "stream": true, "tools": [{"type": "function", "name": "exec_command"}],
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hit the weekly limit"}]}]});
+    let (status, _, body) = request(port, "POST", "/v1/responses", Some(req));
+    assert_eq!(status, 429, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["type"], "usage_limit_reached", "{v}");
+    assert!(v["error"]["resets_at"].as_i64().unwrap_or(0) > 0, "{v}");
+}

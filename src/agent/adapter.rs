@@ -56,6 +56,50 @@ impl ClaudePermission {
     }
 }
 
+/// The arguments that set an agent's permission mode explicitly (Claude Code
+/// 2.1.332 otherwise starts in auto mode, which needs the vendor's server-side
+/// check and else asks a human): Claude `--permission-mode plan` for read-only
+/// roles and `acceptEdits` for the writer; Codex `-s read-only` /
+/// `-s workspace-write`. Other kinds take none.
+pub fn permission_args(kind: AgentKind, read_only: bool) -> Vec<String> {
+    let access = if read_only {
+        Access::ReadOnly
+    } else {
+        Access::Write
+    };
+    match kind {
+        AgentKind::Claude => vec![
+            "--permission-mode".into(),
+            ClaudePermission::for_access(access).as_str().into(),
+        ],
+        AgentKind::Codex => vec!["-s".into(), codex_sandbox(access).into()],
+        AgentKind::Sim | AgentKind::Shell => vec![],
+    }
+}
+
+/// True when `args` already choose a permission mode (so none is added).
+pub fn sets_permission_mode(kind: AgentKind, args: &[String]) -> bool {
+    let flags: &[&str] = match kind {
+        AgentKind::Claude => &[
+            "--permission-mode",
+            "--dangerously-skip-permissions",
+            "--allow-dangerously-skip-permissions",
+        ],
+        AgentKind::Codex => &[
+            "-s",
+            "--sandbox",
+            "--full-auto",
+            "--dangerously-bypass-approvals-and-sandbox",
+        ],
+        AgentKind::Sim | AgentKind::Shell => return false,
+    };
+    args.iter().any(|a| {
+        flags
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+    })
+}
+
 /// Codex's sandbox (`-s`) for an access level.
 pub fn codex_sandbox(a: Access) -> &'static str {
     match a {
@@ -442,6 +486,26 @@ mod tests {
         let d = launch(AgentKind::Claude, &o).unwrap();
         assert_eq!(d.argv, ["/opt/claude", "--permission-mode", "default"]);
         assert_eq!(d.env_remove, ["TMUX", "TMUX_PANE"]);
+    }
+
+    #[test]
+    fn permission_args_are_explicit_per_access() {
+        assert_eq!(
+            permission_args(AgentKind::Claude, true),
+            ["--permission-mode", "plan"]
+        );
+        assert_eq!(
+            permission_args(AgentKind::Claude, false),
+            ["--permission-mode", "acceptEdits"]
+        );
+        assert_eq!(permission_args(AgentKind::Codex, true), ["-s", "read-only"]);
+        assert!(permission_args(AgentKind::Shell, true).is_empty());
+        let given = ["--permission-mode=default".to_string()];
+        assert!(sets_permission_mode(AgentKind::Claude, &given));
+        assert!(!sets_permission_mode(
+            AgentKind::Claude,
+            &["--verbose".into()]
+        ));
     }
 
     #[test]

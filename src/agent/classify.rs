@@ -16,6 +16,7 @@
 //!    `since_spawn_ms < STARTING_GRACE_MS`, else `unknown`.
 
 use super::AgentError;
+use super::limit;
 use super::rules::{self, Rule, ScreenView};
 use super::state::{AgentKind, BlockedKind, Observation, State};
 use std::path::Path;
@@ -138,10 +139,28 @@ fn osc_claim(payload: &str) -> Option<Claim> {
     }
 }
 
-/// Title claims: a braille spinner glyph first means working; Claude's `✳ `
-/// means ready or waiting (idle, done and a permission wait look alike).
+/// Claude Code 2.1.332's working title spinner (2.1.197 and Codex use braille).
+const CIRCLE_SPINNER: [char; 4] = ['◐', '◓', '◑', '◒'];
+
+/// Title claims: a spinner glyph first (braille, or Claude 2.1.332's `◐◓◑◒`)
+/// means working; Claude's `✳ ` means ready or waiting (idle, done and a
+/// permission wait look alike).
 fn title_claim(title: &str, kind: AgentKind) -> Option<(Claim, &'static str)> {
     let first = title.trim_start().chars().next()?;
+    if CIRCLE_SPINNER.contains(&first) && matches!(kind, AgentKind::Claude | AgentKind::Sim) {
+        // Names `working` when the screen has no verdict, but never overrules
+        // one: 2.1.332 redraws its title after the screen, and a disagreement
+        // would make every finished turn read `unknown` for a moment.
+        return Some((
+            Claim {
+                source: "title",
+                state: Some(State::Working),
+                kind: None,
+                allows: &[State::Working, State::Idle, State::Done, State::Blocked],
+            },
+            "title:spinner",
+        ));
+    }
     if ('\u{2801}'..='\u{28ff}').contains(&first) {
         return Some((
             Claim {
@@ -195,18 +214,37 @@ impl Classifier {
         &self.rules
     }
 
-    /// Classify the signals of one pane.
+    /// Classify the signals of one pane. A `blocked{usage_limit}` observation
+    /// carries `resets_at` when the screen's limit line gives a time (read in
+    /// the local zone when the line names none).
     pub fn classify(&self, kind: AgentKind, s: &Signals) -> Observation {
+        let mut o = self.classify_state(kind, s);
+        // Also while a disagreeing signal settles: the screen shows the limit.
+        let limit_rule = o
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("rule:") && e.contains("usage_limit"));
+        if o.kind == Some(BlockedKind::UsageLimit) || limit_rule {
+            let view = ScreenView::new(s.rows);
+            let text = view.bottom_rows(limit::LIMIT_ROWS).join(" ");
+            if let Some(t) = limit::resets_at(&text, chrono::Utc::now(), &chrono::Local) {
+                let t = t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                o.evidence.push(format!("resets_at:{t}"));
+                o.resets_at = Some(t);
+            }
+        }
+        o
+    }
+
+    fn classify_state(&self, kind: AgentKind, s: &Signals) -> Observation {
         if let Some(code) = s.exited {
             let ev = match code {
                 Some(c) => format!("exit:{c}"),
                 None => "exit:signal".to_string(),
             };
             return Observation {
-                state: State::Exited,
-                kind: None,
                 exit_code: code,
-                evidence: vec![ev],
+                ..Observation::new(State::Exited, vec![ev])
             };
         }
         let view = ScreenView::new(s.rows);
@@ -220,7 +258,8 @@ impl Classifier {
             evidence.push(format!("rule:{}", r.name));
         }
         let mut claims: Vec<Claim> = Vec::new();
-        if let Some(p) = s.osc7501 {
+        // Claude 2.1.332 sends one OSC 7501 query (`?`) at start: not a state.
+        if let Some(p) = s.osc7501.filter(|p| p.trim() != "?") {
             match osc_claim(p) {
                 Some(c) => {
                     evidence.push(format!("osc7501:{}", osc_label(&c)));
@@ -492,6 +531,30 @@ mod tests {
         let o = c.classify(AgentKind::Claude, &s);
         assert_eq!(o.state, State::Idle);
         assert!(o.evidence.contains(&"title:ready".to_string()));
+    }
+
+    #[test]
+    fn claude_2_1_332_circle_spinner_is_working_but_never_overrules_the_screen() {
+        let c = Classifier::builtin().unwrap();
+        let r = rows(&["loading"]);
+        let mut s = sig(&r);
+        s.title = Some("◐ Claude Code");
+        let o = c.classify(AgentKind::Claude, &s);
+        assert_eq!(o.state, State::Working, "{:?}", o.evidence);
+        let r = claude_idle();
+        let mut s = sig(&r);
+        s.title = Some("◓ Claude Code");
+        assert_eq!(c.classify(AgentKind::Claude, &s).state, State::Idle);
+        // The OSC 7501 `?` query 2.1.332 sends at start is not a state.
+        s.title = None;
+        s.osc7501 = Some("?");
+        let o = c.classify(AgentKind::Claude, &s);
+        assert_eq!(o.state, State::Idle);
+        assert!(
+            !o.evidence.iter().any(|e| e.starts_with("osc7501")),
+            "{:?}",
+            o.evidence
+        );
     }
 
     #[test]

@@ -11,9 +11,12 @@
 
 pub mod adapter;
 pub mod classify;
+pub mod dialog;
+pub mod limit;
 pub mod rules;
 pub mod sim;
 pub mod state;
+pub mod version;
 
 pub use adapter::{
     Access, LaunchOptions, LaunchSpec, Write, delivery_plan, is_ready, launch, prompt_visible,

@@ -39,6 +39,7 @@ struct RawCond {
     rows: Option<usize>,
     anchor: Option<String>,
     anchor_rows: Option<usize>,
+    skip: Option<String>,
     #[serde(default)]
     absent: bool,
 }
@@ -49,6 +50,7 @@ enum RegionName {
     Bottom,
     Last,
     Above,
+    Below,
     Screen,
 }
 
@@ -60,6 +62,14 @@ pub enum Region {
     /// The `rows` non-blank, non-rule rows just above the anchor row (the last
     /// row matching `anchor` within the bottom `anchor_rows` non-blank rows).
     Above {
+        anchor: Regex,
+        anchor_rows: usize,
+        rows: usize,
+        /// Rows that are skipped like rules (right-aligned hint rows).
+        skip: Option<Regex>,
+    },
+    /// The `rows` non-blank, non-rule rows just below the anchor row.
+    Below {
         anchor: Regex,
         anchor_rows: usize,
         rows: usize,
@@ -145,25 +155,50 @@ pub fn compile(text: &str, origin: &str) -> Result<Vec<Rule>, AgentError> {
                     } else {
                         BOTTOM_ROWS
                     };
-                    if c.anchor.is_some() {
+                    if c.anchor.is_some() || c.skip.is_some() {
                         return Err(bad(format!(
-                            "{cat}: `anchor` is only for region = \"above\""
+                            "{cat}: `anchor` and `skip` are only for region = \"above\" or \"below\""
                         )));
                     }
                     Region::Bottom {
                         rows: c.rows.unwrap_or(default).max(1),
                     }
                 }
-                RegionName::Above => {
+                RegionName::Above | RegionName::Below => {
                     let Some(a) = c.anchor else {
-                        return Err(bad(format!("{cat}: region \"above\" needs `anchor`")));
+                        return Err(bad(format!(
+                            "{cat}: region \"above\"/\"below\" needs `anchor`"
+                        )));
                     };
                     let anchor =
                         Regex::new(&a).map_err(|e| bad(format!("{cat}: bad anchor regex: {e}")))?;
-                    Region::Above {
-                        anchor,
-                        anchor_rows: c.anchor_rows.unwrap_or(BOTTOM_ROWS).max(1),
-                        rows: c.rows.unwrap_or(1).max(1),
+                    let anchor_rows = c.anchor_rows.unwrap_or(BOTTOM_ROWS).max(1);
+                    let rows = c.rows.unwrap_or(1).max(1);
+                    if c.region == RegionName::Below {
+                        if c.skip.is_some() {
+                            return Err(bad(format!(
+                                "{cat}: `skip` is only for region = \"above\""
+                            )));
+                        }
+                        Region::Below {
+                            anchor,
+                            anchor_rows,
+                            rows,
+                        }
+                    } else {
+                        let skip = match c.skip {
+                            Some(s) => Some(
+                                Regex::new(&s)
+                                    .map_err(|e| bad(format!("{cat}: bad skip regex: {e}")))?,
+                            ),
+                            None => None,
+                        };
+                        Region::Above {
+                            anchor,
+                            anchor_rows,
+                            rows,
+                            skip,
+                        }
                     }
                 }
                 RegionName::Screen => Region::Screen,
@@ -241,23 +276,53 @@ impl<'a> ScreenView<'a> {
         self.nonblank.iter().rev().take(n).map(|&i| self.rows[i])
     }
 
-    fn above(&self, anchor: &Regex, anchor_rows: usize, n: usize) -> Option<Vec<&'a str>> {
+    /// Index into `nonblank` of the last row matching `anchor` among the bottom `anchor_rows`.
+    fn anchor_at(&self, anchor: &Regex, anchor_rows: usize) -> Option<usize> {
         let pos = self
             .nonblank
             .iter()
             .rev()
             .take(anchor_rows)
             .position(|&i| anchor.is_match(self.rows[i]))?;
-        let k = self.nonblank.len() - 1 - pos;
+        Some(self.nonblank.len() - 1 - pos)
+    }
+
+    fn above(
+        &self,
+        anchor: &Regex,
+        anchor_rows: usize,
+        n: usize,
+        skip: Option<&Regex>,
+    ) -> Option<Vec<&'a str>> {
+        let k = self.anchor_at(anchor, anchor_rows)?;
         Some(
             self.nonblank[..k]
                 .iter()
                 .rev()
                 .map(|&i| self.rows[i])
+                .filter(|r| !is_separator(r) && !skip.is_some_and(|s| s.is_match(r)))
+                .take(n)
+                .collect(),
+        )
+    }
+
+    fn below(&self, anchor: &Regex, anchor_rows: usize, n: usize) -> Option<Vec<&'a str>> {
+        let k = self.anchor_at(anchor, anchor_rows)?;
+        Some(
+            self.nonblank[k + 1..]
+                .iter()
+                .map(|&i| self.rows[i])
                 .filter(|r| !is_separator(r))
                 .take(n)
                 .collect(),
         )
+    }
+
+    /// The rows of the bottom `n` non-blank rows, top to bottom.
+    pub fn bottom_rows(&self, n: usize) -> Vec<&'a str> {
+        let mut v: Vec<&'a str> = self.bottom(n).collect();
+        v.reverse();
+        v
     }
 
     /// Does the condition hold on this screen?
@@ -269,8 +334,17 @@ impl<'a> ScreenView<'a> {
                 anchor,
                 anchor_rows,
                 rows,
-            } => match self.above(anchor, *anchor_rows, *rows) {
+                skip,
+            } => match self.above(anchor, *anchor_rows, *rows, skip.as_ref()) {
                 // Without its anchor a condition fails, negated or not.
+                None => return false,
+                Some(v) => v.iter().any(|r| c.regex.is_match(r)),
+            },
+            Region::Below {
+                anchor,
+                anchor_rows,
+                rows,
+            } => match self.below(anchor, *anchor_rows, *rows) {
                 None => return false,
                 Some(v) => v.iter().any(|r| c.regex.is_match(r)),
             },
@@ -338,6 +412,7 @@ mod tests {
                 anchor: Regex::new("^❯").unwrap(),
                 anchor_rows: 12,
                 rows: 1,
+                skip: None,
             },
             regex: Regex::new("Worked").unwrap(),
             absent: false,
@@ -348,6 +423,7 @@ mod tests {
                 anchor: Regex::new("^›").unwrap(),
                 anchor_rows: 12,
                 rows: 1,
+                skip: None,
             },
             regex: Regex::new(".").unwrap(),
             absent: true,

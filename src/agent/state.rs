@@ -292,6 +292,10 @@ pub struct Observation {
     /// Rule names and signals that produced the state, e.g. `rule:claude.permission`,
     /// `osc7501:working`, `title:spinner`, `exit:0`.
     pub evidence: Vec<String>,
+    /// For `blocked{usage_limit}`: when the limit resets (RFC 3339, UTC), when
+    /// the screen gives a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
 }
 
 impl Observation {
@@ -302,6 +306,7 @@ impl Observation {
             kind: None,
             exit_code: None,
             evidence,
+            resets_at: None,
         }
     }
 

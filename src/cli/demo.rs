@@ -127,6 +127,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!(
             "  drover --state-dir {sd} attach asks     # the permission prompt; Ctrl-\\ detaches"
         );
+        println!(
+            "  drover --state-dir {sd} approve asks    # or deny: answered, confirmed by the dialog leaving"
+        );
         println!("  drover --state-dir {sd} kill-server     # when done");
         println!("  rm -rf {}", shell_quote(&tmp.display().to_string()));
         println!("or, for this shell: export DROVER_STATE_DIR={sd}");
@@ -227,6 +230,7 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
         json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}),
     )?;
     let auto = phase(d, repo, "auto", true)?;
+    lanes_round(d, repo, exe)?;
 
     println!();
     d.say("summary");
@@ -249,6 +253,122 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     println!("DROVER_AUTOCOMPLETE=1 the clean job was completed through the engine; the");
     println!("blocked one waits for a human and the wrong-attempt report is never trusted.");
     println!("Run `drover demo --keep` to look at the lanes afterwards (it prints the commands).");
+    Ok(())
+}
+
+/// Lanes: a four-role topology of sim lanes (`lane up --sim`), a job
+/// dispatched to each, `lane ls`, and `lane down --all` leaving nothing.
+fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
+    use drover::lane;
+    let lane_err = |e: lane::LaneError| fail(e.exit_code(), e.to_string());
+    println!();
+    d.say(
+        "lanes: `lane up --topology four-role --sim`, a worktree and a pane per (session, agent)",
+    );
+    let topology = drover::registry::Topology::FourRole;
+    for role in topology.roles() {
+        for agent in drover::registry::Agent::ALL {
+            let id = lane::lane_id(role.session_id, agent);
+            let dir = lane::lane_dir(&d.state_dir, &id);
+            std::fs::create_dir_all(&dir)?;
+            let report = dir.join("report.json").display().to_string();
+            std::fs::write(
+                dir.join("sim-script.toml"),
+                format!(
+                    "[[turn]]\nsteps = [{{ work = 400 }}, {{ report = {{ path = {report:?} }} }}, \"finish\"]\n"
+                ),
+            )?;
+        }
+    }
+    let socket =
+        drover::paths::socket_path(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let req = lane::up::UpRequest {
+        topology,
+        repo: repo.to_path_buf(),
+        base: None,
+        agents: drover::registry::Agent::ALL.to_vec(),
+        sessions: None,
+        backend: "native".into(),
+        sim: true,
+        exe: exe.to_path_buf(),
+        env: Vec::new(),
+        socket,
+        ready_timeout: PHASE_TIMEOUT,
+    };
+    let t = Instant::now();
+    let report = lane::up::up(&d.state_dir, &mut d.client, &req).map_err(lane_err)?;
+    d.say(&format!(
+        "  {} lanes ready in {:.2}s, cut from {} at {}",
+        report.lanes.len(),
+        t.elapsed().as_secs_f64(),
+        report.base_ref,
+        &report.base_sha[..12]
+    ));
+    let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let recs = lane::load(&d.state_dir).map_err(lane_err)?.lanes;
+    for rec in &recs {
+        let job = format!("lane-{}", rec.lane_id);
+        engine
+            .transition(&Request::new(
+                job.clone(),
+                Action::Create { deadline: None },
+                Actor::operator(),
+            ))
+            .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        let spec = DispatchSpec {
+            job_id: job,
+            pane: rec.pane.clone(),
+            session_id: rec.session_id.clone(),
+            prompt: format!("Review your part of the change as the {}.", rec.role),
+            report_path: None,
+            worktree: None,
+            autocomplete: false,
+            ready_timeout_ms: None,
+        };
+        dispatch(&d.state_dir, &mut d.client, &spec)
+            .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    }
+    d.say(&format!(
+        "  dispatched a job to each of the {} lanes",
+        recs.len()
+    ));
+    let ids: Vec<String> = recs.iter().map(|r| r.lane_id.clone()).collect();
+    let v = d.call(
+        "wait",
+        json!({"panes": ids, "until": ["done", "idle"], "timeout_ms": PHASE_TIMEOUT.as_millis() as u64}),
+    )?;
+    if v["timed_out"].as_bool() == Some(true) {
+        return Err(fail(exit::TIMEOUT, "the lanes did not finish their jobs"));
+    }
+    d.say("  every lane reported and finished its turn; `lane ls`:");
+    let rows = lane::ls::ls(&d.state_dir, Some(&mut d.client)).map_err(lane_err)?;
+    super::lane::print_ls(&rows, true);
+    // The lanes' jobs end with their lanes (cancelled through the engine).
+    for rec in &recs {
+        let job = format!("lane-{}", rec.lane_id);
+        let mut req = Request::new(
+            job.clone(),
+            Action::Cancel {
+                reason: Some("demo: lanes taken down".into()),
+            },
+            Actor::operator(),
+        );
+        req.expected_status = Some(drover::engine::Status::Running);
+        let status = engine
+            .transition(&req)
+            .map(|a| a.record().status.as_str().to_string())
+            .unwrap_or_else(|e| format!("not cancelled: {e}"));
+        println!("    {job} {status}");
+    }
+    let out = lane::down::down(&d.state_dir, Some(&mut d.client), None).map_err(lane_err)?;
+    let removed = out.iter().filter(|o| o.removed).count();
+    let left = std::fs::read_dir(d.state_dir.join("worktrees"))
+        .map(|r| r.count())
+        .unwrap_or(0);
+    d.say(&format!(
+        "  `lane down --all`: {removed} of {} lanes removed (clean and merged); {left} worktrees left",
+        out.len()
+    ));
     Ok(())
 }
 

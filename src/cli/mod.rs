@@ -3,6 +3,7 @@
 //! Library errors are mapped to the exit codes of docs/cli.md here, nowhere else.
 
 mod agent;
+mod answer;
 mod attach;
 mod completions;
 mod demo;
@@ -10,6 +11,7 @@ mod demo_loop;
 mod events;
 mod fmt;
 mod job;
+mod lane;
 mod lease;
 mod loopcmd;
 mod mix;
@@ -91,6 +93,11 @@ pub enum Command {
     /// Attach this terminal to a pane (detach with Ctrl-\; `-r` to watch only).
     #[command(after_help = "Example:\n  drover attach work        # Ctrl-\\ detaches")]
     Attach(attach::AttachArgs),
+    /// Lanes: a worktree and an agent pane per (session, agent).
+    Lane {
+        #[command(subcommand)]
+        cmd: lane::LaneCmd,
+    },
     /// Wait until panes reach one of the given states.
     #[command(after_help = wait::AFTER_HELP)]
     Wait(wait::WaitArgs),
@@ -139,6 +146,8 @@ pub enum Command {
     Policy(policy::Commands),
     #[command(flatten)]
     Rehearse(rehearse::Commands),
+    #[command(flatten)]
+    Answer(answer::Commands),
 }
 
 /// What every command may need: where the state is, and how to reach the supervisor.
@@ -298,6 +307,7 @@ pub fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a, &ctx),
         Command::Pane { cmd } => pane::run(cmd, &ctx),
         Command::Attach(a) => attach::run(a, &ctx),
+        Command::Lane { cmd } => lane::run(cmd, &ctx),
         Command::Wait(a) => wait::run(a, &ctx),
         Command::Send(a) => send::run(a, &ctx),
         Command::Dispatch(a) => shadow::dispatch_cmd(a, &ctx),
@@ -312,6 +322,7 @@ pub fn main() -> ExitCode {
         Command::Agent(c) => agent::run(c, &ctx),
         Command::Policy(c) => policy::run(c, &ctx),
         Command::Rehearse(c) => rehearse::run(c, &ctx),
+        Command::Answer(c) => answer::run(c, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

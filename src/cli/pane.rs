@@ -113,6 +113,9 @@ pub struct NewArgs {
     /// How the screen is read: shell, claude, codex, sim.
     #[arg(long, default_value = "shell")]
     pub agent: String,
+    /// Where the pane lives: native (a PTY drover owns), tmux or herdr.
+    #[arg(long, env = "DROVER_BACKEND", default_value = "native")]
+    pub backend: String,
     /// Print one JSON document: {name, pid, generation, …}.
     #[arg(long)]
     pub json: bool,
@@ -210,17 +213,26 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         PaneCmd::New(a) => {
             let spec = build_spec(&a)?;
+            let backend: drover::pane::Backend =
+                a.backend
+                    .parse()
+                    .map_err(|e: drover::pane::backend::UnknownBackend| {
+                        usage(format!("--backend: {e}"))
+                    })?;
             let mut c = ctx.client_or_start()?;
             let info = c
-                .call("pane.new", json!({"spec": spec}))
+                .call("pane.new", json!({"spec": spec, "backend": backend}))
                 .map_err(client_err)?;
             if a.json {
                 print_json(&info);
             } else {
                 ctx.said(format!(
-                    "created pane {} (pid {}, generation {})",
-                    a.name, info["pid"], info["generation"]
+                    "created pane {} on {} (pid {}, generation {})",
+                    a.name, backend, info["pid"], info["generation"]
                 ));
+                if let Some(cmd) = info["attach_command"].as_str() {
+                    ctx.said(format!("  or: {cmd}"));
+                }
             }
         }
         PaneCmd::Ls { json } => {

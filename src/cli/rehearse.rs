@@ -25,7 +25,7 @@ pub enum Commands {
     #[command(
         after_help = "Example:\n  drover rehearse --agent claude --script tests/fixtures/mock-scripts/demo.toml"
     )]
-    Rehearse(RehearseArgs),
+    Rehearse(Box<RehearseArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +86,18 @@ pub struct RehearseArgs {
     /// Leave the setup wrong on purpose, to rehearse a setup dialog.
     #[arg(long, value_enum, value_name = "FAULT")]
     pub wrong_setup: Option<FaultArg>,
+    /// Claude's permission mode (default `default`: asks before each edit and
+    /// command; 2.1.332 would otherwise start in auto mode). Ignored when the
+    /// extra arguments set one.
+    #[arg(long, value_name = "MODE", value_parser = ["default", "plan", "acceptEdits", "auto"])]
+    pub permission_mode: Option<String>,
+    /// Claude: sign in with a mock subscription token instead of an API key
+    /// (usage limits then show as a subscription's, with reset times and a menu).
+    #[arg(long)]
+    pub subscription: bool,
+    /// `TZ` for the agent, e.g. America/Los_Angeles (reset times are shown in it).
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
     /// Record the agent's raw PTY output to FILE (runs it under script(1)).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -100,7 +112,7 @@ pub struct RehearseArgs {
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Commands::MockModel(a) => mock_model(a),
-        Commands::Rehearse(a) => rehearse_run(a, ctx),
+        Commands::Rehearse(a) => rehearse_run(*a, ctx),
     }
 }
 
@@ -276,10 +288,24 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         .map_err(client_err)?;
     let started = (|| {
         let port = wait_for_port(&port_file, &mock_name, ctx)?;
-        let prepared =
-            home::prepare(agent, &home_dir, &cwd, port, fault).map_err(|e| usage(e.to_string()))?;
+        let opts = home::Options {
+            subscription: a.subscription,
+            tz: a.tz.clone(),
+        };
+        let prepared = home::prepare_with(agent, &home_dir, &cwd, port, fault, &opts)
+            .map_err(|e| usage(e.to_string()))?;
         let mut argv = vec![bin.to_string_lossy().into_owned()];
         argv.extend(prepared.args.iter().cloned());
+        // An explicit permission mode (docs/rehearsal.md): never the agent's default.
+        if agent == Agent::Claude
+            && !drover::agent::adapter::sets_permission_mode(
+                drover::agent::AgentKind::Claude,
+                &a.args,
+            )
+        {
+            let mode = a.permission_mode.as_deref().unwrap_or("default");
+            argv.extend(["--permission-mode".to_string(), mode.to_string()]);
+        }
         argv.extend(a.args.iter().cloned());
         if let Some(rec) = &a.record {
             argv = rehearse::recorded_argv(&argv, &std::path::absolute(rec)?);
@@ -294,8 +320,10 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             agent: agent.name().into(),
         };
         spec.validate().map_err(|e| usage(e.to_string()))?;
+        // The agent's pane goes on the backend `pane new` would use.
+        let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
         let info = client
-            .call("pane.new", json!({"spec": spec}))
+            .call("pane.new", json!({"spec": spec, "backend": backend}))
             .map_err(client_err)?;
         anyhow::Ok((port, info))
     })();

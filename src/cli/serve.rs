@@ -50,6 +50,7 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         2 => "debug",
         _ => "trace",
     };
+    reconcile_lanes_once_serving(&state_dir, &socket);
     let opts = ServeOptions {
         state_dir,
         socket,
@@ -60,6 +61,32 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         Err(e @ ServeError::AlreadyRunning { .. }) => Err(fail(exit::ERROR, e.to_string())),
         Err(e) => Err(fail(exit::ERROR, e.to_string())),
     }
+}
+
+/// Once this supervisor answers on its socket, reconcile the recorded lanes
+/// (after a crash or a reboot the panes are gone; see `docs/lanes.md`). A
+/// thread of this process, so it ends with it; a supervisor that is another
+/// process (this one failed to start) is left alone.
+fn reconcile_lanes_once_serving(state_dir: &std::path::Path, socket: &std::path::Path) {
+    if !drover::lane::lanes_path(state_dir).exists() {
+        return;
+    }
+    let (state_dir, socket) = (state_dir.to_path_buf(), socket.to_path_buf());
+    std::thread::spawn(move || {
+        let Ok(mut c) =
+            drover::daemon::client::wait_for_socket(&socket, drover::daemon::client::START_TIMEOUT)
+        else {
+            return;
+        };
+        let ours = c
+            .call("ping", serde_json::json!({}))
+            .ok()
+            .and_then(|v| v["pid"].as_u64())
+            == Some(u64::from(std::process::id()));
+        if ours {
+            drover::lane::reconcile::at_start(&state_dir, &mut c);
+        }
+    });
 }
 
 /// How long `kill-server` waits for the supervisor to finish stopping panes.

@@ -35,6 +35,8 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
     // (e.g. to idle) instead of staying `starting`.
     let mut rechecks: Vec<Duration> = observe::settle_rechecks().to_vec();
     let mut burst_end = Instant::now();
+    // The agent's version, asked once per binary (cached by path and mtime).
+    let version = agent_version(&entry).await;
     loop {
         let alive = lock(&sup.panes)
             .get(entry.pane.name())
@@ -73,11 +75,29 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
             burst_end = Instant::now();
             rechecks = observe::settle_rechecks().to_vec();
         }
-        publish(&sup, &entry);
+        publish(&sup, &entry, version.as_deref());
     }
 }
 
-fn publish(sup: &Sup, entry: &Entry) {
+/// `claude --version` / `codex --version` of the pane's program, for the
+/// evidence of its observations; `None` for other kinds or when it cannot tell.
+async fn agent_version(entry: &Entry) -> Option<String> {
+    let info = entry.pane.info();
+    if !matches!(info.agent.as_str(), "claude" | "codex") {
+        return None;
+    }
+    let bin = std::path::PathBuf::from(info.argv.first()?);
+    let name = bin.file_name()?.to_string_lossy().into_owned();
+    if name != info.agent {
+        return None; // wrapped (e.g. recorded under script(1)): not the agent itself
+    }
+    tokio::task::spawn_blocking(move || crate::agent::version::version(&bin).ok())
+        .await
+        .ok()
+        .flatten()
+}
+
+fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
     let got = entry.pane.with_screen(|screen, meta| {
         // A frame inside a synchronized-output block may be torn.
         if screen.hooks().in_sync_block() && meta.exit.is_none() {
@@ -100,7 +120,11 @@ fn publish(sup: &Sup, entry: &Entry) {
         kind,
         exit_code,
         mut evidence,
+        ..
     } = o;
+    if let Some(v) = version {
+        evidence.push(format!("agent_version:{v}"));
+    }
     let mut state = state.as_str().to_string();
     let kind = kind.map(|k| k.as_str().to_string());
     let mut obs = lock(&entry.obs);
@@ -175,6 +199,11 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
         let mut snaps = Vec::with_capacity(panes.len());
         for p in &panes {
             let e = sup.entry(p)?;
+            // A pane whose backend cannot be reached has no current state:
+            // answering from the last one is how a gap looks like a finish.
+            if let Some(why) = e.pane.transport_error() {
+                return Err(Response::err(0, ErrorCode::Unavailable, why));
+            }
             let snap = lock(&e.obs).clone();
             start_seq
                 .entry(p.clone())

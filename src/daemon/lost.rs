@@ -4,7 +4,7 @@
 
 use super::server::{Sup, lock};
 use crate::pane::record::{self, PaneRecord};
-use crate::pane::{KILL_GRACE, NativePane};
+use crate::pane::{KILL_GRACE, PaneBackend};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,9 +14,12 @@ const LOST_SWEEP: Duration = Duration::from_secs(3);
 /// How often the records' descendant lists are refreshed.
 pub const RECORD_REFRESH: Duration = Duration::from_secs(10);
 
-/// Write (or rewrite) the record of `pane`'s current generation.
-pub(super) fn record(sup: &Sup, pane: &NativePane) {
-    let rec = PaneRecord::native(pane, Vec::new());
+/// Write (or rewrite) the record of `pane`'s current generation (backends
+/// that keep their own record, such as tmux, write none here).
+pub(super) fn record(sup: &Sup, pane: &dyn PaneBackend) {
+    let Some(rec) = pane.process_record(Vec::new()) else {
+        return;
+    };
     if let Err(e) = record::write(sup.state_dir(), &rec) {
         tracing::warn!(pane = %pane.name(), error = %e, "cannot write the pane's process record");
     }
@@ -59,13 +62,23 @@ fn lost_entry(rec: &PaneRecord, note: String, running: usize) -> Value {
     })
 }
 
+/// Whether a record is of a pane this supervisor has (re-adopted), or one
+/// its backend still keeps for re-adoption: never lost, never ended here.
+fn kept(sup: &Sup, rec: &PaneRecord) -> bool {
+    lock(&sup.panes).contains_key(&rec.name)
+        || (rec.backend == "tmux" && crate::pane::tmux::keeps_pane(sup.state_dir(), &rec.name))
+}
+
 /// Read the records a previous supervisor left, list their panes as lost,
 /// and end what still runs (in the background; notes are updated after).
+/// Run after re-adoption: the records of re-adopted panes are skipped.
 pub(super) async fn recover(sup: &Arc<Sup>) {
     let dir = sup.state_dir().to_path_buf();
+    let s = sup.clone();
     let found = tokio::task::spawn_blocking(move || {
         record::load_all(&dir)
             .into_iter()
+            .filter(|(_, r)| !r.as_ref().is_ok_and(|rec| kept(&s, rec)))
             .map(|(path, r)| match r {
                 Ok(rec) => {
                     let left = rec.leftovers();
@@ -150,13 +163,14 @@ pub(super) async fn refresher(sup: Arc<Sup>) {
             if last.get(&name) == Some(&members) || !lock(&sup.panes).contains_key(&name) {
                 continue;
             }
-            let ids = e.pane.proc_ids();
-            let descendants: Vec<_> = members
+            let Some(mut rec) = e.pane.process_record(Vec::new()) else {
+                continue;
+            };
+            rec.descendants = members
                 .iter()
-                .filter(|m| m.pid != ids.pid)
+                .filter(|m| m.pid != rec.pid)
                 .copied()
                 .collect();
-            let rec = PaneRecord::native(&e.pane, descendants);
             if let Err(err) = record::write(sup.state_dir(), &rec) {
                 tracing::warn!(pane = %name, error = %err, "cannot refresh the pane's process record");
             }

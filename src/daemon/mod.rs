@@ -2,6 +2,8 @@
 //! framed protocol on a private Unix socket, answers barriers from
 //! observation changes, and shuts down cleanly on SIGTERM/SIGINT.
 
+mod adopt;
+mod answer;
 mod barrier_source;
 pub mod client;
 mod conn_limit;
@@ -18,6 +20,7 @@ mod observe;
 pub mod protocol;
 mod server;
 mod server_attach;
+mod server_watch;
 
 pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};

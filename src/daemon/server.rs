@@ -6,7 +6,7 @@ use super::protocol::{
     ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
 };
 use crate::agent::Classifier;
-use crate::pane::{NativePane, PaneEvents, PaneSpec};
+use crate::pane::{Backend, Hosts, PaneBackend, PaneEvents, PaneSpec};
 use crate::store::LockGuard;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -58,7 +58,7 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub(super) struct Entry {
-    pub(super) pane: Arc<NativePane>,
+    pub(super) pane: Arc<dyn PaneBackend>,
     pub(super) notify: Arc<Notify>,
     pub(super) obs: Mutex<Snapshot>,
     /// Moves on every output notification: for waits on the screen itself
@@ -81,11 +81,15 @@ pub(super) struct Sup {
     pub(super) lost: Mutex<HashMap<String, Value>>,
     /// Every event, numbered, for `events --follow` and `top`.
     pub(super) feed: Arc<super::feed::Feed>,
+    /// The backends' hosts (tmux server, …), started on first use.
+    pub(super) hosts: Hosts,
 }
 
 struct Events {
     notify: Arc<Notify>,
     output: Arc<watch::Sender<u64>>,
+    /// Moved when the pane's transport changes, so barriers look again.
+    epoch: watch::Sender<u64>,
 }
 
 impl PaneEvents for Events {
@@ -95,6 +99,25 @@ impl PaneEvents for Events {
     }
     fn exited(&self) {
         self.notify.notify_one();
+    }
+    fn transport_changed(&self) {
+        self.notify.notify_one();
+        self.output.send_modify(|x| *x = x.wrapping_add(1));
+        self.epoch.send_modify(|x| *x += 1);
+    }
+}
+
+impl Sup {
+    /// Callbacks for a new pane, and the handles the supervisor keeps.
+    fn events(&self) -> (Arc<Events>, Arc<Notify>, Arc<watch::Sender<u64>>) {
+        let notify = Arc::new(Notify::new());
+        let output = Arc::new(watch::channel(0u64).0);
+        let events = Arc::new(Events {
+            notify: notify.clone(),
+            output: output.clone(),
+            epoch: self.epoch.clone(),
+        });
+        (events, notify, output)
     }
 }
 
@@ -175,6 +198,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         shutdown,
         lost: Mutex::new(HashMap::new()),
         feed: Arc::new(super::feed::Feed::default()),
+        hosts: Hosts::new(&opts.state_dir),
     });
     super::feed_files::start(&opts.state_dir, sup.feed.clone());
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
@@ -184,7 +208,9 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         super::evidence_watch::mark_restart(&dir);
     })
     .await;
-    // Before any pane of ours exists: every record found is a lost pane.
+    // Re-adopt the panes that outlived the last supervisor (tmux) first;
+    // every other record found is a lost pane.
+    super::adopt::adopt(&sup).await;
     super::lost::recover(&sup).await;
     tokio::spawn(super::lost::refresher(sup.clone()));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -255,7 +281,11 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     for k in kills {
         let _ = k.await;
     }
-    // What the panes' kills did not claim (re-parented to us) ends too.
+    // The backends' hosts stop first (drover's tmux server, a child of
+    // ours as a subreaper), then what the panes' kills did not claim
+    // (re-parented to us) ends too.
+    let sup2 = sup.clone();
+    let _ = tokio::task::spawn_blocking(move || sup2.hosts.shutdown()).await;
     let _ = tokio::task::spawn_blocking(|| crate::pane::reap::end_orphans(Duration::from_secs(3)))
         .await;
     Ok(())
@@ -416,7 +446,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             let mut out: Vec<Value> = entries
                 .iter()
                 .map(|e| {
-                    let mut v = serde_json::to_value(e.pane.info()).unwrap_or(Value::Null);
+                    let mut v = crate::pane::backend::info_json(&*e.pane);
                     v["observation"] = serde_json::to_value(&*lock(&e.obs)).unwrap_or(Value::Null);
                     v
                 })
@@ -531,7 +561,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                     obs.evidence = vec!["respawned".into()];
                 }
             }
-            super::lost::record(sup, &e.pane);
+            super::lost::record(sup, &*e.pane);
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
@@ -544,6 +574,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
         }
         "wait" => super::detect::wait_barrier(sup, args).await,
         "deliver" => super::deliver::deliver(sup, args).await,
+        "pane.answer" => super::answer::answer(sup, args).await,
         "evidence.watch" => super::evidence_watch::start(sup, args),
         "shutdown" => {
             let _ = sup.shutdown.send(true);
@@ -572,7 +603,10 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
         ErrorCode::Usage
     } else if matches!(e, crate::pane::PaneError::Exited(_)) {
         ErrorCode::NotFound
-    } else if matches!(e, crate::pane::PaneError::NotReading(_)) {
+    } else if matches!(
+        e,
+        crate::pane::PaneError::NotReading(_) | crate::pane::PaneError::Transport { .. }
+    ) {
         ErrorCode::Unavailable
     } else {
         ErrorCode::Internal
@@ -586,6 +620,7 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
     spec.validate().map_err(pane_err)?;
+    let backend = backend_arg(args)?;
     // Reserve the name, then spawn without holding the pane table: a slow
     // exec must not stall every other request.
     {
@@ -606,24 +641,22 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
     let name = spec.name.clone();
     let sup2 = sup.clone();
     let spawned = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
-        let notify = Arc::new(Notify::new());
-        let output = Arc::new(watch::channel(0u64).0);
-        let events = Arc::new(Events {
-            notify: notify.clone(),
-            output: output.clone(),
-        });
+        let (events, notify, output) = sup2.events();
         let name = spec.name.clone();
         let env_count = spec.env.len();
-        let pane = NativePane::spawn(spec, events).map_err(pane_err)?;
+        let pane = sup2
+            .hosts
+            .spawn(backend, spec, events)
+            .map_err(pane_err)?;
         let info = pane.info();
-        tracing::info!(pane = %name, pid = info.pid, env_vars = env_count, "pane created");
+        tracing::info!(pane = %name, %backend, pid = info.pid, env_vars = env_count, "pane created");
         let entry = Arc::new(Entry {
             obs: Mutex::new(super::detect::starting_snapshot(&name, 1)),
             pane,
             notify,
             output,
         });
-        super::lost::record(&sup2, &entry.pane);
+        super::lost::record(&sup2, &*entry.pane);
         lock(&sup2.lost).remove(&name);
         lock(&sup2.panes).insert(name, entry.clone());
         Ok(entry)
@@ -638,7 +671,56 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
     );
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
-    let mut v = serde_json::to_value(entry.pane.info()).unwrap_or(Value::Null);
+    let mut v = crate::pane::backend::info_json(&*entry.pane);
     v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);
     Ok(v)
+}
+
+/// The `backend` of a `pane.new` request (beside `spec`, or inside it);
+/// native when absent.
+fn backend_arg(args: &Value) -> Result<Backend, Response> {
+    let v = args
+        .get("backend")
+        .or_else(|| args.get("spec").and_then(|s| s.get("backend")));
+    match v {
+        None | Some(Value::Null) => Ok(Backend::Native),
+        Some(Value::String(s)) => s
+            .parse()
+            .map_err(|e: crate::pane::backend::UnknownBackend| {
+                Response::err(0, ErrorCode::Usage, e.to_string())
+            }),
+        Some(_) => Err(Response::err(
+            0,
+            ErrorCode::Usage,
+            "`backend` must be a string: native, tmux or herdr",
+        )),
+    }
+}
+
+/// Put an adopted pane into the table and start its detector.
+pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events: AdoptedEvents) {
+    let name = pane.name().to_string();
+    let generation = pane.generation();
+    let entry = Arc::new(Entry {
+        obs: Mutex::new(super::detect::starting_snapshot(&name, generation)),
+        pane,
+        notify: events.notify,
+        output: events.output,
+    });
+    lock(&sup.panes).insert(name, entry.clone());
+    tokio::spawn(super::detect::detector(sup.clone(), entry));
+}
+
+/// The supervisor's handles on an adopted pane's callbacks.
+pub(super) struct AdoptedEvents {
+    notify: Arc<Notify>,
+    output: Arc<watch::Sender<u64>>,
+}
+
+impl Sup {
+    /// Callbacks for a pane being adopted, and the handles to keep.
+    pub(super) fn adopted_events(&self) -> (Arc<dyn PaneEvents>, AdoptedEvents) {
+        let (events, notify, output) = self.events();
+        (events, AdoptedEvents { notify, output })
+    }
 }

@@ -1,7 +1,7 @@
 //! The attach session: draw the screen, then redraw what changed (from the
 //! screen model, never the app's raw bytes: docs/architecture.md) and pass
 //! the client's input to the pane until detach, kick, pane exit or
-//! disconnect.
+//! disconnect. A read-only attach is a watch (server_watch.rs).
 
 use super::protocol::{
     ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json, read_frame_async,
@@ -41,6 +41,10 @@ pub(super) async fn attach(
             return;
         }
     };
+    if req.args.get("read_only").and_then(Value::as_bool) == Some(true) {
+        super::server_watch::watch(sup, entry, id, name, rd, wr).await;
+        return;
+    }
     let pane = entry.pane.clone();
     let size = match (
         req.args.get("cols").and_then(Value::as_u64),

@@ -5,15 +5,21 @@
 //! and exit through [`PaneEvents`] so the layers above (classifier, barriers)
 //! are driven by events, never by polling.
 
+pub mod backend;
+mod hosts;
 mod input;
 mod keys;
 mod native;
+mod native_backend;
 mod procfs;
 pub mod reap;
 pub mod record;
 mod spawn;
 mod spec;
+pub mod tmux;
 
+pub use backend::{Backend, PaneBackend};
+pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
 pub use native::{AttachHandle, AttachMsg, ExitInfo, NativePane, PaneInfo, ScreenMeta};
 pub use procfs::foreground_job;
@@ -38,6 +44,11 @@ pub trait PaneEvents: Send + Sync {
     fn output(&self);
     /// The pane's process exited and its output was drained.
     fn exited(&self);
+    /// The pane's transport went away or came back (see
+    /// [`PaneBackend::transport_error`]).
+    fn transport_changed(&self) {
+        self.output();
+    }
 }
 
 /// Errors of pane operations; each says what to do.
@@ -83,6 +94,13 @@ pub enum PaneError {
     },
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error("pane {pane} is unreachable: {message}")]
+    Transport { pane: String, message: String },
+    #[error("{backend}: {message}")]
+    Backend {
+        backend: &'static str,
+        message: String,
+    },
 }
 
 impl PaneError {
@@ -94,6 +112,8 @@ impl PaneError {
                 | PaneError::Io { .. }
                 | PaneError::Exited(_)
                 | PaneError::NotReading(_)
+                | PaneError::Transport { .. }
+                | PaneError::Backend { .. }
         )
     }
 }

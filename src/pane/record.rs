@@ -32,6 +32,7 @@ pub struct PaneRecord {
     pub created_at: String,
     pub agent: String,
     /// Other processes of the pane seen when the record was written.
+    #[serde(default)]
     pub descendants: Vec<Member>,
 }
 
@@ -100,6 +101,16 @@ impl PaneRecord {
         }
         super::reap::members(&self.tree_key(), true)
     }
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`).
+pub fn boot_id() -> String {
+    super::procfs::boot_id()
+}
+
+/// A process's start time (`/proc/<pid>/stat` field 22).
+pub fn start_time(pid: u32) -> Option<u64> {
+    super::procfs::stat(pid).map(|s| s.starttime)
 }
 
 /// Write `rec` atomically, private to the user.

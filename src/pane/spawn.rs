@@ -289,7 +289,7 @@ fn interpreter(spec: &PaneSpec) -> Option<String> {
 }
 
 /// Whether the process already exited (a zombie has an empty cmdline).
-fn is_zombie(pid: u32) -> bool {
+pub(super) fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| {
@@ -308,7 +308,7 @@ const ENV_SETTLE: Duration = Duration::from_millis(200);
 
 /// [`verify_env`], retried while the child may be between images; only a
 /// mismatch that persists is reported.
-fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
+pub(super) fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
     let deadline = Instant::now() + ENV_SETTLE;
     let mut delay = Duration::from_micros(200);
     loop {

@@ -3,7 +3,7 @@
 //! `message_start`, `ping`, blocks, `message_delta`, `message_stop`.
 
 use super::script::{Position, Script, Step, TITLE};
-use super::sse::{Event, Shape, is_injected};
+use super::sse::{Event, Shape, is_injected, prompt_text};
 use serde_json::{Value, json};
 
 /// The request's shape and conversation position.
@@ -21,15 +21,20 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
             v @ Value::String(_) => vec![v],
             _ => Vec::new(),
         };
-        if blocks.iter().any(|b| b["type"] == "tool_result") {
+        let text: Vec<String> = blocks
+            .iter()
+            .filter(|b| b["type"] != "tool_result")
+            .filter_map(|b| b.as_str().or_else(|| b["text"].as_str()))
+            .filter(|t| !is_injected(t))
+            .map(prompt_text)
+            .collect();
+        // A rejected tool call and the next prompt can share one message: the
+        // prompt starts a new turn.
+        let result = blocks.iter().any(|b| b["type"] == "tool_result");
+        if result && text.is_empty() {
             pos.tool_results += 1;
             continue;
         }
-        let text: Vec<&str> = blocks
-            .iter()
-            .filter_map(|b| b.as_str().or_else(|| b["text"].as_str()))
-            .filter(|t| !is_injected(t))
-            .collect();
         if !text.is_empty() {
             pos.prompt = text.join("\n");
             pos.prompts += 1;

@@ -1,13 +1,20 @@
 //! Finding the agent binaries: an explicit path, then `PATH`, then the cache
-//! directory that `scripts/install-agents.sh` fills with the pinned versions.
+//! that `scripts/install-agents.sh` fills with every supported version side by
+//! side (`claude-code-<v>/`, `codex-<v>/`; the list is `scripts/agent-versions`).
 
 use super::Agent;
 use std::path::{Path, PathBuf};
 
-/// The pinned Claude Code version (docs/rehearsal.md).
+/// The Claude Code version `rehearse` picks from the cache by default (the
+/// oldest supported; every supported version is in `scripts/agent-versions`).
 pub const CLAUDE_VERSION: &str = "2.1.197";
-/// The pinned Codex version (docs/rehearsal.md).
+/// The Codex version `rehearse` picks from the cache by default.
 pub const CODEX_VERSION: &str = "0.171.0";
+/// The supported versions, one `<agent> <version>` a line (`#` comments).
+pub const SUPPORTED_VERSIONS: &str = include_str!("../../scripts/agent-versions");
+/// Overrides [`SUPPORTED_VERSIONS`] for the real-agent suite and the canary:
+/// `claude 2.1.332,codex 0.171.0` (commas or newlines).
+pub const VERSIONS_VAR: &str = "DROVER_AGENT_VERSIONS";
 /// Overrides the cache root (default `${XDG_CACHE_HOME:-~/.cache}/drover/agents`).
 pub const AGENTS_DIR_VAR: &str = "DROVER_AGENTS_DIR";
 
@@ -24,9 +31,38 @@ pub enum DiscoverError {
     NotFound { agent: &'static str, cache: PathBuf },
 }
 
-/// The directory the install script uses for the pinned versions.
-pub fn cache_dir() -> PathBuf {
-    let root = std::env::var_os(AGENTS_DIR_VAR)
+/// The `<agent> <version>` pairs of a versions list, in order.
+pub fn parse_versions(text: &str) -> Vec<(Agent, String)> {
+    text.split([',', '\n'])
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let agent = match w.next()? {
+                "claude" => Agent::Claude,
+                "codex" => Agent::Codex,
+                _ => return None,
+            };
+            Some((agent, w.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// The versions of `agent` to run: [`VERSIONS_VAR`] when set, else the supported list.
+pub fn versions(agent: Agent) -> Vec<String> {
+    let text = std::env::var(VERSIONS_VAR)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| SUPPORTED_VERSIONS.to_string());
+    parse_versions(&text)
+        .into_iter()
+        .filter(|(a, _)| *a == agent)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The cache root: `$DROVER_AGENTS_DIR`, else `${XDG_CACHE_HOME:-~/.cache}/drover/agents`.
+pub fn cache_root() -> PathBuf {
+    std::env::var_os(AGENTS_DIR_VAR)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
@@ -35,16 +71,38 @@ pub fn cache_dir() -> PathBuf {
                 .map(|c| PathBuf::from(c).join("drover/agents"))
         })
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/drover/agents")))
-        .unwrap_or_else(|| PathBuf::from(".cache/drover/agents"));
-    root.join(format!(
-        "claude-code-{CLAUDE_VERSION}_codex-{CODEX_VERSION}"
-    ))
+        .unwrap_or_else(|| PathBuf::from(".cache/drover/agents"))
 }
 
-/// The binary in the cache dir, if installed.
-pub fn cached(agent: Agent) -> Option<PathBuf> {
-    let p = cache_dir().join("node_modules/.bin").join(agent.name());
+/// Where the install script puts `agent` at `version`.
+pub fn version_dir(agent: Agent, version: &str) -> PathBuf {
+    let pkg = match agent {
+        Agent::Claude => "claude-code",
+        Agent::Codex => "codex",
+    };
+    cache_root().join(format!("{pkg}-{version}"))
+}
+
+/// The binary of `agent` at `version` in the cache, if installed.
+pub fn cached_version(agent: Agent, version: &str) -> Option<PathBuf> {
+    let p = version_dir(agent, version)
+        .join("node_modules/.bin")
+        .join(agent.name());
     is_executable(&p).then_some(p)
+}
+
+/// The directory of the default version of `agent` in the cache.
+pub fn cache_dir() -> PathBuf {
+    cache_root()
+}
+
+/// The default version's binary in the cache, if installed.
+pub fn cached(agent: Agent) -> Option<PathBuf> {
+    let v = match agent {
+        Agent::Claude => CLAUDE_VERSION,
+        Agent::Codex => CODEX_VERSION,
+    };
+    cached_version(agent, v)
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -88,6 +146,24 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(find(Agent::Claude, Some(&f)).unwrap(), f);
+    }
+
+    #[test]
+    fn versions_list_parses_and_names_both_claude_versions() {
+        let v =
+            parse_versions("# c\nclaude 2.1.197\nclaude 2.1.332 # new\ncodex 0.171.0,bogus 1\n");
+        assert_eq!(
+            v,
+            vec![
+                (Agent::Claude, "2.1.197".to_string()),
+                (Agent::Claude, "2.1.332".to_string()),
+                (Agent::Codex, "0.171.0".to_string()),
+            ]
+        );
+        let supported = parse_versions(SUPPORTED_VERSIONS);
+        assert!(supported.contains(&(Agent::Claude, "2.1.332".to_string())));
+        assert!(supported.contains(&(Agent::Claude, CLAUDE_VERSION.to_string())));
+        assert!(supported.contains(&(Agent::Codex, CODEX_VERSION.to_string())));
     }
 
     #[test]

@@ -99,6 +99,21 @@ pub fn check_fault(agent: Agent, fault: Option<SetupFault>) -> Result<(), HomeEr
     }
 }
 
+/// The API key handed to Claude as a subscription (OAuth) token instead, with
+/// [`Options::subscription`]; any value works against the mock.
+pub const CLAUDE_OAUTH_TOKEN: &str = "sk-ant-oat01-mock-rehearsal-token";
+
+/// Extra choices for a rehearsal HOME.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Claude: sign in with a (mock) subscription token instead of an API key,
+    /// so usage limits show as a subscription's (`You've hit your limit ·
+    /// resets …` and the limit menu) instead of a bare API error.
+    pub subscription: bool,
+    /// `TZ` for the agent (the zone its reset times are printed in).
+    pub tz: Option<String>,
+}
+
 /// Write the config for `agent` into `home` (created if missing) for a mock on
 /// `port`, working in `cwd`.
 pub fn prepare(
@@ -108,9 +123,24 @@ pub fn prepare(
     port: u16,
     fault: Option<SetupFault>,
 ) -> Result<Prepared, HomeError> {
+    prepare_with(agent, home, cwd, port, fault, &Options::default())
+}
+
+/// [`prepare`] with [`Options`].
+pub fn prepare_with(
+    agent: Agent,
+    home: &Path,
+    cwd: &Path,
+    port: u16,
+    fault: Option<SetupFault>,
+    opts: &Options,
+) -> Result<Prepared, HomeError> {
     check_fault(agent, fault)?;
     let cwd_s = cwd.to_string_lossy();
     let mut env = base_env(home);
+    if let Some(tz) = &opts.tz {
+        env.push(("TZ".into(), tz.clone()));
+    }
     match agent {
         Agent::Claude => {
             let tail: String = {
@@ -130,8 +160,12 @@ pub fn prepare(
                                               "hasCompletedProjectOnboarding": true}},
             });
             write(&home.join(".claude.json"), &format!("{cfg:#}\n"))?;
+            env.push(if opts.subscription {
+                ("CLAUDE_CODE_OAUTH_TOKEN".into(), CLAUDE_OAUTH_TOKEN.into())
+            } else {
+                ("ANTHROPIC_API_KEY".into(), CLAUDE_KEY.into())
+            });
             env.extend([
-                ("ANTHROPIC_API_KEY".into(), CLAUDE_KEY.into()),
                 (
                     "ANTHROPIC_BASE_URL".into(),
                     format!("http://127.0.0.1:{port}"),

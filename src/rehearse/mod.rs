@@ -12,6 +12,7 @@
 pub mod anthropic;
 pub mod discover;
 pub mod home;
+pub mod limit;
 pub mod openai;
 pub mod recording;
 pub mod script;

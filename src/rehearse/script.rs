@@ -71,6 +71,9 @@ pub struct Step {
     pub hold_ms: Option<u64>,
     #[serde(default)]
     pub tool: Option<ToolCall>,
+    /// Answer with the API's usage-limit rejection (HTTP 429) instead.
+    #[serde(default)]
+    pub limit: Option<super::limit::Limit>,
 }
 
 /// A tool call, named and shaped as the agent's API expects (Claude `Write`

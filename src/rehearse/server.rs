@@ -183,6 +183,23 @@ fn error_response(status: StatusCode, msg: &str) -> Response<ChannelBody> {
     )
 }
 
+fn rejection(r: super::limit::Rejection) -> Response<ChannelBody> {
+    let mut resp = json_response(StatusCode::TOO_MANY_REQUESTS, &r.body);
+    for (k, v) in r.headers {
+        if let (Ok(k), Ok(v)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            hyper::header::HeaderValue::from_str(&v),
+        ) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
+    resp
+}
+
+fn now_s() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
 fn stream(events: Vec<Event>) -> Response<ChannelBody> {
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
     tokio::spawn(async move {
@@ -284,7 +301,9 @@ async fn handle(
         Route::AnthropicMessages => {
             let (shape, pos) = anthropic::inspect(&v);
             let step = anthropic::choose(&state.script, &shape, &pos);
-            let resp = if shape.stream {
+            let resp = if let Some(l) = &step.limit {
+                rejection(l.anthropic(now_s()))
+            } else if shape.stream {
                 stream(anthropic::events(&step, &shape.model, &pos))
             } else {
                 json_response(
@@ -297,10 +316,11 @@ async fn handle(
         _ => {
             let (shape, pos) = openai::inspect(&v);
             let step = openai::choose(&state.script, &shape, &pos);
-            (
-                shape.clone(),
-                stream(openai::events(&step, &shape.model, &pos)),
-            )
+            let resp = match &step.limit {
+                Some(l) => rejection(l.openai(now_s())),
+                None => stream(openai::events(&step, &shape.model, &pos)),
+            };
+            (shape.clone(), resp)
         }
     };
     log(&format!("{shape} -> {}", resp.status().as_u16()));

@@ -62,6 +62,38 @@ impl std::fmt::Display for Shape {
 }
 
 /// Texts that an agent injects as user messages, not typed by the operator.
+/// Claude Code 2.1.332 wraps a paste in `<pasted_content id="…">…</pasted_content …>`:
+/// that is the operator's prompt.
 pub fn is_injected(text: &str) -> bool {
-    text.trim_start().starts_with('<')
+    let t = text.trim_start();
+    t.starts_with('<') && !t.starts_with(PASTED)
+}
+
+const PASTED: &str = "<pasted_content";
+
+/// The operator's text of a user block: a paste's content unwrapped.
+pub fn prompt_text(text: &str) -> String {
+    let t = text.trim();
+    if !t.starts_with(PASTED) {
+        return text.to_string();
+    }
+    let inner = t.split_once('>').map(|(_, rest)| rest).unwrap_or("");
+    let inner = inner
+        .rsplit_once("</pasted_content")
+        .map_or(inner, |(body, _)| body);
+    inner.trim_matches('\n').to_string()
+}
+
+#[cfg(test)]
+mod paste_tests {
+    use super::*;
+
+    #[test]
+    fn claude_2_1_332_paste_is_a_prompt() {
+        let t = "\n\n<pasted_content id=\"cdd6\">\nwrite out.txt\n[drover] job=J1\n</pasted_content id=\"cdd6\">\n";
+        assert!(!is_injected(t));
+        assert_eq!(prompt_text(t), "write out.txt\n[drover] job=J1");
+        assert!(is_injected("<system-reminder>x</system-reminder>"));
+        assert_eq!(prompt_text("say hello"), "say hello");
+    }
 }

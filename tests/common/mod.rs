@@ -10,6 +10,18 @@ use std::time::{Duration, Instant};
 /// The drover binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_drover");
 
+/// The backend this run of the suite puts its panes on:
+/// `$DROVER_TEST_BACKEND` (`native` when unset). One suite, every backend.
+pub fn backend() -> String {
+    std::env::var("DROVER_TEST_BACKEND").unwrap_or_else(|_| "native".into())
+}
+
+/// Whether the suite runs on the native backend (for the few assertions
+/// about drover's own PTY and process tree).
+pub fn on_native() -> bool {
+    backend() == "native"
+}
+
 /// Poll `cond` until it holds or `timeout` passes; true when it held.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
@@ -30,6 +42,8 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 pub struct Drover {
     pub tmp: tempfile::TempDir,
     pub state: PathBuf,
+    /// A backend this test insists on, whatever the suite runs on.
+    pinned: Option<&'static str>,
 }
 
 impl Default for Drover {
@@ -44,7 +58,18 @@ impl Drover {
         let tmp = tempfile::tempdir().unwrap();
         let state = tmp.path().canonicalize().unwrap().join("state");
         std::fs::create_dir_all(&state).unwrap();
-        Drover { tmp, state }
+        Drover {
+            tmp,
+            state,
+            pinned: None,
+        }
+    }
+
+    /// The same harness, creating its panes on the native backend: for the
+    /// assertions about drover's own PTY (run in every backend's suite).
+    pub fn native(mut self) -> Self {
+        self.pinned = Some("native");
+        self
     }
 
     /// A scratch dir beside the state dir.
@@ -52,10 +77,15 @@ impl Drover {
         self.tmp.path().canonicalize().unwrap()
     }
 
-    /// A `drover` command bound to this state dir.
+    /// A `drover` command bound to this state dir. Panes it creates are on
+    /// the backend the suite runs on ([`backend`]).
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(BIN);
         c.env("DROVER_STATE_DIR", &self.state)
+            .env(
+                "DROVER_BACKEND",
+                self.pinned.map(String::from).unwrap_or_else(backend),
+            )
             .current_dir(self.tmp.path())
             .stdin(Stdio::null());
         c

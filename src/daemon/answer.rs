@@ -1,0 +1,220 @@
+//! The `pane.answer` op: act on the dialog a pane is blocked on and confirm
+//! that the pane left it (docs/agents.md "Answering dialogs", docs/protocol.md).
+//! The keys come from [`crate::agent::dialog`]; here they are sent, and the
+//! screen is watched — woken by the pane's output, not by a timer loop — until
+//! the dialog is gone. A key the agent dropped (Claude 2.1.332 drops one sent
+//! the instant its first dialog is drawn) is sent again once, never twice.
+
+use super::protocol::{ErrorCode, Response};
+use super::server::{Entry, Sup, pane_err};
+use crate::agent::AgentKind;
+use crate::agent::dialog::{self, Action, Dialog, DialogKind, Plan};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The dialog must have been drawn and quiet this long before a key is sent.
+pub const DIALOG_QUIET: Duration = Duration::from_millis(200);
+/// At most this long is spent waiting for that quiet.
+pub const QUIET_WAIT_MAX: Duration = Duration::from_secs(3);
+/// A key that changed nothing within this time is taken as dropped.
+pub const KEY_TAKEN_TIMEOUT: Duration = Duration::from_secs(3);
+/// After the one retry, how long the pane may take to leave the dialog.
+pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn refused(msg: String) -> Response {
+    Response::err(0, ErrorCode::Refused, msg)
+}
+
+fn same(a: &Dialog, b: &Dialog) -> bool {
+    a.kind == b.kind
+        && a.title == b.title
+        && a.choices.len() == b.choices.len()
+        && a.choices
+            .iter()
+            .zip(&b.choices)
+            .all(|(x, y)| x.label == y.label)
+}
+
+fn current(entry: &Entry, kind: AgentKind) -> Option<Dialog> {
+    entry
+        .pane
+        .with_screen(|s, _| dialog::parse(kind, &s.rows()))
+}
+
+/// Wait until `cond` holds for the pane's dialog (or its absence), woken by
+/// output; false on timeout.
+async fn wait_screen(
+    entry: &Entry,
+    kind: AgentKind,
+    timeout: Duration,
+    cond: impl Fn(Option<&Dialog>) -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut out = entry.output.subscribe();
+    loop {
+        out.borrow_and_update();
+        if cond(current(entry, kind).as_ref()) {
+            return true;
+        }
+        tokio::select! {
+            changed = out.changed() => if changed.is_err() { return false },
+            _ = tokio::time::sleep_until(deadline) => return cond(current(entry, kind).as_ref()),
+        }
+    }
+}
+
+/// Wait (bounded) until the pane's output has been quiet for [`DIALOG_QUIET`].
+async fn settle(entry: &Entry) {
+    let deadline = tokio::time::Instant::now() + QUIET_WAIT_MAX;
+    loop {
+        let quiet = entry.pane.with_screen(|_, m| m.quiet);
+        if quiet >= DIALOG_QUIET || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(DIALOG_QUIET - quiet).await;
+    }
+}
+
+fn send(entry: &Entry, keys: &[String]) -> Result<(), Response> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    entry.pane.send_keys(keys).map_err(pane_err)
+}
+
+/// Put the cursor on the plan's target (re-planned from the screen once if
+/// the first keys were dropped), then send the confirming keys; confirmed when
+/// the dialog is gone. Returns the keys sent and the attempts made.
+async fn execute(
+    entry: &Entry,
+    kind: AgentKind,
+    d: &Dialog,
+    action: &Action,
+    p: Plan,
+) -> Result<(Vec<String>, u32), Response> {
+    let mut sent = Vec::new();
+    let mut attempts = 1;
+    if let Some(target) = &p.target {
+        let on = |x: Option<&Dialog>| x.and_then(dialog::selected) == Some(target.as_str());
+        send(entry, &p.nav)?;
+        sent.extend(p.nav.iter().cloned());
+        if !wait_screen(entry, kind, KEY_TAKEN_TIMEOUT, on).await {
+            let now = current(entry, kind).filter(|x| same(x, d)).ok_or_else(|| {
+                refused(
+                    "the dialog changed while its answer was being chosen; look at the pane".into(),
+                )
+            })?;
+            let again = dialog::plan(&now, action).map_err(|e| refused(e.to_string()))?;
+            attempts += 1;
+            send(entry, &again.nav)?;
+            sent.extend(again.nav.iter().cloned());
+            if !wait_screen(entry, kind, KEY_TAKEN_TIMEOUT, on).await {
+                return Err(Response::err(
+                    0,
+                    ErrorCode::Timeout,
+                    format!("the cursor did not reach {target:?}; nothing was confirmed"),
+                ));
+            }
+        }
+    }
+    let gone = |x: Option<&Dialog>| !x.is_some_and(|x| same(x, d));
+    send(entry, &p.confirm)?;
+    sent.extend(p.confirm.iter().cloned());
+    if wait_screen(entry, kind, KEY_TAKEN_TIMEOUT, gone).await {
+        return Ok((sent, attempts));
+    }
+    // Still the same dialog and quiet: the key was dropped. Once more.
+    settle(entry).await;
+    if gone(current(entry, kind).as_ref()) {
+        return Ok((sent, attempts));
+    }
+    attempts += 1;
+    send(entry, &p.confirm)?;
+    sent.extend(p.confirm.iter().cloned());
+    if wait_screen(entry, kind, LEAVE_TIMEOUT, gone).await {
+        return Ok((sent, attempts));
+    }
+    Err(Response::err(
+        0,
+        ErrorCode::Timeout,
+        format!(
+            "the pane still shows the {} dialog after {attempts} tries",
+            d.kind.as_str()
+        ),
+    ))
+}
+
+fn parse_action(args: &Value) -> Result<Action, Response> {
+    let usage = |m: &str| Response::err(0, ErrorCode::Usage, m.to_string());
+    match args.get("action").and_then(Value::as_str) {
+        Some("approve") => Ok(Action::Approve),
+        Some("deny") => Ok(Action::Deny),
+        Some("answer") => {
+            let c = args
+                .get("choice")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| {
+                    usage("`answer` needs a string field `choice` (a number or a label)")
+                })?;
+            Ok(match c.parse::<u32>() {
+                Ok(n) => Action::Number(n),
+                Err(_) => Action::Label(c.to_string()),
+            })
+        }
+        _ => Err(usage("missing field `action`: approve, deny or answer")),
+    }
+}
+
+/// The `pane.answer` op.
+pub(super) async fn answer(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
+    let name = args
+        .get("pane")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing string field `pane`"))?;
+    let action = parse_action(args)?;
+    let entry = sup.entry(name)?;
+    let kind = super::observe::kind_of(&entry.pane.info().agent);
+    settle(&entry).await;
+    let Some(d) = current(&entry, kind) else {
+        let state = entry
+            .obs
+            .lock()
+            .map(|o| o.state.clone())
+            .unwrap_or_default();
+        return Err(refused(format!(
+            "pane {name} is not blocked on a dialog (it is {state}); nothing was sent"
+        )));
+    };
+    let p = dialog::plan(&d, &action).map_err(|e| refused(format!("pane {name}: {e}")))?;
+    let (mut keys, mut attempts) = execute(&entry, kind, &d, &action, p).await?;
+    let mut dialogs = vec![d.kind.as_str()];
+    // Claude's auto-mode dialog asks again for the action itself: approve that too.
+    if d.kind == DialogKind::ClaudeAutoMode && action == Action::Approve {
+        let asked = wait_screen(&entry, kind, LEAVE_TIMEOUT, |x| {
+            x.is_some_and(|x| x.kind == DialogKind::ClaudePermission)
+        })
+        .await;
+        if asked {
+            settle(&entry).await;
+            if let Some(next) = current(&entry, kind) {
+                let p = dialog::plan(&next, &action).map_err(|e| refused(e.to_string()))?;
+                let (k, a) = execute(&entry, kind, &next, &action, p).await?;
+                keys.extend(k);
+                attempts += a;
+                dialogs.push(next.kind.as_str());
+            }
+        }
+    }
+    let state = entry
+        .obs
+        .lock()
+        .map(|o| o.state.clone())
+        .unwrap_or_default();
+    Ok(json!({
+        "pane": name, "dialog": dialogs[0], "dialogs": dialogs, "title": d.title,
+        "keys": keys, "attempts": attempts, "left": true, "state": state,
+    }))
+}

@@ -1,0 +1,182 @@
+//! `drover lane ls`: each lane's pane, agent state and since, job and
+//! decision, lease, heartbeat, worktree state and ahead/behind its base.
+
+use super::{LaneError, LaneRecord, git};
+use crate::daemon::Client;
+use crate::registry::worktree::{WorktreeCheck, inspect};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One row of `lane ls`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneView {
+    pub lane_id: String,
+    pub session_id: String,
+    pub agent: String,
+    pub desired: super::Desired,
+    pub phase: super::Phase,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub pane: String,
+    pub backend: String,
+    pub generation: u64,
+    /// `None` when the supervisor has no such pane.
+    pub agent_state: Option<String>,
+    pub since: Option<String>,
+    pub job: Option<String>,
+    pub decision: Option<String>,
+    pub lease: Option<String>,
+    pub heartbeat: Option<String>,
+    /// `clean|dirty|detached|missing|inspection-failed`.
+    pub worktree_state: &'static str,
+    pub worktree: String,
+    pub branch: String,
+    pub base_ref: String,
+    pub base_sha: String,
+    pub ahead: Option<u64>,
+    pub behind: Option<u64>,
+    /// How far the base is behind its upstream, when it has one.
+    pub base_behind_upstream: Option<u64>,
+    pub agent_version: Option<String>,
+}
+
+/// The worktree state word of a check.
+pub fn state_word(c: &WorktreeCheck) -> &'static str {
+    match c {
+        WorktreeCheck::Clean { .. } => "clean",
+        WorktreeCheck::Dirty { .. } => "dirty",
+        WorktreeCheck::Detached => "detached",
+        WorktreeCheck::Missing => "missing",
+        WorktreeCheck::WrongBranch { .. } | WorktreeCheck::InspectionFailed { .. } => {
+            "inspection-failed"
+        }
+    }
+}
+
+/// Running jobs by the pane they were last dispatched to: (job, decision).
+fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> {
+    let mut out = BTreeMap::new();
+    if !state_dir.join("jobs").is_dir() {
+        return out;
+    }
+    let Ok(engine) = crate::engine::Engine::open(state_dir) else {
+        return out;
+    };
+    let evidence = crate::evidence::EvidenceStore::new(state_dir);
+    let decisions = crate::store::read_jsonl::<crate::shadow::ShadowDecision>(
+        &state_dir.join("shadow").join("decisions.jsonl"),
+    )
+    .map(|r| r.records)
+    .unwrap_or_default();
+    for job in engine.list().unwrap_or_default() {
+        if job.status != crate::engine::Status::Running {
+            continue;
+        }
+        let Ok(events) = evidence.read(&job.job_id) else {
+            continue;
+        };
+        if let Some(crate::evidence::Evidence::Dispatch { pane, .. }) =
+            crate::evidence::latest_dispatch(&events)
+        {
+            let d = decisions
+                .iter()
+                .rev()
+                .find(|d| d.job_id == job.job_id && Some(&d.attempt_id) == job.attempt_id.as_ref())
+                .map(|d| d.decision.clone());
+            out.insert(pane.clone(), (job.job_id.clone(), d));
+        }
+    }
+    out
+}
+
+/// The rows of `lane ls`; `client` is `None` when no supervisor runs.
+pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>, LaneError> {
+    let doc = super::load(state_dir)?;
+    let panes: Vec<Value> = match client {
+        Some(c) => super::reconcile::pane_listing(c)?,
+        None => Vec::new(),
+    };
+    let jobs = jobs_by_pane(state_dir);
+    let now = chrono::Utc::now();
+    let leases = crate::registry::lease::list(state_dir, now).unwrap_or_default();
+    let reg = crate::registry::load(state_dir).ok().flatten();
+    Ok(doc
+        .lanes
+        .iter()
+        .map(|rec| view(rec, &panes, &jobs, &leases, reg.as_ref()))
+        .collect())
+}
+
+fn view(
+    rec: &LaneRecord,
+    panes: &[Value],
+    jobs: &BTreeMap<String, (String, Option<String>)>,
+    leases: &[crate::registry::lease::Lease],
+    reg: Option<&crate::registry::Registry>,
+) -> LaneView {
+    let pane = panes.iter().find(|p| p["name"] == rec.pane.as_str());
+    let check = inspect(&rec.worktree, Some(&rec.branch));
+    let (ahead, behind) = match git::branch_sha(&rec.repo, &rec.branch) {
+        Ok(Some(tip)) => match git::ahead_behind(&rec.repo, &tip, &rec.base_sha) {
+            Ok((a, b)) => (Some(a), Some(b)),
+            Err(_) => (None, None),
+        },
+        _ => (None, None),
+    };
+    let upstream = git::behind_upstream(&rec.repo, &rec.base_ref)
+        .ok()
+        .flatten()
+        .map(|u| u.1);
+    let lease = leases
+        .iter()
+        .find(|l| l.owner_session == rec.session_id)
+        .map(|l| {
+            let holder = if l.active_agent == Some(rec.agent) {
+                " (held by this lane)"
+            } else {
+                ""
+            };
+            format!(
+                "{} {}{holder}",
+                l.lease_id,
+                json!(l.state).as_str().unwrap_or("?")
+            )
+        });
+    let heartbeat = reg
+        .and_then(|r| r.session(&rec.session_id))
+        .map(|s| s.lanes.get(rec.agent))
+        .and_then(|l| {
+            l.last_heartbeat
+                .as_ref()
+                .map(|at| format!("{} at {at}", l.status))
+        });
+    let job = jobs.get(&rec.pane);
+    LaneView {
+        lane_id: rec.lane_id.clone(),
+        session_id: rec.session_id.clone(),
+        agent: rec.agent.to_string(),
+        desired: rec.desired,
+        phase: rec.phase,
+        reason: rec.reason.clone(),
+        pane: rec.pane.clone(),
+        backend: rec.backend.clone(),
+        generation: rec.generation,
+        agent_state: pane.and_then(|p| p["observation"]["state"].as_str().map(str::to_string)),
+        since: pane.and_then(|p| p["observation"]["since"].as_str().map(str::to_string)),
+        job: job.map(|j| j.0.clone()),
+        decision: job.and_then(|j| j.1.clone()),
+        lease,
+        heartbeat,
+        worktree_state: state_word(&check),
+        worktree: rec.worktree.display().to_string(),
+        branch: rec.branch.clone(),
+        base_ref: rec.base_ref.clone(),
+        base_sha: rec.base_sha.clone(),
+        ahead,
+        behind,
+        base_behind_upstream: upstream,
+        agent_version: rec.agent_version.clone(),
+    }
+}

@@ -1,0 +1,125 @@
+//! What `/proc` says about lanes: the boot id, processes working in a
+//! worktree, and a recorded pane process that outlived its supervisor.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a stopped lane's processes get to exit.
+pub const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// `/proc/sys/kernel/random/boot_id`: changes at every reboot.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// (process group, start time in clock ticks since boot) of a process. The
+/// command name may hold spaces, so fields are counted from the last `)`.
+fn stat(pid: u32) -> Option<(i64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
+    Some((f.get(2)?.parse().ok()?, f.get(19)?.parse().ok()?))
+}
+
+/// Start time of a process (clock ticks since boot).
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|s| s.1)
+}
+
+/// Whether `pid` is still the process recorded with `start` (never a newer
+/// process that reuses the id).
+pub fn same_process(pid: u32, start: Option<u64>) -> bool {
+    match (start_time(pid), start) {
+        (Some(now), Some(then)) => now == then,
+        _ => false,
+    }
+}
+
+/// Pids (not ours) whose working directory is `dir` or below it.
+pub fn cwd_users(dir: &Path) -> Vec<u32> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(&dir))
+        })
+        .collect()
+}
+
+/// Kill the process group of a recorded pane process that is still the same
+/// process (a pane orphaned by a supervisor killed with -9), and wait until
+/// it is gone. True when something was killed.
+pub fn kill_orphan(pid: u32, start: Option<u64>) -> bool {
+    if !same_process(pid, start) {
+        return false;
+    }
+    let p = nix::unistd::Pid::from_raw(pid as i32);
+    let group = stat(pid).is_some_and(|s| s.0 == i64::from(pid));
+    let _ = if group {
+        nix::sys::signal::killpg(p, nix::sys::signal::Signal::SIGKILL)
+    } else {
+        nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL)
+    };
+    wait_gone(pid, start, EXIT_WAIT);
+    true
+}
+
+/// Wait until the recorded process is gone (or a zombie nobody reaps).
+pub fn wait_gone(pid: u32, start: Option<u64>, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let alive = same_process(pid, start)
+            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                != Some(true);
+        if !alive {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_start_time_is_stable_and_a_wrong_one_is_not_us() {
+        let me = std::process::id();
+        let t = start_time(me);
+        assert!(t.is_some());
+        assert!(same_process(me, t));
+        assert!(!same_process(me, t.map(|x| x + 1)));
+        assert!(!same_process(me, None));
+    }
+
+    #[test]
+    fn a_child_in_a_dir_is_a_cwd_user() {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir(d.path())
+            .spawn()
+            .unwrap();
+        let users = cwd_users(d.path());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(users.contains(&child.id()), "{users:?}");
+    }
+}

@@ -1,0 +1,65 @@
+//! The hosts of one supervisor's panes: creating a pane on the backend its
+//! spec asks for, re-adopting panes that outlived the last supervisor, and
+//! stopping the backends' servers at shutdown.
+
+use super::backend::{Backend, PaneBackend};
+use super::tmux::TmuxHost;
+use super::{NativePane, PaneError, PaneEvents, PaneSpec};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Every backend's host for one state dir; each started on first use.
+#[derive(Debug)]
+pub struct Hosts {
+    state_dir: PathBuf,
+    tmux: OnceLock<Arc<TmuxHost>>,
+}
+
+impl Hosts {
+    /// Hosts for `state_dir`; nothing starts until a pane needs it.
+    pub fn new(state_dir: &Path) -> Self {
+        Hosts {
+            state_dir: state_dir.to_path_buf(),
+            tmux: OnceLock::new(),
+        }
+    }
+
+    fn tmux(&self) -> &Arc<TmuxHost> {
+        self.tmux.get_or_init(|| TmuxHost::new(&self.state_dir))
+    }
+
+    /// Create a pane on `backend`.
+    pub fn spawn(
+        &self,
+        backend: Backend,
+        spec: PaneSpec,
+        events: Arc<dyn PaneEvents>,
+    ) -> Result<Arc<dyn PaneBackend>, PaneError> {
+        match backend {
+            Backend::Native => Ok(NativePane::spawn(spec, events)?),
+            Backend::Tmux => Ok(self.tmux().spawn(spec, events)?),
+            Backend::Herdr => Err(PaneError::Backend {
+                backend: "herdr",
+                message: "the herdr backend is not available in this build".into(),
+            }),
+        }
+    }
+
+    /// Re-adopt the panes a previous supervisor left that are still alive
+    /// (tmux). `events` makes each pane's callbacks.
+    pub fn adopt(&self, events: &dyn Fn(&str) -> Arc<dyn PaneEvents>) -> Vec<Arc<dyn PaneBackend>> {
+        self.tmux()
+            .adopt(events)
+            .into_iter()
+            .map(|p| p as Arc<dyn PaneBackend>)
+            .collect()
+    }
+
+    /// Stop the backends' clients and the servers drover started (after
+    /// every pane was killed).
+    pub fn shutdown(&self) {
+        if let Some(t) = self.tmux.get() {
+            t.shutdown();
+        }
+    }
+}

@@ -1,0 +1,786 @@
+//! The tmux backend: one tmux server per state dir on a dedicated socket
+//! (`-L drover-<hash>`, `-f /dev/null`), one control-mode client owned by
+//! the supervisor, one window per pane (see `docs/tmux.md`).
+//!
+//! Env is set with `new-window -e K=V` written to the control client's
+//! stdin, so no value is ever in a process's argv. Every pane is addressed by
+//! its `%N` id, never by name or focus. Only the server drover started (its
+//! pid is recorded in the state dir) is ever touched.
+
+mod codec;
+mod control;
+mod gate;
+mod pane;
+mod state;
+
+pub use codec::{decode_output, parse_version, quote};
+pub use pane::TmuxPane;
+
+use crate::pane::{PaneError, PaneEvents, PaneSpec};
+use control::{Control, Reply, Sink};
+use pane::{Start, lock};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// The oldest tmux with `new-window -e`.
+pub const MIN_VERSION: (u32, u32) = (3, 2);
+/// The session that holds drover's windows.
+const SESSION: &str = "drover";
+/// Reconnect attempts back off from this …
+const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+/// … to this.
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
+/// How long to wait for a new pane's first process to exec.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
+/// Output held for a pane id tmux reports before its window is registered.
+const UNCLAIMED_MAX: usize = 4 * 1024 * 1024;
+
+/// The tmux binary: `$DROVER_TMUX` or `tmux` on PATH.
+fn tmux_binary() -> PathBuf {
+    std::env::var_os("DROVER_TMUX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("tmux"))
+}
+
+/// Whether the tmux backend still keeps pane `name` of `state_dir` for
+/// re-adoption (after [`TmuxHost::adopt`]: a pane it re-adopted, or one on
+/// a server it could not reach). Such a pane's processes are never ended
+/// as lost.
+pub fn keeps_pane(state_dir: &Path, name: &str) -> bool {
+    state::has_saved(state_dir, name)
+}
+
+/// The socket name for a state dir: `drover-<12 hex digits of its hash>`.
+pub fn socket_name(state_dir: &Path) -> String {
+    let h = crate::paths::fnv1a64(state_dir.as_os_str().as_encoded_bytes());
+    format!("drover-{:012x}", h & 0xffff_ffff_ffff)
+}
+
+/// drover's tmux server for one state dir and the control client on it.
+pub struct TmuxHost {
+    state_dir: PathBuf,
+    socket: String,
+    binary: PathBuf,
+    me: Weak<TmuxHost>,
+    conn: Mutex<Option<Arc<Control>>>,
+    /// Registered panes by tmux id (`%N`).
+    panes: Mutex<HashMap<String, Weak<TmuxPane>>>,
+    unclaimed: Mutex<HashMap<String, Vec<u8>>>,
+    /// One pane creation at a time (default-size + new-window run back to back).
+    create: Mutex<()>,
+    reconnecting: AtomicBool,
+    stopping: AtomicBool,
+    /// Lines read by the current reader (orders output against replies).
+    seq: AtomicU64,
+}
+
+impl std::fmt::Debug for TmuxHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TmuxHost")
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
+struct HostSink(Weak<TmuxHost>);
+
+impl Sink for HostSink {
+    fn output(&self, pane: &str, bytes: &[u8], burst_end: bool) {
+        let Some(h) = self.0.upgrade() else { return };
+        let seq = h.seq.fetch_add(1, Ordering::AcqRel) + 1;
+        let panes = lock(&h.panes);
+        let p = panes.get(pane).and_then(Weak::upgrade);
+        match p {
+            Some(p) => {
+                drop(panes);
+                p.feed(bytes, burst_end, seq)
+            }
+            None => {
+                // Under the table's lock: a registration cannot slip between
+                // the look-up and the hold.
+                let mut u = lock(&h.unclaimed);
+                if u.len() < 64 {
+                    let buf = u.entry(pane.to_string()).or_default();
+                    if buf.len() + bytes.len() <= UNCLAIMED_MAX {
+                        buf.extend_from_slice(bytes);
+                    }
+                }
+            }
+        }
+    }
+    fn window_closed(&self, window: &str) {
+        let Some(h) = self.0.upgrade() else { return };
+        let panes: Vec<Arc<TmuxPane>> = lock(&h.panes).values().filter_map(Weak::upgrade).collect();
+        for p in panes {
+            let w = lock(&p.inner).window_id.clone();
+            if w == window {
+                tracing::info!(pane = %p.name_str(), window, "tmux window closed outside drover");
+                p.closed("its tmux window was closed");
+            }
+        }
+    }
+    fn disconnected(&self, reason: &str) {
+        let Some(h) = self.0.upgrade() else { return };
+        h.on_disconnect(reason);
+    }
+}
+
+impl TmuxPane {
+    fn name_str(&self) -> &str {
+        crate::pane::backend::PaneBackend::name(self)
+    }
+}
+
+fn tmux_err(message: impl Into<String>) -> PaneError {
+    PaneError::Backend {
+        backend: "tmux",
+        message: message.into(),
+    }
+}
+
+impl TmuxHost {
+    /// The host for `state_dir`; nothing is started until a pane needs it.
+    pub fn new(state_dir: &Path) -> Arc<Self> {
+        Arc::new_cyclic(|me| TmuxHost {
+            state_dir: state_dir.to_path_buf(),
+            socket: socket_name(state_dir),
+            binary: tmux_binary(),
+            me: me.clone(),
+            conn: Mutex::new(None),
+            panes: Mutex::new(HashMap::new()),
+            unclaimed: Mutex::new(HashMap::new()),
+            create: Mutex::new(()),
+            reconnecting: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            seq: AtomicU64::new(0),
+        })
+    }
+
+    /// The `-L` socket name.
+    pub fn socket_name(&self) -> &str {
+        &self.socket
+    }
+
+    fn arc(&self) -> Option<Arc<TmuxHost>> {
+        self.me.upgrade()
+    }
+
+    /// A tmux command on drover's socket (never the user's default server).
+    fn tmux(&self) -> Command {
+        let mut c = Command::new(&self.binary);
+        c.args(["-L", &self.socket, "-f", "/dev/null"]);
+        c.env_remove("TMUX").env_remove("TMUX_PANE");
+        c.stdin(std::process::Stdio::null());
+        c
+    }
+
+    /// Check the tmux binary exists and is new enough.
+    fn check_version(&self) -> Result<(), PaneError> {
+        let out = Command::new(&self.binary)
+            .arg("-V")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                tmux_err(format!(
+                    "cannot run {} ({e}): install tmux ≥ {}.{} or set DROVER_TMUX",
+                    self.binary.display(),
+                    MIN_VERSION.0,
+                    MIN_VERSION.1
+                ))
+            })?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        match parse_version(&text) {
+            Some(v) if v >= MIN_VERSION => Ok(()),
+            Some(_) => Err(tmux_err(format!(
+                "{text} is too old: drover needs tmux ≥ {}.{} (for new-window -e)",
+                MIN_VERSION.0, MIN_VERSION.1
+            ))),
+            None => Err(tmux_err(format!(
+                "{} -V printed {text:?}, not a tmux version: install tmux ≥ {}.{}",
+                self.binary.display(),
+                MIN_VERSION.0,
+                MIN_VERSION.1
+            ))),
+        }
+    }
+
+    /// The pid of the server on our socket, if one answers.
+    fn server_pid(&self) -> Option<u32> {
+        let out = self
+            .tmux()
+            .args(["display-message", "-p", "#{pid}"])
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    }
+
+    /// The live control client, connecting (and starting the server) first
+    /// when there is none.
+    fn conn(&self) -> Result<Arc<Control>, PaneError> {
+        if let Some(c) = lock(&self.conn).as_ref()
+            && c.alive()
+        {
+            return Ok(c.clone());
+        }
+        self.connect(true)
+    }
+
+    /// Connect to our server; start it when `start` and none runs. A server
+    /// on our socket that drover did not start is refused, never touched.
+    fn connect(&self, start: bool) -> Result<Arc<Control>, PaneError> {
+        let mut slot = lock(&self.conn);
+        if let Some(c) = slot.as_ref()
+            && c.alive()
+        {
+            return Ok(c.clone());
+        }
+        self.check_version()?;
+        let pid = match self.server_pid() {
+            Some(pid) => {
+                state::check_owned(&self.state_dir, &self.socket, pid).map_err(tmux_err)?;
+                pid
+            }
+            None if start => self.start_server()?,
+            None => return Err(tmux_err("drover's tmux server is gone")),
+        };
+        let Some(me) = self.arc() else {
+            return Err(tmux_err("the supervisor is stopping"));
+        };
+        let mut cmd = self.tmux();
+        cmd.args(["-C", "attach-session", "-t", SESSION]);
+        self.seq.store(0, Ordering::Release);
+        let ctl = Control::start(cmd, Arc::new(HostSink(Arc::downgrade(&me)))).map_err(tmux_err)?;
+        let setup = [
+            "set-option -g remain-on-exit on".to_string(),
+            format!("set-option -g default-terminal {}", default_terminal()),
+            format!(
+                "set-option -g history-limit {}",
+                crate::screen::SCROLLBACK_ROWS
+            ),
+        ];
+        let replies = ctl.commands(&setup).map_err(tmux_err)?;
+        for r in replies {
+            r.map_err(|e| tmux_err(format!("tmux refused drover's setup: {e}")))?;
+        }
+        tracing::info!(socket = %self.socket, server = pid, client = ctl.pid(), "tmux control client attached");
+        *slot = Some(ctl.clone());
+        Ok(ctl)
+    }
+
+    fn start_server(&self) -> Result<u32, PaneError> {
+        // The server is started with no pane env: its argv is public for
+        // its whole life. The keeper window holds the session open.
+        let out = self
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                SESSION,
+                "-n",
+                "keeper",
+                "-x",
+                "80",
+                "-y",
+                "24",
+                "exec sleep 2147483647",
+            ])
+            .output()
+            .map_err(|e| tmux_err(format!("cannot start tmux: {e}")))?;
+        if !out.status.success() {
+            return Err(tmux_err(format!(
+                "tmux would not start a server on -L {}: {}",
+                self.socket,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let pid = self
+            .server_pid()
+            .ok_or_else(|| tmux_err("the tmux server started but does not answer"))?;
+        state::record_server(&self.state_dir, &self.socket, pid).map_err(tmux_err)?;
+        tracing::info!(socket = %self.socket, pid, "tmux server started");
+        Ok(pid)
+    }
+
+    pub(super) fn command(&self, line: String) -> Result<Reply, String> {
+        self.commands(&[line])
+            .map(|mut v| v.pop().unwrap_or_else(|| Err("no reply".into())))
+    }
+
+    pub(super) fn commands(&self, lines: &[String]) -> Result<Vec<Reply>, String> {
+        let ctl = lock(&self.conn)
+            .clone()
+            .filter(|c| c.alive())
+            .ok_or_else(|| "drover's tmux control client is not connected".to_string())?;
+        ctl.commands(lines)
+    }
+
+    /// The reader's position: output with a higher number came later.
+    fn position(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    /// Create a window for `spec` and return its pane, its env verified.
+    pub fn spawn(
+        &self,
+        spec: PaneSpec,
+        events: Arc<dyn PaneEvents>,
+    ) -> Result<Arc<TmuxPane>, PaneError> {
+        spec.validate()?;
+        let me = self
+            .arc()
+            .ok_or_else(|| tmux_err("the supervisor is stopping"))?;
+        let w = self.new_window(&spec)?;
+        let pane = TmuxPane::new(
+            me,
+            Start {
+                spec,
+                pane_id: w.pane_id.clone(),
+                window_id: w.window_id.clone(),
+                pid: w.pid,
+                generation: 1,
+                env_verified: w.env_verified,
+                created_at: crate::paths::now_rfc3339(),
+            },
+            events,
+        );
+        self.register(&pane, &w.pane_id);
+        pane.watch_exit(1, w.pid);
+        state::save_pane(&self.state_dir, &pane);
+        Ok(pane)
+    }
+
+    fn register(&self, pane: &Arc<TmuxPane>, pane_id: &str) {
+        let mut panes = lock(&self.panes);
+        panes.insert(pane_id.to_string(), Arc::downgrade(pane));
+        let early = lock(&self.unclaimed).remove(pane_id);
+        // Fed before the table is released: later output cannot overtake it.
+        if let Some(bytes) = early {
+            pane.feed(&bytes, true, self.position());
+        }
+        drop(panes);
+    }
+
+    /// Forget a pane (kill): close its window when `close`, drop its state.
+    pub(super) fn forget(&self, name: &str, pane_id: &str, close: bool) {
+        lock(&self.panes).remove(pane_id);
+        if close {
+            let _ = self.command(format!("kill-window -t {pane_id}"));
+        }
+        state::remove_pane(&self.state_dir, name);
+    }
+
+    fn new_window(&self, spec: &PaneSpec) -> Result<NewWindow, PaneError> {
+        let ctl = self.conn()?;
+        let mut words: Vec<String> = Vec::new();
+        if let Some(cwd) = &spec.cwd {
+            words.push("-c".into());
+            words.push(quote(&cwd.to_string_lossy()));
+        }
+        for (k, v) in &spec.env {
+            words.push("-e".into());
+            words.push(quote(&format!("{k}={v}")));
+        }
+        // The pane's first process waits at a gate (a FIFO drover opens once
+        // tmux has set the pane up): tmux 3.3a loses the output and the exit
+        // status of a process that ends within its first moments. Then
+        // `env -u` takes out TMUX and TMUX_PANE, which tmux sets on every
+        // pane (names only, no values in argv), and execs the command.
+        let gate = gate::Gate::new(&self.state_dir, &spec.name).map_err(tmux_err)?;
+        let env_bin = crate::pane::find_executable("env", "/usr/bin:/bin", None)
+            .ok_or_else(|| tmux_err("env(1) not found in /usr/bin or /bin"))?;
+        let mut argv = vec![
+            gate::SHELL.to_string(),
+            "-c".into(),
+            gate::SCRIPT.into(),
+            gate.path().to_string_lossy().into_owned(),
+            env_bin.to_string_lossy().into_owned(),
+            "-u".into(),
+            "TMUX".into(),
+            "-u".into(),
+            "TMUX_PANE".into(),
+            "--".into(),
+        ];
+        argv.extend(spec.argv.iter().cloned());
+        let argv: Vec<String> = argv.iter().map(|a| quote(a)).collect();
+        let _one = lock(&self.create);
+        let lines = vec![
+            format!(
+                "set-option -t {SESSION} default-size {}x{}",
+                spec.cols, spec.rows
+            ),
+            format!(
+                "new-window -d -t {SESSION}: -n {} {} -P -F {} {}",
+                quote(&spec.name),
+                words.join(" "),
+                quote("#{window_id} #{pane_id} #{pane_pid}"),
+                argv.join(" ")
+            ),
+        ];
+        let mut replies = ctl.commands(&lines).map_err(tmux_err)?;
+        let created = replies.pop().unwrap_or_else(|| Err("no reply".into()));
+        for r in replies {
+            r.map_err(|e| tmux_err(format!("tmux refused: {e}")))?;
+        }
+        let body = created.map_err(|e| PaneError::Spawn {
+            command: spec.argv.first().cloned().unwrap_or_default(),
+            message: format!("tmux refused the window: {e}"),
+        })?;
+        let first = body.first().cloned().unwrap_or_default();
+        let mut f = first.split(' ');
+        let (Some(window_id), Some(pane_id), Some(pid)) = (
+            f.next().filter(|s| s.starts_with('@')),
+            f.next().filter(|s| s.starts_with('%')),
+            f.next().and_then(|s| s.parse::<u32>().ok()),
+        ) else {
+            return Err(tmux_err(format!(
+                "tmux answered {first:?} for a new window"
+            )));
+        };
+        let (window_id, pane_id) = (window_id.to_string(), pane_id.to_string());
+        // Pin the size (the window was made at `default-size`): no client
+        // attaching later may resize it. (No `resize-window` here: on tmux
+        // 3.3a one right after creation loses the pane's first output.)
+        let _ = ctl.command(format!("set-option -w -t {window_id} window-size manual"));
+        drop(_one);
+        if let Err(e) = gate.open(pid) {
+            crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = ctl.command(format!("kill-window -t {pane_id}"));
+            return Err(tmux_err(e));
+        }
+        let server_cmdline = self
+            .server_pid()
+            .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .unwrap_or_default();
+        wait_for_exec(pid, &server_cmdline);
+        let env_verified = match crate::pane::spawn::verify_env_settled(pid, &spec.env) {
+            Ok(v) => v,
+            Err(name) => {
+                crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                let _ = ctl.command(format!("kill-window -t {pane_id}"));
+                return Err(PaneError::EnvMismatch { name });
+            }
+        };
+        Ok(NewWindow {
+            window_id,
+            pane_id,
+            pid,
+            env_verified,
+        })
+    }
+
+    /// The supervisor is stopping: every pane was killed; stop the control
+    /// client and the server drover started.
+    pub fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Release);
+        let live = lock(&self.panes).values().any(|w| w.strong_count() > 0);
+        let ctl = lock(&self.conn).take();
+        if let Some(c) = ctl {
+            c.stop();
+        }
+        if !live
+            && let Some(pid) = self.server_pid()
+            && state::check_owned(&self.state_dir, &self.socket, pid).is_ok()
+        {
+            let _ = self.tmux().arg("kill-server").output();
+            state::forget_server(&self.state_dir);
+        }
+    }
+
+    fn on_disconnect(&self, reason: &str) {
+        let panes: Vec<Arc<TmuxPane>> = lock(&self.panes)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        if self.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        tracing::warn!(socket = %self.socket, reason, "tmux control client lost");
+        let msg = format!("tmux unreachable ({reason}); drover reconnects when it is back");
+        for p in &panes {
+            p.set_transport(Some(msg.clone()));
+        }
+        if !panes.is_empty() && !self.reconnecting.swap(true, Ordering::AcqRel) {
+            let me = self.me.clone();
+            let _ = std::thread::Builder::new()
+                .name("tmux-reconnect".into())
+                .spawn(move || reconnect_loop(me));
+        }
+    }
+
+    /// Bring a registered pane's screen and exit state up to date after a
+    /// gap (reconnect, adoption): check it still exists, re-seed its screen
+    /// once from `capture-pane -e -p`, then `%output` continues.
+    fn resync(&self, pane: &Arc<TmuxPane>) -> Result<(), String> {
+        let generation = lock(&pane.inner).generation;
+        match self.reseed(pane)? {
+            None => {
+                pane.closed("its tmux pane no longer exists");
+            }
+            Some(dead) => {
+                if let Some((code, signal)) = dead {
+                    pane.record_exit(generation, code, signal);
+                }
+                pane.set_transport(None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replace a pane's screen with tmux's rendering of it (output that
+    /// arrives meanwhile is held and replayed in order). `Ok(None)` when the
+    /// pane no longer exists; else its exit, when tmux knows it.
+    pub(super) fn reseed(&self, pane: &Arc<TmuxPane>) -> Result<Option<Dead>, String> {
+        let pane_id = lock(&pane.inner).pane_id.clone();
+        pane.begin_seed();
+        let lines = [
+            format!(
+                "display-message -p -t {pane_id} {}",
+                quote(
+                    "#{pane_id} #{pane_pid} #{cursor_x} #{cursor_y} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}"
+                )
+            ),
+            format!("capture-pane -e -p -t {pane_id}"),
+        ];
+        let replies = match self.commands(&lines) {
+            Ok(r) => r,
+            Err(e) => {
+                pane.end_seed();
+                return Err(e);
+            }
+        };
+        let after = self.position();
+        let info = replies
+            .first()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|b| b.first().cloned())
+            .unwrap_or_default();
+        let f: Vec<&str> = info.split(' ').collect();
+        // A missing target prints nothing: check the id, not the status.
+        if f.first() != Some(&pane_id.as_str()) {
+            pane.end_seed();
+            return Ok(None);
+        }
+        let cursor = (
+            f.get(2).and_then(|s| s.parse().ok()).unwrap_or(0),
+            f.get(3).and_then(|s| s.parse().ok()).unwrap_or(0),
+        );
+        let dead = pane::parse_dead(&f.get(4..).unwrap_or_default().join(" "));
+        match replies.get(1) {
+            Some(Ok(body)) => {
+                let mut body = body.clone();
+                if dead.is_some() {
+                    strip_dead_notice(&mut body);
+                }
+                pane.seed(&body, cursor, after)
+            }
+            _ => pane.end_seed(),
+        }
+        Ok(Some(dead))
+    }
+
+    /// Re-adopt the panes a previous supervisor left on this state dir's
+    /// server: those whose `%N` still runs the recorded process. The
+    /// others' re-adoption state is removed; their pane records stay, so
+    /// the supervisor lists them as lost and ends what still runs.
+    pub fn adopt(&self, events: &dyn Fn(&str) -> Arc<dyn PaneEvents>) -> Vec<Arc<TmuxPane>> {
+        let saved = state::load_panes(&self.state_dir);
+        if saved.is_empty() {
+            return Vec::new();
+        }
+        let Some(me) = self.arc() else {
+            return Vec::new();
+        };
+        if self.server_pid().is_none() {
+            for s in &saved {
+                tracing::warn!(pane = %s.name, "tmux pane lost: drover's tmux server is gone");
+                state::remove_saved(&self.state_dir, &s.name);
+            }
+            return Vec::new();
+        }
+        if let Err(e) = self.connect(false) {
+            tracing::warn!(error = %e, "cannot re-adopt tmux panes");
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for s in saved {
+            let live = crate::pane::record::start_time(s.pid) == Some(s.pid_start_time);
+            if !live {
+                tracing::warn!(pane = %s.name, pid = s.pid, "tmux pane's process is gone; not re-adopted");
+                let _ = self.command(format!("kill-window -t {}", s.pane_id));
+                state::remove_saved(&self.state_dir, &s.name);
+                continue;
+            }
+            let env = state::env_from_proc(s.pid, &s.env_names);
+            let spec = PaneSpec {
+                name: s.name.clone(),
+                argv: s.argv.clone(),
+                env,
+                cwd: s.cwd.clone(),
+                cols: s.cols,
+                rows: s.rows,
+                agent: s.agent.clone(),
+            };
+            let pane = TmuxPane::new(
+                me.clone(),
+                Start {
+                    spec,
+                    pane_id: s.pane_id.clone(),
+                    window_id: s.window_id.clone(),
+                    pid: s.pid,
+                    generation: s.generation,
+                    env_verified: true,
+                    created_at: s.created_at.clone(),
+                },
+                events(&s.name),
+            );
+            self.register(&pane, &s.pane_id);
+            if let Err(e) = self.resync(&pane) {
+                tracing::warn!(pane = %s.name, error = %e, "re-adopted tmux pane could not be read");
+            }
+            pane.watch_exit(s.generation, s.pid);
+            tracing::info!(pane = %s.name, pane_id = %s.pane_id, generation = s.generation, "tmux pane re-adopted");
+            out.push(pane);
+        }
+        out
+    }
+}
+
+/// A pane's exit as tmux reports it: (code, signal name).
+pub(super) type Dead = Option<(Option<i32>, Option<String>)>;
+
+/// Drop the "Pane is dead (…)" line tmux draws into a dead pane's grid
+/// (and the blank rows after it): it is tmux's, not the app's output.
+fn strip_dead_notice(rows: &mut Vec<String>) {
+    while rows.last().is_some_and(|r| r.trim().is_empty()) {
+        rows.pop();
+    }
+    if rows.last().is_some_and(|r| r.contains("Pane is dead (")) {
+        rows.pop();
+    }
+}
+
+struct NewWindow {
+    window_id: String,
+    pane_id: String,
+    pid: u32,
+    env_verified: bool,
+}
+
+/// Start the pane's spec again in a new window (a new `%N`): the old
+/// window is closed first. (`respawn-pane` on a pane that had set its title
+/// crashed tmux 3.3a's server now and then; a fresh window never did.)
+fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
+    let (spec, pane_id, gone) = {
+        let g = lock(&pane.inner);
+        (g.spec.clone(), g.pane_id.clone(), g.gone)
+    };
+    let host = pane.host_ref();
+    // Unregistered first: the old window's close is not this pane's news.
+    lock(&host.panes).remove(&pane_id);
+    if !gone {
+        let _ = host.command(format!("kill-window -t {pane_id}"));
+    }
+    let w = host.new_window(&spec)?;
+    let new_id = w.pane_id.clone();
+    // The new screen first: output the released command already wrote is
+    // held for its id and fed when it is registered.
+    let generation = pane::reset_generation(pane, w.pane_id, w.window_id, w.pid, w.env_verified);
+    host.register(pane, &new_id);
+    state::save_pane(&host.state_dir, pane);
+    Ok(generation)
+}
+
+fn reconnect_loop(me: Weak<TmuxHost>) {
+    let mut delay = RECONNECT_FIRST;
+    loop {
+        std::thread::sleep(delay);
+        let Some(h) = me.upgrade() else { return };
+        if h.stopping.load(Ordering::Acquire) {
+            h.reconnecting.store(false, Ordering::Release);
+            return;
+        }
+        let panes: Vec<Arc<TmuxPane>> = lock(&h.panes).values().filter_map(Weak::upgrade).collect();
+        if panes.is_empty() {
+            h.reconnecting.store(false, Ordering::Release);
+            return;
+        }
+        match h.connect(false) {
+            Ok(_) => {
+                for p in &panes {
+                    if let Err(e) = h.resync(p) {
+                        tracing::warn!(error = %e, "tmux resync failed");
+                    }
+                }
+                tracing::info!(socket = %h.socket, "tmux control client reconnected");
+                h.reconnecting.store(false, Ordering::Release);
+                // A disconnect during the resync starts a new loop.
+                if !lock(&h.conn).as_ref().is_some_and(|c| c.alive()) {
+                    h.on_disconnect("lost again while reconnecting");
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "tmux reconnect failed");
+                if h.server_pid().is_none() {
+                    let msg = "drover's tmux server is gone (killed?); the pane cannot come back: respawn or kill it";
+                    for p in &panes {
+                        p.set_transport(Some(msg.into()));
+                    }
+                }
+            }
+        }
+        delay = (delay * 2).min(RECONNECT_MAX);
+    }
+}
+
+/// The terminal type tmux announces to its panes.
+fn default_terminal() -> &'static str {
+    let has = |name: &str| {
+        let first = &name[..1];
+        ["/usr/share/terminfo", "/lib/terminfo", "/etc/terminfo"]
+            .iter()
+            .any(|d| Path::new(d).join(first).join(name).exists())
+    };
+    if has("tmux-256color") {
+        "tmux-256color"
+    } else {
+        "screen-256color"
+    }
+}
+
+/// Wait until the pane's first process has exec'd: before that /proc shows
+/// the forked tmux server. Anything but the server's cmdline (or empty)
+/// means exec'd; `env -u …` then execs the command itself.
+fn wait_for_exec(pid: u32, server: &[u8]) {
+    let deadline = Instant::now() + EXEC_TIMEOUT;
+    let mut delay = Duration::from_micros(200);
+    loop {
+        match std::fs::read(format!("/proc/{pid}/cmdline")) {
+            Ok(c) if !c.is_empty() && c != server && !is_env_wrapper(&c) && !gate::is_gate(&c) => {
+                return;
+            }
+            Err(_) => return,
+            Ok(_) if Instant::now() >= deadline || crate::pane::spawn::is_zombie(pid) => return,
+            Ok(_) => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+/// Whether a cmdline is still drover's `env -u TMUX …` wrapper.
+fn is_env_wrapper(cmdline: &[u8]) -> bool {
+    let mut args = cmdline.split(|b| *b == 0);
+    let first = args.next().unwrap_or_default();
+    first.ends_with(b"/env") && args.next() == Some(b"-u") && args.next() == Some(b"TMUX")
+}

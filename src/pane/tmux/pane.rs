@@ -1,0 +1,745 @@
+//! A pane on drover's tmux server: its own screen model fed from `%output`,
+//! input through `send-keys -H`, exit from the leader's pidfd and
+//! `#{pane_dead_status}`.
+
+use super::TmuxHost;
+use super::codec::{hex_keys, quote};
+use crate::pane::backend::{Backend, PaneBackend};
+use crate::pane::{
+    AttachHandle, AttachMsg, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec,
+    ScreenMeta, key_bytes,
+};
+use crate::screen::Screen;
+use nix::sys::signal::Signal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+/// Events (exit, kick) buffered for an attached client.
+const ATTACH_QUEUE: usize = 8;
+/// How long kill waits for a SIGKILLed group to be gone.
+const REAP_TIMEOUT: Duration = Duration::from_secs(3);
+/// After the leader exits, how long tmux may take to mark the pane dead.
+const DEAD_WAIT: Duration = Duration::from_secs(3);
+/// Writes queued for a pane that is not reading its input before senders
+/// are refused (`NotReading`): tmux takes the bytes, so this bounds only
+/// what waits for the control client.
+const INPUT_QUEUE: usize = 64;
+/// Input bytes per `send-keys -H` command line.
+const KEYS_PER_COMMAND: usize = 2048;
+/// While output keeps coming, wake watchers at most this often (as native).
+const NOTIFY_EVERY: Duration = Duration::from_millis(1);
+/// How long a resize waits for tmux to hand the new size to the app.
+const RESIZE_SETTLE: Duration = Duration::from_secs(1);
+/// Output held for a pane whose screen is being re-seeded, at most.
+const SEED_BUFFER: usize = 8 * 1024 * 1024;
+
+static ATTACH_IDS: AtomicU64 = AtomicU64::new(1 << 40);
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+struct AttachSlot {
+    id: u64,
+    tx: tokio::sync::mpsc::Sender<AttachMsg>,
+    /// Notified when the screen changed (frames are drawn from the model).
+    wake: Arc<tokio::sync::Notify>,
+    renderer: crate::screen::Renderer,
+}
+
+pub(super) struct Inner {
+    pub(super) spec: PaneSpec,
+    pub(super) generation: u64,
+    pub(super) pane_id: String,
+    pub(super) window_id: String,
+    pub(super) pid: u32,
+    pub(super) screen: Screen,
+    pub(super) exit: Option<ExitInfo>,
+    pub(super) env_verified: bool,
+    pub(super) started_at_ms: u64,
+    pub(super) created_at: String,
+    started: Instant,
+    last_output: Instant,
+    last_notify: Option<Instant>,
+    attach: Option<AttachSlot>,
+    /// Why the pane cannot be reached now.
+    pub(super) transport: Option<String>,
+    /// The window was closed in tmux: the pane will not come back.
+    pub(super) gone: bool,
+    /// While the screen is being re-seeded from `capture-pane`: output that
+    /// arrived meanwhile, with the reader's line number.
+    seeding: Option<Vec<(u64, Vec<u8>)>>,
+    /// Input for the pane's writer thread: (pane id, bytes). Callers never
+    /// wait on tmux; a pane whose queue is full is not reading.
+    input: std::sync::mpsc::SyncSender<(String, Vec<u8>)>,
+}
+
+/// A pane on drover's tmux server.
+pub struct TmuxPane {
+    name: String,
+    host: Arc<TmuxHost>,
+    pub(super) inner: Mutex<Inner>,
+    cv: Condvar,
+    events: Arc<dyn PaneEvents>,
+}
+
+impl std::fmt::Debug for TmuxPane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TmuxPane")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Where a new or adopted pane starts from.
+pub(super) struct Start {
+    pub(super) spec: PaneSpec,
+    pub(super) pane_id: String,
+    pub(super) window_id: String,
+    pub(super) pid: u32,
+    pub(super) generation: u64,
+    pub(super) env_verified: bool,
+    pub(super) created_at: String,
+}
+
+fn signal_name(n: i32) -> String {
+    match n {
+        1 => "Hangup".into(),
+        2 => "Interrupt".into(),
+        3 => "Quit".into(),
+        6 => "Aborted".into(),
+        9 => "Killed".into(),
+        13 => "Broken pipe".into(),
+        15 => "Terminated".into(),
+        n => format!("Signal {n}"),
+    }
+}
+
+/// Parse `#{pane_dead} #{pane_dead_status} #{pane_dead_signal}`: the exit
+/// once tmux knows it. tmux can mark a pane dead (its terminal closed)
+/// before it has reaped the process: dead with neither a status nor a
+/// signal is not an answer yet.
+pub(super) fn parse_dead(line: &str) -> Option<(Option<i32>, Option<String>)> {
+    let mut f = line.split(' ');
+    if f.next()? != "1" {
+        return None;
+    }
+    let code: Option<i32> = f.next().and_then(|s| s.parse().ok());
+    let signal = f
+        .next()
+        .and_then(|s| s.parse::<i32>().ok())
+        .filter(|s| *s > 0)
+        .map(signal_name);
+    match (code, signal) {
+        (_, Some(sig)) => Some((None, Some(sig))),
+        (Some(c), None) => Some((Some(c), None)),
+        (None, None) => None,
+    }
+}
+
+impl TmuxPane {
+    pub(super) fn new(host: Arc<TmuxHost>, s: Start, events: Arc<dyn PaneEvents>) -> Arc<Self> {
+        let now = Instant::now();
+        let input = start_writer(&s.spec.name, host.clone());
+        Arc::new(TmuxPane {
+            name: s.spec.name.clone(),
+            host,
+            inner: Mutex::new(Inner {
+                screen: Screen::new(s.spec.cols, s.spec.rows),
+                spec: s.spec,
+                generation: s.generation,
+                pane_id: s.pane_id,
+                window_id: s.window_id,
+                pid: s.pid,
+                exit: None,
+                env_verified: s.env_verified,
+                started_at_ms: crate::paths::now_ms(),
+                created_at: s.created_at,
+                started: now,
+                last_output: now,
+                last_notify: None,
+                attach: None,
+                transport: None,
+                gone: false,
+                seeding: None,
+                input,
+            }),
+            cv: Condvar::new(),
+            events,
+        })
+    }
+
+    pub(super) fn host_ref(&self) -> &Arc<TmuxHost> {
+        &self.host
+    }
+
+    /// The tmux pane id (`%N`).
+    pub(super) fn pane_id(&self) -> String {
+        lock(&self.inner).pane_id.clone()
+    }
+
+    /// Watch the leader of `generation` and record its exit.
+    pub(super) fn watch_exit(self: &Arc<Self>, generation: u64, pid: u32) {
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name(format!("tmux-wait-{}", self.name))
+            .spawn(move || exit_watcher(weak, generation, pid));
+    }
+
+    /// Decoded output from tmux (reader thread).
+    pub(super) fn feed(&self, bytes: &[u8], burst_end: bool, seq: u64) {
+        let mut g = lock(&self.inner);
+        if let Some(buf) = &mut g.seeding {
+            if buf.iter().map(|(_, b)| b.len()).sum::<usize>() < SEED_BUFFER {
+                buf.push((seq, bytes.to_vec()));
+            }
+            return;
+        }
+        g.screen.process(bytes);
+        // tmux is the app's terminal and answers its queries; drop ours.
+        if g.screen.hooks().has_queries() {
+            let _ = g.screen.take_replies();
+        }
+        g.last_output = Instant::now();
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
+        }
+        let due = g.last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
+        if due || burst_end {
+            g.last_notify = Some(Instant::now());
+            drop(g);
+            self.events.output();
+        }
+    }
+
+    /// Start holding output until [`Self::seed`] (re-seeding after a gap).
+    pub(super) fn begin_seed(&self) {
+        lock(&self.inner).seeding = Some(Vec::new());
+    }
+
+    /// Replace the screen with tmux's own rendering of the pane
+    /// (`capture-pane -e -p` lines, the cursor), then replay output that
+    /// arrived after the capture was taken (`after` is its reply's line).
+    pub(super) fn seed(&self, lines: &[String], cursor: (u16, u16), after: u64) {
+        let mut g = lock(&self.inner);
+        let (cols, rows) = g.screen.size();
+        let mut screen = Screen::new(cols, rows);
+        let mut buf = Vec::new();
+        for (i, l) in lines.iter().take(rows as usize).enumerate() {
+            if i > 0 {
+                buf.extend_from_slice(b"\r\n");
+            }
+            buf.extend_from_slice(l.as_bytes());
+            buf.extend_from_slice(b"\x1b[0m");
+        }
+        buf.extend_from_slice(format!("\x1b[{};{}H", cursor.1 + 1, cursor.0 + 1).as_bytes());
+        screen.process(&buf);
+        let held = g.seeding.take().unwrap_or_default();
+        for (seq, chunk) in held {
+            if seq > after {
+                screen.process(&chunk);
+            }
+        }
+        let _ = screen.take_replies();
+        g.screen = screen;
+        g.last_output = Instant::now();
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
+        }
+        drop(g);
+        self.events.output();
+    }
+
+    /// Abandon a re-seed (keep the screen, apply what was held).
+    pub(super) fn end_seed(&self) {
+        let mut g = lock(&self.inner);
+        for (_, chunk) in g.seeding.take().unwrap_or_default() {
+            g.screen.process(&chunk);
+        }
+    }
+
+    /// The transport came back or went away.
+    pub(super) fn set_transport(&self, err: Option<String>) {
+        let mut g = lock(&self.inner);
+        if g.gone {
+            return;
+        }
+        if g.transport == err {
+            return;
+        }
+        g.transport = err;
+        drop(g);
+        self.events.transport_changed();
+    }
+
+    /// The window was closed in tmux (an operator, `kill-pane`): the pane is
+    /// gone for good; its process, if any, went with it.
+    pub(super) fn closed(&self, why: &str) {
+        let mut g = lock(&self.inner);
+        g.gone = true;
+        g.transport = Some(format!("pane {} is gone: {why}", self.name));
+        if g.exit.is_none() {
+            g.exit = Some(ExitInfo {
+                code: None,
+                signal: None,
+                at_ms: crate::paths::now_ms(),
+            });
+        }
+        if let Some(a) = &g.attach
+            && let Some(e) = &g.exit
+        {
+            let _ = a.tx.try_send(AttachMsg::Exited(e.clone()));
+        }
+        drop(g);
+        self.cv.notify_all();
+        self.events.exited();
+        self.events.transport_changed();
+    }
+
+    pub(super) fn record_exit(&self, generation: u64, code: Option<i32>, signal: Option<String>) {
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.exit.is_some() {
+            return;
+        }
+        let info = ExitInfo {
+            code,
+            signal,
+            at_ms: crate::paths::now_ms(),
+        };
+        g.exit = Some(info.clone());
+        if let Some(a) = &g.attach {
+            let _ = a.tx.try_send(AttachMsg::Exited(info));
+        }
+        drop(g);
+        self.cv.notify_all();
+        self.events.exited();
+    }
+
+    fn transport_err(&self, message: String) -> PaneError {
+        PaneError::Transport {
+            pane: self.name.clone(),
+            message,
+        }
+    }
+
+    fn check_usable(&self, g: &Inner) -> Result<(), PaneError> {
+        if let Some(t) = &g.transport {
+            return Err(self.transport_err(t.clone()));
+        }
+        if g.exit.is_some() {
+            return Err(PaneError::Exited(self.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// Queue input bytes for the pane's writer thread, in order.
+    fn send_bytes(&self, pane_id: &str, chunks: &[&[u8]]) -> Result<(), PaneError> {
+        use std::sync::mpsc::TrySendError;
+        let g = lock(&self.inner);
+        for c in chunks {
+            if c.is_empty() {
+                continue;
+            }
+            g.input
+                .try_send((pane_id.to_string(), c.to_vec()))
+                .map_err(|e| match e {
+                    TrySendError::Full(_) => PaneError::NotReading(self.name.clone()),
+                    TrySendError::Disconnected(_) => PaneError::Exited(self.name.clone()),
+                })?;
+        }
+        Ok(())
+    }
+
+    fn wait_exit(&self, generation: u64, timeout: Duration) -> bool {
+        let g = lock(&self.inner);
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |g| {
+                g.generation == generation && g.exit.is_none()
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        g.generation != generation || g.exit.is_some()
+    }
+
+    /// Stop the current process: TERM and HUP to its group, a grace
+    /// period, then KILL. The pane stays (dead) in tmux.
+    fn stop_process(&self) {
+        let (pid, generation, exited) = {
+            let g = lock(&self.inner);
+            (g.pid, g.generation, g.exit.is_some())
+        };
+        if exited || !pid_is_pane_leader(pid) {
+            return;
+        }
+        crate::pane::native::signal_group(pid, Signal::SIGTERM);
+        crate::pane::native::signal_group(pid, Signal::SIGHUP);
+        if !self.wait_exit(generation, KILL_GRACE) {
+            crate::pane::native::signal_group(pid, Signal::SIGKILL);
+            if !self.wait_exit(generation, REAP_TIMEOUT) {
+                // No exit seen (the transport may be down): the leader is
+                // gone once its pid is; record that much.
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    self.record_exit(generation, None, Some(signal_name(9)));
+                }
+            }
+        }
+    }
+}
+
+/// The pane's writer thread: turns queued input into `send-keys -H`
+/// commands, in order; ends when the pane is dropped.
+fn start_writer(name: &str, host: Arc<TmuxHost>) -> std::sync::mpsc::SyncSender<(String, Vec<u8>)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(INPUT_QUEUE);
+    let pane = name.to_string();
+    let _ = std::thread::Builder::new()
+        .name(format!("tmux-write-{name}"))
+        .spawn(move || {
+            for (pane_id, bytes) in rx.iter() {
+                let lines: Vec<String> = bytes
+                    .chunks(KEYS_PER_COMMAND)
+                    .map(|part| format!("send-keys -t {pane_id} -H {}", hex_keys(part)))
+                    .collect();
+                match host.commands(&lines) {
+                    Ok(replies) => {
+                        if let Some(Err(e)) = replies.into_iter().find(Result::is_err) {
+                            tracing::warn!(pane = %pane, error = %e, "tmux refused input");
+                        }
+                    }
+                    Err(e) => tracing::warn!(pane = %pane, error = %e, "input not delivered"),
+                }
+            }
+        });
+    tx
+}
+
+/// The terminal size (cols, rows) the pane's leader sees on its stdin, if
+/// that is a terminal.
+fn pty_size(pid: u32) -> Option<(u16, u16)> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK)
+        .open(format!("/proc/{pid}/fd/0"))
+        .ok()?;
+    let mut ws = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills one winsize through a valid pointer on a fd we own.
+    let r = unsafe { nix::libc::ioctl(f.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut ws) };
+    (r == 0).then_some((ws.ws_col, ws.ws_row))
+}
+
+/// Whether `pid` still leads its own process group and session, as a tmux
+/// pane's first process does: guards against signalling a reused pid.
+fn pid_is_pane_leader(pid: u32) -> bool {
+    pid > 1
+        && crate::pane::procfs::stat(pid)
+            .is_some_and(|s| s.pgrp == i64::from(pid) && s.session == i64::from(pid))
+}
+
+fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::c_int, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this fd; nothing else owns it.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Block until the leader exits (its pidfd turns readable), then ask tmux
+/// for the exit status.
+fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
+    use std::os::fd::AsRawFd;
+    if let Some(fd) = pidfd_open(pid) {
+        loop {
+            let mut pfd = nix::libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: nix::libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for a fd we own; waits at most 1 s.
+            let n = unsafe { nix::libc::poll(&mut pfd, 1, 1000) };
+            if n > 0 {
+                break;
+            }
+            let Some(p) = pane.upgrade() else { return };
+            let g = lock(&p.inner);
+            if g.generation != generation || g.exit.is_some() {
+                return;
+            }
+        }
+    }
+    let mut delay = Duration::from_millis(2);
+    loop {
+        let Some(p) = pane.upgrade() else { return };
+        let (pane_id, quiet) = {
+            let g = lock(&p.inner);
+            if g.generation != generation || g.exit.is_some() {
+                return;
+            }
+            (g.pane_id.clone(), g.last_output.elapsed())
+        };
+        let line = format!(
+            "display-message -p -t {pane_id} {}",
+            quote("#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+        );
+        if let Ok(Ok(body)) = p.host.command(line) {
+            let first = body.first().map(String::as_str).unwrap_or("");
+            // A missing target prints nothing: check the id, not the status.
+            if let Some(rest) = first.strip_prefix(&format!("{pane_id} "))
+                && let Some((code, signal)) = parse_dead(rest)
+            {
+                p.record_exit(generation, code, signal);
+                return;
+            }
+        }
+        // tmux marks the pane dead once it has read the terminal to its end,
+        // which may take a while when it is still passing a flood to us.
+        if quiet >= DEAD_WAIT && p.transport_error().is_none() {
+            // The leader is gone, nothing came for a while, and tmux has not
+            // marked the pane dead (a background process holds the
+            // terminal): exited, code unknown.
+            p.record_exit(generation, None, None);
+            return;
+        }
+        drop(p);
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(100));
+    }
+}
+
+impl PaneBackend for TmuxPane {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn backend(&self) -> Backend {
+        Backend::Tmux
+    }
+    fn info(&self) -> PaneInfo {
+        let g = lock(&self.inner);
+        let (cols, rows) = g.screen.size();
+        PaneInfo {
+            name: self.name.clone(),
+            backend: "tmux".into(),
+            pid: g.pid,
+            generation: g.generation,
+            cols,
+            rows,
+            agent: g.spec.agent.clone(),
+            argv: g.spec.argv.clone(),
+            env_names: g.spec.env_names(),
+            env_verified: g.env_verified,
+            cwd: g.spec.cwd.clone(),
+            started_at_ms: g.started_at_ms,
+            bytes: g.screen.bytes(),
+            exit: g.exit.clone(),
+            attached: g.attach.is_some(),
+        }
+    }
+    fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
+        let mut g = lock(&self.inner);
+        let meta = ScreenMeta {
+            generation: g.generation,
+            pid: g.pid,
+            exit: g.exit.clone(),
+            quiet: g.last_output.elapsed(),
+            since_spawn: g.started.elapsed(),
+            agent: g.spec.agent.clone(),
+        };
+        f(&mut g.screen, &meta)
+    }
+    fn generation(&self) -> u64 {
+        lock(&self.inner).generation
+    }
+    fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
+        let pane_id = {
+            let g = lock(&self.inner);
+            self.check_usable(&g)?;
+            g.pane_id.clone()
+        };
+        self.send_bytes(&pane_id, &[bytes])
+    }
+    fn send_text(&self, text: &str, enter: bool) -> Result<(), PaneError> {
+        let (pane_id, bracketed) = {
+            let g = lock(&self.inner);
+            self.check_usable(&g)?;
+            (g.pane_id.clone(), g.screen.bracketed_paste())
+        };
+        let mut body = Vec::new();
+        if bracketed {
+            // A paste must not be able to end itself early.
+            let t = text.replace("\x1b[201~", "");
+            body.extend_from_slice(b"\x1b[200~");
+            body.extend_from_slice(t.as_bytes());
+            body.extend_from_slice(b"\x1b[201~");
+        } else {
+            body.extend_from_slice(text.as_bytes());
+        }
+        self.send_bytes(&pane_id, &[&body])?;
+        if enter {
+            self.send_bytes(&pane_id, &[b"\r"])?;
+        }
+        Ok(())
+    }
+    fn send_keys(&self, keys: &[String]) -> Result<(), PaneError> {
+        let (pane_id, app) = {
+            let g = lock(&self.inner);
+            self.check_usable(&g)?;
+            (g.pane_id.clone(), g.screen.application_cursor())
+        };
+        let encoded: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| key_bytes(k, app))
+            .collect::<Result<_, _>>()?;
+        let chunks: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+        self.send_bytes(&pane_id, &chunks)
+    }
+    fn resize(&self, cols: u16, rows: u16) -> Result<(), PaneError> {
+        if cols == 0 || rows == 0 || cols > 1000 || rows > 1000 {
+            return Err(PaneError::InvalidSize(format!("{cols}x{rows}")));
+        }
+        let (pane_id, pid) = {
+            let g = lock(&self.inner);
+            if let Some(t) = &g.transport {
+                return Err(self.transport_err(t.clone()));
+            }
+            (g.pane_id.clone(), g.pid)
+        };
+        let reply = self
+            .host
+            .command(format!("resize-window -t {pane_id} -x {cols} -y {rows}"))
+            .map_err(|e| self.transport_err(e))?;
+        reply.map_err(|e| self.transport_err(format!("tmux refused the resize: {e}")))?;
+        // tmux applies a pane's new terminal size a little later (it
+        // coalesces resizes): return once the app can see it, as native does.
+        let deadline = Instant::now() + RESIZE_SETTLE;
+        while pty_size(pid).is_some_and(|s| s != (cols, rows)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        lock(&self.inner).screen.resize(cols, rows);
+        self.events.output();
+        Ok(())
+    }
+    fn spec_size(&self) -> (u16, u16) {
+        let g = lock(&self.inner);
+        (g.spec.cols, g.spec.rows)
+    }
+    fn kill(&self) {
+        self.stop_process();
+        let (pane_id, gone) = {
+            let g = lock(&self.inner);
+            (g.pane_id.clone(), g.gone)
+        };
+        self.host.forget(&self.name, &pane_id, !gone);
+    }
+    fn respawn(self: Arc<Self>) -> Result<u64, PaneError> {
+        self.stop_process();
+        super::respawn(&self)
+    }
+    fn attach(&self) -> AttachHandle {
+        let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
+        let mut g = lock(&self.inner);
+        if let Some(old) = g.attach.take() {
+            let _ = old.tx.try_send(AttachMsg::Kicked);
+        }
+        let mut renderer = crate::screen::Renderer::new();
+        let repaint = renderer.frame(&g.screen);
+        if let Some(exit) = &g.exit {
+            let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
+        }
+        g.attach = Some(AttachSlot {
+            id,
+            tx,
+            wake: wake.clone(),
+            renderer,
+        });
+        AttachHandle {
+            id,
+            repaint,
+            rx,
+            wake,
+        }
+    }
+    fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+        let mut g = lock(&self.inner);
+        let Inner { screen, attach, .. } = &mut *g;
+        let slot = attach.as_mut().filter(|a| a.id == id)?;
+        Some(slot.renderer.frame(screen))
+    }
+    fn detach(&self, id: u64) {
+        let mut g = lock(&self.inner);
+        if g.attach.as_ref().is_some_and(|a| a.id == id) {
+            g.attach = None;
+        }
+    }
+    fn repaint(&self) -> Vec<u8> {
+        crate::screen::Renderer::new().frame(&lock(&self.inner).screen)
+    }
+    fn transport_error(&self) -> Option<String> {
+        lock(&self.inner).transport.clone()
+    }
+    fn backend_pane_id(&self) -> Option<String> {
+        Some(self.pane_id())
+    }
+    fn attach_command(&self) -> Option<String> {
+        Some(format!(
+            "tmux -L {} attach -t {}",
+            self.host.socket_name(),
+            self.pane_id()
+        ))
+    }
+}
+
+/// Reset the pane for a new generation (after `respawn-pane` or a new window).
+pub(super) fn reset_generation(
+    pane: &Arc<TmuxPane>,
+    pane_id: String,
+    window_id: String,
+    pid: u32,
+    env_verified: bool,
+) -> u64 {
+    let generation = {
+        let mut g = lock(&pane.inner);
+        g.generation += 1;
+        g.pane_id = pane_id;
+        g.window_id = window_id;
+        g.pid = pid;
+        g.screen = Screen::new(g.spec.cols, g.spec.rows);
+        g.exit = None;
+        g.gone = false;
+        g.transport = None;
+        g.env_verified = env_verified;
+        g.started_at_ms = crate::paths::now_ms();
+        g.started = Instant::now();
+        g.last_output = Instant::now();
+        g.generation
+    };
+    pane.watch_exit(generation, pid);
+    pane.cv.notify_all();
+    pane.events.output();
+    generation
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_status_lines() {
+        assert_eq!(parse_dead("1 3 "), Some((Some(3), None)));
+        assert_eq!(parse_dead("1  9"), Some((None, Some("Killed".into()))));
+        assert_eq!(parse_dead("0  "), None);
+        // Dead but not yet reaped by tmux: ask again.
+        assert_eq!(parse_dead("1  "), None);
+        assert_eq!(parse_dead(""), None);
+    }
+}

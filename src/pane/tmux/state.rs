@@ -1,0 +1,212 @@
+//! What the tmux backend keeps in the state dir: which server drover
+//! started (so no other is ever touched) and, per pane, what a new
+//! supervisor needs to re-adopt it. Env names only, never values.
+
+use super::TmuxPane;
+use super::pane::lock;
+use crate::pane::record::{self, PaneRecord, RECORD_SCHEMA};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+const SCHEMA: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ServerDoc {
+    schema_version: u32,
+    socket: String,
+    pid: u32,
+    start_time: u64,
+}
+
+/// One pane as the tmux backend saved it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct SavedPane {
+    pub(super) schema_version: u32,
+    pub(super) name: String,
+    pub(super) pane_id: String,
+    pub(super) window_id: String,
+    pub(super) pid: u32,
+    pub(super) pid_start_time: u64,
+    pub(super) generation: u64,
+    pub(super) argv: Vec<String>,
+    pub(super) env_names: Vec<String>,
+    pub(super) cwd: Option<PathBuf>,
+    pub(super) cols: u16,
+    pub(super) rows: u16,
+    pub(super) agent: String,
+    pub(super) created_at: String,
+}
+
+fn dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("tmux")
+}
+
+fn server_path(state_dir: &Path) -> PathBuf {
+    dir(state_dir).join("server.json")
+}
+
+fn pane_path(state_dir: &Path, name: &str) -> PathBuf {
+    dir(state_dir).join("panes").join(format!("{name}.json"))
+}
+
+fn write_private<T: Serialize>(path: &Path, doc: &T) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
+    }
+    crate::store::write_json_atomic(path, doc).map_err(|e| e.to_string())?;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    Ok(())
+}
+
+/// Record that drover started the server `pid` on `socket`.
+pub(super) fn record_server(state_dir: &Path, socket: &str, pid: u32) -> Result<(), String> {
+    let doc = ServerDoc {
+        schema_version: SCHEMA,
+        socket: socket.to_string(),
+        pid,
+        start_time: record::start_time(pid).unwrap_or(0),
+    };
+    write_private(&server_path(state_dir), &doc)
+}
+
+/// Forget the server (it was stopped).
+pub(super) fn forget_server(state_dir: &Path) {
+    let _ = std::fs::remove_file(server_path(state_dir));
+}
+
+/// Ok when the server `pid` answering on `socket` is the one drover
+/// started; otherwise a message saying it is left alone.
+pub(super) fn check_owned(state_dir: &Path, socket: &str, pid: u32) -> Result<(), String> {
+    let path = server_path(state_dir);
+    let not_ours = || {
+        format!(
+            "a tmux server drover did not start (pid {pid}) is listening on -L {socket}; drover never touches it: stop it yourself or use another state dir"
+        )
+    };
+    let doc: ServerDoc = match crate::store::read_json(&path) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Err(not_ours()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let started = record::start_time(pid);
+    if doc.socket == socket && doc.pid == pid && started == Some(doc.start_time) {
+        Ok(())
+    } else {
+        Err(not_ours())
+    }
+}
+
+/// Save a pane's re-adoption state and its pane record.
+pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
+    let g = lock(&pane.inner);
+    let start = record::start_time(g.pid).unwrap_or(0);
+    let saved = SavedPane {
+        schema_version: SCHEMA,
+        name: g.spec.name.clone(),
+        pane_id: g.pane_id.clone(),
+        window_id: g.window_id.clone(),
+        pid: g.pid,
+        pid_start_time: start,
+        generation: g.generation,
+        argv: g.spec.argv.clone(),
+        env_names: g.spec.env_names(),
+        cwd: g.spec.cwd.clone(),
+        cols: g.spec.cols,
+        rows: g.spec.rows,
+        agent: g.spec.agent.clone(),
+        created_at: g.created_at.clone(),
+    };
+    let rec = PaneRecord {
+        schema_version: RECORD_SCHEMA,
+        name: g.spec.name.clone(),
+        backend: "tmux".into(),
+        backend_pane_id: Some(g.pane_id.clone()),
+        pid: g.pid,
+        pid_start_time: start,
+        pgid: g.pid,
+        generation: g.generation,
+        boot_id: record::boot_id(),
+        created_at: g.created_at.clone(),
+        agent: g.spec.agent.clone(),
+        descendants: Vec::new(),
+    };
+    drop(g);
+    if let Err(e) = write_private(&pane_path(state_dir, &saved.name), &saved) {
+        tracing::warn!(pane = %saved.name, error = %e, "cannot save tmux pane state");
+    }
+    if let Err(e) = record::write(state_dir, &rec) {
+        tracing::warn!(pane = %rec.name, error = %e, "cannot write pane record");
+    }
+}
+
+/// Drop a pane's saved state and record.
+pub(super) fn remove_pane(state_dir: &Path, name: &str) {
+    remove_saved(state_dir, name);
+    if let Err(e) = record::remove(state_dir, name) {
+        tracing::warn!(pane = %name, error = %e, "cannot remove pane record");
+    }
+}
+
+/// Whether re-adoption state of pane `name` is kept (it was re-adopted, or
+/// could not be looked at: its server did not answer).
+pub(super) fn has_saved(state_dir: &Path, name: &str) -> bool {
+    pane_path(state_dir, name).exists()
+}
+
+/// Drop only a pane's re-adoption state: its record stays for the
+/// supervisor to report the pane as lost and end what still runs of it.
+pub(super) fn remove_saved(state_dir: &Path, name: &str) {
+    let _ = std::fs::remove_file(pane_path(state_dir, name));
+}
+
+/// Every saved pane (unreadable files are reported and left in place).
+pub(super) fn load_panes(state_dir: &Path) -> Vec<SavedPane> {
+    let Ok(rd) = std::fs::read_dir(dir(state_dir).join("panes")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "json")
+            || p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        {
+            continue;
+        }
+        match crate::store::read_json::<SavedPane>(&p) {
+            Ok(Some(s)) if s.schema_version == SCHEMA => out.push(s),
+            Ok(Some(s)) => {
+                tracing::warn!(file = %p.display(), version = s.schema_version, "tmux pane state of another version; left alone")
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(file = %p.display(), error = %e, "corrupt tmux pane state; left alone")
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The values of `names` in a live process's environment (read back for a
+/// re-adopted pane, so a respawn can set them again; kept in memory only).
+pub(super) fn env_from_proc(pid: u32, names: &[String]) -> Vec<(String, String)> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let mut out = Vec::new();
+    for kv in raw.split(|b| *b == 0) {
+        let Some(i) = kv.iter().position(|b| *b == b'=') else {
+            continue;
+        };
+        let k = String::from_utf8_lossy(&kv[..i]);
+        if names.iter().any(|n| *n == k) {
+            out.push((
+                k.into_owned(),
+                String::from_utf8_lossy(&kv[i + 1..]).into_owned(),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,398 @@
+//! The tmux backend's own promises (docs/tmux.md): no env value in any
+//! argv, commands and env exactly as given, the operator's attach command,
+//! faults contained (tmux killed, its control client killed, a pane closed
+//! from tmux, a missing or old tmux, a server drover did not start), and
+//! panes that outlive the supervisor and are re-adopted by the next one.
+//! These run whatever `DROVER_TEST_BACKEND` says: they pin `--backend tmux`.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+macro_rules! need_tmux {
+    () => {
+        if !have_tmux() {
+            panic!("tmux is not installed: these tests need tmux >= 3.2");
+        }
+    };
+}
+
+/// Stops this state dir's tmux server when the test ends, even when it
+/// fails while no supervisor runs (tmux panes outlive a supervisor).
+struct TmuxGuard(String);
+
+impl Drop for TmuxGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}
+
+fn tmux_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> serde_json::Value {
+    let mut f = vec!["--backend", "tmux"];
+    f.extend_from_slice(flags);
+    d.new_pane(name, &f, cmd)
+}
+
+/// The `-L` socket of this state dir's tmux server.
+fn socket(d: &Drover) -> String {
+    drover::pane::tmux::socket_name(&d.state)
+}
+
+fn tmux(d: &Drover, args: &[&str]) -> std::process::Output {
+    Command::new("tmux")
+        .args(["-L", &socket(d)])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Pids whose argv contains every one of `needles`.
+fn pids_with(needles: &[&str]) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            cmdline(*pid).is_some_and(|c| needles.iter().all(|n| c.iter().any(|a| a == n)))
+        })
+        .collect()
+}
+
+/// The control client of this state dir's tmux server.
+fn control_clients(d: &Drover) -> Vec<i32> {
+    pids_with(&[&socket(d), "-C", "attach-session"])
+}
+
+fn environ(pid: i32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .map(|kv| String::from_utf8_lossy(kv).into_owned())
+        .collect()
+}
+
+/// A secret given with `--env` reaches the child (its /proc environ has it)
+/// and no process on the machine has it in its argv: not the CLI, not the
+/// supervisor, not the tmux server or its control client.
+#[test]
+fn secret_env_is_in_no_process_argv() {
+    need_tmux!();
+    let d = Drover::new();
+    let secret = format!("s3cret-{}", std::process::id());
+    let info = tmux_pane(
+        &d,
+        "sec",
+        &["--env", &format!("TOKEN={secret}")],
+        &["sleep", "1000"],
+    );
+    assert_eq!(info["env_verified"], true, "{info}");
+    let pid = pid_of(&info);
+    assert!(environ(pid).contains(&format!("TOKEN={secret}")));
+    let mut holders = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let raw = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if raw.windows(secret.len()).any(|w| w == secret.as_bytes()) {
+            holders.push(e.file_name());
+        }
+    }
+    assert!(holders.is_empty(), "secret in argv of {holders:?}");
+}
+
+/// tmux's parser must not expand `$NAME` or `~` in the command, TMUX and
+/// TMUX_PANE are not in the agent's env, and awkward env values (quotes,
+/// newlines, `$`) arrive byte for byte.
+#[test]
+fn command_and_env_arrive_exactly() {
+    need_tmux!();
+    let d = Drover::new();
+    let value = "it's \"$HOME\" ~ a\tb";
+    let script = r#"printf '[%s][%s]' "$1" "$V"; env | grep -c '^TMUX' ; sleep 1000"#;
+    let info = tmux_pane(
+        &d,
+        "exact",
+        &["--env", &format!("V={value}")],
+        &["sh", "-c", script, "sh", "$HOME ~/x 'q'"],
+    );
+    let s = d.wait_text("exact", "]0", T);
+    assert!(s.contains(r#"[$HOME ~/x 'q'][it's "$HOME" ~ a"#), "{s}");
+    let env = environ(pid_of(&info));
+    assert!(env.contains(&format!("V={value}")), "{env:?}");
+    assert!(
+        !env.iter()
+            .any(|kv| kv.starts_with("TMUX=") || kv.starts_with("TMUX_PANE="))
+    );
+}
+
+/// `pane ls --json` prints the operator's own way in, and it names the
+/// pane's real window on drover's socket; the window's size is pinned.
+#[test]
+fn pane_ls_prints_the_tmux_attach_command() {
+    need_tmux!();
+    let d = Drover::new();
+    tmux_pane(&d, "op", &["--size", "100x30"], &["sleep", "1000"]);
+    let p = d.pane("op").unwrap();
+    assert_eq!(p["backend"], "tmux");
+    let id = p["backend_pane_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with('%'), "{p}");
+    assert_eq!(
+        p["attach_command"],
+        format!("tmux -L {} attach -t {id}", socket(&d))
+    );
+    let out = tmux(
+        &d,
+        &[
+            "display-message",
+            "-p",
+            "-t",
+            &id,
+            "#{pane_id} #{pane_width}x#{pane_height}",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{id} 100x30")
+    );
+    let out = tmux(&d, &["show-options", "-w", "-v", "-t", &id, "window-size"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "manual");
+}
+
+/// `kill -9` of the control client: a transport error while it is gone,
+/// then drover reconnects by itself and the pane keeps being observed.
+#[test]
+fn killed_control_client_reconnects_and_observation_continues() {
+    need_tmux!();
+    let d = Drover::new();
+    tmux_pane(&d, "cc", &["--env", "PS1=$ "], &["sh"]);
+    d.ok(&["pane", "send", "cc", "echo one-$((1+1))"]);
+    d.wait_text("cc", "one-2", T);
+    let before = control_clients(&d);
+    assert_eq!(before.len(), 1, "{before:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(before[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(
+        wait_until(T, || {
+            let now = control_clients(&d);
+            now.len() == 1 && now[0] != before[0]
+        }),
+        "no new control client: {:?}",
+        control_clients(&d)
+    );
+    assert!(wait_until(T, || d.pane("cc").unwrap()["transport_error"].is_null()));
+    d.ok(&["pane", "send", "cc", "echo two-$((2+2))"]);
+    d.wait_text("cc", "two-4", T);
+    assert!(d.read("cc").contains("one-2"), "screen not re-seeded");
+    let out = d.wait_state(&["cc"], "idle", 10_000);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// `tmux kill-server` under drover: its panes are a transport error
+/// (barriers exit 5, `pane ls` says why), no control client is left behind,
+/// and a new tmux pane starts a new server.
+#[test]
+fn tmux_server_killed_under_drover_is_a_transport_error() {
+    need_tmux!();
+    let d = Drover::new();
+    tmux_pane(&d, "victim", &[], &["sleep", "1000"]);
+    assert_eq!(tmux(&d, &["kill-server"]).status.code(), Some(0));
+    assert!(wait_until(T, || {
+        !d.pane("victim").unwrap()["transport_error"].is_null()
+    }));
+    let out = d.wait_state(&["victim"], "idle,working,exited", 5000);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("tmux"), "{}", stderr(&out));
+    let sent = d.run(&["pane", "send", "victim", "x"]);
+    assert_eq!(sent.status.code(), Some(5), "{}", stderr(&sent));
+    assert!(
+        wait_until(T, || control_clients(&d).is_empty()),
+        "orphaned control client"
+    );
+    tmux_pane(&d, "fresh", &["--env", "PS1=$ "], &["sh"]);
+    d.ok(&["pane", "send", "fresh", "echo back-$((3+4))"]);
+    d.wait_text("fresh", "back-7", T);
+    d.ok(&["pane", "kill", "victim"]);
+}
+
+/// A pane killed from tmux itself (an operator's `kill-pane`) is gone:
+/// barriers on it exit 5; `pane kill` still cleans up.
+#[test]
+fn pane_closed_from_tmux_is_gone() {
+    need_tmux!();
+    let d = Drover::new();
+    let info = tmux_pane(&d, "closed", &[], &["sleep", "1000"]);
+    let id = info["backend_pane_id"].as_str().unwrap().to_string();
+    assert_eq!(tmux(&d, &["kill-pane", "-t", &id]).status.code(), Some(0));
+    assert!(wait_until(T, || {
+        !d.pane("closed").unwrap()["transport_error"].is_null()
+    }));
+    let out = d.wait_state(&["closed"], "exited", 5000);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(wait_until(T, || !pid_alive(pid_of(&info))));
+    d.ok(&["pane", "kill", "closed"]);
+    assert!(d.pane("closed").is_none());
+}
+
+fn fake_tmux(d: &Drover, version: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = d.scratch().join("fake-tmux");
+    std::fs::write(&p, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// A tmux that is missing or older than 3.2: a clear error naming the
+/// version; no pane is created and the supervisor keeps answering.
+#[test]
+fn missing_or_old_tmux_is_a_clear_error() {
+    let d = Drover::new();
+    let fake = fake_tmux(&d, "tmux 3.1c");
+    let out = d
+        .cmd()
+        .env("DROVER_TMUX", &fake)
+        .args([
+            "pane",
+            "new",
+            "old",
+            "--backend",
+            "tmux",
+            "--",
+            "sleep",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("tmux 3.1c is too old"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("3.2"), "{}", stderr(&out));
+    assert!(d.pane("old").is_none());
+    d.ok(&["kill-server"]);
+    let out = d
+        .cmd()
+        .env("DROVER_TMUX", d.scratch().join("no-such-tmux"))
+        .args([
+            "pane",
+            "new",
+            "none",
+            "--backend",
+            "tmux",
+            "--",
+            "sleep",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no-such-tmux"), "{}", stderr(&out));
+}
+
+/// A tmux server on drover's socket that drover did not start is refused,
+/// never touched: it is still running afterwards.
+#[test]
+fn never_touches_a_tmux_server_it_did_not_start() {
+    need_tmux!();
+    let d = Drover::new();
+    let sock = socket(&d);
+    let started = Command::new("tmux")
+        .args([
+            "-L",
+            &sock,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "theirs",
+            "sleep 1000",
+        ])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    let out = d.run(&["pane", "new", "x", "--backend", "tmux", "--", "sleep", "10"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("did not start"), "{}", stderr(&out));
+    d.ok(&["kill-server"]);
+    let alive = tmux(&d, &["has-session", "-t", "theirs"]);
+    let _ = tmux(&d, &["kill-server"]);
+    assert!(
+        alive.status.success(),
+        "drover touched a server it did not start"
+    );
+}
+
+/// The supervisor dies (`kill -9`); its tmux pane keeps running; the next
+/// supervisor re-adopts it (same pid, generation, backend id), re-seeds the
+/// screen, and keeps observing it: input, output and barriers work, and the
+/// old control client did not outlive its supervisor.
+#[test]
+fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
+    need_tmux!();
+    let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
+    let info = tmux_pane(&d, "keep", &["--env", "PS1=$ "], &["sh"]);
+    d.ok(&["pane", "send", "keep", "echo before-$((1+1))"]);
+    d.wait_text("keep", "before-2", T);
+    let old_clients = control_clients(&d);
+    let sup = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sup),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || !pid_alive(sup)
+        || stat(sup).is_some_and(|s| s.state == 'Z')));
+    assert!(
+        pid_alive(pid_of(&info)),
+        "the tmux pane died with the supervisor"
+    );
+    assert!(
+        wait_until(T, || old_clients.iter().all(|p| !pid_alive(*p))),
+        "the dead supervisor's control client is still running"
+    );
+    // A new supervisor re-adopts the pane.
+    d.ok(&["serve", "--daemon"]);
+    let p = d.pane("keep").expect("pane not re-adopted");
+    assert_eq!(p["pid"], info["pid"]);
+    assert_eq!(p["generation"], 1);
+    assert_eq!(p["backend"], "tmux");
+    assert_eq!(p["backend_pane_id"], info["backend_pane_id"]);
+    assert!(d.read("keep").contains("before-2"), "screen not re-seeded");
+    d.ok(&["pane", "send", "keep", "echo after-$((2+3))"]);
+    d.wait_text("keep", "after-5", T);
+    let out = d.wait_state(&["keep"], "idle", 10_000);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    d.ok(&["pane", "send", "keep", "exit 6"]);
+    let out = d.wait_state(&["keep"], "exited", 10_000);
+    assert!(stdout(&out).contains("\"exit_code\":6"), "{}", stdout(&out));
+}
+
+/// `kill-server` ends tmux panes and drover's tmux server: nothing left.
+#[test]
+fn kill_server_leaves_no_tmux_process() {
+    need_tmux!();
+    let d = Drover::new();
+    let info = tmux_pane(&d, "bye", &[], &["sleep", "1000"]);
+    d.ok(&["kill-server"]);
+    assert!(wait_until(T, || !pid_alive(pid_of(&info))));
+    assert!(
+        wait_until(T, || pids_with(&[&socket(&d)]).is_empty()),
+        "{:?}",
+        pids_with(&[&socket(&d)])
+    );
+    let _ = Duration::ZERO;
+}

@@ -94,12 +94,19 @@ impl PaneRecord {
         key
     }
 
-    /// The record's processes still running (none from another boot).
+    /// The record's processes still running (none from another boot). A
+    /// zombie runs nothing: its parent (often not us) reaps it when it will.
     pub fn leftovers(&self) -> Vec<Member> {
         if self.boot_id != super::procfs::boot_id() {
             return Vec::new();
         }
         super::reap::members(&self.tree_key(), true)
+            .into_iter()
+            .filter(|m| {
+                super::procfs::stat(m.pid)
+                    .is_some_and(|s| s.starttime == m.start_time && s.state != 'Z')
+            })
+            .collect()
     }
 }
 

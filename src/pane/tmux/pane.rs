@@ -372,6 +372,16 @@ impl TmuxPane {
         if exited || !pid_is_pane_leader(pid) {
             return;
         }
+        // The pane's local tree as it is now (its session, and descendants
+        // that left it with setsid/setpgid): ended after the group.
+        use crate::pane::reap;
+        let mut key =
+            reap::TreeKey::new(pid, crate::pane::record::start_time(pid).unwrap_or(0), "");
+        let mut found = reap::members(&key, false);
+        key.known = found.clone();
+        // Once the leader is gone its id may be reused: session members
+        // count only if they started by now (later ones descend from these).
+        key.session_until = found.iter().map(|m| m.start_time).max();
         crate::pane::native::signal_group(pid, Signal::SIGTERM);
         crate::pane::native::signal_group(pid, Signal::SIGHUP);
         if !self.wait_exit(generation, KILL_GRACE) {
@@ -384,6 +394,7 @@ impl TmuxPane {
                 }
             }
         }
+        reap::sweep(&key, &mut found, REAP_TIMEOUT);
     }
 }
 

@@ -123,7 +123,7 @@ fn respawn_starts_a_new_generation_that_old_states_cannot_satisfy() {
     let s = Drover::new();
     s.ok(&["pane", "new", "p", "--", "sh", "-c", "exit 3"]);
     let out = s.ok(&["wait", "p", "--until", "exited", "--timeout-ms", "5000"]);
-    assert!(out.contains("\"exit_code\":3"));
+    assert!(out.contains("\"exit_code\":3"), "{out}");
     s.ok(&["pane", "respawn", "p"]);
     let out = s.run(&["wait", "p", "--until", "exited", "--timeout-ms", "5000"]);
     assert_eq!(code(&out), 0);

@@ -33,9 +33,15 @@ fn size(cols: u16, rows: u16) -> PtySize {
 
 impl Operator {
     fn attach(d: &Drover, pane: &str, cols: u16, rows: u16) -> Operator {
+        Operator::attach_args(d, &[pane], cols, rows)
+    }
+
+    /// `drover attach ARGS…` on an operator's terminal of its own.
+    fn attach_args(d: &Drover, args: &[&str], cols: u16, rows: u16) -> Operator {
         let pair = native_pty_system().openpty(size(cols, rows)).unwrap();
         let mut cmd = CommandBuilder::new(BIN);
-        cmd.args(["attach", pane]);
+        cmd.arg("attach");
+        cmd.args(args);
         cmd.env("DROVER_STATE_DIR", &d.state);
         cmd.env("TERM", "xterm-256color");
         cmd.cwd(d.scratch());
@@ -387,4 +393,96 @@ fn supervisor_stop_ends_the_attach_and_restores_the_terminal() {
         _ => panic!("exit {code}: {log:?}"),
     }
     op.assert_restored();
+}
+
+/// Guards: attach draws from the screen model, so nothing an app prints can
+/// drive the operator's terminal — no clipboard write or read (OSC 52), no
+/// title flood (OSC 0), no colour query (OSC 10/11 ?), no DCS (`+q`), no
+/// window report request (`CSI 21t`, `CSI 14t`). They used to be forwarded raw.
+#[test]
+fn hostile_output_never_reaches_the_attached_terminal() {
+    let d = Drover::new();
+    let script = r#"stty -echo; echo ready
+IFS= read -r go
+printf '\033]52;c;aGVsbG8gY2xpcGJvYXJk\007\033]52;c;?\007\033]52;p;?\033\\'
+i=0; while [ $i -lt 300 ]; do printf '\033]0;title %d\007\033]2;t%d\007' $i $i; i=$((i+1)); done
+printf '\033P+q544e\033\\\033P$qm\033\\\033[21t\033[14t\033[18t'
+printf '\033]10;?\007\033]11;?\033\\\033]4;1;?\007\033]12;?\007'
+printf '\033[31mred\033[0m after-%d\n' $((2+3))
+sleep 1000"#;
+    d.new_pane(
+        "hostile",
+        &[],
+        &["bash", "--norc", "--noprofile", "-c", script],
+    );
+    d.wait_text("hostile", "ready", T);
+    let mut op = Operator::attach(&d, "hostile", 100, 30);
+    op.wait_screen("ready");
+    op.type_(b"go\r");
+    op.wait_screen("after-5");
+    let log = op.log.lock().unwrap().clone();
+    for (what, seq) in [
+        ("an OSC (clipboard, title, colour query)", &b"\x1b]"[..]),
+        ("a C1 OSC", b"\x9d"),
+        ("a DCS", b"\x1bP"),
+        ("a C1 DCS", b"\x90"),
+        ("a window report request", b"t\x1b"),
+        ("CSI 21t", b"\x1b[21t"),
+        ("CSI 14t", b"\x1b[14t"),
+        ("CSI 18t", b"\x1b[18t"),
+    ] {
+        assert!(
+            !log.windows(seq.len()).any(|w| w == seq),
+            "{what} reached the operator's terminal: {:?}",
+            String::from_utf8_lossy(&log)
+        );
+    }
+    // The text and its colour did arrive, drawn from the screen.
+    let row = op
+        .text()
+        .lines()
+        .position(|l| l.contains("after-5"))
+        .unwrap() as u16;
+    let red = op
+        .screen
+        .lock()
+        .unwrap()
+        .screen()
+        .cell(row, 0)
+        .map(|c| c.fgcolor());
+    assert_eq!(red, Some(vt100::Color::Idx(1)), "colour lost");
+    op.type_(b"\x1c");
+    assert_eq!(op.exit_code(), 0);
+    op.assert_restored();
+}
+
+/// Guards: `attach -r` watches without displacing the attached writer, and
+/// what is typed into it (or its size) never reaches the pane.
+#[test]
+fn read_only_attach_neither_kicks_nor_types() {
+    let d = Drover::new();
+    shell_pane(&d, "watched");
+    let mut writer = Operator::attach(&d, "watched", 100, 30);
+    writer.wait_screen("before-2");
+    let mut watcher = Operator::attach_args(&d, &["-r", "watched"], 90, 20);
+    watcher.wait_screen("before-2");
+    assert!(
+        writer.still_running(),
+        "the read-only attach kicked the writer"
+    );
+    // Typed into the watcher: dropped (the marker never runs).
+    watcher.type_(b"echo from-$((6*7))-watcher\r");
+    // The writer still drives the pane at its own size, and the watcher sees it.
+    writer.type_(b"echo from-writer-$((2+3))\r");
+    watcher.wait_screen("from-writer-5");
+    writer.wait_screen("from-writer-5");
+    assert_eq!(pane_size(&d, "watched"), (100, 30));
+    let text = d.ok(&["pane", "read", "watched"]);
+    assert!(!text.contains("from-42-watcher"), "{text}");
+    // The watcher ends on the pane's exit like any attach.
+    writer.type_(b"exit 4\r");
+    assert_eq!(watcher.exit_code(), 0);
+    watcher.wait_log("[pane watched exited (code 4)]");
+    watcher.assert_restored();
+    assert_eq!(writer.exit_code(), 0);
 }

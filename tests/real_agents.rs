@@ -18,6 +18,7 @@ use drover::rehearse::discover;
 use drover::rehearse::recording::{Checkpoint, Labels, failed_markers, strip_typescript};
 use drover::screen::Screen;
 use serde_json::{Value, json};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -1049,4 +1050,156 @@ fn claude_dispatch_misattributed_report_is_held() {
 #[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_dispatch_misattributed_report_is_held() {
     dispatch_misattributed_is_held(Agent::Codex, "codex-unattributed");
+}
+
+/// An operator's terminal running `drover attach` (a PTY of the test's own,
+/// whose output feeds a terminal model and a raw log).
+struct AttachedTerminal {
+    _pair: portable_pty::PtyPair,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn std::io::Write + Send>,
+    screen: std::sync::Arc<std::sync::Mutex<vt100::Parser>>,
+    log: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl AttachedTerminal {
+    fn open(r: &Run) -> AttachedTerminal {
+        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+        let (cols, rows) = r.size;
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("openpty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_drover"));
+        cmd.arg("--state-dir");
+        cmd.arg(&r.state);
+        cmd.args(["attach", r.pane.as_str()]);
+        cmd.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(cmd).expect("spawn attach");
+        let mut reader = pair.master.try_clone_reader().expect("reader");
+        let writer = pair.master.take_writer().expect("writer");
+        let nz = |v: u16| std::num::NonZeroU16::new(v).expect("size");
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(vt100::Parser::new(
+            nz(rows),
+            nz(cols),
+            0,
+        )));
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (s2, l2) = (screen.clone(), log.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = std::io::Read::read(&mut reader, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut s) = s2.lock() {
+                    s.process(&buf[..n]);
+                }
+                if let Ok(mut l) = l2.lock() {
+                    l.extend_from_slice(&buf[..n]);
+                }
+            }
+        });
+        AttachedTerminal {
+            _pair: pair,
+            child,
+            writer,
+            screen,
+            log,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen
+            .lock()
+            .map(|s| s.screen().contents())
+            .unwrap_or_default()
+    }
+
+    fn wait_text(&self, what: &str) {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        while !self.text().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "the attached terminal never showed {what:?}:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn type_(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("type");
+        self.writer.flush().expect("flush");
+    }
+}
+
+/// Guards: attach draws from the screen model and still shows a real agent
+/// and takes its input: the TUI renders on the operator's terminal, a prompt
+/// typed there gets its answer, and none of the agent's own escape traffic
+/// (titles, queries) reaches the terminal.
+fn attach_renders_and_takes_input(agent: Agent, name: &str, suite: &str) {
+    for v in agent.versions() {
+        attach_renders_and_takes_input_of(agent, &v, name, suite);
+    }
+}
+
+fn attach_renders_and_takes_input_of(agent: Agent, v: &str, name: &str, suite: &str) {
+    let mut r = Run::start(agent, v, name, &script(suite), None);
+    r.expect_state("idle");
+    let mut term = AttachedTerminal::open(&r);
+    // The agent's screen, as the pane has it, is on the operator's terminal.
+    let shown = r.read()["lines"]
+        .as_array()
+        .and_then(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .find(|l| l.len() > 12)
+                .map(str::to_string)
+        })
+        .expect("a non-blank line on the agent's screen");
+    term.wait_text(&shown);
+    term.type_(b"say hello");
+    term.wait_text("say hello");
+    term.type_(b"\r");
+    r.expect_state("working");
+    let screen = r.expect_state("done");
+    assert!(screen.contains("Hello from the mock model."), "{screen}");
+    term.wait_text("Hello from the mock model.");
+    term.type_(b"\x1c");
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    let status = loop {
+        if let Some(s) = term.child.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "attach did not detach");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.exit_code(), 0);
+    let log = term.log.lock().map(|l| l.clone()).unwrap_or_default();
+    for seq in [&b"\x1b]"[..], b"\x1bP", b"\x1b[21t"] {
+        assert!(
+            !log.windows(seq.len()).any(|w| w == seq),
+            "{}: {:?} reached the operator's terminal",
+            agent.name(),
+            String::from_utf8_lossy(seq)
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn claude_attach_renders_and_takes_input() {
+    attach_renders_and_takes_input(Agent::Claude, "claude-attach", "claude-suite");
+}
+
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn codex_attach_renders_and_takes_input() {
+    attach_renders_and_takes_input(Agent::Codex, "codex-attach", "codex-suite");
 }

@@ -354,8 +354,7 @@ fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    assert!(wait_until(T, || !pid_alive(sup)
-        || stat(sup).is_some_and(|s| s.state == 'Z')));
+    assert!(wait_until(T, || all_threads_gone(sup)));
     assert!(
         pid_alive(pid_of(&info)),
         "the tmux pane died with the supervisor"
@@ -371,7 +370,17 @@ fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
     assert_eq!(p["generation"], 1);
     assert_eq!(p["backend"], "tmux");
     assert_eq!(p["backend_pane_id"], info["backend_pane_id"]);
+    assert!(
+        p["lost"].is_null(),
+        "a re-adopted pane is listed as lost: {p}"
+    );
     assert!(d.read("keep").contains("before-2"), "screen not re-seeded");
+    // Its record is its own, not a lost pane's: still there, never ended.
+    assert!(d.state.join("panes").join("keep.json").exists());
+    assert!(
+        pid_alive(pid_of(&info)),
+        "re-adoption ended the pane's process"
+    );
     d.ok(&["pane", "send", "keep", "echo after-$((2+3))"]);
     d.wait_text("keep", "after-5", T);
     let out = d.wait_state(&["keep"], "idle", 10_000);
@@ -379,6 +388,86 @@ fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
     d.ok(&["pane", "send", "keep", "exit 6"]);
     let out = d.wait_state(&["keep"], "exited", 10_000);
     assert!(stdout(&out).contains("\"exit_code\":6"), "{}", stdout(&out));
+}
+
+/// Guards: a tmux pane whose server died with its supervisor is not
+/// re-adopted but listed as lost, and what still runs of it is ended.
+#[test]
+fn tmux_pane_whose_server_is_gone_is_lost_and_ended() {
+    need_tmux!();
+    let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
+    let info = tmux_pane(
+        &d,
+        "orphan",
+        &[],
+        &["sh", "-c", "trap '' HUP; echo up; exec sleep 1000"],
+    );
+    d.wait_text("orphan", "up", T);
+    let sup = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sup),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || all_threads_gone(sup)));
+    let _ = tmux(&d, &["kill-server"]);
+    assert!(wait_until(T, || pids_with(&[&socket(&d)]).is_empty()));
+    let pid = pid_of(&info);
+    assert!(
+        pid_alive(pid),
+        "the pane's HUP-proof process died with tmux"
+    );
+    d.ok(&["serve", "--daemon"]);
+    let p = d.pane("orphan").expect("the lost tmux pane is not listed");
+    assert_eq!(p["observation"]["state"], "lost", "{p}");
+    assert_eq!(p["backend"], "tmux", "{p}");
+    assert!(
+        wait_until(T, || !pid_alive(pid)
+            || stat(pid).is_some_and(|s| s.state == 'Z')),
+        "the lost tmux pane's process still runs"
+    );
+    assert!(wait_until(T, || !d
+        .state
+        .join("panes")
+        .join("orphan.json")
+        .exists()));
+    d.ok(&["pane", "kill", "orphan"]);
+    assert!(d.pane("orphan").is_none());
+}
+
+/// Guards: `pane kill` of a tmux pane also ends the processes of its tree
+/// that left its session and process group (setsid).
+#[test]
+fn tmux_pane_kill_ends_a_setsid_escapee() {
+    need_tmux!();
+    let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
+    let tag = (300_000 + std::process::id() % 50_000).to_string();
+    let script = format!("setsid sleep {tag} & echo started; wait");
+    tmux_pane(&d, "esc", &[], &["bash", "-c", &script]);
+    d.wait_text("esc", "started", T);
+    let mut escapee = Vec::new();
+    assert!(wait_until(T, || {
+        escapee = pids_with(&["sleep", &tag]);
+        !escapee.is_empty()
+    }));
+    d.ok(&["pane", "kill", "esc"]);
+    assert!(
+        wait_until(T, || {
+            escapee
+                .iter()
+                .all(|p| !pid_alive(*p) || stat(*p).is_some_and(|s| s.state == 'Z'))
+        }),
+        "the setsid process of a killed tmux pane still runs: {escapee:?}"
+    );
+}
+
+/// Gone, or a zombie none of whose threads still runs (the leader thread is
+/// a zombie before the others have closed the socket and the lock).
+fn all_threads_gone(pid: i32) -> bool {
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    !pid_alive(pid) || (stat(pid).is_some_and(|s| s.state == 'Z') && threads <= 1)
 }
 
 /// `kill-server` ends tmux panes and drover's tmux server: nothing left.

@@ -345,7 +345,7 @@ pub fn print_table(list: &Value) {
         "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>8}",
         "NAME", "BACKEND", "PID", "GEN", "SIZE", "AGENT", "STATE", "SINCE"
     );
-    for p in rows {
+    for p in &rows {
         let o = &p["observation"];
         let mut state = o["state"].as_str().unwrap_or("?").to_string();
         if let Some(k) = o["kind"].as_str() {
@@ -360,10 +360,23 @@ pub fn print_table(list: &Value) {
             p["backend"].as_str().unwrap_or("?"),
             p["pid"].to_string(),
             p["generation"].to_string(),
-            format!("{}x{}", p["cols"], p["rows"]),
+            if p["cols"].is_null() {
+                "-".to_string()
+            } else {
+                format!("{}x{}", p["cols"], p["rows"])
+            },
             p["agent"].as_str().unwrap_or("?"),
             state,
             super::fmt::ago(o["since_ms"].as_u64().unwrap_or(0)),
+        );
+    }
+    // Panes a stopped supervisor left behind say what became of them.
+    for p in rows.iter().filter(|p| p["lost"] == true) {
+        println!(
+            "{}: lost — {} (`drover pane kill {}` dismisses it)",
+            p["name"].as_str().unwrap_or("?"),
+            p["note"].as_str().unwrap_or(""),
+            p["name"].as_str().unwrap_or("?"),
         );
     }
 }

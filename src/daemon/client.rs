@@ -134,9 +134,14 @@ impl Client {
             args,
         };
         let payload = serde_json::to_vec(&req).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        write_frame(&mut self.stream, FrameKind::Json, &payload)
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let resp = self.read_response()?;
+        let written = write_frame(&mut self.stream, FrameKind::Json, &payload);
+        // A supervisor that refused the connection (at its cap) answered
+        // and closed before reading: its answer says why.
+        let resp = match (written, self.read_response()) {
+            (_, Ok(resp)) => resp,
+            (Err(e), Err(_)) => return Err(ClientError::Protocol(e.to_string())),
+            (Ok(()), Err(e)) => return Err(e),
+        };
         if resp.ok {
             Ok(resp.result.unwrap_or(Value::Null))
         } else {

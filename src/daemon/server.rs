@@ -77,6 +77,8 @@ pub(super) struct Sup {
     /// (not only a change) moves the epoch.
     pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
+    /// Panes a previous supervisor left behind (`pane ls` shows them as lost).
+    pub(super) lost: Mutex<HashMap<String, Value>>,
     /// Every event, numbered, for `events --follow` and `top`.
     pub(super) feed: Arc<super::feed::Feed>,
     /// The backends' hosts (tmux server, …), started on first use.
@@ -194,6 +196,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         epoch,
         fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,
+        lost: Mutex::new(HashMap::new()),
         feed: Arc::new(super::feed::Feed::default()),
         hosts: Hosts::new(&opts.state_dir),
     });
@@ -205,16 +208,36 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         super::evidence_watch::mark_restart(&dir);
     })
     .await;
+    // Re-adopt the panes that outlived the last supervisor (tmux) first;
+    // every other record found is a lost pane.
     super::adopt::adopt(&sup).await;
+    super::lost::recover(&sup).await;
+    tokio::spawn(super::lost::refresher(sup.clone()));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(ServeError::Runtime)?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(ServeError::Runtime)?;
     let my_uid = nix::unistd::getuid().as_raw();
+    // Orphans of panes' trees are re-parented here, not to init.
+    if let Err(e) = crate::pane::reap::become_subreaper() {
+        tracing::warn!(error = %e, "cannot become a child subreaper; escaped pane processes go to init");
+    }
+    let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+        .map_err(ServeError::Runtime)?;
+    let mut gate = super::conn_limit::Gate::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // EMFILE/ENFILE: the connection stays queued; retrying
+                        // at once would spin.
+                        gate.accept_failed(&e);
+                        tokio::time::sleep(super::conn_limit::ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                };
                 match stream.peer_cred() {
                     Ok(cred) if cred.uid() == my_uid => {}
                     _ => {
@@ -222,8 +245,18 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
                         continue;
                     }
                 }
+                let Some(slot) = gate.admit() else {
+                    tokio::spawn(super::conn_limit::refuse(stream, gate.cap()));
+                    continue;
+                };
                 let sup = sup.clone();
-                tokio::spawn(async move { connection(sup, stream).await });
+                tokio::spawn(async move {
+                    connection(sup, stream).await;
+                    drop(slot);
+                });
+            }
+            _ = sigchld.recv() => {
+                let _ = tokio::task::spawn_blocking(crate::pane::reap::reap_orphans).await;
             }
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
@@ -237,8 +270,10 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     let kills: Vec<_> = entries
         .into_iter()
         .map(|e| {
+            let sup = sup.clone();
             tokio::task::spawn_blocking(move || {
                 e.pane.kill();
+                super::lost::forget(&sup, e.pane.name());
                 e.notify.notify_one();
             })
         })
@@ -246,13 +281,20 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     for k in kills {
         let _ = k.await;
     }
+    // The backends' hosts stop first (drover's tmux server, a child of
+    // ours as a subreaper), then what the panes' kills did not claim
+    // (re-parented to us) ends too.
     let sup2 = sup.clone();
     let _ = tokio::task::spawn_blocking(move || sup2.hosts.shutdown()).await;
+    let _ = tokio::task::spawn_blocking(|| crate::pane::reap::end_orphans(Duration::from_secs(3)))
+        .await;
     Ok(())
 }
 
 async fn connection(sup: Arc<Sup>, stream: UnixStream) {
-    let (mut rd, mut wr) = stream.into_split();
+    let (rd, mut wr) = stream.into_split();
+    // Buffered so a hang-up can be noticed without consuming a frame.
+    let mut rd = tokio::io::BufReader::new(rd);
     loop {
         let frame = match read_frame_async(&mut rd).await {
             Ok(Some(f)) => f,
@@ -294,10 +336,22 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
             return;
         }
         if req.op == "events.follow" {
-            super::feed_conn::follow(sup, req, rd, wr).await;
+            super::feed_conn::follow(sup, req, rd.into_inner(), wr).await;
             return;
         }
-        let resp = handle(&sup, req).await;
+        let resp = if matches!(req.op.as_str(), "wait" | "deliver") {
+            // Long requests end at once when the client hangs up: a dead
+            // client must not hold its socket (and a barrier) until timeout.
+            tokio::select! {
+                resp = handle(&sup, req) => resp,
+                () = super::conn_limit::hung_up(&mut rd) => {
+                    tracing::debug!("client hung up; request dropped");
+                    return;
+                }
+            }
+        } else {
+            handle(&sup, req).await
+        };
         if wr.write_all(&encode_json(&resp)).await.is_err() {
             return;
         }
@@ -397,6 +451,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                     v
                 })
                 .collect();
+            out.extend(lock(&sup.lost).values().cloned());
             out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
             Ok(Value::Array(out))
         }
@@ -458,12 +513,26 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
         }
         "pane.kill" => {
             let name = arg_str(args, "pane")?.to_string();
-            let e = lock(&sup.panes).remove(&name).ok_or_else(|| {
-                Response::err(0, ErrorCode::NotFound, format!("no pane named {name}"))
-            })?;
+            let removed = lock(&sup.panes).remove(&name);
+            let Some(e) = removed else {
+                // A lost pane (its processes are being or were ended) is dismissed.
+                if lock(&sup.lost).remove(&name).is_some() {
+                    return Ok(json!({"pane": name, "killed": false, "dismissed": true}));
+                }
+                return Err(Response::err(
+                    0,
+                    ErrorCode::NotFound,
+                    format!("no pane named {name}"),
+                ));
+            };
             let pid = e.pane.info().pid;
             let e2 = e.clone();
-            let _ = tokio::task::spawn_blocking(move || e2.pane.kill()).await;
+            let sup2 = sup.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                e2.pane.kill();
+                super::lost::forget(&sup2, e2.pane.name());
+            })
+            .await;
             e.notify.notify_one();
             sup.epoch.send_modify(|x| *x += 1);
             tracing::info!(pane = %name, pid, "pane killed");
@@ -492,6 +561,7 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
                     obs.evidence = vec!["respawned".into()];
                 }
             }
+            super::lost::record(sup, &*e.pane);
             sup.epoch.send_modify(|x| *x += 1);
             e.notify.notify_one();
             tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
@@ -586,6 +656,8 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
             notify,
             output,
         });
+        super::lost::record(&sup2, &*entry.pane);
+        lock(&sup2.lost).remove(&name);
         lock(&sup2.panes).insert(name, entry.clone());
         Ok(entry)
     })

@@ -1,5 +1,7 @@
-//! The attach session: replay the screen, then stream output to the client
-//! and its input to the pane until detach, kick, pane exit or disconnect.
+//! The attach session: draw the screen, then redraw what changed (from the
+//! screen model, never the app's raw bytes: docs/architecture.md) and pass
+//! the client's input to the pane until detach, kick, pane exit or
+//! disconnect. A read-only attach is a watch (server_watch.rs).
 
 use super::protocol::{
     ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json, read_frame_async,
@@ -8,7 +10,6 @@ use super::server::{Sup, pane_err};
 use crate::pane::AttachMsg;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
@@ -22,7 +23,7 @@ enum End {
 pub(super) async fn attach(
     sup: Arc<Sup>,
     req: Request,
-    mut rd: OwnedReadHalf,
+    mut rd: tokio::io::BufReader<OwnedReadHalf>,
     mut wr: OwnedWriteHalf,
 ) {
     let id = req.id;
@@ -40,6 +41,10 @@ pub(super) async fn attach(
             return;
         }
     };
+    if req.args.get("read_only").and_then(Value::as_bool) == Some(true) {
+        super::server_watch::watch(sup, entry, id, name, rd, wr).await;
+        return;
+    }
     let pane = entry.pane.clone();
     let size = match (
         req.args.get("cols").and_then(Value::as_u64),
@@ -80,19 +85,24 @@ pub(super) async fn attach(
     });
     let end = loop {
         tokio::select! {
-            msg = handle.rx.recv() => match msg {
-                Some(AttachMsg::Output(bytes)) => {
-                    if handle.lagged.swap(false, Ordering::AcqRel) {
-                        // Fell behind: drop the backlog, repaint from the screen.
-                        while let Ok(AttachMsg::Output(_)) = handle.rx.try_recv() {}
-                        if wr.write_all(&encode(FrameKind::Output, &pane.repaint())).await.is_err() {
-                            break End::ClientGone;
-                        }
-                    } else if wr.write_all(&encode(FrameKind::Output, &bytes)).await.is_err() {
-                        break End::ClientGone;
-                    }
+            () = handle.wake.notified() => {
+                // Woken once per change however many came: a slow client
+                // gets the latest screen, never a backlog.
+                let Some(frame) = pane.attach_frame(handle.id) else { continue };
+                if !frame.is_empty()
+                    && wr.write_all(&encode(FrameKind::Output, &frame)).await.is_err()
+                {
+                    break End::ClientGone;
                 }
+            }
+            msg = handle.rx.recv() => match msg {
                 Some(AttachMsg::Exited(info)) => {
+                    // The last screen first, then the news.
+                    if let Some(frame) = pane.attach_frame(handle.id)
+                        && !frame.is_empty()
+                    {
+                        let _ = wr.write_all(&encode(FrameKind::Output, &frame)).await;
+                    }
                     let _ = wr.write_all(&encode_json(&json!({"event": "exited", "exit": info}))).await;
                     break End::Exited;
                 }

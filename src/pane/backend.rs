@@ -84,8 +84,12 @@ pub trait PaneBackend: Send + Sync + std::fmt::Debug {
     fn kill(&self);
     /// Kill the current process and start the spec again as a new generation.
     fn respawn(self: Arc<Self>) -> Result<u64, PaneError>;
-    /// Attach a client: kicks any attached client.
+    /// Attach a client: kicks any attached client, returns the first frame
+    /// (drawn from the screen model) and the stream of wake-ups and events.
     fn attach(&self) -> AttachHandle;
+    /// What changed on the screen since client `id`'s last frame, drawn from
+    /// the screen model (`None` once another client took over).
+    fn attach_frame(&self, id: u64) -> Option<Vec<u8>>;
     /// Detach client `id` (no-op when another client has taken over).
     fn detach(&self, id: u64);
     /// A repaint of the current screen.
@@ -98,6 +102,19 @@ pub trait PaneBackend: Send + Sync + std::fmt::Debug {
     /// The backend's own id for the pane (tmux `%N`, a herdr pane id).
     fn backend_pane_id(&self) -> Option<String> {
         None
+    }
+    /// The pane's process record as the supervisor keeps it refreshed
+    /// (`<state>/panes/<name>.json`), with `descendants` besides the leader;
+    /// `None` when the backend writes its own record.
+    fn process_record(
+        &self,
+        _descendants: Vec<super::Member>,
+    ) -> Option<super::record::PaneRecord> {
+        None
+    }
+    /// The processes of the pane's tree running now (for its record).
+    fn members(&self) -> Vec<super::Member> {
+        Vec::new()
     }
     /// A command an operator can run to reach the pane outside drover.
     fn attach_command(&self) -> Option<String> {

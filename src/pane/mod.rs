@@ -7,10 +7,12 @@
 
 pub mod backend;
 mod hosts;
+mod input;
 mod keys;
 mod native;
 mod native_backend;
 mod procfs;
+pub mod reap;
 pub mod record;
 mod spawn;
 mod spec;
@@ -28,9 +30,9 @@ pub use spec::{
 
 use std::path::PathBuf;
 
-/// Writes queued for a pane that is not reading its input before senders are
-/// refused: a pane that never reads must not stall the supervisor.
-pub const INPUT_QUEUE: usize = 64;
+pub use input::INPUT_QUEUE_BYTES;
+pub use reap::{Member, ProcIds};
+pub use spawn::PANE_MARKER_ENV;
 
 /// SIGTERM → SIGKILL grace when a pane is killed.
 pub const KILL_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
@@ -80,7 +82,8 @@ pub enum PaneError {
     #[error("pane {0} has exited; respawn it first")]
     Exited(String),
     #[error(
-        "pane {0} is not reading its input ({INPUT_QUEUE} writes are queued); nothing more is sent until it does"
+        "pane {0} is not reading its input ({mib} MiB are queued); nothing more is sent until it does",
+        mib = INPUT_QUEUE_BYTES >> 20
     )]
     NotReading(String),
     #[error("pty I/O on pane {pane}: {source}")]
@@ -108,6 +111,7 @@ impl PaneError {
             PaneError::Spawn { .. }
                 | PaneError::Io { .. }
                 | PaneError::Exited(_)
+                | PaneError::NotReading(_)
                 | PaneError::Transport { .. }
                 | PaneError::Backend { .. }
         )

@@ -1,14 +1,16 @@
 //! Native panes: a PTY drover owns; per generation a reader thread that drains
 //! it, a parser thread that feeds the screen, a writer and a waiter thread.
 
+use super::input::{Input, Refused};
+use super::reap::ProcIds;
 use super::spawn::{PtyReader, spawn_process};
-use super::{INPUT_QUEUE, KILL_GRACE, PaneError, PaneEvents, PaneSpec, key_bytes};
+use super::{KILL_GRACE, PaneError, PaneEvents, PaneSpec, key_bytes};
 use crate::screen::Screen;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use portable_pty::{Child, MasterPty, PtySize};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -17,9 +19,10 @@ use std::time::{Duration, Instant};
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// How long kill waits for a SIGKILLed group to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
-/// Output chunks buffered for an attached client before it is marked lagging
-/// (and repainted from the screen instead of fed every byte).
-const ATTACH_QUEUE: usize = 256;
+/// Events (exit, kick) buffered for an attached client.
+const ATTACH_QUEUE: usize = 8;
+/// Terminal queries held for an attached client's next frame, at most.
+const ATTACH_QUERIES: usize = 4096;
 const READ_BUF: usize = 64 * 1024;
 /// While output keeps coming, wake the pane's watchers at most this often
 /// (always at the end of a burst). Must stay below the detector's burst-quiet
@@ -61,29 +64,33 @@ pub struct PaneInfo {
     pub attached: bool,
 }
 
-/// Messages to an attached client.
+/// Events for an attached client (output is pulled, see [`NativePane::attach_frame`]).
 #[derive(Debug)]
 pub enum AttachMsg {
-    Output(Vec<u8>),
     Exited(ExitInfo),
     Kicked,
 }
 
-/// What an attaching client receives: the replay of the screen, then a stream.
+/// What an attaching client receives: the first frame, then a wake-up
+/// whenever the screen changed and events.
 #[derive(Debug)]
 pub struct AttachHandle {
     pub id: u64,
+    /// The whole screen, drawn from the model.
     pub repaint: Vec<u8>,
     pub rx: tokio::sync::mpsc::Receiver<AttachMsg>,
-    /// Set when output was dropped because the client fell behind: the client
-    /// must be repainted from the screen.
-    pub lagged: Arc<AtomicBool>,
+    /// Notified when the screen changed: fetch [`NativePane::attach_frame`].
+    /// Wake-ups coalesce, so a slow client gets fewer, larger frames.
+    pub wake: Arc<tokio::sync::Notify>,
 }
 
 struct AttachSlot {
     id: u64,
     tx: tokio::sync::mpsc::Sender<AttachMsg>,
-    lagged: Arc<AtomicBool>,
+    wake: Arc<tokio::sync::Notify>,
+    renderer: crate::screen::Renderer,
+    /// Queries for the attached terminal to answer, sent after the next frame.
+    queries: Vec<u8>,
 }
 
 struct Inner {
@@ -93,7 +100,9 @@ struct Inner {
     screen: Screen,
     /// Input for the pane's writer thread: nothing writes to the PTY under
     /// the pane lock, so an app that does not read cannot stall anyone.
-    input: std::sync::mpsc::SyncSender<Vec<u8>>,
+    input: Input,
+    /// Facts about the generation's leader, for the process record.
+    procs: ProcIds,
     master: Box<dyn MasterPty + Send>,
     exit: Option<ExitInfo>,
     /// When the leader was reaped (clock ticks since boot): from then on its
@@ -128,27 +137,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The pane's writer thread: owns the PTY writer for the generation's life
-/// (dropping it would type `\n^D`) and writes queued input in order.
-fn start_writer(name: &str, writer: Box<dyn Write + Send>) -> std::sync::mpsc::SyncSender<Vec<u8>> {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(INPUT_QUEUE);
-    let _ = std::thread::Builder::new()
-        .name(format!("pty-write-{name}"))
-        .spawn(move || {
-            let mut writer = writer;
-            for buf in rx.iter() {
-                if writer
-                    .write_all(&buf)
-                    .and_then(|()| writer.flush())
-                    .is_err()
-                {
-                    // The app is gone; take what is still queued and stop.
-                    for _ in rx.iter() {}
-                    break;
-                }
-            }
-        });
-    tx
+fn start_input(name: &str, fd: std::os::fd::OwnedFd) -> Result<Input, PaneError> {
+    Input::start(name, fd).map_err(|e| PaneError::Spawn {
+        command: name.to_string(),
+        message: format!("writer thread: {e}"),
+    })
 }
 
 pub(super) fn signal_group(pid: u32, sig: Signal) {
@@ -160,9 +153,17 @@ pub(super) fn signal_group(pid: u32, sig: Signal) {
 impl NativePane {
     /// Validate, spawn, verify env, and start the reader and waiter threads.
     pub fn spawn(spec: PaneSpec, events: Arc<dyn PaneEvents>) -> Result<Arc<Self>, PaneError> {
-        let sp = spawn_process(&spec)?;
+        let procs = ProcIds::new(&spec.name, 1);
+        let mut sp = spawn_process(&spec, &procs.marker)?;
+        let procs = procs.started(sp.pid);
         let now = Instant::now();
-        let spec_name = spec.name.clone();
+        let input = match start_input(&spec.name, sp.writer) {
+            Ok(i) => i,
+            Err(e) => {
+                super::reap::end_leader(sp.pid, &mut sp.child);
+                return Err(e);
+            }
+        };
         let pane = Arc::new(NativePane {
             name: spec.name.clone(),
             inner: Mutex::new(Inner {
@@ -170,7 +171,8 @@ impl NativePane {
                 spec,
                 generation: 1,
                 pid: sp.pid,
-                input: start_writer(&spec_name, sp.writer),
+                input,
+                procs,
                 master: sp.master,
                 exit: None,
                 reaped_ticks: None,
@@ -251,42 +253,42 @@ impl NativePane {
         lock(&self.inner).generation
     }
 
-    fn write_locked(&self, g: &mut Inner, bytes: &[u8]) -> Result<(), PaneError> {
+    /// Queue `parts` as separate writes: all of them, or none when the
+    /// queue is over its byte bound.
+    fn write_locked(&self, g: &mut Inner, parts: &[&[u8]]) -> Result<(), PaneError> {
         if g.exit.is_some() {
             return Err(PaneError::Exited(self.name.clone()));
         }
-        use std::sync::mpsc::TrySendError;
-        g.input.try_send(bytes.to_vec()).map_err(|e| match e {
-            TrySendError::Full(_) => PaneError::NotReading(self.name.clone()),
-            TrySendError::Disconnected(_) => PaneError::Exited(self.name.clone()),
+        g.input.push(parts).map_err(|e| match e {
+            Refused::Full => PaneError::NotReading(self.name.clone()),
+            Refused::Closed => PaneError::Exited(self.name.clone()),
         })
     }
 
     /// Write raw input bytes (attach).
     pub fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
         let mut g = lock(&self.inner);
-        self.write_locked(&mut g, bytes)
+        self.write_locked(&mut g, &[bytes])
     }
 
     /// Send text: as a bracketed paste when the app enabled mode 2004, then
     /// Enter as a separate write unless `enter` is false.
     pub fn send_text(&self, text: &str, enter: bool) -> Result<(), PaneError> {
         let mut g = lock(&self.inner);
-        if g.screen.bracketed_paste() {
+        let body = if g.screen.bracketed_paste() {
             // A paste must not be able to end itself early.
             let body = text.replace("\x1b[201~", "");
             let mut buf = Vec::with_capacity(body.len() + 12);
             buf.extend_from_slice(b"\x1b[200~");
             buf.extend_from_slice(body.as_bytes());
             buf.extend_from_slice(b"\x1b[201~");
-            self.write_locked(&mut g, &buf)?;
-        } else if !text.is_empty() {
-            self.write_locked(&mut g, text.as_bytes())?;
-        }
-        if enter {
-            self.write_locked(&mut g, b"\r")?;
-        }
-        Ok(())
+            buf
+        } else {
+            text.as_bytes().to_vec()
+        };
+        let enter: &[u8] = if enter { b"\r" } else { b"" };
+        // The text and Enter are separate writes, queued together.
+        self.write_locked(&mut g, &[&body, enter])
     }
 
     /// Send named keys (all validated before any is written).
@@ -297,10 +299,8 @@ impl NativePane {
             .iter()
             .map(|k| key_bytes(k, app))
             .collect::<Result<_, _>>()?;
-        for bytes in encoded {
-            self.write_locked(&mut g, &bytes)?;
-        }
-        Ok(())
+        let parts: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+        self.write_locked(&mut g, &parts)
     }
 
     /// Resize the PTY (the app gets SIGWINCH) and the screen.
@@ -321,6 +321,9 @@ impl NativePane {
                 source: std::io::Error::other(e.to_string()),
             })?;
         g.screen.resize(cols, rows);
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
+        }
         drop(g);
         self.events.output();
         Ok(())
@@ -332,23 +335,30 @@ impl NativePane {
         (g.spec.cols, g.spec.rows)
     }
 
-    /// Terminate the process group: SIGTERM (and SIGHUP, as a closing terminal
-    /// would), a grace period, then SIGKILL; wait until reaped. Members that
-    /// outlived the leader are swept — but only while the group is provably
-    /// still this pane's: once the leader is reaped its pid may be reused.
+    /// End the pane's processes: SIGTERM (and SIGHUP, as a closing terminal
+    /// would) to its group and to every process of its tree — including
+    /// those that left the session or group, found by the marker they
+    /// inherit — a grace period, then SIGKILL until none is left; reap.
+    /// Once the leader is reaped its pid may be reused: its session counts
+    /// only for processes that started before that.
     pub fn kill(&self) {
-        let (pid, generation, reaped) = {
+        let (pid, generation, reaped, ids) = {
             let g = lock(&self.inner);
-            (g.pid, g.generation, g.reaped_ticks)
+            (g.pid, g.generation, g.reaped_ticks, g.procs.clone())
         };
+        let deadline = Instant::now() + KILL_GRACE;
+        let mut found = super::reap::members(&super::reap::TreeKey::of(&ids, reaped), true);
         if reaped.is_none() {
             signal_group(pid, Signal::SIGTERM);
             signal_group(pid, Signal::SIGHUP);
-            if !self.wait_exit(generation, KILL_GRACE) {
-                signal_group(pid, Signal::SIGKILL);
-                self.wait_exit(generation, REAP_TIMEOUT);
-            }
         }
+        super::reap::signal_all(&found, Signal::SIGTERM);
+        super::reap::signal_all(&found, Signal::SIGHUP);
+        if reaped.is_none() && !self.wait_exit(generation, KILL_GRACE) {
+            signal_group(pid, Signal::SIGKILL);
+            self.wait_exit(generation, REAP_TIMEOUT);
+        }
+        super::reap::wait_gone(&found, deadline);
         let reaped = {
             let g = lock(&self.inner);
             if g.generation != generation {
@@ -356,17 +366,22 @@ impl NativePane {
             }
             g.reaped_ticks
         };
-        match reaped {
-            // While members that started before the reap remain, the kernel
-            // cannot hand the id to a new group: signalling it is safe.
-            Some(t) => {
-                if !super::procfs::group_members(pid, t).is_empty() {
-                    signal_group(pid, Signal::SIGKILL);
-                }
-            }
-            // Never reaped: the pid is still our child's.
-            None => signal_group(pid, Signal::SIGKILL),
-        }
+        let key = super::reap::TreeKey::of(&ids, reaped);
+        super::reap::sweep(&key, &mut found, REAP_TIMEOUT);
+    }
+
+    /// The processes of the current generation alive now (for the record).
+    pub fn members(&self) -> Vec<super::reap::Member> {
+        let (ids, reaped) = {
+            let g = lock(&self.inner);
+            (g.procs.clone(), g.reaped_ticks)
+        };
+        super::reap::members(&super::reap::TreeKey::of(&ids, reaped), false)
+    }
+
+    /// Who the current generation's processes are.
+    pub fn proc_ids(&self) -> ProcIds {
+        lock(&self.inner).procs.clone()
     }
 
     /// Wait until generation `generation` has exited; false on timeout.
@@ -385,13 +400,24 @@ impl NativePane {
     pub fn respawn(self: &Arc<Self>) -> Result<u64, PaneError> {
         self.kill();
         let spec = lock(&self.inner).spec.clone();
-        let sp = spawn_process(&spec)?;
+        let next = lock(&self.inner).generation + 1;
+        let procs = ProcIds::new(&spec.name, next);
+        let mut sp = spawn_process(&spec, &procs.marker)?;
+        let procs = procs.started(sp.pid);
+        let input = match start_input(&spec.name, sp.writer) {
+            Ok(i) => i,
+            Err(e) => {
+                super::reap::end_leader(sp.pid, &mut sp.child);
+                return Err(e);
+            }
+        };
         let generation = {
             let mut g = lock(&self.inner);
-            g.generation += 1;
+            g.generation = next;
             g.pid = sp.pid;
             g.screen = Screen::new(spec.cols, spec.rows);
-            g.input = start_writer(&spec.name, sp.writer);
+            g.input = input;
+            g.procs = procs;
             g.master = sp.master;
             g.exit = None;
             g.reaped_ticks = None;
@@ -408,30 +434,46 @@ impl NativePane {
         Ok(generation)
     }
 
-    /// Attach a client: kicks any attached client, returns the replay and the stream.
+    /// Attach a client: kicks any attached client, returns the first frame
+    /// and the stream of wake-ups and events.
     pub fn attach(&self) -> AttachHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
-        let lagged = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(tokio::sync::Notify::new());
         let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
         let mut g = lock(&self.inner);
         if let Some(old) = g.attach.take() {
             let _ = old.tx.try_send(AttachMsg::Kicked);
         }
-        let repaint = g.screen.repaint();
+        let mut renderer = crate::screen::Renderer::new();
+        let repaint = renderer.frame(&g.screen);
         if let Some(exit) = &g.exit {
             let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
         }
         g.attach = Some(AttachSlot {
             id,
             tx,
-            lagged: lagged.clone(),
+            wake: wake.clone(),
+            renderer,
+            queries: Vec::new(),
         });
         AttachHandle {
             id,
             repaint,
             rx,
-            lagged,
+            wake,
         }
+    }
+
+    /// What changed on the screen since client `id`'s last frame, drawn from
+    /// the model, then the terminal queries it should answer; `None` once
+    /// another client took over.
+    pub fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+        let mut g = lock(&self.inner);
+        let Inner { screen, attach, .. } = &mut *g;
+        let slot = attach.as_mut().filter(|a| a.id == id)?;
+        let mut out = slot.renderer.frame(screen);
+        out.append(&mut slot.queries);
+        Some(out)
     }
 
     /// Detach client `id` (no-op when another client has taken over).
@@ -440,11 +482,6 @@ impl NativePane {
         if g.attach.as_ref().is_some_and(|a| a.id == id) {
             g.attach = None;
         }
-    }
-
-    /// A repaint of the current screen (for a lagging client).
-    pub fn repaint(&self) -> Vec<u8> {
-        lock(&self.inner).screen.repaint()
     }
 }
 
@@ -484,6 +521,10 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                reader.wait_readable();
+                continue;
+            }
             // EIO once every slave fd is closed: the normal end.
             Err(_) => break,
         };
@@ -527,22 +568,32 @@ fn parser_loop(
             for chunk in &batch {
                 g.screen.process(chunk);
                 if g.screen.hooks().has_queries() {
-                    let replies = g.screen.take_replies();
-                    // While a client is attached, its real terminal answers.
-                    // Dropped when the app is not reading its input: a query
-                    // flood must not grow memory or stall the parser.
-                    if g.attach.is_none() && !replies.is_empty() {
-                        let _ = g.input.try_send(replies);
+                    let Inner {
+                        screen,
+                        attach,
+                        input,
+                        ..
+                    } = &mut *g;
+                    if let Some(a) = attach {
+                        // While a client is attached, its real terminal
+                        // answers (the query is re-issued after the frame).
+                        let q = screen.take_terminal_queries();
+                        if a.queries.len() + q.len() <= ATTACH_QUERIES {
+                            a.queries.extend_from_slice(&q);
+                        }
+                    } else {
+                        // Dropped when the app is not reading its input: a
+                        // query flood must not grow memory or stall the parser.
+                        let replies = screen.take_replies();
+                        if !replies.is_empty() {
+                            let _ = input.push(&[&replies]);
+                        }
                     }
                 }
             }
             g.last_output = Instant::now();
             if let Some(a) = &g.attach {
-                for chunk in batch.drain(..) {
-                    if a.tx.try_send(AttachMsg::Output(chunk)).is_err() {
-                        a.lagged.store(true, Ordering::Release);
-                    }
-                }
+                a.wake.notify_one();
             }
         }
         let left = queued.fetch_sub(taken, Ordering::AcqRel) - taken;
@@ -569,6 +620,9 @@ fn parser_loop(
 fn waiter(pane: Weak<NativePane>, generation: u64, mut child: Box<dyn Child + Send + Sync>) {
     let status = child.wait();
     let reaped = super::procfs::uptime_ticks();
+    if let Some(pid) = child.process_id() {
+        super::reap::remove_leader(pid);
+    }
     let Some(p) = pane.upgrade() else { return };
     {
         let mut g = lock(&p.inner);

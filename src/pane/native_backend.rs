@@ -45,10 +45,20 @@ impl PaneBackend for NativePane {
     fn attach(&self) -> AttachHandle {
         NativePane::attach(self)
     }
+    fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+        NativePane::attach_frame(self, id)
+    }
     fn detach(&self, id: u64) {
         NativePane::detach(self, id)
     }
+    fn process_record(&self, descendants: Vec<super::Member>) -> Option<super::record::PaneRecord> {
+        Some(super::record::PaneRecord::native(self, descendants))
+    }
+    fn members(&self) -> Vec<super::Member> {
+        NativePane::members(self)
+    }
+
     fn repaint(&self) -> Vec<u8> {
-        NativePane::repaint(self)
+        NativePane::with_screen(self, |s, _| crate::screen::Renderer::new().frame(s))
     }
 }

@@ -1,9 +1,13 @@
-//! Small readers of `/proc`: process group membership and start times, so a
-//! pane's group is signalled only while it is still the pane's.
+//! Small readers of `/proc`: process state, parents, sessions and start
+//! times, so a pane's processes are found and signalled only while they are
+//! still the pane's.
 
 /// The fields of `/proc/<pid>/stat` drover needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
+    /// State letter (`R`, `S`, `Z`, …).
+    pub state: char,
+    pub ppid: i64,
     pub pgrp: i64,
     pub session: i64,
     /// The foreground process group of the process's controlling terminal
@@ -21,6 +25,8 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     // After ')': state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) …
     // starttime(19).
     Some(Stat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
         pgrp: f.get(2)?.parse().ok()?,
         session: f.get(3)?.parse().ok()?,
         tpgid: f.get(5)?.parse().ok()?,
@@ -31,6 +37,31 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 /// The stat of one process.
 pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process's stat, by pid.
+pub fn all() -> Vec<(u32, Stat)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+        .collect()
+}
+
+/// Whether `pid`'s initial environment holds `NAME=value` exactly.
+pub fn environ_has(pid: u32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|raw| raw.split(|b| *b == 0).any(|kv| kv == entry))
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): a pid and start time
+/// mean the same process only within one boot.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Whether a process group other than `pid`'s own holds the foreground of
@@ -54,25 +85,6 @@ pub fn uptime_ticks() -> u64 {
     (secs * hz) as u64
 }
 
-/// Processes of the session-and-group `pgid` (a pane's leader creates both)
-/// that started no later than `until_ticks`: members that outlived their
-/// leader, never a newer process that happens to reuse the id.
-pub fn group_members(pgid: u32, until_ticks: u64) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            stat(*pid).is_some_and(|s| {
-                s.pgrp == i64::from(pgid)
-                    && s.session == i64::from(pgid)
-                    && s.starttime <= until_ticks
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +94,7 @@ mod tests {
         let line = "1234 (a (weird) name) S 1 1234 1234 34816 1234 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0";
         let s = parse_stat(line).unwrap();
         assert_eq!((s.pgrp, s.session, s.starttime), (1234, 1234, 98765));
+        assert_eq!((s.state, s.ppid), ('S', 1));
         assert_eq!(s.tpgid, 1234);
         assert!(parse_stat("garbage").is_none());
     }

@@ -82,6 +82,22 @@ impl Hooks {
         out
     }
 
+    /// Take the queries seen since the last call as canonical requests, to
+    /// pass on to an attached terminal (which answers them instead).
+    pub(super) fn take_queries(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for q in self.queries.drain(..) {
+            match q {
+                Query::Da1 => out.extend_from_slice(b"\x1b[c"),
+                Query::DsrStatus => out.extend_from_slice(b"\x1b[5n"),
+                Query::DsrCursor => out.extend_from_slice(b"\x1b[6n"),
+                Query::DecRqmPrivate(m) => out.extend_from_slice(format!("\x1b[?{m}$p").as_bytes()),
+                Query::DecRqmAnsi(m) => out.extend_from_slice(format!("\x1b[{m}$p").as_bytes()),
+            }
+        }
+        out
+    }
+
     fn push_query(&mut self, q: Query) {
         if self.queries.len() < 64 {
             self.queries.push(q);

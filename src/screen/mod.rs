@@ -6,9 +6,11 @@
 //! does not implement reaches us through its callbacks (docs/architecture.md).
 
 mod hooks;
+mod render;
 mod sanitize;
 
 pub use hooks::Hooks;
+pub use render::Renderer;
 pub use sanitize::sanitize_line;
 
 /// Scrollback kept per pane: enough to read a turn, small enough that idle
@@ -81,6 +83,12 @@ impl Screen {
         self.parser
             .callbacks_mut()
             .take_replies(row + 1, col + 1, &modes)
+    }
+
+    /// Take the queries seen since the last call as canonical requests for
+    /// an attached terminal to answer (see [`Renderer`]).
+    pub fn take_terminal_queries(&mut self) -> Vec<u8> {
+        self.parser.callbacks_mut().take_queries()
     }
 
     /// Whether the application enabled bracketed paste (mode 2004).

@@ -46,6 +46,14 @@ fn tmux_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("tmux"))
 }
 
+/// Whether the tmux backend still keeps pane `name` of `state_dir` for
+/// re-adoption (after [`TmuxHost::adopt`]: a pane it re-adopted, or one on
+/// a server it could not reach). Such a pane's processes are never ended
+/// as lost.
+pub fn keeps_pane(state_dir: &Path, name: &str) -> bool {
+    state::has_saved(state_dir, name)
+}
+
 /// The socket name for a state dir: `drover-<12 hex digits of its hash>`.
 pub fn socket_name(state_dir: &Path) -> String {
     let h = crate::paths::fnv1a64(state_dir.as_os_str().as_encoded_bytes());
@@ -580,8 +588,9 @@ impl TmuxHost {
     }
 
     /// Re-adopt the panes a previous supervisor left on this state dir's
-    /// server: those whose `%N` still runs the recorded process. Records
-    /// that describe nothing alive are removed.
+    /// server: those whose `%N` still runs the recorded process. The
+    /// others' re-adoption state is removed; their pane records stay, so
+    /// the supervisor lists them as lost and ends what still runs.
     pub fn adopt(&self, events: &dyn Fn(&str) -> Arc<dyn PaneEvents>) -> Vec<Arc<TmuxPane>> {
         let saved = state::load_panes(&self.state_dir);
         if saved.is_empty() {
@@ -593,7 +602,7 @@ impl TmuxHost {
         if self.server_pid().is_none() {
             for s in &saved {
                 tracing::warn!(pane = %s.name, "tmux pane lost: drover's tmux server is gone");
-                state::remove_pane(&self.state_dir, &s.name);
+                state::remove_saved(&self.state_dir, &s.name);
             }
             return Vec::new();
         }
@@ -607,7 +616,7 @@ impl TmuxHost {
             if !live {
                 tracing::warn!(pane = %s.name, pid = s.pid, "tmux pane's process is gone; not re-adopted");
                 let _ = self.command(format!("kill-window -t {}", s.pane_id));
-                state::remove_pane(&self.state_dir, &s.name);
+                state::remove_saved(&self.state_dir, &s.name);
                 continue;
             }
             let env = state::env_from_proc(s.pid, &s.env_names);

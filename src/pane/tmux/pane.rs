@@ -11,16 +11,20 @@ use crate::pane::{
 };
 use crate::screen::Screen;
 use nix::sys::signal::Signal;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-/// Output chunks buffered for an attached client before it is marked lagging.
-const ATTACH_QUEUE: usize = 256;
+/// Events (exit, kick) buffered for an attached client.
+const ATTACH_QUEUE: usize = 8;
 /// How long kill waits for a SIGKILLed group to be gone.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
 /// After the leader exits, how long tmux may take to mark the pane dead.
 const DEAD_WAIT: Duration = Duration::from_secs(3);
+/// Writes queued for a pane that is not reading its input before senders
+/// are refused (`NotReading`): tmux takes the bytes, so this bounds only
+/// what waits for the control client.
+const INPUT_QUEUE: usize = 64;
 /// Input bytes per `send-keys -H` command line.
 const KEYS_PER_COMMAND: usize = 2048;
 /// While output keeps coming, wake watchers at most this often (as native).
@@ -39,7 +43,9 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct AttachSlot {
     id: u64,
     tx: tokio::sync::mpsc::Sender<AttachMsg>,
-    lagged: Arc<AtomicBool>,
+    /// Notified when the screen changed (frames are drawn from the model).
+    wake: Arc<tokio::sync::Notify>,
+    renderer: crate::screen::Renderer,
 }
 
 pub(super) struct Inner {
@@ -196,10 +202,8 @@ impl TmuxPane {
             let _ = g.screen.take_replies();
         }
         g.last_output = Instant::now();
-        if let Some(a) = &g.attach
-            && a.tx.try_send(AttachMsg::Output(bytes.to_vec())).is_err()
-        {
-            a.lagged.store(true, Ordering::Release);
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
         }
         let due = g.last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
         if due || burst_end {
@@ -240,6 +244,9 @@ impl TmuxPane {
         let _ = screen.take_replies();
         g.screen = screen;
         g.last_output = Instant::now();
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
+        }
         drop(g);
         self.events.output();
     }
@@ -365,6 +372,16 @@ impl TmuxPane {
         if exited || !pid_is_pane_leader(pid) {
             return;
         }
+        // The pane's local tree as it is now (its session, and descendants
+        // that left it with setsid/setpgid): ended after the group.
+        use crate::pane::reap;
+        let mut key =
+            reap::TreeKey::new(pid, crate::pane::record::start_time(pid).unwrap_or(0), "");
+        let mut found = reap::members(&key, false);
+        key.known = found.clone();
+        // Once the leader is gone its id may be reused: session members
+        // count only if they started by now (later ones descend from these).
+        key.session_until = found.iter().map(|m| m.start_time).max();
         crate::pane::native::signal_group(pid, Signal::SIGTERM);
         crate::pane::native::signal_group(pid, Signal::SIGHUP);
         if !self.wait_exit(generation, KILL_GRACE) {
@@ -377,13 +394,14 @@ impl TmuxPane {
                 }
             }
         }
+        reap::sweep(&key, &mut found, REAP_TIMEOUT);
     }
 }
 
 /// The pane's writer thread: turns queued input into `send-keys -H`
 /// commands, in order; ends when the pane is dropped.
 fn start_writer(name: &str, host: Arc<TmuxHost>) -> std::sync::mpsc::SyncSender<(String, Vec<u8>)> {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(crate::pane::INPUT_QUEUE);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(INPUT_QUEUE);
     let pane = name.to_string();
     let _ = std::thread::Builder::new()
         .name(format!("tmux-write-{name}"))
@@ -638,27 +656,35 @@ impl PaneBackend for TmuxPane {
     }
     fn attach(&self) -> AttachHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
-        let lagged = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(tokio::sync::Notify::new());
         let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
         let mut g = lock(&self.inner);
         if let Some(old) = g.attach.take() {
             let _ = old.tx.try_send(AttachMsg::Kicked);
         }
-        let repaint = g.screen.repaint();
+        let mut renderer = crate::screen::Renderer::new();
+        let repaint = renderer.frame(&g.screen);
         if let Some(exit) = &g.exit {
             let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
         }
         g.attach = Some(AttachSlot {
             id,
             tx,
-            lagged: lagged.clone(),
+            wake: wake.clone(),
+            renderer,
         });
         AttachHandle {
             id,
             repaint,
             rx,
-            lagged,
+            wake,
         }
+    }
+    fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+        let mut g = lock(&self.inner);
+        let Inner { screen, attach, .. } = &mut *g;
+        let slot = attach.as_mut().filter(|a| a.id == id)?;
+        Some(slot.renderer.frame(screen))
     }
     fn detach(&self, id: u64) {
         let mut g = lock(&self.inner);
@@ -667,7 +693,7 @@ impl PaneBackend for TmuxPane {
         }
     }
     fn repaint(&self) -> Vec<u8> {
-        lock(&self.inner).screen.repaint()
+        crate::screen::Renderer::new().frame(&lock(&self.inner).screen)
     }
     fn transport_error(&self) -> Option<String> {
         lock(&self.inner).transport.clone()

@@ -143,8 +143,22 @@ pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
 
 /// Drop a pane's saved state and record.
 pub(super) fn remove_pane(state_dir: &Path, name: &str) {
+    remove_saved(state_dir, name);
+    if let Err(e) = record::remove(state_dir, name) {
+        tracing::warn!(pane = %name, error = %e, "cannot remove pane record");
+    }
+}
+
+/// Whether re-adoption state of pane `name` is kept (it was re-adopted, or
+/// could not be looked at: its server did not answer).
+pub(super) fn has_saved(state_dir: &Path, name: &str) -> bool {
+    pane_path(state_dir, name).exists()
+}
+
+/// Drop only a pane's re-adoption state: its record stays for the
+/// supervisor to report the pane as lost and end what still runs of it.
+pub(super) fn remove_saved(state_dir: &Path, name: &str) {
     let _ = std::fs::remove_file(pane_path(state_dir, name));
-    record::remove(state_dir, name);
 }
 
 /// Every saved pane (unreadable files are reported and left in place).

@@ -1,0 +1,325 @@
+//! A pane's processes, all of them: the supervisor is a child subreaper, so
+//! what escapes a pane's session or process group (`setsid`, `setpgid`,
+//! double forks) is re-parented to it instead of to init. A pane's tree is
+//! its leader's session, every process carrying the pane's marker variable,
+//! and their descendants; kill ends all of it and reaps what was left to us.
+
+use super::procfs::{self, Stat};
+use super::spawn::PANE_MARKER_ENV;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
+
+/// Held (shared) while a pane's leader is spawned and registered, (exclusive)
+/// while orphans are reaped: the standard library waits for a child whose
+/// exec failed itself, and must not find it reaped by us.
+static SPAWN: RwLock<()> = RwLock::new(());
+/// Pane leaders: reaped by their pane's waiter thread, never by the sweep.
+static LEADERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// How often a process tree is re-read while waiting for it to end.
+const TREE_POLL: Duration = Duration::from_millis(20);
+
+/// Make this process the child subreaper of everything it starts.
+pub fn become_subreaper() -> nix::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+}
+
+pub(super) fn spawning() -> RwLockReadGuard<'static, ()> {
+    SPAWN.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) fn add_leader(pid: u32) {
+    LEADERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(pid);
+}
+
+pub(super) fn remove_leader(pid: u32) {
+    LEADERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|p| *p != pid);
+}
+
+/// Undo a spawn that failed after the exec: kill and reap the leader.
+pub(super) fn end_leader(pid: u32, child: &mut Box<dyn portable_pty::Child + Send + Sync>) {
+    super::native::signal_group(pid, Signal::SIGKILL);
+    let _ = child.wait();
+    remove_leader(pid);
+}
+
+/// Who a generation's processes are: its leader and the marker they inherit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcIds {
+    pub pid: u32,
+    /// The leader's start time (clock ticks since boot, `/proc/<pid>/stat` field 22).
+    pub start_time: u64,
+    pub generation: u64,
+    /// When the generation started (RFC 3339, nanoseconds: part of the marker).
+    pub created_at: String,
+    /// The value of [`PANE_MARKER_ENV`] in the generation's processes.
+    pub marker: String,
+}
+
+impl ProcIds {
+    pub(super) fn new(name: &str, generation: u64) -> Self {
+        let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+        ProcIds {
+            pid: 0,
+            start_time: 0,
+            generation,
+            marker: marker(name, generation, &created_at),
+            created_at,
+        }
+    }
+
+    pub(super) fn started(mut self, pid: u32) -> Self {
+        self.pid = pid;
+        self.start_time = procfs::stat(pid).map(|s| s.starttime).unwrap_or(0);
+        self
+    }
+}
+
+/// The marker value of generation `generation` of pane `name`.
+pub fn marker(name: &str, generation: u64, created_at: &str) -> String {
+    format!("{name}:{generation}:{created_at}")
+}
+
+/// One process: its pid and start time (together, never a recycled pid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Member {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+/// What identifies a tree on `/proc`.
+#[derive(Debug, Clone)]
+pub struct TreeKey {
+    /// The leader (also the session id of everything that did not leave it).
+    pub pid: u32,
+    pub start_time: u64,
+    /// Session members count only if they started by then (the leader was
+    /// reaped then, and its id may since have been reused).
+    pub session_until: Option<u64>,
+    /// `NAME=value` of the marker variable.
+    pub marker_entry: Vec<u8>,
+    /// Known members (e.g. from a record); matched by pid and start time.
+    pub known: Vec<Member>,
+}
+
+impl TreeKey {
+    pub fn new(pid: u32, start_time: u64, marker: &str) -> Self {
+        TreeKey {
+            pid,
+            start_time,
+            session_until: None,
+            marker_entry: format!("{PANE_MARKER_ENV}={marker}").into_bytes(),
+            known: Vec::new(),
+        }
+    }
+
+    pub(super) fn of(ids: &ProcIds, reaped_ticks: Option<u64>) -> Self {
+        let mut k = TreeKey::new(ids.pid, ids.start_time, &ids.marker);
+        k.session_until = reaped_ticks;
+        k
+    }
+}
+
+/// The processes of a tree alive now (zombies included). `deep` reads the
+/// environment of every process to find those that left the session and
+/// are no longer our children; otherwise only orphans re-parented to us are
+/// checked for the marker.
+pub fn members(key: &TreeKey, deep: bool) -> Vec<Member> {
+    let me = i64::from(std::process::id());
+    let all = procfs::all();
+    let mut set: HashSet<u32> = HashSet::new();
+    let own = |st: &Stat| st.starttime >= key.start_time;
+    for (pid, st) in &all {
+        if i64::from(*pid) == me || *pid == 1 || !own(st) {
+            continue;
+        }
+        let leader = *pid == key.pid && st.starttime == key.start_time;
+        let session =
+            st.session == i64::from(key.pid) && key.session_until.is_none_or(|t| st.starttime <= t);
+        let known = key
+            .known
+            .iter()
+            .any(|m| m.pid == *pid && m.start_time == st.starttime);
+        let marked = (deep || st.ppid == me) && procfs::environ_has(*pid, &key.marker_entry);
+        if leader || session || known || marked {
+            set.insert(*pid);
+        }
+    }
+    // Descendants of members are members.
+    loop {
+        let before = set.len();
+        for (pid, st) in &all {
+            if !set.contains(pid)
+                && own(st)
+                && u32::try_from(st.ppid).is_ok_and(|pp| set.contains(&pp))
+            {
+                set.insert(*pid);
+            }
+        }
+        if set.len() == before {
+            break;
+        }
+    }
+    all.iter()
+        .filter(|(pid, _)| set.contains(pid))
+        .map(|(pid, st)| Member {
+            pid: *pid,
+            start_time: st.starttime,
+        })
+        .collect()
+}
+
+/// Whether `m` is still that process and not yet a zombie.
+fn running(m: &Member) -> bool {
+    procfs::stat(m.pid).is_some_and(|s| s.starttime == m.start_time && s.state != 'Z')
+}
+
+/// Send `sig` to each member that is still the same process.
+pub fn signal_all(members: &[Member], sig: Signal) {
+    for m in members {
+        if running(m) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(m.pid as i32), sig);
+        }
+    }
+}
+
+/// Wait until none of `members` runs, or `deadline`; reaps orphans meanwhile.
+pub fn wait_gone(members: &[Member], deadline: Instant) -> bool {
+    loop {
+        reap_orphans();
+        if !members.iter().any(running) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(TREE_POLL);
+    }
+}
+
+/// End a whole tree: SIGTERM and SIGHUP to every member, `grace` to go, then
+/// SIGKILL to whatever (newly forked included) is left, until none runs or
+/// `timeout`. Returns the members that were found.
+pub fn end_tree(key: &TreeKey, grace: Duration, timeout: Duration) -> Vec<Member> {
+    let mut found = members(key, true);
+    signal_all(&found, Signal::SIGTERM);
+    signal_all(&found, Signal::SIGHUP);
+    wait_gone(&found, Instant::now() + grace);
+    sweep(key, &mut found, timeout);
+    found
+}
+
+/// SIGKILL the tree until nothing of it runs (re-read each round: a member
+/// may fork while it dies), or `timeout`.
+pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let now = members(key, true);
+        for m in &now {
+            if !found.contains(m) {
+                found.push(*m);
+            }
+        }
+        let live: Vec<Member> = now.into_iter().filter(running).collect();
+        if live.is_empty() || Instant::now() >= deadline {
+            reap_orphans();
+            return;
+        }
+        signal_all(&live, Signal::SIGKILL);
+        wait_gone(&live, (Instant::now() + TREE_POLL * 10).min(deadline));
+    }
+}
+
+/// This process's children with their stat: from each thread's `children`
+/// list (cheap), or a scan of every process where the kernel has no such list.
+fn children() -> Vec<(u32, Stat)> {
+    let me = i64::from(std::process::id());
+    let mut pids: Vec<u32> = Vec::new();
+    let mut listed = false;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.filter_map(|e| e.ok()) {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                listed = true;
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    if !listed {
+        return procfs::all()
+            .into_iter()
+            .filter(|(_, st)| st.ppid == me)
+            .collect();
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids.into_iter()
+        .filter_map(|pid| Some((pid, procfs::stat(pid)?)))
+        .filter(|(_, st)| st.ppid == me)
+        .collect()
+}
+
+/// Reap zombies re-parented to us: children in another session than ours
+/// that no pane waiter owns. Children the supervisor starts itself (git)
+/// share its session and are left to their own waits.
+pub fn reap_orphans() -> usize {
+    let _excl = SPAWN.write().unwrap_or_else(PoisonError::into_inner);
+    let me = i64::from(std::process::id());
+    let my_sid = nix::unistd::getsid(None)
+        .map(|p| i64::from(p.as_raw()))
+        .unwrap_or(-1);
+    let leaders = LEADERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let mut n = 0;
+    for (pid, st) in children() {
+        if st.ppid == me && st.state == 'Z' && st.session != my_sid && !leaders.contains(&pid) {
+            let flags = nix::sys::wait::WaitPidFlag::WNOHANG;
+            if nix::sys::wait::waitpid(Pid::from_raw(pid as i32), Some(flags)).is_ok() {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// On shutdown: SIGKILL everything re-parented to us that no pane claimed
+/// (what is left of killed panes), and reap it.
+pub fn end_orphans(timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let me = i64::from(std::process::id());
+    let my_sid = nix::unistd::getsid(None)
+        .map(|p| i64::from(p.as_raw()))
+        .unwrap_or(-1);
+    loop {
+        reap_orphans();
+        let leaders = LEADERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let left: Vec<Member> = children()
+            .into_iter()
+            .filter(|(pid, st)| st.ppid == me && st.session != my_sid && !leaders.contains(pid))
+            .map(|(pid, st)| Member {
+                pid,
+                start_time: st.starttime,
+            })
+            .collect();
+        if left.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        signal_all(&left, Signal::SIGKILL);
+        wait_gone(&left, (Instant::now() + TREE_POLL * 10).min(deadline));
+    }
+}

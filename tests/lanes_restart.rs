@@ -76,8 +76,7 @@ fn supervisor_killed_with_eight_lanes_up_comes_back_with_the_same_lanes() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    assert!(wait_until(T, || !pid_alive(pid)
-        || common::stat(pid).is_some_and(|s| s.state == 'Z')));
+    assert!(wait_until(T, || common::all_threads_gone(pid)));
 
     // The next supervisor reconciles at start, with no lane command.
     d.ok(&["serve", "--daemon"]);

@@ -178,7 +178,11 @@ pub fn pane_listing(client: &mut Client) -> Result<Vec<Value>, LaneError> {
 }
 
 fn pane_obs(list: &[Value], name: &str) -> Option<PaneObs> {
-    let p = list.iter().find(|p| p["name"] == name)?;
+    // A lost pane (left by a supervisor that stopped uncleanly, listed with
+    // `lost: true`) is not a pane the supervisor has: the lane has none.
+    let p = list
+        .iter()
+        .find(|p| p["name"] == name && p["lost"] != Value::Bool(true))?;
     Some(PaneObs {
         generation: p["generation"].as_u64().unwrap_or(0),
         pid: p["pid"].as_u64().and_then(|x| u32::try_from(x).ok()),

@@ -261,6 +261,14 @@ pub fn pid_alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Gone, or a zombie none of whose threads still runs: after `kill -9` a
+/// process's leader thread is a zombie before the others have exited (and
+/// closed its socket and locks).
+pub fn all_threads_gone(pid: i32) -> bool {
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    !pid_alive(pid) || (stat(pid).is_some_and(|s| s.state == 'Z') && threads <= 1)
+}
+
 /// Every process (zombies included) whose process group is `pgrp`.
 pub fn group_members(pgrp: i32) -> Vec<Stat> {
     let mut out = Vec::new();

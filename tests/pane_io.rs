@@ -265,7 +265,9 @@ fn hostile_output_is_sanitised() {
 /// stays readable, and the output after the flood renders.
 #[test]
 fn binary_garbage_and_huge_line_are_contained() {
-    let d = Drover::new();
+    // Native only for now: tmux 3.3a can lose the exit status of a command
+    // that exits at once (docs/tmux.md, open bug).
+    let d = Drover::new().native();
     d.new_pane(
         "garbage",
         &[],

@@ -5,23 +5,9 @@ mod common;
 
 use common::{Drover, stderr, stdout};
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::git;
 
 fn task(dir: &Path, id: &str, status: &str, labels: &str, files: &str) {
     std::fs::write(

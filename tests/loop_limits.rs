@@ -12,21 +12,10 @@ use drover::loopctl::settings::Unattended;
 use drover::loopctl::simlanes::SimLanes;
 use drover::loopctl::{charter, clock};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use common::git;
 
 fn task_file(dir: &Path, n: u32, files: &[&str]) {
     let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();

@@ -313,3 +313,20 @@ pub fn stdout(o: &Output) -> String {
 
 /// Generous bound for anything that should happen "promptly".
 pub const T: Duration = Duration::from_secs(10);
+
+/// Run git in `dir` (a test identity) and return stdout; panics on failure.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -36,7 +36,9 @@ const EXEC_TIMEOUT: Duration = Duration::from_secs(10);
 /// The wrapper's `$0`-free marker: its first argument names it.
 const WRAPPER_SHELL: &str = "/bin/sh";
 /// Clears the typed line, runs the command, writes its status atomically.
-const WRAPPER_SCRIPT: &str = "printf '\\033[H\\033[2J\\033[3J'; \"$@\"; s=$?; \
+/// Its traps let it outlive the signals that end the command (which gets
+/// the default actions back at exec), so the status is written.
+const WRAPPER_SCRIPT: &str = "trap : INT QUIT TERM HUP; printf '\\033[H\\033[2J\\033[3J'; \"$@\"; s=$?; \
      printf '%s\\n' \"$s\" > \"$0.tmp\" && mv -f \"$0.tmp\" \"$0\"; exit \"$s\"";
 
 fn herdr_err(message: impl Into<String>) -> PaneError {

@@ -381,3 +381,30 @@ fn herdr_missing_binary_is_a_clear_error() {
     );
     assert!(d.pane("m").is_none());
 }
+
+#[test]
+fn herdr_pane_of_a_killed_supervisor_is_reported_lost_and_ended() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    herdr_pane(&d, "orphan", &[], &["sleep", "600"]);
+    let pid = pid_of(&d.pane("orphan").unwrap());
+    let rec: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.state.join("panes/orphan.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rec["backend"], "herdr", "{rec}");
+    assert!(rec["backend_pane_id"].is_string(), "{rec}");
+    let server = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(LONG, || all_threads_gone(server)));
+    assert!(pid_alive(pid), "the herdr pane outlives the supervisor");
+    let out = d.cmd().envs(fx.env()).args(["serve", "--daemon"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = d.pane("orphan").expect("listed by the next supervisor");
+    assert_eq!(p["observation"]["state"], "lost", "{p}");
+    assert!(wait_until(LONG, || !pid_alive(pid)), "its process is ended");
+}

@@ -74,6 +74,8 @@ pub(crate) struct Created {
     pub(crate) pid: u32,
     pub(crate) env_verified: bool,
     pub(crate) status_file: PathBuf,
+    /// When the generation started (RFC 3339; part of its process marker).
+    pub(crate) created_at: String,
 }
 
 impl HerdrHost {
@@ -206,6 +208,7 @@ impl HerdrHost {
             pid,
             env_verified,
             status_file,
+            created_at: created_at.to_string(),
         })
     }
 

@@ -42,6 +42,7 @@ pub(crate) struct Inner {
     terminal_id: Option<String>,
     pub(crate) pid: u32,
     pub(crate) status_file: PathBuf,
+    created_at: String,
     pub(crate) screen: Screen,
     /// The last text `pane read` returned (the screen is redrawn on change).
     pub(crate) last_text: Option<String>,
@@ -97,6 +98,7 @@ impl HerdrPane {
                 terminal_id: c.terminal_id,
                 pid: c.pid,
                 status_file: c.status_file,
+                created_at: c.created_at,
                 last_text: None,
                 exit: None,
                 env_verified: c.env_verified,
@@ -401,6 +403,7 @@ impl PaneBackend for HerdrPane {
             g.terminal_id = c.terminal_id;
             g.pid = c.pid;
             g.status_file = c.status_file;
+            g.created_at = c.created_at;
             g.env_verified = c.env_verified;
             g.screen = Screen::new(g.spec.cols, g.spec.rows);
             g.last_text = None;
@@ -463,6 +466,27 @@ impl PaneBackend for HerdrPane {
     }
     fn backend_pane_id(&self) -> Option<String> {
         Some(lock(&self.inner).pane_id.clone())
+    }
+    fn process_record(
+        &self,
+        descendants: Vec<crate::pane::Member>,
+    ) -> Option<crate::pane::record::PaneRecord> {
+        use crate::pane::record;
+        let g = lock(&self.inner);
+        Some(record::PaneRecord {
+            schema_version: record::RECORD_SCHEMA,
+            name: self.name.clone(),
+            backend: "herdr".into(),
+            backend_pane_id: Some(g.pane_id.clone()),
+            pid: g.pid,
+            pid_start_time: record::start_time(g.pid).unwrap_or(0),
+            pgid: g.pid,
+            generation: g.generation,
+            boot_id: record::boot_id(),
+            created_at: g.created_at.clone(),
+            agent: g.spec.agent.clone(),
+            descendants,
+        })
     }
     fn members(&self) -> Vec<crate::pane::Member> {
         let pid = lock(&self.inner).pid;

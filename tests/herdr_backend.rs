@@ -7,6 +7,7 @@
 //! are real shells on real PTYs. These pin `--backend herdr`.
 
 mod common;
+mod lanes_common;
 use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -169,12 +170,18 @@ fn herdr_pane_gets_env_at_creation_and_no_value_in_any_argv() {
     assert_eq!(p["env_verified"], true, "{p}");
     d.wait_text("envp", "ready", LONG);
     let pid = pid_of(&d.pane("envp").unwrap());
-    assert!(environ(pid).contains(&env), "the value is in the process's env");
+    assert!(
+        environ(pid).contains(&env),
+        "the value is in the process's env"
+    );
     assert!(
         argv_holding(&secret).is_empty(),
         "no process's argv holds the value"
     );
-    assert!(!fx.log_text().contains(&secret), "nor any herdr call's argv");
+    assert!(
+        !fx.log_text().contains(&secret),
+        "nor any herdr call's argv"
+    );
     let ls = d.pane("envp").unwrap();
     assert_eq!(ls["backend"], "herdr");
     assert!(ls["backend_pane_id"].is_string(), "{ls}");
@@ -217,12 +224,17 @@ fn herdr_sim_agent_screen_barrier_and_agent_wait() {
     assert!(screen.contains("please refactor the parser"), "{screen}");
     // herdr's own reading, beside drover's.
     assert!(
-        wait_until(LONG, || d.pane("sim").is_some_and(|p| p["backend_state"] == "done")),
+        wait_until(LONG, || d
+            .pane("sim")
+            .is_some_and(|p| p["backend_state"] == "done")),
         "{:?}",
         d.pane("sim")
     );
     let log = fx.log();
-    assert!(log.iter().any(|e| e["method"] == "agent.prompt"), "sent by agent prompt");
+    assert!(
+        log.iter().any(|e| e["method"] == "agent.prompt"),
+        "sent by agent prompt"
+    );
     let waits: Vec<&Value> = log
         .iter()
         .filter(|e| {
@@ -233,7 +245,10 @@ fn herdr_sim_agent_screen_barrier_and_agent_wait() {
     assert!(!waits.is_empty(), "drover ran agent wait");
     for w in waits {
         let argv = w["argv"].to_string();
-        assert!(argv.contains("\"--until\"") && argv.contains("\"--timeout\""), "{argv}");
+        assert!(
+            argv.contains("\"--until\"") && argv.contains("\"--timeout\""),
+            "{argv}"
+        );
     }
 }
 
@@ -241,7 +256,12 @@ fn herdr_sim_agent_screen_barrier_and_agent_wait() {
 fn herdr_exit_code_and_last_output_are_kept() {
     let fx = Fake::start();
     let d = drover(&fx);
-    herdr_pane(&d, "ex", &[], &["sh", "-c", "echo bye-now; sleep 0.3; exit 3"]);
+    herdr_pane(
+        &d,
+        "ex",
+        &[],
+        &["sh", "-c", "echo bye-now; sleep 0.3; exit 3"],
+    );
     let exit = exit_of(&d, "ex");
     assert_eq!(exit["code"], 3, "{exit}");
     assert!(d.read("ex").contains("bye-now"));
@@ -285,7 +305,11 @@ fn herdr_exit_1_with_empty_stdout_is_a_transport_error() {
     fx.faults("pane.send_keys exit1-empty\n");
     let out = d.run(&["pane", "keys", "e1", "Enter"]);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(stderr(&out).contains("exited 1 with no error JSON"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("exited 1 with no error JSON"),
+        "{}",
+        stderr(&out)
+    );
     fx.faults("");
     d.ok(&["pane", "keys", "e1", "Enter"]);
 }
@@ -306,9 +330,9 @@ fn herdr_agent_not_found_falls_back_to_plain_text() {
     d.wait_text("nf", "typed plainly", LONG);
     assert_eq!(code(&d.wait_state(&["nf"], "done", 60_000)), 0);
     // herdr sees no agent: its reading is dropped, drover's own continues.
-    assert!(wait_until(LONG, || d
-        .pane("nf")
-        .is_some_and(|p| p.get("backend_state").is_none_or(Value::is_null))));
+    assert!(wait_until(LONG, || d.pane("nf").is_some_and(|p| p
+        .get("backend_state")
+        .is_none_or(Value::is_null))));
 }
 
 #[test]
@@ -324,7 +348,10 @@ fn herdr_server_not_running_is_a_transport_error() {
     assert!(started.elapsed() < Duration::from_secs(40));
     let p = d.pane("down").unwrap();
     assert!(
-        p["transport_error"].as_str().unwrap_or_default().contains("server_not_running"),
+        p["transport_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("server_not_running"),
         "{p}"
     );
     let out = d.run(&["pane", "keys", "down", "Enter"]);
@@ -343,21 +370,34 @@ fn herdr_hang_is_bounded_and_a_transport_error() {
     let started = Instant::now();
     let out = d.run(&["pane", "keys", "h", "Enter"]);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(stderr(&out).contains("no answer within"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no answer within"),
+        "{}",
+        stderr(&out)
+    );
     assert!(started.elapsed() < Duration::from_secs(40), "bounded");
     // The server stops answering: reads time out, barriers answer exit 5.
     fx.faults("pane.read srv-hang\n");
     let started = Instant::now();
     assert!(
-        wait_until(LONG, || d.pane("h").is_some_and(|p| p["transport_error"].is_string())),
+        wait_until(LONG, || d
+            .pane("h")
+            .is_some_and(|p| p["transport_error"].is_string())),
         "a read that hangs is cut at its bound"
     );
     let out = d.wait_state(&["h"], "idle", 60_000);
-    assert_eq!(code(&out), 5, "a hung herdr is a transport error: {}", stderr(&out));
+    assert_eq!(
+        code(&out),
+        5,
+        "a hung herdr is a transport error: {}",
+        stderr(&out)
+    );
     assert!(started.elapsed() < Duration::from_secs(40), "bounded");
     fx.faults("");
     assert!(
-        wait_until(LONG, || d.pane("h").is_some_and(|p| p["transport_error"].is_null())),
+        wait_until(LONG, || d
+            .pane("h")
+            .is_some_and(|p| p["transport_error"].is_null())),
         "reads resume when herdr answers again"
     );
 }
@@ -388,10 +428,9 @@ fn herdr_pane_of_a_killed_supervisor_is_reported_lost_and_ended() {
     let d = drover(&fx);
     herdr_pane(&d, "orphan", &[], &["sleep", "600"]);
     let pid = pid_of(&d.pane("orphan").unwrap());
-    let rec: Value = serde_json::from_str(
-        &std::fs::read_to_string(d.state.join("panes/orphan.json")).unwrap(),
-    )
-    .unwrap();
+    let rec: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.state.join("panes/orphan.json")).unwrap())
+            .unwrap();
     assert_eq!(rec["backend"], "herdr", "{rec}");
     assert!(rec["backend_pane_id"].is_string(), "{rec}");
     let server = d.server_pid().unwrap();
@@ -402,9 +441,36 @@ fn herdr_pane_of_a_killed_supervisor_is_reported_lost_and_ended() {
     .unwrap();
     assert!(wait_until(LONG, || all_threads_gone(server)));
     assert!(pid_alive(pid), "the herdr pane outlives the supervisor");
-    let out = d.cmd().envs(fx.env()).args(["serve", "--daemon"]).output().unwrap();
+    let out = d
+        .cmd()
+        .envs(fx.env())
+        .args(["serve", "--daemon"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let p = d.pane("orphan").expect("listed by the next supervisor");
     assert_eq!(p["observation"]["state"], "lost", "{p}");
     assert!(wait_until(LONG, || !pid_alive(pid)), "its process is ended");
+}
+
+#[test]
+fn herdr_lane_up_runs_ready_lanes_in_herdr_panes() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    let r = lanes_common::repo(&d);
+    lanes_common::up(&d, &r, "implementer", &["--backend", "herdr"]);
+    let recs = lanes_common::records(&d);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    for rec in &recs {
+        let id = rec["lane_id"].as_str().unwrap();
+        let p = d.pane(id).unwrap_or_else(|| panic!("no pane {id}"));
+        assert_eq!(p["backend"], "herdr", "{p}");
+        let env = environ(pid_of(&p));
+        assert!(
+            env.contains(&format!("DROVER_LANE_ID={id}")),
+            "lane env at creation"
+        );
+    }
+    let out = d.run(&["lane", "down", "--all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
 }

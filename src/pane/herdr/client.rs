@@ -164,9 +164,8 @@ impl Client {
         let mut argv = self.session_args();
         argv.extend(args.iter().map(|s| s.to_string()));
         let what = args.iter().take(2).cloned().collect::<Vec<_>>().join(" ");
-        let out = run(&self.binary, &argv, timeout).map_err(|e| {
-            Fault::Transport(format!("herdr {what}: {e}"))
-        })?;
+        let out = run(&self.binary, &argv, timeout)
+            .map_err(|e| Fault::Transport(format!("herdr {what}: {e}")))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         match out.code {
@@ -183,7 +182,9 @@ impl Client {
                 stderr.lines().next().unwrap_or("").trim().to_string(),
             )),
             Some(c) => Err(Fault::Transport(format!("herdr {what} exited {c}"))),
-            None => Err(Fault::Transport(format!("herdr {what} was killed by a signal"))),
+            None => Err(Fault::Transport(format!(
+                "herdr {what} was killed by a signal"
+            ))),
         }
     }
 
@@ -199,10 +200,19 @@ impl Client {
         private: bool,
     ) -> Result<Value, Fault> {
         let r = self.request_inner(method, params, timeout);
-        if private { r.map_err(Fault::redacted) } else { r }
+        if private {
+            r.map_err(Fault::redacted)
+        } else {
+            r
+        }
     }
 
-    fn request_inner(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, Fault> {
+    fn request_inner(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, Fault> {
         let mut stream = UnixStream::connect(&self.socket).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => Fault::Herdr {
                 code: "server_not_running".into(),
@@ -214,9 +224,12 @@ impl Client {
             )),
         })?;
         let io = |e: std::io::Error| match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Fault::Transport(
-                format!("herdr did not answer {method} within {} ms", timeout.as_millis()),
-            ),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                Fault::Transport(format!(
+                    "herdr did not answer {method} within {} ms",
+                    timeout.as_millis()
+                ))
+            }
             _ => Fault::Transport(format!("herdr {method}: {e}")),
         };
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
@@ -234,7 +247,9 @@ impl Client {
             )));
         }
         let v: Value = serde_json::from_str(answer.trim()).map_err(|_| {
-            Fault::Transport(format!("herdr answered {method} with something that is not JSON"))
+            Fault::Transport(format!(
+                "herdr answered {method} with something that is not JSON"
+            ))
         })?;
         if let Some(f) = error_value(&v) {
             return Err(f);
@@ -297,7 +312,10 @@ fn run(binary: &Path, args: &[String], timeout: Duration) -> Result<Output, Stri
             // Not reaped yet (the waiter holds it): the group is still ours.
             crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let _ = rx.recv_timeout(REAP_AFTER_KILL);
-            return Err(format!("no answer within {} ms (killed)", timeout.as_millis()));
+            return Err(format!(
+                "no answer within {} ms (killed)",
+                timeout.as_millis()
+            ));
         }
     };
     let out = done.map_err(|e| e.to_string())?;
@@ -320,11 +338,21 @@ mod tests {
             PathBuf::from("/h/.config/herdr/herdr.sock")
         );
         assert_eq!(
-            socket_path(None, Some("/s.sock".into()), Some("/x".into()), home.clone()),
+            socket_path(
+                None,
+                Some("/s.sock".into()),
+                Some("/x".into()),
+                home.clone()
+            ),
             PathBuf::from("/s.sock")
         );
         assert_eq!(
-            socket_path(Some("work"), Some("/s.sock".into()), Some("/x".into()), home),
+            socket_path(
+                Some("work"),
+                Some("/s.sock".into()),
+                Some("/x".into()),
+                home
+            ),
             PathBuf::from("/x/herdr/sessions/work/herdr.sock")
         );
     }

@@ -309,10 +309,7 @@ mod tests {
 
     #[test]
     fn exec_line_quotes_every_word() {
-        let l = exec_line(
-            Path::new("/s/x.1"),
-            &["echo".into(), "it's $HOME".into()],
-        );
+        let l = exec_line(Path::new("/s/x.1"), &["echo".into(), "it's $HOME".into()]);
         assert!(l.starts_with(" exec /bin/sh -c '"));
         assert!(l.ends_with(" '/s/x.1' 'echo' 'it'\\''s $HOME'"));
     }

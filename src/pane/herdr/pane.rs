@@ -340,9 +340,7 @@ impl PaneBackend for HerdrPane {
                 true,
             ) {
                 Ok(_) => return Ok(()),
-                Err(f)
-                    if matches!(f.code(), Some("agent_not_found" | "agent_not_running")) =>
-                {
+                Err(f) if matches!(f.code(), Some("agent_not_found" | "agent_not_running")) => {
                     tracing::debug!(pane = %self.name, "herdr sees no agent; sending the text plainly");
                 }
                 Err(f) => return Err(self.fault_err("agent prompt", f)),

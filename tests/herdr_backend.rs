@@ -474,3 +474,22 @@ fn herdr_lane_up_runs_ready_lanes_in_herdr_panes() {
     let out = d.run(&["lane", "down", "--all"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+#[test]
+fn herdr_keys_without_a_herdr_name_go_as_bytes() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    // `od -c` shows what arrived: PageUp as ESC [ 5 ~ (herdr cannot name it).
+    herdr_pane(
+        &d,
+        "od",
+        &[],
+        &[
+            "sh",
+            "-c",
+            "stty raw -echo; head -c 6 | od -An -c; sleep 600",
+        ],
+    );
+    d.ok(&["pane", "keys", "od", "PageUp", "a", "Tab"]);
+    d.wait_text("od", "033   [   5   ~   a  \\t", LONG);
+}

@@ -1,8 +1,10 @@
 //! drover's key names → herdr's key-combo names (`pane send-keys`).
 
-/// One key as herdr names it, or `None` for a single character (sent as
-/// text instead: herdr spells some punctuation with names of its own).
-/// The name must already be valid for drover (`key_bytes`).
+/// One key as herdr's `send-keys` names it, or `None` for a key sent as
+/// its bytes instead: a single character (herdr spells some punctuation
+/// with names of its own), and the keys herdr 0.8 has no name for (Home,
+/// End, PageUp, PageDown, Insert, Delete). The name must already be valid
+/// for drover (`key_bytes`).
 pub fn herdr_key(key: &str) -> Option<String> {
     let mut chars = key.chars();
     if let (Some(_), None) = (chars.next(), chars.next()) {
@@ -14,11 +16,9 @@ pub fn herdr_key(key: &str) -> Option<String> {
         "esc" | "escape" => "esc".to_string(),
         "tab" => "tab".to_string(),
         "btab" | "s-tab" | "backtab" => "shift+tab".to_string(),
-        "up" | "down" | "left" | "right" | "home" | "end" | "insert" | "delete" | "space" => lower,
-        "ic" => "insert".to_string(),
-        "dc" | "del" => "delete".to_string(),
-        "pageup" | "ppage" | "pgup" => "pageup".to_string(),
-        "pagedown" | "npage" | "pgdn" => "pagedown".to_string(),
+        "up" | "down" | "left" | "right" | "space" => lower,
+        "home" | "end" | "insert" | "ic" | "delete" | "dc" | "del" | "pageup" | "ppage"
+        | "pgup" | "pagedown" | "npage" | "pgdn" => return None,
         "backspace" | "bspace" | "bs" => "backspace".to_string(),
         f if f.starts_with('f') && f.len() <= 3 => f.to_string(),
         m if m.starts_with("c-") => format!("ctrl+{}", &m[2..]),
@@ -39,7 +39,8 @@ mod tests {
         assert_eq!(herdr_key("C-c").as_deref(), Some("ctrl+c"));
         assert_eq!(herdr_key("M-x").as_deref(), Some("alt+x"));
         assert_eq!(herdr_key("BTab").as_deref(), Some("shift+tab"));
-        assert_eq!(herdr_key("PageUp").as_deref(), Some("pageup"));
+        assert_eq!(herdr_key("PageUp"), None);
+        assert_eq!(herdr_key("Delete"), None);
         assert_eq!(herdr_key("x"), None);
     }
 }

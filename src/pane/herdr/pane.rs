@@ -354,17 +354,19 @@ impl PaneBackend for HerdrPane {
     }
     fn send_keys(&self, keys: &[String]) -> Result<(), PaneError> {
         let (pane_id, _) = self.usable()?;
-        for k in keys {
-            key_bytes(k, false)?;
-        }
-        // In order: runs of named keys in one send-keys, characters as text.
+        let bytes: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| key_bytes(k, false))
+            .collect::<Result<_, _>>()?;
+        // In order: runs of named keys in one send-keys; characters and keys
+        // herdr has no name for as their bytes.
         let mut named: Vec<String> = Vec::new();
-        for k in keys {
+        for (k, b) in keys.iter().zip(&bytes) {
             match super::herdr_key(k) {
                 Some(n) => named.push(n),
                 None => {
                     self.send_named(&pane_id, &std::mem::take(&mut named))?;
-                    self.send_plain(&pane_id, k)?;
+                    self.send_plain(&pane_id, &String::from_utf8_lossy(b))?;
                 }
             }
         }

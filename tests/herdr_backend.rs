@@ -487,9 +487,10 @@ fn herdr_keys_without_a_herdr_name_go_as_bytes() {
         &[
             "sh",
             "-c",
-            "stty raw -echo; head -c 6 | od -An -c; sleep 600",
+            "stty raw -echo; echo raw-now; head -c 6 | od -An -c; sleep 600",
         ],
     );
+    d.wait_text("od", "raw-now", LONG);
     d.ok(&["pane", "keys", "od", "PageUp", "a", "Tab"]);
     d.wait_text("od", "033   [   5   ~   a  \\t", LONG);
 }

@@ -494,3 +494,13 @@ fn herdr_keys_without_a_herdr_name_go_as_bytes() {
     d.ok(&["pane", "keys", "od", "PageUp", "a", "Tab"]);
     d.wait_text("od", "033   [   5   ~   a  \\t", LONG);
 }
+
+/// Guards: a command that exits at once (before drover sees the wrapper
+/// run) was reported as "the shell did not start the command".
+#[test]
+fn herdr_command_that_exits_at_once_is_created_and_keeps_its_code() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    herdr_pane(&d, "quick", &[], &["sh", "-c", "exit 7"]);
+    assert_eq!(exit_of(&d, "quick")["code"], 7);
+}

@@ -189,7 +189,7 @@ impl HerdrHost {
             .map_err(|f| fail(spawn_err(format!("herdr pane send-keys: {f}"))))?;
         if !wait_for_wrapper(pid, &status_file) {
             return Err(fail(spawn_err(format!(
-                "the shell of herdr pane {pane_id} did not start the command within {} s",
+                "the shell of herdr pane {pane_id} ended or did not start the command within {} s",
                 EXEC_TIMEOUT.as_secs()
             ))));
         }
@@ -286,20 +286,27 @@ fn find_shell(entry: &[u8]) -> Option<u32> {
 }
 
 /// Wait until the shell `pid` has exec'd the wrapper (its argv names the
-/// status file). False when it did not in time or is gone.
+/// status file), or the wrapper has already run the command to its end
+/// (the status file is there). False when neither happened in time.
 fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
     let needle = status_file.as_os_str().as_encoded_bytes();
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_millis(2);
     loop {
-        match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        let running = match std::fs::read(format!("/proc/{pid}/cmdline")) {
             Ok(c) if c.split(|b| *b == 0).any(|a| a == needle) => return true,
-            Ok(_) if Instant::now() < deadline => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(50));
-            }
-            _ => return false,
+            Ok(c) => !c.is_empty(),
+            Err(_) => false,
+        };
+        if status_file.exists() {
+            return true;
         }
+        if !running || Instant::now() >= deadline {
+            // Gone (or a zombie): it may have written the status just now.
+            return status_file.exists();
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
     }
 }
 

@@ -504,3 +504,41 @@ fn herdr_command_that_exits_at_once_is_created_and_keeps_its_code() {
     herdr_pane(&d, "quick", &[], &["sh", "-c", "exit 7"]);
     assert_eq!(exit_of(&d, "quick")["code"], 7);
 }
+
+/// Pids of `herdr agent wait` calls on `fx`'s socket.
+fn agent_waits(fx: &Fake) -> Vec<i32> {
+    let entry = format!("HERDR_SOCKET_PATH={}", fx.socket().display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            cmdline(*pid).is_some_and(|c| c.windows(2).any(|w| w[0] == "agent" && w[1] == "wait"))
+                && environ(*pid).contains(&entry)
+        })
+        .collect()
+}
+
+#[test]
+fn herdr_kill_server_leaves_no_herdr_call_running() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    // A hung `agent wait` would outlive a supervisor that left it running.
+    fx.faults("agent.wait hang\n");
+    herdr_pane(
+        &d,
+        "aw",
+        &["--agent", "sim"],
+        &[BIN, "sim-agent", "--profile", "claude"],
+    );
+    assert_eq!(code(&d.wait_state(&["aw"], "idle", 60_000)), 0);
+    assert!(
+        wait_until(LONG, || !agent_waits(&fx).is_empty()),
+        "an agent wait is in flight"
+    );
+    d.ok(&["kill-server"]);
+    assert!(
+        wait_until(LONG, || agent_waits(&fx).is_empty()),
+        "left running: {:?}",
+        agent_waits(&fx)
+    );
+}

@@ -5,12 +5,14 @@
 //! Every call is bounded by a timeout; nothing here can hang its caller.
 
 use serde_json::{Value, json};
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The largest answer read from herdr (a `pane read` of a big screen).
@@ -72,6 +74,9 @@ pub struct Client {
     binary: PathBuf,
     session: Option<String>,
     socket: PathBuf,
+    /// The process groups of CLI calls running now; `None` once stopped
+    /// (the supervisor is stopping: no new call starts).
+    running: Arc<Mutex<Option<HashSet<u32>>>>,
 }
 
 /// herdr's socket: `--session NAME`'s, else `$HERDR_SOCKET_PATH`, else
@@ -115,6 +120,20 @@ impl Client {
             binary,
             session,
             socket,
+            running: Arc::new(Mutex::new(Some(HashSet::new()))),
+        }
+    }
+
+    /// End every CLI call still running (the supervisor is stopping).
+    pub fn stop_running(&self) {
+        let groups = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_default();
+        for pid in groups {
+            crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
         }
     }
 
@@ -138,7 +157,13 @@ impl Client {
 
     /// `herdr --version`'s first line, or why herdr cannot be run.
     pub fn version(&self, timeout: Duration) -> Result<String, String> {
-        let out = run(&self.binary, &["--version".to_string()], timeout).map_err(|e| {
+        let out = run(
+            &self.binary,
+            &["--version".to_string()],
+            timeout,
+            &self.running,
+        )
+        .map_err(|e| {
             format!(
                 "cannot run {} ({e}): install herdr or set DROVER_HERDR to its path",
                 self.binary.display()
@@ -164,7 +189,7 @@ impl Client {
         let mut argv = self.session_args();
         argv.extend(args.iter().map(|s| s.to_string()));
         let what = args.iter().take(2).cloned().collect::<Vec<_>>().join(" ");
-        let out = run(&self.binary, &argv, timeout)
+        let out = run(&self.binary, &argv, timeout, &self.running)
             .map_err(|e| Fault::Transport(format!("herdr {what}: {e}")))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -289,7 +314,18 @@ struct Output {
 
 /// Run a command with no stdin, collecting its output; past `timeout` its
 /// process group (its own) is killed and the call fails.
-fn run(binary: &Path, args: &[String], timeout: Duration) -> Result<Output, String> {
+fn run(
+    binary: &Path,
+    args: &[String],
+    timeout: Duration,
+    running: &Mutex<Option<HashSet<u32>>>,
+) -> Result<Output, String> {
+    let lock = || running.lock().unwrap_or_else(PoisonError::into_inner);
+    // Spawned under the lock: a stop cannot slip between check and insert.
+    let mut held = lock();
+    let Some(pids) = held.as_mut() else {
+        return Err("the supervisor is stopping".into());
+    };
     let child = Command::new(binary)
         .args(args)
         .stdin(Stdio::null())
@@ -299,6 +335,16 @@ fn run(binary: &Path, args: &[String], timeout: Duration) -> Result<Output, Stri
         .spawn()
         .map_err(|e| e.to_string())?;
     let pid = child.id();
+    pids.insert(pid);
+    drop(held);
+    let out = collect(child, pid, timeout);
+    if let Some(pids) = lock().as_mut() {
+        pids.remove(&pid);
+    }
+    out
+}
+
+fn collect(child: std::process::Child, pid: u32, timeout: Duration) -> Result<Output, String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("herdr-cli".into())

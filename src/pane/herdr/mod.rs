@@ -238,8 +238,11 @@ impl HerdrHost {
     }
 
     /// The supervisor is stopping: every pane was killed (each closed its
-    /// workspace). herdr's server is never stopped: drover did not start it.
-    pub fn shutdown(&self) {}
+    /// workspace); end the CLI calls still running (`agent wait`). herdr's
+    /// server is never stopped: drover did not start it.
+    pub fn shutdown(&self) {
+        self.client.stop_running();
+    }
 }
 
 /// The line typed into the pane's shell: a leading space keeps it out of

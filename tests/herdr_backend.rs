@@ -182,6 +182,8 @@ fn herdr_pane_gets_env_at_creation_and_no_value_in_any_argv() {
         !fx.log_text().contains(&secret),
         "nor any herdr call's argv"
     );
+    let log = std::fs::read_to_string(d.state.join("logs/supervisor.log")).unwrap_or_default();
+    assert!(!log.contains(&secret), "nor the supervisor's log");
     let ls = d.pane("envp").unwrap();
     assert_eq!(ls["backend"], "herdr");
     assert!(ls["backend_pane_id"].is_string(), "{ls}");
@@ -234,6 +236,10 @@ fn herdr_sim_agent_screen_barrier_and_agent_wait() {
     assert!(
         log.iter().any(|e| e["method"] == "agent.prompt"),
         "sent by agent prompt"
+    );
+    assert!(
+        !fx.log_text().contains("refactor the parser"),
+        "the prompt is in no herdr argv"
     );
     let waits: Vec<&Value> = log
         .iter()
@@ -541,4 +547,31 @@ fn herdr_kill_server_leaves_no_herdr_call_running() {
         "left running: {:?}",
         agent_waits(&fx)
     );
+}
+
+#[test]
+fn herdr_pane_closed_in_herdr_is_an_exit_and_kill_still_cleans_up() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    let p = herdr_pane(&d, "closed", &[], &["sleep", "600"]);
+    let pid = pid_of(&p);
+    // An operator closes the workspace from herdr itself.
+    let ws = p["backend_pane_id"]
+        .as_str()
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let out = Command::new(fake_bin())
+        .args(["workspace", "close", &ws])
+        .envs(fx.env())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let exit = exit_of(&d, "closed");
+    assert_eq!(exit["signal"], "Hangup", "{exit}");
+    assert!(wait_until(LONG, || !pid_alive(pid)));
+    d.ok(&["pane", "kill", "closed"]);
+    assert!(d.pane("closed").is_none());
 }

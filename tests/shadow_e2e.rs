@@ -385,6 +385,48 @@ fn a_second_job_on_a_busy_pane_is_refused_naming_the_running_one() {
     assert_eq!(e.status("J2"), "running");
 }
 
+/// Guards: dispatches racing to one pane could all pass the busy check before
+/// any of them claimed, and the pane then held several running jobs.
+#[test]
+fn dispatches_racing_to_one_pane_start_exactly_one_job() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    let jobs = ["R1", "R2", "R3", "R4"];
+    for j in jobs {
+        e.ok(&["job", "create", j], &[]);
+    }
+    let children: Vec<_> = jobs
+        .iter()
+        .map(|j| {
+            let mut c = e.d.cmd();
+            c.args([
+                "dispatch",
+                j,
+                "--pane",
+                "lane",
+                "--session",
+                "implementer",
+                "--prompt",
+                "x",
+            ])
+            .env_remove("DROVER_AUTOCOMPLETE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    let codes: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .map(|o| (o.status.code(), common::stderr(&o)))
+        .collect();
+    let won = codes.iter().filter(|(c, _)| *c == Some(0)).count();
+    let refused = codes.iter().filter(|(c, _)| *c == Some(3)).count();
+    assert_eq!((won, refused), (1, 3), "{codes:?}");
+    let running: Vec<_> = jobs.iter().filter(|j| e.status(j) == "running").collect();
+    assert_eq!(running.len(), 1, "{running:?} {codes:?}");
+}
+
 /// Guards: dispatch accepted a session the registry does not have.
 #[test]
 fn dispatch_refuses_a_session_the_registry_does_not_have() {

@@ -271,6 +271,15 @@ fn herdr_exit_code_and_last_output_are_kept() {
     let exit = exit_of(&d, "ex");
     assert_eq!(exit["code"], 3, "{exit}");
     assert!(d.read("ex").contains("bye-now"));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode(d.state.join("herdr/exit/ex.1")),
+        0o600,
+        "status file private"
+    );
+    assert_eq!(mode(d.state.join("herdr/exit")), 0o700);
+    assert_eq!(mode(d.state.join("herdr")), 0o700);
 }
 
 #[test]

@@ -35,11 +35,12 @@ const FIND_TIMEOUT: Duration = Duration::from_secs(5);
 const EXEC_TIMEOUT: Duration = Duration::from_secs(10);
 /// The wrapper's `$0`-free marker: its first argument names it.
 const WRAPPER_SHELL: &str = "/bin/sh";
-/// Clears the typed line, runs the command, writes its status atomically.
+/// Clears the typed line, runs the command, writes its status atomically
+/// (private to the user; the umask is set in a subshell, never the command's).
 /// Its traps let it outlive the signals that end the command (which gets
 /// the default actions back at exec), so the status is written.
 const WRAPPER_SCRIPT: &str = "trap : INT QUIT TERM HUP; printf '\\033[H\\033[2J\\033[3J'; \"$@\"; s=$?; \
-     printf '%s\\n' \"$s\" > \"$0.tmp\" && mv -f \"$0.tmp\" \"$0\"; exit \"$s\"";
+     (umask 077; printf '%s\\n' \"$s\" > \"$0.tmp\") && mv -f \"$0.tmp\" \"$0\"; exit \"$s\"";
 
 fn herdr_err(message: impl Into<String>) -> PaneError {
     PaneError::Backend {
@@ -226,11 +227,7 @@ impl HerdrHost {
     /// any stale file removed.
     fn status_file(&self, name: &str, generation: u64) -> Result<PathBuf, PaneError> {
         let dir = self.state_dir.join("herdr").join("exit");
-        std::fs::create_dir_all(&dir)
-            .and_then(|_| {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-            })
+        crate::store::create_private_dir(&dir)
             .map_err(|e| herdr_err(format!("cannot create {}: {e}", dir.display())))?;
         let f = dir.join(format!("{name}.{generation}"));
         let _ = std::fs::remove_file(&f);

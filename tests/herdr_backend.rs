@@ -584,3 +584,25 @@ fn herdr_pane_closed_in_herdr_is_an_exit_and_kill_still_cleans_up() {
     d.ok(&["pane", "kill", "closed"]);
     assert!(d.pane("closed").is_none());
 }
+
+#[test]
+fn herdr_older_than_0_8_is_refused_naming_the_version() {
+    let fx = Fake::start();
+    let d = Drover::new();
+    let out = d
+        .cmd()
+        .envs(fx.env())
+        .env("FAKE_HERDR_VERSION", "0.7.5")
+        .args(["serve", "--daemon"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = d.run(&["pane", "new", "old", "--backend", "herdr", "--", "true"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("herdr 0.7.5 is too old"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!fx.log().iter().any(|e| e["method"] == "workspace.create"));
+}

@@ -178,7 +178,13 @@ impl Client {
                 out.code
             ));
         }
-        Ok(line)
+        match parse_version(&line) {
+            Some(v) if v < MIN_VERSION => Err(format!(
+                "{line} is too old: drover needs herdr ≥ {}.{} (the surface in docs/herdr.md)",
+                MIN_VERSION.0, MIN_VERSION.1
+            )),
+            _ => Ok(line),
+        }
     }
 
     /// Run `herdr [--session S] ARGS…`, bounded by `timeout`. Exit 0: the
@@ -286,6 +292,26 @@ impl Client {
             ))),
         }
     }
+}
+
+/// The oldest herdr whose surface drover knows (docs/herdr.md).
+pub const MIN_VERSION: (u32, u32) = (0, 8);
+
+/// `(major, minor)` of a `herdr X.Y.Z…` version line.
+pub fn parse_version(line: &str) -> Option<(u32, u32)> {
+    let word = line
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut parts = word.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    Some((major, minor))
 }
 
 /// herdr's error JSON on one line: `{"id","error":{"code","message"}}`.
@@ -401,6 +427,14 @@ mod tests {
             ),
             PathBuf::from("/x/herdr/sessions/work/herdr.sock")
         );
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_version("herdr 0.8.2"), Some((0, 8)));
+        assert_eq!(parse_version("herdr 0.10.0-preview.3"), Some((0, 10)));
+        assert_eq!(parse_version("herdr dev"), None);
+        assert!(parse_version("herdr 0.7.5").is_some_and(|v| v < MIN_VERSION));
     }
 
     #[test]

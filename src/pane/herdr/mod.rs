@@ -13,7 +13,7 @@ mod keys;
 mod pane;
 mod watch;
 
-pub use client::{Client, Fault, socket_path};
+pub use client::{Client, Fault, MIN_VERSION, parse_version, socket_path};
 pub use keys::herdr_key;
 pub use pane::HerdrPane;
 

@@ -12,11 +12,6 @@
 
 use crate::registry::Agent;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// How long `<program> --version` may take.
-pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The permission flags of a lane.
 pub fn permission_args(agent: Agent, writes: bool) -> Vec<String> {
@@ -66,9 +61,10 @@ pub fn agent_launch(agent: Agent, writes: bool) -> Launch {
 }
 
 /// The launch of a sim lane: drover's simulated agent with the agent's
-/// profile, following `script` when there is one. The sim keeps no
+/// profile and the lane's permission mode (a read-only sim carries out no
+/// `write` step), following `script` when there is one. The sim keeps no
 /// conversation, so there is nothing to resume.
-pub fn sim_launch(exe: &Path, agent: Agent, script: Option<&Path>) -> Launch {
+pub fn sim_launch(exe: &Path, agent: Agent, writes: bool, script: Option<&Path>) -> Launch {
     let mut argv = vec![
         exe.display().to_string(),
         "sim-agent".into(),
@@ -78,6 +74,7 @@ pub fn sim_launch(exe: &Path, agent: Agent, script: Option<&Path>) -> Launch {
     if let Some(s) = script {
         argv.extend(["--script".to_string(), s.display().to_string()]);
     }
+    argv.extend(permission_args(agent, writes));
     Launch {
         argv,
         resume_argv: None,
@@ -85,35 +82,13 @@ pub fn sim_launch(exe: &Path, agent: Agent, script: Option<&Path>) -> Launch {
     }
 }
 
-/// The first line `<program> --version` prints, within [`VERSION_TIMEOUT`];
-/// `None` when it cannot be run or says nothing.
+/// The version `<program> --version` reports (found on `PATH` the way exec
+/// finds it), through the agent layer's cached probe; `None` when it cannot
+/// be run or names no version.
 pub fn version(program: &str) -> Option<String> {
-    let mut child = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = Instant::now() + VERSION_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut out = String::new();
-    use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    out.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| l.chars().take(120).collect())
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    let bin = crate::pane::find_executable(program, &path_var, None)?;
+    crate::agent::version::version(&bin).ok()
 }
 
 #[cfg(test)]
@@ -151,15 +126,16 @@ mod tests {
             ["codex", "resume", "--last"]
         );
         assert!(
-            sim_launch(Path::new("/bin/drover"), Agent::Codex, None)
+            sim_launch(Path::new("/bin/drover"), Agent::Codex, false, None)
                 .resume_argv
                 .is_none()
         );
     }
 
     #[test]
-    fn a_version_is_the_first_line_and_a_missing_program_is_none() {
-        assert!(version("git").is_some_and(|v| v.starts_with("git version")));
+    fn a_version_is_the_number_and_a_missing_program_is_none() {
+        let v = version("git").unwrap();
+        assert!(v.chars().next().is_some_and(|c| c.is_ascii_digit()), "{v}");
         assert_eq!(version("drover-no-such-program"), None);
     }
 }

@@ -32,6 +32,7 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         env: vec![],
         user_env: vec![],
         agent_version: None,
+        worktree_owner: None,
         created_at: String::new(),
         updated_at: String::new(),
     }

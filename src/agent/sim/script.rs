@@ -102,6 +102,21 @@ impl Default for Script {
 }
 
 impl Script {
+    /// The script as a read-only agent runs it (started with Claude's
+    /// `--permission-mode plan` or Codex's `-s read-only`): every `write`
+    /// step becomes a line saying the file was not written. Reports (written
+    /// outside the worktree, where the dispatch says) are kept.
+    pub fn read_only(mut self) -> Self {
+        for t in &mut self.turns {
+            for s in &mut t.steps {
+                if let Step::Write { path, .. } = s {
+                    *s = Step::Say(format!("read-only: not writing {path}"));
+                }
+            }
+        }
+        self
+    }
+
     /// Parse a script: JSON when it starts with `{`, else TOML.
     pub fn parse(text: &str, origin: &str) -> Result<Self, AgentError> {
         let bad = |message: String| AgentError::Script {

@@ -1,0 +1,252 @@
+//! `drover loop run` on real lanes (`drover lane` lanes, `docs/lanes.md`)
+//! whose agents are `drover sim-agent` profiles: a real git repository, a
+//! Backlog.md board, each task in its own recorded lane and worktree, the
+//! reviewer a read-only lane of the other agent, landing on the integration
+//! branch, and the close-out tidying only what landed.
+
+mod common;
+#[path = "lanes_common/mod.rs"]
+mod lanes_common;
+
+use common::{Drover, git, stderr, stdout};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+fn task_file(dir: &Path, n: u32, title: &str, files: &[&str]) {
+    let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();
+    let text = format!(
+        "---\nid: TASK-{n}\ntitle: {title}\nstatus: To Do\nassignee: []\nlabels: []\ndependencies: []\nmodified_files:\n{files}priority: medium\n---\n\n## Description\n\n<!-- SECTION:DESCRIPTION:BEGIN -->\n{title}.\n<!-- SECTION:DESCRIPTION:END -->\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 {title} is done\n<!-- AC:END -->\n"
+    );
+    std::fs::write(
+        dir.join(format!("task-{n} - {}.md", title.replace(' ', "-"))),
+        text,
+    )
+    .unwrap();
+}
+
+/// TASK-1 and TASK-2 land; TASK-3 writes outside its claim and is blocked.
+const IMPLEMENTER: &str = r#"
+[[turn]]
+match = "task=TASK-1 "
+steps = [{ work = 300 }, { write = { path = "a.txt", content = "alpha\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-2 "
+steps = [{ work = 300 }, { write = { path = "b.txt", content = "beta\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-3 "
+steps = [{ work = 300 }, { write = { path = "c.txt", content = "gamma\n" } }, { write = { path = "not-mine.txt", content = "x\n" } }, { report = { path = "{report}" } }, "finish"]
+"#;
+
+/// The reviewer tries to write (a read-only lane must not), then passes. Its
+/// turn is long enough to be seen in `/proc`.
+const REVIEWER: &str = r#"
+[[turn]]
+steps = [{ work = 1500 }, { write = { path = "reviewer-was-here.txt", content = "x\n" } }, { heartbeat = { status = "pass" } }, { report = { path = "{report}" } }, "finish"]
+"#;
+
+/// A lane process seen while the run went: its role and argv.
+#[derive(Debug, Clone)]
+struct Seen {
+    role: String,
+    lane: String,
+    argv: Vec<String>,
+}
+
+/// Watch `/proc` for the sim agents of this state dir until `stop`.
+fn watch_lanes(state: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>> {
+    std::thread::spawn(move || {
+        let needle = format!("DROVER_STATE_DIR={}", state.display());
+        let mut seen: BTreeMap<i32, Seen> = BTreeMap::new();
+        while !stop.load(Ordering::SeqCst) {
+            for e in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if seen.contains_key(&pid) {
+                    continue;
+                }
+                let env = lanes_common::environ(pid);
+                if !env
+                    .iter()
+                    .any(|(k, v)| format!("{k}={v}") == needle)
+                {
+                    continue;
+                }
+                let Some(argv) = common::cmdline(pid) else {
+                    continue;
+                };
+                if !argv.iter().any(|a| a == "sim-agent") {
+                    continue;
+                }
+                let get = |n: &str| {
+                    env.iter()
+                        .find(|(k, _)| k == n)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default()
+                };
+                seen.insert(
+                    pid,
+                    Seen {
+                        role: get("DROVER_ROLE"),
+                        lane: get("DROVER_LANE_ID"),
+                        argv,
+                    },
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        seen.into_values().collect()
+    })
+}
+
+fn has_pair(argv: &[String], flag: &str, value: &str) -> bool {
+    argv.windows(2).any(|w| w[0] == flag && w[1] == value)
+}
+
+/// Guards `loop run` without the simulated carrier: three tasks on recorded
+/// lanes — two implemented, reviewed read-only by the other agent, gated and
+/// landed on the integration branch, one blocked outside its claim; landed
+/// worktrees removed (clean of anything but what landed, nothing unmerged),
+/// the blocked one kept; every lane forgotten and no agent process left.
+#[test]
+fn loop_run_on_real_sim_lanes_lands_two_tasks() {
+    let d = Drover::new();
+    let root = d.scratch();
+    let repo = root.join("greeter");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "greeter\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    task_file(&tasks, 1, "Add alpha", &["a.txt"]);
+    task_file(&tasks, 2, "Add beta", &["b.txt"]);
+    task_file(&tasks, 3, "Add gamma", &["c.txt"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "board"]);
+    let main_before = git(&repo, &["rev-parse", "main"]);
+    let charter = root.join("CHARTER.md");
+    std::fs::write(
+        &charter,
+        "# Greeter\n\n- lanes: 4\n- pool: 2\n- gate: `test ! -e reviewer-was-here.txt`\n",
+    )
+    .unwrap();
+    let imp = root.join("imp.toml");
+    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    let rev = root.join("rev.toml");
+    std::fs::write(&rev, REVIEWER).unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = watch_lanes(d.state.clone(), stop.clone());
+    let t = Instant::now();
+    let out = d.run(&[
+        "loop",
+        "run",
+        "--charter",
+        charter.to_str().unwrap(),
+        "--repo",
+        repo.to_str().unwrap(),
+        "--sim-implementer",
+        imp.to_str().unwrap(),
+        "--sim-reviewer",
+        rev.to_str().unwrap(),
+    ]);
+    let secs = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::SeqCst);
+    let seen = watcher.join().unwrap();
+    eprintln!("loop run on real sim lanes: {secs:.1} s, {} lane processes seen", seen.len());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("# Closeout: greeter loop1 · Charter: "),
+        "{text}"
+    );
+    assert!(text.contains("\n- TASK-1 (Add alpha), "), "{text}");
+    assert!(text.contains("\n- TASK-2 (Add beta), "), "{text}");
+    assert!(
+        text.contains("## Parked\n- TASK-3, blocked: "),
+        "TASK-3 wrote outside its claim: {text}"
+    );
+
+    // Landed on the integration branch, one commit per task; main untouched.
+    let integ = "drover/integration/loop1";
+    let log = git(&repo, &["log", "--format=%B%x00", integ]);
+    assert!(log.contains("Task: TASK-1") && log.contains("Task: TASK-2"), "{log}");
+    assert!(!log.contains("Task: TASK-3"), "{log}");
+    let files = git(&repo, &["ls-tree", "-r", "--name-only", integ]);
+    assert!(files.lines().any(|f| f == "a.txt") && files.lines().any(|f| f == "b.txt"));
+    assert!(
+        !files.contains("reviewer-was-here.txt"),
+        "a read-only reviewer wrote: {files}"
+    );
+    assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
+    let board_text = |n: u32, t: &str| {
+        std::fs::read_to_string(tasks.join(format!("task-{n} - {t}.md"))).unwrap()
+    };
+    assert!(board_text(1, "Add-alpha").contains("status: Done"));
+    assert!(board_text(2, "Add-beta").contains("status: Done"));
+    assert!(board_text(3, "Add-gamma").contains("status: To Do"));
+
+    // The processes: implementers wrote, reviewers were read-only and the other agent.
+    let imps: Vec<&Seen> = seen.iter().filter(|s| s.role == "Implementer").collect();
+    let revs: Vec<&Seen> = seen.iter().filter(|s| s.role == "Reviewer").collect();
+    assert!(imps.len() >= 3, "{seen:?}");
+    assert!(revs.len() >= 2, "both reviews were seen running: {seen:?}");
+    let profile = |s: &Seen| {
+        s.argv
+            .windows(2)
+            .find(|w| w[0] == "--profile")
+            .map(|w| w[1].clone())
+            .unwrap_or_default()
+    };
+    for s in &imps {
+        let ok = match profile(s).as_str() {
+            "claude" => has_pair(&s.argv, "--permission-mode", "acceptEdits"),
+            _ => has_pair(&s.argv, "-s", "workspace-write"),
+        };
+        assert!(ok, "implementer {} argv {:?}", s.lane, s.argv);
+    }
+    for s in &revs {
+        let ok = match profile(s).as_str() {
+            "claude" => has_pair(&s.argv, "--permission-mode", "plan"),
+            _ => has_pair(&s.argv, "-s", "read-only"),
+        };
+        assert!(ok, "reviewer {} argv {:?}", s.lane, s.argv);
+        let task = s.lane.trim_start_matches("l1-rev-");
+        let imp = imps
+            .iter()
+            .find(|i| i.lane.trim_start_matches("l1-impl-") == task)
+            .unwrap();
+        assert_ne!(profile(s), profile(imp), "the reviewer is the other agent");
+    }
+
+    // Worktrees: landed ones removed with their branches, the blocked one kept.
+    let wts = lanes_common::linked_worktrees(&repo);
+    let wt = |name: &str| d.state.join("worktrees").join(name).display().to_string();
+    assert!(!wts.contains(&wt("loop1-task-1")), "{wts:?}");
+    assert!(!wts.contains(&wt("loop1-task-2")), "{wts:?}");
+    assert!(wts.contains(&wt("loop1-task-3")), "unlanded work is kept: {wts:?}");
+    assert!(wts.contains(&wt("loop1-integration")), "{wts:?}");
+    let branches = lanes_common::drover_branches(&repo);
+    assert!(!branches.iter().any(|b| b == "drover/loop1/TASK-1"), "{branches:?}");
+    assert!(branches.iter().any(|b| b == "drover/loop1/TASK-3"), "{branches:?}");
+    let kept = d.state.join("worktrees").join("loop1-task-3");
+    assert!(
+        !git(&kept, &["status", "--porcelain"]).is_empty(),
+        "the kept worktree holds the unlanded work"
+    );
+    assert!(
+        !kept.join("reviewer-was-here.txt").exists(),
+        "nothing reviewed TASK-3, and no reviewer writes"
+    );
+
+    // Every lane was recorded and then forgotten; no agent is left.
+    assert!(lanes_common::records(&d).is_empty(), "{:?}", lanes_common::records(&d));
+    assert!(lanes_common::lane_processes(&d).is_empty());
+    let events = std::fs::read_to_string(d.state.join("registry").join("events.jsonl")).unwrap();
+    assert!(events.contains("\"lease.renew\""), "the implementers' leases were renewed");
+}

@@ -221,6 +221,26 @@ steps = [ { exit = 3 } ]
         );
     }
 
+    /// Guards read-only lanes: a read-only sim carries out no write step and
+    /// keeps everything else.
+    #[test]
+    fn a_read_only_script_writes_nothing() {
+        let s = Script::parse(
+            r#"
+[[turn]]
+steps = [ { work = 1 }, { write = { path = "x.txt", content = "x" } }, { report = { path = "r.json" } }, "finish" ]
+"#,
+            "t",
+        )
+        .unwrap()
+        .read_only();
+        let steps = &s.turns[0].steps;
+        assert_eq!(steps.len(), 4);
+        assert!(!steps.iter().any(|s| matches!(s, Step::Write { .. })));
+        assert_eq!(steps[1], Step::Say("read-only: not writing x.txt".into()));
+        assert!(matches!(steps[2], Step::Report { .. }));
+    }
+
     #[test]
     fn turn_selection() {
         let s = Script::parse(

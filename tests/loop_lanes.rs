@@ -309,3 +309,74 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
     assert!(events.contains("\"lease.renew\""), "the implementers' leases were renewed");
     (d, repo)
 }
+
+/// Guards the global spawn budget: with `--spawn-budget 1` and its one slot
+/// held by someone else (another run, `lane up`), the loop starts no agent
+/// until the slot is free, then goes on and lands.
+#[test]
+fn loop_run_waits_for_the_spawn_budget() {
+    let d = Drover::new();
+    let root = d.scratch();
+    let repo = root.join("one");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    task_file(&tasks, 1, "Add alpha", &["a.txt"]);
+    let charter = root.join("CHARTER.md");
+    std::fs::write(&charter, "# One\n\n- lanes: 2\n- gate: `test -f a.txt`\n").unwrap();
+    let imp = root.join("imp.toml");
+    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    let rev = root.join("rev.toml");
+    std::fs::write(&rev, "[[turn]]\nsteps = [{ heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n").unwrap();
+
+    let slots = d.state.join("spawn");
+    std::fs::create_dir_all(&slots).unwrap();
+    let slot = std::fs::File::create(slots.join("slot-0.lock")).unwrap();
+    slot.lock().unwrap();
+    let mut child = d
+        .cmd()
+        .args([
+            "loop",
+            "run",
+            "--charter",
+            charter.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--sim-implementer",
+            imp.to_str().unwrap(),
+            "--sim-reviewer",
+            rev.to_str().unwrap(),
+            "--spawn-budget",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lane's script is written just before it asks for a spawn slot.
+    let script = d.state.join("loop1").join("l1-impl-task-1").join("script.toml");
+    let reached = common::wait_until(Duration::from_secs(60), || script.exists());
+    if !reached {
+        let _ = child.kill();
+    }
+    assert!(reached, "the run reached its first lane");
+    // While the slot is held, no agent of this state dir starts.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(2) {
+        assert!(
+            lanes_common::lane_processes(&d).is_empty(),
+            "an agent started past a full spawn budget"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    slot.unlock().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("## Landed\n- TASK-1 (Add alpha), "),
+        "{}",
+        stdout(&out)
+    );
+}

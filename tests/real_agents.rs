@@ -1209,3 +1209,83 @@ fn claude_attach_renders_and_takes_input() {
 fn codex_attach_renders_and_takes_input() {
     attach_renders_and_takes_input(Agent::Codex, "codex-attach", "codex-suite");
 }
+
+/// The argv and environment of a process, from `/proc`.
+fn proc_argv_env(pid: u64) -> (Vec<String>, Vec<(String, String)>) {
+    let split = |raw: Vec<u8>| -> Vec<String> {
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    };
+    let argv = split(std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline"));
+    let env = split(std::fs::read(format!("/proc/{pid}/environ")).expect("environ"))
+        .into_iter()
+        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    (argv, env)
+}
+
+/// A lane restarted after its agent was gone resumes the conversation in
+/// the same worktree: the lane's resuming command (`docs/lanes.md`: `claude
+/// --continue …`, `codex resume --last …`, the permission flags kept) shows
+/// the earlier turn again.
+fn resumes_the_conversation(agent: Agent, v: &str) {
+    let mut r = Run::start(
+        agent,
+        v,
+        &format!("{}-resume", agent.name()),
+        &script(&format!("{}-suite", agent.name())),
+        None,
+    );
+    r.expect_state("idle");
+    r.prompt("say hello");
+    r.expect_state("done");
+    let list = r.client.call("pane.ls", json!({})).expect("pane.ls");
+    let pid = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == r.pane.as_str())
+        .and_then(|p| p["pid"].as_u64())
+        .expect("the agent's pid");
+    let (argv, env) = proc_argv_env(pid);
+    // The lane's resume form: the agent, its resume words, then its flags.
+    // (A Node launcher shows as `node <script> …`: the program is both.)
+    let prog = if argv[0].ends_with("node") { 2 } else { 1 };
+    let mut resumed = argv[..prog].to_vec();
+    match agent {
+        Agent::Claude => resumed.push("--continue".into()),
+        Agent::Codex => resumed.extend(["resume".to_string(), "--last".to_string()]),
+    }
+    resumed.extend(argv[prog..].iter().cloned());
+    r.client
+        .call("pane.kill", json!({"pane": r.pane}))
+        .expect("pane.kill");
+    r.client
+        .call(
+            "pane.new",
+            json!({"spec": {"name": r.pane, "argv": resumed, "env": env, "cwd": r.cwd,
+                "cols": r.size.0, "rows": r.size.1, "agent": agent.name()}}),
+        )
+        .expect("pane.new resuming");
+    r.last_prompt = None;
+    r.expect_text("say hello");
+    r.expect_text("Hello from the mock model.");
+}
+
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn claude_lane_resumes_with_continue() {
+    for v in Agent::Claude.versions() {
+        resumes_the_conversation(Agent::Claude, &v);
+    }
+}
+
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn codex_lane_resumes_with_resume_last() {
+    for v in Agent::Codex.versions() {
+        resumes_the_conversation(Agent::Codex, &v);
+    }
+}

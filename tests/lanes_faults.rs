@@ -287,7 +287,13 @@ impl Tmpfs {
     fn mount(at: &Path, size: &str) -> Tmpfs {
         std::fs::create_dir_all(at).unwrap();
         let o = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(at)
             .output()
             .unwrap();
@@ -325,7 +331,10 @@ fn a_full_disk_during_worktree_add_leaves_nothing() {
     common::git(&r, &["commit", "-q", "-m", "big"]);
     let _fs = Tmpfs::mount(&d.state.join("worktrees"), "256k");
     let rs = r.display().to_string();
-    let out = d.run(&up_args(&rs, &["--sessions", "implementer", "--agents", "claude"]));
+    let out = d.run(&up_args(
+        &rs,
+        &["--sessions", "implementer", "--agents", "claude"],
+    ));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(

@@ -184,7 +184,12 @@ fn after_a_reboot_each_lane_is_respawned_once_never_twice() {
         assert!(wait_until(T, || common::all_threads_gone(pid)));
     };
     let in_boot = |args: &[&str]| {
-        let out = d.cmd().env("DROVER_BOOT_ID", BOOT).args(args).output().unwrap();
+        let out = d
+            .cmd()
+            .env("DROVER_BOOT_ID", BOOT)
+            .args(args)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         common::stdout(&out)
     };

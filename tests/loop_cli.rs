@@ -108,7 +108,8 @@ fn loop_run_on_sim_lanes_then_status() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("claude and codex not found on PATH") && stderr(&out).contains("--sim"),
+        stderr(&out).contains("claude and codex not found on PATH")
+            && stderr(&out).contains("--sim"),
         "{}",
         stderr(&out)
     );

@@ -69,10 +69,7 @@ fn watch_lanes(state: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle
                     continue;
                 }
                 let env = lanes_common::environ(pid);
-                if !env
-                    .iter()
-                    .any(|(k, v)| format!("{k}={v}") == needle)
-                {
+                if !env.iter().any(|(k, v)| format!("{k}={v}") == needle) {
                     continue;
                 }
                 let Some(argv) = common::cmdline(pid) else {
@@ -138,11 +135,29 @@ fn loop_run_on_real_sim_lanes_over_a_backlog_cli_board() {
             assert!(out.status.success(), "backlog {args:?}: {}", stderr(&out));
             stdout(&out)
         };
-        bl(&["init", "greeter", "--defaults", "--integration-mode", "none"]);
-        for (title, file) in [("Add alpha", "a.txt"), ("Add beta", "b.txt"), ("Add gamma", "c.txt")] {
+        bl(&[
+            "init",
+            "greeter",
+            "--defaults",
+            "--integration-mode",
+            "none",
+        ]);
+        for (title, file) in [
+            ("Add alpha", "a.txt"),
+            ("Add beta", "b.txt"),
+            ("Add gamma", "c.txt"),
+        ] {
             bl(&[
-                "task", "create", title, "-d", title, "--ac", &format!("{file} exists"),
-                "--modified-file", file, "--plain",
+                "task",
+                "create",
+                title,
+                "-d",
+                title,
+                "--ac",
+                &format!("{file} exists"),
+                "--modified-file",
+                file,
+                "--plain",
             ]);
         }
     });
@@ -154,7 +169,10 @@ fn loop_run_on_real_sim_lanes_over_a_backlog_cli_board() {
         .unwrap();
     let list = stdout(&out);
     let done = list.split("Done:").nth(1).unwrap_or_default();
-    assert!(done.contains("TASK-1 - Add alpha") && done.contains("TASK-2 - Add beta"), "{list}");
+    assert!(
+        done.contains("TASK-1 - Add alpha") && done.contains("TASK-2 - Add beta"),
+        "{list}"
+    );
     assert!(!done.contains("TASK-3"), "{list}");
 }
 
@@ -218,7 +236,10 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
     let secs = t.elapsed().as_secs_f64();
     stop.store(true, Ordering::SeqCst);
     let seen = watcher.join().unwrap();
-    eprintln!("loop run on real sim lanes: {secs:.1} s, {} lane processes seen", seen.len());
+    eprintln!(
+        "loop run on real sim lanes: {secs:.1} s, {} lane processes seen",
+        seen.len()
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -235,7 +256,10 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
     // Landed on the integration branch, one commit per task; main untouched.
     let integ = "drover/integration/loop1";
     let log = git(&repo, &["log", "--format=%B%x00", integ]);
-    assert!(log.contains("Task: TASK-1") && log.contains("Task: TASK-2"), "{log}");
+    assert!(
+        log.contains("Task: TASK-1") && log.contains("Task: TASK-2"),
+        "{log}"
+    );
     assert!(!log.contains("Task: TASK-3"), "{log}");
     let files = git(&repo, &["ls-tree", "-r", "--name-only", integ]);
     assert!(files.lines().any(|f| f == "a.txt") && files.lines().any(|f| f == "b.txt"));
@@ -287,11 +311,20 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
     let wt = |name: &str| d.state.join("worktrees").join(name).display().to_string();
     assert!(!wts.contains(&wt("loop1-task-1")), "{wts:?}");
     assert!(!wts.contains(&wt("loop1-task-2")), "{wts:?}");
-    assert!(wts.contains(&wt("loop1-task-3")), "unlanded work is kept: {wts:?}");
+    assert!(
+        wts.contains(&wt("loop1-task-3")),
+        "unlanded work is kept: {wts:?}"
+    );
     assert!(wts.contains(&wt("loop1-integration")), "{wts:?}");
     let branches = lanes_common::drover_branches(&repo);
-    assert!(!branches.iter().any(|b| b == "drover/loop1/TASK-1"), "{branches:?}");
-    assert!(branches.iter().any(|b| b == "drover/loop1/TASK-3"), "{branches:?}");
+    assert!(
+        !branches.iter().any(|b| b == "drover/loop1/TASK-1"),
+        "{branches:?}"
+    );
+    assert!(
+        branches.iter().any(|b| b == "drover/loop1/TASK-3"),
+        "{branches:?}"
+    );
     let kept = d.state.join("worktrees").join("loop1-task-3");
     assert!(
         !git(&kept, &["status", "--porcelain"]).is_empty(),
@@ -303,10 +336,17 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
     );
 
     // Every lane was recorded and then forgotten; no agent is left.
-    assert!(lanes_common::records(&d).is_empty(), "{:?}", lanes_common::records(&d));
+    assert!(
+        lanes_common::records(&d).is_empty(),
+        "{:?}",
+        lanes_common::records(&d)
+    );
     assert!(lanes_common::lane_processes(&d).is_empty());
     let events = std::fs::read_to_string(d.state.join("registry").join("events.jsonl")).unwrap();
-    assert!(events.contains("\"lease.renew\""), "the implementers' leases were renewed");
+    assert!(
+        events.contains("\"lease.renew\""),
+        "the implementers' leases were renewed"
+    );
     (d, repo)
 }
 
@@ -356,7 +396,11 @@ fn loop_run_waits_for_the_spawn_budget() {
         .spawn()
         .unwrap();
     // The lane's script is written just before it asks for a spawn slot.
-    let script = d.state.join("loop1").join("l1-impl-task-1").join("script.toml");
+    let script = d
+        .state
+        .join("loop1")
+        .join("l1-impl-task-1")
+        .join("script.toml");
     let reached = common::wait_until(Duration::from_secs(60), || script.exists());
     if !reached {
         let _ = child.kill();

@@ -1221,7 +1221,10 @@ fn proc_argv_env(pid: u64) -> (Vec<String>, Vec<(String, String)>) {
     let argv = split(std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline"));
     let env = split(std::fs::read(format!("/proc/{pid}/environ")).expect("environ"))
         .into_iter()
-        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
         .collect();
     (argv, env)
 }

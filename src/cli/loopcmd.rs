@@ -3,9 +3,9 @@
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
+use drover::loopctl::lanes_ops::{LaneOptions, RealLanes};
 use drover::loopctl::ops::{LaneSpec, Role};
 use drover::loopctl::runner::{self, RunConfig, RunStatus};
-use drover::loopctl::lanes_ops::{LaneOptions, RealLanes};
 use drover::loopctl::{LoopError, board, charter, ready, rundir};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

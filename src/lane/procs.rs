@@ -14,7 +14,10 @@ pub const BOOT_ID_ENV: &str = "DROVER_BOOT_ID";
 /// `/proc/sys/kernel/random/boot_id`: changes at every reboot; a non-empty
 /// [`BOOT_ID_ENV`] overrides it.
 pub fn boot_id() -> Option<String> {
-    if let Some(v) = std::env::var(BOOT_ID_ENV).ok().filter(|v| !v.trim().is_empty()) {
+    if let Some(v) = std::env::var(BOOT_ID_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
         return Some(v.trim().to_string());
     }
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")

@@ -111,6 +111,9 @@ mod tests {
             t.join().unwrap();
         }
         let peak = peak.load(Ordering::SeqCst);
-        assert!((1..=2).contains(&peak), "{peak} spawns at once with a budget of 2");
+        assert!(
+            (1..=2).contains(&peak),
+            "{peak} spawns at once with a budget of 2"
+        );
     }
 }

@@ -134,13 +134,16 @@ impl RealLanes {
                 w.base.clone(),
             ),
             None => {
-                let common =
-                    lgit::ok(&spec.cwd, &["rev-parse", "--path-format=absolute", "--git-common-dir"])
-                        .map_err(e)?;
+                let common = lgit::ok(
+                    &spec.cwd,
+                    &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+                )
+                .map_err(e)?;
                 let repo = lgit::toplevel(Path::new(&common).parent().unwrap_or(&spec.cwd))
                     .or_else(|_| lgit::toplevel(&spec.cwd))
                     .map_err(e)?;
-                let branch = lgit::ok(&spec.cwd, &["symbolic-ref", "--short", "HEAD"]).map_err(e)?;
+                let branch =
+                    lgit::ok(&spec.cwd, &["symbolic-ref", "--short", "HEAD"]).map_err(e)?;
                 let head = lgit::ok(&spec.cwd, &["rev-parse", "HEAD"]).map_err(e)?;
                 (repo, spec.cwd.clone(), branch.clone(), branch, head)
             }
@@ -164,7 +167,8 @@ impl RealLanes {
             Role::Implementer => ("implementer", "Implementer"),
             Role::Reviewer => ("reviewer", "Reviewer"),
         };
-        let socket = crate::paths::socket_path(&self.state_dir).map_err(|x| lane_err(&spec.id, x))?;
+        let socket =
+            crate::paths::socket_path(&self.state_dir).map_err(|x| lane_err(&spec.id, x))?;
         Ok(OneLane {
             lane_id: spec.id.clone(),
             session_id: session.into(),
@@ -195,7 +199,8 @@ impl LaneOps for RealLanes {
                 .budget
                 .acquire(self.opts.spawn_wait)
                 .map_err(|e| lane_err(&spec.id, e))?;
-            single::up(&self.state_dir, &mut self.client, &one).map_err(|e| lane_err(&spec.id, e))?
+            single::up(&self.state_dir, &mut self.client, &one)
+                .map_err(|e| lane_err(&spec.id, e))?
         };
         self.mine.insert(spec.id.clone());
         if spec.role == Role::Implementer {

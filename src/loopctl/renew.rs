@@ -66,10 +66,7 @@ impl Renewal {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or(0)
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or(0)
     }
 }
 

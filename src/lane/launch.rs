@@ -116,6 +116,18 @@ mod tests {
     }
 
     #[test]
+    fn a_sim_lane_carries_the_lanes_permission_mode() {
+        let exe = Path::new("/bin/drover");
+        let ro = sim_launch(exe, Agent::Claude, false, None).argv;
+        assert_eq!(ro[4..], ["--permission-mode", "plan"]);
+        let rw = sim_launch(exe, Agent::Codex, true, Some(Path::new("s.toml"))).argv;
+        assert_eq!(
+            rw[4..],
+            ["--script", "s.toml", "-s", "workspace-write", "-a", "on-request"]
+        );
+    }
+
+    #[test]
     fn resuming_keeps_the_permission_mode() {
         assert_eq!(
             agent_launch(Agent::Claude, false).resume_argv.unwrap(),

@@ -3,8 +3,8 @@
 //!
 //! | lane | Claude Code | Codex |
 //! |---|---|---|
-//! | Implementer (writes) | `--permission-mode acceptEdits` | `-s workspace-write -a on-request` |
-//! | every other role (read-only) | `--permission-mode plan` | `-s read-only -a on-request` |
+//! | Implementer (writes) | `--permission-mode acceptEdits` | `--no-daemon -s workspace-write -c disable_paste_burst=true -a on-request` |
+//! | every other role (read-only) | `--permission-mode plan` | `--no-daemon -s read-only -c disable_paste_burst=true -a on-request` |
 //!
 //! A sim lane runs `drover sim-agent --profile <agent>` instead. Resuming a
 //! conversation in the same worktree is `claude --continue` and
@@ -41,18 +41,32 @@ pub struct Launch {
     pub pane_agent: &'static str,
 }
 
-/// The launch of a real agent lane.
+/// The launch of a real agent lane: the agent layer's launch (`docs/agents.md`:
+/// Claude `--permission-mode plan|acceptEdits`; Codex `--no-daemon -s
+/// read-only|workspace-write -c disable_paste_burst=true`), plus Codex's
+/// approval policy `-a on-request`.
 pub fn agent_launch(agent: Agent, writes: bool) -> Launch {
-    let perms = permission_args(agent, writes);
-    let prog = program(agent).to_string();
-    let mut argv = vec![prog.clone()];
-    argv.extend(perms.iter().cloned());
-    let mut resume = vec![prog];
-    match agent {
-        Agent::Claude => resume.push("--continue".into()),
-        Agent::Codex => resume.extend(["resume".to_string(), "--last".to_string()]),
+    use crate::agent::adapter::{self, Access, LaunchOptions};
+    use crate::agent::state::AgentKind;
+    let (kind, resume_words): (AgentKind, &[&str]) = match agent {
+        Agent::Claude => (AgentKind::Claude, &["--continue"]),
+        Agent::Codex => (AgentKind::Codex, &["resume", "--last"]),
+    };
+    let mut opts = LaunchOptions::new(if writes {
+        Access::Write
+    } else {
+        Access::ReadOnly
+    });
+    if agent == Agent::Codex {
+        opts.extra_args = vec!["-a".into(), "on-request".into()];
     }
-    resume.extend(perms);
+    // Claude and Codex launches cannot fail (only a shell pane without a command can).
+    let argv = adapter::launch(kind, &opts)
+        .map(|l| l.argv)
+        .unwrap_or_else(|_| vec![program(agent).to_string()]);
+    let mut resume = vec![argv[0].clone()];
+    resume.extend(resume_words.iter().map(|w| w.to_string()));
+    resume.extend(argv[1..].iter().cloned());
     Launch {
         argv,
         resume_argv: Some(resume),
@@ -107,11 +121,20 @@ mod tests {
         );
         assert_eq!(
             agent_launch(Agent::Codex, false).argv,
-            ["codex", "-s", "read-only", "-a", "on-request"]
+            [
+                "codex",
+                "--no-daemon",
+                "-s",
+                "read-only",
+                "-c",
+                "disable_paste_burst=true",
+                "-a",
+                "on-request"
+            ]
         );
         assert_eq!(
-            agent_launch(Agent::Codex, true).argv[..3],
-            ["codex", "-s", "workspace-write"]
+            agent_launch(Agent::Codex, true).argv[..4],
+            ["codex", "--no-daemon", "-s", "workspace-write"]
         );
     }
 

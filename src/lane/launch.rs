@@ -146,7 +146,14 @@ mod tests {
         let rw = sim_launch(exe, Agent::Codex, true, Some(Path::new("s.toml"))).argv;
         assert_eq!(
             rw[4..],
-            ["--script", "s.toml", "-s", "workspace-write", "-a", "on-request"]
+            [
+                "--script",
+                "s.toml",
+                "-s",
+                "workspace-write",
+                "-a",
+                "on-request"
+            ]
         );
     }
 

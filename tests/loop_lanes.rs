@@ -47,12 +47,17 @@ const REVIEWER: &str = r#"
 steps = [{ work = 1500 }, { write = { path = "reviewer-was-here.txt", content = "x\n" } }, { heartbeat = { status = "pass" } }, { report = { path = "{report}" } }, "finish"]
 "#;
 
+/// An `--env` value: every lane gets it, no file under the state dir holds it.
+const TOKEN: &str = "lane-env-value-7f3a9c";
+
 /// A lane process seen while the run went: its role and argv.
 #[derive(Debug, Clone)]
 struct Seen {
     role: String,
     lane: String,
     argv: Vec<String>,
+    /// The operator's `--env` value the lane got.
+    token: String,
 }
 
 /// Watch `/proc` for the sim agents of this state dir until `stop`.
@@ -90,6 +95,7 @@ fn watch_lanes(state: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle
                         role: get("DROVER_ROLE"),
                         lane: get("DROVER_LANE_ID"),
                         argv,
+                        token: get("DROVER_TEST_TOKEN"),
                     },
                 );
             }
@@ -218,12 +224,29 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
     let rev = root.join("rev.toml");
     std::fs::write(&rev, REVIEWER).unwrap();
 
+    // A name drover sets itself is refused before anything starts.
+    let out = d.run(&[
+        "loop",
+        "run",
+        "--charter",
+        charter.to_str().unwrap(),
+        "--repo",
+        repo.to_str().unwrap(),
+        "--sim",
+        "--env",
+        "DROVER_ROLE=x",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!d.state.join("loop1").exists());
+
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = watch_lanes(d.state.clone(), stop.clone());
     let t = Instant::now();
     let out = d.run(&[
         "loop",
         "run",
+        "--env",
+        &format!("DROVER_TEST_TOKEN={TOKEN}"),
         "--charter",
         charter.to_str().unwrap(),
         "--repo",
@@ -304,6 +327,28 @@ fn land_two_of_three(make_board: impl FnOnce(&Path, &Path)) -> (Drover, PathBuf)
             .find(|i| i.lane.trim_start_matches("l1-impl-") == task)
             .unwrap();
         assert_ne!(profile(s), profile(imp), "the reviewer is the other agent");
+    }
+
+    // The operator's env reached every lane and no file of the state dir.
+    for s in &seen {
+        assert_eq!(s.token, TOKEN, "{} lacks --env", s.lane);
+    }
+    let mut stack = vec![d.state.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                assert!(
+                    !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+                    "{} holds an --env value",
+                    p.display()
+                );
+            }
+        }
     }
 
     // Worktrees: landed ones removed with their branches, the blocked one kept.

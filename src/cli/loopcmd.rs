@@ -124,6 +124,9 @@ pub struct RunArgs {
     /// The backend lanes run on.
     #[arg(long, default_value = "native", value_name = "native|tmux|herdr")]
     pub backend: String,
+    /// Set K=V in every lane's environment (repeatable; values are never written to disk).
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
     /// Most agents being started at once on this state dir (every run and `lane up` share it).
     #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
     pub spawn_budget: usize,
@@ -228,6 +231,16 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         _ => None,
     };
     let sim = a.sim || scripts.is_some();
+    let user_env = super::pane::parse_env(&a.env)?;
+    if let Some((k, _)) = user_env
+        .iter()
+        .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
+    {
+        return Err(fail(
+            exit::USAGE,
+            format!("--env {k}: set by drover for every lane; pick another name"),
+        ));
+    }
     if !drover::lane::up::BACKENDS.contains(&a.backend.as_str()) {
         return Err(fail(
             exit::USAGE,
@@ -264,6 +277,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     opts.sim = sim;
     opts.backend = a.backend.clone();
     opts.spawn_budget = a.spawn_budget;
+    opts.env = user_env;
     if let Some((imp, rev)) = scripts {
         opts.scripts = Some(Box::new(move |s: &LaneSpec| match s.role {
             Role::Implementer => imp.clone(),

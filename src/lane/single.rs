@@ -42,6 +42,9 @@ pub struct OneLane {
     pub socket: PathBuf,
     /// More of the lane's own env (ids, never secrets: it is recorded).
     pub env: Vec<(String, String)>,
+    /// The operator's env (`--env`): only the names are recorded, the values
+    /// live in memory and reach the pane only (docs/lanes.md).
+    pub user_env: Vec<(String, String)>,
     pub ready_timeout: Duration,
 }
 
@@ -50,6 +53,16 @@ pub struct OneLane {
 /// must be a worktree of `repo` on `branch`. On failure nothing stays
 /// recorded and no pane stays up (a worktree it made is left to its owner).
 pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
+    if let Some((k, _)) = l
+        .user_env
+        .iter()
+        .find(|(k, _)| super::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
+    {
+        return Err(LaneError::usage(
+            "--env",
+            format!("{k} is set by drover for every lane"),
+        ));
+    }
     let rec = record(state_dir, l);
     {
         let _g = super::op_lock(state_dir)?;
@@ -69,7 +82,7 @@ pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneReco
             Ok(())
         })?;
         let ids = [l.lane_id.clone()];
-        let rows = reconcile::run_locked(state_dir, client, false, Some(&ids), &[])?;
+        let rows = reconcile::run_locked(state_dir, client, false, Some(&ids), &l.user_env)?;
         let failed = rows.iter().find_map(|r| match (&r.action, &r.result) {
             (_, Some(res)) if res.starts_with("failed") => Some(res.clone()),
             (Action::RecoveryNeeded { reason }, _) => Some(reason.clone()),
@@ -185,7 +198,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         argv: launch.argv,
         resume_argv: launch.resume_argv,
         env,
-        user_env: Vec::new(),
+        user_env: l.user_env.iter().map(|(k, _)| k.clone()).collect(),
         agent_version: version,
         worktree_owner: Some(l.owner.clone()),
         created_at: now.clone(),

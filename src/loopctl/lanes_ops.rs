@@ -50,6 +50,8 @@ pub struct LaneOptions {
     pub spawn_wait: Duration,
     /// The TTL an implementer's lease is renewed to, every third of it.
     pub lease_ttl: Duration,
+    /// `--env K=V` for every lane: names recorded, values only in memory.
+    pub env: Vec<(String, String)>,
 }
 
 impl LaneOptions {
@@ -64,6 +66,7 @@ impl LaneOptions {
             spawn_budget: DEFAULT_SPAWN_BUDGET,
             spawn_wait: DEFAULT_SPAWN_WAIT,
             lease_ttl: Duration::from_secs(DEFAULT_LEASE_TTL_S),
+            env: Vec::new(),
         }
     }
 }
@@ -186,6 +189,7 @@ impl RealLanes {
             backend: self.opts.backend.clone(),
             socket,
             env: vec![("DROVER_AGENT".into(), spec.agent.as_str().into())],
+            user_env: self.opts.env.clone(),
             ready_timeout: self.opts.ready_timeout,
         })
     }

@@ -145,6 +145,12 @@ fn top_follows_state_changes_and_keys_in_a_real_pty() {
         s.contains("delivered to sim3")
     });
     d.wait_text("sim3", "❯ hi", LONG);
+    // The prompt was submitted, not only typed: its turn ran to the ask.
+    assert_eq!(
+        d.wait_state(&["sim3"], "blocked", 30_000).status.code(),
+        Some(0),
+        "sim3 never ran the prompt top sent"
+    );
 
     // Resize: the wide layout shows the lane columns.
     d.ok(&["pane", "resize", "top", "200x60"]);
@@ -162,19 +168,6 @@ fn top_follows_state_changes_and_keys_in_a_real_pty() {
     keys(&d, "top", &["C-\\"]);
     wait_screen(&d, "top", "top again", |s| s.contains("drover top  3 rows"));
 
-    // a then y runs `drover approve PANE`: either it approves (sim2 stops
-    // asking) or the footer reports what the command said.
-    keys(&d, "top", &["n"]);
-    wait_screen(&d, "top", "sim2 selected", |s| s.contains(" sim2 ───"));
-    keys(&d, "top", &["a"]);
-    wait_screen(&d, "top", "the approve question", |s| {
-        s.contains("approve sim2? y/N")
-    });
-    keys(&d, "top", &["y"]);
-    wait_screen(&d, "top", "the approve outcome", |s| {
-        s.contains("approve sim2 failed") || !s.contains("! sim2")
-    });
-
     // q quits and gives the terminal back (the alternate screen is gone).
     keys(&d, "top", &["q"]);
     assert_eq!(
@@ -185,6 +178,89 @@ fn top_follows_state_changes_and_keys_in_a_real_pty() {
     assert_eq!(p["observation"]["exit_code"], 0, "{p}");
     let s = d.read("top");
     assert!(!s.contains("PANE"), "the alternate screen was left:\n{s}");
+}
+
+/// A sim whose every prompt asks permission, then (when approved) writes
+/// `marker` and finishes; a denial interrupts the turn before the write.
+fn ask_then_write(d: &Drover, name: &str, marker: &Path) {
+    let script = d.scratch().join(format!("{name}.toml"));
+    std::fs::write(
+        &script,
+        format!(
+            "[[turn]]\nsteps = [{{ask = \"touch it\"}}, {{write = {{path = {:?}, content = \"yes\"}}}}, \"finish\"]\n",
+            marker.display().to_string()
+        ),
+    )
+    .unwrap();
+    d.sim(name, "claude", Some(&script));
+}
+
+/// Guards: `a` then `y` in top answers the real dialog (the agent leaves
+/// `blocked` and carries on with its turn); `d` then `y` denies it (the turn
+/// stops before the step the permission guarded).
+#[test]
+fn top_approve_and_deny_really_answer_the_dialog() {
+    let d = Drover::new();
+    let yes = d.scratch().join("approved.txt");
+    let no = d.scratch().join("denied.txt");
+    ask_then_write(&d, "pa", &yes);
+    ask_then_write(&d, "pd", &no);
+    assert_eq!(
+        d.wait_state(&["pa", "pd"], "idle", 30_000).status.code(),
+        Some(0)
+    );
+    start_top(&d, "top", "80x24");
+    wait_screen(&d, "top", "two rows", |s| s.contains("drover top  2 rows"));
+
+    d.ok(&["send", "pa", "make it"]);
+    wait_screen(&d, "top", "pa blocked first", |s| {
+        s.contains("! pa") && s.contains(" pa ───") && s.contains("Do you want to proceed?")
+    });
+    keys(&d, "top", &["a"]);
+    wait_screen(&d, "top", "the approve question", |s| {
+        s.contains("approve pa? y/N")
+    });
+    keys(&d, "top", &["y"]);
+    let s = wait_screen(&d, "top", "the approve outcome", |s| {
+        s.contains("pa: answered the permission dialog") || s.contains("approve pa failed")
+    });
+    assert!(!s.contains("approve pa failed"), "{s}");
+    assert_eq!(
+        d.wait_state(&["pa"], "done", 30_000).status.code(),
+        Some(0),
+        "pa never finished its turn after the approval"
+    );
+    assert!(
+        wait_until(LONG, || yes.is_file()),
+        "the approved step never ran"
+    );
+    wait_screen(&d, "top", "pa no longer blocked", |s| {
+        !s.contains("! pa") && s.contains("* pa")
+    });
+
+    d.ok(&["send", "pd", "make it"]);
+    // Nothing was selected by hand: the first row (pd, blocked) is selected.
+    wait_screen(&d, "top", "pd blocked and selected", |s| {
+        s.contains("! pd") && s.contains(" pd ───")
+    });
+    keys(&d, "top", &["d"]);
+    wait_screen(&d, "top", "the deny question", |s| {
+        s.contains("deny pd? y/N")
+    });
+    keys(&d, "top", &["y"]);
+    let s = wait_screen(&d, "top", "the deny outcome", |s| {
+        s.contains("pd: answered the permission dialog") || s.contains("deny pd failed")
+    });
+    assert!(!s.contains("deny pd failed"), "{s}");
+    assert_eq!(d.wait_state(&["pd"], "idle", 30_000).status.code(), Some(0));
+    d.wait_text("pd", "Interrupted", LONG);
+    assert!(!no.exists(), "the denied step ran");
+    wait_screen(&d, "top", "pd no longer blocked", |s| !s.contains("! pd"));
+    keys(&d, "top", &["q"]);
+    assert_eq!(
+        d.wait_state(&["top"], "exited", 20_000).status.code(),
+        Some(0)
+    );
 }
 
 /// SIGTERM, SIGHUP, SIGINT and Ctrl-C end top cleanly, terminal restored.

@@ -325,3 +325,87 @@ fn top_idle_cpu_with_16_idle_panes() {
     println!("top idle CPU over 30 s with 16 idle panes: {ms} ms");
     assert!(ms <= 30, "top used {ms} ms of CPU while idle");
 }
+
+/// Run git in `dir` as a test user; panics on failure.
+fn git(dir: &Path, args: &[&str]) -> String {
+    common::git(dir, args)
+}
+
+/// Guards: top's lane columns read what `lane up` really records (they were
+/// once read from the wrong file under the wrong names and stayed empty): a
+/// real `lane up --sim` lane shows its worktree state, ahead/behind, agent
+/// version and its session's lease.
+#[test]
+fn top_rows_show_a_sim_lanes_worktree_ahead_behind_version_and_lease() {
+    let d = Drover::new();
+    let repo = d.scratch().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "hello\n").unwrap();
+    git(&repo, &["add", "README.md"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    let r = repo.display().to_string();
+    d.ok(&[
+        "lane",
+        "up",
+        "--topology",
+        "four-role",
+        "--repo",
+        &r,
+        "--sim",
+        "--sessions",
+        "implementer",
+    ]);
+    let lanes: serde_json::Value = serde_json::from_str(&d.ok(&["lane", "ls", "--json"])).unwrap();
+    let wt = lanes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lane_id"] == "implementer-claude")
+        .map(|l| std::path::PathBuf::from(l["worktree"].as_str().unwrap()))
+        .unwrap();
+    // Two commits ahead of the base, and a change not committed.
+    for f in ["a.txt", "b.txt"] {
+        std::fs::write(wt.join(f), "x\n").unwrap();
+        git(&wt, &["add", f]);
+        git(&wt, &["commit", "-q", "-m", f]);
+    }
+    std::fs::write(wt.join("a.txt"), "changed\n").unwrap();
+    let w = wt.display().to_string();
+    d.ok(&[
+        "lease",
+        "claim",
+        "--task",
+        "T-7",
+        "--session",
+        "implementer",
+        "--worktree",
+        &w,
+    ]);
+
+    start_top(&d, "top", "200x60");
+    let s = wait_screen(&d, "top", "the lane rows", |s| {
+        s.contains("implementer-claude") && s.contains("implementer-codex")
+    });
+    let row = |name: &str| -> String {
+        s.lines()
+            .find(|l| l.get(2..).is_some_and(|r| r.starts_with(name)))
+            .unwrap_or_else(|| panic!("no row {name}:\n{s}"))
+            .to_string()
+    };
+    let claude = row("implementer-claude ");
+    let version = env!("CARGO_PKG_VERSION");
+    for want in ["dirty", "+2/-0", version, "T-7:active"] {
+        assert!(claude.contains(want), "{want:?} missing in {claude:?}\n{s}");
+    }
+    let codex = row("implementer-codex ");
+    for want in ["clean", "+0/-0", version, "T-7:active"] {
+        assert!(codex.contains(want), "{want:?} missing in {codex:?}\n{s}");
+    }
+    keys(&d, "top", &["q"]);
+    assert_eq!(
+        d.wait_state(&["top"], "exited", 20_000).status.code(),
+        Some(0)
+    );
+    d.ok(&["lease", "release", "--task", "T-7"]);
+}

@@ -4,7 +4,7 @@
 
 use drover::top::render::render;
 use drover::top::ui::{Key, Ui};
-use drover::top::view::{Heartbeat, Inputs, View, build};
+use drover::top::view::{Heartbeat, Inputs, LaneCells, View, build};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -33,12 +33,16 @@ fn lanes_view() -> View {
     let lanes = states
         .iter()
         .enumerate()
-        .map(|(i, (n, a, ..))| {
-            json!({"lane_id": n, "pane": n, "agent": a,
-                   "session": n.split('-').next().unwrap(),
-                   "agent_version": if *a == "claude" { "2.1.197" } else { "0.171.0" },
-                   "worktree_state": if i % 3 == 0 { "dirty" } else { "clean" },
-                   "ahead": i, "behind": i % 2})
+        .map(|(i, (n, a, ..))| LaneCells {
+            lane_id: n.to_string(),
+            pane: n.to_string(),
+            agent: a.to_string(),
+            session_id: n.split('-').next().unwrap().to_string(),
+            agent_version: Some(if *a == "claude" { "2.1.197" } else { "0.171.0" }.into()),
+            worktree_state: if i % 3 == 0 { "dirty" } else { "clean" }.into(),
+            ahead: Some(i as u64),
+            behind: Some(i as u64 % 2),
+            ..Default::default()
         })
         .collect();
     let mut inp = Inputs {

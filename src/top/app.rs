@@ -7,7 +7,7 @@ use super::actions::Actions;
 use super::gather;
 use super::render::render;
 use super::ui::{Command, Ui, Verb};
-use super::view::{View, build};
+use super::view::{Inputs, View, build};
 use crate::daemon::{Client, ClientError, EventStream, FollowSpec};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use ratatui::crossterm::{execute, terminal};
@@ -73,6 +73,9 @@ struct App {
     /// and its changes (our own drawing) do not wake us.
     ancestors: Vec<u32>,
     self_pane: Option<String>,
+    /// What the rows were last built from.
+    inputs: Inputs,
+    warning: Option<String>,
 }
 
 /// This process and its parents, up to a few levels (from /proc).
@@ -97,6 +100,7 @@ fn ancestors() -> Vec<u32> {
 }
 
 impl App {
+    /// Read everything again (an event or an action may have changed it).
     fn refresh(&mut self) {
         let (mut inp, warning) =
             gather::inputs(&mut self.client, &self.opts.state_dir, &self.ui.seen);
@@ -109,8 +113,17 @@ impl App {
         }
         inp.panes
             .retain(|p| p.get("name").and_then(|n| n.as_str()) != self.self_pane.as_deref());
-        let mut view = build(&inp);
-        view.warning = warning;
+        self.inputs = inp;
+        self.warning = warning;
+        self.rebuild();
+    }
+
+    /// Rebuild the rows from what was last read (a key changed only the
+    /// selection or what was seen): no git, no state dir, one screen read.
+    fn rebuild(&mut self) {
+        self.inputs.seen = self.ui.seen.clone();
+        let mut view = build(&self.inputs);
+        view.warning = self.warning.clone();
         if let Some(p) = self.ui.selected_pane(&view) {
             view.detail = gather::detail(&mut self.client, &p);
         }
@@ -151,6 +164,8 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         view: View::default(),
         ancestors: ancestors(),
         self_pane: None,
+        inputs: Inputs::default(),
+        warning: None,
     };
     app.view.seq = feed.last_seq;
     app.refresh();
@@ -179,6 +194,7 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
             return Ok(());
         }
         let mut dirty = false;
+        let mut moved = false;
         if sig {
             let mut buf = [0u8; 64];
             while matches!(sig_rd.read(&mut buf), Ok(n) if n > 0) {}
@@ -249,12 +265,15 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
                     }
                 }
                 if app.ui.selected_pane(&app.view) != before {
-                    dirty = true;
+                    moved = true;
                 }
             }
         }
         if dirty {
             app.refresh();
+            redraw = true;
+        } else if moved {
+            app.rebuild();
             redraw = true;
         }
     }

@@ -1,7 +1,8 @@
 //! What `drover top` shows, as plain data: one row per pane (and per lane
 //! without a pane), built by a pure function from what the supervisor and
-//! the state dir hold. Lane fields are optional: they fill in from the
-//! registry's lane records when those exist.
+//! the state dir hold. Lane fields are optional: they fill in from
+//! `lane ls`'s rows ([`LaneCells`], typed so a renamed field cannot leave a
+//! column silently empty).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -112,6 +113,56 @@ pub struct View {
     pub warning: Option<String>,
 }
 
+/// What `top` takes from one `lane ls` row.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LaneCells {
+    pub lane_id: String,
+    pub session_id: String,
+    pub pane: String,
+    pub agent: String,
+    pub agent_version: Option<String>,
+    /// The pane's agent state when the supervisor has the pane, else the
+    /// lane's phase (`creating`, `up`, `recovery-needed`, `down`).
+    pub state: String,
+    /// `clean|dirty|detached|missing|inspection-failed`.
+    pub worktree_state: String,
+    pub ahead: Option<u64>,
+    pub behind: Option<u64>,
+    /// A parked lane's reset time, as the loop wrote it.
+    pub parked_until: Option<String>,
+}
+
+impl From<&crate::lane::ls::LaneView> for LaneCells {
+    fn from(l: &crate::lane::ls::LaneView) -> Self {
+        let phase = serde_json::to_value(l.phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        LaneCells {
+            lane_id: l.lane_id.clone(),
+            session_id: l.session_id.clone(),
+            pane: l.pane.clone(),
+            agent: l.agent.clone(),
+            agent_version: l.agent_version.as_deref().map(version_number),
+            state: l.agent_state.clone().unwrap_or(phase),
+            worktree_state: l.worktree_state.to_string(),
+            ahead: l.ahead,
+            behind: l.behind,
+            parked_until: None,
+        }
+    }
+}
+
+/// The version in an agent's `--version` line (`2.1.197 (Claude Code)`,
+/// `codex-cli 0.171.0`, `drover 0.1.0`): its first word that starts with a
+/// digit, else the line.
+pub fn version_number(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or(line)
+        .to_string()
+}
+
 /// What the view is built from, as read (pure input to [`build`]).
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
@@ -125,8 +176,8 @@ pub struct Inputs {
     pub leases: Vec<(String, String, String, Option<String>)>,
     /// Sessions: session_id → heartbeat.
     pub heartbeats: BTreeMap<String, Heartbeat>,
-    /// Lane records from the registry (`lanes`), as stored.
-    pub lanes: Vec<Value>,
+    /// The lanes, as `lane ls` shows them.
+    pub lanes: Vec<LaneCells>,
     pub gate: Option<GateCell>,
     /// Panes the operator has looked at since they finished: name → since_ms seen.
     pub seen: BTreeMap<String, u64>,
@@ -135,11 +186,6 @@ pub struct Inputs {
 
 fn s(v: &Value, k: &str) -> Option<String> {
     v.get(k).and_then(Value::as_str).map(str::to_string)
-}
-
-/// A lane record's field under any of the names lane records may use.
-fn lane_str(l: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| s(l, k))
 }
 
 /// Which need, if any, a row has (pure).
@@ -161,23 +207,21 @@ pub fn attention(row: &Row, seen_since: Option<u64>) -> Attention {
 
 /// Build the rows from the inputs: needs-a-human first, then by name.
 pub fn build(inp: &Inputs) -> View {
-    let lane_of_pane: BTreeMap<String, &Value> = inp
-        .lanes
-        .iter()
-        .filter_map(|l| lane_str(l, &["pane"]).map(|p| (p, l)))
-        .collect();
+    let lane_of_pane: BTreeMap<&str, &LaneCells> =
+        inp.lanes.iter().map(|l| (l.pane.as_str(), l)).collect();
+    let ahead_behind = |l: &LaneCells| Some((l.ahead?, l.behind?));
     let mut rows: Vec<Row> = Vec::new();
     for p in &inp.panes {
         let name = s(p, "name").unwrap_or_default();
         let obs = p.get("observation").cloned().unwrap_or(Value::Null);
-        let lane = lane_of_pane.get(&name).copied();
+        let lane = lane_of_pane.get(name.as_str()).copied();
         let session = lane
-            .and_then(|l| lane_str(l, &["session", "session_id"]))
+            .map(|l| l.session_id.clone())
             .or_else(|| inp.heartbeats.contains_key(&name).then(|| name.clone()));
         rows.push(Row {
             has_pane: true,
             agent: s(p, "agent").unwrap_or_else(|| "-".into()),
-            agent_version: lane.and_then(|l| lane_str(l, &["agent_version", "version"])),
+            agent_version: lane.and_then(|l| l.agent_version.clone()),
             state: s(&obs, "state").unwrap_or_else(|| "unknown".into()),
             state_kind: s(&obs, "kind"),
             exit_code: obs
@@ -190,49 +234,41 @@ pub fn build(inp: &Inputs) -> View {
             job: None,
             lease: None,
             heartbeat: None,
-            lane_id: lane.and_then(|l| lane_str(l, &["lane_id", "id"])),
-            worktree_state: lane.and_then(|l| lane_str(l, &["worktree_state"])),
-            ahead_behind: lane
-                .and_then(|l| Some((l.get("ahead")?.as_u64()?, l.get("behind")?.as_u64()?))),
-            parked_until: lane.and_then(|l| lane_str(l, &["parked_until"])),
+            lane_id: lane.map(|l| l.lane_id.clone()),
+            worktree_state: lane.map(|l| l.worktree_state.clone()),
+            ahead_behind: lane.and_then(ahead_behind),
+            parked_until: lane.and_then(|l| l.parked_until.clone()),
             attention: Attention::None,
             pane: name,
         });
     }
     // Lanes whose pane is gone still deserve a row.
     for l in &inp.lanes {
-        let pane = lane_str(l, &["pane"]);
-        if pane
-            .as_ref()
-            .is_some_and(|p| rows.iter().any(|r| &r.pane == p))
-        {
+        if rows.iter().any(|r| r.pane == l.pane) {
             continue;
         }
-        let Some(id) = lane_str(l, &["lane_id", "id"]) else {
-            continue;
-        };
         rows.push(Row {
-            pane: pane.unwrap_or_else(|| id.clone()),
+            pane: l.pane.clone(),
             has_pane: false,
-            agent: lane_str(l, &["agent"]).unwrap_or_else(|| "-".into()),
-            agent_version: lane_str(l, &["agent_version", "version"]),
-            state: lane_str(l, &["state"]).unwrap_or_else(|| "down".into()),
+            agent: l.agent.clone(),
+            agent_version: l.agent_version.clone(),
+            state: if l.state.is_empty() {
+                "down".into()
+            } else {
+                l.state.clone()
+            },
             state_kind: None,
             exit_code: None,
             since_ms: 0,
             generation: 0,
-            session: lane_str(l, &["session", "session_id"]),
+            session: Some(l.session_id.clone()),
             job: None,
             lease: None,
             heartbeat: None,
-            lane_id: Some(id),
-            worktree_state: lane_str(l, &["worktree_state"]),
-            ahead_behind: Some((
-                l.get("ahead").and_then(Value::as_u64).unwrap_or(0),
-                l.get("behind").and_then(Value::as_u64).unwrap_or(0),
-            ))
-            .filter(|_| l.get("ahead").is_some()),
-            parked_until: lane_str(l, &["parked_until"]),
+            lane_id: Some(l.lane_id.clone()),
+            worktree_state: Some(l.worktree_state.clone()),
+            ahead_behind: ahead_behind(l),
+            parked_until: l.parked_until.clone(),
             attention: Attention::None,
         });
     }
@@ -333,9 +369,21 @@ mod tests {
         let inp = Inputs {
             panes: vec![pane("l1", "idle", 1)],
             lanes: vec![
-                json!({"lane_id": "impl-claude", "pane": "l1", "session": "impl",
-                       "worktree_state": "clean", "ahead": 2, "behind": 0}),
-                json!({"lane_id": "rev-codex", "pane": "gone", "agent": "codex"}),
+                LaneCells {
+                    lane_id: "impl-claude".into(),
+                    pane: "l1".into(),
+                    session_id: "impl".into(),
+                    worktree_state: "clean".into(),
+                    ahead: Some(2),
+                    behind: Some(0),
+                    ..Default::default()
+                },
+                LaneCells {
+                    lane_id: "rev-codex".into(),
+                    pane: "gone".into(),
+                    agent: "codex".into(),
+                    ..Default::default()
+                },
             ],
             ..Default::default()
         };
@@ -346,6 +394,14 @@ mod tests {
         let gone = v.rows.iter().find(|r| r.pane == "gone").unwrap();
         assert!(!gone.has_pane);
         assert_eq!(gone.state, "down");
+    }
+
+    #[test]
+    fn version_number_takes_the_version_out_of_the_line() {
+        assert_eq!(version_number("2.1.197 (Claude Code)"), "2.1.197");
+        assert_eq!(version_number("codex-cli 0.171.0"), "0.171.0");
+        assert_eq!(version_number("drover 0.1.0"), "0.1.0");
+        assert_eq!(version_number("weird"), "weird");
     }
 
     #[test]

@@ -409,3 +409,52 @@ fn top_rows_show_a_sim_lanes_worktree_ahead_behind_version_and_lease() {
     );
     d.ok(&["lease", "release", "--task", "T-7"]);
 }
+
+/// Guards: "done until seen" outlives a `top`: a finished pane keeps its `*`
+/// in the next `top` until the operator selects it, and not after.
+#[test]
+fn done_until_seen_survives_top_restarts_until_selected() {
+    let d = Drover::new();
+    let script = d.scratch().join("fin.toml");
+    std::fs::write(&script, "[[turn]]\nsteps = [{say = \"ok\"}, \"finish\"]\n").unwrap();
+    d.sim("aa", "claude", Some(&script));
+    d.sim("fin", "claude", Some(&script));
+    assert_eq!(
+        d.wait_state(&["aa", "fin"], "idle", 30_000).status.code(),
+        Some(0)
+    );
+    d.ok(&["send", "fin", "go"]);
+    assert_eq!(
+        d.wait_state(&["fin"], "done", 30_000).status.code(),
+        Some(0)
+    );
+    let quit = |name: &str| {
+        keys(&d, name, &["q"]);
+        assert_eq!(
+            d.wait_state(&[name], "exited", 20_000).status.code(),
+            Some(0)
+        );
+    };
+
+    start_top(&d, "top1", "80x24");
+    wait_screen(&d, "top1", "fin done, not seen", |s| s.contains("* fin"));
+    quit("top1");
+    start_top(&d, "top2", "80x24");
+    wait_screen(&d, "top2", "fin still not seen", |s| {
+        s.contains("* fin") && s.contains("1 need you")
+    });
+    // Selecting it is looking at it (n: the next row that needs a human).
+    keys(&d, "top2", &["n"]);
+    wait_screen(&d, "top2", "fin seen", |s| {
+        s.contains(" fin ───") && s.contains("  fin ") && !s.contains("* fin")
+    });
+    quit("top2");
+    let seen = d.state.join("top").join("seen.json");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&seen).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "seen.json is private");
+    start_top(&d, "top3", "80x24");
+    let s = wait_screen(&d, "top3", "the rows", |s| s.contains(" fin "));
+    assert!(!s.contains("* fin") && s.contains("0 need you"), "{s}");
+    quit("top3");
+}

@@ -76,6 +76,10 @@ struct App {
     /// What the rows were last built from.
     inputs: Inputs,
     warning: Option<String>,
+    /// A problem reading or writing `top/seen.json` (kept in the footer).
+    seen_warning: Option<String>,
+    /// What `top/seen.json` was last read or written with.
+    saved_seen: std::collections::BTreeMap<String, u64>,
 }
 
 /// This process and its parents, up to a few levels (from /proc).
@@ -121,14 +125,33 @@ impl App {
     /// Rebuild the rows from what was last read (a key changed only the
     /// selection or what was seen): no git, no state dir, one screen read.
     fn rebuild(&mut self) {
+        if self.saved_seen != self.ui.seen {
+            self.save_seen();
+            self.saved_seen = self.ui.seen.clone();
+        }
         self.inputs.seen = self.ui.seen.clone();
         let mut view = build(&self.inputs);
-        view.warning = self.warning.clone();
+        view.warning = self.seen_warning.clone().or_else(|| self.warning.clone());
         if let Some(p) = self.ui.selected_pane(&view) {
             view.detail = gather::detail(&mut self.client, &p);
         }
         view.seq = self.view.seq;
         self.view = view;
+    }
+}
+
+impl App {
+    /// Record what the operator has seen, for the next `top` too.
+    fn save_seen(&mut self) {
+        let live = self
+            .inputs
+            .panes
+            .iter()
+            .filter_map(|p| p.get("name").and_then(|n| n.as_str()).map(str::to_string))
+            .collect();
+        if let Err(e) = super::seen::save(&self.opts.state_dir, &self.ui.seen, &live) {
+            self.seen_warning = Some(format!("seen: {e}"));
+        }
     }
 }
 
@@ -166,8 +189,17 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         self_pane: None,
         inputs: Inputs::default(),
         warning: None,
+        seen_warning: None,
+        saved_seen: Default::default(),
     };
     app.view.seq = feed.last_seq;
+    match super::seen::load(&app.opts.state_dir) {
+        Ok(seen) => {
+            app.saved_seen = seen.clone();
+            app.ui.seen = seen;
+        }
+        Err(e) => app.seen_warning = Some(format!("seen: {e}")),
+    }
     app.refresh();
     // Draw only when something changed: even an unchanged frame writes bytes,
     // and a pane running `top` would see that as output.
@@ -264,7 +296,7 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
                         dirty = true;
                     }
                 }
-                if app.ui.selected_pane(&app.view) != before {
+                if app.ui.selected_pane(&app.view) != before || app.ui.seen != app.saved_seen {
                     moved = true;
                 }
             }

@@ -24,6 +24,20 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// A name cut to `n` characters in the middle, so the tail that tells
+/// lanes apart (`-claude`, `-codex`) stays visible.
+fn clip_middle(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    if len <= n || n < 5 {
+        return clip(s, n);
+    }
+    let tail = (n - 1) / 2;
+    let head = n - 1 - tail;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(len - tail).collect();
+    format!("{start}…{end}")
+}
+
 fn state_text(r: &ViewRow) -> String {
     match (&r.state_kind, r.exit_code) {
         (Some(k), _) => format!("{}:{k}", r.state),
@@ -93,11 +107,13 @@ fn cells(r: &ViewRow, now_ms: u64, wide: bool) -> Vec<String> {
     );
     c.push(r.lease.clone().unwrap_or_else(|| "-".into()));
     c.push(r.heartbeat.as_ref().map_or("-".into(), |h| {
-        let age = h
-            .at_ms
-            .map(|t| ago(now_ms, t))
-            .unwrap_or_else(|| "?".into());
-        format!("{}{} {age}", h.status, if h.stale { "!" } else { "" })
+        let age = h.at_ms.map(|t| format!(" {}", ago(now_ms, t)));
+        format!(
+            "{}{}{}",
+            h.status,
+            if h.stale { "!" } else { "" },
+            age.unwrap_or_default()
+        )
     }));
     if wide {
         c.push(r.lane_id.clone().unwrap_or_else(|| "-".into()));
@@ -163,12 +179,12 @@ fn columns(wide: bool) -> (Vec<&'static str>, Vec<Constraint>) {
             ],
             vec![
                 Length(1),
+                Length(15),
                 Length(12),
-                Length(13),
                 Length(5),
                 Length(6),
+                Length(7),
                 Length(8),
-                Length(9),
                 Length(7),
                 Min(6),
             ],
@@ -213,7 +229,14 @@ pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
             Row::new(
                 c.iter()
                     .zip(&limits)
-                    .map(|(s, n)| Cell::from(clip(s, *n)))
+                    .enumerate()
+                    .map(|(i, (s, n))| {
+                        Cell::from(if i == 1 || (wide && i == 10) {
+                            clip_middle(s, *n)
+                        } else {
+                            clip(s, *n)
+                        })
+                    })
                     .collect::<Vec<_>>(),
             )
         })
@@ -248,4 +271,17 @@ fn draw_detail(f: &mut Frame, view: &View, ui: &Ui, area: Rect) {
         .collect();
     let block = Block::new().borders(Borders::TOP).title(title);
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip_middle;
+
+    #[test]
+    fn clip_middle_keeps_the_tail_that_tells_lanes_apart() {
+        assert_eq!(clip_middle("implementer-claude", 15), "impleme…-claude");
+        assert_eq!(clip_middle("implementer-codex", 15), "impleme…r-codex");
+        assert_eq!(clip_middle("short", 16), "short");
+        assert_eq!(clip_middle("abcdef", 3), "ab…");
+    }
 }

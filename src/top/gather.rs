@@ -3,7 +3,7 @@
 //! `lane ls` reads them) and the gate from the state dir. Read-only: nothing here writes (a gate check
 //! through `gate::check` would log an event, and so wake `top` again).
 
-use super::view::{GateCell, Heartbeat, Inputs, LaneCells};
+use super::view::{GateCell, Heartbeat, Inputs, LaneCells, parked_lanes};
 use crate::daemon::Client;
 use crate::engine::{Engine, Status};
 use crate::registry::{self, events, heartbeat, lease};
@@ -74,6 +74,16 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
     match crate::lane::ls::ls(state_dir, None) {
         Ok(rows) => inp.lanes = rows.iter().map(LaneCells::from).collect(),
         Err(e) => warnings.push(format!("lanes: {e}")),
+    }
+    // The loop's lanes are panes named by their lane id; `lane up`'s are
+    // lane records: a park names either.
+    if registry::events_path(state_dir).is_file() {
+        match events::read(state_dir) {
+            Ok(log) => {
+                inp.parked = parked_lanes(log.records.iter().map(|e| (e.kind.as_str(), &e.fields)));
+            }
+            Err(e) => warnings.push(format!("events: {e}")),
+        }
     }
     let reg = match registry::load(state_dir) {
         Ok(r) => r,

@@ -128,8 +128,6 @@ pub struct LaneCells {
     pub worktree_state: String,
     pub ahead: Option<u64>,
     pub behind: Option<u64>,
-    /// A parked lane's reset time, as the loop wrote it.
-    pub parked_until: Option<String>,
 }
 
 impl From<&crate::lane::ls::LaneView> for LaneCells {
@@ -148,9 +146,36 @@ impl From<&crate::lane::ls::LaneView> for LaneCells {
             worktree_state: l.worktree_state.to_string(),
             ahead: l.ahead,
             behind: l.behind,
-            parked_until: None,
         }
     }
+}
+
+/// Lanes the loop parked at a usage limit and has not resumed, from the
+/// registry's events in order: lane → when it resumes (`resume_at`, else
+/// `resets_at`, else `?`). A park ends with `loop.limit.resume` of its lane,
+/// or with the end of its run (`loop.closeout`) or a new run (`loop.start`).
+pub fn parked_lanes<'a>(
+    events: impl IntoIterator<Item = (&'a str, &'a serde_json::Map<String, Value>)>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (kind, f) in events {
+        let lane = f.get("lane").and_then(Value::as_str);
+        match (kind, lane) {
+            ("loop.limit.park", Some(l)) => {
+                let at = ["resume_at", "resets_at"]
+                    .iter()
+                    .find_map(|k| f.get(*k).and_then(Value::as_str))
+                    .unwrap_or("?");
+                out.insert(l.to_string(), at.to_string());
+            }
+            ("loop.limit.resume", Some(l)) => {
+                out.remove(l);
+            }
+            ("loop.closeout" | "loop.start", _) => out.clear(),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The version in an agent's `--version` line (`2.1.197 (Claude Code)`,
@@ -179,6 +204,9 @@ pub struct Inputs {
     /// The lanes, as `lane ls` shows them.
     pub lanes: Vec<LaneCells>,
     pub gate: Option<GateCell>,
+    /// Lanes parked at a usage limit: lane id (a loop lane's pane name) →
+    /// when it resumes ([`parked_lanes`]).
+    pub parked: BTreeMap<String, String>,
     /// Panes the operator has looked at since they finished: name → since_ms seen.
     pub seen: BTreeMap<String, u64>,
     pub now_ms: u64,
@@ -237,7 +265,7 @@ pub fn build(inp: &Inputs) -> View {
             lane_id: lane.map(|l| l.lane_id.clone()),
             worktree_state: lane.map(|l| l.worktree_state.clone()),
             ahead_behind: lane.and_then(ahead_behind),
-            parked_until: lane.and_then(|l| l.parked_until.clone()),
+            parked_until: None,
             attention: Attention::None,
             pane: name,
         });
@@ -268,11 +296,17 @@ pub fn build(inp: &Inputs) -> View {
             lane_id: Some(l.lane_id.clone()),
             worktree_state: Some(l.worktree_state.clone()),
             ahead_behind: ahead_behind(l),
-            parked_until: l.parked_until.clone(),
+            parked_until: None,
             attention: Attention::None,
         });
     }
     for r in &mut rows {
+        r.parked_until = r
+            .lane_id
+            .as_ref()
+            .and_then(|id| inp.parked.get(id))
+            .or_else(|| inp.parked.get(&r.pane))
+            .cloned();
         // A job is this row's when its latest decision names the pane, else
         // when it runs on the row's session.
         let job = inp
@@ -402,6 +436,45 @@ mod tests {
         assert_eq!(version_number("codex-cli 0.171.0"), "0.171.0");
         assert_eq!(version_number("drover 0.1.0"), "0.1.0");
         assert_eq!(version_number("weird"), "weird");
+    }
+
+    #[test]
+    fn a_limit_park_lasts_until_its_resume_or_the_end_of_its_run() {
+        let ev = |kind: &str, f: Value| (kind.to_string(), f.as_object().unwrap().clone());
+        let log = [
+            ev("loop.start", json!({"run": 1})),
+            ev(
+                "loop.limit.park",
+                json!({"lane": "a", "resets_at": "T1", "resume_at": "T2"}),
+            ),
+            ev(
+                "loop.limit.park",
+                json!({"lane": "b", "resets_at": null, "resume_at": null}),
+            ),
+            ev("loop.limit.park", json!({"lane": "c", "resets_at": "T3"})),
+            ev("loop.limit.resume", json!({"lane": "b"})),
+            ev("session.heartbeat", json!({"lane": "c"})),
+        ];
+        let it = || log.iter().map(|(k, f)| (k.as_str(), f));
+        let parked = parked_lanes(it());
+        assert_eq!(parked.get("a").map(String::as_str), Some("T2"));
+        assert_eq!(parked.get("b"), None);
+        assert_eq!(parked.get("c").map(String::as_str), Some("T3"));
+        let closed = ev("loop.closeout", json!({"run": 1}));
+        assert!(parked_lanes(it().chain([(closed.0.as_str(), &closed.1)])).is_empty());
+        // A loop lane is a pane named by its lane id.
+        let mut inp = Inputs {
+            panes: vec![pane("a", "idle", 1), pane("z", "idle", 1)],
+            parked,
+            ..Default::default()
+        };
+        let v = build(&inp);
+        assert_eq!(v.rows[0].pane, "a");
+        assert_eq!(v.rows[0].attention, Attention::Parked);
+        assert_eq!(v.rows[0].parked_until.as_deref(), Some("T2"));
+        assert_eq!(v.rows[1].attention, Attention::None);
+        inp.parked.clear();
+        assert_eq!(build(&inp).rows[0].attention, Attention::None);
     }
 
     #[test]

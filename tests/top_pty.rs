@@ -176,8 +176,12 @@ fn top_follows_state_changes_and_keys_in_a_real_pty() {
     );
     let p = d.pane("top").unwrap();
     assert_eq!(p["observation"]["exit_code"], 0, "{p}");
-    let s = d.read("top");
-    assert!(!s.contains("PANE"), "the alternate screen was left:\n{s}");
+    // What top writes last may not reach a tmux pane's screen (docs/tmux.md);
+    // top_restores_the_terminal_on_signals_and_ctrl_c checks it on native.
+    if common::on_native() {
+        let s = d.read("top");
+        assert!(!s.contains("PANE"), "the alternate screen was left:\n{s}");
+    }
 }
 
 /// A sim whose every prompt asks permission, then (when approved) writes
@@ -264,9 +268,11 @@ fn top_approve_and_deny_really_answer_the_dialog() {
 }
 
 /// SIGTERM, SIGHUP, SIGINT and Ctrl-C end top cleanly, terminal restored.
+/// Native only: what top writes last (leaving the alternate screen) is what
+/// tmux 3.3a may drop from a pane that exits right after (docs/tmux.md).
 #[test]
 fn top_restores_the_terminal_on_signals_and_ctrl_c() {
-    let d = Drover::new();
+    let d = Drover::new().native();
     for (i, how) in ["TERM", "HUP", "INT", "C-c"].iter().enumerate() {
         let name = format!("top{i}");
         start_top(&d, &name, "80x24");

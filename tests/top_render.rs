@@ -137,3 +137,17 @@ fn a_tiny_terminal_does_not_panic() {
         let _ = screen(&v, &Ui::default(), w, h);
     }
 }
+
+/// Guards: between 120 and 174 columns the lane columns once squeezed the
+/// pane and state columns to five characters; the wide layout now starts
+/// only where it fits whole.
+#[test]
+fn the_lane_columns_show_only_where_they_fit() {
+    let v = lanes_view();
+    let narrow = screen(&v, &Ui::default(), 174, 24);
+    assert!(!narrow.contains("WORKTREE"), "{narrow}");
+    assert!(narrow.contains("! impl-codex "), "{narrow}");
+    let wide = screen(&v, &Ui::default(), 175, 24);
+    assert!(wide.contains("WORKTREE"), "{wide}");
+    assert!(wide.contains("blocked:permission"), "{wide}");
+}

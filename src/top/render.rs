@@ -9,8 +9,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-/// From this width on, the lane columns show.
-pub const WIDE: u16 = 120;
+/// The space between columns.
+const SPACING: u16 = 1;
 /// The detail pane never gets fewer lines than this (when the screen has them).
 pub const MIN_DETAIL: u16 = 5;
 /// The keys, as the footer lists them.
@@ -192,6 +192,20 @@ fn columns(wide: bool) -> (Vec<&'static str>, Vec<Constraint>) {
     }
 }
 
+/// From this width on, the lane columns show: the wide layout's own width,
+/// so no column is squeezed below what it was given.
+pub fn wide_width() -> u16 {
+    let (_, widths) = columns(true);
+    let cols: u16 = widths
+        .iter()
+        .map(|w| match w {
+            Constraint::Length(n) | Constraint::Min(n) => *n,
+            _ => 0,
+        })
+        .sum();
+    cols + SPACING * (widths.len() as u16 - 1)
+}
+
 /// Draw one frame.
 pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
     let area = f.area();
@@ -213,7 +227,7 @@ pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
         Paragraph::new(clip(&header(view, ui), area.width as usize)),
         head,
     );
-    let wide = area.width >= WIDE;
+    let wide = area.width >= wide_width();
     let (titles, widths) = columns(wide);
     let limits: Vec<usize> = widths
         .iter()
@@ -243,7 +257,7 @@ pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
         .collect();
     let table = Table::new(table_rows, widths)
         .header(Row::new(titles).style(Style::new().add_modifier(Modifier::BOLD)))
-        .column_spacing(1)
+        .column_spacing(SPACING)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
     let mut state = TableState::default().with_selected(ui.selected_index(&rows));
     f.render_stateful_widget(table, table_area, &mut state);
@@ -276,6 +290,11 @@ fn draw_detail(f: &mut Frame, view: &View, ui: &Ui, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::clip_middle;
+
+    #[test]
+    fn the_wide_layout_starts_where_it_fits() {
+        assert_eq!(super::wide_width(), 175);
+    }
 
     #[test]
     fn clip_middle_keeps_the_tail_that_tells_lanes_apart() {

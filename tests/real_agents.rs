@@ -632,6 +632,8 @@ fn claude_turns(v: &str) {
     );
     let a = r.answer(&["approve"]);
     assert!(a["attempts"].as_u64().unwrap_or(9) <= 2, "{a}");
+    // The reply said "now blocked" about the dialog it had just answered.
+    assert_ne!(a["state"], "blocked", "{a}");
     r.expect_state("done");
     assert!(
         r.file("hello.txt").is_file(),

@@ -376,7 +376,7 @@ impl NativePane {
             let g = lock(&self.inner);
             (g.procs.clone(), g.reaped_ticks)
         };
-        super::reap::members(&super::reap::TreeKey::of(&ids, reaped), false)
+        super::reap::members_of_own_tree(&super::reap::TreeKey::of(&ids, reaped))
     }
 
     /// Who the current generation's processes are.

@@ -50,6 +50,49 @@ pub fn all() -> Vec<(u32, Stat)> {
         .collect()
 }
 
+/// The children of `pid` (every thread's), from `/proc/<pid>/task/*/children`
+/// (none when it has exited meanwhile).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|e| e.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// This process's descendants with their stat, walked down the kernel's
+/// children lists: costs what the tree holds, not what the machine runs.
+/// `None` when the kernel keeps no children lists. The lists can miss a
+/// process forked during the walk, so this is for refreshing what is known,
+/// not for ending a tree (which scans every process, see `all`).
+pub fn own_descendants() -> Option<Vec<(u32, Stat)>> {
+    let me = std::process::id();
+    if !std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists() {
+        return None;
+    }
+    let mut todo = vec![me];
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    while let Some(pid) = todo.pop() {
+        for kid in children_of(pid) {
+            if seen.insert(kid)
+                && let Some(st) = stat(kid)
+            {
+                out.push((kid, st));
+                todo.push(kid);
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Whether `pid`'s initial environment holds `NAME=value` exactly.
 pub fn environ_has(pid: u32, entry: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
@@ -88,6 +131,28 @@ pub fn uptime_ticks() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_descendants_finds_a_grandchild() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id() as i64;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let found = loop {
+            let tree = own_descendants().expect("children lists");
+            let sh = tree.iter().any(|(p, st)| *p == child.id() && st.ppid == me);
+            let sleep = tree.iter().any(|(_, st)| st.ppid == i64::from(child.id()));
+            if (sh && sleep) || std::time::Instant::now() >= deadline {
+                break sh && sleep;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found, "the shell and its sleep are not in the tree");
+    }
 
     #[test]
     fn parses_stat_with_awkward_names() {

@@ -421,8 +421,8 @@ impl TmuxHost {
             words.push(quote(&format!("{k}={v}")));
         }
         // The pane's first process waits at a gate (a FIFO drover opens once
-        // tmux has set the pane up): tmux 3.3a loses the output and the exit
-        // status of a process that ends within its first moments. Then
+        // it has the window's ids and has pinned its size), so the command's
+        // output and exit always belong to a registered pane. Then
         // `env -u` takes out TMUX and TMUX_PANE, which tmux sets on every
         // pane (names only, no values in argv), and execs the command.
         let gate = gate::Gate::new(&self.state_dir, &spec.name).map_err(tmux_err)?;

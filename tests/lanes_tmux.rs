@@ -100,10 +100,18 @@ fn tmux_lanes_come_up_survive_a_supervisor_kill_and_go_down() {
     for p in d.ls() {
         assert_eq!(p["backend"], "tmux", "{p}");
     }
-    // Still observed: a prompt to one lane moves it, and it settles again.
+    // Still observed: a prompt to one lane is confirmed working (`send`
+    // waits for it), and the turn ends.
     let first = &lane_ids[0];
-    d.ok(&["pane", "send", first, "hello after the restart"]);
-    wait_idle(&d, &lane_ids);
+    d.ok(&["send", first, "hello after the restart"]);
+    d.ok(&[
+        "wait",
+        first,
+        "--until",
+        "idle,done",
+        "--timeout-ms",
+        "60000",
+    ]);
     let again = d.ok(&["lane", "reconcile"]);
     assert_eq!(again.matches(" ok").count(), 4, "{again}");
     assert_eq!(records(&d)[0]["generation"], after[0]["generation"]);

@@ -3,8 +3,9 @@
 //! --all` of them, on the native backend. Side by side, the peer is the
 //! bare work the same lanes need — 8 × `git worktree add -b` plus 8 sim panes
 //! through the supervisor and one ready barrier — so the ratio is drover's
-//! own overhead (records, checks, env, exclude, version probe). tmux joins
-//! once the tmux backend lands.
+//! own overhead (records, checks, env, exclude, version probe). Runs on
+//! native and tmux, interleaved in one run (`DROVER_BENCH_BACKEND=native`
+//! or `=tmux` for one of them).
 
 #[path = "support.rs"]
 mod support;
@@ -62,7 +63,7 @@ fn drover(sup: &Supervisor, args: &[&str]) -> Result<(), String> {
 }
 
 /// (up ms, down ms) of one drover round.
-fn drover_round(sup: &Supervisor, repo: &Path) -> Result<(f64, f64), String> {
+fn drover_round(sup: &Supervisor, repo: &Path, backend: &str) -> Result<(f64, f64), String> {
     let r = repo.display().to_string();
     let t = Instant::now();
     drover(
@@ -75,6 +76,8 @@ fn drover_round(sup: &Supervisor, repo: &Path) -> Result<(f64, f64), String> {
             "--repo",
             &r,
             "--sim",
+            "--backend",
+            backend,
             "--timeout-ms",
             "30000",
         ],
@@ -86,8 +89,13 @@ fn drover_round(sup: &Supervisor, repo: &Path) -> Result<(f64, f64), String> {
 }
 
 /// (up ms, down ms) of the bare peer.
-fn peer_round(sup: &mut Supervisor, repo: &Path, round: usize) -> Result<(f64, f64), String> {
-    let root = sup.dir.path().join(format!("peer-{round}"));
+fn peer_round(
+    sup: &mut Supervisor,
+    repo: &Path,
+    round: usize,
+    backend: &str,
+) -> Result<(f64, f64), String> {
+    let root = sup.dir.path().join(format!("peer-{backend}-{round}"));
     let mut names = Vec::new();
     let t = Instant::now();
     for s in SESSIONS {
@@ -101,11 +109,11 @@ fn peer_round(sup: &mut Supervisor, repo: &Path, round: usize) -> Result<(f64, f
                     "add",
                     "-q",
                     "-b",
-                    &format!("peer{round}/{s}/{a}"),
+                    &format!("peer-{backend}-{round}/{s}/{a}"),
                     &wt.display().to_string(),
                 ],
             )?;
-            sup.sim_pane(&name, a, None, &[])?;
+            sup.sim_pane_on(&name, a, None, &[], backend)?;
             names.push(name);
         }
     }
@@ -121,7 +129,12 @@ fn peer_round(sup: &mut Supervisor, repo: &Path, round: usize) -> Result<(f64, f
         )?;
         git(
             repo,
-            &["branch", "-q", "-D", &format!("peer{round}/{s}/{a}")],
+            &[
+                "branch",
+                "-q",
+                "-D",
+                &format!("peer-{backend}-{round}/{s}/{a}"),
+            ],
         )?;
     }
     Ok((up, t.elapsed().as_secs_f64() * 1e3))
@@ -134,35 +147,54 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 fn main() -> Result<(), String> {
     let runs: usize = arg("--runs", 5);
+    let backends: Vec<String> = std::env::var("DROVER_BENCH_BACKEND")
+        .unwrap_or_else(|_| "native,tmux".into())
+        .split(',')
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .map(String::from)
+        .collect();
     let mut sup = Supervisor::start()?;
     sup.cleanup_on_signal(|| {})?;
     let repo = repo(sup.dir.path())?;
-    // One warm-up round each (page cache, first exec of the binaries).
-    drover_round(&sup, &repo)?;
-    peer_round(&mut sup, &repo, 0)?;
-    let (mut du, mut dd, mut pu, mut pd) = (vec![], vec![], vec![], vec![]);
+    // One warm-up round each (page cache, first exec of the binaries, the
+    // tmux server).
+    for b in &backends {
+        drover_round(&sup, &repo, b)?;
+        peer_round(&mut sup, &repo, 0, b)?;
+    }
+    // Per backend: drover up, drover down, peer up, peer down.
+    let mut m: Vec<[Vec<f64>; 4]> = backends.iter().map(|_| Default::default()).collect();
     for i in 1..=runs {
-        let (u, d) = drover_round(&sup, &repo)?;
-        du.push(u);
-        dd.push(d);
-        let (u, d) = peer_round(&mut sup, &repo, i)?;
-        pu.push(u);
-        pd.push(d);
+        for (k, b) in backends.iter().enumerate() {
+            let (u, d) = drover_round(&sup, &repo, b)?;
+            m[k][0].push(u);
+            m[k][1].push(d);
+            let (u, d) = peer_round(&mut sup, &repo, i, b)?;
+            m[k][2].push(u);
+            m[k][3].push(d);
+        }
     }
     println!(
-        "lanes: 8 sim lanes (four-role × claude,codex), native backend, {runs} runs, load {}",
+        "lanes: 8 sim lanes (four-role × claude,codex), {runs} runs, load {}",
         support::loadavg()
     );
-    for (what, d, p) in [("up to all-ready", du, pu), ("down --all", dd, pd)] {
-        let (dm, dmin, dmax) = stats(d);
-        let (pm, pmin, pmax) = stats(p);
-        println!(
-            "  {what:<16} drover median {dm:>7.1} ms (min {dmin:.1}, max {dmax:.1}) | peer median {pm:>7.1} ms (min {pmin:.1}, max {pmax:.1}) | ratio {:.2}",
-            dm / pm
-        );
+    let mut ups = Vec::new();
+    for (k, b) in backends.iter().enumerate() {
+        let [du, dd, pu, pd] = m[k].clone();
+        ups.push(stats(du.clone()).0);
+        for (what, d, p) in [("up to all-ready", du, pu), ("down --all", dd, pd)] {
+            let (dm, dmin, dmax) = stats(d);
+            let (pm, pmin, pmax) = stats(p);
+            println!(
+                "  {b:<6} {what:<16} drover median {dm:>7.1} ms (min {dmin:.1}, max {dmax:.1}) | peer median {pm:>7.1} ms (min {pmin:.1}, max {pmax:.1}) | ratio {:.2}",
+                dm / pm
+            );
+        }
     }
-    println!(
-        "  target: up ≤ 2000 ms on a 2-core machine; tmux: not yet (the tmux backend is not merged)"
-    );
+    if let [n, t] = ups[..] {
+        println!("  up: {} / {} = {:.2}", backends[1], backends[0], t / n);
+    }
+    println!("  target: up ≤ 2000 ms on a 2-core machine (each backend)");
     Ok(())
 }

@@ -3,7 +3,16 @@
 //! the new state, over hundreds of changes; p50/p99/max against the targets
 //! and beside herdr's figure from docs/performance.md.
 //!
-//! `cargo bench --bench latency [-- --cycles 200 --work-ms 160]`
+//! `cargo bench --bench latency [-- --cycles 200 --work-ms 160 --flood 8]`
+//!
+//! `DROVER_BENCH_BACKEND=tmux` puts the sim panes on the tmux backend;
+//! `DROVER_BENCH_BACKEND=native,tmux` runs a pair on each, side by side in
+//! one run (the cycles take the panes in turn). `--flood N` adds N native
+//! panes that print ANSI lines (`--flood-rate` bytes/s each, 1 MiB/s by
+//! default; 0 for as fast as drover takes them); they are
+//! stopped (SIGSTOP) and let go (SIGCONT) in alternate blocks of
+//! `--flood-block` cycles, so quiet and flooded changes are measured side by
+//! side in one run.
 //!
 //! Two sim panes (claude and codex profiles) run a script whose every turn is
 //! `work N ms, finish`. Each cycle sends one prompt with `pane.send` and
@@ -20,6 +29,8 @@
 //!   request has been sent. A waiter that was not blocked before the change
 //!   is counted as late and left out.
 
+#[path = "flood.rs"]
+mod flood;
 #[path = "support.rs"]
 mod support;
 
@@ -33,6 +44,10 @@ use support::{EXE, Supervisor, percentile};
 
 const TARGET_P50_MS: f64 = 10.0;
 const TARGET_P99_MS: f64 = 50.0;
+/// The tmux backend's p50 target (its p99 target is the same as native's).
+const TMUX_P50_MS: f64 = 15.0;
+/// Native p99 while 8 other panes flood output.
+const FLOOD_P99_MS: f64 = 20.0;
 /// herdr 0.8.2's `agent wait` after a stub Claude screen changed (docs/performance.md).
 const HERDR_P50_MS: f64 = 300.0;
 const HERDR_RANGE_MS: (f64, f64) = (190.0, 305.0);
@@ -57,6 +72,8 @@ impl Method {
 }
 
 struct Sample {
+    backend: String,
+    flood: bool,
     profile: &'static str,
     method: Method,
     state: &'static str,
@@ -70,12 +87,29 @@ struct Sample {
 struct Opts {
     cycles: usize,
     work_ms: u64,
+    flood: usize,
+    flood_block: usize,
+    /// Bytes per second each flood pane prints (0: as fast as it can).
+    flood_rate: usize,
+    backends: Vec<String>,
 }
+
+/// What a flood pane prints, over and over (`yes`): a line with colours.
+const FLOOD_LINE: &str = "\x1b[1;32mflood\x1b[0m \x1b[38;5;208m0123456789\x1b[0m abcdefghijklmnopqrstuvwxyz \x1b[7mABCDEFGHIJKLMNOPQRSTUVWXYZ\x1b[0m";
 
 fn main() -> ExitCode {
     let o = Opts {
         cycles: support::arg("--cycles", 200),
         work_ms: support::arg("--work-ms", 160),
+        flood: support::arg("--flood", 0),
+        flood_block: support::arg("--flood-block", 10).max(1),
+        flood_rate: support::arg("--flood-rate", 1 << 20),
+        backends: support::backend()
+            .split(',')
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .map(String::from)
+            .collect(),
     };
     match run(&o) {
         Ok(()) => ExitCode::SUCCESS,
@@ -105,21 +139,27 @@ fn run(o: &Opts) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let profiles = ["claude", "codex"];
+    // (backend, profile, pane) in the order the cycles take them.
+    let mut panes: Vec<(String, &'static str, String)> = Vec::new();
     let mut traces = Vec::new();
-    let mut names = Vec::new();
-    for p in profiles {
-        let name = format!("lat-{p}");
-        let trace = sup.dir.path().join(format!("trace-{p}.txt"));
-        sup.sim_pane(
-            &name,
-            p,
-            Some(&script),
-            &[(drover::agent::sim::TRACE_ENV, trace.display().to_string())],
-        )?;
-        traces.push(TraceCursor::new(trace));
-        names.push(name);
+    for b in &o.backends {
+        for p in profiles {
+            let name = format!("lat-{p}-{b}");
+            let trace = sup.dir.path().join(format!("trace-{p}-{b}.txt"));
+            sup.sim_pane_on(
+                &name,
+                p,
+                Some(&script),
+                &[(drover::agent::sim::TRACE_ENV, trace.display().to_string())],
+                b,
+            )?;
+            traces.push(TraceCursor::new(trace));
+            panes.push((b.clone(), p, name));
+        }
     }
-    sup.wait_all(&names, &["idle"], Duration::from_secs(10))?;
+    let names: Vec<String> = panes.iter().map(|p| p.2.clone()).collect();
+    sup.wait_all(&names, &["idle"], Duration::from_secs(20))?;
+    let flood = flood::Flood::start(&mut sup, o.flood, FLOOD_LINE, o.flood_rate)?;
 
     let mut lib = LibWaiter::start(&sup)?;
     let mut samples = Vec::new();
@@ -127,13 +167,15 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut startups = Vec::new();
     let started = Instant::now();
     for i in 0..o.cycles {
-        let k = i % profiles.len();
-        let method = if (i / profiles.len()).is_multiple_of(2) {
+        let k = i % panes.len();
+        let method = if (i / panes.len()).is_multiple_of(2) {
             Method::Cli
         } else {
             Method::Lib
         };
-        let pane = &names[k];
+        let flooding = o.flood > 0 && !(i / o.flood_block).is_multiple_of(2);
+        flood.set(flooding);
+        let (backend, profile, pane) = &panes[k];
         for state in ["working", "done"] {
             let (ready_at, mut cli) = match method {
                 Method::Lib => (lib.request(pane, state)?, None),
@@ -156,14 +198,16 @@ fn run(o: &Opts) -> Result<(), String> {
             if snap["state"] != state {
                 return Err(format!("{pane}: waited for {state}, got {snap}"));
             }
-            let changed = traces[k].next(state, Duration::from_secs(2))?;
+            let changed = traces[k].next(state, Duration::from_secs(5))?;
             if unix_ns(ready_at) >= changed {
                 late += 1;
                 continue;
             }
             let since_ms = snap["since_ms"].as_u64().unwrap_or(0) as f64;
             samples.push(Sample {
-                profile: profiles[k],
+                backend: backend.clone(),
+                flood: flooding,
+                profile,
                 method,
                 state,
                 total_ms: (unix_ns(returned) - changed) as f64 / 1e6,
@@ -172,6 +216,7 @@ fn run(o: &Opts) -> Result<(), String> {
         }
     }
     let elapsed = started.elapsed();
+    flood.set(true);
     drop(lib);
     drop(sup);
     report(o, &samples, late, &startups, elapsed, &load_before);
@@ -198,14 +243,27 @@ fn report(
 ) {
     println!("detection latency: sim writes a state change to its PTY → `drover wait` returns it");
     println!(
-        "  {} cycles of `work {} ms, finish` on a claude and a codex sim pane, {:.1} s; \
+        "  {} cycles of `work {} ms, finish` on a claude and a codex sim pane per backend ({}), {:.1} s; \
          {} changes measured, {} left out (waiter not yet blocked)",
         o.cycles,
         o.work_ms,
+        o.backends.join(", "),
         elapsed.as_secs_f64(),
         samples.len(),
         late
     );
+    if o.flood > 0 {
+        println!(
+            "  {} native panes flood output (an ANSI line, {} each) in every other block of {} cycles",
+            o.flood,
+            if o.flood_rate == 0 {
+                "as fast as drover takes it".to_string()
+            } else {
+                format!("{} KiB/s", o.flood_rate / 1024)
+            },
+            o.flood_block
+        );
+    }
     println!(
         "  {:<34} {:>5} {:>9} {:>9} {:>9}",
         "", "n", "p50 ms", "p99 ms", "max ms"
@@ -224,6 +282,17 @@ fn report(
     let all = row("all", &|_| true);
     let cli = row("cli (drover wait process)", &|s| s.method == Method::Cli);
     row("library client", &|s| s.method == Method::Lib);
+    let mut groups = Vec::new();
+    for b in &o.backends {
+        for flood in [false, true] {
+            if flood && o.flood == 0 {
+                continue;
+            }
+            let label = format!("{b}{}", if flood { " under flood" } else { "" });
+            let r = row(&label, &|s| &s.backend == b && s.flood == flood);
+            groups.push((b.clone(), flood, r));
+        }
+    }
     for m in [Method::Cli, Method::Lib] {
         for p in ["claude", "codex"] {
             for st in ["working", "done"] {
@@ -249,6 +318,41 @@ fn report(
         verdict(all.1 <= TARGET_P99_MS),
         all.1
     );
+    let quiet = |b: &str| groups.iter().find(|g| g.0 == b && !g.1).map(|g| g.2);
+    for (b, flood, (p50, p99, _)) in &groups {
+        match (b.as_str(), flood) {
+            ("tmux", false) => println!(
+                "target tmux: p50 ≤ {TMUX_P50_MS} ms: {} ({p50:.2}); p99 ≤ {TARGET_P99_MS} ms: {} ({p99:.2})",
+                verdict(*p50 <= TMUX_P50_MS),
+                verdict(*p99 <= TARGET_P99_MS)
+            ),
+            (_, true) => println!(
+                "target {b} under flood: p99 ≤ {FLOOD_P99_MS} ms: {} ({p99:.2})",
+                verdict(*p99 <= FLOOD_P99_MS)
+            ),
+            _ => {}
+        }
+        let base = if *flood {
+            quiet(b)
+        } else if b != "native" {
+            quiet("native")
+        } else {
+            None
+        };
+        if let Some(base) = base {
+            println!(
+                "  {b}{}: p50 {:.2}× and p99 {:.2}× {} in the same run",
+                if *flood { " under flood" } else { "" },
+                p50 / base.0,
+                p99 / base.1,
+                if *flood {
+                    "its quiet changes"
+                } else {
+                    "native's"
+                }
+            );
+        }
+    }
     println!(
         "peer: herdr `agent wait` returned {}–{} ms after a change (p50 ≈ {HERDR_P50_MS} ms); \
          drover cli p50 {:.2} ms → herdr/drover = {:.0}×; drover's max {:.1} ms vs herdr's min {} ms",

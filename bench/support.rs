@@ -70,13 +70,26 @@ impl Supervisor {
         Client::connect(&self.socket).map_err(|e| e.to_string())
     }
 
-    /// Create a sim pane (`drover sim-agent --profile P [--script S]`), 120×40.
+    /// Create a sim pane (`drover sim-agent --profile P [--script S]`), 120×40,
+    /// on the bench's backend ([`backend`]).
     pub fn sim_pane(
         &mut self,
         name: &str,
         profile: &str,
         script: Option<&Path>,
         env: &[(&str, String)],
+    ) -> Result<Value, String> {
+        self.sim_pane_on(name, profile, script, env, &backend())
+    }
+
+    /// [`Self::sim_pane`] on a given backend.
+    pub fn sim_pane_on(
+        &mut self,
+        name: &str,
+        profile: &str,
+        script: Option<&Path>,
+        env: &[(&str, String)],
+        backend: &str,
     ) -> Result<Value, String> {
         let mut argv = vec![
             EXE.to_string(),
@@ -97,7 +110,7 @@ impl Supervisor {
             json!({"spec": {
                 "name": name, "argv": argv, "env": env,
                 "cwd": self.dir.path(), "cols": 120, "rows": 40, "agent": "sim",
-            }, "backend": backend()}),
+            }, "backend": backend}),
         )
     }
 

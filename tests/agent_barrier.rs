@@ -120,9 +120,7 @@ fn delivery_to_an_agent_that_never_becomes_ready_is_refused() {
 
 #[test]
 fn respawn_starts_a_new_generation_that_old_states_cannot_satisfy() {
-    // Native only for now: tmux 3.3a loses the exit status of a respawned
-    // command that exits at once, about 2 runs in 8 (docs/tmux.md, open bug).
-    let s = Drover::new().native();
+    let s = Drover::new();
     s.ok(&["pane", "new", "p", "--", "sh", "-c", "exit 3"]);
     let out = s.ok(&["wait", "p", "--until", "exited", "--timeout-ms", "5000"]);
     assert!(out.contains("\"exit_code\":3"), "{out}");

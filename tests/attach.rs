@@ -266,9 +266,7 @@ fn pane_exit_ends_the_attach() {
 /// Attaching to a pane that already exited shows its last screen and ends.
 #[test]
 fn attach_to_an_exited_pane_replays_and_ends() {
-    // Native only for now: tmux 3.3a can lose the exit status of a command
-    // that exits at once (docs/tmux.md, open bug).
-    let d = Drover::new().native();
+    let d = Drover::new();
     d.new_pane("gone", &[], &["sh", "-c", "echo last-words; exit 4"]);
     assert_eq!(
         d.wait_state(&["gone"], "exited", 5000).status.code(),
@@ -276,11 +274,7 @@ fn attach_to_an_exited_pane_replays_and_ends() {
     );
     let mut op = Operator::attach(&d, "gone", 100, 30);
     assert_eq!(op.exit_code(), 0);
-    // tmux 3.3a can drop the last output of a pane that exits at once
-    // (docs/tmux.md): the replay of what was seen is native's promise.
-    if on_native() {
-        op.wait_screen("last-words");
-    }
+    op.wait_screen("last-words");
     op.wait_log("exited (code 4)");
     op.assert_restored();
 }

@@ -208,9 +208,7 @@ fn cwd_is_the_childs_working_directory() {
 /// output stays readable; input to it is refused (pane gone, exit 5).
 #[test]
 fn pane_that_exits_immediately_is_seen_exited_with_code() {
-    // Native only for now: on tmux 3.3a a command that exits at once loses its
-    // exit status about 1 run in 5 despite the start gate (docs/tmux.md, open bug).
-    let d = Drover::new().native();
+    let d = Drover::new();
     d.new_pane("quick", &[], &["sh", "-c", "echo bye-now; exit 7"]);
     let out = d.wait_state(&["quick"], "exited", 10_000);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -219,12 +217,7 @@ fn pane_that_exits_immediately_is_seen_exited_with_code() {
     assert_eq!(snap["exit_code"], 7);
     let p = d.pane("quick").unwrap();
     assert_eq!(p["exit"]["code"], 7, "{p}");
-    // tmux 3.3a now and then drops the last output of a pane that exits
-    // right after writing it from control mode (docs/tmux.md): only the
-    // native backend promises it.
-    if on_native() {
-        assert!(d.read("quick").contains("bye-now"));
-    }
+    assert!(d.read("quick").contains("bye-now"), "{}", d.read("quick"));
     let sent = d.run(&["pane", "send", "quick", "hello"]);
     assert_eq!(sent.status.code(), Some(5), "{}", stderr(&sent));
     assert!(stderr(&sent).contains("exited"), "{}", stderr(&sent));

@@ -265,9 +265,7 @@ fn hostile_output_is_sanitised() {
 /// stays readable, and the output after the flood renders.
 #[test]
 fn binary_garbage_and_huge_line_are_contained() {
-    // Native only for now: tmux 3.3a can lose the exit status of a command
-    // that exits at once (docs/tmux.md, open bug).
-    let d = Drover::new().native();
+    let d = Drover::new();
     d.new_pane(
         "garbage",
         &[],
@@ -286,8 +284,6 @@ fn binary_garbage_and_huge_line_are_contained() {
             "head -c 10000000 /dev/zero | tr '\\0' x; printf '\\nLINE-DONE\\n'; sleep 1000",
         ],
     );
-    // Waits on the text, not on an exit: tmux 3.3a may drop the last output
-    // of a pane that exits right after writing it (docs/tmux.md).
     let s = d.wait_text("line", "LINE-DONE", Duration::from_secs(60));
     assert!(s.contains("LINE-DONE"), "{s}");
     assert!(s.contains(&"x".repeat(120)), "{s}");

@@ -35,9 +35,7 @@ fn three_member_group(d: &Drover, name: &str, script: &str) -> (i32, Vec<i32>) {
 /// nothing of the group is left, not even a zombie.
 #[test]
 fn kill_leaves_no_process_of_the_group() {
-    // Native only for now: tmux 3.3a can lose the exit status of a command
-    // that exits at once (docs/tmux.md, open bug).
-    let d = Drover::new().native();
+    let d = Drover::new();
     let (leader, members) =
         three_member_group(&d, "grp", "sleep 1000 & sleep 1000 & echo started; wait");
     d.ok(&["pane", "kill", "grp"]);
@@ -83,9 +81,7 @@ fn kill_escalates_to_sigkill_after_grace() {
 /// Respawn: a new generation, a new pid, a fresh screen; the old group is gone.
 #[test]
 fn respawn_bumps_generation_and_pid() {
-    // Native only for now: on tmux 3.3a this fails about 1 run in 5 after a
-    // respawn (the same exit-status loss; docs/tmux.md, open bug).
-    let d = Drover::new().native();
+    let d = Drover::new();
     let script = "echo started-$$; sleep 1000 & wait";
     let (old_pid, members) = {
         let info = d.new_pane("rs", &[], &["sh", "-c", script]);
@@ -128,9 +124,7 @@ fn respawn_bumps_generation_and_pid() {
 /// `--any` is satisfied by one pane, the default needs all.
 #[test]
 fn wait_exit_codes_and_any() {
-    // Native only for now: tmux 3.3a can lose the exit status of a command
-    // that exits at once (docs/tmux.md, open bug).
-    let d = Drover::new().native();
+    let d = Drover::new();
     d.new_pane("fast", &[], &["sh", "-c", "exit 0"]);
     d.new_pane("slow", &[], &["sleep", "1000"]);
     let ok = d.wait_state(&["fast"], "exited", 10_000);

@@ -268,11 +268,9 @@ fn top_approve_and_deny_really_answer_the_dialog() {
 }
 
 /// SIGTERM, SIGHUP, SIGINT and Ctrl-C end top cleanly, terminal restored.
-/// Native only: what top writes last (leaving the alternate screen) is what
-/// tmux 3.3a may drop from a pane that exits right after (docs/tmux.md).
 #[test]
 fn top_restores_the_terminal_on_signals_and_ctrl_c() {
-    let d = Drover::new().native();
+    let d = Drover::new();
     for (i, how) in ["TERM", "HUP", "INT", "C-c"].iter().enumerate() {
         let name = format!("top{i}");
         start_top(&d, &name, "80x24");

@@ -54,6 +54,12 @@ impl Screen {
         self.parser.process(bytes);
     }
 
+    /// Draw bytes that are not the app's output (a repaint drover makes
+    /// from its backend's copy of the screen): not counted in [`Self::bytes`].
+    pub fn redraw(&mut self, bytes: &[u8]) {
+        self.parser.process(bytes);
+    }
+
     /// Total bytes fed so far.
     pub fn bytes(&self) -> u64 {
         self.bytes

@@ -1,7 +1,7 @@
 //! The start gate of a tmux pane: its first process waits on a FIFO until
-//! drover has seen tmux set the pane up, then execs the command. (tmux 3.3a
-//! loses both the output and the exit status of a process that ends within
-//! the first moments of its pane; behind the gate none does.)
+//! drover has the window's ids (and has pinned its size), then execs the
+//! command, so the command's first output and exit always belong to a pane
+//! drover knows.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 pub const SHELL: &str = "/bin/sh";
 /// Wait for one line on the FIFO (`$0`), then become the command (`$@`).
 pub const SCRIPT: &str = r#"read -r _ < "$0"; exec "$@""#;
-/// How long after the window's creation the command is let through.
-const SETTLE: Duration = Duration::from_millis(50);
 /// How long to wait for the pane's process to reach the gate.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -44,9 +42,6 @@ impl Gate {
     pub fn open(&self, pid: u32) -> Result<(), String> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        // tmux 3.3a can still lose the status of a process that ends within
-        // a few ms of its pane's creation: give tmux that long first.
-        std::thread::sleep(SETTLE);
         let deadline = Instant::now() + OPEN_TIMEOUT;
         let mut delay = Duration::from_micros(200);
         loop {

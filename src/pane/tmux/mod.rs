@@ -76,6 +76,8 @@ pub struct TmuxHost {
     stopping: AtomicBool,
     /// Lines read by the current reader (orders output against replies).
     seq: AtomicU64,
+    /// The server drover started and is connected to: (pid, start time).
+    server: Mutex<Option<(u32, u64)>>,
 }
 
 impl std::fmt::Debug for TmuxHost {
@@ -157,6 +159,7 @@ impl TmuxHost {
             reconnecting: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             seq: AtomicU64::new(0),
+            server: Mutex::new(None),
         })
     }
 
@@ -270,7 +273,13 @@ impl TmuxHost {
         for r in replies {
             r.map_err(|e| tmux_err(format!("tmux refused drover's setup: {e}")))?;
         }
+        // No "Pane is dead" line drawn into a dead pane's grid (it scrolls
+        // the grid, and the grid is where a lost last output is read back
+        // from). tmux 3.2 has no such option and draws it: then it is
+        // stripped where the grid is read.
+        let _ = ctl.command("set-option -g remain-on-exit-format ''".to_string());
         tracing::info!(socket = %self.socket, server = pid, client = ctl.pid(), "tmux control client attached");
+        *lock(&self.server) = crate::pane::record::start_time(pid).map(|t| (pid, t));
         *slot = Some(ctl.clone());
         Ok(ctl)
     }
@@ -308,6 +317,28 @@ impl TmuxHost {
         state::record_server(&self.state_dir, &self.socket, pid).map_err(tmux_err)?;
         tracing::info!(socket = %self.socket, pid, "tmux server started");
         Ok(pid)
+    }
+
+    /// Make drover's tmux server reap its exited children now: send it
+    /// SIGCHLD. tmux before 3.6 loses the SIGCHLD of a pane that exits
+    /// while libutempter's helper runs (the helper sets SIGCHLD to SIG_DFL,
+    /// and tmux runs it when a pane's terminal closes, racing the
+    /// process's own exit); the zombie then waits, with no exit status,
+    /// until another child of the server exits. A SIGCHLD only makes tmux
+    /// call `waitpid` (tmux 3.6 sends itself one after the helper too).
+    /// Only the server drover started, checked by its start time.
+    pub(super) fn nudge_reaper(&self) {
+        let Some((pid, start)) = *lock(&self.server) else {
+            return;
+        };
+        if crate::pane::record::start_time(pid) == Some(start)
+            && let Ok(p) = i32::try_from(pid)
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGCHLD,
+            );
+        }
     }
 
     pub(super) fn command(&self, line: String) -> Result<Reply, String> {
@@ -390,8 +421,8 @@ impl TmuxHost {
             words.push(quote(&format!("{k}={v}")));
         }
         // The pane's first process waits at a gate (a FIFO drover opens once
-        // tmux has set the pane up): tmux 3.3a loses the output and the exit
-        // status of a process that ends within its first moments. Then
+        // it has the window's ids and has pinned its size), so the command's
+        // output and exit always belong to a registered pane. Then
         // `env -u` takes out TMUX and TMUX_PANE, which tmux sets on every
         // pane (names only, no values in argv), and execs the command.
         let gate = gate::Gate::new(&self.state_dir, &spec.name).map_err(tmux_err)?;

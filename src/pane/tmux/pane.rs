@@ -2,8 +2,8 @@
 //! input through `send-keys -H`, exit from the leader's pidfd and
 //! `#{pane_dead_status}`.
 
-use super::TmuxHost;
 use super::codec::{hex_keys, quote};
+use super::{Dead, TmuxHost};
 use crate::pane::backend::{Backend, PaneBackend};
 use crate::pane::{
     AttachHandle, AttachMsg, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec,
@@ -116,26 +116,41 @@ fn signal_name(n: i32) -> String {
     }
 }
 
-/// Parse `#{pane_dead} #{pane_dead_status} #{pane_dead_signal}`: the exit
-/// once tmux knows it. tmux can mark a pane dead (its terminal closed)
-/// before it has reaped the process: dead with neither a status nor a
-/// signal is not an answer yet.
-pub(super) fn parse_dead(line: &str) -> Option<(Option<i32>, Option<String>)> {
+/// What tmux says of a pane's process: whether the pane is dead (its
+/// terminal closed, read to its end) and the exit once tmux has reaped the
+/// process (`None` before).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct PaneStatus {
+    pub(super) dead: bool,
+    pub(super) exit: Dead,
+}
+
+/// Parse `#{pane_dead} #{pane_dead_status} #{pane_dead_signal}`. tmux can
+/// mark a pane dead (its terminal closed) before it has reaped the process,
+/// and can reap it while another process still holds the terminal: the two
+/// are reported apart.
+pub(super) fn parse_status(line: &str) -> PaneStatus {
     let mut f = line.split(' ');
-    if f.next()? != "1" {
-        return None;
-    }
+    let dead = f.next() == Some("1");
     let code: Option<i32> = f.next().and_then(|s| s.parse().ok());
     let signal = f
         .next()
         .and_then(|s| s.parse::<i32>().ok())
         .filter(|s| *s > 0)
         .map(signal_name);
-    match (code, signal) {
+    let exit = match (code, signal) {
         (_, Some(sig)) => Some((None, Some(sig))),
         (Some(c), None) => Some((Some(c), None)),
         (None, None) => None,
-    }
+    };
+    PaneStatus { dead, exit }
+}
+
+/// The exit of a dead pane (see [`parse_status`]); `None` while the pane is
+/// alive or tmux has not reaped its process yet.
+pub(super) fn parse_dead(line: &str) -> Dead {
+    let s = parse_status(line);
+    if s.dead { s.exit } else { None }
 }
 
 impl TmuxPane {
@@ -295,6 +310,69 @@ impl TmuxPane {
         self.cv.notify_all();
         self.events.exited();
         self.events.transport_changed();
+    }
+
+    /// The pane is dead in tmux, so tmux's grid holds everything the app
+    /// wrote. tmux (3.3a) drops from control mode the output it had not
+    /// yet passed on when the pane's terminal closed: when drover's screen
+    /// differs from tmux's grid, repaint it from the grid
+    /// (`capture-pane -e -p`, the cursor) so the last output is not lost.
+    fn recover_tail(&self, generation: u64) {
+        let pane_id = self.pane_id();
+        let lines = [
+            format!(
+                "display-message -p -t {pane_id} {}",
+                quote("#{pane_id} #{cursor_x} #{cursor_y}")
+            ),
+            format!("capture-pane -p -t {pane_id}"),
+            format!("capture-pane -e -p -t {pane_id}"),
+        ];
+        let Ok(replies) = self.host.commands(&lines) else {
+            return;
+        };
+        let [Ok(info), Ok(plain), Ok(styled)] = replies.as_slice() else {
+            return;
+        };
+        let info = info.first().map(String::as_str).unwrap_or("");
+        let mut f = info.split(' ');
+        if f.next() != Some(pane_id.as_str()) {
+            return;
+        }
+        let cursor: Vec<u16> = f.filter_map(|s| s.parse().ok()).collect();
+        let theirs: Vec<String> = plain
+            .iter()
+            .map(|l| crate::screen::sanitize_line(l.trim_end()))
+            .collect();
+        // An older tmux draws "Pane is dead" into the grid (scrolling it):
+        // that grid is not the app's screen.
+        if theirs.iter().any(|l| l.contains("Pane is dead (")) {
+            return;
+        }
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.exit.is_some() {
+            return;
+        }
+        if crate::screen::join_rows(&theirs) == g.screen.text() {
+            return;
+        }
+        let (_, rows) = g.screen.size();
+        let mut buf = b"\x1b[0m\x1b[H\x1b[2J".to_vec();
+        for (i, l) in styled.iter().take(usize::from(rows)).enumerate() {
+            buf.extend_from_slice(format!("\x1b[{};1H", i + 1).as_bytes());
+            buf.extend_from_slice(l.as_bytes());
+            buf.extend_from_slice(b"\x1b[0m");
+        }
+        if let [x, y] = cursor[..] {
+            buf.extend_from_slice(format!("\x1b[{};{}H", y + 1, x + 1).as_bytes());
+        }
+        g.screen.redraw(&buf);
+        let _ = g.screen.take_replies();
+        if let Some(a) = &g.attach {
+            a.wake.notify_one();
+        }
+        drop(g);
+        tracing::debug!(pane = %self.name, "tmux dropped the last output; screen repainted from its grid");
+        self.events.output();
     }
 
     pub(super) fn record_exit(&self, generation: u64, code: Option<i32>, signal: Option<String>) {
@@ -487,6 +565,7 @@ fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
             }
         }
     }
+    let exited = Instant::now();
     let mut delay = Duration::from_millis(2);
     loop {
         let Some(p) = pane.upgrade() else { return };
@@ -501,22 +580,37 @@ fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
             "display-message -p -t {pane_id} {}",
             quote("#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
         );
-        if let Ok(Ok(body)) = p.host.command(line) {
-            let first = body.first().map(String::as_str).unwrap_or("");
+        let status = match p.host.command(line) {
             // A missing target prints nothing: check the id, not the status.
-            if let Some(rest) = first.strip_prefix(&format!("{pane_id} "))
-                && let Some((code, signal)) = parse_dead(rest)
-            {
+            Ok(Ok(body)) => body
+                .first()
+                .and_then(|l| l.strip_prefix(&format!("{pane_id} ")))
+                .map(parse_status),
+            _ => None,
+        };
+        match status.map(|s| (s.dead, s.exit)) {
+            Some((true, Some((code, signal)))) => {
+                // tmux read the terminal to its end: its grid is final.
+                p.recover_tail(generation);
                 p.record_exit(generation, code, signal);
                 return;
             }
+            // The leader is reaped but another process holds the terminal
+            // (a background job): the code is known; wait for the output
+            // to calm down first, as tmux may still be passing a flood.
+            Some((false, Some((code, signal)))) if quiet >= DEAD_WAIT => {
+                p.record_exit(generation, code, signal);
+                return;
+            }
+            Some((_, Some(_))) => {}
+            // The leader is gone (its pidfd fired) but tmux has not reaped
+            // it: tmux may have lost its SIGCHLD; have it look again.
+            Some((_, None)) | None => p.host.nudge_reaper(),
         }
-        // tmux marks the pane dead once it has read the terminal to its end,
-        // which may take a while when it is still passing a flood to us.
-        if quiet >= DEAD_WAIT && p.transport_error().is_none() {
-            // The leader is gone, nothing came for a while, and tmux has not
-            // marked the pane dead (a background process holds the
-            // terminal): exited, code unknown.
+        if exited.elapsed() >= DEAD_WAIT && quiet >= DEAD_WAIT && p.transport_error().is_none() {
+            // The leader is gone, tmux never reported its status and nothing
+            // came for a while: exited, code unknown.
+            tracing::warn!(pane = %p.name, pane_id = %pane_id, "tmux never reported the exit status");
             p.record_exit(generation, None, None);
             return;
         }
@@ -743,6 +837,20 @@ pub(super) fn reset_generation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_lines_keep_dead_and_reaped_apart() {
+        let s = parse_status("0 3 ");
+        assert!(!s.dead);
+        assert_eq!(s.exit, Some((Some(3), None)));
+        assert_eq!(
+            parse_status("1  "),
+            PaneStatus {
+                dead: true,
+                exit: None
+            }
+        );
+    }
 
     #[test]
     fn dead_status_lines() {

@@ -112,6 +112,15 @@ pub struct RunArgs {
     /// POST each notification here (ntfy-compatible); retried with backoff, never blocks the loop.
     #[arg(long, value_name = "URL")]
     pub notify_url: Option<String>,
+    /// Ask nothing: escalations go to QUESTIONS.md with a recommendation and their tasks are parked.
+    #[arg(long)]
+    pub overnight: bool,
+    /// When overnight mode ends, HH:MM in the owner's local time (the next such time).
+    #[arg(long, value_name = "HH:MM", requires = "overnight")]
+    pub until: Option<String>,
+    /// Run the loop's clock this many times faster than the wall clock (rehearsals; 1 = real time).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub clock_scale: u32,
     /// Simulated implementer lanes following this sim-agent script (docs/agents.md).
     #[arg(long, value_name = "FILE", requires = "sim_reviewer")]
     pub sim_implementer: Option<PathBuf>,
@@ -265,6 +274,16 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         },
     };
     let json = a.json;
+    let mut cfg = cfg;
+    if a.clock_scale > 1 {
+        cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::clock::FastClock::new(
+            chrono::Utc::now(),
+            a.clock_scale,
+        ));
+    }
+    if a.overnight {
+        cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
+    }
     let st = runner::run(&mut lanes, cfg, |m| {
         if !json {
             eprintln!("loop: {m}");
@@ -272,6 +291,27 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     })
     .map_err(lerr)?;
     print_final(&st, json)
+}
+
+/// `--overnight [--until HH:MM]` (the owner's local time) as a mode.
+fn overnight_mode(
+    until: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<drover::loopctl::overnight::Mode> {
+    use drover::loopctl::overnight;
+    let until = match until {
+        None => None,
+        Some(u) => {
+            let at = overnight::parse_hhmm(u).ok_or_else(|| {
+                fail(
+                    exit::USAGE,
+                    format!("--until {u:?} is a time HH:MM (24 h, the owner's local time)"),
+                )
+            })?;
+            Some(overnight::until_utc(now, at, &chrono::Local))
+        }
+    };
+    Ok(overnight::Mode::Overnight { until })
 }
 
 /// Print a finished run: its close-out, or its status as JSON.
@@ -319,6 +359,37 @@ fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// The questions held overnight come first once overnight is over (during
+/// it, only how many are held).
+fn print_held_questions(v: &serde_json::Value) {
+    let held: Vec<&serde_json::Value> = v["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["overnight"].as_bool() == Some(true))
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let mode = v["mode"].as_str().unwrap_or("");
+    if mode.starts_with("overnight") && v["finished_at"].is_null() {
+        println!("{mode}: {} question(s) held in QUESTIONS.md", held.len());
+        return;
+    }
+    println!("Questions held overnight ({}):", held.len());
+    for q in held {
+        let s = |k: &str| q[k].as_str().unwrap_or("?");
+        println!(
+            "- {} {}: {} — recommendation: {}",
+            s("at"),
+            s("task"),
+            s("question"),
+            s("recommendation")
+        );
+    }
+    println!();
+}
+
 fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let state_dir = ctx.state_dir()?;
     let n = match &a.run {
@@ -337,6 +408,7 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit::OK);
     }
+    print_held_questions(&v);
     println!(
         "loop{n} · {} · charter {} · pool {} · lanes cap {} · landings {}",
         v["state"].as_str().unwrap_or("?"),

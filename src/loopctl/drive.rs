@@ -5,7 +5,7 @@
 use super::LoopError;
 use super::control::{self, Control};
 use super::guards::{self, Counters, Trip};
-use super::ops::{LaneOps, Role};
+use super::ops::{LaneOps, Outcome, Role};
 use super::runner::Runner;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -184,6 +184,8 @@ impl<O: LaneOps> Runner<'_, O> {
             if matches!(self.stop, Some(Stop::Emergency(_))) {
                 return Ok(());
             }
+            self.check_overnight()?;
+            self.account_time()?;
             if self.stop.is_none()
                 && let Some(t) =
                     guards::check_running(&self.cfg.unattended.guards, &self.counters())
@@ -199,6 +201,10 @@ impl<O: LaneOps> Runner<'_, O> {
             if !self.landing_queue.is_empty() {
                 self.land()?;
                 continue;
+            }
+            // A stopping run cannot wait for the owner.
+            if self.stop.is_some() && self.jobs.keys().all(|j| self.held.contains(j)) {
+                self.release_held()?;
             }
             if self.jobs.is_empty() {
                 if let Some((reason, shown)) = self.paused.clone() {
@@ -261,9 +267,24 @@ impl<O: LaneOps> Runner<'_, O> {
         let slice = budget.map_or(WAIT_SLICE, |b| {
             self.cfg.unattended.clock.real(b).min(WAIT_SLICE)
         });
-        let outs = self.ops.wait_decision(&jobs, slice)?;
+        // Lanes held for the owner are looked at, never waited on: their
+        // escalation stays the last word until the owner answers.
+        let (held, free): (Vec<String>, Vec<String>) =
+            jobs.into_iter().partition(|j| self.held.contains(j));
+        let mut outs = if free.is_empty() {
+            std::thread::sleep(slice.max(Duration::from_millis(10)));
+            Vec::new()
+        } else {
+            self.ops.wait_decision(&free, slice)?
+        };
+        if !held.is_empty() {
+            outs.extend(self.ops.wait_decision(&held, Duration::ZERO)?);
+        }
         for (job, outcome) in outs {
             if let Some((task, _)) = self.jobs.remove(&job) {
+                if !matches!(outcome, Outcome::Escalated { .. }) {
+                    self.held.remove(&job);
+                }
                 if self.limit_hit(&task, &job, &outcome)? {
                     continue;
                 }
@@ -278,7 +299,10 @@ impl<O: LaneOps> Runner<'_, O> {
         let late: Vec<(String, String)> = self
             .jobs
             .iter()
-            .filter(|(_, (_, at))| over_budget || super::clock::since(*at, now) > turn)
+            .filter(|(j, (_, at))| {
+                // A lane held for the owner waits for the owner, not a timer.
+                over_budget || (!self.held.contains(*j) && super::clock::since(*at, now) > turn)
+            })
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
         for (job, task) in late {

@@ -12,8 +12,9 @@
 //!   [`runner`] (the pipeline over it); [`simlanes`] implements the trait over
 //!   panes the supervisor runs today;
 //! - for unattended runs: [`clock`] (every timing), [`guards`], [`control`]
-//!   (`control.json`), [`settings`]; the runner's loop, usage-limit parking
-//!   and stall classes live beside it.
+//!   (`control.json`), [`settings`], [`overnight`] (owner present or not),
+//!   [`tripwire`] (convergence); the runner's loop, usage-limit parking,
+//!   escalations and stall classes live beside it.
 
 pub mod board;
 pub mod brief;
@@ -32,6 +33,7 @@ mod limits;
 pub use limits::{backoff, parse_resets_at, resume_at};
 pub mod notify;
 pub mod ops;
+pub mod overnight;
 pub mod ready;
 pub mod rundir;
 pub mod runner;
@@ -41,5 +43,7 @@ pub mod simlanes;
 mod stall;
 pub use stall::class as stall_class;
 mod steps;
+pub mod tripwire;
+mod escalate;
 
 pub use error::LoopError;

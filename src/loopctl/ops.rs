@@ -144,7 +144,8 @@ pub struct LaneObs {
     /// When a usage limit resets, as the observation carries it (RFC 3339;
     /// absent when the screen gave no time or the classifier cannot read one).
     pub resets_at: Option<String>,
-    /// A counter that moves whenever the lane's output changes.
+    /// A value that changes whenever the lane's output changes (an animated
+    /// spinner or timer is not output).
     pub output: u64,
     /// False when the lane's pane could not be reached.
     pub reachable: bool,

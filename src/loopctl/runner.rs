@@ -18,7 +18,7 @@ use super::settings::Unattended;
 use super::{LoopError, closeout, git, ready};
 use crate::registry::Agent;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,7 +55,7 @@ pub struct RunConfig {
 }
 
 /// Where a task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Kept out of Ready by the board (dependency, label, exclusion).
@@ -71,7 +71,7 @@ pub enum Phase {
 }
 
 /// One task's state in the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskState {
     pub id: String,
     pub title: String,
@@ -92,10 +92,19 @@ pub struct TaskState {
     pub limit_parks: u32,
     /// Why its lane is not progressing (LOOP.md, "Stall classes").
     pub stall: Option<String>,
+    /// When it was first dispatched, on the loop's clock (the tripwire's start).
+    #[serde(default)]
+    pub first_dispatch: Option<String>,
+    /// Seconds since then not counted by the tripwire (paused, held, at a limit).
+    #[serde(default)]
+    pub excluded_s: u64,
+    /// Classes of finding its failed rounds opened (the tripwire's count).
+    #[serde(default)]
+    pub findings: super::tripwire::Findings,
 }
 
 /// The run as `loop status` shows it (`run.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStatus {
     pub schema_version: u32,
     pub run: u32,
@@ -119,6 +128,29 @@ pub struct RunStatus {
     pub stopped_by: Option<String>,
     /// Tasks started (the guards' iterations).
     pub iterations: u32,
+    /// `owner-present`, `overnight` or `overnight until <RFC3339>`.
+    #[serde(default)]
+    pub mode: String,
+    /// The questions put to the owner (QUESTIONS.md), oldest first.
+    #[serde(default)]
+    pub questions: Vec<Question>,
+    /// The integration branch's head after the last landing.
+    #[serde(default)]
+    pub integration_head: Option<String>,
+    /// How often the run was resumed after a crash (`--resume`).
+    #[serde(default)]
+    pub resumes: u32,
+}
+
+/// One question to the owner, with the loop's recommendation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub at: String,
+    pub task: String,
+    pub question: String,
+    pub recommendation: String,
+    /// Asked while overnight: held until the owner is back.
+    pub overnight: bool,
 }
 
 /// A running loop.
@@ -146,6 +178,12 @@ pub struct Runner<'a, O: LaneOps> {
     /// Captured candidates waiting for their reviewer lane: (task, patch).
     pub(super) pending_reviews: Vec<(String, PathBuf)>,
     pub(super) rulings: Vec<(String, String)>,
+    /// Owner present or overnight, now.
+    pub(super) mode: super::overnight::Mode,
+    /// Jobs whose lane is held for the owner (an escalation, owner present).
+    pub(super) held: std::collections::BTreeSet<String>,
+    /// The previous pass, on the loop's clock (the tripwire's accounting).
+    pub(super) last_pass: DateTime<Utc>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -254,6 +292,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                     resume: None,
                     limit_parks: 0,
                     stall: None,
+                    first_dispatch: None,
+                    excluded_s: 0,
+                    findings: Default::default(),
                 }
             })
             .collect();
@@ -265,7 +306,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             charter: cfg.charter.path.clone(),
             charter_sha256: cfg.charter.sha256.clone(),
             base,
-            base_sha,
+            base_sha: base_sha.clone(),
             integration_branch: run.integration_branch(),
             integration_worktree: integ_wt,
             pool,
@@ -278,9 +319,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             notes: Vec::new(),
             stopped_by: None,
             iterations: 0,
+            mode: cfg.unattended.mode.label(),
+            questions: Vec::new(),
+            integration_head: Some(base_sha.clone()),
+            resumes: 0,
         };
         let started = cfg.unattended.clock.now();
         let notify = cfg.unattended.notify.clone();
+        let mode = cfg.unattended.mode;
         let mut r = Runner {
             ops,
             cfg,
@@ -299,6 +345,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
             rulings: Vec::new(),
+            mode,
+            held: Default::default(),
+            last_pass: started,
             say,
         };
         r.decide(
@@ -312,6 +361,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 r.status.lanes_cap
             ),
         )?;
+        if let super::overnight::Mode::Overnight { until } = mode {
+            let until = until.map_or("the end of the run".to_string(), super::clock::rfc3339);
+            r.decide(
+                "overnight",
+                &format!("overnight mode until {until}: ask nothing; escalations go to QUESTIONS.md and their tasks are parked"),
+            )?;
+        }
         if let Some(why) = why {
             let id = r.decide("ruling", &why)?;
             r.rulings
@@ -398,8 +454,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 ));
             }
         }
+        self.status.mode = self.mode.label();
         self.run
-            .write_state("owner-present", self.status.landings + 1, &live)?;
+            .write_state(&self.status.mode, self.status.landings + 1, &live)?;
         crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;
         Ok(())
     }
@@ -476,7 +533,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 .unwrap_or_else(|| "repo".into()),
             run: self.run.n,
             charter_sha256: self.status.charter_sha256.clone(),
-            ratify: self.rulings.clone(),
+            ratify: self.ratification(),
             ..Default::default()
         };
         for t in &self.status.tasks {

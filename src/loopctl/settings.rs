@@ -25,6 +25,8 @@ pub struct Unattended {
     pub stall_kill_after: Option<Duration>,
     /// `--notify-cmd`, `--notify-url`.
     pub notify: super::notify::Targets,
+    /// Owner present (the default) or overnight (`--overnight [--until HH:MM]`).
+    pub mode: super::overnight::Mode,
 }
 
 impl Default for Unattended {
@@ -37,6 +39,7 @@ impl Default for Unattended {
             stall_after: DEFAULT_STALL_AFTER,
             stall_kill_after: None,
             notify: Default::default(),
+            mode: Default::default(),
         }
     }
 }

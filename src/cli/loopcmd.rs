@@ -59,8 +59,11 @@ pub struct LintQueueArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The charter: aim, `lanes:`, `exclude:`, `gate:`, `guarded-paths:` (LOOP.md).
-    #[arg(long, value_name = "FILE")]
-    pub charter: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    pub charter: Option<PathBuf>,
+    /// Resume this run (`3` or `loop3`) after the loop stopped unclosed (a kill, a reboot).
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// The Backlog.md dir (default: `<repo>/backlog`).
     #[arg(long, value_name = "DIR")]
     pub board: Option<PathBuf>,
@@ -230,13 +233,34 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         ));
     };
     let (imp, rev) = (read_script(imp)?, read_script(rev)?);
+    let state_dir = ctx.state_dir_create()?;
+    // A resumed run takes its repo, board, base and charter from its run.json.
+    let resumed = match &a.resume {
+        Some(r) => {
+            let run = rundir::RunDir::open(&state_dir, run_number(r)?).map_err(lerr)?;
+            Some(drover::loopctl::resume::recorded(&run).map_err(lerr)?)
+        }
+        None => None,
+    };
+    let mut a = a;
+    if let Some(st) = &resumed {
+        a.repo.get_or_insert_with(|| st.repo.clone());
+        a.charter.get_or_insert_with(|| st.charter.clone());
+        if let Some(b) = &st.board_dir {
+            a.board.get_or_insert_with(|| b.clone());
+        }
+        a.base.get_or_insert_with(|| st.base.clone());
+    }
     let repo = match a.repo {
         Some(r) => std::fs::canonicalize(&r)
             .map_err(|e| fail(exit::USAGE, format!("--repo {}: {e}", r.display())))?,
         None => toplevel()?,
     };
-    let charter = charter::load(&a.charter).map_err(lerr)?;
-    let state_dir = ctx.state_dir_create()?;
+    let charter_path = a
+        .charter
+        .clone()
+        .ok_or_else(|| fail(exit::USAGE, "pass --charter FILE (or --resume RUN)"))?;
+    let charter = charter::load(&charter_path).map_err(lerr)?;
     let client = ctx.client_or_start()?;
     let exe = std::env::current_exe()?;
     let scripts = move |s: &LaneSpec| match s.role {
@@ -276,19 +300,28 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let json = a.json;
     let mut cfg = cfg;
     if a.clock_scale > 1 {
+        // A resumed run's clock goes on from where it was, never back.
+        let recorded = resumed
+            .as_ref()
+            .and_then(|st| drover::loopctl::parse_resets_at(st.clock_at.as_deref()));
+        let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
         cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::clock::FastClock::new(
-            chrono::Utc::now(),
+            start,
             a.clock_scale,
         ));
     }
     if a.overnight {
         cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
     }
-    let st = runner::run(&mut lanes, cfg, |m| {
+    let say = |m: &str| {
         if !json {
             eprintln!("loop: {m}");
         }
-    })
+    };
+    let st = match &resumed {
+        Some(r) => drover::loopctl::resume::resume(&mut lanes, cfg, r.run, say),
+        None => runner::run(&mut lanes, cfg, say),
+    }
     .map_err(lerr)?;
     print_final(&st, json)
 }

@@ -38,6 +38,7 @@ impl<O: LaneOps> Runner<'_, O> {
             number,
         )?;
         self.status.landings = number;
+        self.status.integration_head = Some(l.head.clone());
         let mut landed = 0;
         for (id, fate) in &l.fates {
             match fate {

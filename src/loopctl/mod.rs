@@ -35,6 +35,7 @@ pub mod notify;
 pub mod ops;
 pub mod overnight;
 pub mod ready;
+pub mod resume;
 pub mod rundir;
 pub mod runner;
 pub mod settings;

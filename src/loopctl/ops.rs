@@ -128,6 +128,11 @@ pub trait LaneOps {
     fn answer(&mut self, _lane: &LaneHandle, _label: &str) -> Result<bool, LoopError> {
         Ok(false)
     }
+    /// Stop every lane whose id starts with `prefix`, whoever started it (a
+    /// resumed run's lanes left from before a crash); returns their ids.
+    fn reap(&mut self, _prefix: &str) -> Result<Vec<String>, LoopError> {
+        Ok(Vec::new())
+    }
     /// Interrupt the lane's turn once (a stalled lane past `--stall-kill-after`).
     fn interrupt(&mut self, _lane: &LaneHandle) -> Result<(), LoopError> {
         Ok(())

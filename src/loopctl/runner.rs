@@ -140,6 +140,16 @@ pub struct RunStatus {
     /// How often the run was resumed after a crash (`--resume`).
     #[serde(default)]
     pub resumes: u32,
+    /// The Backlog.md dir the run works.
+    #[serde(default)]
+    pub board_dir: Option<PathBuf>,
+    /// Rulings listed for ratification: (ruling, recommendation).
+    #[serde(default)]
+    pub rulings: Vec<(String, String)>,
+    /// The loop's clock when this file was written (a resumed fast clock
+    /// starts here, so the run's times never go back).
+    #[serde(default)]
+    pub clock_at: Option<String>,
 }
 
 /// One question to the owner, with the loop's recommendation.
@@ -184,6 +194,10 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) held: std::collections::BTreeSet<String>,
     /// The previous pass, on the loop's clock (the tripwire's accounting).
     pub(super) last_pass: DateTime<Utc>,
+    /// This process runs the run (held until it ends; a crash lets it go).
+    pub(super) run_lock: Option<crate::store::LockGuard>,
+    /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
+    pub(super) resume_tag: String,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -323,33 +337,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             questions: Vec::new(),
             integration_head: Some(base_sha.clone()),
             resumes: 0,
-        };
-        let started = cfg.unattended.clock.now();
-        let notify = cfg.unattended.notify.clone();
-        let mode = cfg.unattended.mode;
-        let mut r = Runner {
-            ops,
-            cfg,
-            run,
-            board,
-            status,
-            lanes: BTreeMap::new(),
-            jobs: BTreeMap::new(),
-            limited: BTreeMap::new(),
-            started,
-            consecutive_blockers: 0,
-            stop: None,
-            quiet: BTreeMap::new(),
-            notifier: super::notify::Notifier::start(notify),
-            paused: None,
-            landing_queue: Vec::new(),
-            pending_reviews: Vec::new(),
+            board_dir: Some(cfg.board_dir.clone()),
             rulings: Vec::new(),
-            mode,
-            held: Default::default(),
-            last_pass: started,
-            say,
+            clock_at: None,
         };
+        let mode = cfg.unattended.mode;
+        let lock = super::resume::lock_run(&run)?;
+        let mut r = Runner::assemble(ops, cfg, run, board, status, say);
+        r.run_lock = Some(lock);
         r.decide(
             "launch",
             &format!(
@@ -386,6 +381,46 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         ));
         r.persist()?;
         Ok(r)
+    }
+
+    /// A runner over a run dir and its recorded state (new or resumed).
+    pub(super) fn assemble(
+        ops: &'a mut O,
+        cfg: RunConfig,
+        run: RunDir,
+        board: Board,
+        status: RunStatus,
+        say: Box<dyn FnMut(&str) + 'a>,
+    ) -> Self {
+        let started = cfg.unattended.clock.now();
+        let notify = cfg.unattended.notify.clone();
+        let mode = cfg.unattended.mode;
+        let rulings = status.rulings.clone();
+        Runner {
+            ops,
+            cfg,
+            run,
+            board,
+            status,
+            lanes: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            limited: BTreeMap::new(),
+            started,
+            consecutive_blockers: 0,
+            stop: None,
+            quiet: BTreeMap::new(),
+            notifier: super::notify::Notifier::start(notify),
+            paused: None,
+            landing_queue: Vec::new(),
+            pending_reviews: Vec::new(),
+            rulings,
+            mode,
+            held: Default::default(),
+            last_pass: started,
+            run_lock: None,
+            resume_tag: String::new(),
+            say,
+        }
     }
 
     pub(super) fn say(&mut self, msg: &str) {
@@ -455,6 +490,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             }
         }
         self.status.mode = self.mode.label();
+        self.status.rulings = self.rulings.clone();
+        self.status.clock_at = Some(super::clock::rfc3339(self.now()));
         self.run
             .write_state(&self.status.mode, self.status.landings + 1, &live)?;
         crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;

@@ -265,6 +265,29 @@ impl LaneOps for SimLanes {
             .is_ok())
     }
 
+    fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {
+        let v = self
+            .client
+            .call("pane.ls", json!({}))
+            .map_err(|e| lane_err("-", e))?;
+        let names: Vec<String> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        for n in &names {
+            match self.client.call("pane.kill", json!({"pane": n})) {
+                Ok(_) => {}
+                Err(e) if e.to_string().contains("no pane named") => {}
+                Err(e) => return Err(lane_err(n, e)),
+            }
+            self.mine.remove(n);
+        }
+        Ok(names)
+    }
+
     fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
         self.client
             .call("pane.keys", json!({"pane": lane.pane, "keys": ["C-c"]}))

@@ -138,7 +138,7 @@ impl<O: LaneOps> Runner<'_, O> {
             (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
-        let job = format!("loop{}-{}-i{round}", self.run.n, slug(id));
+        let job = format!("loop{}-{}-i{round}{}", self.run.n, slug(id), self.resume_tag);
         self.dispatch(
             id,
             &job,
@@ -326,7 +326,13 @@ impl<O: LaneOps> Runner<'_, O> {
             t.lane = Some(lane.clone());
         }
         self.say(&format!("{id}: review in lane {lane} ({reviewer})"));
-        let job = format!("loop{}-{}-v{}", self.run.n, slug(id), t.round);
+        let job = format!(
+            "loop{}-{}-v{}{}",
+            self.run.n,
+            slug(id),
+            t.round,
+            self.resume_tag
+        );
         let report = lane_dir.join(format!("report-v{}.json", t.round));
         self.dispatch(
             id,

@@ -610,6 +610,12 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             self.status.landings,
             self.run.file("gate-evidence").display()
         ));
+        if self.status.resumes > 0 {
+            c.notes.push(format!(
+                "resumed {} time(s) after the loop stopped unclosed (see the `recover` entries of DECISIONS.md)",
+                self.status.resumes
+            ));
+        }
         c.notes.extend(self.status.notes.iter().cloned());
         c.notes.extend(notes);
         let text = closeout::render(&c);

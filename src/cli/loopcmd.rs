@@ -121,6 +121,9 @@ pub struct RunArgs {
     /// When overnight mode ends, HH:MM in the owner's local time (the next such time).
     #[arg(long, value_name = "HH:MM", requires = "overnight")]
     pub until: Option<String>,
+    /// Tune the task pool from the load, usage limits and failures, within the charter's cap.
+    #[arg(long)]
+    pub lane_autotune: bool,
     /// Run the loop's clock this many times faster than the wall clock (rehearsals; 1 = real time).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub clock_scale: u32,
@@ -310,6 +313,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             a.clock_scale,
         ));
     }
+    cfg.unattended.autotune = a.lane_autotune;
     if a.overnight {
         cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
     }

@@ -197,6 +197,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.resume_limits()?;
             }
             self.start_reviews()?;
+            self.autotune()?;
             self.start_ready()?;
             if !self.landing_queue.is_empty() {
                 self.land()?;
@@ -234,6 +235,41 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.wait_slice()?;
         }
+    }
+
+    /// Count a task's outcome (true: parked) for autotune.
+    pub(super) fn outcome(&mut self, failed: bool) {
+        self.outcomes.push(failed);
+        self.since_tune += 1;
+    }
+
+    /// `--lane-autotune`: set the task pool for the next start, one step at
+    /// a time within the charter's cap; each change is one `autotune` entry.
+    fn autotune(&mut self) -> Result<(), LoopError> {
+        if !self.cfg.unattended.autotune || self.stop.is_some() {
+            return Ok(());
+        }
+        let s = super::autotune::Signals {
+            current: self.status.pool,
+            cap: self.status.lanes_cap,
+            load_per_core: (self.cfg.unattended.load_probe)(),
+            limited: self.limited.len(),
+            recent: self.outcomes.clone(),
+            since_change: self.since_tune,
+        };
+        let t = super::autotune::lanes(&s);
+        if t.lanes != self.status.pool {
+            let from = self.status.pool;
+            self.decide(
+                "autotune",
+                &format!("task pool {from} → {}: {}", t.lanes, t.why),
+            )?;
+            self.say(&format!("autotune: task pool {from} → {} ({})", t.lanes, t.why));
+            self.status.pool = t.lanes;
+            self.since_tune = 0;
+            self.persist()?;
+        }
+        Ok(())
     }
 
     /// Nothing runs but lanes parked at a usage limit: say what the loop

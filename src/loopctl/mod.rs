@@ -16,6 +16,7 @@
 //!   [`tripwire`] (convergence); the runner's loop, usage-limit parking,
 //!   escalations and stall classes live beside it.
 
+pub mod autotune;
 pub mod board;
 pub mod brief;
 pub mod capture;

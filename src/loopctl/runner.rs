@@ -198,6 +198,10 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) run_lock: Option<crate::store::LockGuard>,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
     pub(super) resume_tag: String,
+    /// Task outcomes, oldest first (true = parked), and outcomes since the
+    /// pool last changed (autotune).
+    pub(super) outcomes: Vec<bool>,
+    pub(super) since_tune: u32,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -419,6 +423,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             last_pass: started,
             run_lock: None,
             resume_tag: String::new(),
+            outcomes: Vec::new(),
+            since_tune: 0,
             say,
         }
     }

@@ -27,6 +27,10 @@ pub struct Unattended {
     pub notify: super::notify::Targets,
     /// Owner present (the default) or overnight (`--overnight [--until HH:MM]`).
     pub mode: super::overnight::Mode,
+    /// Tune the task pool from load, limits and failures (`--lane-autotune`).
+    pub autotune: bool,
+    /// The machine's load per core, as autotune reads it.
+    pub load_probe: fn() -> Option<f64>,
 }
 
 impl Default for Unattended {
@@ -40,6 +44,8 @@ impl Default for Unattended {
             stall_kill_after: None,
             notify: Default::default(),
             mode: Default::default(),
+            autotune: false,
+            load_probe: super::autotune::load_per_core,
         }
     }
 }

@@ -526,6 +526,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         // A park is a blocker for the guards; a landing resets the streak.
         self.consecutive_blockers += 1;
+        self.outcome(true);
         self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
         let round = self.task(id).map_or(0, |t| t.round);

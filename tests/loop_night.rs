@@ -109,7 +109,11 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
         task_file(&tasks, n);
     }
     let charter = root.join("CHARTER.md");
-    std::fs::write(&charter, "# Night\n\n- lanes: 4\n- pool: 2\n- gate: `true`\n").unwrap();
+    std::fs::write(
+        &charter,
+        "# Night\n\n- lanes: 4\n- pool: 2\n- gate: `true`\n",
+    )
+    .unwrap();
     // The loop's clock starts at the wall clock's now (the first run's).
     let start = chrono::Utc::now();
     let imp: PathBuf = root.join("imp.toml");
@@ -138,10 +142,17 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
     .iter()
     .map(|x| x.to_string())
     .collect();
-    let mut first: Vec<String> = ["loop", "run", "--repo", &s(&repo), "--charter", &s(&charter)]
-        .iter()
-        .map(|x| x.to_string())
-        .collect();
+    let mut first: Vec<String> = [
+        "loop",
+        "run",
+        "--repo",
+        &s(&repo),
+        "--charter",
+        &s(&charter),
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
     first.extend(common.clone());
     let wall = Instant::now();
     let mut child = spawn(&d, &first, &log);
@@ -201,7 +212,10 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
     // Each limit parked, then resumed after its resets_at by the menu's label.
     for (n, h) in LIMITS {
         let resets = start + chrono::Duration::hours(h);
-        let resets = resets.with_timezone(&chrono::Utc).format("%Y-%m-%dT%H:%M:00Z").to_string();
+        let resets = resets
+            .with_timezone(&chrono::Utc)
+            .format("%Y-%m-%dT%H:%M:00Z")
+            .to_string();
         let park = dec
             .lines()
             .find(|l| l.contains(&format!(" park: TASK-{n}: usage limit ")))
@@ -216,13 +230,22 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
             "{resumed}"
         );
         let r = chrono::DateTime::parse_from_rfc3339(&resets).unwrap();
-        assert!(at_of(resumed) >= r + chrono::Duration::minutes(1), "{resumed}");
+        assert!(
+            at_of(resumed) >= r + chrono::Duration::minutes(1),
+            "{resumed}"
+        );
     }
     // One DECISIONS.md line and one event per limit park and resume.
     let events = read(&d.state.join("registry/events.jsonl"));
     let count = |s: &str| events.lines().filter(|l| l.contains(s)).count();
-    let parks = dec.lines().filter(|l| l.contains(": usage limit on lane ")).count();
-    let resumes = dec.lines().filter(|l| l.contains(" after its usage limit")).count();
+    let parks = dec
+        .lines()
+        .filter(|l| l.contains(": usage limit on lane "))
+        .count();
+    let resumes = dec
+        .lines()
+        .filter(|l| l.contains(" after its usage limit"))
+        .count();
     assert!(parks >= 2 && resumes >= 2, "{dec}");
     assert_eq!(count("\"loop.limit.park\""), parks, "{dec}");
     assert_eq!(count("\"loop.limit.resume\""), resumes, "{dec}");

@@ -122,7 +122,8 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
     let (repo, charter) = setup(&d, 2, 2);
     let notes = d.scratch().join("notes.jsonl");
     // TASK-2 works 40 min of the loop's clock (4 s real at 600×): past the end of overnight.
-    let imp = turn(1, "{ work = 200 }, { ask = \"rm -rf build\" }, ") + &turn(2, "{ work = 4000 }, ");
+    let imp =
+        turn(1, "{ work = 200 }, { ask = \"rm -rf build\" }, ") + &turn(2, "{ work = 4000 }, ");
     let mut ops = lanes(&d, imp, REVIEWER.into());
     let (mut u, c) = fast(600, Some(&notes));
     u.mode = Mode::Overnight {
@@ -140,7 +141,10 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
     );
     assert_eq!(st.tasks[1].phase, Phase::Landed, "{:?}", st.tasks[1]);
     let q = read(&d.state.join("loop1/QUESTIONS.md"));
-    let qline = q.lines().find(|l| l.contains(" TASK-1: ")).expect("a question");
+    let qline = q
+        .lines()
+        .find(|l| l.contains(" TASK-1: "))
+        .expect("a question");
     assert!(
         qline.contains("(permission)") && qline.contains(" — recommendation: "),
         "{q}"
@@ -158,7 +162,10 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
     assert!(said[over + 1].starts_with("QUESTION: TASK-1 "), "{said:?}");
     let dec = read(&d.state.join("loop1/DECISIONS.md"));
     assert!(dec.contains(" overnight: overnight mode until "), "{dec}");
-    assert!(dec.contains(" overnight: overnight mode ended; 1 question(s)"), "{dec}");
+    assert!(
+        dec.contains(" overnight: overnight mode ended; 1 question(s)"),
+        "{dec}"
+    );
     let close = read(&d.state.join("loop1/closeout.md"));
     let ratify = close
         .split("## For ratification\n")
@@ -176,7 +183,8 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
     );
     let n = read(&notes);
     assert!(
-        n.lines().any(|l| l.contains("\"event\":\"escalation\"") && l.contains("TASK-1")),
+        n.lines()
+            .any(|l| l.contains("\"event\":\"escalation\"") && l.contains("TASK-1")),
         "{n}"
     );
 }
@@ -199,9 +207,7 @@ fn owner_present_holds_the_lane_until_the_owner_answers() {
     let bin = common::BIN.to_string();
     let owner = std::thread::spawn(move || {
         let q = state.join("loop1/QUESTIONS.md");
-        let asked = common::wait_until(Duration::from_secs(120), || {
-            read(&q).contains(" TASK-1: ")
-        });
+        let asked = common::wait_until(Duration::from_secs(120), || read(&q).contains(" TASK-1: "));
         // Five real seconds: five minutes on this clock, past the turn timeout.
         std::thread::sleep(Duration::from_secs(5));
         let out = std::process::Command::new(&bin)
@@ -221,12 +227,16 @@ fn owner_present_holds_the_lane_until_the_owner_answers() {
     );
     assert_eq!(st.tasks[0].phase, Phase::Landed, "{:?}", st.tasks[0]);
     assert!(
-        said.iter()
-            .any(|m| m.starts_with("TASK-1: lane l1-impl-task-1 is held for the owner (permission)")),
+        said.iter().any(
+            |m| m.starts_with("TASK-1: lane l1-impl-task-1 is held for the owner (permission)")
+        ),
         "{said:?}"
     );
     let dec = read(&d.state.join("loop1/DECISIONS.md"));
-    assert!(dec.contains("lane l1-impl-task-1 held for the owner"), "{dec}");
+    assert!(
+        dec.contains("lane l1-impl-task-1 held for the owner"),
+        "{dec}"
+    );
     assert!(!dec.contains(" park: "), "{dec}");
     let n = read(&notes);
     assert!(n.contains("\"event\":\"escalation\""), "{n}");
@@ -257,12 +267,22 @@ fn two_rounds_with_new_findings_trip_and_park_overnight() {
     let t = &st.tasks[0];
     assert_eq!(t.phase, Phase::Parked, "{t:?}");
     assert_eq!(t.round, 2, "no third round: {t:?}");
-    assert!(t.resume.as_deref().unwrap().starts_with("until the owner is back"), "{t:?}");
-    let dec = read(&d.state.join("loop1/DECISIONS.md"));
-    let trip = dec.lines().find(|l| l.contains(" tripwire: TASK-1: ")).expect(&dec);
     assert!(
-        trip.contains("2 failed rounds each opened a new class of finding (review:naming, review:tests)")
-            && trip.contains("call: park; recommended: split"),
+        t.resume
+            .as_deref()
+            .unwrap()
+            .starts_with("until the owner is back"),
+        "{t:?}"
+    );
+    let dec = read(&d.state.join("loop1/DECISIONS.md"));
+    let trip = dec
+        .lines()
+        .find(|l| l.contains(" tripwire: TASK-1: "))
+        .expect(&dec);
+    assert!(
+        trip.contains(
+            "2 failed rounds each opened a new class of finding (review:naming, review:tests)"
+        ) && trip.contains("call: park; recommended: split"),
         "{trip}"
     );
 }
@@ -287,17 +307,31 @@ fn four_hours_trip_a_spinning_lane_recorded_stalled_not_killed() {
     let (st, _) = run_collect(&mut ops, config(&d, &repo, &charter, u));
     let (t1, t2) = (&st.tasks[0], &st.tasks[1]);
     assert_eq!(t1.phase, Phase::Parked, "{t1:?}");
-    assert!(t1.reason.as_deref().unwrap().starts_with("tripwire: "), "{t1:?}");
+    assert!(
+        t1.reason.as_deref().unwrap().starts_with("tripwire: "),
+        "{t1:?}"
+    );
     assert_eq!(t2.phase, Phase::Landed, "{t2:?}");
     let dec = read(&d.state.join("loop1/DECISIONS.md"));
     assert!(
-        dec.contains("stall: TASK-1: lane l1-impl-task-1 is stalled: working with no output change for"),
+        dec.contains(
+            "stall: TASK-1: lane l1-impl-task-1 is stalled: working with no output change for"
+        ),
         "{dec}"
     );
-    assert!(!dec.contains("stall: TASK-2: lane l1-impl-task-2 is stalled"), "{dec}");
+    assert!(
+        !dec.contains("stall: TASK-2: lane l1-impl-task-2 is stalled"),
+        "{dec}"
+    );
     assert!(!dec.contains("interrupted once"), "nothing killed: {dec}");
-    let trip = dec.lines().find(|l| l.contains(" tripwire: TASK-1: ")).expect(&dec);
-    assert!(trip.contains("call: park; recommended: new approach"), "{trip}");
+    let trip = dec
+        .lines()
+        .find(|l| l.contains(" tripwire: TASK-1: "))
+        .expect(&dec);
+    assert!(
+        trip.contains("call: park; recommended: new approach"),
+        "{trip}"
+    );
 }
 
 /// Guards autotune's actuation: on an idle machine (the load probe says 0.1
@@ -318,7 +352,9 @@ fn autotune_grows_the_pool_within_the_cap() {
     let dec = read(&d.state.join("loop1/DECISIONS.md"));
     let tunes: Vec<&str> = dec.lines().filter(|l| l.contains(" autotune: ")).collect();
     assert!(
-        tunes.first().is_some_and(|l| l.contains("autotune: task pool 1 → 2: load 0.10 per core < 0.7")),
+        tunes
+            .first()
+            .is_some_and(|l| l.contains("autotune: task pool 1 → 2: load 0.10 per core < 0.7")),
         "{dec}"
     );
     assert!((2..=4).contains(&st.pool), "{}", st.pool);

@@ -35,7 +35,11 @@ fn setup(d: &Drover) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
         ));
     }
     let charter = root.join("CHARTER.md");
-    std::fs::write(&charter, "# Crash run\n\n- lanes: 4\n- pool: 2\n- gate: `true`\n").unwrap();
+    std::fs::write(
+        &charter,
+        "# Crash run\n\n- lanes: 4\n- pool: 2\n- gate: `true`\n",
+    )
+    .unwrap();
     let imp_path = root.join("imp.toml");
     std::fs::write(&imp_path, imp).unwrap();
     let rev_path = root.join("rev.toml");
@@ -173,10 +177,9 @@ fn kill_9_at_random_points_then_resume_lands_every_task_once() {
         (1..=TASKS).map(|n| (n, 1)).collect::<Vec<_>>(),
         "every task landed exactly once: {text}\n{now}"
     );
-    let v: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(d.state.join("loop1/run.json")).unwrap(),
-    )
-    .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.state.join("loop1/run.json")).unwrap())
+            .unwrap();
     assert_eq!(v["state"], "closed", "{v}");
     assert!(
         v["tasks"]

@@ -308,10 +308,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             .as_ref()
             .and_then(|st| drover::loopctl::parse_resets_at(st.clock_at.as_deref()));
         let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
-        cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::clock::FastClock::new(
-            start,
-            a.clock_scale,
-        ));
+        cfg.unattended.clock =
+            std::sync::Arc::new(drover::loopctl::clock::FastClock::new(start, a.clock_scale));
     }
     cfg.unattended.autotune = a.lane_autotune;
     if a.overnight {

@@ -106,7 +106,13 @@ pub fn load_per_core() -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn s(current: usize, load: Option<f64>, limited: usize, recent: &[bool], since: u32) -> Signals {
+    fn s(
+        current: usize,
+        load: Option<f64>,
+        limited: usize,
+        recent: &[bool],
+        since: u32,
+    ) -> Signals {
         Signals {
             current,
             cap: 4,
@@ -121,14 +127,38 @@ mod tests {
     fn a_table_of_cases() {
         let ok = [false, false];
         let cases: &[(Signals, usize, &str)] = &[
-            (s(2, Some(0.2), 0, &ok, 2), 3, "idle machine, no failures: one more"),
+            (
+                s(2, Some(0.2), 0, &ok, 2),
+                3,
+                "idle machine, no failures: one more",
+            ),
             (s(4, Some(0.2), 0, &ok, 2), 4, "never past the cap"),
-            (s(6, Some(0.2), 0, &ok, 9), 4, "a pool past the cap is cut to it"),
-            (s(3, Some(1.6), 0, &ok, 0), 2, "high load sheds, even cooling down"),
+            (
+                s(6, Some(0.2), 0, &ok, 9),
+                4,
+                "a pool past the cap is cut to it",
+            ),
+            (
+                s(3, Some(1.6), 0, &ok, 0),
+                2,
+                "high load sheds, even cooling down",
+            ),
             (s(1, Some(3.0), 0, &ok, 5), 1, "never under one"),
-            (s(3, Some(0.2), 0, &[false, true, true, true], 2), 2, "75 % failed: one fewer"),
-            (s(3, Some(0.2), 0, &[true, false], 2), 3, "50 % is not above half"),
-            (s(2, Some(0.2), 0, &[true], 2), 2, "one outcome is too few to grow or shed"),
+            (
+                s(3, Some(0.2), 0, &[false, true, true, true], 2),
+                2,
+                "75 % failed: one fewer",
+            ),
+            (
+                s(3, Some(0.2), 0, &[true, false], 2),
+                3,
+                "50 % is not above half",
+            ),
+            (
+                s(2, Some(0.2), 0, &[true], 2),
+                2,
+                "one outcome is too few to grow or shed",
+            ),
             (s(2, Some(0.2), 1, &ok, 2), 2, "a limit holds the pool"),
             (s(2, Some(0.2), 0, &ok, 1), 2, "cooldown"),
             (s(2, None, 0, &ok, 2), 2, "unknown load: no growth"),

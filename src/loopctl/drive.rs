@@ -264,7 +264,10 @@ impl<O: LaneOps> Runner<'_, O> {
                 "autotune",
                 &format!("task pool {from} → {}: {}", t.lanes, t.why),
             )?;
-            self.say(&format!("autotune: task pool {from} → {} ({})", t.lanes, t.why));
+            self.say(&format!(
+                "autotune: task pool {from} → {} ({})",
+                t.lanes, t.why
+            ));
             self.status.pool = t.lanes;
             self.since_tune = 0;
             self.persist()?;

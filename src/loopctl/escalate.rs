@@ -60,7 +60,10 @@ impl<O: LaneOps> Runner<'_, O> {
                     )
                 })
         };
-        q(true).chain(q(false)).chain(self.rulings.clone()).collect()
+        q(true)
+            .chain(q(false))
+            .chain(self.rulings.clone())
+            .collect()
     }
 
     /// The policy escalated `job` of `id` (not a usage limit): hold the lane
@@ -74,7 +77,8 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         if self.held.contains(job) {
             // Still waiting for the owner: keep watching it.
-            self.jobs.insert(job.to_string(), (id.to_string(), self.now()));
+            self.jobs
+                .insert(job.to_string(), (id.to_string(), self.now()));
             return Ok(());
         }
         let lane = self.lanes.get(id).cloned();
@@ -91,7 +95,8 @@ impl<O: LaneOps> Runner<'_, O> {
         match overnight::route(self.mode) {
             Route::Hold => {
                 self.held.insert(job.to_string());
-                self.jobs.insert(job.to_string(), (id.to_string(), self.now()));
+                self.jobs
+                    .insert(job.to_string(), (id.to_string(), self.now()));
                 self.decide(
                     "question",
                     &format!("{id}: {q}; lane {lane_id} held for the owner; recommendation: {rec}"),

@@ -44,8 +44,8 @@ pub mod sha256;
 pub mod simlanes;
 mod stall;
 pub use stall::class as stall_class;
+mod escalate;
 mod steps;
 pub mod tripwire;
-mod escalate;
 
 pub use error::LoopError;

@@ -57,10 +57,10 @@ pub fn until_utc<Z: TimeZone>(now: DateTime<Utc>, at: NaiveTime, tz: &Z) -> Date
     let mut day = local_now.date();
     for _ in 0..3 {
         let naive = day.and_time(at);
-        let t = tz
-            .from_local_datetime(&naive)
-            .earliest()
-            .or_else(|| tz.from_local_datetime(&(naive + CDuration::hours(1))).earliest());
+        let t = tz.from_local_datetime(&naive).earliest().or_else(|| {
+            tz.from_local_datetime(&(naive + CDuration::hours(1)))
+                .earliest()
+        });
         if let Some(t) = t.map(|t| t.with_timezone(&Utc))
             && t > now
         {

@@ -133,7 +133,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mut restarted = Vec::new();
         for t in self.status.tasks.clone() {
             let limit_park = t.phase == Phase::Parked
-                && t.resume.as_deref().is_some_and(|r| r.starts_with("resumes at "));
+                && t.resume
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("resumes at "));
             let wt_exists = t.worktree.as_ref().is_some_and(|w| w.exists());
             match t.phase {
                 Phase::Landing => self.landing_queue.push(t.id.clone()),
@@ -174,7 +176,10 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             .cloned()
             .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
         let n = self.run.n;
-        let agent = self.task(id).and_then(|t| t.agent).unwrap_or(crate::registry::Agent::Claude);
+        let agent = self
+            .task(id)
+            .and_then(|t| t.agent)
+            .unwrap_or(crate::registry::Agent::Claude);
         let round = self.task(id).map_or(1, |t| t.round.max(1));
         let lane = format!("l{n}-impl-{}", slug(id));
         let lane_dir = self.run.lane_dir(&lane)?;

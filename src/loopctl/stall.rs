@@ -163,7 +163,11 @@ mod tests {
             ]
         };
         let a = progress_hash(&frame("✻", 3, ""));
-        assert_eq!(a, progress_hash(&frame("✳", 9, "")), "only the spinner moved");
+        assert_eq!(
+            a,
+            progress_hash(&frame("✳", 9, "")),
+            "only the spinner moved"
+        );
         assert_ne!(a, progress_hash(&frame("✻", 3, "  ⎿  Wrote 3 lines")));
         assert!(is_spinner_row("• Working (5s • esc to interrupt)"));
         assert!(is_spinner_row("✶ Cogitating… (12s · ↑ 1.2k tokens)"));

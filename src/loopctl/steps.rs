@@ -138,7 +138,12 @@ impl<O: LaneOps> Runner<'_, O> {
             (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
-        let job = format!("loop{}-{}-i{round}{}", self.run.n, slug(id), self.resume_tag);
+        let job = format!(
+            "loop{}-{}-i{round}{}",
+            self.run.n,
+            slug(id),
+            self.resume_tag
+        );
         self.dispatch(
             id,
             &job,
@@ -192,9 +197,7 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         let phase = self.task(id).map(|t| t.phase);
         match outcome {
-            Outcome::Escalated { decision, reason } => {
-                self.escalated(id, job, &decision, &reason)
-            }
+            Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
             Outcome::Failed { status, reason } => {
                 self.lane_down(id)?;
                 self.park(

@@ -111,7 +111,11 @@ pub fn call(reason: &Reason, overnight: bool) -> (Call, Call) {
         Reason::NewClasses { .. } => Call::Split,
         Reason::Time { .. } => Call::NewApproach,
     };
-    let now = if overnight { Call::Park } else { Call::Escalate };
+    let now = if overnight {
+        Call::Park
+    } else {
+        Call::Escalate
+    };
     (now, rec)
 }
 

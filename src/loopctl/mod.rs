@@ -45,6 +45,7 @@ pub mod simlanes;
 mod stall;
 pub use stall::class as stall_class;
 mod escalate;
+mod finish;
 mod steps;
 pub mod tripwire;
 

@@ -174,6 +174,13 @@ pub fn dispatch(
         })?;
     let generation = info["generation"].as_u64().unwrap_or(0);
     check_session(state_dir, &spec.session_id)?;
+    // One dispatch to a pane at a time: the busy check, the claim and the
+    // dispatch evidence that makes the next check see this job happen under
+    // the pane's dispatch lock, so two dispatches racing to one pane cannot
+    // both pass the check.
+    let lane_dir = state_dir.join("lanes").join(&spec.pane);
+    crate::store::create_private_dir(&lane_dir)?;
+    let serial = crate::store::LockGuard::exclusive(&lane_dir.join("dispatch.lock"))?;
     if let Some(running) = running_job_on(&engine, &evidence, &spec.pane, &spec.job_id)? {
         return Err(DispatchError::LaneBusy {
             pane: spec.pane.clone(),
@@ -212,6 +219,7 @@ pub fn dispatch(
             worktree: worktree.as_ref().map(|w| w.display().to_string()),
         },
     )?;
+    drop(serial);
     let text = format!(
         "{}{}",
         spec.prompt,

@@ -64,6 +64,9 @@ impl Sim {
             cmd.arg(&p);
         }
         cmd.cwd(cwd);
+        // Taken before the spawn: the child may start its clock before
+        // `spawn_command` returns.
+        let spawned = Instant::now();
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().unwrap();
@@ -93,7 +96,7 @@ impl Sim {
             writer,
             child,
             _master: pair.master,
-            spawned: Instant::now(),
+            spawned,
             last_output: Instant::now(),
             eof: false,
             classifier: Classifier::builtin().unwrap(),
@@ -342,11 +345,14 @@ fn default_script_works_then_finishes() {
 
 #[test]
 fn startup_delay_is_starting_then_idle() {
+    // Failed now and then: the spawn instant was taken after the child had
+    // started its clock, and a loaded machine could use up a short delay
+    // before the first look.
     let dir = tempfile::tempdir().unwrap();
-    let mut sim = Sim::spawn("codex", Some("startup_ms = 400\n"), dir.path());
+    let mut sim = Sim::spawn("codex", Some("startup_ms = 1500\n"), dir.path());
     assert_eq!(sim.observe(None).state, State::Starting);
     sim.wait_state(State::Idle, None);
-    assert!(sim.spawned.elapsed() >= Duration::from_millis(400));
+    assert!(sim.spawned.elapsed() >= Duration::from_millis(1500));
     let _ = sim.child.kill();
 }
 

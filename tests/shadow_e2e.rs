@@ -94,6 +94,14 @@ impl Env {
         );
         serde_json::from_str(&out).unwrap()
     }
+    /// `drover dispatch JOB --pane lane --session SESSION --prompt x`, not run.
+    fn dispatch_cmd(&self, job: &str, session: &str) -> std::process::Command {
+        let mut c = self.d.cmd();
+        c.args(["dispatch", job, "--pane", "lane", "--session", session])
+            .args(["--prompt", "x"])
+            .env_remove("DROVER_AUTOCOMPLETE");
+        c
+    }
     fn status(&self, job: &str) -> String {
         let v: serde_json::Value =
             serde_json::from_str(&self.ok(&["job", "show", job, "--json"], &[])).unwrap();
@@ -347,19 +355,7 @@ fn a_second_job_on_a_busy_pane_is_refused_naming_the_running_one() {
     e.sim("lane", CLEAN);
     e.dispatch("J1", "lane", &[]);
     e.ok(&["job", "create", "J2"], &[]);
-    let out = e.cmd(
-        &[
-            "dispatch",
-            "J2",
-            "--pane",
-            "lane",
-            "--session",
-            "implementer",
-            "--prompt",
-            "x",
-        ],
-        &[],
-    );
+    let out = e.dispatch_cmd("J2", "implementer").output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
     assert!(
         common::stderr(&out).contains("J1"),
@@ -369,20 +365,41 @@ fn a_second_job_on_a_busy_pane_is_refused_naming_the_running_one() {
     assert_eq!(e.status("J2"), "pending");
     // Once J1 is done with, the lane takes J2.
     e.ok(&["job", "cancel", "J1", "--reason", "make way"], &[]);
-    e.ok(
-        &[
-            "dispatch",
-            "J2",
-            "--pane",
-            "lane",
-            "--session",
-            "implementer",
-            "--prompt",
-            "x",
-        ],
-        &[],
-    );
+    let o = e.dispatch_cmd("J2", "implementer").output().unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
     assert_eq!(e.status("J2"), "running");
+}
+
+/// Guards: dispatches racing to one pane could all pass the busy check before
+/// any of them claimed, and the pane then held several running jobs.
+#[test]
+fn dispatches_racing_to_one_pane_start_exactly_one_job() {
+    let e = Env::new();
+    e.sim("lane", CLEAN);
+    let jobs = ["R1", "R2", "R3", "R4"];
+    for j in jobs {
+        e.ok(&["job", "create", j], &[]);
+    }
+    let children: Vec<_> = jobs
+        .iter()
+        .map(|j| {
+            e.dispatch_cmd(j, "implementer")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .map(|o| (o.status.code(), common::stderr(&o)))
+        .collect();
+    let won = codes.iter().filter(|(c, _)| *c == Some(0)).count();
+    let refused = codes.iter().filter(|(c, _)| *c == Some(3)).count();
+    assert_eq!((won, refused), (1, 3), "{codes:?}");
+    let running: Vec<_> = jobs.iter().filter(|j| e.status(j) == "running").collect();
+    assert_eq!(running.len(), 1, "{running:?} {codes:?}");
 }
 
 /// Guards: dispatch accepted a session the registry does not have.
@@ -392,19 +409,7 @@ fn dispatch_refuses_a_session_the_registry_does_not_have() {
     e.sim("lane", CLEAN);
     e.ok(&["registry", "init", "--topology", "four-role"], &[]);
     e.ok(&["job", "create", "J1"], &[]);
-    let out = e.cmd(
-        &[
-            "dispatch",
-            "J1",
-            "--pane",
-            "lane",
-            "--session",
-            "ghost",
-            "--prompt",
-            "x",
-        ],
-        &[],
-    );
+    let out = e.dispatch_cmd("J1", "ghost").output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
     assert!(
         common::stderr(&out).contains("implementer"),

@@ -190,8 +190,8 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
 }
 
 /// Guards owner-present mode: a permission escalation holds its lane (no
-/// park, no timeout) and notifies; once the owner approves in the pane the
-/// job goes on and the task lands.
+/// park) and notifies; once the owner approves in the pane the job goes on
+/// and the task lands.
 #[test]
 fn owner_present_holds_the_lane_until_the_owner_answers() {
     let d = Drover::new();
@@ -201,14 +201,14 @@ fn owner_present_holds_the_lane_until_the_owner_answers() {
     let mut ops = lanes(&d, imp, REVIEWER.into());
     let (u, _) = fast(60, Some(&notes));
     let mut cfg = config(&d, &repo, &charter, u);
-    // A turn timeout far shorter than the owner's answer: held lanes are exempt.
-    cfg.turn_timeout = Duration::from_secs(60);
+    // The owner's wait ends at the turn timeout (an hour here: a minute real).
+    cfg.turn_timeout = Duration::from_secs(3600);
     let state = d.state.clone();
     let bin = common::BIN.to_string();
     let owner = std::thread::spawn(move || {
         let q = state.join("loop1/QUESTIONS.md");
         let asked = common::wait_until(Duration::from_secs(120), || read(&q).contains(" TASK-1: "));
-        // Five real seconds: five minutes on this clock, past the turn timeout.
+        // The owner takes five minutes of this clock (five real seconds).
         std::thread::sleep(Duration::from_secs(5));
         let out = std::process::Command::new(&bin)
             .args(["approve", "l1-impl-task-1"])

@@ -204,7 +204,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 continue;
             }
             // A stopping run cannot wait for the owner.
-            if self.stop.is_some() && self.jobs.keys().all(|j| self.held.contains(j)) {
+            if self.stop.is_some() && self.jobs.keys().all(|j| self.held.contains_key(j)) {
                 self.release_held()?;
             }
             if self.jobs.is_empty() {
@@ -309,7 +309,7 @@ impl<O: LaneOps> Runner<'_, O> {
         // Lanes held for the owner are looked at, never waited on: their
         // escalation stays the last word until the owner answers.
         let (held, free): (Vec<String>, Vec<String>) =
-            jobs.into_iter().partition(|j| self.held.contains(j));
+            jobs.into_iter().partition(|j| self.held.contains_key(j));
         let mut outs = if free.is_empty() {
             std::thread::sleep(slice.max(Duration::from_millis(10)));
             Vec::new()
@@ -338,15 +338,30 @@ impl<O: LaneOps> Runner<'_, O> {
         let late: Vec<(String, String)> = self
             .jobs
             .iter()
-            .filter(|(j, (_, at))| {
-                // A lane held for the owner waits for the owner, not a timer.
-                over_budget || (!self.held.contains(*j) && super::clock::since(*at, now) > turn)
-            })
+            .filter(|(_, (_, at))| over_budget || super::clock::since(*at, now) > turn)
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
         for (job, task) in late {
             self.jobs.remove(&job);
             self.cancel_job(&job);
+            let lane = self
+                .lanes
+                .get(&task)
+                .map(|l| l.id.clone())
+                .unwrap_or_default();
+            if self.held.remove(&job).is_some() && !over_budget {
+                // The owner's wait ends at its deadline; the lane stays up
+                // for a human until the close-out.
+                self.park(
+                    &task,
+                    &format!(
+                        "no answer from the owner within {} s (job {job} cancelled)",
+                        self.cfg.turn_timeout.as_secs()
+                    ),
+                    &format!("answer the agent in lane {lane} (drover attach {lane}), then rerun"),
+                )?;
+                continue;
+            }
             let why = if over_budget {
                 format!(
                     "the wall-clock budget ran out (job {job} cancelled); deferred for the rest of the run"

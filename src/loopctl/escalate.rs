@@ -75,10 +75,9 @@ impl<O: LaneOps> Runner<'_, O> {
         decision: &str,
         reason: &str,
     ) -> Result<(), LoopError> {
-        if self.held.contains(job) {
+        if let Some(since) = self.held.get(job).copied() {
             // Still waiting for the owner: keep watching it.
-            self.jobs
-                .insert(job.to_string(), (id.to_string(), self.now()));
+            self.jobs.insert(job.to_string(), (id.to_string(), since));
             return Ok(());
         }
         let lane = self.lanes.get(id).cloned();
@@ -94,7 +93,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.ask(id, &q, &rec, job)?;
         match overnight::route(self.mode) {
             Route::Hold => {
-                self.held.insert(job.to_string());
+                self.held.insert(job.to_string(), self.now());
                 self.jobs
                     .insert(job.to_string(), (id.to_string(), self.now()));
                 self.decide(
@@ -187,7 +186,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let held: Vec<String> = self
             .jobs
             .iter()
-            .filter(|(j, _)| self.held.contains(*j))
+            .filter(|(j, _)| self.held.contains_key(*j))
             .map(|(_, (t, _))| t.clone())
             .collect();
         let limited: Vec<String> = self.limited.keys().cloned().collect();
@@ -282,7 +281,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let held: Vec<(String, String)> = self
             .jobs
             .iter()
-            .filter(|(j, _)| self.held.contains(*j))
+            .filter(|(j, _)| self.held.contains_key(*j))
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
         for (job, task) in held {

@@ -190,8 +190,9 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) rulings: Vec<(String, String)>,
     /// Owner present or overnight, now.
     pub(super) mode: super::overnight::Mode,
-    /// Jobs whose lane is held for the owner (an escalation, owner present).
-    pub(super) held: std::collections::BTreeSet<String>,
+    /// Jobs whose lane is held for the owner (an escalation, owner present),
+    /// and since when (the owner's wait ends at the turn timeout).
+    pub(super) held: BTreeMap<String, DateTime<Utc>>,
     /// The previous pass, on the loop's clock (the tripwire's accounting).
     pub(super) last_pass: DateTime<Utc>,
     /// This process runs the run (held until it ends; a crash lets it go).

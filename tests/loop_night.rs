@@ -114,6 +114,15 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
         "# Night\n\n- lanes: 4\n- pool: 2\n- gate: `true`\n",
     )
     .unwrap();
+    // Every implementer is Claude (its limit menu is the one chosen by label).
+    d.ok(&[
+        "registry",
+        "init",
+        "--topology",
+        "four-role",
+        "--agent-mix",
+        "claude=12",
+    ]);
     // The loop's clock starts at the wall clock's now (the first run's).
     let start = chrono::Utc::now();
     let imp: PathBuf = root.join("imp.toml");

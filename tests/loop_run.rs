@@ -357,8 +357,7 @@ fn a_permission_prompt_parks_the_task_and_asks() {
     let closeout = std::fs::read_to_string(d.state.join("loop1/closeout.md")).unwrap();
     assert!(closeout.contains("## Landed\n- none\n"), "{closeout}");
     assert!(
-        closeout
-            .contains("## For ratification\n- question (")
+        closeout.contains("## For ratification\n- question (")
             && closeout.contains(" on TASK-1: lane l1-impl-task-1 is waiting"),
         "{closeout}"
     );

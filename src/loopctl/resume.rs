@@ -90,6 +90,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
         r.run_lock = Some(lock);
         r.resume_tag = format!("-k{}", r.status.resumes);
+        // Recorded before any job carries the tag: a kill from here on makes
+        // the next resume use the next number, so no job id is reused.
+        r.persist()?;
         Ok(r)
     }
 

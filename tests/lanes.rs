@@ -37,9 +37,8 @@ fn lane_up_makes_worktrees_branches_and_ready_panes_with_the_lane_env() {
         assert_eq!(rec["phase"], "up");
         assert!(rec["boot_id"].is_string());
         assert!(
-            rec["agent_version"]
-                .as_str()
-                .is_some_and(|v| v.starts_with("drover"))
+            rec["agent_version"].as_str() == Some(env!("CARGO_PKG_VERSION")),
+            "{rec}"
         );
         let wt = d.state.join("worktrees").join(id);
         assert_eq!(rec["worktree"], wt.display().to_string());

@@ -279,3 +279,67 @@ fn supervisor_killed_during_lane_up_leaves_named_lanes_that_reconcile_finishes()
     d.ok(&["lane", "down", "--all"]);
     assert_nothing_made(&d, Some(&r));
 }
+
+/// A small tmpfs, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let o = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(at)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "this test needs root to mount a small tmpfs (a real full disk): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Guards a full disk during `git worktree add`: `lane up` fails clearly,
+/// nothing half-made stays recorded, and no worktree, branch or process leaks.
+#[test]
+#[ignore = "needs root: mounts a tmpfs"]
+fn a_full_disk_during_worktree_add_leaves_nothing() {
+    let d = Drover::new();
+    let r = repo(&d);
+    // A checkout that cannot fit: 2 MB of incompressible bytes, on a 256 KB disk.
+    let big: Vec<u8> = (0..2u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(r.join("big.bin"), big).unwrap();
+    common::git(&r, &["add", "big.bin"]);
+    common::git(&r, &["commit", "-q", "-m", "big"]);
+    let _fs = Tmpfs::mount(&d.state.join("worktrees"), "256k");
+    let rs = r.display().to_string();
+    let out = d.run(&up_args(
+        &rs,
+        &["--sessions", "implementer", "--agents", "claude"],
+    ));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("implementer-claude") && err.contains("git worktree"),
+        "says which lane and what failed: {err}"
+    );
+    assert_nothing_made(&d, Some(&r));
+}

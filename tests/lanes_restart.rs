@@ -160,3 +160,75 @@ fn ten_up_down_cycles_leave_no_worktree_branch_pane_process_or_fd() {
 fn hundred_up_down_cycles_leave_no_worktree_branch_pane_process_or_fd() {
     cycles(100);
 }
+
+/// Guards recovery after a reboot (the boot id changes; `DROVER_BOOT_ID`
+/// stands in for it): the supervisor's reconcile at start respawns every
+/// lane once as a new generation and records the new boot id, and the next
+/// restart in the same boot re-adopts the tmux panes — never a second respawn.
+#[test]
+fn after_a_reboot_each_lane_is_respawned_once_never_twice() {
+    const BOOT: &str = "drover-test-boot-2";
+    let d = Drover::new();
+    let r = repo(&d);
+    up(&d, &r, "implementer", &["--backend", "tmux"]);
+    let before = records(&d);
+    assert_eq!(before.len(), 2);
+    let ids = all_ids(&d);
+    let kill9 = |d: &Drover| {
+        let pid = d.server_pid().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        assert!(wait_until(T, || common::all_threads_gone(pid)));
+    };
+    let in_boot = |args: &[&str]| {
+        let out = d
+            .cmd()
+            .env("DROVER_BOOT_ID", BOOT)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        common::stdout(&out)
+    };
+
+    // "Reboot": the supervisor comes back in another boot.
+    kill9(&d);
+    in_boot(&["serve", "--daemon"]);
+    assert!(
+        wait_until(T, || records(&d)
+            .iter()
+            .all(|l| l["generation"] == 2 && l["boot_id"] == BOOT)),
+        "{:?}",
+        records(&d)
+    );
+    let rebooted = records(&d);
+    for (a, b) in before.iter().zip(&rebooted) {
+        assert_ne!(a["pid"], b["pid"], "respawned: {b}");
+        assert_eq!(b["worktree"], a["worktree"]);
+        assert_eq!(b["backend"], "tmux");
+    }
+    wait_idle(&d, &ids);
+
+    // A restart in the same boot: the tmux panes are kept, nothing respawns.
+    kill9(&d);
+    in_boot(&["serve", "--daemon"]);
+    let table: Value = serde_json::from_str(&in_boot(&["lane", "reconcile", "--json"])).unwrap();
+    for row in table.as_array().unwrap() {
+        let action = row["action"].as_str().unwrap();
+        assert!(
+            action == "healthy" || action == "adopt",
+            "never a second respawn: {row}"
+        );
+    }
+    let after = records(&d);
+    for (a, b) in rebooted.iter().zip(&after) {
+        assert_eq!(b["generation"], 2, "{b}");
+        assert_eq!(a["pid"], b["pid"], "the same processes kept running");
+    }
+    in_boot(&["lane", "down", "--all"]);
+    assert!(drover_branches(&r).is_empty() && linked_worktrees(&r).is_empty());
+    assert!(wait_until(T, || lane_processes(&d).is_empty()));
+}

@@ -1,4 +1,4 @@
-//! The loop's command line: `loop lint queue`, `loop run` on sim lanes with
+//! The loop's command line: `loop lint queue`, `loop run` on sim-agent lanes with
 //! `loop status`, and `demo --loop`.
 
 mod common;
@@ -83,24 +83,37 @@ fn loop_run_on_sim_lanes_then_status() {
     let rev = root.join("rev.toml");
     std::fs::write(&rev, "[[turn]]\nsteps = [{ work = 200 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n").unwrap();
 
-    let out = d.run(&[
-        "loop",
-        "run",
-        "--charter",
-        charter.to_str().unwrap(),
-        "--repo",
-        repo.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "sim scripts are required in this build"
-    );
+    // Real agents are the default; with neither on PATH the run refuses
+    // before it starts anything and names --sim.
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git_bin = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let git_bin = String::from_utf8_lossy(&git_bin.stdout).trim().to_string();
+    std::os::unix::fs::symlink(&git_bin, bin.join("git")).unwrap();
+    let out = d
+        .cmd()
+        .env("PATH", &bin)
+        .args([
+            "loop",
+            "run",
+            "--charter",
+            charter.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("--sim-implementer"),
+        stderr(&out).contains("claude and codex not found on PATH")
+            && stderr(&out).contains("--sim"),
         "{}",
         stderr(&out)
     );
+    assert!(!d.state.join("loop1").exists(), "nothing was started");
 
     let out = d.run(&[
         "loop",

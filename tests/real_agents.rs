@@ -632,6 +632,8 @@ fn claude_turns(v: &str) {
     );
     let a = r.answer(&["approve"]);
     assert!(a["attempts"].as_u64().unwrap_or(9) <= 2, "{a}");
+    // The reply said "now blocked" about the dialog it had just answered.
+    assert_ne!(a["state"], "blocked", "{a}");
     r.expect_state("done");
     assert!(
         r.file("hello.txt").is_file(),
@@ -1208,4 +1210,267 @@ fn claude_attach_renders_and_takes_input() {
 #[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn codex_attach_renders_and_takes_input() {
     attach_renders_and_takes_input(Agent::Codex, "codex-attach", "codex-suite");
+}
+
+/// The argv and environment of a process, from `/proc`.
+fn proc_argv_env(pid: u64) -> (Vec<String>, Vec<(String, String)>) {
+    let split = |raw: Vec<u8>| -> Vec<String> {
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    };
+    let argv = split(std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline"));
+    let env = split(std::fs::read(format!("/proc/{pid}/environ")).expect("environ"))
+        .into_iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    (argv, env)
+}
+
+/// A lane restarted after its agent was gone resumes the conversation in
+/// the same worktree: the lane's resuming command (`docs/lanes.md`: `claude
+/// --continue …`, `codex resume --last …`, the permission flags kept) shows
+/// the earlier turn again.
+fn resumes_the_conversation(agent: Agent, v: &str) {
+    let mut r = Run::start(
+        agent,
+        v,
+        &format!("{}-resume", agent.name()),
+        &script(&format!("{}-suite", agent.name())),
+        None,
+    );
+    r.expect_state("idle");
+    r.prompt("say hello");
+    r.expect_state("done");
+    let list = r.client.call("pane.ls", json!({})).expect("pane.ls");
+    let pid = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == r.pane.as_str())
+        .and_then(|p| p["pid"].as_u64())
+        .expect("the agent's pid");
+    let (argv, env) = proc_argv_env(pid);
+    // The lane's resume form: the agent, its resume words, then its flags.
+    // (A Node launcher shows as `node <script> …`: the program is both.)
+    let prog = if argv[0].ends_with("node") { 2 } else { 1 };
+    let mut resumed = argv[..prog].to_vec();
+    match agent {
+        Agent::Claude => resumed.push("--continue".into()),
+        Agent::Codex => resumed.extend(["resume".to_string(), "--last".to_string()]),
+    }
+    resumed.extend(argv[prog..].iter().cloned());
+    r.client
+        .call("pane.kill", json!({"pane": r.pane}))
+        .expect("pane.kill");
+    r.client
+        .call(
+            "pane.new",
+            json!({"spec": {"name": r.pane, "argv": resumed, "env": env, "cwd": r.cwd,
+                "cols": r.size.0, "rows": r.size.1, "agent": agent.name()}}),
+        )
+        .expect("pane.new resuming");
+    r.last_prompt = None;
+    r.expect_text("say hello");
+    r.expect_text("Hello from the mock model.");
+}
+
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn claude_lane_resumes_with_continue() {
+    for v in Agent::Claude.versions() {
+        resumes_the_conversation(Agent::Claude, &v);
+    }
+}
+
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn codex_lane_resumes_with_resume_last() {
+    for v in Agent::Codex.versions() {
+        resumes_the_conversation(Agent::Codex, &v);
+    }
+}
+
+/// Guards the lanes' permission modes on the real agents: `lane up` of the
+/// four-role Implementer and Reviewer with Claude and Codex (against the mock
+/// model server, configured as a rehearsal is, through `--env`) starts the
+/// writer with `acceptEdits` / `workspace-write` and the reviewer with `plan`
+/// / `read-only`, as the argv of the real, ready processes shows.
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn lane_up_starts_reviewers_read_only_and_the_writer_writing() {
+    use drover::agent::adapter::{self, Access, LaunchOptions, Rehearsal};
+    use drover::agent::state::AgentKind;
+    let tmp = tempfile::Builder::new()
+        .prefix("rl")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    let bin = root.join("bin");
+    let home = root.join("home");
+    let repo = root.join("repo");
+    let state = root.join("state");
+    for d in [&bin, &home, &repo, &state] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    for a in [Agent::Claude, Agent::Codex] {
+        let v = a.versions().pop().expect("a version");
+        let real = discover::cached_version(a.lib(), &v).expect("installed");
+        std::os::unix::fs::symlink(real, bin.join(a.name())).expect("symlink");
+    }
+    let drover = env!("CARGO_BIN_EXE_drover");
+    let port_file = root.join("port");
+    let mut mock = std::process::Command::new(drover)
+        .args(["mock-model", "--port", "0", "--port-file"])
+        .arg(&port_file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mock-model");
+    let t = Instant::now();
+    while !port_file.exists() && t.elapsed() < STEP_TIMEOUT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let port = std::fs::read_to_string(&port_file).expect("port file");
+    let base_url = format!("http://127.0.0.1:{}", port.trim());
+    // One HOME for every lane: each agent's config trusts both of its worktrees.
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut claude_projects = serde_json::Map::new();
+    let mut codex_config = String::new();
+    for (kind, agent) in [(AgentKind::Claude, "claude"), (AgentKind::Codex, "codex")] {
+        for session in ["implementer", "reviewer"] {
+            let cwd = state.join("worktrees").join(format!("{session}-{agent}"));
+            let r = Rehearsal {
+                home: home.clone(),
+                cwd: cwd.clone(),
+                base_url: base_url.clone(),
+                api_key: "sk-mock-lane-permissions-0000000000".into(),
+            };
+            let spec = adapter::rehearsal(kind, &r, &LaunchOptions::new(Access::ReadOnly))
+                .expect("rehearsal");
+            for kv in spec.env {
+                if !env.contains(&kv) {
+                    env.push(kv);
+                }
+            }
+            for f in spec.files {
+                if kind == AgentKind::Claude {
+                    let mut doc: serde_json::Map<String, Value> =
+                        serde_json::from_str(&f.contents).expect("claude.json");
+                    if let Some(Value::Object(p)) = doc.remove("projects") {
+                        claude_projects.extend(p);
+                    }
+                    doc.insert("projects".into(), Value::Object(claude_projects.clone()));
+                    std::fs::write(&f.path, serde_json::to_string_pretty(&doc).unwrap())
+                        .expect("write claude.json");
+                } else if codex_config.is_empty() {
+                    codex_config = f.contents.replace("sandbox_mode = \"read-only\"\n", "");
+                } else {
+                    let proj = f.contents.split("[projects.").nth(1).unwrap_or_default();
+                    let proj = proj.split("\n\n").next().unwrap_or_default();
+                    codex_config.push_str(&format!("\n[projects.{proj}\n"));
+                }
+                if kind == AgentKind::Codex {
+                    std::fs::create_dir_all(f.path.parent().unwrap()).expect("codex home");
+                    std::fs::write(&f.path, &codex_config).expect("write codex config");
+                }
+            }
+        }
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(args[0])
+            .args(&args[1..])
+            .current_dir(&repo)
+            .env("PATH", &path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let st = state.display().to_string();
+    run(&["git", "init", "-q", "-b", "main"]);
+    run(&[
+        "git",
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t.invalid",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "initial",
+    ]);
+    let env_args: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut up = vec![
+        drover,
+        "--state-dir",
+        &st,
+        "lane",
+        "up",
+        "--topology",
+        "four-role",
+        "--repo",
+        ".",
+        "--sessions",
+        "implementer,reviewer",
+        "--timeout-ms",
+        "60000",
+    ];
+    for e in &env_args {
+        up.extend(["--env", e.as_str()]);
+    }
+    let (code, _, err) = run(&up);
+    let (_, ls, _) = run(&[drover, "--state-dir", &st, "pane", "ls", "--json"]);
+    let mut failure = None;
+    if code != Some(0) {
+        failure = Some(format!("lane up: {err}"));
+    }
+    let panes: Value = serde_json::from_str(&ls).unwrap_or(Value::Null);
+    for (lane, flag, mode) in [
+        ("implementer-claude", "--permission-mode", "acceptEdits"),
+        ("reviewer-claude", "--permission-mode", "plan"),
+        ("implementer-codex", "-s", "workspace-write"),
+        ("reviewer-codex", "-s", "read-only"),
+    ] {
+        if failure.is_some() {
+            break;
+        }
+        let pid = panes
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"] == lane)
+            .and_then(|p| p["pid"].as_u64());
+        let argv = pid
+            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+            .map(|p| proc_argv_env(p).0);
+        match argv {
+            Some(a) if a.windows(2).any(|w| w[0] == flag && w[1] == mode) => {}
+            other => {
+                let (_, screen, _) = run(&[drover, "--state-dir", &st, "pane", "read", lane]);
+                failure = Some(format!("{lane}: argv {other:?}; screen:\n{screen}"));
+            }
+        }
+    }
+    run(&[drover, "--state-dir", &st, "lane", "down", "--all"]);
+    run(&[drover, "--state-dir", &st, "kill-server"]);
+    let _ = mock.kill();
+    let _ = mock.wait();
+    if let Some(f) = failure {
+        panic!("{f}");
+    }
 }

@@ -4,7 +4,7 @@
 
 use drover::top::render::render;
 use drover::top::ui::{Key, Ui};
-use drover::top::view::{Heartbeat, Inputs, View, build};
+use drover::top::view::{Heartbeat, Inputs, LaneCells, View, build};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -33,12 +33,16 @@ fn lanes_view() -> View {
     let lanes = states
         .iter()
         .enumerate()
-        .map(|(i, (n, a, ..))| {
-            json!({"lane_id": n, "pane": n, "agent": a,
-                   "session": n.split('-').next().unwrap(),
-                   "agent_version": if *a == "claude" { "2.1.197" } else { "0.171.0" },
-                   "worktree_state": if i % 3 == 0 { "dirty" } else { "clean" },
-                   "ahead": i, "behind": i % 2})
+        .map(|(i, (n, a, ..))| LaneCells {
+            lane_id: n.to_string(),
+            pane: n.to_string(),
+            agent: a.to_string(),
+            session_id: n.split('-').next().unwrap().to_string(),
+            agent_version: Some(if *a == "claude" { "2.1.197" } else { "0.171.0" }.into()),
+            worktree_state: if i % 3 == 0 { "dirty" } else { "clean" }.into(),
+            ahead: Some(i as u64),
+            behind: Some(i as u64 % 2),
+            ..Default::default()
         })
         .collect();
     let mut inp = Inputs {
@@ -132,4 +136,18 @@ fn a_tiny_terminal_does_not_panic() {
     for (w, h) in [(1, 1), (10, 3), (80, 2), (20, 24)] {
         let _ = screen(&v, &Ui::default(), w, h);
     }
+}
+
+/// Guards: between 120 and 174 columns the lane columns once squeezed the
+/// pane and state columns to five characters; the wide layout now starts
+/// only where it fits whole.
+#[test]
+fn the_lane_columns_show_only_where_they_fit() {
+    let v = lanes_view();
+    let narrow = screen(&v, &Ui::default(), 174, 24);
+    assert!(!narrow.contains("WORKTREE"), "{narrow}");
+    assert!(narrow.contains("! impl-codex "), "{narrow}");
+    let wide = screen(&v, &Ui::default(), 175, 24);
+    assert!(wide.contains("WORKTREE"), "{wide}");
+    assert!(wide.contains("blocked:permission"), "{wide}");
 }

@@ -45,6 +45,15 @@ pub struct SimArgs {
     /// Script of steps per prompt (TOML or JSON; see docs/agents.md).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// Claude's permission mode (`plan` is read-only: write steps are not carried out).
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+    /// Codex's sandbox (`read-only`: write steps are not carried out).
+    #[arg(short = 's', long, value_name = "MODE")]
+    pub sandbox: Option<String>,
+    /// Codex's approval policy (accepted, as a lane passes it; no effect on the sim).
+    #[arg(short = 'a', long, value_name = "POLICY")]
+    pub ask_for_approval: Option<String>,
 }
 
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -91,6 +100,13 @@ fn sim_agent(a: SimArgs) -> anyhow::Result<u8> {
             drover::agent::sim::Script::load(p).map_err(|e| fail(exit::USAGE, e.to_string()))?
         }
         None => drover::agent::sim::Script::default(),
+    };
+    let read_only =
+        a.permission_mode.as_deref() == Some("plan") || a.sandbox.as_deref() == Some("read-only");
+    let script = if read_only {
+        script.read_only()
+    } else {
+        script
     };
     drover::agent::sim::run(a.profile, script).map_err(|e| fail(exit::ERROR, e.to_string()))
 }

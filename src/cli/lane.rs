@@ -324,7 +324,7 @@ pub(super) fn print_ls(rows: &[lane::ls::LaneView], supervisor: bool) {
     }
     println!(
         "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} PHASE",
-        "LANE", "GEN", "AGENT STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-"
+        "LANE", "GEN", "STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-"
     );
     for r in rows {
         let state = match (&r.agent_state, supervisor) {

@@ -3,9 +3,9 @@
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
+use drover::loopctl::lanes_ops::{LaneOptions, RealLanes};
 use drover::loopctl::ops::{LaneSpec, Role};
 use drover::loopctl::runner::{self, RunConfig, RunStatus};
-use drover::loopctl::simlanes::SimLanes;
 use drover::loopctl::{LoopError, board, charter, ready, rundir};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub enum LoopCmd {
     /// Work the board's Ready tasks through lanes, land them on the integration branch, close out.
     #[command(
-        after_help = "Example:\n  drover loop run --charter CHARTER.md --sim-implementer imp.toml --sim-reviewer rev.toml"
+        after_help = "Example:\n  drover loop run --charter CHARTER.md --board backlog\n  drover loop run --charter CHARTER.md --sim-implementer imp.toml --sim-reviewer rev.toml"
     )]
     Run(Box<RunArgs>),
     /// Show a run (the latest by default): tasks, lanes, landings.
@@ -127,12 +127,24 @@ pub struct RunArgs {
     /// Run the loop's clock this many times faster than the wall clock (rehearsals; 1 = real time).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub clock_scale: u32,
-    /// Simulated implementer lanes following this sim-agent script (docs/agents.md).
+    /// Lanes run `drover sim-agent` (the agent's profile) instead of Claude Code and Codex.
+    #[arg(long)]
+    pub sim: bool,
+    /// Sim implementer lanes follow this sim-agent script (docs/agents.md); implies --sim.
     #[arg(long, value_name = "FILE", requires = "sim_reviewer")]
     pub sim_implementer: Option<PathBuf>,
-    /// Simulated reviewer lanes following this sim-agent script.
+    /// Sim reviewer lanes follow this sim-agent script; implies --sim.
     #[arg(long, value_name = "FILE", requires = "sim_implementer")]
     pub sim_reviewer: Option<PathBuf>,
+    /// The backend lanes run on.
+    #[arg(long, default_value = "native", value_name = "native|tmux|herdr")]
+    pub backend: String,
+    /// Set K=V in every lane's environment (repeatable; values are never written to disk).
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// Most agents being started at once on this state dir (every run and `lane up` share it).
+    #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
+    pub spawn_budget: usize,
     /// Print one JSON document: the final status, instead of the close-out.
     #[arg(long)]
     pub json: bool,
@@ -229,13 +241,43 @@ fn read_script(p: &Path) -> anyhow::Result<String> {
 }
 
 fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    let (Some(imp), Some(rev)) = (&a.sim_implementer, &a.sim_reviewer) else {
+    let scripts = match (&a.sim_implementer, &a.sim_reviewer) {
+        (Some(imp), Some(rev)) => Some((read_script(imp)?, read_script(rev)?)),
+        _ => None,
+    };
+    let sim = a.sim || scripts.is_some();
+    let user_env = super::pane::parse_env(&a.env)?;
+    if let Some((k, _)) = user_env
+        .iter()
+        .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
+    {
         return Err(fail(
             exit::USAGE,
-            "this build runs the loop on simulated lanes only: pass --sim-implementer FILE and --sim-reviewer FILE (see LOOP.md)",
+            format!("--env {k}: set by drover for every lane; pick another name"),
         ));
-    };
-    let (imp, rev) = (read_script(imp)?, read_script(rev)?);
+    }
+    if !drover::lane::up::BACKENDS.contains(&a.backend.as_str()) {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "--backend {:?}: use one of {}",
+                a.backend,
+                drover::lane::up::BACKENDS.join(", ")
+            ),
+        ));
+    }
+    if !sim {
+        let missing = drover::loopctl::lanes_ops::missing_agents();
+        if !missing.is_empty() {
+            return Err(fail(
+                exit::ERROR,
+                format!(
+                    "{} not found on PATH: the loop's lanes run Claude Code and Codex; install them, or pass --sim for simulated agents (see LOOP.md)",
+                    missing.join(" and ")
+                ),
+            ));
+        }
+    }
     let state_dir = ctx.state_dir_create()?;
     // A resumed run takes its repo, board, base and charter from its run.json.
     let resumed = match &a.resume {
@@ -265,12 +307,20 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         .ok_or_else(|| fail(exit::USAGE, "pass --charter FILE (or --resume RUN)"))?;
     let charter = charter::load(&charter_path).map_err(lerr)?;
     let client = ctx.client_or_start()?;
+    let jobs_client = ctx.client()?;
     let exe = std::env::current_exe()?;
-    let scripts = move |s: &LaneSpec| match s.role {
-        Role::Implementer => imp.clone(),
-        Role::Reviewer => rev.clone(),
-    };
-    let mut lanes = SimLanes::new(&state_dir, client, &exe, Box::new(scripts));
+    let mut opts = LaneOptions::new(&exe);
+    opts.sim = sim;
+    opts.backend = a.backend.clone();
+    opts.spawn_budget = a.spawn_budget;
+    opts.env = user_env;
+    if let Some((imp, rev)) = scripts {
+        opts.scripts = Some(Box::new(move |s: &LaneSpec| match s.role {
+            Role::Implementer => imp.clone(),
+            Role::Reviewer => rev.clone(),
+        }));
+    }
+    let mut lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let cfg = RunConfig {
         state_dir,
         board_dir: a.board.unwrap_or_else(|| repo.join("backlog")),

@@ -21,6 +21,9 @@ pub const QUIET_WAIT_MAX: Duration = Duration::from_secs(3);
 pub const KEY_TAKEN_TIMEOUT: Duration = Duration::from_secs(3);
 /// After the one retry, how long the pane may take to leave the dialog.
 pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the reply waits for the classified state to catch up with a
+/// screen that has left the dialog (the screen moves first).
+pub const STATE_CATCHUP: Duration = Duration::from_secs(2);
 
 fn refused(msg: String) -> Response {
     Response::err(0, ErrorCode::Refused, msg)
@@ -145,6 +148,34 @@ async fn execute(
     ))
 }
 
+/// The pane's state once its observation has caught up with the screen that
+/// left the dialog: the first state other than `blocked`, or after
+/// [`STATE_CATCHUP`] whatever it is (a dialog that follows is `blocked` again).
+/// Read at once, the observation still said `blocked` about the dialog just
+/// answered.
+async fn state_after(sup: &Sup, entry: &Entry) -> String {
+    let read = || {
+        entry
+            .obs
+            .lock()
+            .map(|o| o.state.clone())
+            .unwrap_or_default()
+    };
+    let deadline = tokio::time::Instant::now() + STATE_CATCHUP;
+    let mut epoch = sup.epoch.subscribe();
+    loop {
+        epoch.borrow_and_update();
+        let state = read();
+        if state != "blocked" {
+            return state;
+        }
+        tokio::select! {
+            changed = epoch.changed() => if changed.is_err() { return read() },
+            _ = tokio::time::sleep_until(deadline) => return read(),
+        }
+    }
+}
+
 fn parse_action(args: &Value) -> Result<Action, Response> {
     let usage = |m: &str| Response::err(0, ErrorCode::Usage, m.to_string());
     match args.get("action").and_then(Value::as_str) {
@@ -208,11 +239,7 @@ pub(super) async fn answer(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respon
             }
         }
     }
-    let state = entry
-        .obs
-        .lock()
-        .map(|o| o.state.clone())
-        .unwrap_or_default();
+    let state = state_after(sup, &entry).await;
     Ok(json!({
         "pane": name, "dialog": dialogs[0], "dialogs": dialogs, "title": d.title,
         "keys": keys, "attempts": attempts, "left": true, "state": state,

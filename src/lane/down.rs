@@ -170,7 +170,11 @@ pub fn down(
     let mut out = Vec::new();
     for mut rec in chosen {
         let pane_stopped = stop_pane(client.as_deref_mut(), &rec)?;
-        let kept = try_remove(&rec)?;
+        let kept = match &rec.worktree_owner {
+            // Not the lane's to remove: its owner (a loop run) keeps or removes it.
+            Some(owner) => Some(format!("the worktree belongs to {owner}")),
+            None => try_remove(&rec)?,
+        };
         match &kept {
             None => super::update(state_dir, |doc| {
                 doc.lanes.retain(|l| l.lane_id != rec.lane_id);

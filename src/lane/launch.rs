@@ -3,8 +3,8 @@
 //!
 //! | lane | Claude Code | Codex |
 //! |---|---|---|
-//! | Implementer (writes) | `--permission-mode acceptEdits` | `-s workspace-write -a on-request` |
-//! | every other role (read-only) | `--permission-mode plan` | `-s read-only -a on-request` |
+//! | Implementer (writes) | `--permission-mode acceptEdits` | `--no-daemon -s workspace-write -c disable_paste_burst=true -a on-request` |
+//! | every other role (read-only) | `--permission-mode plan` | `--no-daemon -s read-only -c disable_paste_burst=true -a on-request` |
 //!
 //! A sim lane runs `drover sim-agent --profile <agent>` instead. Resuming a
 //! conversation in the same worktree is `claude --continue` and
@@ -12,11 +12,6 @@
 
 use crate::registry::Agent;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// How long `<program> --version` may take.
-pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The permission flags of a lane.
 pub fn permission_args(agent: Agent, writes: bool) -> Vec<String> {
@@ -46,18 +41,32 @@ pub struct Launch {
     pub pane_agent: &'static str,
 }
 
-/// The launch of a real agent lane.
+/// The launch of a real agent lane: the agent layer's launch (`docs/agents.md`:
+/// Claude `--permission-mode plan|acceptEdits`; Codex `--no-daemon -s
+/// read-only|workspace-write -c disable_paste_burst=true`), plus Codex's
+/// approval policy `-a on-request`.
 pub fn agent_launch(agent: Agent, writes: bool) -> Launch {
-    let perms = permission_args(agent, writes);
-    let prog = program(agent).to_string();
-    let mut argv = vec![prog.clone()];
-    argv.extend(perms.iter().cloned());
-    let mut resume = vec![prog];
-    match agent {
-        Agent::Claude => resume.push("--continue".into()),
-        Agent::Codex => resume.extend(["resume".to_string(), "--last".to_string()]),
+    use crate::agent::adapter::{self, Access, LaunchOptions};
+    use crate::agent::state::AgentKind;
+    let (kind, resume_words): (AgentKind, &[&str]) = match agent {
+        Agent::Claude => (AgentKind::Claude, &["--continue"]),
+        Agent::Codex => (AgentKind::Codex, &["resume", "--last"]),
+    };
+    let mut opts = LaunchOptions::new(if writes {
+        Access::Write
+    } else {
+        Access::ReadOnly
+    });
+    if agent == Agent::Codex {
+        opts.extra_args = vec!["-a".into(), "on-request".into()];
     }
-    resume.extend(perms);
+    // Claude and Codex launches cannot fail (only a shell pane without a command can).
+    let argv = adapter::launch(kind, &opts)
+        .map(|l| l.argv)
+        .unwrap_or_else(|_| vec![program(agent).to_string()]);
+    let mut resume = vec![argv[0].clone()];
+    resume.extend(resume_words.iter().map(|w| w.to_string()));
+    resume.extend(argv[1..].iter().cloned());
     Launch {
         argv,
         resume_argv: Some(resume),
@@ -66,9 +75,10 @@ pub fn agent_launch(agent: Agent, writes: bool) -> Launch {
 }
 
 /// The launch of a sim lane: drover's simulated agent with the agent's
-/// profile, following `script` when there is one. The sim keeps no
+/// profile and the lane's permission mode (a read-only sim carries out no
+/// `write` step), following `script` when there is one. The sim keeps no
 /// conversation, so there is nothing to resume.
-pub fn sim_launch(exe: &Path, agent: Agent, script: Option<&Path>) -> Launch {
+pub fn sim_launch(exe: &Path, agent: Agent, writes: bool, script: Option<&Path>) -> Launch {
     let mut argv = vec![
         exe.display().to_string(),
         "sim-agent".into(),
@@ -78,6 +88,7 @@ pub fn sim_launch(exe: &Path, agent: Agent, script: Option<&Path>) -> Launch {
     if let Some(s) = script {
         argv.extend(["--script".to_string(), s.display().to_string()]);
     }
+    argv.extend(permission_args(agent, writes));
     Launch {
         argv,
         resume_argv: None,
@@ -85,35 +96,13 @@ pub fn sim_launch(exe: &Path, agent: Agent, script: Option<&Path>) -> Launch {
     }
 }
 
-/// The first line `<program> --version` prints, within [`VERSION_TIMEOUT`];
-/// `None` when it cannot be run or says nothing.
+/// The version `<program> --version` reports (found on `PATH` the way exec
+/// finds it), through the agent layer's cached probe; `None` when it cannot
+/// be run or names no version.
 pub fn version(program: &str) -> Option<String> {
-    let mut child = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = Instant::now() + VERSION_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut out = String::new();
-    use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    out.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| l.chars().take(120).collect())
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    let bin = crate::pane::find_executable(program, &path_var, None)?;
+    crate::agent::version::version(&bin).ok()
 }
 
 #[cfg(test)]
@@ -132,11 +121,39 @@ mod tests {
         );
         assert_eq!(
             agent_launch(Agent::Codex, false).argv,
-            ["codex", "-s", "read-only", "-a", "on-request"]
+            [
+                "codex",
+                "--no-daemon",
+                "-s",
+                "read-only",
+                "-c",
+                "disable_paste_burst=true",
+                "-a",
+                "on-request"
+            ]
         );
         assert_eq!(
-            agent_launch(Agent::Codex, true).argv[..3],
-            ["codex", "-s", "workspace-write"]
+            agent_launch(Agent::Codex, true).argv[..4],
+            ["codex", "--no-daemon", "-s", "workspace-write"]
+        );
+    }
+
+    #[test]
+    fn a_sim_lane_carries_the_lanes_permission_mode() {
+        let exe = Path::new("/bin/drover");
+        let ro = sim_launch(exe, Agent::Claude, false, None).argv;
+        assert_eq!(ro[4..], ["--permission-mode", "plan"]);
+        let rw = sim_launch(exe, Agent::Codex, true, Some(Path::new("s.toml"))).argv;
+        assert_eq!(
+            rw[4..],
+            [
+                "--script",
+                "s.toml",
+                "-s",
+                "workspace-write",
+                "-a",
+                "on-request"
+            ]
         );
     }
 
@@ -151,15 +168,16 @@ mod tests {
             ["codex", "resume", "--last"]
         );
         assert!(
-            sim_launch(Path::new("/bin/drover"), Agent::Codex, None)
+            sim_launch(Path::new("/bin/drover"), Agent::Codex, false, None)
                 .resume_argv
                 .is_none()
         );
     }
 
     #[test]
-    fn a_version_is_the_first_line_and_a_missing_program_is_none() {
-        assert!(version("git").is_some_and(|v| v.starts_with("git version")));
+    fn a_version_is_the_number_and_a_missing_program_is_none() {
+        let v = version("git").unwrap();
+        assert!(v.chars().next().is_some_and(|c| c.is_ascii_digit()), "{v}");
         assert_eq!(version("drover-no-such-program"), None);
     }
 }

@@ -19,6 +19,8 @@ pub mod launch;
 pub mod ls;
 pub mod procs;
 pub mod reconcile;
+pub mod single;
+pub mod spawn;
 pub mod up;
 
 use crate::daemon::ClientError;
@@ -157,6 +159,11 @@ pub struct LaneRecord {
     pub user_env: Vec<String>,
     #[serde(default)]
     pub agent_version: Option<String>,
+    /// Who owns the worktree when it is not the lane's own (a loop run,
+    /// `loop3`): `lane down` then never removes it and reconcile never
+    /// re-creates it once made; the owner keeps or removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_owner: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

@@ -7,8 +7,19 @@ use std::time::{Duration, Instant};
 /// How long a stopped lane's processes get to exit.
 pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// `/proc/sys/kernel/random/boot_id`: changes at every reboot.
+/// Stands in for the boot id lanes record and compare (tests simulate a
+/// reboot with it; docs/lanes.md). Only the lane layer reads it.
+pub const BOOT_ID_ENV: &str = "DROVER_BOOT_ID";
+
+/// `/proc/sys/kernel/random/boot_id`: changes at every reboot; a non-empty
+/// [`BOOT_ID_ENV`] overrides it.
 pub fn boot_id() -> Option<String> {
+    if let Some(v) = std::env::var(BOOT_ID_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return Some(v.trim().to_string());
+    }
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .ok()
         .map(|s| s.trim().to_string())

@@ -119,6 +119,14 @@ pub fn decide(rec: &LaneRecord, obs: &Observed) -> Action {
                 reason: reason.clone(),
             };
         }
+        WtObs::Missing if rec.phase != Phase::Creating && rec.worktree_owner.is_some() => {
+            return Action::RecoveryNeeded {
+                reason: format!(
+                    "the worktree belongs to {} and is missing; drover does not re-create it",
+                    rec.worktree_owner.as_deref().unwrap_or("?")
+                ),
+            };
+        }
         WtObs::Missing => {
             return Action::MakeWorktree {
                 why: if rec.phase == Phase::Creating {

@@ -32,6 +32,7 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         env: vec![],
         user_env: vec![],
         agent_version: None,
+        worktree_owner: None,
         created_at: String::new(),
         updated_at: String::new(),
     }
@@ -142,4 +143,23 @@ fn a_wrong_worktree_needs_a_human_and_a_missing_one_is_remade() {
         decide(&rn, &obs(None, WtObs::Ours, "boot-a")),
         Action::RecoveryNeeded { reason: "x".into() }
     );
+}
+
+/// Guards loop lanes: a worktree owned by a loop run that went missing is
+/// left for a human, never re-created by the lane; an unfinished `lane up`
+/// of such a lane still makes it.
+#[test]
+fn a_missing_worktree_owned_by_a_run_needs_a_human() {
+    let mut r = rec(Phase::Up, Desired::Up);
+    r.worktree_owner = Some("loop3".into());
+    let a = decide(&r, &obs(None, WtObs::Missing, "boot-a"));
+    assert!(
+        matches!(&a, Action::RecoveryNeeded { reason } if reason.contains("loop3")),
+        "{a:?}"
+    );
+    r.phase = Phase::Creating;
+    assert!(matches!(
+        decide(&r, &obs(None, WtObs::Missing, "boot-a")),
+        Action::MakeWorktree { .. }
+    ));
 }

@@ -187,6 +187,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             launch::sim_launch(
                 &req.exe,
                 *agent,
+                role.write_lease_owner(),
                 script.is_file().then_some(script.as_path()),
             )
         } else {
@@ -232,6 +233,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             env,
             user_env: req.env.iter().map(|(k, _)| k.clone()).collect(),
             agent_version: version,
+            worktree_owner: None,
             created_at: now.clone(),
             updated_at: now,
         });

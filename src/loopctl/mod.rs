@@ -9,8 +9,9 @@
 //! - [`capture`] (a lane's candidate patch), [`land`] (the integration branch
 //!   and the gate), [`closeout`];
 //! - [`ops`] (what the runner needs from lanes and dispatch, as a trait) and
-//!   [`runner`] (the pipeline over it); [`simlanes`] implements the trait over
-//!   panes the supervisor runs today;
+//!   [`runner`] (the pipeline over it); [`lanes_ops`] implements the trait
+//!   over `drover lane` lanes (real agents or sim agents, [`renew`] keeping
+//!   an implementer's lease alive), [`simlanes`] over bare sim panes;
 //! - for unattended runs: [`clock`] (every timing), [`guards`], [`control`]
 //!   (`control.json`), [`settings`], [`overnight`] (owner present or not),
 //!   [`tripwire`] (convergence); the runner's loop, usage-limit parking,
@@ -30,12 +31,14 @@ pub mod git;
 pub mod guards;
 pub mod land;
 mod landing;
+pub mod lanes_ops;
 mod limits;
 pub use limits::{backoff, parse_resets_at, resume_at};
 pub mod notify;
 pub mod ops;
 pub mod overnight;
 pub mod ready;
+pub mod renew;
 pub mod resume;
 pub mod rundir;
 pub mod runner;

@@ -3,6 +3,7 @@
 //! stopping the backends' servers at shutdown.
 
 use super::backend::{Backend, PaneBackend};
+use super::herdr::HerdrHost;
 use super::tmux::TmuxHost;
 use super::{NativePane, PaneError, PaneEvents, PaneSpec};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 pub struct Hosts {
     state_dir: PathBuf,
     tmux: OnceLock<Arc<TmuxHost>>,
+    herdr: OnceLock<Arc<HerdrHost>>,
 }
 
 impl Hosts {
@@ -21,6 +23,7 @@ impl Hosts {
         Hosts {
             state_dir: state_dir.to_path_buf(),
             tmux: OnceLock::new(),
+            herdr: OnceLock::new(),
         }
     }
 
@@ -38,10 +41,10 @@ impl Hosts {
         match backend {
             Backend::Native => Ok(NativePane::spawn(spec, events)?),
             Backend::Tmux => Ok(self.tmux().spawn(spec, events)?),
-            Backend::Herdr => Err(PaneError::Backend {
-                backend: "herdr",
-                message: "the herdr backend is not available in this build".into(),
-            }),
+            Backend::Herdr => Ok(self
+                .herdr
+                .get_or_init(|| HerdrHost::new(&self.state_dir))
+                .spawn(spec, events)?),
         }
     }
 
@@ -60,6 +63,9 @@ impl Hosts {
     pub fn shutdown(&self) {
         if let Some(t) = self.tmux.get() {
             t.shutdown();
+        }
+        if let Some(h) = self.herdr.get() {
+            h.shutdown();
         }
     }
 }

@@ -6,6 +6,7 @@
 //! are driven by events, never by polling.
 
 pub mod backend;
+pub mod herdr;
 mod hosts;
 mod input;
 mod keys;

@@ -7,7 +7,7 @@ use super::actions::Actions;
 use super::gather;
 use super::render::render;
 use super::ui::{Command, Ui, Verb};
-use super::view::{View, build};
+use super::view::{Inputs, View, build};
 use crate::daemon::{Client, ClientError, EventStream, FollowSpec};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use ratatui::crossterm::{execute, terminal};
@@ -73,6 +73,13 @@ struct App {
     /// and its changes (our own drawing) do not wake us.
     ancestors: Vec<u32>,
     self_pane: Option<String>,
+    /// What the rows were last built from.
+    inputs: Inputs,
+    warning: Option<String>,
+    /// A problem reading or writing `top/seen.json` (kept in the footer).
+    seen_warning: Option<String>,
+    /// What `top/seen.json` was last read or written with.
+    saved_seen: std::collections::BTreeMap<String, u64>,
 }
 
 /// This process and its parents, up to a few levels (from /proc).
@@ -97,6 +104,7 @@ fn ancestors() -> Vec<u32> {
 }
 
 impl App {
+    /// Read everything again (an event or an action may have changed it).
     fn refresh(&mut self) {
         let (mut inp, warning) =
             gather::inputs(&mut self.client, &self.opts.state_dir, &self.ui.seen);
@@ -109,13 +117,41 @@ impl App {
         }
         inp.panes
             .retain(|p| p.get("name").and_then(|n| n.as_str()) != self.self_pane.as_deref());
-        let mut view = build(&inp);
-        view.warning = warning;
+        self.inputs = inp;
+        self.warning = warning;
+        self.rebuild();
+    }
+
+    /// Rebuild the rows from what was last read (a key changed only the
+    /// selection or what was seen): no git, no state dir, one screen read.
+    fn rebuild(&mut self) {
+        if self.saved_seen != self.ui.seen {
+            self.save_seen();
+            self.saved_seen = self.ui.seen.clone();
+        }
+        self.inputs.seen = self.ui.seen.clone();
+        let mut view = build(&self.inputs);
+        view.warning = self.seen_warning.clone().or_else(|| self.warning.clone());
         if let Some(p) = self.ui.selected_pane(&view) {
             view.detail = gather::detail(&mut self.client, &p);
         }
         view.seq = self.view.seq;
         self.view = view;
+    }
+}
+
+impl App {
+    /// Record what the operator has seen, for the next `top` too.
+    fn save_seen(&mut self) {
+        let live = self
+            .inputs
+            .panes
+            .iter()
+            .filter_map(|p| p.get("name").and_then(|n| n.as_str()).map(str::to_string))
+            .collect();
+        if let Err(e) = super::seen::save(&self.opts.state_dir, &self.ui.seen, &live) {
+            self.seen_warning = Some(format!("seen: {e}"));
+        }
     }
 }
 
@@ -151,8 +187,19 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         view: View::default(),
         ancestors: ancestors(),
         self_pane: None,
+        inputs: Inputs::default(),
+        warning: None,
+        seen_warning: None,
+        saved_seen: Default::default(),
     };
     app.view.seq = feed.last_seq;
+    match super::seen::load(&app.opts.state_dir) {
+        Ok(seen) => {
+            app.saved_seen = seen.clone();
+            app.ui.seen = seen;
+        }
+        Err(e) => app.seen_warning = Some(format!("seen: {e}")),
+    }
     app.refresh();
     // Draw only when something changed: even an unchanged frame writes bytes,
     // and a pane running `top` would see that as output.
@@ -179,6 +226,7 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
             return Ok(());
         }
         let mut dirty = false;
+        let mut moved = false;
         if sig {
             let mut buf = [0u8; 64];
             while matches!(sig_rd.read(&mut buf), Ok(n) if n > 0) {}
@@ -248,13 +296,16 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
                         dirty = true;
                     }
                 }
-                if app.ui.selected_pane(&app.view) != before {
-                    dirty = true;
+                if app.ui.selected_pane(&app.view) != before || app.ui.seen != app.saved_seen {
+                    moved = true;
                 }
             }
         }
         if dirty {
             app.refresh();
+            redraw = true;
+        } else if moved {
+            app.rebuild();
             redraw = true;
         }
     }

@@ -1,9 +1,9 @@
 //! Reading what `top` shows: the supervisor's pane listing and the selected
-//! screen over the socket, jobs, decisions, leases, heartbeats, lanes and the
-//! gate from the state dir. Read-only: nothing here writes (a gate check
+//! screen over the socket, jobs, decisions, leases, heartbeats, lanes (as
+//! `lane ls` reads them) and the gate from the state dir. Read-only: nothing here writes (a gate check
 //! through `gate::check` would log an event, and so wake `top` again).
 
-use super::view::{GateCell, Heartbeat, Inputs};
+use super::view::{GateCell, Heartbeat, Inputs, LaneCells, parked_lanes};
 use crate::daemon::Client;
 use crate::engine::{Engine, Status};
 use crate::registry::{self, events, heartbeat, lease};
@@ -19,25 +19,6 @@ fn ms_of(ts: Option<&str>) -> Option<u64> {
     chrono::DateTime::parse_from_rfc3339(ts?)
         .ok()
         .map(|t| t.timestamp_millis().max(0) as u64)
-}
-
-/// Lane records as stored under the registry's `lanes` (a list, or a map
-/// keyed by lane id).
-fn lanes_of(extra: Option<&Value>) -> Vec<Value> {
-    match extra {
-        Some(Value::Array(a)) => a.clone(),
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(id, v)| {
-                let mut v = v.clone();
-                if v.get("lane_id").is_none() && v.is_object() {
-                    v["lane_id"] = json!(id);
-                }
-                v
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Everything but the panes from the state dir; problems become one warning.
@@ -88,6 +69,22 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
             )
         })
         .collect();
+    // The lanes as `lane ls` shows them (worktree state and ahead/behind
+    // from git); their panes' states come from the pane listing.
+    match crate::lane::ls::ls(state_dir, None) {
+        Ok(rows) => inp.lanes = rows.iter().map(LaneCells::from).collect(),
+        Err(e) => warnings.push(format!("lanes: {e}")),
+    }
+    // The loop's lanes are panes named by their lane id; `lane up`'s are
+    // lane records: a park names either.
+    if registry::events_path(state_dir).is_file() {
+        match events::read(state_dir) {
+            Ok(log) => {
+                inp.parked = parked_lanes(log.records.iter().map(|e| (e.kind.as_str(), &e.fields)));
+            }
+            Err(e) => warnings.push(format!("events: {e}")),
+        }
+    }
     let reg = match registry::load(state_dir) {
         Ok(r) => r,
         Err(e) => {
@@ -108,9 +105,6 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
                 },
             );
         }
-        // The lane records as stored, whichever module owns their type.
-        let raw = crate::store::read_json::<Value>(&registry::registry_path(state_dir));
-        inp.lanes = lanes_of(raw.ok().flatten().as_ref().and_then(|v| v.get("lanes")));
         let report = crate::gate::evaluate(&crate::gate::GateInput {
             registry: Some(reg),
             leases: &leases,

@@ -8,6 +8,7 @@ pub mod app;
 pub mod gather;
 pub mod input;
 pub mod render;
+pub mod seen;
 pub mod ui;
 pub mod view;
 

@@ -9,8 +9,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-/// From this width on, the lane columns show.
-pub const WIDE: u16 = 120;
+/// The space between columns.
+const SPACING: u16 = 1;
 /// The detail pane never gets fewer lines than this (when the screen has them).
 pub const MIN_DETAIL: u16 = 5;
 /// The keys, as the footer lists them.
@@ -22,6 +22,20 @@ fn clip(s: &str, n: usize) -> String {
     } else {
         s.chars().take(n.saturating_sub(1)).collect::<String>() + "…"
     }
+}
+
+/// A name cut to `n` characters in the middle, so the tail that tells
+/// lanes apart (`-claude`, `-codex`) stays visible.
+fn clip_middle(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    if len <= n || n < 5 {
+        return clip(s, n);
+    }
+    let tail = (n - 1) / 2;
+    let head = n - 1 - tail;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(len - tail).collect();
+    format!("{start}…{end}")
 }
 
 fn state_text(r: &ViewRow) -> String {
@@ -93,11 +107,13 @@ fn cells(r: &ViewRow, now_ms: u64, wide: bool) -> Vec<String> {
     );
     c.push(r.lease.clone().unwrap_or_else(|| "-".into()));
     c.push(r.heartbeat.as_ref().map_or("-".into(), |h| {
-        let age = h
-            .at_ms
-            .map(|t| ago(now_ms, t))
-            .unwrap_or_else(|| "?".into());
-        format!("{}{} {age}", h.status, if h.stale { "!" } else { "" })
+        let age = h.at_ms.map(|t| format!(" {}", ago(now_ms, t)));
+        format!(
+            "{}{}{}",
+            h.status,
+            if h.stale { "!" } else { "" },
+            age.unwrap_or_default()
+        )
     }));
     if wide {
         c.push(r.lane_id.clone().unwrap_or_else(|| "-".into()));
@@ -163,17 +179,31 @@ fn columns(wide: bool) -> (Vec<&'static str>, Vec<Constraint>) {
             ],
             vec![
                 Length(1),
+                Length(15),
                 Length(12),
-                Length(13),
                 Length(5),
                 Length(6),
+                Length(7),
                 Length(8),
-                Length(9),
                 Length(7),
                 Min(6),
             ],
         )
     }
+}
+
+/// From this width on, the lane columns show: the wide layout's own width,
+/// so no column is squeezed below what it was given.
+pub fn wide_width() -> u16 {
+    let (_, widths) = columns(true);
+    let cols: u16 = widths
+        .iter()
+        .map(|w| match w {
+            Constraint::Length(n) | Constraint::Min(n) => *n,
+            _ => 0,
+        })
+        .sum();
+    cols + SPACING * (widths.len() as u16 - 1)
 }
 
 /// Draw one frame.
@@ -197,7 +227,7 @@ pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
         Paragraph::new(clip(&header(view, ui), area.width as usize)),
         head,
     );
-    let wide = area.width >= WIDE;
+    let wide = area.width >= wide_width();
     let (titles, widths) = columns(wide);
     let limits: Vec<usize> = widths
         .iter()
@@ -213,14 +243,21 @@ pub fn render(f: &mut Frame, view: &View, ui: &Ui) {
             Row::new(
                 c.iter()
                     .zip(&limits)
-                    .map(|(s, n)| Cell::from(clip(s, *n)))
+                    .enumerate()
+                    .map(|(i, (s, n))| {
+                        Cell::from(if i == 1 || (wide && i == 10) {
+                            clip_middle(s, *n)
+                        } else {
+                            clip(s, *n)
+                        })
+                    })
                     .collect::<Vec<_>>(),
             )
         })
         .collect();
     let table = Table::new(table_rows, widths)
         .header(Row::new(titles).style(Style::new().add_modifier(Modifier::BOLD)))
-        .column_spacing(1)
+        .column_spacing(SPACING)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
     let mut state = TableState::default().with_selected(ui.selected_index(&rows));
     f.render_stateful_widget(table, table_area, &mut state);
@@ -248,4 +285,22 @@ fn draw_detail(f: &mut Frame, view: &View, ui: &Ui, area: Rect) {
         .collect();
     let block = Block::new().borders(Borders::TOP).title(title);
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip_middle;
+
+    #[test]
+    fn the_wide_layout_starts_where_it_fits() {
+        assert_eq!(super::wide_width(), 175);
+    }
+
+    #[test]
+    fn clip_middle_keeps_the_tail_that_tells_lanes_apart() {
+        assert_eq!(clip_middle("implementer-claude", 15), "impleme…-claude");
+        assert_eq!(clip_middle("implementer-codex", 15), "impleme…r-codex");
+        assert_eq!(clip_middle("short", 16), "short");
+        assert_eq!(clip_middle("abcdef", 3), "ab…");
+    }
 }

@@ -1,7 +1,8 @@
 //! What `drover top` shows, as plain data: one row per pane (and per lane
 //! without a pane), built by a pure function from what the supervisor and
-//! the state dir hold. Lane fields are optional: they fill in from the
-//! registry's lane records when those exist.
+//! the state dir hold. Lane fields are optional: they fill in from
+//! `lane ls`'s rows ([`LaneCells`], typed so a renamed field cannot leave a
+//! column silently empty).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -112,6 +113,81 @@ pub struct View {
     pub warning: Option<String>,
 }
 
+/// What `top` takes from one `lane ls` row.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LaneCells {
+    pub lane_id: String,
+    pub session_id: String,
+    pub pane: String,
+    pub agent: String,
+    pub agent_version: Option<String>,
+    /// The pane's agent state when the supervisor has the pane, else the
+    /// lane's phase (`creating`, `up`, `recovery-needed`, `down`).
+    pub state: String,
+    /// `clean|dirty|detached|missing|inspection-failed`.
+    pub worktree_state: String,
+    pub ahead: Option<u64>,
+    pub behind: Option<u64>,
+}
+
+impl From<&crate::lane::ls::LaneView> for LaneCells {
+    fn from(l: &crate::lane::ls::LaneView) -> Self {
+        let phase = serde_json::to_value(l.phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        LaneCells {
+            lane_id: l.lane_id.clone(),
+            session_id: l.session_id.clone(),
+            pane: l.pane.clone(),
+            agent: l.agent.clone(),
+            agent_version: l.agent_version.as_deref().map(version_number),
+            state: l.agent_state.clone().unwrap_or(phase),
+            worktree_state: l.worktree_state.to_string(),
+            ahead: l.ahead,
+            behind: l.behind,
+        }
+    }
+}
+
+/// Lanes the loop parked at a usage limit and has not resumed, from the
+/// registry's events in order: lane → when it resumes (`resume_at`, else
+/// `resets_at`, else `?`). A park ends with `loop.limit.resume` of its lane,
+/// or with the end of its run (`loop.closeout`) or a new run (`loop.start`).
+pub fn parked_lanes<'a>(
+    events: impl IntoIterator<Item = (&'a str, &'a serde_json::Map<String, Value>)>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (kind, f) in events {
+        let lane = f.get("lane").and_then(Value::as_str);
+        match (kind, lane) {
+            ("loop.limit.park", Some(l)) => {
+                let at = ["resume_at", "resets_at"]
+                    .iter()
+                    .find_map(|k| f.get(*k).and_then(Value::as_str))
+                    .unwrap_or("?");
+                out.insert(l.to_string(), at.to_string());
+            }
+            ("loop.limit.resume", Some(l)) => {
+                out.remove(l);
+            }
+            ("loop.closeout" | "loop.start", _) => out.clear(),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The version in an agent's `--version` line (`2.1.197 (Claude Code)`,
+/// `codex-cli 0.171.0`, `drover 0.1.0`): its first word that starts with a
+/// digit, else the line.
+pub fn version_number(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or(line)
+        .to_string()
+}
+
 /// What the view is built from, as read (pure input to [`build`]).
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
@@ -125,9 +201,12 @@ pub struct Inputs {
     pub leases: Vec<(String, String, String, Option<String>)>,
     /// Sessions: session_id → heartbeat.
     pub heartbeats: BTreeMap<String, Heartbeat>,
-    /// Lane records from the registry (`lanes`), as stored.
-    pub lanes: Vec<Value>,
+    /// The lanes, as `lane ls` shows them.
+    pub lanes: Vec<LaneCells>,
     pub gate: Option<GateCell>,
+    /// Lanes parked at a usage limit: lane id (a loop lane's pane name) →
+    /// when it resumes ([`parked_lanes`]).
+    pub parked: BTreeMap<String, String>,
     /// Panes the operator has looked at since they finished: name → since_ms seen.
     pub seen: BTreeMap<String, u64>,
     pub now_ms: u64,
@@ -135,11 +214,6 @@ pub struct Inputs {
 
 fn s(v: &Value, k: &str) -> Option<String> {
     v.get(k).and_then(Value::as_str).map(str::to_string)
-}
-
-/// A lane record's field under any of the names lane records may use.
-fn lane_str(l: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| s(l, k))
 }
 
 /// Which need, if any, a row has (pure).
@@ -161,23 +235,21 @@ pub fn attention(row: &Row, seen_since: Option<u64>) -> Attention {
 
 /// Build the rows from the inputs: needs-a-human first, then by name.
 pub fn build(inp: &Inputs) -> View {
-    let lane_of_pane: BTreeMap<String, &Value> = inp
-        .lanes
-        .iter()
-        .filter_map(|l| lane_str(l, &["pane"]).map(|p| (p, l)))
-        .collect();
+    let lane_of_pane: BTreeMap<&str, &LaneCells> =
+        inp.lanes.iter().map(|l| (l.pane.as_str(), l)).collect();
+    let ahead_behind = |l: &LaneCells| Some((l.ahead?, l.behind?));
     let mut rows: Vec<Row> = Vec::new();
     for p in &inp.panes {
         let name = s(p, "name").unwrap_or_default();
         let obs = p.get("observation").cloned().unwrap_or(Value::Null);
-        let lane = lane_of_pane.get(&name).copied();
+        let lane = lane_of_pane.get(name.as_str()).copied();
         let session = lane
-            .and_then(|l| lane_str(l, &["session", "session_id"]))
+            .map(|l| l.session_id.clone())
             .or_else(|| inp.heartbeats.contains_key(&name).then(|| name.clone()));
         rows.push(Row {
             has_pane: true,
             agent: s(p, "agent").unwrap_or_else(|| "-".into()),
-            agent_version: lane.and_then(|l| lane_str(l, &["agent_version", "version"])),
+            agent_version: lane.and_then(|l| l.agent_version.clone()),
             state: s(&obs, "state").unwrap_or_else(|| "unknown".into()),
             state_kind: s(&obs, "kind"),
             exit_code: obs
@@ -190,53 +262,51 @@ pub fn build(inp: &Inputs) -> View {
             job: None,
             lease: None,
             heartbeat: None,
-            lane_id: lane.and_then(|l| lane_str(l, &["lane_id", "id"])),
-            worktree_state: lane.and_then(|l| lane_str(l, &["worktree_state"])),
-            ahead_behind: lane
-                .and_then(|l| Some((l.get("ahead")?.as_u64()?, l.get("behind")?.as_u64()?))),
-            parked_until: lane.and_then(|l| lane_str(l, &["parked_until"])),
+            lane_id: lane.map(|l| l.lane_id.clone()),
+            worktree_state: lane.map(|l| l.worktree_state.clone()),
+            ahead_behind: lane.and_then(ahead_behind),
+            parked_until: None,
             attention: Attention::None,
             pane: name,
         });
     }
     // Lanes whose pane is gone still deserve a row.
     for l in &inp.lanes {
-        let pane = lane_str(l, &["pane"]);
-        if pane
-            .as_ref()
-            .is_some_and(|p| rows.iter().any(|r| &r.pane == p))
-        {
+        if rows.iter().any(|r| r.pane == l.pane) {
             continue;
         }
-        let Some(id) = lane_str(l, &["lane_id", "id"]) else {
-            continue;
-        };
         rows.push(Row {
-            pane: pane.unwrap_or_else(|| id.clone()),
+            pane: l.pane.clone(),
             has_pane: false,
-            agent: lane_str(l, &["agent"]).unwrap_or_else(|| "-".into()),
-            agent_version: lane_str(l, &["agent_version", "version"]),
-            state: lane_str(l, &["state"]).unwrap_or_else(|| "down".into()),
+            agent: l.agent.clone(),
+            agent_version: l.agent_version.clone(),
+            state: if l.state.is_empty() {
+                "down".into()
+            } else {
+                l.state.clone()
+            },
             state_kind: None,
             exit_code: None,
             since_ms: 0,
             generation: 0,
-            session: lane_str(l, &["session", "session_id"]),
+            session: Some(l.session_id.clone()),
             job: None,
             lease: None,
             heartbeat: None,
-            lane_id: Some(id),
-            worktree_state: lane_str(l, &["worktree_state"]),
-            ahead_behind: Some((
-                l.get("ahead").and_then(Value::as_u64).unwrap_or(0),
-                l.get("behind").and_then(Value::as_u64).unwrap_or(0),
-            ))
-            .filter(|_| l.get("ahead").is_some()),
-            parked_until: lane_str(l, &["parked_until"]),
+            lane_id: Some(l.lane_id.clone()),
+            worktree_state: Some(l.worktree_state.clone()),
+            ahead_behind: ahead_behind(l),
+            parked_until: None,
             attention: Attention::None,
         });
     }
     for r in &mut rows {
+        r.parked_until = r
+            .lane_id
+            .as_ref()
+            .and_then(|id| inp.parked.get(id))
+            .or_else(|| inp.parked.get(&r.pane))
+            .cloned();
         // A job is this row's when its latest decision names the pane, else
         // when it runs on the row's session.
         let job = inp
@@ -333,9 +403,21 @@ mod tests {
         let inp = Inputs {
             panes: vec![pane("l1", "idle", 1)],
             lanes: vec![
-                json!({"lane_id": "impl-claude", "pane": "l1", "session": "impl",
-                       "worktree_state": "clean", "ahead": 2, "behind": 0}),
-                json!({"lane_id": "rev-codex", "pane": "gone", "agent": "codex"}),
+                LaneCells {
+                    lane_id: "impl-claude".into(),
+                    pane: "l1".into(),
+                    session_id: "impl".into(),
+                    worktree_state: "clean".into(),
+                    ahead: Some(2),
+                    behind: Some(0),
+                    ..Default::default()
+                },
+                LaneCells {
+                    lane_id: "rev-codex".into(),
+                    pane: "gone".into(),
+                    agent: "codex".into(),
+                    ..Default::default()
+                },
             ],
             ..Default::default()
         };
@@ -346,6 +428,53 @@ mod tests {
         let gone = v.rows.iter().find(|r| r.pane == "gone").unwrap();
         assert!(!gone.has_pane);
         assert_eq!(gone.state, "down");
+    }
+
+    #[test]
+    fn version_number_takes_the_version_out_of_the_line() {
+        assert_eq!(version_number("2.1.197 (Claude Code)"), "2.1.197");
+        assert_eq!(version_number("codex-cli 0.171.0"), "0.171.0");
+        assert_eq!(version_number("drover 0.1.0"), "0.1.0");
+        assert_eq!(version_number("weird"), "weird");
+    }
+
+    #[test]
+    fn a_limit_park_lasts_until_its_resume_or_the_end_of_its_run() {
+        let ev = |kind: &str, f: Value| (kind.to_string(), f.as_object().unwrap().clone());
+        let log = [
+            ev("loop.start", json!({"run": 1})),
+            ev(
+                "loop.limit.park",
+                json!({"lane": "a", "resets_at": "T1", "resume_at": "T2"}),
+            ),
+            ev(
+                "loop.limit.park",
+                json!({"lane": "b", "resets_at": null, "resume_at": null}),
+            ),
+            ev("loop.limit.park", json!({"lane": "c", "resets_at": "T3"})),
+            ev("loop.limit.resume", json!({"lane": "b"})),
+            ev("session.heartbeat", json!({"lane": "c"})),
+        ];
+        let it = || log.iter().map(|(k, f)| (k.as_str(), f));
+        let parked = parked_lanes(it());
+        assert_eq!(parked.get("a").map(String::as_str), Some("T2"));
+        assert_eq!(parked.get("b"), None);
+        assert_eq!(parked.get("c").map(String::as_str), Some("T3"));
+        let closed = ev("loop.closeout", json!({"run": 1}));
+        assert!(parked_lanes(it().chain([(closed.0.as_str(), &closed.1)])).is_empty());
+        // A loop lane is a pane named by its lane id.
+        let mut inp = Inputs {
+            panes: vec![pane("a", "idle", 1), pane("z", "idle", 1)],
+            parked,
+            ..Default::default()
+        };
+        let v = build(&inp);
+        assert_eq!(v.rows[0].pane, "a");
+        assert_eq!(v.rows[0].attention, Attention::Parked);
+        assert_eq!(v.rows[0].parked_until.as_deref(), Some("T2"));
+        assert_eq!(v.rows[1].attention, Attention::None);
+        inp.parked.clear();
+        assert_eq!(build(&inp).rows[0].attention, Attention::None);
     }
 
     #[test]

@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
-# shell/lib.sh under `set -euo pipefail`. Helpers whose drover command may
-# not exist yet are checked against tests/bats/fake-drover (argument
-# forwarding, exit propagation, env only as --env); every helper also has a
-# test against the real binary ($DROVER_TEST_BIN), skipped when that binary
-# lacks the command.
+# shell/lib.sh under `set -euo pipefail`. What a helper forwards (argument
+# forwarding, exit propagation for every code, env only as --env) is checked
+# against tests/bats/fake-drover; what the helpers do is checked against the
+# real binary ($DROVER_TEST_BIN) with a real supervisor and sim lanes in a
+# real git repository.
 
 setup() {
   ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
@@ -102,13 +102,71 @@ argv() { sed -n 's/^argv://p' "$FAKE_LOG"; }
   [[ "$output" != *reached-after* ]]
 }
 
-@test "drover_lane_up and drover_lane_down (real binary)" {
+# A repository with one commit on main, and a sim script for lane
+# implementer-claude: each prompt asks permission, then (approved) writes a
+# marker outside the worktree and finishes.
+lane_fixture() {
+  REPO="$BATS_TEST_TMPDIR/repo"
+  git init -q -b main "$REPO"
+  git -C "$REPO" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+  local lane="$BATS_TEST_TMPDIR/state/lanes/implementer-claude"
+  mkdir -p "$lane"
+  cat >"$lane/sim-script.toml" <<TOML
+[[turn]]
+steps = [{ ask = "touch one" }, { write = { path = "$BATS_TEST_TMPDIR/approved", content = "yes" } }, "finish"]
+[[turn]]
+steps = [{ ask = "touch two" }, { write = { path = "$BATS_TEST_TMPDIR/denied", content = "yes" } }, "finish"]
+TOML
+}
+
+@test "lane up, approve, deny and lane down drive a real supervisor and sim lane (real binary)" {
   real_has lane up
-  git -C "$BATS_TEST_TMPDIR" init -q repo
-  git -C "$BATS_TEST_TMPDIR/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
-  cd "$BATS_TEST_TMPDIR/repo"
-  real 'drover_lane_up --help >/dev/null && drover_lane_down --help >/dev/null'
+  lane_fixture
+  real "drover_lane_up --topology four-role --repo '$REPO' --sim --sessions implementer --agents claude >/dev/null
+        drover_send implementer-claude 'first' >/dev/null
+        drover_wait --fresh implementer-claude blocked 30000 >/dev/null
+        drover_approve implementer-claude
+        drover_wait implementer-claude done 30000 >/dev/null
+        test -f '$BATS_TEST_TMPDIR/approved'
+        drover_send implementer-claude 'second' >/dev/null
+        drover_wait --fresh implementer-claude blocked 30000 >/dev/null
+        drover_deny implementer-claude
+        drover_wait implementer-claude idle 30000 >/dev/null
+        drover_read implementer-claude | grep -q Interrupted
+        drover_lane_down implementer-claude >/dev/null
+        \"\$DROVER_BIN\" lane ls --json"
+  echo "$output"
   [ "$status" -eq 0 ]
+  [[ "$output" == *"implementer-claude: answered the permission dialog"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/denied" ]
+  # The lane is gone, and so are its worktree and branch (clean and merged).
+  [[ "${lines[-1]}" == "[]" ]]
+  [ -z "$(git -C "$REPO" branch --list 'drover/*')" ]
+  [ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
+}
+
+@test "drover_approve on a sim lane that asks nothing exits 3 and stops the script (real binary)" {
+  real_has lane up
+  lane_fixture
+  real "drover_lane_up --topology four-role --repo '$REPO' --sim --sessions implementer --agents claude >/dev/null
+        drover_approve implementer-claude
+        echo reached-after"
+  [ "$status" -eq 3 ]
+  [[ "$output" == *"is not blocked on a dialog"* ]]
+  [[ "$output" != *reached-after* ]]
+}
+
+@test "drover_lane_up's --env reaches the sim agent and nothing on disk (real binary)" {
+  real_has lane up
+  lane_fixture
+  real "CANARY_SECRET=not-this drover_lane_up --topology four-role --repo '$REPO' --sim --sessions implementer --agents claude --env CANARY_SECRET=s3cret-lane >/dev/null
+        \"\$DROVER_BIN\" pane ls --json"
+  [ "$status" -eq 0 ]
+  pid="$(printf '%s\n' "$output" | sed -n 's/.*"pid": *\([0-9][0-9]*\).*/\1/p' | head -n 1)"
+  [ -n "$pid" ]
+  tr '\0' '\n' <"/proc/$pid/environ" | grep -qx 'CANARY_SECRET=s3cret-lane'
+  ! grep -rq 's3cret-lane' "$DROVER_STATE_DIR" || false
+  grep -q '"CANARY_SECRET"' "$DROVER_STATE_DIR/registry/lanes.json"
 }
 
 @test "drover_approve on a pane that is not there fails (real binary)" {

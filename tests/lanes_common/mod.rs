@@ -5,24 +5,8 @@
 use crate::common::Drover;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// Run git in `dir` and return stdout; panics on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+pub use crate::common::git;
 
 /// A repository with one commit on `main`, beside the state dir.
 pub fn repo(d: &Drover) -> PathBuf {

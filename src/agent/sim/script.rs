@@ -107,6 +107,21 @@ impl Default for Script {
 }
 
 impl Script {
+    /// The script as a read-only agent runs it (started with Claude's
+    /// `--permission-mode plan` or Codex's `-s read-only`): every `write`
+    /// step becomes a line saying the file was not written. Reports (written
+    /// outside the worktree, where the dispatch says) are kept.
+    pub fn read_only(mut self) -> Self {
+        for t in &mut self.turns {
+            for s in &mut t.steps {
+                if let Step::Write { path, .. } = s {
+                    *s = Step::Say(format!("read-only: not writing {path}"));
+                }
+            }
+        }
+        self
+    }
+
     /// Parse a script: JSON when it starts with `{`, else TOML.
     pub fn parse(text: &str, origin: &str) -> Result<Self, AgentError> {
         let bad = |message: String| AgentError::Script {
@@ -209,6 +224,26 @@ steps = [ { exit = 3 } ]
                 fields: None
             }
         );
+    }
+
+    /// Guards read-only lanes: a read-only sim carries out no write step and
+    /// keeps everything else.
+    #[test]
+    fn a_read_only_script_writes_nothing() {
+        let s = Script::parse(
+            r#"
+[[turn]]
+steps = [ { work = 1 }, { write = { path = "x.txt", content = "x" } }, { report = { path = "r.json" } }, "finish" ]
+"#,
+            "t",
+        )
+        .unwrap()
+        .read_only();
+        let steps = &s.turns[0].steps;
+        assert_eq!(steps.len(), 4);
+        assert!(!steps.iter().any(|s| matches!(s, Step::Write { .. })));
+        assert_eq!(steps[1], Step::Say("read-only: not writing x.txt".into()));
+        assert!(matches!(steps[2], Step::Report { .. }));
     }
 
     #[test]

@@ -1,0 +1,327 @@
+//! [`LaneOps`] over real lanes (`drover lane`, `docs/lanes.md`): each loop
+//! lane is recorded in `lanes.json` and realised by the lane layer — an
+//! implementer lane gets its own worktree on `drover/loop<N>/<task>` from the
+//! base, `.worktreeinclude` files and the lane's env; its agent (Claude or
+//! Codex, or `drover sim-agent` with the agent's profile) starts with the
+//! lane's permission mode: the implementer writes (`acceptEdits`,
+//! `workspace-write`), a reviewer is read-only (`plan`, `read-only`). A
+//! reviewer works in the implementer's worktree, which stays the run's.
+//!
+//! Spawns take a slot of the state dir's spawn budget until the agent is
+//! ready; an implementer's write lease is renewed while its lane is up. Jobs
+//! go through the engine, dispatch with confirmed delivery and the
+//! supervisor's shadow policy, exactly as on the simulated carrier.
+
+use super::LoopError;
+use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
+use super::renew::Renewal;
+use super::simlanes::SimLanes;
+use crate::daemon::Client;
+use crate::lane::single::{self, OneLane};
+use crate::lane::spawn::{DEFAULT_SPAWN_BUDGET, DEFAULT_SPAWN_WAIT, SpawnBudget};
+use crate::lane::{LaneError, git as lgit};
+use crate::registry::lease::DEFAULT_LEASE_TTL_S;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a new lane's agent may take to become idle.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest one lease renewal runs (a turn longer than this is parked first).
+pub const RENEWAL_MAX_LIFE: Duration = Duration::from_secs(24 * 3600);
+
+/// The sim script text for a lane (TOML or JSON, docs/agents.md).
+pub type ScriptFor = Box<dyn FnMut(&LaneSpec) -> String>;
+
+/// How the lanes are made.
+pub struct LaneOptions {
+    /// Run `drover sim-agent` in every lane instead of the real agents.
+    pub sim: bool,
+    /// The script each sim lane follows (none: the sim's default turn).
+    pub scripts: Option<ScriptFor>,
+    /// The drover binary (sim lanes run `<exe> sim-agent`).
+    pub exe: PathBuf,
+    /// `native`, `tmux` or `herdr`.
+    pub backend: String,
+    pub ready_timeout: Duration,
+    /// Agents started at once on this state dir, across every process.
+    pub spawn_budget: usize,
+    pub spawn_wait: Duration,
+    /// The TTL an implementer's lease is renewed to, every third of it.
+    pub lease_ttl: Duration,
+    /// `--env K=V` for every lane: names recorded, values only in memory.
+    pub env: Vec<(String, String)>,
+}
+
+impl LaneOptions {
+    /// Defaults: real agents on native panes.
+    pub fn new(exe: &Path) -> Self {
+        LaneOptions {
+            sim: false,
+            scripts: None,
+            exe: exe.to_path_buf(),
+            backend: "native".into(),
+            ready_timeout: READY_TIMEOUT,
+            spawn_budget: DEFAULT_SPAWN_BUDGET,
+            spawn_wait: DEFAULT_SPAWN_WAIT,
+            lease_ttl: Duration::from_secs(DEFAULT_LEASE_TTL_S),
+            env: Vec::new(),
+        }
+    }
+}
+
+/// Loop lanes as `drover lane` lanes.
+pub struct RealLanes {
+    state_dir: PathBuf,
+    client: Client,
+    /// Jobs (dispatch, outcomes, observations) on their own connection.
+    jobs: SimLanes,
+    opts: LaneOptions,
+    budget: SpawnBudget,
+    mine: BTreeSet<String>,
+    renewals: BTreeMap<String, Renewal>,
+}
+
+fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
+    LoopError::Lane {
+        lane: lane.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// The agent programs a run of real agents needs, that are not on `PATH`.
+pub fn missing_agents() -> Vec<&'static str> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    ["claude", "codex"]
+        .into_iter()
+        .filter(|p| crate::pane::find_executable(p, &path, None).is_none())
+        .collect()
+}
+
+impl RealLanes {
+    /// `client` does the lane operations; `jobs_client` (a second connection
+    /// to the same supervisor) carries the jobs.
+    pub fn new(
+        state_dir: &Path,
+        client: Client,
+        jobs_client: Client,
+        opts: LaneOptions,
+    ) -> RealLanes {
+        let jobs = SimLanes::new(
+            state_dir,
+            jobs_client,
+            &opts.exe,
+            Box::new(|_: &LaneSpec| String::new()),
+        );
+        RealLanes {
+            state_dir: state_dir.to_path_buf(),
+            client,
+            jobs,
+            budget: SpawnBudget::new(state_dir, opts.spawn_budget),
+            opts,
+            mine: BTreeSet::new(),
+            renewals: BTreeMap::new(),
+        }
+    }
+
+    /// The lane for a spec: its worktree (made, or the one it works in) and agent.
+    fn one(&mut self, spec: &LaneSpec) -> Result<OneLane, LoopError> {
+        let e = |m: LaneError| lane_err(&spec.id, m);
+        let (repo, worktree, branch, base_ref, base_sha) = match &spec.worktree {
+            Some(w) => (
+                w.repo.clone(),
+                w.path.clone(),
+                w.branch.clone(),
+                w.base.clone(),
+                w.base.clone(),
+            ),
+            None => {
+                let common = lgit::ok(
+                    &spec.cwd,
+                    &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+                )
+                .map_err(e)?;
+                let repo = lgit::toplevel(Path::new(&common).parent().unwrap_or(&spec.cwd))
+                    .or_else(|_| lgit::toplevel(&spec.cwd))
+                    .map_err(e)?;
+                let branch =
+                    lgit::ok(&spec.cwd, &["symbolic-ref", "--short", "HEAD"]).map_err(e)?;
+                let head = lgit::ok(&spec.cwd, &["rev-parse", "HEAD"]).map_err(e)?;
+                (repo, spec.cwd.clone(), branch.clone(), branch, head)
+            }
+        };
+        let owner = spec
+            .lane_dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "the loop".into());
+        let sim = match (self.opts.sim, self.opts.scripts.as_mut()) {
+            (false, _) => None,
+            (true, None) => Some(None),
+            (true, Some(f)) => {
+                let script = spec.lane_dir.join("script.toml");
+                crate::store::write_bytes_atomic(&script, f(spec).as_bytes())?;
+                Some(Some(script))
+            }
+        };
+        let (session, role) = match spec.role {
+            Role::Implementer => ("implementer", "Implementer"),
+            Role::Reviewer => ("reviewer", "Reviewer"),
+        };
+        let socket =
+            crate::paths::socket_path(&self.state_dir).map_err(|x| lane_err(&spec.id, x))?;
+        Ok(OneLane {
+            lane_id: spec.id.clone(),
+            session_id: session.into(),
+            role: role.into(),
+            agent: spec.agent,
+            writes: spec.role == Role::Implementer,
+            repo,
+            worktree,
+            branch,
+            base_ref,
+            base_sha,
+            owner,
+            sim,
+            exe: self.opts.exe.clone(),
+            backend: self.opts.backend.clone(),
+            socket,
+            env: vec![("DROVER_AGENT".into(), spec.agent.as_str().into())],
+            user_env: self.opts.env.clone(),
+            ready_timeout: self.opts.ready_timeout,
+        })
+    }
+}
+
+impl LaneOps for RealLanes {
+    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        let one = self.one(spec)?;
+        let rec = {
+            let _slot = self
+                .budget
+                .acquire(self.opts.spawn_wait)
+                .map_err(|e| lane_err(&spec.id, e))?;
+            single::up(&self.state_dir, &mut self.client, &one)
+                .map_err(|e| lane_err(&spec.id, e))?
+        };
+        self.mine.insert(spec.id.clone());
+        if spec.role == Role::Implementer {
+            self.renewals.insert(
+                spec.id.clone(),
+                Renewal::start(
+                    &self.state_dir,
+                    &spec.task,
+                    self.opts.lease_ttl,
+                    RENEWAL_MAX_LIFE,
+                ),
+            );
+        }
+        Ok(LaneHandle {
+            id: spec.id.clone(),
+            role: spec.role,
+            agent: spec.agent,
+            task: spec.task.clone(),
+            pane: rec.pane,
+            cwd: rec.worktree,
+            lane_dir: spec.lane_dir.clone(),
+        })
+    }
+
+    fn live(&mut self) -> Result<Vec<String>, LoopError> {
+        let v = self
+            .client
+            .call("pane.ls", json!({}))
+            .map_err(|e| lane_err("-", e))?;
+        Ok(v.as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["exit"].is_null())
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .filter(|n| self.mine.contains(n))
+            .collect())
+    }
+
+    fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {
+        self.jobs.dispatch(lane, job)
+    }
+
+    fn wait_decision(
+        &mut self,
+        jobs: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(String, Outcome)>, LoopError> {
+        self.jobs.wait_decision(jobs, timeout)
+    }
+
+    fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        if let Some(r) = self.renewals.remove(&lane.id) {
+            r.stop();
+        }
+        single::down(&self.state_dir, &mut self.client, &lane.id)
+            .map_err(|e| lane_err(&lane.id, e))?;
+        self.mine.remove(&lane.id);
+        Ok(())
+    }
+
+    fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
+        self.jobs.observe(lane)
+    }
+
+    fn answer(&mut self, lane: &LaneHandle, label: &str) -> Result<bool, LoopError> {
+        self.jobs.answer(lane, label)
+    }
+
+    fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        self.jobs.interrupt(lane)
+    }
+
+    fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {
+        // A resumed run's lanes left from before a crash: each goes down
+        // (its lane record and its pane); a pane without a record is killed.
+        let v = self
+            .client
+            .call("pane.ls", json!({}))
+            .map_err(|e| lane_err("-", e))?;
+        let mut names: Vec<String> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        // A lane recorded just before the crash may have no pane yet.
+        if let Ok(doc) = crate::lane::load(&self.state_dir) {
+            for l in doc.lanes {
+                if l.lane_id.starts_with(prefix) && !names.contains(&l.lane_id) {
+                    names.push(l.lane_id);
+                }
+            }
+        }
+        for n in &names {
+            if let Some(r) = self.renewals.remove(n) {
+                r.stop();
+            }
+            if single::down(&self.state_dir, &mut self.client, n).is_err() {
+                match self.client.call("pane.kill", json!({"pane": n})) {
+                    Ok(_) => {}
+                    Err(e) if e.to_string().contains("no pane named") => {}
+                    Err(e) => return Err(lane_err(n, e)),
+                }
+            }
+            self.mine.remove(n);
+        }
+        Ok(names)
+    }
+}
+
+impl Drop for RealLanes {
+    /// Lanes still up (a run that failed before its close-out) go down.
+    fn drop(&mut self) {
+        self.renewals.clear();
+        for id in std::mem::take(&mut self.mine) {
+            let _ = single::down(&self.state_dir, &mut self.client, &id);
+        }
+    }
+}

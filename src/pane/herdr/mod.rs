@@ -1,0 +1,323 @@
+//! The herdr backend: panes of a herdr server (see `docs/herdr.md`).
+//!
+//! A pane is a herdr workspace created with the spec's env (`workspace
+//! create --env`, sent over herdr's socket so no value is in any argv);
+//! drover types one `exec` line into its shell that starts the command
+//! behind a small wrapper recording the exit status. The screen is what
+//! `pane read` returns, drawn into drover's own screen model, so the
+//! classifier and barriers are the same code as for every other backend;
+//! `agent wait` adds herdr's own reading of the agent's state.
+
+mod client;
+mod keys;
+mod pane;
+mod watch;
+
+pub use client::{Client, Fault, MIN_VERSION, parse_version, socket_path};
+pub use keys::herdr_key;
+pub use pane::HerdrPane;
+
+use crate::pane::{PaneError, PaneEvents, PaneSpec};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// Bound on `herdr --version`.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on one request over herdr's socket (each read and write).
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+/// Bound on a short CLI command (`pane send-keys`, `workspace close`).
+pub(crate) const CLI_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a new pane's shell may take to appear in `/proc`.
+const FIND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the shell may take to run the typed `exec` line.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(10);
+/// The wrapper's `$0`-free marker: its first argument names it.
+const WRAPPER_SHELL: &str = "/bin/sh";
+/// Clears the typed line, runs the command, writes its status atomically
+/// (private to the user; the umask is set in a subshell, never the command's).
+/// Its traps let it outlive the signals that end the command (which gets
+/// the default actions back at exec), so the status is written.
+const WRAPPER_SCRIPT: &str = "trap : INT QUIT TERM HUP; printf '\\033[H\\033[2J\\033[3J'; \"$@\"; s=$?; \
+     (umask 077; printf '%s\\n' \"$s\" > \"$0.tmp\") && mv -f \"$0.tmp\" \"$0\"; exit \"$s\"";
+
+fn herdr_err(message: impl Into<String>) -> PaneError {
+    PaneError::Backend {
+        backend: "herdr",
+        message: message.into(),
+    }
+}
+
+/// drover's herdr host for one state dir: the client, and the panes made.
+pub struct HerdrHost {
+    state_dir: PathBuf,
+    client: Client,
+    me: Weak<HerdrHost>,
+    /// The version line, once `herdr --version` answered.
+    version: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for HerdrHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HerdrHost")
+            .field("binary", &self.client.binary())
+            .field("socket", &self.client.socket())
+            .finish()
+    }
+}
+
+/// One created herdr pane with its process found and its env verified.
+pub(crate) struct Created {
+    pub(crate) workspace_id: String,
+    pub(crate) pane_id: String,
+    pub(crate) terminal_id: Option<String>,
+    pub(crate) pid: u32,
+    pub(crate) env_verified: bool,
+    pub(crate) status_file: PathBuf,
+    /// When the generation started (RFC 3339; part of its process marker).
+    pub(crate) created_at: String,
+}
+
+impl HerdrHost {
+    /// The host for `state_dir`; herdr is not contacted until a pane needs it.
+    pub fn new(state_dir: &Path) -> Arc<Self> {
+        Arc::new_cyclic(|me| HerdrHost {
+            state_dir: state_dir.to_path_buf(),
+            client: Client::from_env(),
+            me: me.clone(),
+            version: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Check herdr can be run (once it could, it is not asked again).
+    fn check(&self) -> Result<(), PaneError> {
+        let mut v = pane::lock(&self.version);
+        if v.is_none() {
+            let line = self.client.version(VERSION_TIMEOUT).map_err(herdr_err)?;
+            tracing::info!(version = %line, socket = %self.client.socket().display(), "herdr found");
+            *v = Some(line);
+        }
+        Ok(())
+    }
+
+    /// Create a pane for `spec` on herdr, its env verified.
+    pub fn spawn(
+        &self,
+        spec: PaneSpec,
+        events: Arc<dyn PaneEvents>,
+    ) -> Result<Arc<HerdrPane>, PaneError> {
+        spec.validate()?;
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| herdr_err("the supervisor is stopping"))?;
+        let created_at = crate::paths::now_rfc3339();
+        let c = self.create(&spec, 1, &created_at)?;
+        Ok(HerdrPane::start(me, spec, c, 1, events))
+    }
+
+    /// `workspace.create` with the env, find the shell, type the `exec`
+    /// line, verify the env of the started wrapper.
+    pub(crate) fn create(
+        &self,
+        spec: &PaneSpec,
+        generation: u64,
+        created_at: &str,
+    ) -> Result<Created, PaneError> {
+        self.check()?;
+        let marker = crate::pane::reap::marker(&spec.name, generation, created_at);
+        let mut env = serde_json::Map::new();
+        for (k, v) in &spec.env {
+            env.insert(k.clone(), Value::String(v.clone()));
+        }
+        env.insert(
+            crate::pane::PANE_MARKER_ENV.into(),
+            Value::String(marker.clone()),
+        );
+        let mut params = json!({
+            "focus": false,
+            "label": format!("drover:{}", spec.name),
+            "env": env,
+        });
+        if let Some(cwd) = &spec.cwd {
+            params["cwd"] = Value::String(cwd.to_string_lossy().into_owned());
+        }
+        let spawn_err = |message: String| PaneError::Spawn {
+            command: spec.argv.first().cloned().unwrap_or_default(),
+            message,
+        };
+        let r = self
+            .client
+            .request("workspace.create", params, REQUEST_TIMEOUT, true)
+            .map_err(|f| spawn_err(format!("herdr workspace create: {f}")))?;
+        let (Some(workspace_id), Some(pane_id)) = (
+            r["workspace"]["workspace_id"].as_str().map(String::from),
+            r["root_pane"]["pane_id"].as_str().map(String::from),
+        ) else {
+            return Err(herdr_err(
+                "workspace create answered without .workspace.workspace_id and .root_pane.pane_id",
+            ));
+        };
+        let terminal_id = r["root_pane"]["terminal_id"].as_str().map(String::from);
+        let fail = |e: PaneError| {
+            self.close_workspace(&workspace_id);
+            e
+        };
+        let entry = format!("{}={marker}", crate::pane::PANE_MARKER_ENV);
+        let pid = find_shell(entry.as_bytes()).ok_or_else(|| {
+            fail(herdr_err(format!(
+                "herdr pane {pane_id} has no shell with drover's marker on this machine \
+                 (is the herdr server local and running as this user?)"
+            )))
+        })?;
+        let status_file = self.status_file(&spec.name, generation).map_err(&fail)?;
+        let line = exec_line(&status_file, &spec.argv);
+        self.client
+            .request(
+                "pane.send_text",
+                json!({"pane_id": pane_id, "text": line}),
+                REQUEST_TIMEOUT,
+                true,
+            )
+            .map_err(|f| fail(spawn_err(format!("herdr pane send-text: {f}"))))?;
+        self.client
+            .cli(&["pane", "send-keys", &pane_id, "enter"], CLI_TIMEOUT)
+            .map_err(|f| fail(spawn_err(format!("herdr pane send-keys: {f}"))))?;
+        if !wait_for_wrapper(pid, &status_file) {
+            return Err(fail(spawn_err(format!(
+                "the shell of herdr pane {pane_id} ended or did not start the command within {} s",
+                EXEC_TIMEOUT.as_secs()
+            ))));
+        }
+        let env_verified = match crate::pane::spawn::verify_env_settled(pid, &spec.env) {
+            Ok(v) => v,
+            Err(name) => {
+                crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                return Err(fail(PaneError::EnvMismatch { name }));
+            }
+        };
+        tracing::info!(pane = %spec.name, pane_id = %pane_id, pid, "herdr pane created");
+        Ok(Created {
+            workspace_id,
+            pane_id,
+            terminal_id,
+            pid,
+            env_verified,
+            status_file,
+            created_at: created_at.to_string(),
+        })
+    }
+
+    /// `herdr workspace close ID` (errors are logged: the pane may be gone).
+    pub(crate) fn close_workspace(&self, workspace_id: &str) {
+        if let Err(f) = self
+            .client
+            .cli(&["workspace", "close", workspace_id], CLI_TIMEOUT)
+        {
+            tracing::debug!(workspace = %workspace_id, error = %f, "herdr workspace close failed");
+        }
+    }
+
+    /// `<state>/herdr/exit/<name>.<generation>`, its directory private and
+    /// any stale file removed.
+    fn status_file(&self, name: &str, generation: u64) -> Result<PathBuf, PaneError> {
+        let dir = self.state_dir.join("herdr").join("exit");
+        crate::store::create_private_dir(&dir)
+            .map_err(|e| herdr_err(format!("cannot create {}: {e}", dir.display())))?;
+        let f = dir.join(format!("{name}.{generation}"));
+        let _ = std::fs::remove_file(&f);
+        Ok(f)
+    }
+
+    /// The supervisor is stopping: every pane was killed (each closed its
+    /// workspace); end the CLI calls still running (`agent wait`). herdr's
+    /// server is never stopped: drover did not start it.
+    pub fn shutdown(&self) {
+        self.client.stop_running();
+    }
+}
+
+/// The line typed into the pane's shell: a leading space keeps it out of
+/// shells' history; every word single-quoted.
+fn exec_line(status_file: &Path, argv: &[String]) -> String {
+    let mut words = vec![
+        "exec".to_string(),
+        WRAPPER_SHELL.to_string(),
+        "-c".to_string(),
+        sh_quote(WRAPPER_SCRIPT),
+        sh_quote(&status_file.to_string_lossy()),
+    ];
+    words.extend(argv.iter().map(|a| sh_quote(a)));
+    format!(" {}", words.join(" "))
+}
+
+/// Quote one word for a POSIX shell.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The pane's shell: the process with drover's marker whose parent does
+/// not have it.
+fn find_shell(entry: &[u8]) -> Option<u32> {
+    let deadline = Instant::now() + FIND_TIMEOUT;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        let all = crate::pane::procfs::all();
+        let marked: Vec<(u32, i64)> = all
+            .iter()
+            .filter(|(pid, _)| crate::pane::procfs::environ_has(*pid, entry))
+            .map(|(pid, s)| (*pid, s.ppid))
+            .collect();
+        let top = marked
+            .iter()
+            .find(|(_, ppid)| !marked.iter().any(|(p, _)| i64::from(*p) == *ppid))
+            .map(|(pid, _)| *pid);
+        if top.is_some() || Instant::now() >= deadline {
+            return top;
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Wait until the shell `pid` has exec'd the wrapper (its argv names the
+/// status file), or the wrapper has already run the command to its end
+/// (the status file is there). False when neither happened in time.
+fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
+    let needle = status_file.as_os_str().as_encoded_bytes();
+    let deadline = Instant::now() + EXEC_TIMEOUT;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        let running = match std::fs::read(format!("/proc/{pid}/cmdline")) {
+            Ok(c) if c.split(|b| *b == 0).any(|a| a == needle) => return true,
+            Ok(c) => !c.is_empty(),
+            Err(_) => false,
+        };
+        if status_file.exists() {
+            return true;
+        }
+        if !running || Instant::now() >= deadline {
+            // Gone (or a zombie): it may have written the status just now.
+            return status_file.exists();
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_line_quotes_every_word() {
+        let l = exec_line(Path::new("/s/x.1"), &["echo".into(), "it's $HOME".into()]);
+        assert!(l.starts_with(" exec /bin/sh -c '"));
+        assert!(l.ends_with(" '/s/x.1' 'echo' 'it'\\''s $HOME'"));
+    }
+}

@@ -1,0 +1,513 @@
+//! A pane on a herdr server: drover's screen model drawn from `pane read`,
+//! input through `pane send-text`/`send-keys`/`agent prompt`, exit from the
+//! wrapper's pidfd and status file, herdr's own state from `agent wait`.
+
+use super::{CLI_TIMEOUT, Created, HerdrHost, REQUEST_TIMEOUT, watch};
+use crate::pane::backend::{Backend, PaneBackend};
+use crate::pane::{
+    AttachHandle, AttachMsg, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec,
+    ScreenMeta, key_bytes,
+};
+use crate::screen::Screen;
+use nix::sys::signal::Signal;
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Events (exit, kick) buffered for an attached client.
+const ATTACH_QUEUE: usize = 8;
+/// How long kill waits for a SIGKILLed group to be gone.
+const REAP_TIMEOUT: Duration = Duration::from_secs(3);
+
+static ATTACH_IDS: AtomicU64 = AtomicU64::new(1 << 41);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+struct AttachSlot {
+    id: u64,
+    tx: tokio::sync::mpsc::Sender<AttachMsg>,
+    wake: Arc<tokio::sync::Notify>,
+    renderer: crate::screen::Renderer,
+}
+
+pub(crate) struct Inner {
+    pub(crate) spec: PaneSpec,
+    pub(crate) generation: u64,
+    pub(crate) workspace_id: String,
+    pub(crate) pane_id: String,
+    terminal_id: Option<String>,
+    pub(crate) pid: u32,
+    pub(crate) status_file: PathBuf,
+    created_at: String,
+    pub(crate) screen: Screen,
+    /// The last text `pane read` returned (the screen is redrawn on change).
+    pub(crate) last_text: Option<String>,
+    pub(crate) exit: Option<ExitInfo>,
+    env_verified: bool,
+    started_at_ms: u64,
+    started: Instant,
+    pub(crate) last_output: Instant,
+    attach: Option<AttachSlot>,
+    /// Why herdr cannot be reached now.
+    pub(crate) transport: Option<String>,
+    /// herdr's own reading of the agent (`agent wait`).
+    pub(crate) backend_state: Option<String>,
+    /// drover is ending the process (its exit is a kill).
+    pub(crate) stopping: bool,
+}
+
+/// A pane of a herdr server.
+pub struct HerdrPane {
+    name: String,
+    pub(crate) host: Arc<HerdrHost>,
+    pub(crate) inner: Mutex<Inner>,
+    cv: Condvar,
+    pub(crate) events: Arc<dyn PaneEvents>,
+}
+
+impl std::fmt::Debug for HerdrPane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HerdrPane")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl HerdrPane {
+    pub(crate) fn start(
+        host: Arc<HerdrHost>,
+        spec: PaneSpec,
+        c: Created,
+        generation: u64,
+        events: Arc<dyn PaneEvents>,
+    ) -> Arc<Self> {
+        let now = Instant::now();
+        let pane = Arc::new(HerdrPane {
+            name: spec.name.clone(),
+            host,
+            inner: Mutex::new(Inner {
+                screen: Screen::new(spec.cols, spec.rows),
+                spec,
+                generation,
+                workspace_id: c.workspace_id,
+                pane_id: c.pane_id,
+                terminal_id: c.terminal_id,
+                pid: c.pid,
+                status_file: c.status_file,
+                created_at: c.created_at,
+                last_text: None,
+                exit: None,
+                env_verified: c.env_verified,
+                started_at_ms: crate::paths::now_ms(),
+                started: now,
+                last_output: now,
+                attach: None,
+                transport: None,
+                backend_state: None,
+                stopping: false,
+            }),
+            cv: Condvar::new(),
+            events,
+        });
+        watch::start(&pane, generation);
+        pane
+    }
+
+    pub(crate) fn name_str(&self) -> &str {
+        &self.name
+    }
+
+    /// Draw `text` (a `pane read`) into the screen when it changed.
+    pub(crate) fn show(&self, generation: u64, text: String) {
+        let mut g = lock(&self.inner);
+        if g.generation != generation {
+            return;
+        }
+        let changed = g.last_text.as_deref() != Some(text.as_str());
+        let cleared = g.transport.take().is_some();
+        if changed {
+            let bytes = watch::draw(&text, g.screen.size());
+            g.screen.process(&bytes);
+            let _ = g.screen.take_replies();
+            g.last_text = Some(text);
+            g.last_output = Instant::now();
+            if let Some(a) = &g.attach {
+                a.wake.notify_one();
+            }
+        }
+        drop(g);
+        if cleared {
+            self.events.transport_changed();
+        } else if changed {
+            self.events.output();
+        }
+    }
+
+    /// herdr could not be reached (`Some`) or answered again (`None`).
+    pub(crate) fn set_transport(&self, generation: u64, err: Option<String>) {
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.transport == err {
+            return;
+        }
+        g.transport = err;
+        drop(g);
+        self.events.transport_changed();
+    }
+
+    /// herdr's reading of the agent changed.
+    pub(crate) fn set_backend_state(&self, generation: u64, state: Option<String>) {
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.backend_state == state {
+            return;
+        }
+        g.backend_state = state;
+        drop(g);
+        self.events.output();
+    }
+
+    pub(crate) fn record_exit(&self, generation: u64, info: ExitInfo) {
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.exit.is_some() {
+            return;
+        }
+        g.exit = Some(info.clone());
+        if let Some(a) = &g.attach {
+            let _ = a.tx.try_send(AttachMsg::Exited(info));
+        }
+        drop(g);
+        self.cv.notify_all();
+        self.events.exited();
+    }
+
+    fn transport_err(&self, message: String) -> PaneError {
+        PaneError::Transport {
+            pane: self.name.clone(),
+            message,
+        }
+    }
+
+    fn fault_err(&self, what: &str, f: super::Fault) -> PaneError {
+        self.transport_err(format!("herdr {what}: {f}"))
+    }
+
+    /// The pane id, when the pane can take input.
+    fn usable(&self) -> Result<(String, String), PaneError> {
+        let g = lock(&self.inner);
+        if let Some(t) = &g.transport {
+            return Err(self.transport_err(t.clone()));
+        }
+        if g.exit.is_some() {
+            return Err(PaneError::Exited(self.name.clone()));
+        }
+        Ok((g.pane_id.clone(), g.spec.agent.clone()))
+    }
+
+    fn send_plain(&self, pane_id: &str, text: &str) -> Result<(), PaneError> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.host
+            .client()
+            .request(
+                "pane.send_text",
+                json!({"pane_id": pane_id, "text": text}),
+                REQUEST_TIMEOUT,
+                true,
+            )
+            .map(|_| ())
+            .map_err(|f| self.fault_err("pane send-text", f))
+    }
+
+    fn send_named(&self, pane_id: &str, keys: &[String]) -> Result<(), PaneError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec!["pane", "send-keys", pane_id];
+        args.extend(keys.iter().map(String::as_str));
+        self.host
+            .client()
+            .cli(&args, CLI_TIMEOUT)
+            .map(|_| ())
+            .map_err(|f| self.fault_err("pane send-keys", f))
+    }
+
+    fn wait_exit(&self, generation: u64, timeout: Duration) -> bool {
+        let g = lock(&self.inner);
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |g| {
+                g.generation == generation && g.exit.is_none()
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        g.generation != generation || g.exit.is_some()
+    }
+
+    /// End the current process: TERM and HUP to its group, a grace period,
+    /// then KILL, then the rest of its tree seen before.
+    fn stop_process(&self) {
+        let (pid, generation, exited) = {
+            let mut g = lock(&self.inner);
+            g.stopping = true;
+            (g.pid, g.generation, g.exit.is_some())
+        };
+        if exited || !watch::is_leader(pid) {
+            return;
+        }
+        use crate::pane::reap;
+        let mut key =
+            reap::TreeKey::new(pid, crate::pane::record::start_time(pid).unwrap_or(0), "");
+        let mut found = reap::members(&key, false);
+        key.known = found.clone();
+        key.session_until = found.iter().map(|m| m.start_time).max();
+        crate::pane::native::signal_group(pid, Signal::SIGTERM);
+        crate::pane::native::signal_group(pid, Signal::SIGHUP);
+        if !self.wait_exit(generation, KILL_GRACE) {
+            crate::pane::native::signal_group(pid, Signal::SIGKILL);
+            let _ = self.wait_exit(generation, REAP_TIMEOUT);
+        }
+        reap::sweep(&key, &mut found, REAP_TIMEOUT);
+    }
+
+    fn close(&self) {
+        let (ws, file) = {
+            let g = lock(&self.inner);
+            (g.workspace_id.clone(), g.status_file.clone())
+        };
+        self.host.close_workspace(&ws);
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+impl PaneBackend for HerdrPane {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn backend(&self) -> Backend {
+        Backend::Herdr
+    }
+    fn info(&self) -> PaneInfo {
+        let g = lock(&self.inner);
+        let (cols, rows) = g.screen.size();
+        PaneInfo {
+            name: self.name.clone(),
+            backend: "herdr".into(),
+            pid: g.pid,
+            generation: g.generation,
+            cols,
+            rows,
+            agent: g.spec.agent.clone(),
+            argv: g.spec.argv.clone(),
+            env_names: g.spec.env_names(),
+            env_verified: g.env_verified,
+            cwd: g.spec.cwd.clone(),
+            started_at_ms: g.started_at_ms,
+            bytes: g.screen.bytes(),
+            exit: g.exit.clone(),
+            attached: g.attach.is_some(),
+        }
+    }
+    fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
+        let mut g = lock(&self.inner);
+        let meta = ScreenMeta {
+            generation: g.generation,
+            pid: g.pid,
+            exit: g.exit.clone(),
+            quiet: g.last_output.elapsed(),
+            since_spawn: g.started.elapsed(),
+            agent: g.spec.agent.clone(),
+        };
+        f(&mut g.screen, &meta)
+    }
+    fn generation(&self) -> u64 {
+        lock(&self.inner).generation
+    }
+    fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
+        let (pane_id, _) = self.usable()?;
+        self.send_plain(&pane_id, &String::from_utf8_lossy(bytes))
+    }
+    fn send_text(&self, text: &str, enter: bool) -> Result<(), PaneError> {
+        let (pane_id, agent) = self.usable()?;
+        if enter && agent != "shell" {
+            // herdr pastes (bracketed when the app enabled it) and submits.
+            match self.host.client().request(
+                "agent.prompt",
+                json!({"target": pane_id, "text": text}),
+                REQUEST_TIMEOUT,
+                true,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(f) if matches!(f.code(), Some("agent_not_found" | "agent_not_running")) => {
+                    tracing::debug!(pane = %self.name, "herdr sees no agent; sending the text plainly");
+                }
+                Err(f) => return Err(self.fault_err("agent prompt", f)),
+            }
+        }
+        self.send_plain(&pane_id, text)?;
+        if enter {
+            self.send_named(&pane_id, &["enter".to_string()])?;
+        }
+        Ok(())
+    }
+    fn send_keys(&self, keys: &[String]) -> Result<(), PaneError> {
+        let (pane_id, _) = self.usable()?;
+        let bytes: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| key_bytes(k, false))
+            .collect::<Result<_, _>>()?;
+        // In order: runs of named keys in one send-keys; characters and keys
+        // herdr has no name for as their bytes.
+        let mut named: Vec<String> = Vec::new();
+        for (k, b) in keys.iter().zip(&bytes) {
+            match super::herdr_key(k) {
+                Some(n) => named.push(n),
+                None => {
+                    self.send_named(&pane_id, &std::mem::take(&mut named))?;
+                    self.send_plain(&pane_id, &String::from_utf8_lossy(b))?;
+                }
+            }
+        }
+        self.send_named(&pane_id, &named)
+    }
+    fn resize(&self, _cols: u16, _rows: u16) -> Result<(), PaneError> {
+        Err(PaneError::Backend {
+            backend: "herdr",
+            message: "herdr sizes its panes by its own layout; resize them in herdr".into(),
+        })
+    }
+    fn spec_size(&self) -> (u16, u16) {
+        let g = lock(&self.inner);
+        (g.spec.cols, g.spec.rows)
+    }
+    fn kill(&self) {
+        self.stop_process();
+        self.close();
+    }
+    fn respawn(self: Arc<Self>) -> Result<u64, PaneError> {
+        self.stop_process();
+        self.close();
+        let (spec, generation) = {
+            let g = lock(&self.inner);
+            (g.spec.clone(), g.generation + 1)
+        };
+        let created_at = crate::paths::now_rfc3339();
+        let c = self.host.create(&spec, generation, &created_at)?;
+        {
+            let mut g = lock(&self.inner);
+            g.generation = generation;
+            g.workspace_id = c.workspace_id;
+            g.pane_id = c.pane_id;
+            g.terminal_id = c.terminal_id;
+            g.pid = c.pid;
+            g.status_file = c.status_file;
+            g.created_at = c.created_at;
+            g.env_verified = c.env_verified;
+            g.screen = Screen::new(g.spec.cols, g.spec.rows);
+            g.last_text = None;
+            g.exit = None;
+            g.transport = None;
+            g.backend_state = None;
+            g.stopping = false;
+            g.started_at_ms = crate::paths::now_ms();
+            g.started = Instant::now();
+            g.last_output = Instant::now();
+        }
+        watch::start(&self, generation);
+        self.cv.notify_all();
+        self.events.output();
+        Ok(generation)
+    }
+    fn attach(&self) -> AttachHandle {
+        let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
+        let mut g = lock(&self.inner);
+        if let Some(old) = g.attach.take() {
+            let _ = old.tx.try_send(AttachMsg::Kicked);
+        }
+        let mut renderer = crate::screen::Renderer::new();
+        let repaint = renderer.frame(&g.screen);
+        if let Some(exit) = &g.exit {
+            let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
+        }
+        g.attach = Some(AttachSlot {
+            id,
+            tx,
+            wake: wake.clone(),
+            renderer,
+        });
+        AttachHandle {
+            id,
+            repaint,
+            rx,
+            wake,
+        }
+    }
+    fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+        let mut g = lock(&self.inner);
+        let Inner { screen, attach, .. } = &mut *g;
+        let slot = attach.as_mut().filter(|a| a.id == id)?;
+        Some(slot.renderer.frame(screen))
+    }
+    fn detach(&self, id: u64) {
+        let mut g = lock(&self.inner);
+        if g.attach.as_ref().is_some_and(|a| a.id == id) {
+            g.attach = None;
+        }
+    }
+    fn repaint(&self) -> Vec<u8> {
+        crate::screen::Renderer::new().frame(&lock(&self.inner).screen)
+    }
+    fn transport_error(&self) -> Option<String> {
+        lock(&self.inner).transport.clone()
+    }
+    fn backend_pane_id(&self) -> Option<String> {
+        Some(lock(&self.inner).pane_id.clone())
+    }
+    fn process_record(
+        &self,
+        descendants: Vec<crate::pane::Member>,
+    ) -> Option<crate::pane::record::PaneRecord> {
+        use crate::pane::record;
+        let g = lock(&self.inner);
+        Some(record::PaneRecord {
+            schema_version: record::RECORD_SCHEMA,
+            name: self.name.clone(),
+            backend: "herdr".into(),
+            backend_pane_id: Some(g.pane_id.clone()),
+            pid: g.pid,
+            pid_start_time: record::start_time(g.pid).unwrap_or(0),
+            pgid: g.pid,
+            generation: g.generation,
+            boot_id: record::boot_id(),
+            created_at: g.created_at.clone(),
+            agent: g.spec.agent.clone(),
+            descendants,
+        })
+    }
+    fn members(&self) -> Vec<crate::pane::Member> {
+        let pid = lock(&self.inner).pid;
+        let key = crate::pane::reap::TreeKey::new(
+            pid,
+            crate::pane::record::start_time(pid).unwrap_or(0),
+            "",
+        );
+        crate::pane::reap::members(&key, false)
+    }
+    fn attach_command(&self) -> Option<String> {
+        let g = lock(&self.inner);
+        let mut words = vec!["herdr".to_string()];
+        words.extend(self.host.client().session_args());
+        match &g.terminal_id {
+            Some(t) => words.extend(["terminal".into(), "attach".into(), t.clone()]),
+            None => words.extend(["agent".into(), "attach".into(), g.pane_id.clone()]),
+        }
+        Some(words.join(" "))
+    }
+    fn backend_state(&self) -> Option<String> {
+        lock(&self.inner).backend_state.clone()
+    }
+}

@@ -1,0 +1,312 @@
+//! The threads of one herdr pane generation: the screen reader (`pane
+//! read`), the exit watcher (the wrapper's pidfd, then its status file) and
+//! the agent watcher (`agent wait`, always with `--until` and `--timeout`).
+//! Each ends when its generation is over or the pane is dropped.
+
+use super::pane::{HerdrPane, lock};
+use super::{Fault, REQUEST_TIMEOUT};
+use crate::pane::ExitInfo;
+use serde_json::json;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How often the screen is read while the pane runs (herdr itself polls
+/// its agents every 100–300 ms).
+pub const READ_EVERY: Duration = Duration::from_millis(100);
+/// Reads back off to this while herdr cannot be reached …
+const READ_BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// `--timeout` of one `agent wait`, in ms.
+pub const AGENT_WAIT_MS: u64 = 10_000;
+/// Beyond `--timeout`, how long the `agent wait` CLI may take to answer.
+const AGENT_WAIT_SLACK: Duration = Duration::from_secs(3);
+/// The agent watcher backs off from this …
+const AGENT_BACKOFF_FIRST: Duration = Duration::from_millis(500);
+/// … to this while herdr sees no agent or cannot be reached.
+const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// After the exit, how long the status file may take to appear.
+const STATUS_WAIT: Duration = Duration::from_millis(500);
+/// Every state `agent wait` knows.
+const STATES: [&str; 5] = ["idle", "working", "blocked", "done", "unknown"];
+
+/// Start the threads of `generation`.
+pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
+    let name = pane.name_str().to_string();
+    let spawn = |what: &str, f: Box<dyn FnOnce() + Send>| {
+        let _ = std::thread::Builder::new()
+            .name(format!("herdr-{what}-{name}"))
+            .spawn(f);
+    };
+    let (w1, w2, w3) = (
+        Arc::downgrade(pane),
+        Arc::downgrade(pane),
+        Arc::downgrade(pane),
+    );
+    spawn("read", Box::new(move || reader(w1, generation)));
+    spawn("exit", Box::new(move || exit_watcher(w2, generation)));
+    spawn("agent", Box::new(move || agent_watcher(w3, generation)));
+}
+
+/// The generation's pane id while the generation is current and running.
+fn current(pane: &HerdrPane, generation: u64) -> Option<(String, bool)> {
+    let g = lock(&pane.inner);
+    (g.generation == generation).then(|| (g.pane_id.clone(), g.exit.is_some()))
+}
+
+/// One `pane read --source visible --format text` of `pane_id`.
+pub(super) fn read(pane: &HerdrPane, pane_id: &str) -> Result<String, Fault> {
+    let r = pane.host.client().request(
+        "pane.read",
+        json!({"pane_id": pane_id, "source": "visible", "format": "text", "strip_ansi": true}),
+        REQUEST_TIMEOUT,
+        false,
+    )?;
+    r["read"]["text"]
+        .as_str()
+        .map(String::from)
+        .ok_or_else(|| Fault::Transport("pane read answered without .read.text".into()))
+}
+
+fn reader(weak: Weak<HerdrPane>, generation: u64) {
+    let mut delay = READ_EVERY;
+    loop {
+        std::thread::sleep(delay);
+        let Some(p) = weak.upgrade() else { return };
+        let Some((pane_id, exited)) = current(&p, generation) else {
+            return;
+        };
+        if exited {
+            return;
+        }
+        match read(&p, &pane_id) {
+            Ok(text) => {
+                p.show(generation, text);
+                delay = READ_EVERY;
+            }
+            Err(f) if f.is_transport() => {
+                tracing::debug!(pane = %p.name_str(), error = %f, "herdr pane read failed");
+                p.set_transport(
+                    generation,
+                    Some(format!(
+                        "herdr unreachable ({f}); drover reads again when it answers"
+                    )),
+                );
+                delay = (delay * 2).min(READ_BACKOFF_MAX);
+            }
+            Err(f) => {
+                // herdr answered but has no such pane (closed in herdr):
+                // unreachable until the process is seen to exit.
+                if current(&p, generation).is_some_and(|(_, exited)| !exited) {
+                    p.set_transport(
+                        generation,
+                        Some(format!("herdr no longer shows pane {pane_id} ({f})")),
+                    );
+                }
+                delay = (delay * 2).min(READ_BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::c_int, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this fd; nothing else owns it.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Whether `pid` leads its own process group and session, as a herdr
+/// pane's shell (and the wrapper it exec'd) does.
+pub(super) fn is_leader(pid: u32) -> bool {
+    pid > 1
+        && crate::pane::procfs::stat(pid)
+            .is_some_and(|s| s.pgrp == i64::from(pid) && s.session == i64::from(pid))
+}
+
+fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
+    use std::os::fd::AsRawFd;
+    let pid = match weak.upgrade() {
+        Some(p) => lock(&p.inner).pid,
+        None => return,
+    };
+    if let Some(fd) = pidfd_open(pid) {
+        loop {
+            let mut pfd = nix::libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: nix::libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for a fd we own; waits at most 1 s.
+            let n = unsafe { nix::libc::poll(&mut pfd, 1, 1000) };
+            if n > 0 {
+                break;
+            }
+            let Some(p) = weak.upgrade() else { return };
+            if current(&p, generation).is_none_or(|(_, exited)| exited) {
+                return;
+            }
+        }
+    }
+    let Some(p) = weak.upgrade() else { return };
+    let (status_file, pane_id, stopping) = {
+        let g = lock(&p.inner);
+        if g.generation != generation {
+            return;
+        }
+        (g.status_file.clone(), g.pane_id.clone(), g.stopping)
+    };
+    // The last output first, while herdr may still show it.
+    if let Ok(text) = read(&p, &pane_id) {
+        p.show(generation, text);
+    }
+    let deadline = std::time::Instant::now() + STATUS_WAIT;
+    let status = loop {
+        if let Ok(s) = std::fs::read_to_string(&status_file) {
+            break s.trim().parse::<i32>().ok();
+        }
+        if stopping || std::time::Instant::now() >= deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    p.record_exit(generation, exit_info(status, stopping));
+}
+
+/// The exit as the wrapper's status reports it (`128+N` is signal N).
+pub(super) fn exit_info(status: Option<i32>, killed: bool) -> ExitInfo {
+    let at_ms = crate::paths::now_ms();
+    match status {
+        Some(s) if (129..=192).contains(&s) => ExitInfo {
+            code: None,
+            signal: Some(signal_name(s - 128)),
+            at_ms,
+        },
+        Some(s) => ExitInfo {
+            code: Some(s),
+            signal: None,
+            at_ms,
+        },
+        None => ExitInfo {
+            code: None,
+            signal: killed.then(|| signal_name(15)),
+            at_ms,
+        },
+    }
+}
+
+fn signal_name(n: i32) -> String {
+    match n {
+        1 => "Hangup".into(),
+        2 => "Interrupt".into(),
+        3 => "Quit".into(),
+        6 => "Aborted".into(),
+        9 => "Killed".into(),
+        13 => "Broken pipe".into(),
+        15 => "Terminated".into(),
+        n => format!("Signal {n}"),
+    }
+}
+
+/// Follow herdr's own reading of the agent: each `agent wait` waits for any
+/// state but the last one seen (so it never returns at once twice).
+fn agent_watcher(weak: Weak<HerdrPane>, generation: u64) {
+    let mut last: Option<String> = None;
+    let mut delay = AGENT_BACKOFF_FIRST;
+    loop {
+        let Some(p) = weak.upgrade() else { return };
+        let Some((pane_id, exited)) = current(&p, generation) else {
+            return;
+        };
+        if exited || lock(&p.inner).spec.agent == "shell" {
+            return;
+        }
+        let client = p.host.client().clone();
+        drop(p);
+        let timeout = AGENT_WAIT_MS.to_string();
+        let mut args = vec!["agent", "wait", pane_id.as_str()];
+        for s in STATES.iter().filter(|s| last.as_deref() != Some(**s)) {
+            args.extend(["--until", s]);
+        }
+        args.extend(["--timeout", timeout.as_str()]);
+        let answer = client.cli(
+            &args,
+            Duration::from_millis(AGENT_WAIT_MS) + AGENT_WAIT_SLACK,
+        );
+        let Some(p) = weak.upgrade() else { return };
+        match answer {
+            Ok(v) => {
+                let state = v["result"]["agent"]["agent_status"]
+                    .as_str()
+                    .map(String::from);
+                p.set_backend_state(generation, state.clone());
+                last = state;
+                delay = AGENT_BACKOFF_FIRST;
+                continue;
+            }
+            // A healthy answer: nothing changed within the timeout.
+            Err(f) if f.code() == Some("timeout") => continue,
+            Err(f) => {
+                tracing::debug!(pane = %p.name_str(), error = %f, "herdr agent wait");
+                p.set_backend_state(generation, None);
+                last = None;
+            }
+        }
+        drop(p);
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(AGENT_BACKOFF_MAX);
+    }
+}
+
+/// Bytes that draw `text` (rows separated by `\n`) on a screen of `size`:
+/// each row at its place, erased first; the bottom rows when there are
+/// more than fit (the footers detection reads are there).
+pub fn draw(text: &str, (cols, rows): (u16, u16)) -> Vec<u8> {
+    let lines: Vec<&str> = text.trim_end_matches('\n').split('\n').collect();
+    let skip = lines.len().saturating_sub(usize::from(rows));
+    let mut out = String::from("\x1b[0m");
+    for r in 0..usize::from(rows) {
+        out.push_str(&format!("\x1b[{};1H\x1b[2K", r + 1));
+        if let Some(line) = lines.get(skip + r) {
+            let clean: String = line
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(usize::from(cols))
+                .collect();
+            out.push_str(clean.trim_end());
+        }
+    }
+    let last = lines.len().saturating_sub(skip).clamp(1, usize::from(rows));
+    out.push_str(&format!("\x1b[{last};1H"));
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draw_puts_rows_in_place_and_keeps_the_bottom() {
+        let mut s = crate::screen::Screen::new(20, 3);
+        s.process(&draw("a\nb\nc\nd\n", (20, 3)));
+        assert_eq!(s.rows()[..3], ["b", "c", "d"]);
+        let mut s = crate::screen::Screen::new(4, 3);
+        s.process(&draw("toolong\n\x1b[31mx", (4, 3)));
+        assert_eq!(s.rows()[0], "tool");
+        assert_eq!(s.rows()[1], "[31m");
+    }
+
+    #[test]
+    fn exit_statuses() {
+        assert_eq!(exit_info(Some(3), false).code, Some(3));
+        assert_eq!(
+            exit_info(Some(143), false).signal.as_deref(),
+            Some("Terminated")
+        );
+        assert_eq!(exit_info(None, true).signal.as_deref(), Some("Terminated"));
+        let unknown = exit_info(None, false);
+        assert!(unknown.code.is_none() && unknown.signal.is_none());
+    }
+}

@@ -59,8 +59,11 @@ pub struct LintQueueArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The charter: aim, `lanes:`, `exclude:`, `gate:`, `guarded-paths:` (LOOP.md).
-    #[arg(long, value_name = "FILE")]
-    pub charter: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    pub charter: Option<PathBuf>,
+    /// Resume this run (`3` or `loop3`) after the loop stopped unclosed (a kill, a reboot).
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// The Backlog.md dir (default: `<repo>/backlog`).
     #[arg(long, value_name = "DIR")]
     pub board: Option<PathBuf>,
@@ -112,6 +115,18 @@ pub struct RunArgs {
     /// POST each notification here (ntfy-compatible); retried with backoff, never blocks the loop.
     #[arg(long, value_name = "URL")]
     pub notify_url: Option<String>,
+    /// Ask nothing: escalations go to QUESTIONS.md with a recommendation and their tasks are parked.
+    #[arg(long)]
+    pub overnight: bool,
+    /// When overnight mode ends, HH:MM in the owner's local time (the next such time).
+    #[arg(long, value_name = "HH:MM", requires = "overnight")]
+    pub until: Option<String>,
+    /// Tune the task pool from the load, usage limits and failures, within the charter's cap.
+    #[arg(long)]
+    pub lane_autotune: bool,
+    /// Run the loop's clock this many times faster than the wall clock (rehearsals; 1 = real time).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub clock_scale: u32,
     /// Lanes run `drover sim-agent` (the agent's profile) instead of Claude Code and Codex.
     #[arg(long)]
     pub sim: bool,
@@ -263,13 +278,34 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             ));
         }
     }
+    let state_dir = ctx.state_dir_create()?;
+    // A resumed run takes its repo, board, base and charter from its run.json.
+    let resumed = match &a.resume {
+        Some(r) => {
+            let run = rundir::RunDir::open(&state_dir, run_number(r)?).map_err(lerr)?;
+            Some(drover::loopctl::resume::recorded(&run).map_err(lerr)?)
+        }
+        None => None,
+    };
+    let mut a = a;
+    if let Some(st) = &resumed {
+        a.repo.get_or_insert_with(|| st.repo.clone());
+        a.charter.get_or_insert_with(|| st.charter.clone());
+        if let Some(b) = &st.board_dir {
+            a.board.get_or_insert_with(|| b.clone());
+        }
+        a.base.get_or_insert_with(|| st.base.clone());
+    }
     let repo = match a.repo {
         Some(r) => std::fs::canonicalize(&r)
             .map_err(|e| fail(exit::USAGE, format!("--repo {}: {e}", r.display())))?,
         None => toplevel()?,
     };
-    let charter = charter::load(&a.charter).map_err(lerr)?;
-    let state_dir = ctx.state_dir_create()?;
+    let charter_path = a
+        .charter
+        .clone()
+        .ok_or_else(|| fail(exit::USAGE, "pass --charter FILE (or --resume RUN)"))?;
+    let charter = charter::load(&charter_path).map_err(lerr)?;
     let client = ctx.client_or_start()?;
     let jobs_client = ctx.client()?;
     let exe = std::env::current_exe()?;
@@ -315,13 +351,52 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         },
     };
     let json = a.json;
-    let st = runner::run(&mut lanes, cfg, |m| {
+    let mut cfg = cfg;
+    if a.clock_scale > 1 {
+        // A resumed run's clock goes on from where it was, never back.
+        let recorded = resumed
+            .as_ref()
+            .and_then(|st| drover::loopctl::parse_resets_at(st.clock_at.as_deref()));
+        let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
+        cfg.unattended.clock =
+            std::sync::Arc::new(drover::loopctl::clock::FastClock::new(start, a.clock_scale));
+    }
+    cfg.unattended.autotune = a.lane_autotune;
+    if a.overnight {
+        cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
+    }
+    let say = |m: &str| {
         if !json {
             eprintln!("loop: {m}");
         }
-    })
+    };
+    let st = match &resumed {
+        Some(r) => drover::loopctl::resume::resume(&mut lanes, cfg, r.run, say),
+        None => runner::run(&mut lanes, cfg, say),
+    }
     .map_err(lerr)?;
     print_final(&st, json)
+}
+
+/// `--overnight [--until HH:MM]` (the owner's local time) as a mode.
+fn overnight_mode(
+    until: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<drover::loopctl::overnight::Mode> {
+    use drover::loopctl::overnight;
+    let until = match until {
+        None => None,
+        Some(u) => {
+            let at = overnight::parse_hhmm(u).ok_or_else(|| {
+                fail(
+                    exit::USAGE,
+                    format!("--until {u:?} is a time HH:MM (24 h, the owner's local time)"),
+                )
+            })?;
+            Some(overnight::until_utc(now, at, &chrono::Local))
+        }
+    };
+    Ok(overnight::Mode::Overnight { until })
 }
 
 /// Print a finished run: its close-out, or its status as JSON.
@@ -369,6 +444,37 @@ fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// The questions held overnight come first once overnight is over (during
+/// it, only how many are held).
+fn print_held_questions(v: &serde_json::Value) {
+    let held: Vec<&serde_json::Value> = v["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["overnight"].as_bool() == Some(true))
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let mode = v["mode"].as_str().unwrap_or("");
+    if mode.starts_with("overnight") && v["finished_at"].is_null() {
+        println!("{mode}: {} question(s) held in QUESTIONS.md", held.len());
+        return;
+    }
+    println!("Questions held overnight ({}):", held.len());
+    for q in held {
+        let s = |k: &str| q[k].as_str().unwrap_or("?");
+        println!(
+            "- {} {}: {} — recommendation: {}",
+            s("at"),
+            s("task"),
+            s("question"),
+            s("recommendation")
+        );
+    }
+    println!();
+}
+
 fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let state_dir = ctx.state_dir()?;
     let n = match &a.run {
@@ -387,6 +493,7 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit::OK);
     }
+    print_held_questions(&v);
     println!(
         "loop{n} · {} · charter {} · pool {} · lanes cap {} · landings {}",
         v["state"].as_str().unwrap_or("?"),

@@ -5,7 +5,7 @@
 use super::LoopError;
 use super::control::{self, Control};
 use super::guards::{self, Counters, Trip};
-use super::ops::{LaneOps, Role};
+use super::ops::{LaneOps, Outcome, Role};
 use super::runner::Runner;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -184,6 +184,8 @@ impl<O: LaneOps> Runner<'_, O> {
             if matches!(self.stop, Some(Stop::Emergency(_))) {
                 return Ok(());
             }
+            self.check_overnight()?;
+            self.account_time()?;
             if self.stop.is_none()
                 && let Some(t) =
                     guards::check_running(&self.cfg.unattended.guards, &self.counters())
@@ -195,10 +197,15 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.resume_limits()?;
             }
             self.start_reviews()?;
+            self.autotune()?;
             self.start_ready()?;
             if !self.landing_queue.is_empty() {
                 self.land()?;
                 continue;
+            }
+            // A stopping run cannot wait for the owner.
+            if self.stop.is_some() && self.jobs.keys().all(|j| self.held.contains_key(j)) {
+                self.release_held()?;
             }
             if self.jobs.is_empty() {
                 if let Some((reason, shown)) = self.paused.clone() {
@@ -228,6 +235,44 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.wait_slice()?;
         }
+    }
+
+    /// Count a task's outcome (true: parked) for autotune.
+    pub(super) fn outcome(&mut self, failed: bool) {
+        self.outcomes.push(failed);
+        self.since_tune += 1;
+    }
+
+    /// `--lane-autotune`: set the task pool for the next start, one step at
+    /// a time within the charter's cap; each change is one `autotune` entry.
+    fn autotune(&mut self) -> Result<(), LoopError> {
+        if !self.cfg.unattended.autotune || self.stop.is_some() {
+            return Ok(());
+        }
+        let s = super::autotune::Signals {
+            current: self.status.pool,
+            cap: self.status.lanes_cap,
+            load_per_core: (self.cfg.unattended.load_probe)(),
+            limited: self.limited.len(),
+            recent: self.outcomes.clone(),
+            since_change: self.since_tune,
+        };
+        let t = super::autotune::lanes(&s);
+        if t.lanes != self.status.pool {
+            let from = self.status.pool;
+            self.decide(
+                "autotune",
+                &format!("task pool {from} → {}: {}", t.lanes, t.why),
+            )?;
+            self.say(&format!(
+                "autotune: task pool {from} → {} ({})",
+                t.lanes, t.why
+            ));
+            self.status.pool = t.lanes;
+            self.since_tune = 0;
+            self.persist()?;
+        }
+        Ok(())
     }
 
     /// Nothing runs but lanes parked at a usage limit: say what the loop
@@ -261,9 +306,24 @@ impl<O: LaneOps> Runner<'_, O> {
         let slice = budget.map_or(WAIT_SLICE, |b| {
             self.cfg.unattended.clock.real(b).min(WAIT_SLICE)
         });
-        let outs = self.ops.wait_decision(&jobs, slice)?;
+        // Lanes held for the owner are looked at, never waited on: their
+        // escalation stays the last word until the owner answers.
+        let (held, free): (Vec<String>, Vec<String>) =
+            jobs.into_iter().partition(|j| self.held.contains_key(j));
+        let mut outs = if free.is_empty() {
+            std::thread::sleep(slice.max(Duration::from_millis(10)));
+            Vec::new()
+        } else {
+            self.ops.wait_decision(&free, slice)?
+        };
+        if !held.is_empty() {
+            outs.extend(self.ops.wait_decision(&held, Duration::ZERO)?);
+        }
         for (job, outcome) in outs {
             if let Some((task, _)) = self.jobs.remove(&job) {
+                if !matches!(outcome, Outcome::Escalated { .. }) {
+                    self.held.remove(&job);
+                }
                 if self.limit_hit(&task, &job, &outcome)? {
                     continue;
                 }
@@ -284,6 +344,24 @@ impl<O: LaneOps> Runner<'_, O> {
         for (job, task) in late {
             self.jobs.remove(&job);
             self.cancel_job(&job);
+            let lane = self
+                .lanes
+                .get(&task)
+                .map(|l| l.id.clone())
+                .unwrap_or_default();
+            if self.held.remove(&job).is_some() && !over_budget {
+                // The owner's wait ends at its deadline; the lane stays up
+                // for a human until the close-out.
+                self.park(
+                    &task,
+                    &format!(
+                        "no answer from the owner within {} s (job {job} cancelled)",
+                        self.cfg.turn_timeout.as_secs()
+                    ),
+                    &format!("answer the agent in lane {lane} (drover attach {lane}), then rerun"),
+                )?;
+                continue;
+            }
             let why = if over_budget {
                 format!(
                     "the wall-clock budget ran out (job {job} cancelled); deferred for the rest of the run"

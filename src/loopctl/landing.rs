@@ -38,6 +38,7 @@ impl<O: LaneOps> Runner<'_, O> {
             number,
         )?;
         self.status.landings = number;
+        self.status.integration_head = Some(l.head.clone());
         let mut landed = 0;
         for (id, fate) in &l.fates {
             match fate {
@@ -105,6 +106,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.job = None;
         }
         self.consecutive_blockers = 0;
+        self.outcome(false);
         self.say(&format!("{id}: landed as {sha}"));
         self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(

@@ -276,6 +276,44 @@ impl LaneOps for RealLanes {
     fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
         self.jobs.interrupt(lane)
     }
+
+    fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {
+        // A resumed run's lanes left from before a crash: each goes down
+        // (its lane record and its pane); a pane without a record is killed.
+        let v = self
+            .client
+            .call("pane.ls", json!({}))
+            .map_err(|e| lane_err("-", e))?;
+        let mut names: Vec<String> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        // A lane recorded just before the crash may have no pane yet.
+        if let Ok(doc) = crate::lane::load(&self.state_dir) {
+            for l in doc.lanes {
+                if l.lane_id.starts_with(prefix) && !names.contains(&l.lane_id) {
+                    names.push(l.lane_id);
+                }
+            }
+        }
+        for n in &names {
+            if let Some(r) = self.renewals.remove(n) {
+                r.stop();
+            }
+            if single::down(&self.state_dir, &mut self.client, n).is_err() {
+                match self.client.call("pane.kill", json!({"pane": n})) {
+                    Ok(_) => {}
+                    Err(e) if e.to_string().contains("no pane named") => {}
+                    Err(e) => return Err(lane_err(n, e)),
+                }
+            }
+            self.mine.remove(n);
+        }
+        Ok(names)
+    }
 }
 
 impl Drop for RealLanes {

@@ -168,9 +168,10 @@ impl<O: LaneOps> Runner<'_, O> {
                 Role::Reviewer => (Phase::Reviewing, "reviewer", 'v'),
             };
             let job = format!(
-                "loop{}-{}-{tag}{round}-r{}",
+                "loop{}-{}-{tag}{round}{}-r{}",
                 self.run.n,
                 slug(&task),
+                self.resume_tag,
                 p.parks
             );
             if let Some(t) = self.task_mut(&task) {

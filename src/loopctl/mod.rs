@@ -13,9 +13,11 @@
 //!   over `drover lane` lanes (real agents or sim agents, [`renew`] keeping
 //!   an implementer's lease alive), [`simlanes`] over bare sim panes;
 //! - for unattended runs: [`clock`] (every timing), [`guards`], [`control`]
-//!   (`control.json`), [`settings`]; the runner's loop, usage-limit parking
-//!   and stall classes live beside it.
+//!   (`control.json`), [`settings`], [`overnight`] (owner present or not),
+//!   [`tripwire`] (convergence); the runner's loop, usage-limit parking,
+//!   escalations and stall classes live beside it.
 
+pub mod autotune;
 pub mod board;
 pub mod brief;
 pub mod capture;
@@ -34,8 +36,10 @@ mod limits;
 pub use limits::{backoff, parse_resets_at, resume_at};
 pub mod notify;
 pub mod ops;
+pub mod overnight;
 pub mod ready;
 pub mod renew;
+pub mod resume;
 pub mod rundir;
 pub mod runner;
 pub mod settings;
@@ -43,6 +47,9 @@ pub mod sha256;
 pub mod simlanes;
 mod stall;
 pub use stall::class as stall_class;
+mod escalate;
+mod finish;
 mod steps;
+pub mod tripwire;
 
 pub use error::LoopError;

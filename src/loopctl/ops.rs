@@ -128,6 +128,11 @@ pub trait LaneOps {
     fn answer(&mut self, _lane: &LaneHandle, _label: &str) -> Result<bool, LoopError> {
         Ok(false)
     }
+    /// Stop every lane whose id starts with `prefix`, whoever started it (a
+    /// resumed run's lanes left from before a crash); returns their ids.
+    fn reap(&mut self, _prefix: &str) -> Result<Vec<String>, LoopError> {
+        Ok(Vec::new())
+    }
     /// Interrupt the lane's turn once (a stalled lane past `--stall-kill-after`).
     fn interrupt(&mut self, _lane: &LaneHandle) -> Result<(), LoopError> {
         Ok(())
@@ -144,7 +149,8 @@ pub struct LaneObs {
     /// When a usage limit resets, as the observation carries it (RFC 3339;
     /// absent when the screen gave no time or the classifier cannot read one).
     pub resets_at: Option<String>,
-    /// A counter that moves whenever the lane's output changes.
+    /// A value that changes whenever the lane's output changes (an animated
+    /// spinner or timer is not output).
     pub output: u64,
     /// False when the lane's pane could not be reached.
     pub reachable: bool,

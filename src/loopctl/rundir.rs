@@ -156,9 +156,19 @@ impl RunDir {
 
     /// Append a question (with a recommendation) to QUESTIONS.md.
     pub fn ask(&self, task: &str, question: &str, recommendation: &str) -> Result<(), LoopError> {
+        self.ask_at(task, question, recommendation, &crate::paths::now_rfc3339())
+    }
+
+    /// [`RunDir::ask`] at a time of the loop's clock (RFC 3339).
+    pub fn ask_at(
+        &self,
+        task: &str,
+        question: &str,
+        recommendation: &str,
+        at: &str,
+    ) -> Result<(), LoopError> {
         let line = format!(
-            "- {} {task}: {} — recommendation: {}\n",
-            crate::paths::now_rfc3339(),
+            "- {at} {task}: {} — recommendation: {}\n",
             question.replace('\n', " "),
             recommendation.replace('\n', " ")
         );

@@ -15,10 +15,10 @@ use super::drive::{LimitPark, Stop};
 use super::ops::{LaneHandle, LaneOps};
 use super::rundir::{LaneRow, RunDir};
 use super::settings::Unattended;
-use super::{LoopError, closeout, git, ready};
+use super::{LoopError, git, ready};
 use crate::registry::Agent;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,7 +55,7 @@ pub struct RunConfig {
 }
 
 /// Where a task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Kept out of Ready by the board (dependency, label, exclusion).
@@ -71,7 +71,7 @@ pub enum Phase {
 }
 
 /// One task's state in the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskState {
     pub id: String,
     pub title: String,
@@ -92,10 +92,19 @@ pub struct TaskState {
     pub limit_parks: u32,
     /// Why its lane is not progressing (LOOP.md, "Stall classes").
     pub stall: Option<String>,
+    /// When it was first dispatched, on the loop's clock (the tripwire's start).
+    #[serde(default)]
+    pub first_dispatch: Option<String>,
+    /// Seconds since then not counted by the tripwire (paused, held, at a limit).
+    #[serde(default)]
+    pub excluded_s: u64,
+    /// Classes of finding its failed rounds opened (the tripwire's count).
+    #[serde(default)]
+    pub findings: super::tripwire::Findings,
 }
 
 /// The run as `loop status` shows it (`run.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStatus {
     pub schema_version: u32,
     pub run: u32,
@@ -119,6 +128,39 @@ pub struct RunStatus {
     pub stopped_by: Option<String>,
     /// Tasks started (the guards' iterations).
     pub iterations: u32,
+    /// `owner-present`, `overnight` or `overnight until <RFC3339>`.
+    #[serde(default)]
+    pub mode: String,
+    /// The questions put to the owner (QUESTIONS.md), oldest first.
+    #[serde(default)]
+    pub questions: Vec<Question>,
+    /// The integration branch's head after the last landing.
+    #[serde(default)]
+    pub integration_head: Option<String>,
+    /// How often the run was resumed after a crash (`--resume`).
+    #[serde(default)]
+    pub resumes: u32,
+    /// The Backlog.md dir the run works.
+    #[serde(default)]
+    pub board_dir: Option<PathBuf>,
+    /// Rulings listed for ratification: (ruling, recommendation).
+    #[serde(default)]
+    pub rulings: Vec<(String, String)>,
+    /// The loop's clock when this file was written (a resumed fast clock
+    /// starts here, so the run's times never go back).
+    #[serde(default)]
+    pub clock_at: Option<String>,
+}
+
+/// One question to the owner, with the loop's recommendation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub at: String,
+    pub task: String,
+    pub question: String,
+    pub recommendation: String,
+    /// Asked while overnight: held until the owner is back.
+    pub overnight: bool,
 }
 
 /// A running loop.
@@ -146,6 +188,21 @@ pub struct Runner<'a, O: LaneOps> {
     /// Captured candidates waiting for their reviewer lane: (task, patch).
     pub(super) pending_reviews: Vec<(String, PathBuf)>,
     pub(super) rulings: Vec<(String, String)>,
+    /// Owner present or overnight, now.
+    pub(super) mode: super::overnight::Mode,
+    /// Jobs whose lane is held for the owner (an escalation, owner present),
+    /// and since when (the owner's wait ends at the turn timeout).
+    pub(super) held: BTreeMap<String, DateTime<Utc>>,
+    /// The previous pass, on the loop's clock (the tripwire's accounting).
+    pub(super) last_pass: DateTime<Utc>,
+    /// This process runs the run (held until it ends; a crash lets it go).
+    pub(super) run_lock: Option<crate::store::LockGuard>,
+    /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
+    pub(super) resume_tag: String,
+    /// Task outcomes, oldest first (true = parked), and outcomes since the
+    /// pool last changed (autotune).
+    pub(super) outcomes: Vec<bool>,
+    pub(super) since_tune: u32,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -254,6 +311,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                     resume: None,
                     limit_parks: 0,
                     stall: None,
+                    first_dispatch: None,
+                    excluded_s: 0,
+                    findings: Default::default(),
                 }
             })
             .collect();
@@ -265,7 +325,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             charter: cfg.charter.path.clone(),
             charter_sha256: cfg.charter.sha256.clone(),
             base,
-            base_sha,
+            base_sha: base_sha.clone(),
             integration_branch: run.integration_branch(),
             integration_worktree: integ_wt,
             pool,
@@ -278,29 +338,18 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             notes: Vec::new(),
             stopped_by: None,
             iterations: 0,
-        };
-        let started = cfg.unattended.clock.now();
-        let notify = cfg.unattended.notify.clone();
-        let mut r = Runner {
-            ops,
-            cfg,
-            run,
-            board,
-            status,
-            lanes: BTreeMap::new(),
-            jobs: BTreeMap::new(),
-            limited: BTreeMap::new(),
-            started,
-            consecutive_blockers: 0,
-            stop: None,
-            quiet: BTreeMap::new(),
-            notifier: super::notify::Notifier::start(notify),
-            paused: None,
-            landing_queue: Vec::new(),
-            pending_reviews: Vec::new(),
+            mode: cfg.unattended.mode.label(),
+            questions: Vec::new(),
+            integration_head: Some(base_sha.clone()),
+            resumes: 0,
+            board_dir: Some(cfg.board_dir.clone()),
             rulings: Vec::new(),
-            say,
+            clock_at: None,
         };
+        let mode = cfg.unattended.mode;
+        let lock = super::resume::lock_run(&run)?;
+        let mut r = Runner::assemble(ops, cfg, run, board, status, say);
+        r.run_lock = Some(lock);
         r.decide(
             "launch",
             &format!(
@@ -312,6 +361,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 r.status.lanes_cap
             ),
         )?;
+        if let super::overnight::Mode::Overnight { until } = mode {
+            let until = until.map_or("the end of the run".to_string(), super::clock::rfc3339);
+            r.decide(
+                "overnight",
+                &format!("overnight mode until {until}: ask nothing; escalations go to QUESTIONS.md and their tasks are parked"),
+            )?;
+        }
         if let Some(why) = why {
             let id = r.decide("ruling", &why)?;
             r.rulings
@@ -330,6 +386,48 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         ));
         r.persist()?;
         Ok(r)
+    }
+
+    /// A runner over a run dir and its recorded state (new or resumed).
+    pub(super) fn assemble(
+        ops: &'a mut O,
+        cfg: RunConfig,
+        run: RunDir,
+        board: Board,
+        status: RunStatus,
+        say: Box<dyn FnMut(&str) + 'a>,
+    ) -> Self {
+        let started = cfg.unattended.clock.now();
+        let notify = cfg.unattended.notify.clone();
+        let mode = cfg.unattended.mode;
+        let rulings = status.rulings.clone();
+        Runner {
+            ops,
+            cfg,
+            run,
+            board,
+            status,
+            lanes: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            limited: BTreeMap::new(),
+            started,
+            consecutive_blockers: 0,
+            stop: None,
+            quiet: BTreeMap::new(),
+            notifier: super::notify::Notifier::start(notify),
+            paused: None,
+            landing_queue: Vec::new(),
+            pending_reviews: Vec::new(),
+            rulings,
+            mode,
+            held: Default::default(),
+            last_pass: started,
+            run_lock: None,
+            resume_tag: String::new(),
+            outcomes: Vec::new(),
+            since_tune: 0,
+            say,
+        }
     }
 
     pub(super) fn say(&mut self, msg: &str) {
@@ -398,8 +496,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 ));
             }
         }
+        self.status.mode = self.mode.label();
+        self.status.rulings = self.rulings.clone();
+        self.status.clock_at = Some(super::clock::rfc3339(self.now()));
         self.run
-            .write_state("owner-present", self.status.landings + 1, &live)?;
+            .write_state(&self.status.mode, self.status.landings + 1, &live)?;
         crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;
         Ok(())
     }
@@ -433,121 +534,5 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             }
         }
         Ok(())
-    }
-
-    /// Stop every lane, tidy worktrees, write closeout.md.
-    pub fn close_out(&mut self) -> Result<RunStatus, LoopError> {
-        let lanes: Vec<LaneHandle> = self.lanes.values().cloned().collect();
-        for l in lanes {
-            let _ = self.ops.down(&l);
-        }
-        self.lanes.clear();
-        for job in self.jobs.keys().cloned().collect::<Vec<_>>() {
-            self.cancel_job(&job);
-        }
-        let mut notes = Vec::new();
-        for t in self.status.tasks.clone() {
-            let Some(wt) = t.worktree.clone() else {
-                continue;
-            };
-            if t.phase == Phase::Landed {
-                match self.remove_landed_worktree(&t, &wt) {
-                    Ok(()) => {}
-                    Err(why) => {
-                        notes.push(format!("{}: worktree {} kept ({why})", t.id, wt.display()))
-                    }
-                }
-            } else if wt.exists() {
-                notes.push(format!(
-                    "{}: worktree {} kept with its unlanded work",
-                    t.id,
-                    wt.display()
-                ));
-            }
-        }
-        let head = git::line(&self.status.integration_worktree, &["rev-parse", "HEAD"])
-            .unwrap_or_else(|_| "?".into());
-        let mut c = closeout::Closeout {
-            repo: self
-                .cfg
-                .repo
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "repo".into()),
-            run: self.run.n,
-            charter_sha256: self.status.charter_sha256.clone(),
-            ratify: self.rulings.clone(),
-            ..Default::default()
-        };
-        for t in &self.status.tasks {
-            match t.phase {
-                Phase::Landed => c.landed.push((
-                    t.id.clone(),
-                    t.title.clone(),
-                    t.sha.clone().unwrap_or_default(),
-                )),
-                Phase::Parked | Phase::Held => {
-                    let reason = t.reason.clone().unwrap_or_default();
-                    if reason.contains("excluded by the charter") {
-                        continue;
-                    }
-                    let resume = t.resume.clone().unwrap_or_else(|| match t.phase {
-                        Phase::Held if reason.contains("needs-owner") => {
-                            "an owner ruling removes the needs-owner label".into()
-                        }
-                        Phase::Held => "its dependencies are Done".into(),
-                        _ => "rerun the task".into(),
-                    });
-                    c.parked.push((t.id.clone(), reason, resume));
-                }
-                _ => c.parked.push((
-                    t.id.clone(),
-                    "the run closed before it finished".into(),
-                    "rerun the task".into(),
-                )),
-            }
-        }
-        c.notes.push(format!(
-            "integration branch {} at {head}; nothing was pushed and main was not touched",
-            self.status.integration_branch
-        ));
-        c.notes.push(format!(
-            "{} landing(s); gate evidence under {}",
-            self.status.landings,
-            self.run.file("gate-evidence").display()
-        ));
-        c.notes.extend(self.status.notes.iter().cloned());
-        c.notes.extend(notes);
-        let text = closeout::render(&c);
-        let path = self.run.file("closeout.md");
-        crate::store::write_bytes_atomic(&path, text.as_bytes())?;
-        self.decide(
-            "closeout",
-            &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
-        )?;
-        self.status.state = match &self.stop {
-            Some(s) => s.state().into(),
-            None => "closed".into(),
-        };
-        self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
-        self.status.finished_at = Some(super::clock::rfc3339(self.now()));
-        self.status.closeout = Some(path);
-        self.persist()?;
-        let summary = format!(
-            "loop{} closed ({}): {} landed, {} parked",
-            self.run.n,
-            self.status.state,
-            c.landed.len(),
-            c.parked.len()
-        );
-        self.notify("closeout", None, "", &summary);
-        // Off the loop's path until now; the close-out gives it a few seconds.
-        self.notifier.finish(NOTIFY_DRAIN);
-        crate::registry::events::emit_quiet(
-            &self.cfg.state_dir,
-            "loop.closeout",
-            serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
-        );
-        Ok(self.status.clone())
     }
 }

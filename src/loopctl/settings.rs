@@ -25,6 +25,12 @@ pub struct Unattended {
     pub stall_kill_after: Option<Duration>,
     /// `--notify-cmd`, `--notify-url`.
     pub notify: super::notify::Targets,
+    /// Owner present (the default) or overnight (`--overnight [--until HH:MM]`).
+    pub mode: super::overnight::Mode,
+    /// Tune the task pool from load, limits and failures (`--lane-autotune`).
+    pub autotune: bool,
+    /// The machine's load per core, as autotune reads it.
+    pub load_probe: fn() -> Option<f64>,
 }
 
 impl Default for Unattended {
@@ -37,6 +43,9 @@ impl Default for Unattended {
             stall_after: DEFAULT_STALL_AFTER,
             stall_kill_after: None,
             notify: Default::default(),
+            mode: Default::default(),
+            autotune: false,
+            load_probe: super::autotune::load_per_core,
         }
     }
 }

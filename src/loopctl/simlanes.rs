@@ -219,45 +219,73 @@ impl LaneOps for SimLanes {
     }
 
     fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
-        let v = match self.client.call("pane.ls", json!({})) {
-            Ok(v) => v,
-            Err(_) => {
-                return Ok(Some(LaneObs {
-                    reachable: false,
-                    ..Default::default()
-                }));
-            }
-        };
-        let Some(p) = v
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["name"].as_str() == Some(lane.pane.as_str()))
-        else {
+        // One read: the screen's rows (output is what moves on them, the
+        // spinner and its timer left out) and the observation.
+        let Ok(v) = self.client.call("pane.read", json!({"pane": lane.pane})) else {
             return Ok(Some(LaneObs {
                 reachable: false,
                 ..Default::default()
             }));
         };
-        let o = &p["observation"];
+        let o = &v["observation"];
         let s = |k: &str| o[k].as_str().map(str::to_string);
+        let rows: Vec<String> = v["lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.as_str().map(str::to_string))
+            .collect();
         Ok(Some(LaneObs {
             state: s("state").unwrap_or_default(),
             kind: s("kind"),
-            // Carried by classifiers that read the reset time; absent otherwise.
-            resets_at: s("resets_at"),
-            output: p["bytes"].as_u64().unwrap_or(0),
+            // The snapshot carries it as evidence `resets_at:<RFC 3339>`.
+            resets_at: s("resets_at").or_else(|| {
+                o["evidence"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| e.as_str()?.strip_prefix("resets_at:"))
+                    .map(str::to_string)
+                    .next()
+            }),
+            output: super::stall::progress_hash(&rows),
             reachable: true,
         }))
     }
 
     fn answer(&mut self, lane: &LaneHandle, label: &str) -> Result<bool, LoopError> {
-        // The supervisor chooses the row by its label when it can; an older
-        // supervisor without `pane.answer`, or no menu showing, is "not answered".
+        // `pane.answer` chooses the row by its label (docs/protocol.md); no
+        // menu showing is `refused`: "not answered".
         Ok(self
             .client
-            .call("pane.answer", json!({"pane": lane.pane, "label": label}))
+            .call(
+                "pane.answer",
+                json!({"pane": lane.pane, "action": "answer", "choice": label}),
+            )
             .is_ok())
+    }
+
+    fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {
+        let v = self
+            .client
+            .call("pane.ls", json!({}))
+            .map_err(|e| lane_err("-", e))?;
+        let names: Vec<String> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        for n in &names {
+            match self.client.call("pane.kill", json!({"pane": n})) {
+                Ok(_) => {}
+                Err(e) if e.to_string().contains("no pane named") => {}
+                Err(e) => return Err(lane_err(n, e)),
+            }
+            self.mine.remove(n);
+        }
+        Ok(names)
     }
 
     fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {

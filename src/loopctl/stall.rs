@@ -25,6 +25,41 @@ pub fn class(obs: &LaneObs, quiet_for: Duration, stall_after: Duration) -> Optio
     }
 }
 
+/// The glyphs agents animate at the head of their working row.
+const SPINNER_GLYPHS: &[char] = &[
+    '·', '✢', '✳', '✶', '✻', '✽', '*', '•', '◦', '⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏',
+    '⠂', '⠐',
+];
+
+/// True for a row that only animates while the agent works: the spinner
+/// row with its timer (`✻ Working… (12s · esc to interrupt)`, Codex's
+/// `• Working (5s • esc to interrupt)`), or the hint under it.
+pub fn is_spinner_row(row: &str) -> bool {
+    let r = row.trim();
+    if r.contains("esc to interrupt") {
+        return true;
+    }
+    let mut chars = r.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let rest = chars.as_str().trim_start();
+    let word = rest.split_whitespace().next().unwrap_or("");
+    SPINNER_GLYPHS.contains(&first) && (word.ends_with('…') || word.ends_with("..."))
+}
+
+/// A hash of the screen that moves only with output: the spinner and
+/// timer rows are left out, so an agent that only animates them does not
+/// count as progressing.
+pub fn progress_hash(rows: &[String]) -> u64 {
+    let kept: Vec<&str> = rows
+        .iter()
+        .map(|r| r.trim_end())
+        .filter(|r| !is_spinner_row(r))
+        .collect();
+    crate::paths::fnv1a64(kept.join("\n").as_bytes())
+}
+
 impl<O: LaneOps> Runner<'_, O> {
     /// Look at every lane with a job in flight: record a change of stall
     /// class (one `stall` decision), and interrupt a stalled lane once past
@@ -114,6 +149,30 @@ mod tests {
             reachable: true,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_spinner_and_its_timer_are_not_output() {
+        let frame = |spin: &str, secs: u32, out: &str| -> Vec<String> {
+            vec![
+                "● I will edit the file.".into(),
+                out.into(),
+                format!("{spin} Working… ({secs}s · esc to interrupt)"),
+                "  esc to interrupt".into(),
+                "❯ ".into(),
+            ]
+        };
+        let a = progress_hash(&frame("✻", 3, ""));
+        assert_eq!(
+            a,
+            progress_hash(&frame("✳", 9, "")),
+            "only the spinner moved"
+        );
+        assert_ne!(a, progress_hash(&frame("✻", 3, "  ⎿  Wrote 3 lines")));
+        assert!(is_spinner_row("• Working (5s • esc to interrupt)"));
+        assert!(is_spinner_row("✶ Cogitating… (12s · ↑ 1.2k tokens)"));
+        assert!(!is_spinner_row("• Edited src/main.rs"));
+        assert!(!is_spinner_row("· a list item"));
     }
 
     #[test]

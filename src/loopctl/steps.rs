@@ -138,7 +138,12 @@ impl<O: LaneOps> Runner<'_, O> {
             (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
-        let job = format!("loop{}-{}-i{round}", self.run.n, slug(id));
+        let job = format!(
+            "loop{}-{}-i{round}{}",
+            self.run.n,
+            slug(id),
+            self.resume_tag
+        );
         self.dispatch(
             id,
             &job,
@@ -170,6 +175,9 @@ impl<O: LaneOps> Runner<'_, O> {
         self.jobs.insert(job.to_string(), (id.to_string(), now));
         if let Some(t) = self.task_mut(id) {
             t.job = Some(job.to_string());
+            if t.first_dispatch.is_none() {
+                t.first_dispatch = Some(super::clock::rfc3339(now));
+            }
         }
         self.persist()
     }
@@ -189,28 +197,7 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         let phase = self.task(id).map(|t| t.phase);
         match outcome {
-            Outcome::Escalated { decision, reason } => {
-                let lane = self
-                    .task(id)
-                    .and_then(|t| t.lane.clone())
-                    .unwrap_or_default();
-                let q = format!("lane {lane} is waiting for a human ({decision}): {reason}");
-                let rec = format!("attach to {lane}, answer it, then rerun {id}");
-                self.run.ask(id, &q, &rec)?;
-                self.notify(
-                    "escalation",
-                    Some(id),
-                    job,
-                    &format!("{id}: a human is needed in lane {lane} ({decision})"),
-                );
-                self.rulings.push((format!("question on {id}: {q}"), rec));
-                // The lane stays up for a human until the close-out.
-                self.park(
-                    id,
-                    &format!("{decision}: {reason}"),
-                    &format!("answer the agent in lane {lane} (drover attach {lane}), then rerun"),
-                )
-            }
+            Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
             Outcome::Failed { status, reason } => {
                 self.lane_down(id)?;
                 self.park(
@@ -342,7 +329,13 @@ impl<O: LaneOps> Runner<'_, O> {
             t.lane = Some(lane.clone());
         }
         self.say(&format!("{id}: review in lane {lane} ({reviewer})"));
-        let job = format!("loop{}-{}-v{}", self.run.n, slug(id), t.round);
+        let job = format!(
+            "loop{}-{}-v{}{}",
+            self.run.n,
+            slug(id),
+            t.round,
+            self.resume_tag
+        );
         let report = lane_dir.join(format!("report-v{}.json", t.round));
         self.dispatch(
             id,
@@ -366,13 +359,17 @@ impl<O: LaneOps> Runner<'_, O> {
             .session(Role::Reviewer.session_id())
             .map(|s| heartbeat::verdict(s, id, Utc::now()))
             .unwrap_or(SessionVerdict::NoPass("no reviewer session".into()));
-        let findings = report_path
-            .and_then(|p| {
-                crate::store::read_json::<serde_json::Value>(&p)
-                    .ok()
-                    .flatten()
-            })
-            .and_then(|v| v["findings"].as_str().map(str::to_string));
+        let report = report_path.and_then(|p| {
+            crate::store::read_json::<serde_json::Value>(&p)
+                .ok()
+                .flatten()
+        });
+        let field = |k: &str| {
+            report
+                .as_ref()
+                .and_then(|v| v[k].as_str().map(str::to_string))
+        };
+        let (findings, class) = (field("findings"), field("class"));
         match verdict {
             SessionVerdict::Pass => {
                 self.say(&format!("{id}: review passed"));
@@ -381,14 +378,22 @@ impl<O: LaneOps> Runner<'_, O> {
             SessionVerdict::Fail(why) | SessionVerdict::NoPass(why) => {
                 let evidence = findings.unwrap_or(why);
                 self.say(&format!("{id}: review failed: {evidence}"));
-                self.repair(id, &format!("the review failed: {evidence}"))
+                let class = super::tripwire::finding_class("review", class.as_deref());
+                self.repair(id, &format!("the review failed: {evidence}"), &class)
             }
         }
     }
 
     /// Send a task back to its implementer lane with new evidence, or park it
     /// when its repair rounds are spent.
-    fn repair(&mut self, id: &str, evidence: &str) -> Result<(), LoopError> {
+    fn repair(&mut self, id: &str, evidence: &str, class: &str) -> Result<(), LoopError> {
+        let tripped = self.task_mut(id).and_then(|t| {
+            t.findings.failed(class);
+            super::tripwire::check(&t.findings, std::time::Duration::ZERO)
+        });
+        if let Some(r) = tripped {
+            return self.trip_task(id, &r);
+        }
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
         };
@@ -485,6 +490,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     "the gate is red on the candidate (exit {:?}): {tail}",
                     g.exit
                 ),
+                "gate",
             );
         }
         let report = crate::gate::check(
@@ -523,6 +529,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         // A park is a blocker for the guards; a landing resets the streak.
         self.consecutive_blockers += 1;
+        self.outcome(true);
         self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
         let round = self.task(id).map_or(0, |t| t.round);

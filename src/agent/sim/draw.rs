@@ -93,6 +93,16 @@ fn claude(
                 " Esc to cancel · Tab to amend".to_string(),
             ]);
         }
+        Mode::LimitMenu { labels } => {
+            lines.push(String::new());
+            lines.push(" What do you want to do?".to_string());
+            for (i, l) in labels.iter().enumerate() {
+                let cursor = if i == 0 { "❯" } else { " " };
+                lines.push(format!(" {cursor} {}. {l}", i + 1));
+            }
+            lines.push(String::new());
+            lines.push(" Enter to confirm · Esc to cancel".to_string());
+        }
         mode => {
             let working = matches!(mode, Mode::Working { .. });
             if working {

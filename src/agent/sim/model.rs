@@ -18,7 +18,12 @@ pub enum Mode {
     Working { since: Instant, until: Instant },
     /// Waiting for an answer to a permission prompt for `cmd`.
     Permission { cmd: String },
+    /// Claude's usage-limit menu, its rows in this order (cursor on the first).
+    LimitMenu { labels: Vec<String> },
 }
+
+/// The limit menu's one safe row.
+pub const WAIT_ROW: &str = "Stop and wait for limit to reset";
 
 /// The OSC 7501 state the Codex profile reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +184,37 @@ impl Model {
                 true
             }
             (Mode::Permission { .. }, _) => false,
+            (Mode::LimitMenu { labels }, Key::Char(c)) => {
+                let i = c.to_digit(10).and_then(|d| usize::try_from(d).ok());
+                match i.and_then(|d| d.checked_sub(1)).and_then(|d| labels.get(d)) {
+                    Some(l) => {
+                        let l = l.clone();
+                        self.choose_limit_row(&l);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            (Mode::LimitMenu { labels }, Key::Enter) => {
+                let l = labels.first().cloned().unwrap_or_default();
+                self.choose_limit_row(&l);
+                true
+            }
+            (Mode::LimitMenu { .. }, Key::Esc) => {
+                self.mode = Mode::Idle;
+                true
+            }
+            (Mode::LimitMenu { .. }, _) => false,
+        }
+    }
+
+    /// A row of the limit menu was chosen: waiting goes back to the prompt;
+    /// any other row (funds, an upgrade) ends the sim with code 3.
+    fn choose_limit_row(&mut self, label: &str) {
+        self.detail(&format!("Chose: {label}"));
+        self.mode = Mode::Idle;
+        if label != WAIT_ROW {
+            self.exit = Some(3);
         }
     }
 
@@ -327,7 +363,7 @@ impl Model {
                 }
                 Step::Say(text) => self.say(&text),
                 Step::Heartbeat { status, session } => self.heartbeat(&status, session),
-                Step::Limit { ms, resets } => {
+                Step::Limit { ms, resets, menu } => {
                     let at = resets.unwrap_or_else(|| "3am (UTC)".into());
                     let line = if self.claude() {
                         format!("  ⎿  You've hit your limit · resets {at}")
@@ -346,7 +382,11 @@ impl Model {
                     }
                     self.turn = None;
                     self.osc = Osc::Idle;
-                    self.mode = Mode::Idle;
+                    self.mode = if self.claude() && !menu.is_empty() {
+                        Mode::LimitMenu { labels: menu }
+                    } else {
+                        Mode::Idle
+                    };
                     self.limit_until = Some(now + Duration::from_millis(ms));
                     return;
                 }
@@ -547,7 +587,7 @@ impl Model {
             Mode::Idle if self.osc == Osc::Done => "done",
             Mode::Idle => "idle",
             Mode::Working { .. } => "working",
-            Mode::Permission { .. } => "blocked",
+            Mode::Permission { .. } | Mode::LimitMenu { .. } => "blocked",
         }
     }
 }

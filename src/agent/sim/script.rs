@@ -71,11 +71,16 @@ pub enum Step {
     },
     /// Stop at a usage limit: show the agent's limit line above the prompt
     /// and end the turn without the finished-turn marker; the line goes away
-    /// after `ms` (the limit resets). `resets` is the time shown.
+    /// after `ms` (the limit resets). `resets` is the time shown. Claude
+    /// profile: `menu` labels draw the `What do you want to do?` menu in that
+    /// order; choosing any row but "Stop and wait for limit to reset" exits
+    /// the sim with code 3 (a wrong row is a lost night).
     Limit {
         ms: u64,
         #[serde(default)]
         resets: Option<String>,
+        #[serde(default)]
+        menu: Vec<String>,
     },
     /// End the turn with the finished-turn marker.
     Finish,

@@ -1,0 +1,302 @@
+//! The runner's escalations and tripwire: an escalation the policy could
+//! not rule holds its lane for the owner (owner present) or goes to
+//! `QUESTIONS.md` and parks its task (overnight); the end of overnight mode
+//! lists the held questions first; the convergence tripwire's time count
+//! (pauses, holds and usage-limit parks excluded) and its call.
+
+use super::LoopError;
+use super::ops::LaneOps;
+use super::overnight::{self, Mode, Route};
+use super::runner::{Phase, Question, Runner};
+use super::tripwire::{self, Call, Reason};
+use std::time::Duration;
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// Put a question to the owner: QUESTIONS.md, run.json and a notification.
+    pub(super) fn ask(
+        &mut self,
+        task: &str,
+        question: &str,
+        rec: &str,
+        key: &str,
+    ) -> Result<(), LoopError> {
+        let at = super::clock::rfc3339(self.now());
+        self.run.ask_at(task, question, rec, &at)?;
+        let overnight = self.mode.is_overnight();
+        self.status.questions.push(Question {
+            at,
+            task: task.to_string(),
+            question: question.to_string(),
+            recommendation: rec.to_string(),
+            overnight,
+        });
+        let held = if overnight { " (held overnight)" } else { "" };
+        self.notify(
+            "escalation",
+            Some(task),
+            key,
+            &format!("{task}: a question for the owner{held}: see QUESTIONS.md"),
+        );
+        Ok(())
+    }
+
+    /// What the close-out lists for ratification: the questions held
+    /// overnight first, then the other questions, then the rulings.
+    pub(super) fn ratification(&self) -> Vec<(String, String)> {
+        let q = |overnight: bool| {
+            self.status
+                .questions
+                .iter()
+                .filter(move |q| q.overnight == overnight)
+                .map(move |q| {
+                    let tag = if overnight {
+                        "question held overnight"
+                    } else {
+                        "question"
+                    };
+                    (
+                        format!("{tag} ({}) on {}: {}", q.at, q.task, q.question),
+                        q.recommendation.clone(),
+                    )
+                })
+        };
+        q(true)
+            .chain(q(false))
+            .chain(self.rulings.clone())
+            .collect()
+    }
+
+    /// The policy escalated `job` of `id` (not a usage limit): hold the lane
+    /// for the owner, or — overnight — hold the question and park the task.
+    pub(super) fn escalated(
+        &mut self,
+        id: &str,
+        job: &str,
+        decision: &str,
+        reason: &str,
+    ) -> Result<(), LoopError> {
+        if let Some(since) = self.held.get(job).copied() {
+            // Still waiting for the owner: keep watching it.
+            self.jobs.insert(job.to_string(), (id.to_string(), since));
+            return Ok(());
+        }
+        let lane = self.lanes.get(id).cloned();
+        let kind = match &lane {
+            Some(l) => self.ops.observe(l).ok().flatten().and_then(|o| o.kind),
+            None => None,
+        };
+        let lane_id = lane.as_ref().map_or_else(String::new, |l| l.id.clone());
+        let what = kind.clone().unwrap_or_else(|| decision.to_string());
+        let overnight = self.mode.is_overnight();
+        let rec = overnight::recommendation(kind.as_deref(), &lane_id, id, overnight);
+        let q = format!("lane {lane_id} is waiting for a human ({what}): {reason}");
+        self.ask(id, &q, &rec, job)?;
+        match overnight::route(self.mode) {
+            Route::Hold => {
+                self.held.insert(job.to_string(), self.now());
+                self.jobs
+                    .insert(job.to_string(), (id.to_string(), self.now()));
+                self.decide(
+                    "question",
+                    &format!("{id}: {q}; lane {lane_id} held for the owner; recommendation: {rec}"),
+                )?;
+                self.say(&format!(
+                    "{id}: lane {lane_id} is held for the owner ({what}); see QUESTIONS.md"
+                ));
+                self.persist()
+            }
+            Route::Park => {
+                self.decide(
+                    "question",
+                    &format!("{id}: {q}; held in QUESTIONS.md overnight, task parked; recommendation: {rec}"),
+                )?;
+                self.cancel_job(job);
+                if let Some(h) = self.lanes.remove(id) {
+                    self.ops.down(&h)?;
+                }
+                self.park_question(
+                    id,
+                    &format!("{what} escalation held in QUESTIONS.md overnight: {reason}"),
+                    "the owner answers its question in QUESTIONS.md, then rerun",
+                )
+            }
+        }
+    }
+
+    /// A park for the owner: not a blocker for the guards (the loop could
+    /// go on; it chose to ask).
+    fn park_question(&mut self, id: &str, reason: &str, resume: &str) -> Result<(), LoopError> {
+        let streak = self.consecutive_blockers;
+        self.park(id, reason, resume)?;
+        self.consecutive_blockers = streak;
+        Ok(())
+    }
+
+    /// Overnight ends at its `--until` on the loop's clock: the questions
+    /// held overnight are listed first, then the run goes on owner present.
+    pub(super) fn check_overnight(&mut self) -> Result<(), LoopError> {
+        if !self.mode.ended(self.now()) {
+            return Ok(());
+        }
+        self.mode = Mode::OwnerPresent;
+        let held: Vec<Question> = self
+            .status
+            .questions
+            .iter()
+            .filter(|q| q.overnight)
+            .cloned()
+            .collect();
+        self.decide(
+            "overnight",
+            &format!(
+                "overnight mode ended; {} question(s) held overnight, listed first",
+                held.len()
+            ),
+        )?;
+        self.say(&format!(
+            "OVERNIGHT OVER: {} question(s) held overnight",
+            held.len()
+        ));
+        for q in &held {
+            self.say(&format!(
+                "QUESTION: {} ({}): {} — recommendation: {}",
+                q.task, q.at, q.question, q.recommendation
+            ));
+        }
+        self.notify(
+            "overnight.end",
+            None,
+            "",
+            &format!(
+                "overnight mode ended: {} question(s) held; see QUESTIONS.md",
+                held.len()
+            ),
+        );
+        self.persist()
+    }
+
+    /// Count the time since the last pass as excluded for the tripwire when
+    /// the task could not work (paused, held for the owner, at a limit),
+    /// then trip every task in flight past the tripwire's active time.
+    pub(super) fn account_time(&mut self) -> Result<(), LoopError> {
+        let now = self.now();
+        let dt = super::clock::since(self.last_pass, now).as_secs();
+        self.last_pass = now;
+        let paused = self.paused.is_some();
+        let held: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(j, _)| self.held.contains_key(*j))
+            .map(|(_, (t, _))| t.clone())
+            .collect();
+        let limited: Vec<String> = self.limited.keys().cloned().collect();
+        let mut due = Vec::new();
+        for t in self.status.tasks.iter_mut() {
+            let in_flight = matches!(t.phase, Phase::Implementing | Phase::Reviewing);
+            if (in_flight && paused) || held.contains(&t.id) || limited.contains(&t.id) {
+                t.excluded_s += dt;
+            }
+            let Some(first) = t
+                .first_dispatch
+                .as_deref()
+                .and_then(|f| super::limits::parse_resets_at(Some(f)))
+            else {
+                continue;
+            };
+            let active = tripwire::active(
+                super::clock::since(first, now),
+                Duration::from_secs(t.excluded_s),
+            );
+            if in_flight
+                && !held.contains(&t.id)
+                && let Some(r @ Reason::Time { .. }) = tripwire::check(&Default::default(), active)
+            {
+                due.push((t.id.clone(), r));
+            }
+        }
+        for (id, r) in due {
+            self.trip_task(&id, &r)?;
+        }
+        Ok(())
+    }
+
+    /// The tripwire tripped for `id`: stop its work, record the call in
+    /// DECISIONS.md, and park it — until the owner is back overnight, with a
+    /// question to the owner when present.
+    pub(super) fn trip_task(&mut self, id: &str, r: &Reason) -> Result<(), LoopError> {
+        let jobs: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(_, (t, _))| t == id)
+            .map(|(j, _)| j.clone())
+            .collect();
+        for j in jobs {
+            self.jobs.remove(&j);
+            self.held.remove(&j);
+            self.cancel_job(&j);
+        }
+        if let Some(h) = self.lanes.remove(id) {
+            self.ops.down(&h)?;
+        }
+        self.pending_reviews.retain(|(t, _)| t != id);
+        let overnight = self.mode.is_overnight();
+        let (call, rec) = tripwire::call(r, overnight);
+        let why = r.describe();
+        let d = self.decide(
+            "tripwire",
+            &format!(
+                "{id}: {why}; call: {}; recommended: {}; options: new approach, split, escalation, park",
+                call.as_str(),
+                rec.as_str()
+            ),
+        )?;
+        let advice = match rec {
+            Call::Split => "split the task into parts that each converge",
+            _ => "try a named new approach (a different brief or agent)",
+        };
+        if call == Call::Escalate {
+            self.ask(
+                id,
+                &format!("tripwire {d}: {why}"),
+                &format!("{}: {advice}", rec.as_str()),
+                &d,
+            )?;
+        } else {
+            self.rulings.push((
+                format!("{d} {id} parked by the tripwire: {why}"),
+                format!("{}: {advice}", rec.as_str()),
+            ));
+        }
+        let resume = if overnight {
+            format!("until the owner is back: rule on {d} ({})", rec.as_str())
+        } else {
+            format!("the owner rules on {d}: {advice}")
+        };
+        self.park(id, &format!("tripwire: {why}"), &resume)
+    }
+
+    /// A stopping run cannot wait for the owner: lanes held for one are
+    /// parked with their question open.
+    pub(super) fn release_held(&mut self) -> Result<(), LoopError> {
+        let held: Vec<(String, String)> = self
+            .jobs
+            .iter()
+            .filter(|(j, _)| self.held.contains_key(*j))
+            .map(|(j, (t, _))| (j.clone(), t.clone()))
+            .collect();
+        for (job, task) in held {
+            self.jobs.remove(&job);
+            self.held.remove(&job);
+            self.cancel_job(&job);
+            if let Some(h) = self.lanes.remove(&task) {
+                self.ops.down(&h)?;
+            }
+            self.park_question(
+                &task,
+                "held for the owner when the run stopped",
+                "the owner answers its question in QUESTIONS.md, then rerun",
+            )?;
+        }
+        Ok(())
+    }
+}

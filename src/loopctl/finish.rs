@@ -1,0 +1,131 @@
+//! The runner's close-out: stop every lane the run started, cancel jobs
+//! still open, remove clean landed worktrees (re-checked), keep those with
+//! unlanded work, and write `closeout.md`.
+
+use super::ops::{LaneHandle, LaneOps};
+use super::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner};
+use super::{LoopError, closeout, git};
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// Stop every lane, tidy worktrees, write closeout.md.
+    pub fn close_out(&mut self) -> Result<RunStatus, LoopError> {
+        let lanes: Vec<LaneHandle> = self.lanes.values().cloned().collect();
+        for l in lanes {
+            let _ = self.ops.down(&l);
+        }
+        self.lanes.clear();
+        for job in self.jobs.keys().cloned().collect::<Vec<_>>() {
+            self.cancel_job(&job);
+        }
+        let mut notes = Vec::new();
+        for t in self.status.tasks.clone() {
+            let Some(wt) = t.worktree.clone() else {
+                continue;
+            };
+            if t.phase == Phase::Landed {
+                match self.remove_landed_worktree(&t, &wt) {
+                    Ok(()) => {}
+                    Err(why) => {
+                        notes.push(format!("{}: worktree {} kept ({why})", t.id, wt.display()))
+                    }
+                }
+            } else if wt.exists() {
+                notes.push(format!(
+                    "{}: worktree {} kept with its unlanded work",
+                    t.id,
+                    wt.display()
+                ));
+            }
+        }
+        let head = git::line(&self.status.integration_worktree, &["rev-parse", "HEAD"])
+            .unwrap_or_else(|_| "?".into());
+        let mut c = closeout::Closeout {
+            repo: self
+                .cfg
+                .repo
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "repo".into()),
+            run: self.run.n,
+            charter_sha256: self.status.charter_sha256.clone(),
+            ratify: self.ratification(),
+            ..Default::default()
+        };
+        for t in &self.status.tasks {
+            match t.phase {
+                Phase::Landed => c.landed.push((
+                    t.id.clone(),
+                    t.title.clone(),
+                    t.sha.clone().unwrap_or_default(),
+                )),
+                Phase::Parked | Phase::Held => {
+                    let reason = t.reason.clone().unwrap_or_default();
+                    if reason.contains("excluded by the charter") {
+                        continue;
+                    }
+                    let resume = t.resume.clone().unwrap_or_else(|| match t.phase {
+                        Phase::Held if reason.contains("needs-owner") => {
+                            "an owner ruling removes the needs-owner label".into()
+                        }
+                        Phase::Held => "its dependencies are Done".into(),
+                        _ => "rerun the task".into(),
+                    });
+                    c.parked.push((t.id.clone(), reason, resume));
+                }
+                _ => c.parked.push((
+                    t.id.clone(),
+                    "the run closed before it finished".into(),
+                    "rerun the task".into(),
+                )),
+            }
+        }
+        c.notes.push(format!(
+            "integration branch {} at {head}; nothing was pushed and main was not touched",
+            self.status.integration_branch
+        ));
+        c.notes.push(format!(
+            "{} landing(s); gate evidence under {}",
+            self.status.landings,
+            self.run.file("gate-evidence").display()
+        ));
+        if self.status.resumes > 0 {
+            c.notes.push(format!(
+                "resumed {} time(s) after the loop stopped unclosed (see the `recover` entries of DECISIONS.md)",
+                self.status.resumes
+            ));
+        }
+        c.notes.extend(self.status.notes.iter().cloned());
+        c.notes.extend(notes);
+        let text = closeout::render(&c);
+        let path = self.run.file("closeout.md");
+        crate::store::write_bytes_atomic(&path, text.as_bytes())?;
+        self.decide(
+            "closeout",
+            &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
+        )?;
+        self.status.state = match &self.stop {
+            Some(s) => s.state().into(),
+            None => "closed".into(),
+        };
+        self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
+        self.status.finished_at = Some(super::clock::rfc3339(self.now()));
+        self.status.closeout = Some(path);
+        self.persist()?;
+        let summary = format!(
+            "loop{} closed ({}): {} landed, {} parked",
+            self.run.n,
+            self.status.state,
+            c.landed.len(),
+            c.parked.len()
+        );
+        self.notify("closeout", None, "", &summary);
+        // Off the loop's path until now; the close-out gives it a few seconds.
+        self.notifier.finish(NOTIFY_DRAIN);
+        crate::registry::events::emit_quiet(
+            &self.cfg.state_dir,
+            "loop.closeout",
+            serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
+        );
+        Ok(self.status.clone())
+    }
+}

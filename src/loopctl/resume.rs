@@ -1,0 +1,268 @@
+//! `drover loop run --resume <run>` (`LOOP.md`, "Resume after a crash"):
+//! after a `kill -9` of the loop (or a reboot) the run goes on from its run
+//! dir — `run.json`, the append-only `DECISIONS.md` — and the live listing:
+//!
+//! - the lanes of the run still up are stopped and its unfinished jobs
+//!   cancelled (a killed lane is never resurrected; its turn is re-run);
+//! - the integration worktree goes back to the head of the last landing
+//!   `run.json` recorded, so an unfinished landing is redone once and
+//!   nothing lands twice;
+//! - landed, held and parked tasks stay as they are; a task queued to land
+//!   is landed; a task in flight (implementing, reviewing, parked at a usage
+//!   limit) is restarted in its own worktree as a new job
+//!   (`<job>-k<resume>`); a Ready task is started as usual.
+
+use super::LoopError;
+use super::brief;
+use super::ops::{JobSpec, LaneOps, LaneSpec, Role};
+use super::rundir::RunDir;
+use super::runner::{Phase, RunConfig, RunStatus, Runner, slug};
+use super::{board, git};
+use crate::registry::{lease, lend};
+use chrono::Utc;
+
+/// The file locked while a process runs the loop of a run dir.
+pub const RUN_LOCK: &str = "run.lock";
+
+/// Hold the run's lock for this process (refused while another runs it).
+pub fn lock_run(run: &RunDir) -> Result<crate::store::LockGuard, LoopError> {
+    match crate::store::LockGuard::try_exclusive(&run.file(RUN_LOCK))? {
+        Some(g) => Ok(g),
+        None => Err(LoopError::Refused(format!(
+            "loop{} is being run by another process; see `drover loop status`",
+            run.n
+        ))),
+    }
+}
+
+/// Resume run `n` and run it to its close-out.
+pub fn resume<'a, O: LaneOps>(
+    ops: &'a mut O,
+    cfg: RunConfig,
+    n: u32,
+    say: impl FnMut(&str) + 'a,
+) -> Result<RunStatus, LoopError> {
+    let mut r = Runner::reopen(ops, cfg, n, Box::new(say))?;
+    let result = r.reconcile().and_then(|()| r.drive());
+    let closed = r.close_out();
+    result.and(closed)
+}
+
+/// The recorded run, for `--resume`: refused when it already closed.
+pub fn recorded(run: &RunDir) -> Result<RunStatus, LoopError> {
+    let path = run.file("run.json");
+    let st: RunStatus = crate::store::read_json(&path)?
+        .ok_or_else(|| LoopError::parse(&path, "missing: the run never started"))?;
+    if st.finished_at.is_some() {
+        return Err(LoopError::Refused(format!(
+            "loop{} is closed ({}); its close-out is {}",
+            run.n,
+            st.state,
+            st.closeout
+                .as_ref()
+                .map_or("missing".into(), |p| p.display().to_string())
+        )));
+    }
+    Ok(st)
+}
+
+impl<'a, O: LaneOps> Runner<'a, O> {
+    fn reopen(
+        ops: &'a mut O,
+        cfg: RunConfig,
+        n: u32,
+        say: Box<dyn FnMut(&str) + 'a>,
+    ) -> Result<Self, LoopError> {
+        let run = RunDir::open(&cfg.state_dir, n)?;
+        let lock = lock_run(&run)?;
+        let mut status = recorded(&run)?;
+        if status.charter_sha256 != cfg.charter.sha256 {
+            return Err(LoopError::Refused(format!(
+                "the charter {} changed since loop{n} started (sha256 {} then, {} now)",
+                cfg.charter.path.display(),
+                status.charter_sha256,
+                cfg.charter.sha256
+            )));
+        }
+        status.resumes += 1;
+        status.state = "running".into();
+        let board = board::load(&cfg.board_dir)?;
+        let mut r = Runner::assemble(ops, cfg, run, board, status, say);
+        r.run_lock = Some(lock);
+        r.resume_tag = format!("-k{}", r.status.resumes);
+        // Recorded before any job carries the tag: a kill from here on makes
+        // the next resume use the next number, so no job id is reused.
+        r.persist()?;
+        Ok(r)
+    }
+
+    /// Reconcile the recorded run with the live listing and the git state.
+    fn reconcile(&mut self) -> Result<(), LoopError> {
+        let n = self.run.n;
+        let k = self.status.resumes;
+        let reaped = self.ops.reap(&format!("l{n}-"))?;
+        // Every open job of the run, recorded or not (one dispatched just
+        // before the crash may not be in run.json yet).
+        let prefix = format!("loop{n}-");
+        let open: Vec<String> = crate::engine::Engine::open(&self.cfg.state_dir)?
+            .list()?
+            .into_iter()
+            .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())
+            .map(|j| j.job_id)
+            .collect();
+        for j in &open {
+            self.cancel_job(j);
+        }
+        let cancelled = open.len();
+        let head = self
+            .status
+            .integration_head
+            .clone()
+            .unwrap_or_else(|| self.status.base_sha.clone());
+        let wt = self.status.integration_worktree.clone();
+        git::run(&wt, &["reset", "-q", "--hard", &head])?;
+        git::run(&wt, &["clean", "-q", "-fd"])?;
+        self.decide(
+            "recover",
+            &format!(
+                "resume #{k} after the loop stopped unclosed: {} lane(s) stopped, {cancelled} job(s) cancelled, integration worktree at {head}",
+                reaped.len()
+            ),
+        )?;
+        self.say(&format!(
+            "loop{n}: resumed (#{k}); {} lane(s) of the run stopped, integration at {head}",
+            reaped.len()
+        ));
+        let mut restarted = Vec::new();
+        for t in self.status.tasks.clone() {
+            let limit_park = t.phase == Phase::Parked
+                && t.resume
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("resumes at "));
+            let wt_exists = t.worktree.as_ref().is_some_and(|w| w.exists());
+            match t.phase {
+                Phase::Landing => self.landing_queue.push(t.id.clone()),
+                Phase::Implementing | Phase::Reviewing => restarted.push(t.id.clone()),
+                Phase::Parked if limit_park => restarted.push(t.id.clone()),
+                Phase::Ready if wt_exists || self.worktree_of(&t.id).exists() => {
+                    restarted.push(t.id.clone())
+                }
+                _ => {}
+            }
+        }
+        for id in restarted {
+            if let Err(e) = self.restart(&id) {
+                self.park(
+                    &id,
+                    &format!("could not restart after the crash: {e}"),
+                    "look at its worktree, then rerun",
+                )?;
+            }
+        }
+        self.persist()
+    }
+
+    /// Where a task's worktree is (by the run's naming rule).
+    fn worktree_of(&self, id: &str) -> std::path::PathBuf {
+        self.cfg
+            .state_dir
+            .join("worktrees")
+            .join(format!("loop{}-{}", self.run.n, slug(id)))
+    }
+
+    /// Re-run a task's implementer turn in its own worktree (created when
+    /// the crash came before it was).
+    fn restart(&mut self, id: &str) -> Result<(), LoopError> {
+        let task = self
+            .board
+            .task(id)
+            .cloned()
+            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
+        let n = self.run.n;
+        let agent = self
+            .task(id)
+            .and_then(|t| t.agent)
+            .unwrap_or(crate::registry::Agent::Claude);
+        let round = self.task(id).map_or(1, |t| t.round.max(1));
+        let lane = format!("l{n}-impl-{}", slug(id));
+        let lane_dir = self.run.lane_dir(&lane)?;
+        let wt = self.worktree_of(id);
+        let branch = format!("drover/loop{n}/{id}");
+        let now = Utc::now();
+        lease::claim(
+            &self.cfg.state_dir,
+            &lease::ClaimRequest {
+                task: id.to_string(),
+                session: Some(Role::Implementer.session_id().into()),
+                branch: Some(branch.clone()),
+                worktree: Some(wt.clone()),
+                files: task.files.clone(),
+                ttl_s: None,
+            },
+            now,
+        )?;
+        let _ = lend::give_back(&self.cfg.state_dir, id, agent.other(), now);
+        lend::borrow(&self.cfg.state_dir, id, agent, now)?;
+        let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
+        let text = match std::fs::read_to_string(lane_dir.join("brief.md")) {
+            Ok(t) if brief::parse(&t, &self.cfg.charter.guarded_paths).is_ok() => t,
+            _ => {
+                let b = brief::render(&brief::build(&lane, &task, tier, &[]));
+                brief::parse(&b, &self.cfg.charter.guarded_paths)?;
+                crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), b.as_bytes())?;
+                b
+            }
+        };
+        let worktree = (!wt.exists()).then(|| super::ops::WorktreeSpec {
+            repo: self.cfg.repo.clone(),
+            path: wt.clone(),
+            branch: branch.clone(),
+            base: self.status.base_sha.clone(),
+        });
+        let spec = LaneSpec {
+            id: lane.clone(),
+            role: Role::Implementer,
+            agent,
+            task: id.to_string(),
+            lane_dir: lane_dir.clone(),
+            worktree,
+            cwd: wt.clone(),
+        };
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Implementing;
+            t.agent = Some(agent);
+            t.reviewer = Some(agent.other());
+            t.tier = Some(tier.as_str().into());
+            t.round = round;
+            t.lane = Some(lane.clone());
+            t.worktree = Some(wt);
+            t.branch = Some(branch);
+            t.reason = None;
+            t.resume = None;
+            t.stall = None;
+        }
+        let handle = self.ops.up(&spec)?;
+        self.lanes.insert(id.to_string(), handle.clone());
+        let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);
+        self.decide(
+            "recover",
+            &format!("{id}: its round {round} is re-run in lane {lane} as job {job}"),
+        )?;
+        self.say(&format!("{id}: restarted in lane {lane} (round {round})"));
+        let prompt = format!("{text}\n[loop] task={id} round={round} role=implementer");
+        let report = lane_dir.join(format!("report-i{round}.json"));
+        let spec = JobSpec {
+            job_id: job.clone(),
+            prompt,
+            report_path: report,
+            autocomplete: self.cfg.autocomplete,
+        };
+        self.ops.dispatch(&handle, &spec)?;
+        let at = self.now();
+        self.jobs.insert(job.clone(), (id.to_string(), at));
+        if let Some(t) = self.task_mut(id) {
+            t.job = Some(job);
+        }
+        self.persist()
+    }
+}

@@ -5,6 +5,7 @@
 //! and exit through [`PaneEvents`] so the layers above (classifier, barriers)
 //! are driven by events, never by polling.
 
+mod attach;
 pub mod backend;
 pub mod herdr;
 mod hosts;
@@ -19,10 +20,11 @@ mod spawn;
 mod spec;
 pub mod tmux;
 
+pub use attach::{AttachHandle, AttachMsg};
 pub use backend::{Backend, PaneBackend};
 pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
-pub use native::{AttachHandle, AttachMsg, ExitInfo, NativePane, PaneInfo, ScreenMeta};
+pub use native::{ExitInfo, NativePane, PaneInfo, ScreenMeta};
 pub use procfs::foreground_job;
 pub use spec::{
     DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, find_executable, parse_size, validate_env_name,

@@ -1,6 +1,7 @@
 //! Native panes: a PTY drover owns; per generation a reader thread that drains
 //! it, a parser thread that feeds the screen, a writer and a waiter thread.
 
+use super::attach::{AttachHandle, AttachSlot};
 use super::input::{Input, Refused};
 use super::reap::ProcIds;
 use super::spawn::{PtyReader, spawn_process};
@@ -11,7 +12,7 @@ use nix::unistd::Pid;
 use portable_pty::{Child, MasterPty, PtySize};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -19,10 +20,6 @@ use std::time::{Duration, Instant};
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// How long kill waits for a SIGKILLed group to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
-/// Events (exit, kick) buffered for an attached client.
-const ATTACH_QUEUE: usize = 8;
-/// Terminal queries held for an attached client's next frame, at most.
-const ATTACH_QUERIES: usize = 4096;
 const READ_BUF: usize = 64 * 1024;
 /// While output keeps coming, wake the pane's watchers at most this often
 /// (always at the end of a burst). Must stay below the detector's burst-quiet
@@ -30,8 +27,6 @@ const READ_BUF: usize = 64 * 1024;
 /// cross-thread wake-up per 4 KiB PTY read, ~10% of the supervisor's CPU on
 /// a flood (docs/performance.md).
 const NOTIFY_EVERY: Duration = Duration::from_millis(1);
-
-static ATTACH_IDS: AtomicU64 = AtomicU64::new(1);
 
 /// How a pane's process ended.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -62,35 +57,6 @@ pub struct PaneInfo {
     pub bytes: u64,
     pub exit: Option<ExitInfo>,
     pub attached: bool,
-}
-
-/// Events for an attached client (output is pulled, see [`NativePane::attach_frame`]).
-#[derive(Debug)]
-pub enum AttachMsg {
-    Exited(ExitInfo),
-    Kicked,
-}
-
-/// What an attaching client receives: the first frame, then a wake-up
-/// whenever the screen changed and events.
-#[derive(Debug)]
-pub struct AttachHandle {
-    pub id: u64,
-    /// The whole screen, drawn from the model.
-    pub repaint: Vec<u8>,
-    pub rx: tokio::sync::mpsc::Receiver<AttachMsg>,
-    /// Notified when the screen changed: fetch [`NativePane::attach_frame`].
-    /// Wake-ups coalesce, so a slow client gets fewer, larger frames.
-    pub wake: Arc<tokio::sync::Notify>,
-}
-
-struct AttachSlot {
-    id: u64,
-    tx: tokio::sync::mpsc::Sender<AttachMsg>,
-    wake: Arc<tokio::sync::Notify>,
-    renderer: crate::screen::Renderer,
-    /// Queries for the attached terminal to answer, sent after the next frame.
-    queries: Vec<u8>,
 }
 
 struct Inner {
@@ -322,7 +288,7 @@ impl NativePane {
             })?;
         g.screen.resize(cols, rows);
         if let Some(a) = &g.attach {
-            a.wake.notify_one();
+            a.changed();
         }
         drop(g);
         self.events.output();
@@ -437,31 +403,14 @@ impl NativePane {
     /// Attach a client: kicks any attached client, returns the first frame
     /// and the stream of wake-ups and events.
     pub fn attach(&self) -> AttachHandle {
-        let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
-        let wake = Arc::new(tokio::sync::Notify::new());
-        let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
         let mut g = lock(&self.inner);
-        if let Some(old) = g.attach.take() {
-            let _ = old.tx.try_send(AttachMsg::Kicked);
-        }
-        let mut renderer = crate::screen::Renderer::new();
-        let repaint = renderer.frame(&g.screen);
-        if let Some(exit) = &g.exit {
-            let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
-        }
-        g.attach = Some(AttachSlot {
-            id,
-            tx,
-            wake: wake.clone(),
-            renderer,
-            queries: Vec::new(),
-        });
-        AttachHandle {
-            id,
-            repaint,
-            rx,
-            wake,
-        }
+        let Inner {
+            screen,
+            attach,
+            exit,
+            ..
+        } = &mut *g;
+        AttachSlot::open(attach, screen, exit.as_ref())
     }
 
     /// What changed on the screen since client `id`'s last frame, drawn from
@@ -470,18 +419,12 @@ impl NativePane {
     pub fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
         let mut g = lock(&self.inner);
         let Inner { screen, attach, .. } = &mut *g;
-        let slot = attach.as_mut().filter(|a| a.id == id)?;
-        let mut out = slot.renderer.frame(screen);
-        out.append(&mut slot.queries);
-        Some(out)
+        AttachSlot::frame(attach, id, screen)
     }
 
     /// Detach client `id` (no-op when another client has taken over).
     pub fn detach(&self, id: u64) {
-        let mut g = lock(&self.inner);
-        if g.attach.as_ref().is_some_and(|a| a.id == id) {
-            g.attach = None;
-        }
+        AttachSlot::close(&mut lock(&self.inner).attach, id);
     }
 }
 
@@ -577,10 +520,7 @@ fn parser_loop(
                     if let Some(a) = attach {
                         // While a client is attached, its real terminal
                         // answers (the query is re-issued after the frame).
-                        let q = screen.take_terminal_queries();
-                        if a.queries.len() + q.len() <= ATTACH_QUERIES {
-                            a.queries.extend_from_slice(&q);
-                        }
+                        a.hold_queries(&screen.take_terminal_queries());
                     } else {
                         // Dropped when the app is not reading its input: a
                         // query flood must not grow memory or stall the parser.
@@ -593,7 +533,7 @@ fn parser_loop(
             }
             g.last_output = Instant::now();
             if let Some(a) = &g.attach {
-                a.wake.notify_one();
+                a.changed();
             }
         }
         let left = queued.fetch_sub(taken, Ordering::AcqRel) - taken;
@@ -654,7 +594,7 @@ fn waiter(pane: Weak<NativePane>, generation: u64, mut child: Box<dyn Child + Se
     };
     g.exit = Some(info.clone());
     if let Some(a) = &g.attach {
-        let _ = a.tx.try_send(AttachMsg::Exited(info));
+        a.exited(info);
     }
     drop(g);
     p.cv.notify_all();

@@ -3,35 +3,24 @@
 //! wrapper's pidfd and status file, herdr's own state from `agent wait`.
 
 use super::{CLI_TIMEOUT, Created, HerdrHost, REQUEST_TIMEOUT, watch};
+use crate::pane::attach::AttachSlot;
 use crate::pane::backend::{Backend, PaneBackend};
 use crate::pane::{
-    AttachHandle, AttachMsg, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec,
-    ScreenMeta, key_bytes,
+    AttachHandle, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec, ScreenMeta,
+    key_bytes,
 };
 use crate::screen::Screen;
 use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Events (exit, kick) buffered for an attached client.
-const ATTACH_QUEUE: usize = 8;
 /// How long kill waits for a SIGKILLed group to be gone.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
 
-static ATTACH_IDS: AtomicU64 = AtomicU64::new(1 << 41);
-
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-struct AttachSlot {
-    id: u64,
-    tx: tokio::sync::mpsc::Sender<AttachMsg>,
-    wake: Arc<tokio::sync::Notify>,
-    renderer: crate::screen::Renderer,
 }
 
 pub(crate) struct Inner {
@@ -136,7 +125,7 @@ impl HerdrPane {
             g.last_text = Some(text);
             g.last_output = Instant::now();
             if let Some(a) = &g.attach {
-                a.wake.notify_one();
+                a.changed();
             }
         }
         drop(g);
@@ -176,7 +165,7 @@ impl HerdrPane {
         }
         g.exit = Some(info.clone());
         if let Some(a) = &g.attach {
-            let _ = a.tx.try_send(AttachMsg::Exited(info));
+            a.exited(info);
         }
         drop(g);
         self.cv.notify_all();
@@ -421,42 +410,22 @@ impl PaneBackend for HerdrPane {
         Ok(generation)
     }
     fn attach(&self) -> AttachHandle {
-        let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
-        let wake = Arc::new(tokio::sync::Notify::new());
-        let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
         let mut g = lock(&self.inner);
-        if let Some(old) = g.attach.take() {
-            let _ = old.tx.try_send(AttachMsg::Kicked);
-        }
-        let mut renderer = crate::screen::Renderer::new();
-        let repaint = renderer.frame(&g.screen);
-        if let Some(exit) = &g.exit {
-            let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
-        }
-        g.attach = Some(AttachSlot {
-            id,
-            tx,
-            wake: wake.clone(),
-            renderer,
-        });
-        AttachHandle {
-            id,
-            repaint,
-            rx,
-            wake,
-        }
+        let Inner {
+            screen,
+            attach,
+            exit,
+            ..
+        } = &mut *g;
+        AttachSlot::open(attach, screen, exit.as_ref())
     }
     fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
         let mut g = lock(&self.inner);
         let Inner { screen, attach, .. } = &mut *g;
-        let slot = attach.as_mut().filter(|a| a.id == id)?;
-        Some(slot.renderer.frame(screen))
+        AttachSlot::frame(attach, id, screen)
     }
     fn detach(&self, id: u64) {
-        let mut g = lock(&self.inner);
-        if g.attach.as_ref().is_some_and(|a| a.id == id) {
-            g.attach = None;
-        }
+        AttachSlot::close(&mut lock(&self.inner).attach, id);
     }
     fn repaint(&self) -> Vec<u8> {
         crate::screen::Renderer::new().frame(&lock(&self.inner).screen)

@@ -4,19 +4,17 @@
 
 use super::codec::{hex_keys, quote};
 use super::{Dead, TmuxHost};
+use crate::pane::attach::AttachSlot;
 use crate::pane::backend::{Backend, PaneBackend};
 use crate::pane::{
-    AttachHandle, AttachMsg, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec,
-    ScreenMeta, key_bytes,
+    AttachHandle, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec, ScreenMeta,
+    key_bytes,
 };
 use crate::screen::Screen;
 use nix::sys::signal::Signal;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-/// Events (exit, kick) buffered for an attached client.
-const ATTACH_QUEUE: usize = 8;
 /// How long kill waits for a SIGKILLed group to be gone.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
 /// After the leader exits, how long tmux may take to mark the pane dead.
@@ -34,18 +32,8 @@ const RESIZE_SETTLE: Duration = Duration::from_secs(1);
 /// Output held for a pane whose screen is being re-seeded, at most.
 const SEED_BUFFER: usize = 8 * 1024 * 1024;
 
-static ATTACH_IDS: AtomicU64 = AtomicU64::new(1 << 40);
-
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-struct AttachSlot {
-    id: u64,
-    tx: tokio::sync::mpsc::Sender<AttachMsg>,
-    /// Notified when the screen changed (frames are drawn from the model).
-    wake: Arc<tokio::sync::Notify>,
-    renderer: crate::screen::Renderer,
 }
 
 pub(super) struct Inner {
@@ -218,7 +206,7 @@ impl TmuxPane {
         }
         g.last_output = Instant::now();
         if let Some(a) = &g.attach {
-            a.wake.notify_one();
+            a.changed();
         }
         let due = g.last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
         if due || burst_end {
@@ -260,7 +248,7 @@ impl TmuxPane {
         g.screen = screen;
         g.last_output = Instant::now();
         if let Some(a) = &g.attach {
-            a.wake.notify_one();
+            a.changed();
         }
         drop(g);
         self.events.output();
@@ -304,7 +292,7 @@ impl TmuxPane {
         if let Some(a) = &g.attach
             && let Some(e) = &g.exit
         {
-            let _ = a.tx.try_send(AttachMsg::Exited(e.clone()));
+            a.exited(e.clone());
         }
         drop(g);
         self.cv.notify_all();
@@ -368,7 +356,7 @@ impl TmuxPane {
         g.screen.redraw(&buf);
         let _ = g.screen.take_replies();
         if let Some(a) = &g.attach {
-            a.wake.notify_one();
+            a.changed();
         }
         drop(g);
         tracing::debug!(pane = %self.name, "tmux dropped the last output; screen repainted from its grid");
@@ -387,7 +375,7 @@ impl TmuxPane {
         };
         g.exit = Some(info.clone());
         if let Some(a) = &g.attach {
-            let _ = a.tx.try_send(AttachMsg::Exited(info));
+            a.exited(info);
         }
         drop(g);
         self.cv.notify_all();
@@ -749,42 +737,22 @@ impl PaneBackend for TmuxPane {
         super::respawn(&self)
     }
     fn attach(&self) -> AttachHandle {
-        let (tx, rx) = tokio::sync::mpsc::channel(ATTACH_QUEUE);
-        let wake = Arc::new(tokio::sync::Notify::new());
-        let id = ATTACH_IDS.fetch_add(1, Ordering::Relaxed);
         let mut g = lock(&self.inner);
-        if let Some(old) = g.attach.take() {
-            let _ = old.tx.try_send(AttachMsg::Kicked);
-        }
-        let mut renderer = crate::screen::Renderer::new();
-        let repaint = renderer.frame(&g.screen);
-        if let Some(exit) = &g.exit {
-            let _ = tx.try_send(AttachMsg::Exited(exit.clone()));
-        }
-        g.attach = Some(AttachSlot {
-            id,
-            tx,
-            wake: wake.clone(),
-            renderer,
-        });
-        AttachHandle {
-            id,
-            repaint,
-            rx,
-            wake,
-        }
+        let Inner {
+            screen,
+            attach,
+            exit,
+            ..
+        } = &mut *g;
+        AttachSlot::open(attach, screen, exit.as_ref())
     }
     fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
         let mut g = lock(&self.inner);
         let Inner { screen, attach, .. } = &mut *g;
-        let slot = attach.as_mut().filter(|a| a.id == id)?;
-        Some(slot.renderer.frame(screen))
+        AttachSlot::frame(attach, id, screen)
     }
     fn detach(&self, id: u64) {
-        let mut g = lock(&self.inner);
-        if g.attach.as_ref().is_some_and(|a| a.id == id) {
-            g.attach = None;
-        }
+        AttachSlot::close(&mut lock(&self.inner).attach, id);
     }
     fn repaint(&self) -> Vec<u8> {
         crate::screen::Renderer::new().frame(&lock(&self.inner).screen)

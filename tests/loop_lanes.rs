@@ -7,25 +7,15 @@
 mod common;
 #[path = "lanes_common/mod.rs"]
 mod lanes_common;
+mod loop_common;
 
 use common::{Drover, git, stderr, stdout};
+use loop_common::task_file;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn task_file(dir: &Path, n: u32, title: &str, files: &[&str]) {
-    let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();
-    let text = format!(
-        "---\nid: TASK-{n}\ntitle: {title}\nstatus: To Do\nassignee: []\nlabels: []\ndependencies: []\nmodified_files:\n{files}priority: medium\n---\n\n## Description\n\n<!-- SECTION:DESCRIPTION:BEGIN -->\n{title}.\n<!-- SECTION:DESCRIPTION:END -->\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 {title} is done\n<!-- AC:END -->\n"
-    );
-    std::fs::write(
-        dir.join(format!("task-{n} - {}.md", title.replace(' ', "-"))),
-        text,
-    )
-    .unwrap();
-}
 
 /// TASK-1 and TASK-2 land; TASK-3 writes outside its claim and is blocked.
 const IMPLEMENTER: &str = r#"

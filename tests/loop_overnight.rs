@@ -2,45 +2,36 @@
 //! agents in real panes, real git worktrees and a real board on a fast clock.
 
 mod common;
+mod loop_common;
 
-use common::{Drover, git};
+use common::Drover;
 use drover::loopctl::clock::Clock;
 use drover::loopctl::guards::Guards;
-use drover::loopctl::ops::{LaneSpec, Role};
 use drover::loopctl::overnight::Mode;
 use drover::loopctl::runner::{self, Phase, RunConfig, RunStatus};
 use drover::loopctl::settings::Unattended;
 use drover::loopctl::simlanes::SimLanes;
-use drover::loopctl::{charter, clock, notify};
+use drover::loopctl::{clock, notify};
+use loop_common::REVIEWER_PASS as REVIEWER;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn task_file(dir: &Path, n: u32) {
-    let text = format!(
-        "---\nid: TASK-{n}\ntitle: Task {n}\nstatus: To Do\nlabels: []\ndependencies: []\nmodified_files:\n  - f{n}.txt\npriority: medium\n---\n\n## Description\n\nTask {n}.\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 done\n<!-- AC:END -->\n"
-    );
-    std::fs::write(dir.join(format!("task-{n} - Task-{n}.md")), text).unwrap();
+/// A repo with `n` tasks, TASK-k claiming `f<k>.txt`, and a charter.
+fn setup(d: &Drover, n: u32, pool: u32) -> (PathBuf, PathBuf) {
+    loop_common::board_repo(
+        d,
+        n,
+        &format!("- lanes: 4\n- pool: {pool}\n- gate: `true`\n"),
+    )
 }
 
-fn setup(d: &Drover, n: u32, pool: u32) -> (PathBuf, PathBuf) {
-    let root = d.scratch();
-    let repo = root.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    let tasks = repo.join("backlog").join("tasks");
-    std::fs::create_dir_all(&tasks).unwrap();
-    for k in 1..=n {
-        task_file(&tasks, k);
-    }
-    let charter = root.join("CHARTER.md");
-    std::fs::write(
-        &charter,
-        format!("# Night run\n\n- lanes: 4\n- pool: {pool}\n- gate: `true`\n"),
-    )
-    .unwrap();
-    (repo, charter)
+fn lanes(d: &Drover, imp: String, rev: String) -> SimLanes {
+    loop_common::sim_lanes(d, imp, rev)
+}
+
+fn config(d: &Drover, repo: &Path, charter: &Path, u: Unattended) -> RunConfig {
+    loop_common::run_config(d, repo, charter, 3, Duration::from_secs(24 * 3600), u)
 }
 
 /// TASK-k's turn: `pre` steps, then write its file, report, finish.
@@ -48,35 +39,6 @@ fn turn(k: u32, pre: &str) -> String {
     format!(
         "[[turn]]\nmatch = \"task=TASK-{k} \"\nsteps = [{pre}{{ write = {{ path = \"f{k}.txt\", content = \"{k}\\n\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n"
     )
-}
-
-const REVIEWER: &str = "[[turn]]\nsteps = [{ work = 100 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n";
-
-fn lanes(d: &Drover, imp: String, rev: String) -> SimLanes {
-    let exe = PathBuf::from(common::BIN);
-    let client =
-        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
-    let scripts = move |s: &LaneSpec| match s.role {
-        Role::Implementer => imp.clone(),
-        Role::Reviewer => rev.clone(),
-    };
-    SimLanes::new(&d.state, client, &exe, Box::new(scripts))
-}
-
-fn config(d: &Drover, repo: &Path, charter: &Path, u: Unattended) -> RunConfig {
-    RunConfig {
-        state_dir: d.state.clone(),
-        repo: repo.to_path_buf(),
-        board_dir: repo.join("backlog"),
-        charter: charter::load(charter).unwrap(),
-        base: None,
-        pool: None,
-        ship_cmd: None,
-        autocomplete: true,
-        repair_rounds: 3,
-        turn_timeout: Duration::from_secs(24 * 3600),
-        unattended: u,
-    }
 }
 
 fn fast(scale: u32, notify_to: Option<&Path>) -> (Unattended, Arc<clock::FastClock>) {

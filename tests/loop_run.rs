@@ -4,28 +4,18 @@
 //! auto-completion completing, a Backlog.md board and a charter.
 
 mod common;
+mod loop_common;
 
 use common::Drover;
 use drover::loopctl::ops::LaneSpec;
 use drover::loopctl::runner::{self, Phase, RunConfig};
 use drover::loopctl::simlanes::SimLanes;
 use drover::loopctl::{charter, ops::Role};
-use std::path::{Path, PathBuf};
+use loop_common::task_file;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::git;
-
-fn task_file(dir: &Path, n: u32, title: &str, files: &[&str]) {
-    let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();
-    let text = format!(
-        "---\nid: TASK-{n}\ntitle: {title}\nstatus: To Do\nassignee: []\nlabels: []\ndependencies: []\nmodified_files:\n{files}priority: medium\n---\n\n## Description\n\n<!-- SECTION:DESCRIPTION:BEGIN -->\n{title}.\n<!-- SECTION:DESCRIPTION:END -->\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 {title} is done\n<!-- AC:END -->\n"
-    );
-    std::fs::write(
-        dir.join(format!("task-{n} - {}.md", title.replace(' ', "-"))),
-        text,
-    )
-    .unwrap();
-}
 
 /// The implementer's script: what each task's lane writes.
 const IMPLEMENTER: &str = r#"

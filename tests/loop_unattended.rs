@@ -3,48 +3,31 @@
 //! agents in real panes, real git worktrees and a real board.
 
 mod common;
+mod loop_common;
 
 use common::{Drover, wait_until};
+use drover::loopctl::clock;
 use drover::loopctl::control::{self, Control};
 use drover::loopctl::guards::Guards;
-use drover::loopctl::ops::{LaneSpec, Role};
 use drover::loopctl::runner::{self, Phase, RunConfig, RunStatus};
 use drover::loopctl::settings::Unattended;
 use drover::loopctl::simlanes::SimLanes;
-use drover::loopctl::{charter, clock};
+use loop_common::REVIEWER_PASS as REVIEWER;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::git;
-
-fn task_file(dir: &Path, n: u32, files: &[&str]) {
-    let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();
-    let text = format!(
-        "---\nid: TASK-{n}\ntitle: Task {n}\nstatus: To Do\nlabels: []\ndependencies: []\nmodified_files:\n{files}priority: medium\n---\n\n## Description\n\nTask {n}.\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 done\n<!-- AC:END -->\n"
-    );
-    std::fs::write(dir.join(format!("task-{n} - Task-{n}.md")), text).unwrap();
-}
-
 /// A repo with `n` tasks, TASK-k claiming `f<k>.txt`, and a charter.
 fn setup(d: &Drover, n: u32, gate: &str) -> (PathBuf, PathBuf) {
-    let root = d.scratch();
-    let repo = root.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    let tasks = repo.join("backlog").join("tasks");
-    std::fs::create_dir_all(&tasks).unwrap();
-    for k in 1..=n {
-        task_file(&tasks, k, &[&format!("f{k}.txt")]);
-    }
-    let charter = root.join("CHARTER.md");
-    std::fs::write(
-        &charter,
-        format!("# Night run\n\n- lanes: 4\n- pool: 1\n- gate: `{gate}`\n"),
-    )
-    .unwrap();
-    (repo, charter)
+    loop_common::board_repo(d, n, &format!("- lanes: 4\n- pool: 1\n- gate: `{gate}`\n"))
+}
+
+fn lanes(d: &Drover, imp: String) -> SimLanes {
+    loop_common::sim_lanes(d, imp, REVIEWER.into())
+}
+
+fn config(d: &Drover, repo: &Path, charter: &Path, u: Unattended) -> RunConfig {
+    loop_common::run_config(d, repo, charter, 1, Duration::from_secs(120), u)
 }
 
 /// Each task's implementer writes its own file; `outside` tasks also write
@@ -62,35 +45,6 @@ fn implementer(n: u32, work_ms: u64, outside: &[u32]) -> String {
         ));
     }
     s
-}
-
-const REVIEWER: &str = "[[turn]]\nsteps = [{ work = 100 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n";
-
-fn lanes(d: &Drover, imp: String) -> SimLanes {
-    let exe = PathBuf::from(common::BIN);
-    let client =
-        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
-    let scripts = move |s: &LaneSpec| match s.role {
-        Role::Implementer => imp.clone(),
-        Role::Reviewer => REVIEWER.to_string(),
-    };
-    SimLanes::new(&d.state, client, &exe, Box::new(scripts))
-}
-
-fn config(d: &Drover, repo: &Path, charter: &Path, u: Unattended) -> RunConfig {
-    RunConfig {
-        state_dir: d.state.clone(),
-        repo: repo.to_path_buf(),
-        board_dir: repo.join("backlog"),
-        charter: charter::load(charter).unwrap(),
-        base: None,
-        pool: None,
-        ship_cmd: None,
-        autocomplete: true,
-        repair_rounds: 1,
-        turn_timeout: Duration::from_secs(120),
-        unattended: u,
-    }
 }
 
 fn phases(st: &RunStatus) -> Vec<(String, Phase)> {

@@ -1,0 +1,83 @@
+//! Helpers for the loop tests: a real repository with a Backlog.md board, sim
+//! lanes on the test's supervisor, and a run configuration.
+#![allow(dead_code)]
+
+use crate::common::{self, Drover, git};
+use drover::loopctl::charter;
+use drover::loopctl::ops::{LaneSpec, Role};
+use drover::loopctl::runner::RunConfig;
+use drover::loopctl::settings::Unattended;
+use drover::loopctl::simlanes::SimLanes;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A reviewer that passes every candidate (heartbeat and report).
+pub const REVIEWER_PASS: &str = "[[turn]]\nsteps = [{ work = 100 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n";
+
+/// A Backlog.md task file, as the `backlog` CLI writes one.
+pub fn task_file(dir: &Path, n: u32, title: &str, files: &[&str]) {
+    let files: String = files.iter().map(|f| format!("  - {f}\n")).collect();
+    let text = format!(
+        "---\nid: TASK-{n}\ntitle: {title}\nstatus: To Do\nassignee: []\nlabels: []\ndependencies: []\nmodified_files:\n{files}priority: medium\n---\n\n## Description\n\n<!-- SECTION:DESCRIPTION:BEGIN -->\n{title}.\n<!-- SECTION:DESCRIPTION:END -->\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 {title} is done\n<!-- AC:END -->\n"
+    );
+    std::fs::write(
+        dir.join(format!("task-{n} - {}.md", title.replace(' ', "-"))),
+        text,
+    )
+    .unwrap();
+}
+
+/// A repo with `n` tasks, TASK-k ("Task k") claiming `f<k>.txt`, and a
+/// charter with `charter_lines` (one `- key: value` per line).
+pub fn board_repo(d: &Drover, n: u32, charter_lines: &str) -> (PathBuf, PathBuf) {
+    let root = d.scratch();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    for k in 1..=n {
+        task_file(&tasks, k, &format!("Task {k}"), &[&format!("f{k}.txt")]);
+    }
+    let charter = root.join("CHARTER.md");
+    std::fs::write(&charter, format!("# Night run\n\n{charter_lines}")).unwrap();
+    (repo, charter)
+}
+
+/// Sim lanes on the test's supervisor: the implementer runs `imp`, the
+/// reviewer `rev`.
+pub fn sim_lanes(d: &Drover, imp: String, rev: String) -> SimLanes {
+    let exe = PathBuf::from(common::BIN);
+    let client =
+        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let scripts = move |s: &LaneSpec| match s.role {
+        Role::Implementer => imp.clone(),
+        Role::Reviewer => rev.clone(),
+    };
+    SimLanes::new(&d.state, client, &exe, Box::new(scripts))
+}
+
+/// A run over `repo`'s board with auto-completion on.
+pub fn run_config(
+    d: &Drover,
+    repo: &Path,
+    charter: &Path,
+    repair_rounds: u32,
+    turn_timeout: Duration,
+    u: Unattended,
+) -> RunConfig {
+    RunConfig {
+        state_dir: d.state.clone(),
+        repo: repo.to_path_buf(),
+        board_dir: repo.join("backlog"),
+        charter: charter::load(charter).unwrap(),
+        base: None,
+        pool: None,
+        ship_cmd: None,
+        autocomplete: true,
+        repair_rounds,
+        turn_timeout,
+        unattended: u,
+    }
+}

@@ -1,8 +1,8 @@
 //! Panes that flood output while a benchmark measures something else: native
 //! panes printing a line with colours over and over, at a given rate each
-//! (100 chunks a second) or, at rate 0, as fast as drover takes it (`yes`);
-//! stopped and let go as a group with SIGSTOP/SIGCONT to their process
-//! groups.
+//! (100 chunks a second, from one `perl` process per pane that forks nothing)
+//! or, at rate 0, as fast as drover takes it (`yes`); stopped and let go as a
+//! group with SIGSTOP/SIGCONT to their process groups.
 
 use super::support::Supervisor;
 use serde_json::json;
@@ -28,8 +28,18 @@ impl Flood {
             let per = (bytes_per_s / 100).max(line.len() + 1);
             let text = format!("{line}\n").repeat(per / (line.len() + 1));
             std::fs::write(&chunk, text).map_err(|e| e.to_string())?;
-            let script = format!("while :; do cat '{}'; sleep 0.01; done", chunk.display());
-            vec!["sh".into(), "-c".into(), script]
+            // One process writing a chunk every 10 ms. A shell loop of
+            // `cat; sleep 0.01` would fork and exec twice per chunk (1 600
+            // processes a second for 8 panes), which on a small machine costs
+            // more CPU than the output itself and would be counted as drover's.
+            let script = "open(my $f, '<', $ARGV[0]) or die; local $/; my $c = <$f>; \
+                          $| = 1; while (1) { print $c; select(undef, undef, undef, 0.01) }";
+            vec![
+                "perl".into(),
+                "-e".into(),
+                script.into(),
+                chunk.display().to_string(),
+            ]
         };
         let mut pids = Vec::new();
         for i in 0..n {

@@ -134,7 +134,7 @@ fn run(o: &Opts) -> Result<(), String> {
         let name = format!("idle-{i:02}");
         sup.sim_pane(&name, profile(i), None, &[])?;
         names.push(name);
-        let argv = [EXE, "sim-agent", "--profile", profile(i)];
+        let argv = [EXE.as_str(), "sim-agent", "--profile", profile(i)];
         if i == 0 {
             let mut a = vec![
                 "new-session",

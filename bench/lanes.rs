@@ -47,7 +47,7 @@ fn repo(dir: &Path) -> Result<std::path::PathBuf, String> {
 }
 
 fn drover(sup: &Supervisor, args: &[&str]) -> Result<(), String> {
-    let out = Command::new(EXE)
+    let out = Command::new(EXE.as_str())
         .args(args)
         .env("DROVER_STATE_DIR", &sup.state)
         .output()

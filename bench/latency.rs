@@ -471,7 +471,7 @@ struct CliWaiter {
 impl CliWaiter {
     fn start(state_dir: &Path, pane: &str, state: &str) -> Result<Self, String> {
         let spawned = Instant::now();
-        let mut child = Command::new(EXE)
+        let mut child = Command::new(EXE.as_str())
             .arg("--state-dir")
             .arg(state_dir)
             .arg("--no-autostart")

@@ -19,8 +19,12 @@ pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// The drover binary built with this bench.
-pub const EXE: &str = env!("CARGO_BIN_EXE_drover");
+/// The drover binary the bench runs: `$DROVER` when set (e.g. an older
+/// build, to compare supervisors under the same bench), else the one built
+/// with this bench.
+pub static EXE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    std::env::var("DROVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_drover").to_string())
+});
 
 /// How long the supervisor gets to stop after `shutdown` before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -43,7 +47,7 @@ impl Supervisor {
         // Resolved exactly as the CLI resolves it, so `drover wait` finds the same socket.
         let state = drover::paths::resolve_state_dir(Some(&raw)).map_err(|e| e.to_string())?;
         let socket = drover::paths::socket_path(&state).map_err(|e| e.to_string())?;
-        let mut client = Client::connect_or_start(&state, &socket, Some(Path::new(EXE)))
+        let mut client = Client::connect_or_start(&state, &socket, Some(Path::new(EXE.as_str())))
             .map_err(|e| format!("start supervisor: {e}"))?;
         let pid = client
             .call("ping", json!({}))

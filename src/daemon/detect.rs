@@ -35,6 +35,7 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
     // (e.g. to idle) instead of staying `starting`.
     let mut rechecks: Vec<Duration> = observe::settle_rechecks().to_vec();
     let mut burst_end = Instant::now();
+    let mut pacer = super::pace::Pacer::new(burst_end);
     // The agent's version, asked once per binary (cached by path and mtime).
     let version = agent_version(&entry).await;
     loop {
@@ -61,17 +62,31 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
             }
         };
         if woke {
-            let start = Instant::now();
-            loop {
-                let left = MAX_BURST.saturating_sub(start.elapsed());
-                if left.is_zero() {
+            'paced: loop {
+                let start = Instant::now();
+                loop {
+                    let left = MAX_BURST.saturating_sub(start.elapsed());
+                    if left.is_zero() {
+                        break;
+                    }
+                    tokio::select! {
+                        _ = entry.notify.notified() => continue,
+                        _ = tokio::time::sleep(BURST_QUIET.min(left)) => break,
+                    }
+                }
+                // A flooding pane is classified at most once per
+                // `CLASSIFY_EVERY` (docs/performance.md); output during the
+                // wait is waited out like any burst.
+                let wait = pacer.delay(Instant::now());
+                if wait.is_zero() {
                     break;
                 }
                 tokio::select! {
-                    _ = entry.notify.notified() => continue,
-                    _ = tokio::time::sleep(BURST_QUIET.min(left)) => break,
+                    _ = entry.notify.notified() => continue 'paced,
+                    _ = tokio::time::sleep(wait) => break 'paced,
                 }
             }
+            pacer.take(Instant::now());
             burst_end = Instant::now();
             rechecks = observe::settle_rechecks().to_vec();
         }

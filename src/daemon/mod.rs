@@ -17,6 +17,7 @@ mod feed_files;
 mod hub;
 mod lost;
 mod observe;
+mod pace;
 pub mod protocol;
 mod server;
 mod server_attach;

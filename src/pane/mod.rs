@@ -7,6 +7,7 @@
 
 mod attach;
 pub mod backend;
+mod core;
 pub mod herdr;
 mod hosts;
 mod input;
@@ -24,7 +25,8 @@ pub use attach::{AttachHandle, AttachMsg};
 pub use backend::{Backend, PaneBackend};
 pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
-pub use native::{ExitInfo, NativePane, PaneInfo, ScreenMeta};
+pub use self::core::{ExitInfo, PaneInfo, ScreenMeta};
+pub use native::NativePane;
 pub use procfs::foreground_job;
 pub use spec::{
     DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, find_executable, parse_size, validate_env_name,

@@ -1,7 +1,8 @@
 //! Native panes: a PTY drover owns; per generation a reader thread that drains
 //! it, a parser thread that feeds the screen, a writer and a waiter thread.
 
-use super::attach::{AttachHandle, AttachSlot};
+use super::attach::AttachHandle;
+use super::core::{ExitInfo, PaneCore, PaneInfo, ScreenMeta, core_fields, lock};
 use super::input::{Input, Refused};
 use super::reap::ProcIds;
 use super::spawn::{PtyReader, spawn_process};
@@ -10,10 +11,9 @@ use crate::screen::Screen;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use portable_pty::{Child, MasterPty, PtySize};
-use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// How long the waiter lets the reader drain output after the child exits.
@@ -28,60 +28,21 @@ const READ_BUF: usize = 64 * 1024;
 /// a flood (docs/performance.md).
 const NOTIFY_EVERY: Duration = Duration::from_millis(1);
 
-/// How a pane's process ended.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ExitInfo {
-    /// Exit code; `None` when killed by a signal.
-    pub code: Option<i32>,
-    /// The signal's name when killed by one.
-    pub signal: Option<String>,
-    pub at_ms: u64,
-}
-
-/// What `pane ls` shows about a pane.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PaneInfo {
-    pub name: String,
-    pub backend: String,
-    pub pid: u32,
-    pub generation: u64,
-    pub cols: u16,
-    pub rows: u16,
-    pub agent: String,
-    pub argv: Vec<String>,
-    pub env_names: Vec<String>,
-    pub env_verified: bool,
-    /// The working directory the command started in.
-    pub cwd: Option<std::path::PathBuf>,
-    pub started_at_ms: u64,
-    pub bytes: u64,
-    pub exit: Option<ExitInfo>,
-    pub attached: bool,
-}
-
 struct Inner {
-    spec: PaneSpec,
-    generation: u64,
-    pid: u32,
-    screen: Screen,
+    core: PaneCore,
     /// Input for the pane's writer thread: nothing writes to the PTY under
     /// the pane lock, so an app that does not read cannot stall anyone.
     input: Input,
     /// Facts about the generation's leader, for the process record.
     procs: ProcIds,
     master: Box<dyn MasterPty + Send>,
-    exit: Option<ExitInfo>,
     /// When the leader was reaped (clock ticks since boot): from then on its
     /// pid may be reused, and the group is signalled only while members that
     /// started before this instant remain.
     reaped_ticks: Option<u64>,
     eof: bool,
-    env_verified: bool,
-    started_at_ms: u64,
-    started: Instant,
-    last_output: Instant,
-    attach: Option<AttachSlot>,
 }
+core_fields!(Inner);
 
 /// A pane on a PTY that drover owns.
 pub struct NativePane {
@@ -97,10 +58,6 @@ impl std::fmt::Debug for NativePane {
             .field("name", &self.name)
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn start_input(name: &str, fd: std::os::fd::OwnedFd) -> Result<Input, PaneError> {
@@ -122,7 +79,6 @@ impl NativePane {
         let procs = ProcIds::new(&spec.name, 1);
         let mut sp = spawn_process(&spec, &procs.marker)?;
         let procs = procs.started(sp.pid);
-        let now = Instant::now();
         let input = match start_input(&spec.name, sp.writer) {
             Ok(i) => i,
             Err(e) => {
@@ -133,21 +89,12 @@ impl NativePane {
         let pane = Arc::new(NativePane {
             name: spec.name.clone(),
             inner: Mutex::new(Inner {
-                screen: Screen::new(spec.cols, spec.rows),
-                spec,
-                generation: 1,
-                pid: sp.pid,
+                core: PaneCore::new(spec, 1, sp.pid, sp.env_verified),
                 input,
                 procs,
                 master: sp.master,
-                exit: None,
                 reaped_ticks: None,
                 eof: false,
-                env_verified: sp.env_verified,
-                started_at_ms: crate::paths::now_ms(),
-                started: now,
-                last_output: now,
-                attach: None,
             }),
             cv: Condvar::new(),
             events,
@@ -179,39 +126,22 @@ impl NativePane {
 
     /// A description for `pane ls`.
     pub fn info(&self) -> PaneInfo {
-        let g = lock(&self.inner);
-        let (cols, rows) = g.screen.size();
-        PaneInfo {
-            name: self.name.clone(),
-            backend: "native".into(),
-            pid: g.pid,
-            generation: g.generation,
-            cols,
-            rows,
-            agent: g.spec.agent.clone(),
-            argv: g.spec.argv.clone(),
-            env_names: g.spec.env_names(),
-            env_verified: g.env_verified,
-            cwd: g.spec.cwd.clone(),
-            started_at_ms: g.started_at_ms,
-            bytes: g.screen.bytes(),
-            exit: g.exit.clone(),
-            attached: g.attach.is_some(),
-        }
+        lock(&self.inner).info(&self.name, super::Backend::Native)
     }
 
     /// Run `f` on the screen with facts about the pane, under the pane lock.
     pub fn with_screen<R>(&self, f: impl FnOnce(&mut Screen, &ScreenMeta) -> R) -> R {
-        let mut g = lock(&self.inner);
-        let meta = ScreenMeta {
-            generation: g.generation,
-            pid: g.pid,
-            exit: g.exit.clone(),
-            quiet: g.last_output.elapsed(),
-            since_spawn: g.started.elapsed(),
-            agent: g.spec.agent.clone(),
-        };
-        f(&mut g.screen, &meta)
+        let mut f = Some(f);
+        let mut out = None;
+        lock(&self.inner).with_screen(&mut |s, m| {
+            if let Some(f) = f.take() {
+                out = Some(f(s, m));
+            }
+        });
+        match out {
+            Some(r) => r,
+            None => unreachable!("PaneCore::with_screen calls its closure once"),
+        }
     }
 
     /// The current generation.
@@ -287,9 +217,7 @@ impl NativePane {
                 source: std::io::Error::other(e.to_string()),
             })?;
         g.screen.resize(cols, rows);
-        if let Some(a) = &g.attach {
-            a.changed();
-        }
+        g.screen_changed();
         drop(g);
         self.events.output();
         Ok(())
@@ -352,14 +280,7 @@ impl NativePane {
 
     /// Wait until generation `generation` has exited; false on timeout.
     pub fn wait_exit(&self, generation: u64, timeout: Duration) -> bool {
-        let g = lock(&self.inner);
-        let (g, _) = self
-            .cv
-            .wait_timeout_while(g, timeout, |g| {
-                g.generation == generation && g.exit.is_none()
-            })
-            .unwrap_or_else(PoisonError::into_inner);
-        g.generation != generation || g.exit.is_some()
+        super::core::wait_exit(&self.inner, &self.cv, generation, timeout)
     }
 
     /// Kill the current process and start the spec again as a new generation.
@@ -379,20 +300,12 @@ impl NativePane {
         };
         let generation = {
             let mut g = lock(&self.inner);
-            g.generation = next;
-            g.pid = sp.pid;
-            g.screen = Screen::new(spec.cols, spec.rows);
             g.input = input;
             g.procs = procs;
             g.master = sp.master;
-            g.exit = None;
             g.reaped_ticks = None;
             g.eof = false;
-            g.env_verified = sp.env_verified;
-            g.started_at_ms = crate::paths::now_ms();
-            g.started = Instant::now();
-            g.last_output = Instant::now();
-            g.generation
+            g.next_generation(sp.pid, sp.env_verified)
         };
         self.start_threads(generation, sp.reader, sp.child);
         self.cv.notify_all();
@@ -403,41 +316,20 @@ impl NativePane {
     /// Attach a client: kicks any attached client, returns the first frame
     /// and the stream of wake-ups and events.
     pub fn attach(&self) -> AttachHandle {
-        let mut g = lock(&self.inner);
-        let Inner {
-            screen,
-            attach,
-            exit,
-            ..
-        } = &mut *g;
-        AttachSlot::open(attach, screen, exit.as_ref())
+        lock(&self.inner).attach()
     }
 
     /// What changed on the screen since client `id`'s last frame, drawn from
     /// the model, then the terminal queries it should answer; `None` once
     /// another client took over.
     pub fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
-        let mut g = lock(&self.inner);
-        let Inner { screen, attach, .. } = &mut *g;
-        AttachSlot::frame(attach, id, screen)
+        lock(&self.inner).attach_frame(id)
     }
 
     /// Detach client `id` (no-op when another client has taken over).
     pub fn detach(&self, id: u64) {
-        AttachSlot::close(&mut lock(&self.inner).attach, id);
+        lock(&self.inner).detach(id);
     }
-}
-
-/// Facts about a pane handed to screen readers alongside the screen.
-#[derive(Debug, Clone)]
-pub struct ScreenMeta {
-    pub generation: u64,
-    /// The pane leader's pid (the shell of a shell pane).
-    pub pid: u32,
-    pub exit: Option<ExitInfo>,
-    pub quiet: Duration,
-    pub since_spawn: Duration,
-    pub agent: String,
 }
 
 /// Chunks read but not yet parsed, at most: bounds memory when the parser
@@ -511,12 +403,8 @@ fn parser_loop(
             for chunk in &batch {
                 g.screen.process(chunk);
                 if g.screen.hooks().has_queries() {
-                    let Inner {
-                        screen,
-                        attach,
-                        input,
-                        ..
-                    } = &mut *g;
+                    let Inner { core, input, .. } = &mut *g;
+                    let PaneCore { screen, attach, .. } = core;
                     if let Some(a) = attach {
                         // While a client is attached, its real terminal
                         // answers (the query is re-issued after the frame).
@@ -531,10 +419,7 @@ fn parser_loop(
                     }
                 }
             }
-            g.last_output = Instant::now();
-            if let Some(a) = &g.attach {
-                a.changed();
-            }
+            g.output_seen();
         }
         let left = queued.fetch_sub(taken, Ordering::AcqRel) - taken;
         // Coalesce wake-ups during a flood; never skip the end of a burst.
@@ -592,10 +477,7 @@ fn waiter(pane: Weak<NativePane>, generation: u64, mut child: Box<dyn Child + Se
         signal,
         at_ms: crate::paths::now_ms(),
     };
-    g.exit = Some(info.clone());
-    if let Some(a) = &g.attach {
-        a.exited(info);
-    }
+    g.set_exit(info);
     drop(g);
     p.cv.notify_all();
     p.events.exited();

@@ -4,15 +4,15 @@
 
 use super::codec::{hex_keys, quote};
 use super::{Dead, TmuxHost};
-use crate::pane::attach::AttachSlot;
 use crate::pane::backend::{Backend, PaneBackend};
+use crate::pane::core::{PaneCore, core_fields};
 use crate::pane::{
     AttachHandle, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec, ScreenMeta,
     key_bytes,
 };
 use crate::screen::Screen;
 use nix::sys::signal::Signal;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// How long kill waits for a SIGKILLed group to be gone.
@@ -32,25 +32,14 @@ const RESIZE_SETTLE: Duration = Duration::from_secs(1);
 /// Output held for a pane whose screen is being re-seeded, at most.
 const SEED_BUFFER: usize = 8 * 1024 * 1024;
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(super) use crate::pane::core::lock;
 
 pub(super) struct Inner {
-    pub(super) spec: PaneSpec,
-    pub(super) generation: u64,
+    core: PaneCore,
     pub(super) pane_id: String,
     pub(super) window_id: String,
-    pub(super) pid: u32,
-    pub(super) screen: Screen,
-    pub(super) exit: Option<ExitInfo>,
-    pub(super) env_verified: bool,
-    pub(super) started_at_ms: u64,
     pub(super) created_at: String,
-    started: Instant,
-    last_output: Instant,
     last_notify: Option<Instant>,
-    attach: Option<AttachSlot>,
     /// Why the pane cannot be reached now.
     pub(super) transport: Option<String>,
     /// The window was closed in tmux: the pane will not come back.
@@ -62,6 +51,7 @@ pub(super) struct Inner {
     /// wait on tmux; a pane whose queue is full is not reading.
     input: std::sync::mpsc::SyncSender<(String, Vec<u8>)>,
 }
+core_fields!(Inner);
 
 /// A pane on drover's tmux server.
 pub struct TmuxPane {
@@ -143,26 +133,16 @@ pub(super) fn parse_dead(line: &str) -> Dead {
 
 impl TmuxPane {
     pub(super) fn new(host: Arc<TmuxHost>, s: Start, events: Arc<dyn PaneEvents>) -> Arc<Self> {
-        let now = Instant::now();
         let input = start_writer(&s.spec.name, host.clone());
         Arc::new(TmuxPane {
             name: s.spec.name.clone(),
             host,
             inner: Mutex::new(Inner {
-                screen: Screen::new(s.spec.cols, s.spec.rows),
-                spec: s.spec,
-                generation: s.generation,
+                core: PaneCore::new(s.spec, s.generation, s.pid, s.env_verified),
                 pane_id: s.pane_id,
                 window_id: s.window_id,
-                pid: s.pid,
-                exit: None,
-                env_verified: s.env_verified,
-                started_at_ms: crate::paths::now_ms(),
                 created_at: s.created_at,
-                started: now,
-                last_output: now,
                 last_notify: None,
-                attach: None,
                 transport: None,
                 gone: false,
                 seeding: None,
@@ -204,10 +184,7 @@ impl TmuxPane {
         if g.screen.hooks().has_queries() {
             let _ = g.screen.take_replies();
         }
-        g.last_output = Instant::now();
-        if let Some(a) = &g.attach {
-            a.changed();
-        }
+        g.output_seen();
         let due = g.last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
         if due || burst_end {
             g.last_notify = Some(Instant::now());
@@ -246,10 +223,7 @@ impl TmuxPane {
         }
         let _ = screen.take_replies();
         g.screen = screen;
-        g.last_output = Instant::now();
-        if let Some(a) = &g.attach {
-            a.changed();
-        }
+        g.output_seen();
         drop(g);
         self.events.output();
     }
@@ -282,18 +256,12 @@ impl TmuxPane {
         let mut g = lock(&self.inner);
         g.gone = true;
         g.transport = Some(format!("pane {} is gone: {why}", self.name));
-        if g.exit.is_none() {
-            g.exit = Some(ExitInfo {
-                code: None,
-                signal: None,
-                at_ms: crate::paths::now_ms(),
-            });
-        }
-        if let Some(a) = &g.attach
-            && let Some(e) = &g.exit
-        {
-            a.exited(e.clone());
-        }
+        let exit = g.exit.clone().unwrap_or_else(|| ExitInfo {
+            code: None,
+            signal: None,
+            at_ms: crate::paths::now_ms(),
+        });
+        g.set_exit(exit);
         drop(g);
         self.cv.notify_all();
         self.events.exited();
@@ -355,9 +323,7 @@ impl TmuxPane {
         }
         g.screen.redraw(&buf);
         let _ = g.screen.take_replies();
-        if let Some(a) = &g.attach {
-            a.changed();
-        }
+        g.screen_changed();
         drop(g);
         tracing::debug!(pane = %self.name, "tmux dropped the last output; screen repainted from its grid");
         self.events.output();
@@ -373,10 +339,7 @@ impl TmuxPane {
             signal,
             at_ms: crate::paths::now_ms(),
         };
-        g.exit = Some(info.clone());
-        if let Some(a) = &g.attach {
-            a.exited(info);
-        }
+        g.set_exit(info);
         drop(g);
         self.cv.notify_all();
         self.events.exited();
@@ -418,14 +381,7 @@ impl TmuxPane {
     }
 
     fn wait_exit(&self, generation: u64, timeout: Duration) -> bool {
-        let g = lock(&self.inner);
-        let (g, _) = self
-            .cv
-            .wait_timeout_while(g, timeout, |g| {
-                g.generation == generation && g.exit.is_none()
-            })
-            .unwrap_or_else(PoisonError::into_inner);
-        g.generation != generation || g.exit.is_some()
+        crate::pane::core::wait_exit(&self.inner, &self.cv, generation, timeout)
     }
 
     /// Stop the current process: TERM and HUP to its group, a grace
@@ -616,37 +572,10 @@ impl PaneBackend for TmuxPane {
         Backend::Tmux
     }
     fn info(&self) -> PaneInfo {
-        let g = lock(&self.inner);
-        let (cols, rows) = g.screen.size();
-        PaneInfo {
-            name: self.name.clone(),
-            backend: "tmux".into(),
-            pid: g.pid,
-            generation: g.generation,
-            cols,
-            rows,
-            agent: g.spec.agent.clone(),
-            argv: g.spec.argv.clone(),
-            env_names: g.spec.env_names(),
-            env_verified: g.env_verified,
-            cwd: g.spec.cwd.clone(),
-            started_at_ms: g.started_at_ms,
-            bytes: g.screen.bytes(),
-            exit: g.exit.clone(),
-            attached: g.attach.is_some(),
-        }
+        lock(&self.inner).info(&self.name, Backend::Tmux)
     }
     fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
-        let mut g = lock(&self.inner);
-        let meta = ScreenMeta {
-            generation: g.generation,
-            pid: g.pid,
-            exit: g.exit.clone(),
-            quiet: g.last_output.elapsed(),
-            since_spawn: g.started.elapsed(),
-            agent: g.spec.agent.clone(),
-        };
-        f(&mut g.screen, &meta)
+        lock(&self.inner).with_screen(f)
     }
     fn generation(&self) -> u64 {
         lock(&self.inner).generation
@@ -737,22 +666,13 @@ impl PaneBackend for TmuxPane {
         super::respawn(&self)
     }
     fn attach(&self) -> AttachHandle {
-        let mut g = lock(&self.inner);
-        let Inner {
-            screen,
-            attach,
-            exit,
-            ..
-        } = &mut *g;
-        AttachSlot::open(attach, screen, exit.as_ref())
+        lock(&self.inner).attach()
     }
     fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
-        let mut g = lock(&self.inner);
-        let Inner { screen, attach, .. } = &mut *g;
-        AttachSlot::frame(attach, id, screen)
+        lock(&self.inner).attach_frame(id)
     }
     fn detach(&self, id: u64) {
-        AttachSlot::close(&mut lock(&self.inner).attach, id);
+        lock(&self.inner).detach(id);
     }
     fn repaint(&self) -> Vec<u8> {
         crate::screen::Renderer::new().frame(&lock(&self.inner).screen)
@@ -782,19 +702,11 @@ pub(super) fn reset_generation(
 ) -> u64 {
     let generation = {
         let mut g = lock(&pane.inner);
-        g.generation += 1;
         g.pane_id = pane_id;
         g.window_id = window_id;
-        g.pid = pid;
-        g.screen = Screen::new(g.spec.cols, g.spec.rows);
-        g.exit = None;
         g.gone = false;
         g.transport = None;
-        g.env_verified = env_verified;
-        g.started_at_ms = crate::paths::now_ms();
-        g.started = Instant::now();
-        g.last_output = Instant::now();
-        g.generation
+        g.next_generation(pid, env_verified)
     };
     pane.watch_exit(generation, pid);
     pane.cv.notify_all();

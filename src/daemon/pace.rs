@@ -34,8 +34,8 @@ impl Pacer {
     }
 
     fn refill(&mut self, now: Instant) {
-        let gained = now.saturating_duration_since(self.at).as_secs_f64()
-            / CLASSIFY_EVERY.as_secs_f64();
+        let gained =
+            now.saturating_duration_since(self.at).as_secs_f64() / CLASSIFY_EVERY.as_secs_f64();
         self.tokens = (self.tokens + gained).min(f64::from(CLASSIFY_BURST));
         self.at = now;
     }

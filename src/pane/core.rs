@@ -23,6 +23,17 @@ pub struct ExitInfo {
     pub at_ms: u64,
 }
 
+impl ExitInfo {
+    /// An exit seen now.
+    pub fn now(code: Option<i32>, signal: Option<String>) -> Self {
+        ExitInfo {
+            code,
+            signal,
+            at_ms: crate::paths::now_ms(),
+        }
+    }
+}
+
 /// What `pane ls` shows about a pane.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PaneInfo {
@@ -176,7 +187,7 @@ impl PaneCore {
     /// What changed since client `id`'s last frame (`None` once another
     /// client took over).
     pub(crate) fn attach_frame(&mut self, id: u64) -> Option<Vec<u8>> {
-        AttachSlot::frame(&mut self.attach, id, &mut self.screen)
+        AttachSlot::frame(&mut self.attach, id, &self.screen)
     }
 
     /// Detach client `id` (no-op when another client has taken over).

@@ -21,11 +21,11 @@ mod spawn;
 mod spec;
 pub mod tmux;
 
+pub use self::core::{ExitInfo, PaneInfo, ScreenMeta};
 pub use attach::{AttachHandle, AttachMsg};
 pub use backend::{Backend, PaneBackend};
 pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
-pub use self::core::{ExitInfo, PaneInfo, ScreenMeta};
 pub use native::NativePane;
 pub use procfs::foreground_job;
 pub use spec::{

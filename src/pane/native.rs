@@ -472,12 +472,7 @@ fn waiter(pane: Weak<NativePane>, generation: u64, mut child: Box<dyn Child + Se
     if g.generation != generation {
         return;
     }
-    let info = ExitInfo {
-        code,
-        signal,
-        at_ms: crate::paths::now_ms(),
-    };
-    g.set_exit(info);
+    g.set_exit(ExitInfo::now(code, signal));
     drop(g);
     p.cv.notify_all();
     p.events.exited();

@@ -256,11 +256,7 @@ impl TmuxPane {
         let mut g = lock(&self.inner);
         g.gone = true;
         g.transport = Some(format!("pane {} is gone: {why}", self.name));
-        let exit = g.exit.clone().unwrap_or_else(|| ExitInfo {
-            code: None,
-            signal: None,
-            at_ms: crate::paths::now_ms(),
-        });
+        let exit = g.exit.clone().unwrap_or_else(|| ExitInfo::now(None, None));
         g.set_exit(exit);
         drop(g);
         self.cv.notify_all();
@@ -334,12 +330,7 @@ impl TmuxPane {
         if g.generation != generation || g.exit.is_some() {
             return;
         }
-        let info = ExitInfo {
-            code,
-            signal,
-            at_ms: crate::paths::now_ms(),
-        };
-        g.set_exit(info);
+        g.set_exit(ExitInfo::now(code, signal));
         drop(g);
         self.cv.notify_all();
         self.events.exited();

@@ -302,3 +302,27 @@ fn herdr_line_printed_right_before_exit_is_in_the_final_screen() {
         v["result"]["panes"].as_array().is_some_and(Vec::is_empty)
     }));
 }
+
+/// Guards: `drover send` on herdr wrote its Enter by `pane.send_text`,
+/// which herdr pastes (bracketed) into an app with bracketed paste on, so
+/// the agent never saw Enter and the prompt was not submitted.
+#[test]
+fn herdr_drover_send_submits_to_an_agent_with_bracketed_paste() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    herdr_pane(
+        &d,
+        "ds",
+        &["--agent", "sim"],
+        &[BIN, "sim-agent", "--profile", "claude"],
+    );
+    assert_eq!(code(&d.wait_state(&["ds"], "idle", 60_000)), 0);
+    let out = d.run(&["send", "ds", "deliver this prompt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(code(&d.wait_state(&["ds"], "done", 60_000)), 0);
+    assert!(d.read("ds").contains("deliver this prompt"));
+    assert!(
+        fx.log().iter().any(|e| e["method"] == "pane.send_keys"),
+        "Enter went as a key"
+    );
+}

@@ -340,7 +340,24 @@ impl PaneBackend for HerdrPane {
     }
     fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
         let (pane_id, _) = self.usable()?;
-        self.send_plain(&pane_id, &String::from_utf8_lossy(bytes))
+        // Keys as keys, text as text: herdr pastes whatever goes by text.
+        for part in super::keys::split_input(bytes) {
+            match part {
+                super::keys::Input::Text(t) => self.send_plain(&pane_id, &t)?,
+                super::keys::Input::Keys(k) => self
+                    .host
+                    .client()
+                    .request(
+                        "pane.send_keys",
+                        json!({"pane_id": pane_id, "keys": k}),
+                        REQUEST_TIMEOUT,
+                        true,
+                    )
+                    .map(|_| ())
+                    .map_err(|f| self.fault_err("pane send-keys", f))?,
+            }
+        }
+        Ok(())
     }
     fn send_text(&self, text: &str, enter: bool) -> Result<(), PaneError> {
         let (pane_id, agent) = self.usable()?;

@@ -256,6 +256,20 @@ fn herdr_send_is_bracketed_when_the_app_enabled_bracketed_paste() {
         "033   [   2   0   0   ~   h   i 033   [   2   0   1   ~  \\r",
         LONG,
     );
+    // Keys are keys, not pastes, with the mode on too.
+    herdr_pane(
+        &d,
+        "bpk",
+        &[],
+        &[
+            "sh",
+            "-c",
+            "stty raw -echo; printf '\\033[?2004h'; echo keys-now; head -c 3 | od -An -c; sleep 600",
+        ],
+    );
+    d.wait_text("bpk", "keys-now", LONG);
+    d.ok(&["pane", "keys", "bpk", "y", "+", "Enter"]);
+    d.wait_text("bpk", "y   +  \\r", LONG);
     // Without the mode, the text arrives as typed.
     herdr_pane(
         &d,

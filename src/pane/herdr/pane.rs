@@ -3,8 +3,8 @@
 //! wrapper's pidfd and status file, herdr's own state from `agent wait`.
 
 use super::{CLI_TIMEOUT, Created, HerdrHost, REQUEST_TIMEOUT, watch};
-use crate::pane::attach::AttachSlot;
 use crate::pane::backend::{Backend, PaneBackend};
+use crate::pane::core::{PaneCore, core_fields};
 use crate::pane::{
     AttachHandle, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec, ScreenMeta,
     key_bytes,
@@ -13,38 +13,27 @@ use crate::screen::Screen;
 use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long kill waits for a SIGKILLed group to be gone.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(crate) use crate::pane::core::lock;
 
 pub(crate) struct Inner {
-    pub(crate) spec: PaneSpec,
-    pub(crate) generation: u64,
+    core: PaneCore,
     pub(crate) workspace_id: String,
     pub(crate) pane_id: String,
     pub(crate) terminal_id: Option<String>,
     /// The split direction, for a pane made by `pane split`.
     pub(crate) split: Option<String>,
-    pub(crate) pid: u32,
     pub(crate) status_file: PathBuf,
     pub(crate) created_at: String,
-    pub(crate) screen: Screen,
     /// The last text `pane read` returned (the screen is redrawn on change).
     pub(crate) last_text: Option<String>,
     /// The last terminal title herdr showed (`pane.get`).
     title: Option<String>,
-    pub(crate) exit: Option<ExitInfo>,
-    env_verified: bool,
-    started_at_ms: u64,
-    started: Instant,
-    pub(crate) last_output: Instant,
-    attach: Option<AttachSlot>,
     /// Why herdr cannot be reached now.
     pub(crate) transport: Option<String>,
     /// herdr's own reading of the agent (`agent wait`).
@@ -52,6 +41,7 @@ pub(crate) struct Inner {
     /// drover is ending the process (its exit is a kill).
     pub(crate) stopping: bool,
 }
+core_fields!(Inner);
 
 /// A pane of a herdr server.
 pub struct HerdrPane {
@@ -78,29 +68,19 @@ impl HerdrPane {
         generation: u64,
         events: Arc<dyn PaneEvents>,
     ) -> Arc<Self> {
-        let now = Instant::now();
         let pane = Arc::new(HerdrPane {
             name: spec.name.clone(),
             host,
             inner: Mutex::new(Inner {
-                screen: Screen::new(spec.cols, spec.rows),
-                spec,
-                generation,
+                core: PaneCore::new(spec, generation, c.pid, c.env_verified),
                 workspace_id: c.workspace_id,
                 pane_id: c.pane_id,
                 terminal_id: c.terminal_id,
                 split: c.split,
-                pid: c.pid,
                 status_file: c.status_file,
                 created_at: c.created_at,
                 last_text: None,
                 title: None,
-                exit: None,
-                env_verified: c.env_verified,
-                started_at_ms: crate::paths::now_ms(),
-                started: now,
-                last_output: now,
-                attach: None,
                 transport: None,
                 backend_state: None,
                 stopping: false,
@@ -245,14 +225,7 @@ impl HerdrPane {
     }
 
     fn wait_exit(&self, generation: u64, timeout: Duration) -> bool {
-        let g = lock(&self.inner);
-        let (g, _) = self
-            .cv
-            .wait_timeout_while(g, timeout, |g| {
-                g.generation == generation && g.exit.is_none()
-            })
-            .unwrap_or_else(PoisonError::into_inner);
-        g.generation != generation || g.exit.is_some()
+        crate::pane::core::wait_exit(&self.inner, &self.cv, generation, timeout)
     }
 
     /// End the current process: TERM and HUP to its group, a grace period,
@@ -303,37 +276,10 @@ impl PaneBackend for HerdrPane {
         Backend::Herdr
     }
     fn info(&self) -> PaneInfo {
-        let g = lock(&self.inner);
-        let (cols, rows) = g.screen.size();
-        PaneInfo {
-            name: self.name.clone(),
-            backend: "herdr".into(),
-            pid: g.pid,
-            generation: g.generation,
-            cols,
-            rows,
-            agent: g.spec.agent.clone(),
-            argv: g.spec.argv.clone(),
-            env_names: g.spec.env_names(),
-            env_verified: g.env_verified,
-            cwd: g.spec.cwd.clone(),
-            started_at_ms: g.started_at_ms,
-            bytes: g.screen.bytes(),
-            exit: g.exit.clone(),
-            attached: g.attach.is_some(),
-        }
+        lock(&self.inner).info(&self.name, Backend::Herdr)
     }
     fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
-        let mut g = lock(&self.inner);
-        let meta = ScreenMeta {
-            generation: g.generation,
-            pid: g.pid,
-            exit: g.exit.clone(),
-            quiet: g.last_output.elapsed(),
-            since_spawn: g.started.elapsed(),
-            agent: g.spec.agent.clone(),
-        };
-        f(&mut g.screen, &meta)
+        lock(&self.inner).with_screen(f)
     }
     fn generation(&self) -> u64 {
         lock(&self.inner).generation
@@ -468,22 +414,13 @@ impl PaneBackend for HerdrPane {
         Ok(generation)
     }
     fn attach(&self) -> AttachHandle {
-        let mut g = lock(&self.inner);
-        let Inner {
-            screen,
-            attach,
-            exit,
-            ..
-        } = &mut *g;
-        AttachSlot::open(attach, screen, exit.as_ref())
+        lock(&self.inner).attach()
     }
     fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
-        let mut g = lock(&self.inner);
-        let Inner { screen, attach, .. } = &mut *g;
-        AttachSlot::frame(attach, id, screen)
+        lock(&self.inner).attach_frame(id)
     }
     fn detach(&self, id: u64) {
-        AttachSlot::close(&mut lock(&self.inner).attach, id);
+        lock(&self.inner).detach(id);
     }
     fn repaint(&self) -> Vec<u8> {
         crate::screen::Renderer::new().frame(&lock(&self.inner).screen)

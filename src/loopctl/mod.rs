@@ -53,5 +53,6 @@ mod finish;
 mod steps;
 pub mod tripwire;
 pub mod verdict;
+pub mod verdict_watch;
 
 pub use error::LoopError;

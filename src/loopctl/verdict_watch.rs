@@ -1,0 +1,224 @@
+//! Watching a real reviewer's job for its stated verdict ([`super::verdict`]):
+//! while the job has no outcome from the engine (a reviewer that could run
+//! `drover session-heartbeat` and write its report completes the usual way),
+//! the agent's transcript is read every [`READ_EVERY`]. A stated verdict is
+//! recorded as the reviewer's heartbeat (pass or fail, for the task and the
+//! lane's agent), its findings go to the lane's `report-v<round>.md` (a run
+//! artifact; the reply never reaches events or logs) and the job is
+//! completed by the supervisor. A turn that ended without a verdict, or an
+//! agent quiet for [`QUIET_NO_VERDICT`] with none, is `no-verdict`: the job
+//! is cancelled and the task held, never passed.
+
+use super::LoopError;
+use super::ops::{LaneHandle, LaneObs, Outcome};
+use super::verdict::{self, Reading, Stated};
+use crate::engine::{Action, Actor, Engine, Request, Status};
+use crate::registry::heartbeat::{self, HeartbeatRequest};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often a reviewer's transcript is read while its job runs.
+pub const READ_EVERY: Duration = Duration::from_millis(500);
+/// How long a reviewer may sit idle (its turn over) with no verdict in any
+/// transcript before the review is `no-verdict`.
+pub const QUIET_NO_VERDICT: Duration = Duration::from_secs(30);
+/// The outcome status of a review that stated no verdict.
+pub const NO_VERDICT: &str = "no-verdict";
+
+/// One reviewer job being watched.
+#[derive(Debug, Clone)]
+pub struct ReviewWatch {
+    pub lane: LaneHandle,
+    pub job: String,
+    pub attempt: String,
+    /// The job's report path; the findings go beside it as `.md`.
+    pub report: PathBuf,
+    /// When the job was dispatched (older transcripts are not read).
+    pub since: SystemTime,
+    quiet_since: Option<Instant>,
+    next_read: Instant,
+    root: Option<PathBuf>,
+}
+
+impl ReviewWatch {
+    pub fn new(lane: &LaneHandle, job: &str, attempt: &str, report: &Path, since: SystemTime) -> Self {
+        ReviewWatch {
+            lane: lane.clone(),
+            job: job.to_string(),
+            attempt: attempt.to_string(),
+            report: report.to_path_buf(),
+            since,
+            quiet_since: None,
+            next_read: Instant::now(),
+            root: None,
+        }
+    }
+
+    /// The transcript root, from the agent process's environment (`pid`),
+    /// else the lanes' `--env`, else this process's.
+    fn root(&mut self, pid: Option<u32>, user_env: &[(String, String)]) -> Option<PathBuf> {
+        if self.root.is_none() {
+            let proc_env = pid.map(verdict::process_env).unwrap_or_default();
+            let get = |k: &str| {
+                proc_env
+                    .iter()
+                    .chain(user_env)
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+                    .or_else(|| std::env::var(k).ok())
+            };
+            self.root = verdict::transcript_root(self.lane.agent, &get);
+        }
+        self.root.clone()
+    }
+
+    /// The job's outcome when the reviewer's turn has settled it; `None`
+    /// while it has not (or between reads).
+    pub fn check(
+        &mut self,
+        state_dir: &Path,
+        pid: Option<u32>,
+        obs: Option<&LaneObs>,
+        user_env: &[(String, String)],
+    ) -> Result<Option<Outcome>, LoopError> {
+        let now = Instant::now();
+        if now < self.next_read {
+            return Ok(None);
+        }
+        self.next_read = now + READ_EVERY;
+        let marker = format!("attempt={}", self.attempt);
+        let reading = match self.root(pid, user_env) {
+            Some(root) => verdict::find(self.lane.agent, &root, &marker, self.since),
+            None => Reading::Pending,
+        };
+        match reading {
+            Reading::Stated { verdict, findings } => {
+                self.stated(state_dir, &verdict, &findings).map(Some)
+            }
+            Reading::NoVerdict => self
+                .no_verdict(state_dir, "the reviewer's last reply has no `VERDICT:` line")
+                .map(Some),
+            Reading::Pending => {
+                let quiet = obs.is_some_and(|o| o.state == "idle" || o.state == "done");
+                if !quiet {
+                    self.quiet_since = None;
+                    return Ok(None);
+                }
+                let since = *self.quiet_since.get_or_insert(now);
+                if now.duration_since(since) < QUIET_NO_VERDICT {
+                    return Ok(None);
+                }
+                self.no_verdict(
+                    state_dir,
+                    "the reviewer is idle and no transcript holds a verdict for this round",
+                )
+                .map(Some)
+            }
+        }
+    }
+
+    fn stated(
+        &self,
+        state_dir: &Path,
+        v: &Stated,
+        findings: &str,
+    ) -> Result<Outcome, LoopError> {
+        let md = self.report.with_extension("md");
+        let reason = match v {
+            Stated::Pass => String::new(),
+            Stated::Fail(r) if r.is_empty() => "no reason given".into(),
+            Stated::Fail(r) => r.clone(),
+        };
+        let head = match v {
+            Stated::Pass => "pass".to_string(),
+            Stated::Fail(_) => format!("fail: {reason}"),
+        };
+        let body = format!(
+            "# Review: {} ({})\n\nVerdict: {head}\nReviewer: {} (stated in its reply)\n\n## Findings\n\n{}\n",
+            self.lane.task,
+            self.job,
+            self.lane.agent,
+            if findings.is_empty() { "(none)" } else { findings }
+        );
+        crate::store::write_bytes_atomic(&md, body.as_bytes())?;
+        // The loop reads `findings` for a failed review's repair evidence:
+        // the one-line reason and where the whole review is.
+        let report = serde_json::json!({
+            "source": "stated-verdict",
+            "verdict": v.status(),
+            "findings": match v {
+                Stated::Pass => String::new(),
+                Stated::Fail(_) => format!("{reason} (review: {})", md.display()),
+            },
+        });
+        crate::store::write_json_atomic(&self.report, &report)?;
+        heartbeat::heartbeat(
+            state_dir,
+            &HeartbeatRequest {
+                session_id: self.lane.role.session_id().into(),
+                task: Some(self.lane.task.clone()),
+                status: v.status().into(),
+                agent: Some(self.lane.agent),
+                ..Default::default()
+            },
+            chrono::Utc::now(),
+        )?;
+        self.finish(
+            state_dir,
+            Action::Complete {
+                reason: Some(format!("the reviewer stated {}", v.status())),
+            },
+            Status::Completed,
+        )?;
+        self.event(state_dir, v.status());
+        Ok(Outcome::Completed)
+    }
+
+    fn no_verdict(&self, state_dir: &Path, why: &str) -> Result<Outcome, LoopError> {
+        self.finish(
+            state_dir,
+            Action::Cancel {
+                reason: Some(format!("{NO_VERDICT}: {why}")),
+            },
+            Status::Cancelled,
+        )?;
+        self.event(state_dir, "none");
+        Ok(Outcome::Failed {
+            status: NO_VERDICT.into(),
+            reason: why.into(),
+        })
+    }
+
+    /// End the job, unless it already ended that way (a heartbeat and report
+    /// from the agent may have completed it meanwhile).
+    fn finish(&self, state_dir: &Path, action: Action, to: Status) -> Result<(), LoopError> {
+        let engine = Engine::open(state_dir)?;
+        let req = Request::new(self.job.clone(), action, Actor::supervisor())
+            .expect_attempt(self.attempt.clone());
+        let req = if to == Status::Cancelled {
+            Request {
+                actor: Actor::operator(),
+                ..req
+            }
+        } else {
+            req
+        };
+        match engine.transition(&req) {
+            Ok(_) => Ok(()),
+            Err(e) if engine.show(&self.job).is_ok_and(|r| r.status == to) => {
+                let _ = e;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn event(&self, state_dir: &Path, verdict: &str) {
+        crate::registry::events::emit_quiet(
+            state_dir,
+            "loop.verdict",
+            serde_json::json!({"job": self.job, "task": self.lane.task,
+                               "lane": self.lane.id, "verdict": verdict, "from": "reply"}),
+        );
+    }
+}

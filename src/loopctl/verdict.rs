@@ -24,6 +24,8 @@ pub const MAX_TRANSCRIPT_BYTES: u64 = 64 * 1024 * 1024;
 /// How much older than the dispatch a transcript file's last write may be and
 /// still be read (clocks of file systems are coarse).
 pub const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
+/// How Claude Code records a pasted prompt (a dispatch is pasted).
+const PASTED: &str = "<pasted_content";
 /// The longest reason kept from a `VERDICT: fail: <reason>` line.
 pub const MAX_REASON_CHARS: usize = 200;
 
@@ -180,8 +182,11 @@ pub fn claude_entries(jsonl: &str) -> Vec<Entry> {
                 if blocks.iter().any(|b| b["type"] == "tool_result") {
                     out.push(Entry::ToolResult);
                 } else {
+                    // A pasted prompt comes wrapped in `<pasted_content …>`;
+                    // other `<…>` blocks are context, not prompts.
                     let t = text_of(content, &["text"]).join("\n");
-                    if !t.trim_start().starts_with('<') {
+                    let t0 = t.trim_start();
+                    if !t0.starts_with('<') || t0.starts_with(PASTED) {
                         out.push(Entry::Prompt(t));
                     }
                 }

@@ -86,6 +86,20 @@ fn claude_final_reply_states_the_verdict_and_findings() {
     );
 }
 
+/// Guards the pasted prompt: Claude Code records a pasted dispatch wrapped
+/// in `<pasted_content>`, which is still the prompt (not a context block).
+#[test]
+fn claude_pasted_prompt_is_the_prompt() {
+    let pasted = format!("<pasted_content id=\"b674\">\n{BRIEF}\n</pasted_content id=\"b674\">\n");
+    let mut t = claude(&pasted, "VERDICT: pass");
+    t.push_str(&lines(&[json!({"type": "user", "message": {"role": "user",
+        "content": "<system-reminder>later</system-reminder>"}})]));
+    assert!(matches!(
+        read(&claude_entries(&t), M),
+        Reading::Stated { verdict: Stated::Pass, .. }
+    ));
+}
+
 #[test]
 fn codex_final_reply_states_the_verdict() {
     let t = codex(BRIEF, "All good.\nVERDICT: pass", true);

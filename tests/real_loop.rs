@@ -309,7 +309,7 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     let landed = landed.split("\n## ").next().unwrap_or_default();
     assert!(landed.contains("\n- TASK-1 (Add one), "), "{why}");
     assert!(landed.contains("\n- TASK-2 (Add two), "), "{why}");
-    assert!(!out.contains("## Parked\n- "), "{why}");
+    assert!(out.contains("## Parked\n- none\n"), "{why}");
 
     // On the integration branch, one commit per task; main untouched.
     let integ = "drover/integration/loop1";
@@ -358,7 +358,7 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
 
     // The replies' findings are in the lane reports only: never in events,
     // decisions, logs or any other file drover wrote.
-    let events = std::fs::read_to_string(state.join("events.jsonl")).unwrap_or_default();
+    let events = std::fs::read_to_string(state.join("registry/events.jsonl")).unwrap_or_default();
     assert!(
         events.contains("\"loop.verdict\""),
         "the verdicts are events: {events}"

@@ -96,8 +96,11 @@ fn task_file(dir: &Path, n: u32, title: &str, file: &str) {
     let text = format!(
         "---\nid: TASK-{n}\ntitle: {title}\nstatus: To Do\nassignee: []\nlabels: []\ndependencies: []\nmodified_files:\n  - {file}\npriority: medium\n---\n\n## Description\n\n<!-- SECTION:DESCRIPTION:BEGIN -->\n{title}.\n<!-- SECTION:DESCRIPTION:END -->\n\n## Acceptance Criteria\n<!-- AC:BEGIN -->\n- [ ] #1 {file} exists\n<!-- AC:END -->\n"
     );
-    std::fs::write(dir.join(format!("task-{n} - {}.md", title.replace(' ', "-"))), text)
-        .unwrap();
+    std::fs::write(
+        dir.join(format!("task-{n} - {}.md", title.replace(' ', "-"))),
+        text,
+    )
+    .unwrap();
 }
 
 /// Kills its child on drop (the mock model, a stuck `loop run`).
@@ -179,8 +182,7 @@ fn hermetic_home(home_dir: &Path, dirs: &[PathBuf], port: u16) -> Vec<(String, S
     let mut toml = std::fs::read_to_string(home_dir.join(".codex/config.toml")).unwrap();
     for d in &dirs[1..] {
         let key = d.to_string_lossy().into_owned();
-        cfg["projects"][&key] =
-            serde_json::json!({"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true});
+        cfg["projects"][&key] = serde_json::json!({"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true});
         toml.push_str(&format!(
             "\n[projects.{}]\ntrust_level = \"trusted\"\n",
             toml::Value::String(key)
@@ -304,7 +306,10 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     assert!(status.success(), "{why}");
 
     // The close-out: both landed, nothing parked.
-    assert!(out.starts_with("# Closeout: greeter loop1 · Charter: "), "{why}");
+    assert!(
+        out.starts_with("# Closeout: greeter loop1 · Charter: "),
+        "{why}"
+    );
     let landed = out.split("## Landed").nth(1).unwrap_or_default();
     let landed = landed.split("\n## ").next().unwrap_or_default();
     assert!(landed.contains("\n- TASK-1 (Add one), "), "{why}");
@@ -314,12 +319,18 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     // On the integration branch, one commit per task; main untouched.
     let integ = "drover/integration/loop1";
     let log = git(&repo, &["log", "--format=%B%x00", integ]);
-    assert!(log.contains("Task: TASK-1") && log.contains("Task: TASK-2"), "{log}");
+    assert!(
+        log.contains("Task: TASK-1") && log.contains("Task: TASK-2"),
+        "{log}"
+    );
     let files = git(&repo, &["ls-tree", "-r", "--name-only", integ]);
     assert!(files.lines().any(|f| f == "TASK-1.txt"), "{files}");
     assert!(files.lines().any(|f| f == "TASK-2.txt"), "{files}");
     let two = git(&repo, &["show", &format!("{integ}:TASK-2.txt")]);
-    assert!(two.contains("round 2"), "TASK-2 landed its repair round: {two}");
+    assert!(
+        two.contains("round 2"),
+        "TASK-2 landed its repair round: {two}"
+    );
     assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
     let board = drover::loopctl::board::load(&repo.join("backlog")).unwrap();
     assert!(board.task("TASK-1").unwrap().is_done());
@@ -336,7 +347,10 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     let r1 = report("l1-rev-task-1", 1);
     let r2a = report("l1-rev-task-2", 1);
     let r2b = report("l1-rev-task-2", 2);
-    assert!(r1.contains("Verdict: pass") && r1.contains(FINDINGS), "{r1}");
+    assert!(
+        r1.contains("Verdict: pass") && r1.contains(FINDINGS),
+        "{r1}"
+    );
     assert!(
         r2a.contains("Verdict: fail: TASK-2.txt needs another pass"),
         "{r2a}"
@@ -349,7 +363,11 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
             .unwrap_or_default()
             .to_string()
     };
-    assert_ne!(reviewer(&r1), reviewer(&r2a), "both agents reviewed: {r1}\n{r2a}");
+    assert_ne!(
+        reviewer(&r1),
+        reviewer(&r2a),
+        "both agents reviewed: {r1}\n{r2a}"
+    );
     let decisions = std::fs::read_to_string(run_dir.join("DECISIONS.md")).unwrap();
     assert!(
         decisions.contains("TASK-2.txt needs another pass"),
@@ -381,7 +399,10 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
 fn pairs() -> Vec<(String, String)> {
     let claude = discover::versions(Agent::Claude);
     let codex = discover::versions(Agent::Codex);
-    assert!(!claude.is_empty() && !codex.is_empty(), "no versions listed");
+    assert!(
+        !claude.is_empty() && !codex.is_empty(),
+        "no versions listed"
+    );
     claude
         .iter()
         .flat_map(|c| codex.iter().map(move |x| (c.clone(), x.clone())))

@@ -317,17 +317,29 @@ mod tests {
         git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
         let wt = state.join("worktrees").join("loop1-task-1");
         let wt_s = wt.to_string_lossy().into_owned();
-        git(&repo, &["worktree", "add", "-q", "-b", "drover/loop1/TASK-1", &wt_s]);
+        git(
+            &repo,
+            &["worktree", "add", "-q", "-b", "drover/loop1/TASK-1", &wt_s],
+        );
         std::fs::create_dir_all(state.join("loop1")).unwrap();
         let lock = state.join("loop1").join(LOOP_RUN_LOCK);
-        let held = crate::store::LockGuard::try_exclusive(&lock).unwrap().unwrap();
-        assert_eq!(live_loop_run(&state, "loop1-task-1").as_deref(), Some("loop1"));
+        let held = crate::store::LockGuard::try_exclusive(&lock)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            live_loop_run(&state, "loop1-task-1").as_deref(),
+            Some("loop1")
+        );
         assert_eq!(live_loop_run(&state, "loop1x-task-1"), None);
         assert_eq!(live_loop_run(&state, "implementer-claude"), None);
         let items = gc(&state, false).unwrap();
         let it = items.iter().find(|i| i.name == "loop1-task-1").unwrap();
         assert_eq!(it.action, "kept");
-        assert!(it.reason.contains("loop run loop1, which is running"), "{}", it.reason);
+        assert!(
+            it.reason.contains("loop run loop1, which is running"),
+            "{}",
+            it.reason
+        );
         assert!(wt.exists());
         drop(held);
         let items = gc(&state, false).unwrap();

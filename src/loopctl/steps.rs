@@ -198,9 +198,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let phase = self.task(id).map(|t| t.phase);
         match outcome {
             Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
-            Outcome::Failed { status, reason }
-                if status == super::verdict_watch::NO_VERDICT =>
-            {
+            Outcome::Failed { status, reason } if status == super::verdict_watch::NO_VERDICT => {
                 self.lane_down(id)?;
                 self.park(
                     id,

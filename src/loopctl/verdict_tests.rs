@@ -47,8 +47,10 @@ fn codex(prompt: &str, last: &str, complete: bool) -> String {
                "content": [{"type": "output_text", "text": last}]}}),
     ];
     if complete {
-        v.push(json!({"type": "event_msg", "payload": {"type": "task_complete",
-                      "last_agent_message": last}}));
+        v.push(
+            json!({"type": "event_msg", "payload": {"type": "task_complete",
+                      "last_agent_message": last}}),
+        );
     }
     lines(&v)
 }
@@ -64,7 +66,10 @@ fn a_verdict_line_is_pass_or_fail_with_its_reason() {
         parse_line("VERDICT: fail: the test is missing"),
         Some(Stated::Fail("the test is missing".into()))
     );
-    assert_eq!(parse_line("VERDICT: fail"), Some(Stated::Fail(String::new())));
+    assert_eq!(
+        parse_line("VERDICT: fail"),
+        Some(Stated::Fail(String::new()))
+    );
     assert_eq!(parse_line("VERDICT: passable"), None);
     assert_eq!(parse_line("VERDICT: pass, mostly"), None);
     assert_eq!(parse_line("The VERDICT: pass"), None);
@@ -76,7 +81,10 @@ fn a_verdict_line_is_pass_or_fail_with_its_reason() {
 
 #[test]
 fn claude_final_reply_states_the_verdict_and_findings() {
-    let t = claude(BRIEF, "Findings: the rename is complete.\n\nVERDICT: fail: no test");
+    let t = claude(
+        BRIEF,
+        "Findings: the rename is complete.\n\nVERDICT: fail: no test",
+    );
     assert_eq!(
         read(&claude_entries(&t), M),
         Reading::Stated {
@@ -92,11 +100,16 @@ fn claude_final_reply_states_the_verdict_and_findings() {
 fn claude_pasted_prompt_is_the_prompt() {
     let pasted = format!("<pasted_content id=\"b674\">\n{BRIEF}\n</pasted_content id=\"b674\">\n");
     let mut t = claude(&pasted, "VERDICT: pass");
-    t.push_str(&lines(&[json!({"type": "user", "message": {"role": "user",
-        "content": "<system-reminder>later</system-reminder>"}})]));
+    t.push_str(&lines(&[
+        json!({"type": "user", "message": {"role": "user",
+        "content": "<system-reminder>later</system-reminder>"}}),
+    ]));
     assert!(matches!(
         read(&claude_entries(&t), M),
-        Reading::Stated { verdict: Stated::Pass, .. }
+        Reading::Stated {
+            verdict: Stated::Pass,
+            ..
+        }
     ));
 }
 
@@ -105,7 +118,10 @@ fn codex_final_reply_states_the_verdict() {
     let t = codex(BRIEF, "All good.\nVERDICT: pass", true);
     assert!(matches!(
         read(&codex_entries(&t), M),
-        Reading::Stated { verdict: Stated::Pass, .. }
+        Reading::Stated {
+            verdict: Stated::Pass,
+            ..
+        }
     ));
 }
 

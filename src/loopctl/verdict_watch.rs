@@ -41,7 +41,13 @@ pub struct ReviewWatch {
 }
 
 impl ReviewWatch {
-    pub fn new(lane: &LaneHandle, job: &str, attempt: &str, report: &Path, since: SystemTime) -> Self {
+    pub fn new(
+        lane: &LaneHandle,
+        job: &str,
+        attempt: &str,
+        report: &Path,
+        since: SystemTime,
+    ) -> Self {
         ReviewWatch {
             lane: lane.clone(),
             job: job.to_string(),
@@ -96,7 +102,10 @@ impl ReviewWatch {
                 self.stated(state_dir, &verdict, &findings).map(Some)
             }
             Reading::NoVerdict => self
-                .no_verdict(state_dir, "the reviewer's last reply has no `VERDICT:` line")
+                .no_verdict(
+                    state_dir,
+                    "the reviewer's last reply has no `VERDICT:` line",
+                )
                 .map(Some),
             Reading::Pending => {
                 let quiet = obs.is_some_and(|o| o.state == "idle" || o.state == "done");
@@ -117,12 +126,7 @@ impl ReviewWatch {
         }
     }
 
-    fn stated(
-        &self,
-        state_dir: &Path,
-        v: &Stated,
-        findings: &str,
-    ) -> Result<Outcome, LoopError> {
+    fn stated(&self, state_dir: &Path, v: &Stated, findings: &str) -> Result<Outcome, LoopError> {
         let md = self.report.with_extension("md");
         let reason = match v {
             Stated::Pass => String::new(),
@@ -138,7 +142,11 @@ impl ReviewWatch {
             self.lane.task,
             self.job,
             self.lane.agent,
-            if findings.is_empty() { "(none)" } else { findings }
+            if findings.is_empty() {
+                "(none)"
+            } else {
+                findings
+            }
         );
         crate::store::write_bytes_atomic(&md, body.as_bytes())?;
         // The loop reads `findings` for a failed review's repair evidence:

@@ -179,9 +179,9 @@ impl Script {
 
     fn pick(&self, pos: &Position, agent: Option<&str>) -> Step {
         let turns = || {
-            self.turns.iter().filter(move |t| {
-                agent.is_none_or(|a| t.agent.as_deref().is_none_or(|ta| ta == a))
-            })
+            self.turns
+                .iter()
+                .filter(move |t| agent.is_none_or(|a| t.agent.as_deref().is_none_or(|ta| ta == a)))
         };
         let by_match = turns().find(|t| {
             t.matches

@@ -25,8 +25,10 @@ const MOCK_TIMEOUT: Duration = Duration::from_secs(20);
 const FINDINGS: &str = "the-findings-phrase-q7z";
 
 /// The mock's script. Implementers write `<task>.txt` (a line in it reads
-/// like a failing verdict: tool output must never count) and their report;
-/// a reviewer reads the file and states its verdict. TASK-2's first review
+/// like a failing verdict: tool output must never count) and their report
+/// in their lane dir; a reviewer reads its copy of the candidate patch (in
+/// its lane dir, outside the worktree: reading it must ask nothing) and
+/// states its verdict. TASK-2's first review
 /// fails, so its repair round and a second review run; the second must not
 /// be answered by the first's `fail`.
 const SCRIPT: &str = r#"
@@ -58,8 +60,8 @@ text = "Finished."
 match = "task=TASK-2 round=1 role=reviewer"
 agent = "claude"
 [[turn.step]]
-text = "Reading TASK-2.txt."
-tool = { name = "Read", input = { file_path = "TASK-2.txt" } }
+text = "Reading the candidate."
+tool = { name = "Read", input = { file_path = "{{patch}}" } }
 [[turn.step]]
 text = "Findings: the-findings-phrase-q7z; the file needs a second line.\n\nVERDICT: fail: TASK-2.txt needs another pass"
 
@@ -67,8 +69,8 @@ text = "Findings: the-findings-phrase-q7z; the file needs a second line.\n\nVERD
 match = "task=TASK-2 round=1 role=reviewer"
 agent = "codex"
 [[turn.step]]
-text = "Reading TASK-2.txt."
-tool = { name = "exec_command", input = { cmd = "cat TASK-2.txt" } }
+text = "Reading the candidate."
+tool = { name = "exec_command", input = { cmd = "cat {{patch}}" } }
 [[turn.step]]
 text = "Findings: the-findings-phrase-q7z; the file needs a second line.\n\nVERDICT: fail: TASK-2.txt needs another pass"
 
@@ -76,8 +78,8 @@ text = "Findings: the-findings-phrase-q7z; the file needs a second line.\n\nVERD
 match = "role=reviewer"
 agent = "claude"
 [[turn.step]]
-text = "Reading {{task}}.txt."
-tool = { name = "Read", input = { file_path = "{{task}}.txt" } }
+text = "Reading the candidate."
+tool = { name = "Read", input = { file_path = "{{patch}}" } }
 [[turn.step]]
 text = "Findings: the-findings-phrase-q7z; {{task}}.txt is as asked.\n\nVERDICT: pass"
 
@@ -85,8 +87,8 @@ text = "Findings: the-findings-phrase-q7z; {{task}}.txt is as asked.\n\nVERDICT:
 match = "role=reviewer"
 agent = "codex"
 [[turn.step]]
-text = "Reading {{task}}.txt."
-tool = { name = "exec_command", input = { cmd = "cat {{task}}.txt" } }
+text = "Reading the candidate."
+tool = { name = "exec_command", input = { cmd = "cat {{patch}}" } }
 [[turn.step]]
 text = "Findings: the-findings-phrase-q7z; {{task}}.txt is as asked.\n\nVERDICT: pass"
 "#;
@@ -373,6 +375,18 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
         decisions.contains("TASK-2.txt needs another pass"),
         "the stated reason is the repair's evidence: {decisions}"
     );
+
+    // Each reviewer really read the candidate: its transcript (a new session
+    // per review) holds the patch's quoted verdict line as tool output.
+    let read_it = files_under(&home_dir)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|f| {
+            let t = std::fs::read_to_string(f).unwrap_or_default();
+            t.contains("role=reviewer") && t.contains("+VERDICT: fail: this line is data")
+        })
+        .count();
+    assert_eq!(read_it, 3, "three reviews read their candidate");
 
     // The replies' findings are in the lane reports only: never in events,
     // decisions, logs or any other file drover wrote.

@@ -26,6 +26,7 @@ use crate::daemon::Client;
 use crate::lane::single::{self, OneLane};
 use crate::lane::spawn::{DEFAULT_SPAWN_BUDGET, DEFAULT_SPAWN_WAIT, SpawnBudget};
 use crate::lane::{LaneError, git as lgit};
+use crate::registry::Agent;
 use crate::registry::lease::DEFAULT_LEASE_TTL_S;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -229,9 +230,13 @@ impl RealLanes {
             env: vec![("DROVER_AGENT".into(), spec.agent.as_str().into())],
             // An implementer writes its report in its lane dir, outside the
             // worktree: both agents take it as a writable directory.
-            extra_args: match spec.role {
-                Role::Implementer => vec![format!("--add-dir={}", spec.lane_dir.display())],
-                Role::Reviewer => Vec::new(),
+            // A Claude reviewer reads its copy of the candidate there (Codex's
+            // read-only sandbox reads anywhere).
+            extra_args: match (spec.role, spec.agent) {
+                (Role::Implementer, _) | (Role::Reviewer, Agent::Claude) => {
+                    vec![format!("--add-dir={}", spec.lane_dir.display())]
+                }
+                (Role::Reviewer, Agent::Codex) => Vec::new(),
             },
             user_env: self.opts.env.clone(),
             ready_timeout: self.opts.ready_timeout,

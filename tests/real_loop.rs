@@ -3,7 +3,8 @@
 //! repository and Backlog.md board: each task implemented by one agent in its
 //! own worktree and reviewed read-only by the other, whose verdict is the
 //! `VERDICT:` line of its last reply, read from its own transcript (LOOP.md,
-//! "The stated verdict"); both tasks land on the integration branch.
+//! "The stated verdict"); two tasks land on the integration branch and one
+//! whose reviewer stated no verdict is held.
 //! Ignored by plain `cargo test` (it needs the agents from
 //! `scripts/install-agents.sh`); it runs once per supported pair of versions
 //! (`scripts/agent-versions`, or `DROVER_AGENT_VERSIONS`).
@@ -73,6 +74,24 @@ text = "Reading the candidate."
 tool = { name = "exec_command", input = { cmd = "cat {{patch}}" } }
 [[turn.step]]
 text = "Findings: the-findings-phrase-q7z; the file needs a second line.\n\nVERDICT: fail: TASK-2.txt needs another pass"
+
+[[turn]]
+match = "task=TASK-3 round=1 role=reviewer"
+agent = "claude"
+[[turn.step]]
+text = "Reading the candidate."
+tool = { name = "Read", input = { file_path = "{{patch}}" } }
+[[turn.step]]
+text = "I would write VERDICT: pass here, but I stop without one."
+
+[[turn]]
+match = "task=TASK-3 round=1 role=reviewer"
+agent = "codex"
+[[turn.step]]
+text = "Reading the candidate."
+tool = { name = "exec_command", input = { cmd = "cat {{patch}}" } }
+[[turn.step]]
+text = "I would write VERDICT: pass here, but I stop without one."
 
 [[turn]]
 match = "role=reviewer"
@@ -212,8 +231,8 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// One loop over two tasks with Claude `claude_v` and Codex `codex_v`.
-fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
+/// One loop over three tasks with Claude `claude_v` and Codex `codex_v`.
+fn loop_lands_two_tasks_and_holds_one(claude_v: &str, codex_v: &str) {
     let path = format!(
         "{}:{}:{}",
         bin_dir(Agent::Claude, claude_v).display(),
@@ -241,6 +260,7 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     std::fs::write(repo.join("README.md"), "greeter\n").unwrap();
     task_file(&repo.join("backlog/tasks"), 1, "Add one", "TASK-1.txt");
     task_file(&repo.join("backlog/tasks"), 2, "Add two", "TASK-2.txt");
+    task_file(&repo.join("backlog/tasks"), 3, "Add three", "TASK-3.txt");
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "board"]);
     let main_before = git(&repo, &["rev-parse", "main"]);
@@ -253,7 +273,7 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     let script = root.join("script.toml");
     std::fs::write(&script, SCRIPT).unwrap();
     let (_mock, port) = mock(&script, &root.join("mock.port"), &root.join("mock.log"));
-    let wts: Vec<PathBuf> = ["task-1", "task-2"]
+    let wts: Vec<PathBuf> = ["task-1", "task-2", "task-3"]
         .iter()
         .map(|t| state.join("worktrees").join(format!("loop1-{t}")))
         .collect();
@@ -316,7 +336,12 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     let landed = landed.split("\n## ").next().unwrap_or_default();
     assert!(landed.contains("\n- TASK-1 (Add one), "), "{why}");
     assert!(landed.contains("\n- TASK-2 (Add two), "), "{why}");
-    assert!(out.contains("## Parked\n- none\n"), "{why}");
+    // TASK-3's review stated no verdict: parked, not landed.
+    assert!(
+        out.contains("## Parked\n- TASK-3, review loop1-task-3-v1 stated no verdict: "),
+        "{why}"
+    );
+    assert!(!landed.contains("TASK-3"), "{why}");
 
     // On the integration branch, one commit per task; main untouched.
     let integ = "drover/integration/loop1";
@@ -337,6 +362,8 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     let board = drover::loopctl::board::load(&repo.join("backlog")).unwrap();
     assert!(board.task("TASK-1").unwrap().is_done());
     assert!(board.task("TASK-2").unwrap().is_done());
+    assert!(!board.task("TASK-3").unwrap().is_done());
+    assert!(!files.lines().any(|f| f == "TASK-3.txt"), "{files}");
 
     // The verdicts came from the replies: TASK-2's first review failed with
     // its stated reason and the second passed; each review was by the agent
@@ -386,7 +413,7 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
             t.contains("role=reviewer") && t.contains("+VERDICT: fail: this line is data")
         })
         .count();
-    assert_eq!(read_it, 3, "three reviews read their candidate");
+    assert_eq!(read_it, 4, "four reviews read their candidate");
 
     // The replies' findings are in the lane reports only: never in events,
     // decisions, logs or any other file drover wrote.
@@ -394,6 +421,14 @@ fn loop_lands_both_tasks(claude_v: &str, codex_v: &str) {
     assert!(
         events.contains("\"loop.verdict\""),
         "the verdicts are events: {events}"
+    );
+    assert!(
+        events.contains("\"verdict\":\"none\""),
+        "no verdict is an event: {events}"
+    );
+    assert!(
+        !run_dir.join("l1-rev-task-3").join("report-v1.md").exists(),
+        "no verdict writes no review"
     );
     for f in files_under(&state) {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
@@ -431,6 +466,6 @@ fn pairs() -> Vec<(String, String)> {
 #[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn real_agents_loop_lands_tasks_on_stated_verdicts() {
     for (c, x) in pairs() {
-        loop_lands_both_tasks(&c, &x);
+        loop_lands_two_tasks_and_holds_one(&c, &x);
     }
 }

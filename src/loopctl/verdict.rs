@@ -26,6 +26,9 @@ pub const MAX_TRANSCRIPT_BYTES: u64 = 64 * 1024 * 1024;
 pub const MTIME_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
 /// How Claude Code records a pasted prompt (a dispatch is pasted).
 const PASTED: &str = "<pasted_content";
+/// The most Codex day dirs looked at first (a review lasting days is
+/// looked for everywhere).
+const MAX_DAY_DIRS: usize = 8;
 /// The longest reason kept from a `VERDICT: fail: <reason>` line.
 pub const MAX_REASON_CHARS: usize = 200;
 
@@ -277,14 +280,58 @@ pub fn process_env(pid: u32) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The transcript files of `agent` under `root` written since `since`.
-pub fn transcripts(agent: Agent, root: &Path, since: SystemTime) -> Vec<PathBuf> {
-    let (dir, depth) = match agent {
-        Agent::Claude => (root.join("projects"), 2),
-        Agent::Codex => (root.join("sessions"), 4),
+/// Claude Code's project dir name for a working directory: every character
+/// but ASCII letters and digits becomes `-`.
+pub fn claude_project(cwd: &Path) -> String {
+    cwd.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Where to look first: Claude's project dir for `cwd`; Codex's day dirs
+/// (`YYYY/MM/DD`, local time) from the day before `since` to tomorrow. `None`
+/// when none exists (then everything under the root is looked at).
+fn narrowed(
+    agent: Agent,
+    root: &Path,
+    since: SystemTime,
+    cwd: Option<&Path>,
+) -> Option<Vec<PathBuf>> {
+    let dirs: Vec<PathBuf> = match agent {
+        Agent::Claude => vec![root.join("projects").join(claude_project(cwd?))],
+        Agent::Codex => {
+            let from = chrono::DateTime::<chrono::Local>::from(since)
+                .date_naive()
+                .pred_opt()?;
+            let to = chrono::Local::now().date_naive().succ_opt()?;
+            from.iter_days()
+                .take_while(|d| *d <= to)
+                .take(MAX_DAY_DIRS)
+                .map(|d| root.join("sessions").join(d.format("%Y/%m/%d").to_string()))
+                .collect()
+        }
     };
+    let dirs: Vec<PathBuf> = dirs.into_iter().filter(|d| d.is_dir()).collect();
+    (!dirs.is_empty()).then_some(dirs)
+}
+
+/// The transcript files of `agent` under `root` written since `since` (in
+/// the project or day dirs where they are expected first, when those exist).
+pub fn transcripts(
+    agent: Agent,
+    root: &Path,
+    since: SystemTime,
+    cwd: Option<&Path>,
+) -> Vec<PathBuf> {
     let cutoff = since.checked_sub(MTIME_SLACK).unwrap_or(since);
-    let mut level = vec![dir];
+    let (mut level, depth) = match narrowed(agent, root, since, cwd) {
+        Some(dirs) => (dirs, 1),
+        None => match agent {
+            Agent::Claude => (vec![root.join("projects")], 2),
+            Agent::Codex => (vec![root.join("sessions")], 4),
+        },
+    };
     for _ in 0..depth {
         level = level
             .iter()
@@ -308,10 +355,17 @@ pub fn transcripts(agent: Agent, root: &Path, since: SystemTime) -> Vec<PathBuf>
 }
 
 /// The reading for the dispatch whose prompt holds `marker`, from the
-/// transcripts of `agent` under `root` written since `since`: the first file
+/// transcripts of `agent` under `root` written since `since` by an agent
+/// working in `cwd`: the first file
 /// that holds the prompt decides; none is [`Reading::Pending`].
-pub fn find(agent: Agent, root: &Path, marker: &str, since: SystemTime) -> Reading {
-    for path in transcripts(agent, root, since) {
+pub fn find(
+    agent: Agent,
+    root: &Path,
+    marker: &str,
+    since: SystemTime,
+    cwd: Option<&Path>,
+) -> Reading {
+    for path in transcripts(agent, root, since, cwd) {
         let Ok(bytes) = std::fs::read(&path) else {
             continue;
         };

@@ -188,12 +188,15 @@ fn transcripts_are_found_under_the_agents_own_dirs() {
     std::fs::create_dir_all(&x).unwrap();
     std::fs::write(x.join("rollout-1.jsonl"), codex(BRIEF, "no", true)).unwrap();
     assert!(matches!(
-        find(Agent::Claude, &croot, M, since),
+        find(Agent::Claude, &croot, M, since, None),
         Reading::Stated { .. }
     ));
-    assert_eq!(find(Agent::Codex, &xroot, M, since), Reading::NoVerdict);
     assert_eq!(
-        find(Agent::Codex, &xroot, "attempt=other", since),
+        find(Agent::Codex, &xroot, M, since, None),
+        Reading::NoVerdict
+    );
+    assert_eq!(
+        find(Agent::Codex, &xroot, "attempt=other", since, None),
         Reading::Pending
     );
 }
@@ -207,4 +210,44 @@ fn process_env_keeps_only_the_home_variables() {
             .all(|(k, _)| matches!(k.as_str(), "HOME" | "CLAUDE_CONFIG_DIR" | "CODEX_HOME"))
     );
     assert!(process_env(u32::MAX).is_empty());
+}
+
+/// Guards the narrowing: the agent's own project or day dir is looked at
+/// first, and everything else when that dir does not exist.
+#[test]
+fn transcripts_are_looked_for_where_the_agent_writes_them() {
+    assert_eq!(
+        claude_project(Path::new("/w/a.b_c/loop1-task-1")),
+        "-w-a-b-c-loop1-task-1"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let since = SystemTime::now();
+    let cwd = Path::new("/w/p");
+    let mine = root.join("projects").join(claude_project(cwd));
+    let other = root.join("projects").join("-w-q");
+    for d in [&mine, &other] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("s.jsonl"), "{}\n").unwrap();
+    }
+    assert_eq!(
+        transcripts(Agent::Claude, root, since, Some(cwd)),
+        vec![mine.join("s.jsonl")]
+    );
+    assert_eq!(
+        transcripts(Agent::Claude, root, since, Some(Path::new("/w/none"))).len(),
+        2
+    );
+    let today = root
+        .join("sessions")
+        .join(chrono::Local::now().format("%Y/%m/%d").to_string());
+    let old = root.join("sessions/2001/01/01");
+    for d in [&today, &old] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("rollout-1.jsonl"), "{}\n").unwrap();
+    }
+    assert_eq!(
+        transcripts(Agent::Codex, root, since, None),
+        vec![today.join("rollout-1.jsonl")]
+    );
 }

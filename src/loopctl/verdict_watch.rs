@@ -94,7 +94,13 @@ impl ReviewWatch {
         self.next_read = now + READ_EVERY;
         let marker = format!("attempt={}", self.attempt);
         let reading = match self.root(pid, user_env) {
-            Some(root) => verdict::find(self.lane.agent, &root, &marker, self.since),
+            Some(root) => verdict::find(
+                self.lane.agent,
+                &root,
+                &marker,
+                self.since,
+                Some(&self.lane.cwd),
+            ),
             None => Reading::Pending,
         };
         match reading {

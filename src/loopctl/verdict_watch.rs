@@ -204,25 +204,20 @@ impl ReviewWatch {
     }
 
     /// End the job, unless it already ended that way (a heartbeat and report
-    /// from the agent may have completed it meanwhile).
+    /// from the agent may have completed it meanwhile). Completing is the
+    /// supervisor's row of the table; cancelling is an operator's.
     fn finish(&self, state_dir: &Path, action: Action, to: Status) -> Result<(), LoopError> {
         let engine = Engine::open(state_dir)?;
-        let req = Request::new(self.job.clone(), action, Actor::supervisor())
-            .expect_attempt(self.attempt.clone());
-        let req = if to == Status::Cancelled {
-            Request {
-                actor: Actor::operator(),
-                ..req
-            }
+        let actor = if to == Status::Cancelled {
+            Actor::operator()
         } else {
-            req
+            Actor::supervisor()
         };
+        let req =
+            Request::new(self.job.clone(), action, actor).expect_attempt(self.attempt.clone());
         match engine.transition(&req) {
             Ok(_) => Ok(()),
-            Err(e) if engine.show(&self.job).is_ok_and(|r| r.status == to) => {
-                let _ = e;
-                Ok(())
-            }
+            Err(_) if engine.show(&self.job).is_ok_and(|r| r.status == to) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -234,5 +229,126 @@ impl ReviewWatch {
             serde_json::json!({"job": self.job, "task": self.lane.task,
                                "lane": self.lane.id, "verdict": verdict, "from": "reply"}),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Agent;
+    use crate::registry::heartbeat::SessionVerdict;
+    use serde_json::json;
+
+    /// A running reviewer job on a fresh state dir, and its watch over a
+    /// Codex rollout under `<tmp>/codex` whose final reply is `last`.
+    fn setup(last: &str) -> (tempfile::TempDir, ReviewWatch, Vec<(String, String)>) {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        crate::registry::init(
+            &state,
+            &crate::registry::InitRequest {
+                topology: crate::registry::Topology::FourRole,
+                agent_mix: None,
+                force: false,
+            },
+        )
+        .unwrap();
+        let engine = Engine::open(&state).unwrap();
+        for a in [
+            Action::Create { deadline: None },
+            Action::Claim {
+                session: "reviewer".into(),
+            },
+        ] {
+            engine
+                .transition(&Request::new("J", a, Actor::operator()))
+                .unwrap();
+        }
+        let attempt = engine.show("J").unwrap().attempt_id.unwrap();
+        let since = SystemTime::now();
+        let day = d.path().join("codex/sessions/2026/12/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let line = |v: serde_json::Value| format!("{v}\n");
+        let prompt = format!("Review. End with `VERDICT: pass`.\n[drover] job=J attempt={attempt}");
+        let text = [
+            line(
+                json!({"type": "response_item", "payload": {"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": prompt}]}}),
+            ),
+            line(
+                json!({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": last}]}}),
+            ),
+            line(json!({"type": "event_msg", "payload": {"type": "task_complete"}})),
+        ]
+        .concat();
+        std::fs::write(day.join("rollout-1.jsonl"), text).unwrap();
+        let lane_dir = state.join("loop1").join("l1-rev-task-1");
+        std::fs::create_dir_all(&lane_dir).unwrap();
+        let lane = LaneHandle {
+            id: "l1-rev-task-1".into(),
+            role: super::super::ops::Role::Reviewer,
+            agent: Agent::Codex,
+            task: "TASK-1".into(),
+            pane: "l1-rev-task-1".into(),
+            cwd: d.path().join("wt"),
+            lane_dir: lane_dir.clone(),
+        };
+        let w = ReviewWatch::new(
+            &lane,
+            "J",
+            &attempt,
+            &lane_dir.join("report-v1.json"),
+            since,
+        );
+        let env = vec![(
+            "CODEX_HOME".to_string(),
+            d.path().join("codex").display().to_string(),
+        )];
+        (d, w, env)
+    }
+
+    #[test]
+    fn a_stated_fail_is_the_reviewers_heartbeat_and_completes_the_job() {
+        let (d, mut w, env) = setup("Findings: secret-ish words.\nVERDICT: fail: no test");
+        let state = d.path().join("state");
+        let o = w.check(&state, None, None, &env).unwrap();
+        assert_eq!(o, Some(Outcome::Completed));
+        let engine = Engine::open(&state).unwrap();
+        assert_eq!(engine.show("J").unwrap().status, Status::Completed);
+        let reg = crate::registry::load_required(&state).unwrap();
+        let v = heartbeat::verdict(
+            reg.session("reviewer").unwrap(),
+            "TASK-1",
+            chrono::Utc::now(),
+        );
+        assert!(matches!(v, SessionVerdict::Fail(_)), "{v:?}");
+        let md = std::fs::read_to_string(w.report.with_extension("md")).unwrap();
+        assert!(md.contains("Verdict: fail: no test") && md.contains("secret-ish words"));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&w.report).unwrap()).unwrap();
+        assert!(
+            report["findings"]
+                .as_str()
+                .unwrap()
+                .starts_with("no test (review: ")
+        );
+        // The reply's body reaches no event.
+        let events = std::fs::read_to_string(state.join("registry/events.jsonl")).unwrap();
+        assert!(events.contains("loop.verdict") && !events.contains("secret-ish"));
+    }
+
+    #[test]
+    fn a_reply_without_a_verdict_cancels_the_job_and_is_no_verdict() {
+        let (d, mut w, env) = setup("Looks fine to me.");
+        let state = d.path().join("state");
+        let o = w.check(&state, None, None, &env).unwrap();
+        assert!(
+            matches!(&o, Some(Outcome::Failed { status, .. }) if status == NO_VERDICT),
+            "{o:?}"
+        );
+        let engine = Engine::open(&state).unwrap();
+        assert_eq!(engine.show("J").unwrap().status, Status::Cancelled);
+        assert!(!w.report.with_extension("md").exists());
     }
 }

@@ -50,6 +50,33 @@ fn branch_blocker(repo: &Path, tip: &str) -> Result<Option<String>, LaneError> {
     Ok((extra > 0).then(|| format!("{extra} commit(s) not in the default branch")))
 }
 
+/// The file a running loop holds locked in its run dir (`<state>/loop<N>/`,
+/// LOOP.md); its worktrees are `<state>/worktrees/loop<N>-<task>`.
+pub const LOOP_RUN_LOCK: &str = "run.lock";
+
+/// The loop run (`loop<N>`) whose worktree `name` is, when that run is
+/// running now (another process holds its run lock). A worktree of a run
+/// that is not running is swept like any other.
+pub fn live_loop_run(state_dir: &Path, name: &str) -> Option<String> {
+    let n: String = name
+        .strip_prefix("loop")?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    if n.is_empty() || !name[4 + n.len()..].starts_with('-') {
+        return None;
+    }
+    let run = format!("loop{n}");
+    let lock = state_dir.join(&run).join(LOOP_RUN_LOCK);
+    if !lock.is_file() {
+        return None;
+    }
+    match crate::store::LockGuard::try_exclusive(&lock) {
+        Ok(None) => Some(run),
+        _ => None,
+    }
+}
+
 /// Sweep (or, with `dry_run`, only list) what no lane owns.
 pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
     git::check_installed()?;
@@ -72,6 +99,18 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if let Some(run) = live_loop_run(state_dir, &name) {
+            items.push(GcItem {
+                kind: "worktree",
+                repo: repo_of(&dir),
+                name,
+                action: "kept",
+                reason: format!(
+                    "a worktree of loop run {run}, which is running (its close-out keeps or removes it)"
+                ),
+            });
+            continue;
+        }
         if let Some(rec) = doc.lanes.iter().find(|l| l.worktree == dir) {
             if rec.desired == Desired::Up {
                 items.push(GcItem {
@@ -247,4 +286,65 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
         }
     }
     Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// Guards gc during a loop run: a run's clean, merged worktree between
+    /// its lanes is the run's while the run holds its lock, and swept after.
+    #[test]
+    fn gc_keeps_a_live_loop_runs_worktree_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (repo, state) = (root.join("repo"), root.join("state"));
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+        let wt = state.join("worktrees").join("loop1-task-1");
+        let wt_s = wt.to_string_lossy().into_owned();
+        git(
+            &repo,
+            &["worktree", "add", "-q", "-b", "drover/loop1/TASK-1", &wt_s],
+        );
+        std::fs::create_dir_all(state.join("loop1")).unwrap();
+        let lock = state.join("loop1").join(LOOP_RUN_LOCK);
+        let held = crate::store::LockGuard::try_exclusive(&lock)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            live_loop_run(&state, "loop1-task-1").as_deref(),
+            Some("loop1")
+        );
+        assert_eq!(live_loop_run(&state, "loop1x-task-1"), None);
+        assert_eq!(live_loop_run(&state, "implementer-claude"), None);
+        let items = gc(&state, false).unwrap();
+        let it = items.iter().find(|i| i.name == "loop1-task-1").unwrap();
+        assert_eq!(it.action, "kept");
+        assert!(
+            it.reason.contains("loop run loop1, which is running"),
+            "{}",
+            it.reason
+        );
+        assert!(wt.exists());
+        drop(held);
+        let items = gc(&state, false).unwrap();
+        let it = items.iter().find(|i| i.name == "loop1-task-1").unwrap();
+        assert_eq!(it.action, "removed", "{}", it.reason);
+        assert!(!wt.exists());
+    }
 }

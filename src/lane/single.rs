@@ -46,6 +46,9 @@ pub struct OneLane {
     /// live in memory and reach the pane only (docs/lanes.md).
     pub user_env: Vec<(String, String)>,
     pub ready_timeout: Duration,
+    /// More arguments for a real agent (after its permission flags, in its
+    /// resuming command too); a sim lane takes none.
+    pub extra_args: Vec<String>,
 }
 
 /// Record and start one lane, then wait until its agent is ready. A worktree
@@ -154,7 +157,14 @@ fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), La
 fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
     let launch = match &l.sim {
         Some(script) => launch::sim_launch(&l.exe, l.agent, l.writes, script.as_deref()),
-        None => launch::agent_launch(l.agent, l.writes),
+        None => {
+            let mut launch = launch::agent_launch(l.agent, l.writes);
+            launch.argv.extend(l.extra_args.iter().cloned());
+            if let Some(r) = launch.resume_argv.as_mut() {
+                r.extend(l.extra_args.iter().cloned());
+            }
+            launch
+        }
     };
     let version = launch::version(&launch.argv[0]);
     let mut env = vec![

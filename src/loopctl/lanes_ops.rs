@@ -7,6 +7,11 @@
 //! `workspace-write`), a reviewer is read-only (`plan`, `read-only`). A
 //! reviewer works in the implementer's worktree, which stays the run's.
 //!
+//! A real reviewer is read-only, so it states its verdict in its last reply
+//! and drover reads it from the agent's transcript ([`super::verdict_watch`]);
+//! an implementer gets its lane dir as an extra writable directory
+//! (`--add-dir`), where its report goes.
+//!
 //! Spawns take a slot of the state dir's spawn budget until the agent is
 //! ready; an implementer's write lease is renewed while its lane is up. Jobs
 //! go through the engine, dispatch with confirmed delivery and the
@@ -16,15 +21,17 @@ use super::LoopError;
 use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use super::renew::Renewal;
 use super::simlanes::SimLanes;
+use super::verdict_watch::{READ_EVERY, ReviewWatch};
 use crate::daemon::Client;
 use crate::lane::single::{self, OneLane};
 use crate::lane::spawn::{DEFAULT_SPAWN_BUDGET, DEFAULT_SPAWN_WAIT, SpawnBudget};
 use crate::lane::{LaneError, git as lgit};
+use crate::registry::Agent;
 use crate::registry::lease::DEFAULT_LEASE_TTL_S;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 /// How long a new lane's agent may take to become idle.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -81,6 +88,8 @@ pub struct RealLanes {
     budget: SpawnBudget,
     mine: BTreeSet<String>,
     renewals: BTreeMap<String, Renewal>,
+    /// Real reviewers' jobs, by job id, watched for a stated verdict.
+    reviews: BTreeMap<String, ReviewWatch>,
 }
 
 fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
@@ -122,7 +131,37 @@ impl RealLanes {
             opts,
             mine: BTreeSet::new(),
             renewals: BTreeMap::new(),
+            reviews: BTreeMap::new(),
         }
+    }
+
+    /// The pid of a lane's pane, from the live listing.
+    fn pane_pid(&mut self, pane: &str) -> Option<u32> {
+        let v = self.client.call("pane.ls", json!({})).ok()?;
+        v.as_array()?
+            .iter()
+            .find(|p| p["name"] == pane)
+            .and_then(|p| p["pid"].as_u64())
+            .and_then(|x| u32::try_from(x).ok())
+    }
+
+    /// The outcomes the watched reviewers' transcripts settle now.
+    fn check_reviews(&mut self, jobs: &[String]) -> Result<Vec<(String, Outcome)>, LoopError> {
+        let mut out = Vec::new();
+        for job in jobs {
+            let Some(mut w) = self.reviews.remove(job) else {
+                continue;
+            };
+            let pid = self.pane_pid(&w.lane.pane);
+            let obs = self.jobs.observe(&w.lane)?;
+            match w.check(&self.state_dir, pid, obs.as_ref(), &self.opts.env)? {
+                Some(o) => out.push((job.clone(), o)),
+                None => {
+                    self.reviews.insert(job.clone(), w);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The lane for a spec: its worktree (made, or the one it works in) and agent.
@@ -189,6 +228,16 @@ impl RealLanes {
             backend: self.opts.backend.clone(),
             socket,
             env: vec![("DROVER_AGENT".into(), spec.agent.as_str().into())],
+            // An implementer writes its report in its lane dir, outside the
+            // worktree: both agents take it as a writable directory.
+            // A Claude reviewer reads its copy of the candidate there (Codex's
+            // read-only sandbox reads anywhere).
+            extra_args: match (spec.role, spec.agent) {
+                (Role::Implementer, _) | (Role::Reviewer, Agent::Claude) => {
+                    vec![format!("--add-dir={}", spec.lane_dir.display())]
+                }
+                (Role::Reviewer, Agent::Codex) => Vec::new(),
+            },
             user_env: self.opts.env.clone(),
             ready_timeout: self.opts.ready_timeout,
         })
@@ -244,7 +293,15 @@ impl LaneOps for RealLanes {
     }
 
     fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {
-        self.jobs.dispatch(lane, job)
+        let since = SystemTime::now();
+        let attempt = self.jobs.dispatch(lane, job)?;
+        if lane.role == Role::Reviewer && !self.opts.sim {
+            self.reviews.insert(
+                job.job_id.clone(),
+                ReviewWatch::new(lane, &job.job_id, &attempt, &job.report_path, since),
+            );
+        }
+        Ok(attempt)
     }
 
     fn wait_decision(
@@ -252,10 +309,27 @@ impl LaneOps for RealLanes {
         jobs: &[String],
         timeout: Duration,
     ) -> Result<Vec<(String, Outcome)>, LoopError> {
-        self.jobs.wait_decision(jobs, timeout)
+        if !jobs.iter().any(|j| self.reviews.contains_key(j)) {
+            return self.jobs.wait_decision(jobs, timeout);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut out = self.jobs.wait_decision(jobs, READ_EVERY.min(left))?;
+            if out.is_empty() {
+                out = self.check_reviews(jobs)?;
+            }
+            if !out.is_empty() || Instant::now() >= deadline {
+                for (j, _) in &out {
+                    self.reviews.remove(j);
+                }
+                return Ok(out);
+            }
+        }
     }
 
     fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        self.reviews.retain(|_, w| w.lane.id != lane.id);
         if let Some(r) = self.renewals.remove(&lane.id) {
             r.stop();
         }

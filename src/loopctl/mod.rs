@@ -11,7 +11,8 @@
 //! - [`ops`] (what the runner needs from lanes and dispatch, as a trait) and
 //!   [`runner`] (the pipeline over it); [`lanes_ops`] implements the trait
 //!   over `drover lane` lanes (real agents or sim agents, [`renew`] keeping
-//!   an implementer's lease alive), [`simlanes`] over bare sim panes;
+//!   an implementer's lease alive, [`verdict`] reading a read-only
+//!   reviewer's stated verdict), [`simlanes`] over bare sim panes;
 //! - for unattended runs: [`clock`] (every timing), [`guards`], [`control`]
 //!   (`control.json`), [`settings`], [`overnight`] (owner present or not),
 //!   [`tripwire`] (convergence); the runner's loop, usage-limit parking,
@@ -51,5 +52,7 @@ mod escalate;
 mod finish;
 mod steps;
 pub mod tripwire;
+pub mod verdict;
+pub mod verdict_watch;
 
 pub use error::LoopError;

@@ -198,6 +198,14 @@ impl<O: LaneOps> Runner<'_, O> {
         let phase = self.task(id).map(|t| t.phase);
         match outcome {
             Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
+            Outcome::Failed { status, reason } if status == super::verdict_watch::NO_VERDICT => {
+                self.lane_down(id)?;
+                self.park(
+                    id,
+                    &format!("review {job} stated no verdict: {reason}"),
+                    "rerun the task; the reviewer's last reply must end with `VERDICT: pass` or `VERDICT: fail: <reason>`",
+                )
+            }
             Outcome::Failed { status, reason } => {
                 self.lane_down(id)?;
                 self.park(
@@ -305,8 +313,13 @@ impl<O: LaneOps> Runner<'_, O> {
         } else {
             Tier::Routine
         };
+        // The reviewer reads its own copy, in its lane dir (a real Claude
+        // reviewer's added directory), so reading it asks nothing.
+        let bytes = std::fs::read(patch).map_err(|e| LoopError::io(patch, e))?;
+        let patch = lane_dir.join(format!("candidate-v{}.patch", t.round));
+        crate::store::write_bytes_atomic(&patch, &bytes)?;
         let text = format!(
-            "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: you reported pass or fail with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; put findings in the report's `findings` field.\n",
+            "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
             brief::first_line(&lane, id, &t.title, tier),
             t.round,
             patch.display()
@@ -340,7 +353,11 @@ impl<O: LaneOps> Runner<'_, O> {
         self.dispatch(
             id,
             &job,
-            &format!("{text}[loop] task={id} round={} role=reviewer", t.round),
+            &format!(
+                "{text}[loop] task={id} round={} role=reviewer patch={}",
+                t.round,
+                patch.display()
+            ),
             &report,
         )
     }

@@ -58,7 +58,7 @@ pub fn choose(script: &Script, shape: &Shape, pos: &Position) -> Step {
     if shape.title {
         Step::text(&json!({ "title": TITLE }).to_string())
     } else {
-        script.step_for(pos)
+        script.step_for_agent(pos, "claude")
     }
 }
 

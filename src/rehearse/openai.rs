@@ -55,7 +55,7 @@ pub fn choose(script: &Script, shape: &Shape, pos: &Position) -> Step {
     if shape.title {
         Step::text(TITLE)
     } else {
-        script.step_for(pos)
+        script.step_for_agent(pos, "codex")
     }
 }
 

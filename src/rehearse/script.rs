@@ -45,6 +45,10 @@ pub struct Turn {
     /// Chosen when the prompt contains this text; turns without it are taken in order.
     #[serde(default, rename = "match")]
     pub matches: Option<String>,
+    /// Only for requests from this agent's API (`claude`: Anthropic
+    /// Messages, `codex`: OpenAI Responses); any when absent.
+    #[serde(default)]
+    pub agent: Option<String>,
     /// One step per model response; a step with a tool waits for its result.
     #[serde(default, rename = "step")]
     pub steps: Vec<Step>,
@@ -164,18 +168,28 @@ impl Script {
     /// `{{key}}` in the step is filled from the prompt's `key=value` tokens
     /// ([`super::template`]).
     pub fn step_for(&self, pos: &Position) -> Step {
-        super::template::apply(self.pick(pos), &pos.prompt)
+        super::template::apply(self.pick(pos, None), &pos.prompt)
     }
 
-    fn pick(&self, pos: &Position) -> Step {
-        let by_match = self.turns.iter().find(|t| {
+    /// [`Script::step_for`] for a request from `agent`'s API (`claude` or
+    /// `codex`): turns naming another agent are left out.
+    pub fn step_for_agent(&self, pos: &Position, agent: &str) -> Step {
+        super::template::apply(self.pick(pos, Some(agent)), &pos.prompt)
+    }
+
+    fn pick(&self, pos: &Position, agent: Option<&str>) -> Step {
+        let turns = || {
+            self.turns
+                .iter()
+                .filter(move |t| agent.is_none_or(|a| t.agent.as_deref().is_none_or(|ta| ta == a)))
+        };
+        let by_match = turns().find(|t| {
             t.matches
                 .as_deref()
                 .is_some_and(|m| !m.is_empty() && pos.prompt.contains(m))
         });
         let turn = by_match.or_else(|| {
-            self.turns
-                .iter()
+            turns()
                 .filter(|t| t.matches.is_none())
                 .nth(pos.prompts.saturating_sub(1))
         });
@@ -246,6 +260,18 @@ chunk_chars = 2
         let mut st = Step::text("é✓ab");
         st.chunk_chars = Some(2);
         assert_eq!(st.chunks(), vec!["é✓", "ab"]);
+    }
+
+    #[test]
+    fn a_turn_for_one_agent_answers_only_that_agents_api() {
+        let s = Script::parse(
+            "[[turn]]\nmatch = \"go\"\nagent = \"codex\"\n[[turn.step]]\ntext = \"codex\"\n\n[[turn]]\nmatch = \"go\"\nagent = \"claude\"\n[[turn.step]]\ntext = \"claude\"\n",
+            Path::new("s.toml"),
+        )
+        .unwrap();
+        assert_eq!(s.step_for_agent(&pos("go", 1, 0), "claude").text, "claude");
+        assert_eq!(s.step_for_agent(&pos("go", 1, 0), "codex").text, "codex");
+        assert_eq!(s.step_for(&pos("go", 1, 0)).text, "codex");
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub(super) struct Inner {
     /// While the screen is being re-seeded from `capture-pane`: output that
     /// arrived meanwhile, with the reader's line number.
     seeding: Option<Vec<(u64, Vec<u8>)>>,
+    /// The bracketed-paste mode last noted in the state dir.
+    paste_noted: bool,
     /// Input for the pane's writer thread: (pane id, bytes). Callers never
     /// wait on tmux; a pane whose queue is full is not reading.
     input: std::sync::mpsc::SyncSender<(String, Vec<u8>)>,
@@ -166,6 +168,7 @@ impl TmuxPane {
                 transport: None,
                 gone: false,
                 seeding: None,
+                paste_noted: false,
                 input,
             }),
             cv: Condvar::new(),
@@ -204,6 +207,11 @@ impl TmuxPane {
         if g.screen.hooks().has_queries() {
             let _ = g.screen.take_replies();
         }
+        let paste = g.screen.bracketed_paste();
+        if paste != g.paste_noted {
+            g.paste_noted = paste;
+            super::state::save_paste_mode(&self.host.state_dir, &self.name, paste);
+        }
         g.last_output = Instant::now();
         if let Some(a) = &g.attach {
             a.changed();
@@ -221,23 +229,15 @@ impl TmuxPane {
         lock(&self.inner).seeding = Some(Vec::new());
     }
 
-    /// Replace the screen with tmux's own rendering of the pane
-    /// (`capture-pane -e -p` lines, the cursor), then replay output that
-    /// arrived after the capture was taken (`after` is its reply's line).
-    pub(super) fn seed(&self, lines: &[String], cursor: (u16, u16), after: u64) {
+    /// Replace the screen with tmux's own rendering of the pane (`frame`,
+    /// drawn from `capture-pane -e -p` and the app's terminal state), then
+    /// replay output that arrived after the capture was taken (`after` is
+    /// its reply's line).
+    pub(super) fn seed(&self, frame: &[u8], after: u64) {
         let mut g = lock(&self.inner);
         let (cols, rows) = g.screen.size();
         let mut screen = Screen::new(cols, rows);
-        let mut buf = Vec::new();
-        for (i, l) in lines.iter().take(rows as usize).enumerate() {
-            if i > 0 {
-                buf.extend_from_slice(b"\r\n");
-            }
-            buf.extend_from_slice(l.as_bytes());
-            buf.extend_from_slice(b"\x1b[0m");
-        }
-        buf.extend_from_slice(format!("\x1b[{};{}H", cursor.1 + 1, cursor.0 + 1).as_bytes());
-        screen.process(&buf);
+        screen.process(frame);
         let held = g.seeding.take().unwrap_or_default();
         for (seq, chunk) in held {
             if seq > after {
@@ -245,6 +245,7 @@ impl TmuxPane {
             }
         }
         let _ = screen.take_replies();
+        g.paste_noted = screen.bracketed_paste();
         g.screen = screen;
         g.last_output = Instant::now();
         if let Some(a) = &g.attach {
@@ -787,6 +788,10 @@ pub(super) fn reset_generation(
         g.window_id = window_id;
         g.pid = pid;
         g.screen = Screen::new(g.spec.cols, g.spec.rows);
+        if g.paste_noted {
+            g.paste_noted = false;
+            super::state::save_paste_mode(&pane.host.state_dir, &pane.name, false);
+        }
         g.exit = None;
         g.gone = false;
         g.transport = None;

@@ -1555,6 +1555,7 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
             .collect()
     };
     let before = panes(&mut r);
+    let title = r.read()["title"].clone();
     let sup: i32 = std::fs::read_to_string(r.state.join("supervisor.lock"))
         .expect("supervisor.lock")
         .trim()
@@ -1587,6 +1588,10 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
         assert!(b["lost"].is_null(), "a re-adopted pane is lost: {b}");
     }
     r.expect_text("Hello from the mock model.");
+    if agent == Agent::Claude {
+        // Claude's title is one of its state signals; it sets it rarely.
+        assert_eq!(r.read()["title"], title, "the title was not re-seeded");
+    }
 
     // Still observed: a loop-sized prompt is delivered (confirmed working
     // by the new supervisor), and the turn's end is seen.
@@ -1606,8 +1611,15 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
         "--timeout-ms",
         "30000",
     ]);
-    assert_eq!(code, 0, "{} {v}: {out}", agent.name());
-    let screen = r.read()["text"].as_str().unwrap_or_default().to_string();
+    let seen = r.read();
+    let screen = seen["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        code,
+        0,
+        "{} {v}: {out}\n{}\n{screen}",
+        agent.name(),
+        seen["observation"]
+    );
     assert!(
         screen.matches("Hello from the mock model.").count() >= 2,
         "{} {v}: no reply to the prompt after re-adoption: {screen}",

@@ -113,10 +113,24 @@ pub(super) fn seed_bytes(
         buf.extend_from_slice(b"\x1b[?25l");
     }
     let title: String = title.chars().filter(|c| !c.is_control()).collect();
-    if !title.is_empty() {
+    if !title.is_empty() && !is_kitty_graphics(&title) {
         buf.extend_from_slice(format!("\x1b]0;{title}\x07").as_bytes());
     }
     buf
+}
+
+/// tmux takes an APC string (`ESC _ … ESC \\`, screen's title sequence) as
+/// the pane's title, so a kitty graphics query (`ESC _ G i=31,…;AAAA ESC
+/// \\`, which Claude Code 2.1.332 sends at start) becomes tmux's title. It is
+/// not one the app set.
+fn is_kitty_graphics(title: &str) -> bool {
+    title.strip_prefix('G').is_some_and(|rest| {
+        let keys = rest.split(';').next().unwrap_or_default();
+        !keys.is_empty()
+            && keys
+                .split(',')
+                .all(|kv| kv.split_once('=').is_some_and(|(k, _)| !k.is_empty()))
+    })
 }
 
 #[cfg(test)]
@@ -176,5 +190,20 @@ mod tests {
             "",
         );
         assert_eq!(bytes, b"$ echo hi\x1b[0m\r\nhi\x1b[0m\x1b[3;1H".to_vec());
+    }
+
+    /// Guards: Claude Code 2.1.332's kitty graphics query, which tmux keeps
+    /// as the pane's title, came back as the title of a re-seeded screen.
+    #[test]
+    fn kitty_graphics_query_tmux_took_as_a_title_is_not_restored() {
+        let seeded = |title: &str| {
+            let bytes = seed_bytes(&[], &[], 24, (0, 0), &Modes::default(), title);
+            let mut s = Screen::new(80, 24);
+            s.process(&bytes);
+            s.hooks().title().map(str::to_string)
+        };
+        assert_eq!(seeded("Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA"), None);
+        assert_eq!(seeded("Git status"), Some("Git status".into()));
+        assert_eq!(seeded("✳ Claude Code"), Some("✳ Claude Code".into()));
     }
 }

@@ -207,11 +207,7 @@ impl TmuxPane {
         if g.screen.hooks().has_queries() {
             let _ = g.screen.take_replies();
         }
-        let paste = g.screen.bracketed_paste();
-        if paste != g.paste_noted {
-            g.paste_noted = paste;
-            super::state::save_paste_mode(&self.host.state_dir, &self.name, paste);
-        }
+        self.note_paste(&mut g);
         g.last_output = Instant::now();
         if let Some(a) = &g.attach {
             a.changed();
@@ -245,8 +241,8 @@ impl TmuxPane {
             }
         }
         let _ = screen.take_replies();
-        g.paste_noted = screen.bracketed_paste();
         g.screen = screen;
+        self.note_paste(&mut g);
         g.last_output = Instant::now();
         if let Some(a) = &g.attach {
             a.changed();
@@ -260,6 +256,17 @@ impl TmuxPane {
         let mut g = lock(&self.inner);
         for (_, chunk) in g.seeding.take().unwrap_or_default() {
             g.screen.process(&chunk);
+        }
+        self.note_paste(&mut g);
+    }
+
+    /// Note the app's bracketed-paste mode in the state dir when it changed
+    /// (a re-seeded screen cannot learn it from tmux).
+    fn note_paste(&self, g: &mut Inner) {
+        let paste = g.screen.bracketed_paste();
+        if paste != g.paste_noted {
+            g.paste_noted = paste;
+            super::state::save_paste_mode(&self.host.state_dir, &self.name, paste);
         }
     }
 

@@ -530,3 +530,31 @@ fn readopted_pane_keeps_the_apps_title_cursor_keys_paste_and_alternate_screen() 
     assert!(screen.contains("primary text"), "{screen}");
     assert!(!screen.contains("alt frame"), "{screen}");
 }
+
+/// Guards: a tmux pane resized before a supervisor restart was re-adopted
+/// with a screen of the size it was created at, so the app's frame was
+/// read at the wrong width and height (the classifier reads the bottom rows).
+#[test]
+fn readopted_pane_keeps_the_size_it_was_resized_to() {
+    need_tmux!();
+    let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
+    tmux_pane(&d, "rs", &["--env", "PS1=$ "], &["sh"]);
+    d.ok(&["pane", "resize", "rs", "90x30"]);
+    let sup = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sup),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.ok(&["serve", "--daemon"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&d.ok(&["pane", "read", "rs", "--json"])).unwrap();
+    assert_eq!(
+        (v["cols"].as_u64(), v["rows"].as_u64()),
+        (Some(90), Some(30))
+    );
+    d.ok(&["pane", "send", "rs", "stty size"]);
+    d.wait_text("rs", "30 90", T);
+}

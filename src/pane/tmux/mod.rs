@@ -638,7 +638,17 @@ impl TmuxHost {
                 if dead.is_some() {
                     strip_dead_notice(&mut body);
                 }
-                let rows = lock(&pane.inner).screen.size().1;
+                let rows = {
+                    let mut g = lock(&pane.inner);
+                    // tmux's size wins: the pane may have been resized
+                    // since it was saved.
+                    if let Some((c, r)) = modes.size
+                        && g.screen.size() != (c, r)
+                    {
+                        g.screen.resize(c, r);
+                    }
+                    g.screen.size().1
+                };
                 let frame = seed::seed_bytes(&primary, &body, rows, cursor, &modes, &title);
                 pane.seed(&frame, after)
             }

@@ -12,7 +12,8 @@
 /// The `display-message` format whose answer [`parse_modes`] reads.
 pub(super) const MODES_FORMAT: &str = "#{alternate_on} #{alternate_saved_x} #{alternate_saved_y} \
 #{keypad_cursor_flag} #{keypad_flag} #{cursor_flag} #{mouse_standard_flag} #{mouse_button_flag} \
-#{mouse_all_flag} #{mouse_sgr_flag} #{mouse_utf8_flag} #{scroll_region_upper} #{scroll_region_lower}";
+#{mouse_all_flag} #{mouse_sgr_flag} #{mouse_utf8_flag} #{scroll_region_upper} #{scroll_region_lower} \
+#{pane_width} #{pane_height}";
 
 /// The pane's title as the app set it; empty when it never did (tmux's
 /// default title is the host name).
@@ -34,6 +35,9 @@ pub(super) struct Modes {
     pub region: Option<(u16, u16)>,
     /// Bracketed paste (mode 2004), as drover last noted it.
     pub bracketed_paste: bool,
+    /// The pane's size in tmux (cols, rows): a pane resized before a
+    /// supervisor restart is not the size it was created at.
+    pub size: Option<(u16, u16)>,
 }
 
 /// Read [`MODES_FORMAT`]'s answer; a field that is missing or not a number
@@ -56,6 +60,7 @@ pub(super) fn parse_modes(line: &str) -> Modes {
         mouse,
         region: num(11).zip(num(12)),
         bracketed_paste: false,
+        size: num(13).zip(num(14)).filter(|&(c, r)| c > 0 && r > 0),
     }
 }
 
@@ -144,7 +149,8 @@ mod tests {
 
     #[test]
     fn parses_the_modes_tmux_reports() {
-        let m = parse_modes("1 4 2 1 0 0 1 1 0 1 0 0 20");
+        let m = parse_modes("1 4 2 1 0 0 1 1 0 1 0 0 20 90 30");
+        assert_eq!(m.size, Some((90, 30)));
         assert!(m.alternate && m.app_cursor && !m.app_keypad && m.cursor_hidden);
         assert_eq!(m.saved_cursor, (4, 2));
         assert_eq!(m.mouse, vec![1000, 1002, 1006]);

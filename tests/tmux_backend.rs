@@ -485,3 +485,76 @@ fn kill_server_leaves_no_tmux_process() {
     );
     let _ = Duration::ZERO;
 }
+
+/// Guards: a re-adopted pane's screen was re-seeded as a fresh terminal,
+/// losing what the app had set: its title (one of Claude's state signals),
+/// cursor-key mode (keys were sent in the wrong encoding), bracketed paste
+/// (a prompt was typed, and the real Claude dropped the Enter after a long
+/// one) and the alternate screen (leaving it left the app's frame on
+/// screen). All come back, and the app leaving the alternate screen shows
+/// its primary screen again.
+#[test]
+fn readopted_pane_keeps_the_apps_title_cursor_keys_paste_and_alternate_screen() {
+    need_tmux!();
+    let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
+    let app = "printf 'primary text\\n'; \
+        printf '\\033[?1049h\\033[?1h\\033[?2004h\\033]0;app-title\\007alt frame\\n'; \
+        read x; printf '\\033[?1049l'; printf '[%s]\\n' \"$x\" | cat -v; exec sleep 60";
+    tmux_pane(&d, "app", &[], &["sh", "-c", app]);
+    d.wait_text("app", "alt frame", T);
+    let sup = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sup),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.ok(&["serve", "--daemon"]);
+    assert!(d.pane("app").is_some(), "pane not re-adopted");
+    let v: serde_json::Value =
+        serde_json::from_str(&d.ok(&["pane", "read", "app", "--json"])).unwrap();
+    assert_eq!(v["title"], "app-title", "{v}");
+    let text = v["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("alt frame") && !text.contains("primary text"),
+        "{text}"
+    );
+    d.ok(&["pane", "keys", "app", "Up"]);
+    d.ok(&["pane", "send", "app", "p"]);
+    let screen = d.wait_text("app", "[^[", T);
+    assert!(
+        screen.contains("[^[OA^[[200~p^[[201~]"),
+        "cursor keys or paste in the wrong mode: {screen}"
+    );
+    assert!(screen.contains("primary text"), "{screen}");
+    assert!(!screen.contains("alt frame"), "{screen}");
+}
+
+/// Guards: a tmux pane resized before a supervisor restart was re-adopted
+/// with a screen of the size it was created at, so the app's frame was
+/// read at the wrong width and height (the classifier reads the bottom rows).
+#[test]
+fn readopted_pane_keeps_the_size_it_was_resized_to() {
+    need_tmux!();
+    let d = Drover::new();
+    let _guard = TmuxGuard(socket(&d));
+    tmux_pane(&d, "rs", &["--env", "PS1=$ "], &["sh"]);
+    d.ok(&["pane", "resize", "rs", "90x30"]);
+    let sup = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sup),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.ok(&["serve", "--daemon"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&d.ok(&["pane", "read", "rs", "--json"])).unwrap();
+    assert_eq!(
+        (v["cols"].as_u64(), v["rows"].as_u64()),
+        (Some(90), Some(30))
+    );
+    d.ok(&["pane", "send", "rs", "stty size"]);
+    d.wait_text("rs", "30 90", T);
+}

@@ -283,8 +283,11 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         rows: 40,
         agent: "shell".into(),
     };
+    // Both panes go on the backend `pane new` would use: on tmux the mock
+    // model outlives a supervisor restart as its agent does.
+    let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
     client
-        .call("pane.new", json!({"spec": mock_spec}))
+        .call("pane.new", json!({"spec": mock_spec, "backend": backend}))
         .map_err(client_err)?;
     let started = (|| {
         let port = wait_for_port(&port_file, &mock_name, ctx)?;
@@ -320,8 +323,6 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             agent: agent.name().into(),
         };
         spec.validate().map_err(|e| usage(e.to_string()))?;
-        // The agent's pane goes on the backend `pane new` would use.
-        let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
         let info = client
             .call("pane.new", json!({"spec": spec, "backend": backend}))
             .map_err(client_err)?;

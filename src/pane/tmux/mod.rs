@@ -11,6 +11,7 @@ mod codec;
 mod control;
 mod gate;
 mod pane;
+mod seed;
 mod state;
 
 pub use codec::{decode_output, parse_version, quote};
@@ -580,6 +581,17 @@ impl TmuxHost {
                 )
             ),
             format!("capture-pane -e -p -t {pane_id}"),
+            // The app's terminal state, and its primary screen while it is
+            // in the alternate one (empty otherwise).
+            format!(
+                "display-message -p -t {pane_id} {}",
+                quote(seed::MODES_FORMAT)
+            ),
+            format!(
+                "display-message -p -t {pane_id} {}",
+                quote(seed::TITLE_FORMAT)
+            ),
+            format!("capture-pane -a -q -e -p -t {pane_id}"),
         ];
         let replies = match self.commands(&lines) {
             Ok(r) => r,
@@ -605,13 +617,40 @@ impl TmuxHost {
             f.get(3).and_then(|s| s.parse().ok()).unwrap_or(0),
         );
         let dead = pane::parse_dead(&f.get(4..).unwrap_or_default().join(" "));
+        let first = |i: usize| -> String {
+            replies
+                .get(i)
+                .and_then(|r| r.as_ref().ok())
+                .and_then(|b| b.first().cloned())
+                .unwrap_or_default()
+        };
+        let mut modes = seed::parse_modes(&first(2));
+        let name = lock(&pane.inner).spec.name.clone();
+        modes.bracketed_paste = state::paste_mode(&self.state_dir, &name);
+        let title = first(3);
+        let primary = match replies.get(4) {
+            Some(Ok(b)) if modes.alternate => b.clone(),
+            _ => Vec::new(),
+        };
         match replies.get(1) {
             Some(Ok(body)) => {
                 let mut body = body.clone();
                 if dead.is_some() {
                     strip_dead_notice(&mut body);
                 }
-                pane.seed(&body, cursor, after)
+                let rows = {
+                    let mut g = lock(&pane.inner);
+                    // tmux's size wins: the pane may have been resized
+                    // since it was saved.
+                    if let Some((c, r)) = modes.size
+                        && g.screen.size() != (c, r)
+                    {
+                        g.screen.resize(c, r);
+                    }
+                    g.screen.size().1
+                };
+                let frame = seed::seed_bytes(&primary, &body, rows, cursor, &modes, &title);
+                pane.seed(&frame, after)
             }
             _ => pane.end_seed(),
         }

@@ -47,6 +47,8 @@ pub(super) struct Inner {
     /// While the screen is being re-seeded from `capture-pane`: output that
     /// arrived meanwhile, with the reader's line number.
     seeding: Option<Vec<(u64, Vec<u8>)>>,
+    /// The bracketed-paste mode last noted in the state dir.
+    paste_noted: bool,
     /// Input for the pane's writer thread: (pane id, bytes). Callers never
     /// wait on tmux; a pane whose queue is full is not reading.
     input: std::sync::mpsc::SyncSender<(String, Vec<u8>)>,
@@ -146,6 +148,7 @@ impl TmuxPane {
                 transport: None,
                 gone: false,
                 seeding: None,
+                paste_noted: false,
                 input,
             }),
             cv: Condvar::new(),
@@ -184,6 +187,7 @@ impl TmuxPane {
         if g.screen.hooks().has_queries() {
             let _ = g.screen.take_replies();
         }
+        self.note_paste(&mut g);
         g.output_seen();
         let due = g.last_notify.is_none_or(|t| t.elapsed() >= NOTIFY_EVERY);
         if due || burst_end {
@@ -198,23 +202,15 @@ impl TmuxPane {
         lock(&self.inner).seeding = Some(Vec::new());
     }
 
-    /// Replace the screen with tmux's own rendering of the pane
-    /// (`capture-pane -e -p` lines, the cursor), then replay output that
-    /// arrived after the capture was taken (`after` is its reply's line).
-    pub(super) fn seed(&self, lines: &[String], cursor: (u16, u16), after: u64) {
+    /// Replace the screen with tmux's own rendering of the pane (`frame`,
+    /// drawn from `capture-pane -e -p` and the app's terminal state), then
+    /// replay output that arrived after the capture was taken (`after` is
+    /// its reply's line).
+    pub(super) fn seed(&self, frame: &[u8], after: u64) {
         let mut g = lock(&self.inner);
         let (cols, rows) = g.screen.size();
         let mut screen = Screen::new(cols, rows);
-        let mut buf = Vec::new();
-        for (i, l) in lines.iter().take(rows as usize).enumerate() {
-            if i > 0 {
-                buf.extend_from_slice(b"\r\n");
-            }
-            buf.extend_from_slice(l.as_bytes());
-            buf.extend_from_slice(b"\x1b[0m");
-        }
-        buf.extend_from_slice(format!("\x1b[{};{}H", cursor.1 + 1, cursor.0 + 1).as_bytes());
-        screen.process(&buf);
+        screen.process(frame);
         let held = g.seeding.take().unwrap_or_default();
         for (seq, chunk) in held {
             if seq > after {
@@ -223,6 +219,7 @@ impl TmuxPane {
         }
         let _ = screen.take_replies();
         g.screen = screen;
+        self.note_paste(&mut g);
         g.output_seen();
         drop(g);
         self.events.output();
@@ -233,6 +230,17 @@ impl TmuxPane {
         let mut g = lock(&self.inner);
         for (_, chunk) in g.seeding.take().unwrap_or_default() {
             g.screen.process(&chunk);
+        }
+        self.note_paste(&mut g);
+    }
+
+    /// Note the app's bracketed-paste mode in the state dir when it changed
+    /// (a re-seeded screen cannot learn it from tmux).
+    fn note_paste(&self, g: &mut Inner) {
+        let paste = g.screen.bracketed_paste();
+        if paste != g.paste_noted {
+            g.paste_noted = paste;
+            super::state::save_paste_mode(&self.host.state_dir, &self.name, paste);
         }
     }
 
@@ -695,6 +703,10 @@ pub(super) fn reset_generation(
         let mut g = lock(&pane.inner);
         g.pane_id = pane_id;
         g.window_id = window_id;
+        if g.paste_noted {
+            g.paste_noted = false;
+            super::state::save_paste_mode(&pane.host.state_dir, &pane.name, false);
+        }
         g.gone = false;
         g.transport = None;
         g.next_generation(pid, env_verified)

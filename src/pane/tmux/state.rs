@@ -159,6 +159,50 @@ pub(super) fn has_saved(state_dir: &Path, name: &str) -> bool {
 /// supervisor to report the pane as lost and end what still runs of it.
 pub(super) fn remove_saved(state_dir: &Path, name: &str) {
     let _ = std::fs::remove_file(pane_path(state_dir, name));
+    let _ = std::fs::remove_file(paste_path(state_dir, name));
+}
+
+/// An empty file whose presence says the pane's app enabled bracketed paste:
+/// tmux has no format that tells (checked on 3.3a), and a re-seeded screen
+/// needs it, or a prompt is typed and a fast Enter can be lost.
+fn paste_path(state_dir: &Path, name: &str) -> PathBuf {
+    dir(state_dir).join("panes").join(format!("{name}.paste"))
+}
+
+/// Note that the app turned bracketed paste on or off (an empty file made
+/// or removed: no content, no write of the pane state).
+pub(super) fn save_paste_mode(state_dir: &Path, name: &str, on: bool) {
+    let path = paste_path(state_dir, name);
+    let res = if on {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        // The app can turn it on before the pane's state is first saved.
+        if let Some(parent) = path.parent()
+            && !parent.exists()
+        {
+            let _ = std::fs::create_dir_all(parent);
+            let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map(drop)
+    } else {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        }
+    };
+    if let Err(e) = res {
+        tracing::warn!(pane = %name, error = %e, "cannot note the pane's paste mode");
+    }
+}
+
+/// Whether the pane's app had bracketed paste on when last seen.
+pub(super) fn paste_mode(state_dir: &Path, name: &str) -> bool {
+    paste_path(state_dir, name).exists()
 }
 
 /// Every saved pane (unreadable files are reported and left in place).

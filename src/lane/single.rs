@@ -46,6 +46,8 @@ pub struct OneLane {
     /// live in memory and reach the pane only (docs/lanes.md).
     pub user_env: Vec<(String, String)>,
     pub ready_timeout: Duration,
+    /// The effort level the agent starts at (`None`: no effort flag).
+    pub effort: Option<String>,
 }
 
 /// Record and start one lane, then wait until its agent is ready. A worktree
@@ -156,6 +158,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         Some(script) => launch::sim_launch(&l.exe, l.agent, l.writes, script.as_deref()),
         None => launch::agent_launch(l.agent, l.writes),
     };
+    let launch = launch::with_effort(launch, l.agent, l.effort.as_deref());
     let version = launch::version(&launch.argv[0]);
     let mut env = vec![
         ("DROVER_LANE_ID".to_string(), l.lane_id.clone()),

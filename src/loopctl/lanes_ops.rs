@@ -191,6 +191,7 @@ impl RealLanes {
             env: vec![("DROVER_AGENT".into(), spec.agent.as_str().into())],
             user_env: self.opts.env.clone(),
             ready_timeout: self.opts.ready_timeout,
+            effort: spec.effort.clone(),
         })
     }
 }

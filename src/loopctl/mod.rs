@@ -51,5 +51,6 @@ mod escalate;
 mod finish;
 mod steps;
 pub mod tripwire;
+mod tuning;
 
 pub use error::LoopError;

@@ -227,6 +227,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             lane_dir: lane_dir.clone(),
             worktree,
             cwd: wt.clone(),
+            effort: None,
         };
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Implementing;
@@ -241,7 +242,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             t.resume = None;
             t.stall = None;
         }
-        let handle = self.ops.up(&spec)?;
+        let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle.clone());
         let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);
         self.decide(

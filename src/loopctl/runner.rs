@@ -199,10 +199,11 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) run_lock: Option<crate::store::LockGuard>,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
     pub(super) resume_tag: String,
-    /// Task outcomes, oldest first (true = parked), and outcomes since the
-    /// pool last changed (autotune).
-    pub(super) outcomes: Vec<bool>,
-    pub(super) since_tune: u32,
+    /// Lane autotune: the efforts set and cooldowns, the finished turns
+    /// (oldest first) and each task's iteration.
+    pub(super) tuner: super::autotune::State,
+    pub(super) samples: Vec<super::autotune::Sample>,
+    pub(super) iteration_of: BTreeMap<String, u32>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -424,8 +425,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             last_pass: started,
             run_lock: None,
             resume_tag: String::new(),
-            outcomes: Vec::new(),
-            since_tune: 0,
+            tuner: Default::default(),
+            samples: Vec::new(),
+            iteration_of: BTreeMap::new(),
             say,
         }
     }
@@ -524,7 +526,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             if self.ops.live()?.len() >= self.status.lanes_cap {
                 return Ok(());
             }
+            self.autotune(self.status.iterations + 1)?;
             self.status.iterations += 1;
+            self.iteration_of.insert(id.clone(), self.status.iterations);
             if let Err(e) = self.start_task(&id) {
                 self.park(
                     &id,

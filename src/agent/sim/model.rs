@@ -487,6 +487,9 @@ impl Model {
             "side_effects": run.map(|r| r.files.iter().map(|f| serde_json::json!({"kind": "file", "path": f})).collect::<Vec<_>>()).unwrap_or_default(),
             "at": crate::paths::now_rfc3339(),
         });
+        if let (Some(obj), Some(e)) = (doc.as_object_mut(), &self.script.effort) {
+            obj.insert("effort".into(), e.as_str().into());
+        }
         if let (Some(obj), Some(extra)) = (doc.as_object_mut(), fields) {
             obj.extend(extra);
         }

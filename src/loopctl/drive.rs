@@ -80,8 +80,9 @@ impl<O: LaneOps> Runner<'_, O> {
         });
     }
 
+    /// The wall-clock budget spent: before a resume and since.
     pub(super) fn elapsed(&self) -> Duration {
-        super::clock::since(self.started, self.now())
+        self.spent_before + super::clock::since(self.started, self.now())
     }
 
     fn counters(&self) -> Counters {
@@ -186,6 +187,9 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.check_overnight()?;
             self.account_time()?;
+            if self.persisted.elapsed() >= super::runner::CHECKPOINT {
+                self.persist()?;
+            }
             if self.stop.is_none()
                 && let Some(t) =
                     guards::check_running(&self.cfg.unattended.guards, &self.counters())

@@ -29,6 +29,11 @@ pub const WAIT_SLICE: Duration = Duration::from_millis(500);
 pub const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long the close-out waits for notifications still being delivered.
 pub const NOTIFY_DRAIN: Duration = Duration::from_secs(10);
+/// The intents of the run's delivered notifications (`notify.rs`).
+pub const NOTIFIED: &str = "notified.json";
+/// Longest the loop goes without writing `run.json` (so a crash loses at
+/// most this much of the budget spent).
+pub const CHECKPOINT: Duration = Duration::from_secs(5);
 /// Repair rounds a task gets before it is parked (the convergence tripwire's floor).
 pub const DEFAULT_REPAIR_ROUNDS: u32 = 2;
 
@@ -150,6 +155,15 @@ pub struct RunStatus {
     /// starts here, so the run's times never go back).
     #[serde(default)]
     pub clock_at: Option<String>,
+    /// The run's wall-clock budget spent so far, on the loop's clock, in
+    /// milliseconds (a resume goes on from here; the time between a crash
+    /// and its resume is not spent).
+    #[serde(default)]
+    pub spent_ms: u64,
+    /// Parks since the last landing (the guard's streak; a resume goes on
+    /// from it).
+    #[serde(default)]
+    pub consecutive_blockers: u32,
 }
 
 /// One question to the owner, with the loop's recommendation.
@@ -177,6 +191,10 @@ pub struct Runner<'a, O: LaneOps> {
     /// Lanes parked at a usage limit, by task.
     pub(super) limited: BTreeMap<String, LimitPark>,
     pub(super) started: DateTime<Utc>,
+    /// Budget spent before `started` (by the run before its resume).
+    pub(super) spent_before: Duration,
+    /// When `run.json` was last written (wall clock; see [`CHECKPOINT`]).
+    pub(super) persisted: std::time::Instant,
     pub(super) consecutive_blockers: u32,
     pub(super) stop: Option<Stop>,
     /// Per task: the lane's output counter and since when it has not moved.
@@ -346,6 +364,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             board_dir: Some(cfg.board_dir.clone()),
             rulings: Vec::new(),
             clock_at: None,
+            spent_ms: 0,
+            consecutive_blockers: 0,
         };
         let mode = cfg.unattended.mode;
         let lock = super::resume::lock_run(&run)?;
@@ -402,7 +422,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let notify = cfg.unattended.notify.clone();
         let mode = cfg.unattended.mode;
         let rulings = status.rulings.clone();
-        Runner {
+        let (notifier, unreadable) =
+            super::notify::Notifier::start_recorded(notify, &run.file(NOTIFIED));
+        let spent_before = Duration::from_millis(status.spent_ms);
+        let consecutive_blockers = status.consecutive_blockers;
+        let mut r = Runner {
             ops,
             cfg,
             run,
@@ -412,10 +436,12 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             jobs: BTreeMap::new(),
             limited: BTreeMap::new(),
             started,
-            consecutive_blockers: 0,
+            spent_before,
+            persisted: std::time::Instant::now(),
+            consecutive_blockers,
             stop: None,
             quiet: BTreeMap::new(),
-            notifier: super::notify::Notifier::start(notify),
+            notifier,
             paused: None,
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
@@ -429,7 +455,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             samples: Vec::new(),
             iteration_of: BTreeMap::new(),
             say,
+        };
+        if let Some(why) = unreadable {
+            r.say(&format!("notifications: {why}"));
         }
+        r
     }
 
     pub(super) fn say(&mut self, msg: &str) {
@@ -501,6 +531,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.mode = self.mode.label();
         self.status.rulings = self.rulings.clone();
         self.status.clock_at = Some(super::clock::rfc3339(self.now()));
+        self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.status.consecutive_blockers = self.consecutive_blockers;
+        self.persisted = std::time::Instant::now();
         self.run
             .write_state(&self.status.mode, self.status.landings + 1, &live)?;
         crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;

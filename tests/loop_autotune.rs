@@ -98,7 +98,11 @@ fn a_slow_lane_is_accelerated_and_the_next_lane_starts_at_the_lower_effort() {
     );
     for k in 1..=3 {
         for (lane, report) in lanes_of(k) {
-            assert_eq!(effort(&d, &lane, report), None, "{lane} ran before any change");
+            assert_eq!(
+                effort(&d, &lane, report),
+                None,
+                "{lane} ran before any change"
+            );
         }
     }
     let next = st
@@ -114,7 +118,8 @@ fn a_slow_lane_is_accelerated_and_the_next_lane_starts_at_the_lower_effort() {
         Some(to),
         "{lane} is the next {key} lane"
     );
-    let events = std::fs::read_to_string(drover::registry::events_path(&d.state)).unwrap_or_default();
+    let events =
+        std::fs::read_to_string(drover::registry::events_path(&d.state)).unwrap_or_default();
     assert!(
         events.contains("loop.autotune") && events.contains("\"actuated\":true"),
         "the recommendation is an event too"

@@ -46,8 +46,7 @@ pub fn resume<'a, O: LaneOps>(
 ) -> Result<RunStatus, LoopError> {
     let mut r = Runner::reopen(ops, cfg, n, Box::new(say))?;
     let result = r.reconcile().and_then(|()| r.drive());
-    let closed = r.close_out();
-    result.and(closed)
+    r.finish(result)
 }
 
 /// The recorded run, for `--resume`: refused when it already closed.

@@ -139,3 +139,92 @@ fn without_the_flag_no_lane_gets_an_effort() {
         }
     }
 }
+
+/// Guards the actuation on real lanes (`drover loop run --lane-autotune`):
+/// the lane record (`lanes.json`) of the next implementer lane of the
+/// slowed agent carries the effort flag in its launch argv; the lanes
+/// before it carry none.
+#[test]
+fn the_cli_records_the_effort_in_the_next_lanes_argv() {
+    let d = Drover::new();
+    let (repo, charter) =
+        loop_common::board_repo(&d, TASKS, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    let root = d.scratch();
+    let (imp, rev) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, implementer()).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    // Every lane record seen while the run goes: lane id → argv.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::<
+        String,
+        Vec<String>,
+    >::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (seen, stop, state) = (seen.clone(), stop.clone(), d.state.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(doc) = drover::lane::load(&state) {
+                    let mut s = seen.lock().unwrap();
+                    for l in doc.lanes {
+                        s.entry(l.lane_id).or_insert(l.argv);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let out = d.run(&[
+        "loop",
+        "run",
+        "--repo",
+        &repo.display().to_string(),
+        "--charter",
+        &charter.display().to_string(),
+        "--sim-implementer",
+        &imp.display().to_string(),
+        "--sim-reviewer",
+        &rev.display().to_string(),
+        "--lane-autotune",
+        "--autotune-k",
+        "2",
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let st: RunStatus =
+        serde_json::from_str(&std::fs::read_to_string(d.state.join("loop1/run.json")).unwrap())
+            .unwrap();
+    let agent = st.tasks[2].agent.unwrap();
+    let (flag, to) = match agent {
+        drover::registry::Agent::Claude => (vec!["--effort", "medium"], "medium"),
+        drover::registry::Agent::Codex => (vec!["-c", "model_reasoning_effort=low"], "low"),
+    };
+    let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    assert!(
+        dec.contains(&format!(
+            "actuated: the next implementer/{} lane starts at {to}",
+            agent.as_str()
+        )),
+        "{dec}"
+    );
+    let next = st.tasks[3..]
+        .iter()
+        .find(|t| t.agent == Some(agent))
+        .map(|t| format!("l1-impl-{}", t.id.to_lowercase()))
+        .expect("a later task of the same agent");
+    let seen = seen.lock().unwrap();
+    let argv = seen
+        .get(&next)
+        .unwrap_or_else(|| panic!("{next} never seen in lanes.json: {seen:?}"));
+    assert_eq!(argv[argv.len() - 2..], flag, "{argv:?}");
+    for k in 1..=3 {
+        let lane = format!("l1-impl-task-{k}");
+        if let Some(a) = seen.get(&lane) {
+            assert!(
+                !a.iter()
+                    .any(|x| x == "--effort" || x.starts_with("model_reasoning_effort")),
+                "{lane}: {a:?}"
+            );
+        }
+    }
+}

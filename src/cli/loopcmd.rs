@@ -244,6 +244,15 @@ fn read_script(p: &Path) -> anyhow::Result<String> {
 }
 
 fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    if !(a.autotune_k.is_finite() && a.autotune_k >= 1.0) {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "--autotune-k {} is not a multiple of at least 1; give e.g. --autotune-k 2",
+                a.autotune_k
+            ),
+        ));
+    }
     let scripts = match (&a.sim_implementer, &a.sim_reviewer) {
         (Some(imp), Some(rev)) => Some((read_script(imp)?, read_script(rev)?)),
         _ => None,
@@ -365,15 +374,6 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             std::sync::Arc::new(drover::loopctl::clock::FastClock::new(start, a.clock_scale));
     }
     cfg.unattended.autotune = a.lane_autotune;
-    if !(a.autotune_k.is_finite() && a.autotune_k >= 1.0) {
-        return Err(fail(
-            exit::USAGE,
-            format!(
-                "--autotune-k {} is not a multiple of at least 1; give e.g. --autotune-k 2",
-                a.autotune_k
-            ),
-        ));
-    }
     cfg.unattended.autotune_k = a.autotune_k;
     if a.overnight {
         cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;

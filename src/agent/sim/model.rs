@@ -22,8 +22,11 @@ pub enum Mode {
     LimitMenu { labels: Vec<String> },
 }
 
-/// The limit menu's one safe row.
+/// The limit menu's one safe row (Claude's).
 pub const WAIT_ROW: &str = "Stop and wait for limit to reset";
+/// The safe row of Codex's popup at a limit (the first, "Switch to …",
+/// changes the model).
+pub const KEEP_ROW: &str = "Keep current model";
 
 /// The OSC 7501 state the Codex profile reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,12 @@ pub struct Model {
 
 /// Text every simulated limit line holds (Claude's and Codex's wording).
 const LIMIT_MARK: &str = "hit your ";
+/// Codex's limit message, as the real one wraps it at 120 columns: the first
+/// row, then the second up to the reset time.
+const CODEX_LIMIT: [&str; 2] = [
+    "■ You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/",
+    "usage to purchase more credits or try again at",
+];
 
 /// Largest composer kept; more pasted text is dropped.
 const MAX_COMPOSER: usize = 1 << 20;
@@ -118,7 +127,8 @@ impl Model {
         if self.limit_until.is_some_and(|t| now >= t) {
             // The limit reset: its line goes.
             self.limit_until = None;
-            self.transcript.retain(|l| !l.contains(LIMIT_MARK));
+            self.transcript
+                .retain(|l| !l.contains(LIMIT_MARK) && !l.starts_with(CODEX_LIMIT[1]));
             return true;
         }
         match self.mode {
@@ -213,7 +223,7 @@ impl Model {
     fn choose_limit_row(&mut self, label: &str) {
         self.detail(&format!("Chose: {label}"));
         self.mode = Mode::Idle;
-        if label != WAIT_ROW {
+        if label != WAIT_ROW && !label.starts_with(KEEP_ROW) {
             self.exit = Some(3);
         }
     }
@@ -368,7 +378,7 @@ impl Model {
                     let line = if self.claude() {
                         format!("  ⎿  You've hit your limit · resets {at}")
                     } else {
-                        format!("■ You've hit your usage limit. Try again at {at}.")
+                        CODEX_LIMIT[0].to_string()
                     };
                     if self.claude() {
                         // Claude answers a prompt at its limit right under the
@@ -379,10 +389,11 @@ impl Model {
                         self.transcript.push(line);
                     } else {
                         self.transcript.push(line);
+                        self.transcript.push(format!("{} {at}.", CODEX_LIMIT[1]));
                     }
                     self.turn = None;
                     self.osc = Osc::Idle;
-                    self.mode = if self.claude() && !menu.is_empty() {
+                    self.mode = if !menu.is_empty() {
                         Mode::LimitMenu { labels: menu }
                     } else {
                         Mode::Idle
@@ -570,6 +581,11 @@ impl Model {
     }
 
     /// The working spinner's elapsed seconds.
+    /// A usage limit shows (until it resets).
+    pub fn limited(&self) -> bool {
+        self.limit_until.is_some()
+    }
+
     pub fn working_secs(&self, now: Instant) -> u64 {
         match self.mode {
             Mode::Working { since, .. } => now.saturating_duration_since(since).as_secs(),

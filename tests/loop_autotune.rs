@@ -118,6 +118,12 @@ fn a_slow_lane_is_accelerated_and_the_next_lane_starts_at_the_lower_effort() {
         Some(to),
         "{lane} is the next {key} lane"
     );
+    let kept = st
+        .autotune
+        .iter()
+        .find(|s| s.role == drover::loopctl::ops::Role::Implementer && s.agent == agent)
+        .unwrap_or_else(|| panic!("run.json keeps the effort for a resume: {:?}", st.autotune));
+    assert_eq!(kept.effort, to);
     let events =
         std::fs::read_to_string(drover::registry::events_path(&d.state)).unwrap_or_default();
     assert!(
@@ -133,6 +139,8 @@ fn without_the_flag_no_lane_gets_an_effort() {
     let d = Drover::new();
     let (_, dec) = run(&d, false);
     assert!(!dec.contains(" autotune: "), "{dec}");
+    let run_json = std::fs::read_to_string(d.state.join("loop1/run.json")).unwrap();
+    assert!(!run_json.contains("\"autotune\""), "{run_json}");
     for k in 1..=TASKS {
         for (lane, report) in lanes_of(k) {
             assert_eq!(effort(&d, &lane, report), None, "{lane}");

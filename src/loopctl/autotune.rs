@@ -70,7 +70,47 @@ pub struct State {
     pub cooldown: BTreeMap<Key, u32>,
 }
 
+/// One (role, agent) the tuner changed, as `run.json` keeps it (`autotune`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Saved {
+    pub role: Role,
+    pub agent: Agent,
+    pub effort: String,
+    /// Iterations of cooldown left.
+    #[serde(default)]
+    pub cooldown: u32,
+}
+
 impl State {
+    /// The state as `run.json` keeps it (a resume goes on from it).
+    pub fn save(&self) -> Vec<Saved> {
+        self.rungs
+            .iter()
+            .map(|(key, rung)| Saved {
+                role: key.0,
+                agent: key.1,
+                effort: ladder(key.1)[*rung].to_string(),
+                cooldown: self.cooldown.get(key).copied().unwrap_or(0),
+            })
+            .collect()
+    }
+
+    /// The state `save` kept; a level not on the agent's ladder is dropped
+    /// (that lane starts at its default).
+    pub fn restore(saved: &[Saved]) -> State {
+        let mut st = State::default();
+        for s in saved {
+            let key = (s.role, s.agent);
+            if let Some(rung) = ladder(s.agent).iter().position(|l| *l == s.effort) {
+                st.rungs.insert(key, rung);
+                if s.cooldown > 0 {
+                    st.cooldown.insert(key, s.cooldown);
+                }
+            }
+        }
+        st
+    }
+
     /// The effort level the next lane of `key` starts with (`None`: the
     /// tuner never changed it, so the launch gets no effort flag).
     pub fn effort(&self, key: Key) -> Option<&'static str> {
@@ -415,6 +455,25 @@ mod tests {
         let (st, recs) = tune(&st, &shift(3), 7, DEFAULT_K);
         assert!(recs[0].actuated, "{recs:?}");
         assert_eq!(st.effort((I, Claude)), Some("low"));
+    }
+
+    #[test]
+    fn the_state_kept_in_run_json_comes_back_the_same() {
+        let (st, _) = one(&State::default(), &night(40, [false; 3]));
+        let saved = st.save();
+        let json = serde_json::to_string(&saved).unwrap();
+        assert!(json.contains(r#""effort":"medium""#), "{json}");
+        let back: Vec<Saved> = serde_json::from_str(&json).unwrap();
+        assert_eq!(State::restore(&back), st);
+        let odd = vec![Saved {
+            effort: "turbo".into(),
+            ..saved[0].clone()
+        }];
+        assert_eq!(
+            State::restore(&odd),
+            State::default(),
+            "an unknown level is dropped"
+        );
     }
 
     #[test]

@@ -164,6 +164,10 @@ pub struct RunStatus {
     /// from it).
     #[serde(default)]
     pub consecutive_blockers: u32,
+    /// The efforts lane autotune set, and their cooldowns (absent when it
+    /// changed nothing; a resume goes on from them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub autotune: Vec<super::autotune::Saved>,
 }
 
 /// One question to the owner, with the loop's recommendation.
@@ -365,6 +369,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             clock_at: None,
             spent_ms: 0,
             consecutive_blockers: 0,
+            autotune: Vec::new(),
         };
         let mode = cfg.unattended.mode;
         let lock = super::resume::lock_run(&run)?;
@@ -425,6 +430,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             super::notify::Notifier::start_recorded(notify, &run.file(NOTIFIED));
         let spent_before = Duration::from_millis(status.spent_ms);
         let consecutive_blockers = status.consecutive_blockers;
+        let tuner = super::autotune::State::restore(&status.autotune);
         let mut r = Runner {
             ops,
             cfg,
@@ -450,7 +456,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             last_pass: started,
             run_lock: None,
             resume_tag: String::new(),
-            tuner: Default::default(),
+            tuner,
             samples: Vec::new(),
             iteration_of: BTreeMap::new(),
             say,
@@ -559,6 +565,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.clock_at = Some(super::clock::rfc3339(self.now()));
         self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.status.consecutive_blockers = self.consecutive_blockers;
+        self.status.autotune = self.tuner.save();
         self.persisted = std::time::Instant::now();
         self.run
             .write_state(&self.status.mode, self.status.landings + 1, &live)?;

@@ -467,33 +467,6 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         r
     }
 
-    /// After the loop: the close-out — unless the loop failed because the
-    /// supervisor holding its lanes cannot be reached (killed, crashed): its
-    /// lanes went with it, so the run stops unclosed, for `--resume`.
-    pub(super) fn finish(&mut self, result: Result<(), LoopError>) -> Result<RunStatus, LoopError> {
-        if let Err(e) = &result
-            && self.ops.live().is_err()
-        {
-            let why = format!("the supervisor cannot be reached ({e})");
-            self.decide(
-                "interrupted",
-                &format!(
-                    "{why}; the run stops unclosed, for `drover loop run --resume {}`",
-                    self.run.n
-                ),
-            )?;
-            self.say(&format!("interrupted: {why}"));
-            self.status.state = "interrupted".into();
-            self.persist()?;
-            return Err(LoopError::Interrupted {
-                run: self.run.n,
-                why,
-            });
-        }
-        let closed = self.close_out();
-        result.and(closed)
-    }
-
     pub(super) fn say(&mut self, msg: &str) {
         (self.say)(msg);
     }

@@ -31,6 +31,8 @@
 
 #[path = "flood.rs"]
 mod flood;
+#[path = "herdr_fake.rs"]
+mod herdr_fake;
 #[path = "support.rs"]
 mod support;
 
@@ -111,7 +113,13 @@ fn main() -> ExitCode {
             .map(String::from)
             .collect(),
     };
-    match run(&o) {
+    // herdr panes run on the fake herdr unless `$DROVER_HERDR` names one.
+    let r = herdr_fake::FakeHerdr::start_if_needed(&o.backends).and_then(|fake| {
+        let r = run(&o);
+        drop(fake);
+        r
+    });
+    match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench latency: {e}");

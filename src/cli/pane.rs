@@ -116,6 +116,13 @@ pub struct NewArgs {
     /// Where the pane lives: native (a PTY drover owns), tmux or herdr.
     #[arg(long, env = "DROVER_BACKEND", default_value = "native")]
     pub backend: String,
+    /// herdr only: put the pane beside herdr pane PANE, in its workspace
+    /// (`pane split`), instead of in a workspace of its own.
+    #[arg(long, value_name = "PANE")]
+    pub split: Option<String>,
+    /// With --split: where the new pane goes, right or down.
+    #[arg(long, value_name = "DIR", default_value = "right", requires = "split")]
+    pub split_direction: String,
     /// Print one JSON document: {name, pid, generation, …}.
     #[arg(long)]
     pub json: bool,
@@ -220,9 +227,11 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                         usage(format!("--backend: {e}"))
                     })?;
             let mut c = ctx.client_or_start()?;
-            let info = c
-                .call("pane.new", json!({"spec": spec, "backend": backend}))
-                .map_err(client_err)?;
+            let mut req = json!({"spec": spec, "backend": backend});
+            if let Some(of) = &a.split {
+                req["split"] = json!({"pane": of, "direction": a.split_direction});
+            }
+            let info = c.call("pane.new", req).map_err(client_err)?;
             if a.json {
                 print_json(&info);
             } else {

@@ -601,6 +601,8 @@ fn size_args(args: &Value) -> Result<(u16, u16), Response> {
 pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
     let code = if e.is_usage() {
         ErrorCode::Usage
+    } else if matches!(e, crate::pane::PaneError::Unsupported { .. }) {
+        ErrorCode::Refused
     } else if matches!(e, crate::pane::PaneError::Exited(_)) {
         ErrorCode::NotFound
     } else if matches!(
@@ -621,6 +623,7 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
             .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
     spec.validate().map_err(pane_err)?;
     let backend = backend_arg(args)?;
+    let split = herdr_split_arg(sup, args, backend)?;
     // Reserve the name, then spawn without holding the pane table: a slow
     // exec must not stall every other request.
     {
@@ -644,10 +647,11 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         let (events, notify, output) = sup2.events();
         let name = spec.name.clone();
         let env_count = spec.env.len();
-        let pane = sup2
-            .hosts
-            .spawn(backend, spec, events)
-            .map_err(pane_err)?;
+        let pane = match split {
+            None => sup2.hosts.spawn(backend, spec, events),
+            Some((of, direction)) => sup2.hosts.spawn_herdr_split(spec, of, direction, events),
+        }
+        .map_err(pane_err)?;
         let info = pane.info();
         tracing::info!(pane = %name, %backend, pid = info.pid, env_vars = env_count, "pane created");
         let entry = Arc::new(Entry {
@@ -694,6 +698,45 @@ fn backend_arg(args: &Value) -> Result<Backend, Response> {
             ErrorCode::Usage,
             "`backend` must be a string: native, tmux or herdr",
         )),
+    }
+}
+
+/// `split: {pane, direction}` of `pane.new` (herdr only): herdr's id of
+/// that drover pane, and the direction.
+fn herdr_split_arg(
+    sup: &Sup,
+    args: &Value,
+    backend: Backend,
+) -> Result<Option<(String, crate::pane::herdr::SplitDirection)>, Response> {
+    let Some(split) = args.get("split").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
+    if backend != Backend::Herdr {
+        return Err(usage(format!(
+            "--split works on herdr panes only (this pane's backend is {backend})"
+        )));
+    }
+    let name = split["pane"].as_str().unwrap_or_default();
+    let direction = split["direction"].as_str().unwrap_or("right");
+    let direction = crate::pane::herdr::SplitDirection::parse(direction).ok_or_else(|| {
+        usage(format!(
+            "--split-direction {direction:?}: use right or down"
+        ))
+    })?;
+    let of = lock(&sup.panes).get(name).map(|e| e.pane.clone());
+    let Some(of) = of else {
+        return Err(Response::err(
+            0,
+            ErrorCode::NotFound,
+            format!("--split {name}: no such pane; `drover pane ls` lists them"),
+        ));
+    };
+    match (of.backend(), of.backend_pane_id()) {
+        (Backend::Herdr, Some(id)) => Ok(Some((id, direction))),
+        (b, _) => Err(usage(format!(
+            "--split {name}: that pane is on {b}, not herdr; split a herdr pane"
+        ))),
     }
 }
 

@@ -55,8 +55,10 @@ pub(super) async fn attach(
         }
         _ => None,
     };
+    // A backend without a settable size (herdr) is attached at its own.
     if let Some((c, r)) = size
         && let Err(e) = pane.resize(c, r)
+        && !matches!(e, crate::pane::PaneError::Unsupported { .. })
     {
         let mut r = pane_err(e);
         r.id = id;

@@ -3,7 +3,7 @@
 //! stopping the backends' servers at shutdown.
 
 use super::backend::{Backend, PaneBackend};
-use super::herdr::HerdrHost;
+use super::herdr::{HerdrHost, Place, SplitDirection};
 use super::tmux::TmuxHost;
 use super::{NativePane, PaneError, PaneEvents, PaneSpec};
 use std::path::{Path, PathBuf};
@@ -31,6 +31,10 @@ impl Hosts {
         self.tmux.get_or_init(|| TmuxHost::new(&self.state_dir))
     }
 
+    fn herdr(&self) -> &Arc<HerdrHost> {
+        self.herdr.get_or_init(|| HerdrHost::new(&self.state_dir))
+    }
+
     /// Create a pane on `backend`.
     pub fn spawn(
         &self,
@@ -41,21 +45,40 @@ impl Hosts {
         match backend {
             Backend::Native => Ok(NativePane::spawn(spec, events)?),
             Backend::Tmux => Ok(self.tmux().spawn(spec, events)?),
-            Backend::Herdr => Ok(self
-                .herdr
-                .get_or_init(|| HerdrHost::new(&self.state_dir))
-                .spawn(spec, events)?),
+            Backend::Herdr => Ok(self.herdr().spawn(spec, Place::Workspace, events)?),
         }
     }
 
+    /// Create a herdr pane split from the herdr pane `of` (herdr's id), in
+    /// its workspace.
+    pub fn spawn_herdr_split(
+        &self,
+        spec: PaneSpec,
+        of: String,
+        direction: SplitDirection,
+        events: Arc<dyn PaneEvents>,
+    ) -> Result<Arc<dyn PaneBackend>, PaneError> {
+        Ok(self
+            .herdr()
+            .spawn(spec, Place::Split { of, direction }, events)?)
+    }
+
     /// Re-adopt the panes a previous supervisor left that are still alive
-    /// (tmux). `events` makes each pane's callbacks.
+    /// (tmux, herdr). `events` makes each pane's callbacks.
     pub fn adopt(&self, events: &dyn Fn(&str) -> Arc<dyn PaneEvents>) -> Vec<Arc<dyn PaneBackend>> {
-        self.tmux()
+        let mut out: Vec<Arc<dyn PaneBackend>> = self
+            .tmux()
             .adopt(events)
             .into_iter()
             .map(|p| p as Arc<dyn PaneBackend>)
-            .collect()
+            .collect();
+        out.extend(
+            self.herdr()
+                .adopt(events)
+                .into_iter()
+                .map(|p| p as Arc<dyn PaneBackend>),
+        );
+        out
     }
 
     /// Stop the backends' clients and the servers drover started (after

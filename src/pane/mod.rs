@@ -104,6 +104,13 @@ pub enum PaneError {
         backend: &'static str,
         message: String,
     },
+    /// The backend cannot do this operation (refused, exit 3).
+    #[error("{backend} refuses {operation}: {message}")]
+    Unsupported {
+        backend: &'static str,
+        operation: &'static str,
+        message: String,
+    },
 }
 
 impl PaneError {
@@ -117,6 +124,7 @@ impl PaneError {
                 | PaneError::NotReading(_)
                 | PaneError::Transport { .. }
                 | PaneError::Backend { .. }
+                | PaneError::Unsupported { .. }
         )
     }
 }

@@ -11,6 +11,7 @@
 mod client;
 mod keys;
 mod pane;
+mod state;
 mod watch;
 
 pub use client::{Client, Fault, MIN_VERSION, parse_version, socket_path};
@@ -35,18 +36,74 @@ const FIND_TIMEOUT: Duration = Duration::from_secs(5);
 const EXEC_TIMEOUT: Duration = Duration::from_secs(10);
 /// The wrapper's `$0`-free marker: its first argument names it.
 const WRAPPER_SHELL: &str = "/bin/sh";
+/// The window title the wrapper sets once the command has ended: when
+/// herdr shows it, herdr has taken in every byte the command wrote.
+pub(crate) const EXITED_TITLE: &str = "drover:exited";
 /// Clears the typed line, runs the command, writes its status atomically
-/// (private to the user; the umask is set in a subshell, never the command's).
-/// Its traps let it outlive the signals that end the command (which gets
-/// the default actions back at exec), so the status is written.
+/// (private to the user; the umask is set in a subshell, never the command's),
+/// sets [`EXITED_TITLE`], then keeps the pane open (herdr closes a pane
+/// when its process ends) until drover has read the last screen and made
+/// `$0.seen`, 3 s at most. Its traps let it outlive the signals that end
+/// the command (which gets the default actions back at exec), so the
+/// status is written.
 const WRAPPER_SCRIPT: &str = "trap : INT QUIT TERM HUP; printf '\\033[H\\033[2J\\033[3J'; \"$@\"; s=$?; \
-     (umask 077; printf '%s\\n' \"$s\" > \"$0.tmp\") && mv -f \"$0.tmp\" \"$0\"; exit \"$s\"";
+     (umask 077; printf '%s\\n' \"$s\" > \"$0.tmp\") && mv -f \"$0.tmp\" \"$0\"; \
+     printf '\\033]2;drover:exited\\007'; i=0; \
+     while [ ! -e \"$0.seen\" ] && [ \"$i\" -lt 30 ]; do sleep 0.1; i=$((i+1)); done; \
+     rm -f \"$0.seen\"; exit \"$s\"";
 
 fn herdr_err(message: impl Into<String>) -> PaneError {
     PaneError::Backend {
         backend: "herdr",
         message: message.into(),
     }
+}
+
+/// Where a new herdr pane goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Place {
+    /// A workspace of its own (`workspace create`).
+    Workspace,
+    /// Beside another herdr pane, in its workspace (`pane split`).
+    Split {
+        /// herdr's id of the pane split.
+        of: String,
+        direction: SplitDirection,
+    },
+}
+
+/// `pane split --direction`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitDirection {
+    Right,
+    Down,
+}
+
+impl SplitDirection {
+    /// `right` or `down`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "right" => Some(SplitDirection::Right),
+            "down" => Some(SplitDirection::Down),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SplitDirection::Right => "right",
+            SplitDirection::Down => "down",
+        }
+    }
+}
+
+/// The file the wrapper waits for after the command ended: drover has
+/// read the last screen (`<status file>.seen`).
+pub(crate) fn seen_file(status_file: &Path) -> PathBuf {
+    let mut s = status_file.as_os_str().to_owned();
+    s.push(".seen");
+    PathBuf::from(s)
 }
 
 /// drover's herdr host for one state dir: the client, and the panes made.
@@ -72,6 +129,8 @@ pub(crate) struct Created {
     pub(crate) workspace_id: String,
     pub(crate) pane_id: String,
     pub(crate) terminal_id: Option<String>,
+    /// The split direction, for a pane made by `pane split`.
+    pub(crate) split: Option<String>,
     pub(crate) pid: u32,
     pub(crate) env_verified: bool,
     pub(crate) status_file: PathBuf,
@@ -105,10 +164,12 @@ impl HerdrHost {
         Ok(())
     }
 
-    /// Create a pane for `spec` on herdr, its env verified.
+    /// Create a pane for `spec` on herdr, its env verified: in a new
+    /// workspace, or split from another herdr pane (`place`).
     pub fn spawn(
         &self,
         spec: PaneSpec,
+        place: Place,
         events: Arc<dyn PaneEvents>,
     ) -> Result<Arc<HerdrPane>, PaneError> {
         spec.validate()?;
@@ -117,17 +178,20 @@ impl HerdrHost {
             .upgrade()
             .ok_or_else(|| herdr_err("the supervisor is stopping"))?;
         let created_at = crate::paths::now_rfc3339();
-        let c = self.create(&spec, 1, &created_at)?;
-        Ok(HerdrPane::start(me, spec, c, 1, events))
+        let c = self.create(&spec, 1, &created_at, &place)?;
+        let pane = HerdrPane::start(me, spec, c, 1, events);
+        state::save(&self.state_dir, &pane);
+        Ok(pane)
     }
 
-    /// `workspace.create` with the env, find the shell, type the `exec`
-    /// line, verify the env of the started wrapper.
+    /// `workspace.create` (or `pane.split`) with the env, find the shell,
+    /// type the `exec` line, verify the env of the started wrapper.
     pub(crate) fn create(
         &self,
         spec: &PaneSpec,
         generation: u64,
         created_at: &str,
+        place: &Place,
     ) -> Result<Created, PaneError> {
         self.check()?;
         let marker = crate::pane::reap::marker(&spec.name, generation, created_at);
@@ -139,11 +203,19 @@ impl HerdrHost {
             crate::pane::PANE_MARKER_ENV.into(),
             Value::String(marker.clone()),
         );
-        let mut params = json!({
-            "focus": false,
-            "label": format!("drover:{}", spec.name),
-            "env": env,
-        });
+        let mut params = match place {
+            Place::Workspace => json!({
+                "focus": false,
+                "label": format!("drover:{}", spec.name),
+                "env": env,
+            }),
+            Place::Split { of, direction } => json!({
+                "target_pane_id": of,
+                "direction": direction.as_str(),
+                "focus": false,
+                "env": env,
+            }),
+        };
         if let Some(cwd) = &spec.cwd {
             params["cwd"] = Value::String(cwd.to_string_lossy().into_owned());
         }
@@ -151,21 +223,29 @@ impl HerdrHost {
             command: spec.argv.first().cloned().unwrap_or_default(),
             message,
         };
+        let (method, what, root) = match place {
+            Place::Workspace => ("workspace.create", "workspace create", "root_pane"),
+            Place::Split { .. } => ("pane.split", "pane split", "pane"),
+        };
         let r = self
             .client
-            .request("workspace.create", params, REQUEST_TIMEOUT, true)
-            .map_err(|f| spawn_err(format!("herdr workspace create: {f}")))?;
-        let (Some(workspace_id), Some(pane_id)) = (
-            r["workspace"]["workspace_id"].as_str().map(String::from),
-            r["root_pane"]["pane_id"].as_str().map(String::from),
-        ) else {
-            return Err(herdr_err(
-                "workspace create answered without .workspace.workspace_id and .root_pane.pane_id",
-            ));
+            .request(method, params, REQUEST_TIMEOUT, true)
+            .map_err(|f| spawn_err(format!("herdr {what}: {f}")))?;
+        let workspace_id = match place {
+            Place::Workspace => r["workspace"]["workspace_id"].as_str(),
+            Place::Split { .. } => r["pane"]["workspace_id"].as_str(),
+        }
+        .map(String::from);
+        let (Some(workspace_id), Some(pane_id)) =
+            (workspace_id, r[root]["pane_id"].as_str().map(String::from))
+        else {
+            return Err(herdr_err(format!(
+                "herdr {what} answered without the workspace id and .{root}.pane_id"
+            )));
         };
-        let terminal_id = r["root_pane"]["terminal_id"].as_str().map(String::from);
+        let terminal_id = r[root]["terminal_id"].as_str().map(String::from);
         let fail = |e: PaneError| {
-            self.close_workspace(&workspace_id);
+            self.close_pane(&pane_id);
             e
         };
         let entry = format!("{}={marker}", crate::pane::PANE_MARKER_ENV);
@@ -206,6 +286,10 @@ impl HerdrHost {
             workspace_id,
             pane_id,
             terminal_id,
+            split: match place {
+                Place::Workspace => None,
+                Place::Split { direction, .. } => Some(direction.as_str().to_string()),
+            },
             pid,
             env_verified,
             status_file,
@@ -213,14 +297,90 @@ impl HerdrHost {
         })
     }
 
-    /// `herdr workspace close ID` (errors are logged: the pane may be gone).
-    pub(crate) fn close_workspace(&self, workspace_id: &str) {
-        if let Err(f) = self
-            .client
-            .cli(&["workspace", "close", workspace_id], CLI_TIMEOUT)
-        {
-            tracing::debug!(workspace = %workspace_id, error = %f, "herdr workspace close failed");
+    /// `herdr pane close ID`: herdr closes the workspace with its last
+    /// pane (errors are logged: the pane may be gone already).
+    pub(crate) fn close_pane(&self, pane_id: &str) {
+        if let Err(f) = self.client.cli(&["pane", "close", pane_id], CLI_TIMEOUT) {
+            tracing::debug!(pane_id = %pane_id, error = %f, "herdr pane close failed");
         }
+    }
+
+    /// Where a respawn of a pane that lived in `workspace_id` goes: split
+    /// from another pane still in that workspace (`pane.list`), so panes
+    /// split into one workspace stay together; else a new workspace.
+    pub(crate) fn respawn_place(
+        &self,
+        workspace_id: &str,
+        old: &str,
+        split: Option<&str>,
+    ) -> Place {
+        let Some(direction) = split.and_then(SplitDirection::parse) else {
+            return Place::Workspace;
+        };
+        let listed = self.client.request(
+            "pane.list",
+            json!({"workspace_id": workspace_id}),
+            REQUEST_TIMEOUT,
+            false,
+        );
+        let other = listed.ok().and_then(|r| {
+            r["panes"].as_array()?.iter().find_map(|p| {
+                let id = p["pane_id"].as_str()?;
+                (id != old).then(|| id.to_string())
+            })
+        });
+        match other {
+            Some(of) => Place::Split { of, direction },
+            None => Place::Workspace,
+        }
+    }
+
+    /// Re-adopt the panes a previous supervisor of this state dir left
+    /// running (`kill -9`): those whose wrapper still runs with the saved
+    /// start time. The others' state is removed; their pane records stay,
+    /// so the supervisor lists them as lost and ends what still runs.
+    pub fn adopt(&self, events: &dyn Fn(&str) -> Arc<dyn PaneEvents>) -> Vec<Arc<HerdrPane>> {
+        let saved = state::load(&self.state_dir);
+        let Some(me) = self.me.upgrade() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for s in saved {
+            let live = crate::pane::record::start_time(s.pid) == Some(s.pid_start_time)
+                && watch::is_leader(s.pid);
+            if !live {
+                tracing::warn!(pane = %s.name, pid = s.pid, "herdr pane's process is gone; not re-adopted");
+                state::remove(&self.state_dir, &s.name);
+                continue;
+            }
+            let spec = PaneSpec {
+                name: s.name.clone(),
+                argv: s.argv.clone(),
+                env: state::env_from_proc(s.pid, &s.env_names),
+                cwd: s.cwd.clone(),
+                cols: s.cols,
+                rows: s.rows,
+                agent: s.agent.clone(),
+            };
+            let c = Created {
+                workspace_id: s.workspace_id.clone(),
+                pane_id: s.pane_id.clone(),
+                terminal_id: s.terminal_id.clone(),
+                split: s.split.clone(),
+                pid: s.pid,
+                env_verified: true,
+                status_file: s.status_file.clone(),
+                created_at: s.created_at.clone(),
+            };
+            let pane = HerdrPane::start(me.clone(), spec, c, s.generation, events(&s.name));
+            tracing::info!(pane = %s.name, pane_id = %s.pane_id, generation = s.generation, "herdr pane re-adopted");
+            out.push(pane);
+        }
+        out
+    }
+
+    pub(crate) fn state_dir(&self) -> &Path {
+        &self.state_dir
     }
 
     /// `<state>/herdr/exit/<name>.<generation>`, its directory private and
@@ -231,6 +391,7 @@ impl HerdrHost {
             .map_err(|e| herdr_err(format!("cannot create {}: {e}", dir.display())))?;
         let f = dir.join(format!("{name}.{generation}"));
         let _ = std::fs::remove_file(&f);
+        let _ = std::fs::remove_file(seen_file(&f));
         Ok(f)
     }
 

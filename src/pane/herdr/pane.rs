@@ -28,13 +28,17 @@ pub(crate) struct Inner {
     pub(crate) generation: u64,
     pub(crate) workspace_id: String,
     pub(crate) pane_id: String,
-    terminal_id: Option<String>,
+    pub(crate) terminal_id: Option<String>,
+    /// The split direction, for a pane made by `pane split`.
+    pub(crate) split: Option<String>,
     pub(crate) pid: u32,
     pub(crate) status_file: PathBuf,
-    created_at: String,
+    pub(crate) created_at: String,
     pub(crate) screen: Screen,
     /// The last text `pane read` returned (the screen is redrawn on change).
     pub(crate) last_text: Option<String>,
+    /// The last terminal title herdr showed (`pane.get`).
+    title: Option<String>,
     pub(crate) exit: Option<ExitInfo>,
     env_verified: bool,
     started_at_ms: u64,
@@ -85,10 +89,12 @@ impl HerdrPane {
                 workspace_id: c.workspace_id,
                 pane_id: c.pane_id,
                 terminal_id: c.terminal_id,
+                split: c.split,
                 pid: c.pid,
                 status_file: c.status_file,
                 created_at: c.created_at,
                 last_text: None,
+                title: None,
                 exit: None,
                 env_verified: c.env_verified,
                 started_at_ms: crate::paths::now_ms(),
@@ -134,6 +140,20 @@ impl HerdrPane {
         } else if changed {
             self.events.output();
         }
+    }
+
+    /// herdr shows a new terminal title: it goes into the screen model as
+    /// the app's OSC 2, so title-based detection works as on other panes.
+    pub(crate) fn set_title(&self, generation: u64, title: String) {
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.title.as_deref() == Some(title.as_str()) {
+            return;
+        }
+        let clean: String = title.chars().filter(|c| !c.is_control()).collect();
+        g.screen.process(format!("\x1b]2;{clean}\x07").as_bytes());
+        g.title = Some(title);
+        drop(g);
+        self.events.output();
     }
 
     /// herdr could not be reached (`Some`) or answered again (`None`).
@@ -261,13 +281,17 @@ impl HerdrPane {
         reap::sweep(&key, &mut found, REAP_TIMEOUT);
     }
 
+    /// Close the pane in herdr (herdr closes its workspace with the last
+    /// pane) and drop its status and re-adoption files.
     fn close(&self) {
-        let (ws, file) = {
+        let (pane_id, file) = {
             let g = lock(&self.inner);
-            (g.workspace_id.clone(), g.status_file.clone())
+            (g.pane_id.clone(), g.status_file.clone())
         };
-        self.host.close_workspace(&ws);
+        self.host.close_pane(&pane_id);
+        let _ = std::fs::remove_file(super::seen_file(&file));
         let _ = std::fs::remove_file(file);
+        super::state::remove(self.host.state_dir(), &self.name);
     }
 }
 
@@ -316,7 +340,24 @@ impl PaneBackend for HerdrPane {
     }
     fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
         let (pane_id, _) = self.usable()?;
-        self.send_plain(&pane_id, &String::from_utf8_lossy(bytes))
+        // Keys as keys, text as text: herdr pastes whatever goes by text.
+        for part in super::keys::split_input(bytes) {
+            match part {
+                super::keys::Input::Text(t) => self.send_plain(&pane_id, &t)?,
+                super::keys::Input::Keys(k) => self
+                    .host
+                    .client()
+                    .request(
+                        "pane.send_keys",
+                        json!({"pane_id": pane_id, "keys": k}),
+                        REQUEST_TIMEOUT,
+                        true,
+                    )
+                    .map(|_| ())
+                    .map_err(|f| self.fault_err("pane send-keys", f))?,
+            }
+        }
+        Ok(())
     }
     fn send_text(&self, text: &str, enter: bool) -> Result<(), PaneError> {
         let (pane_id, agent) = self.usable()?;
@@ -362,9 +403,14 @@ impl PaneBackend for HerdrPane {
         self.send_named(&pane_id, &named)
     }
     fn resize(&self, _cols: u16, _rows: u16) -> Result<(), PaneError> {
-        Err(PaneError::Backend {
+        // herdr's `pane.resize` only moves a split edge by a direction and
+        // an amount of its layout; no request sets a pane's columns × rows.
+        Err(PaneError::Unsupported {
             backend: "herdr",
-            message: "herdr sizes its panes by its own layout; resize them in herdr".into(),
+            operation: "resize",
+            message: "herdr sizes its panes by its own layout and the terminal it is shown in; \
+                      resize the pane in herdr"
+                .into(),
         })
     }
     fn spec_size(&self) -> (u16, u16) {
@@ -378,24 +424,35 @@ impl PaneBackend for HerdrPane {
     fn respawn(self: Arc<Self>) -> Result<u64, PaneError> {
         self.stop_process();
         self.close();
-        let (spec, generation) = {
+        let (spec, generation, workspace_id, old, split) = {
             let g = lock(&self.inner);
-            (g.spec.clone(), g.generation + 1)
+            (
+                g.spec.clone(),
+                g.generation + 1,
+                g.workspace_id.clone(),
+                g.pane_id.clone(),
+                g.split.clone(),
+            )
         };
+        let place = self
+            .host
+            .respawn_place(&workspace_id, &old, split.as_deref());
         let created_at = crate::paths::now_rfc3339();
-        let c = self.host.create(&spec, generation, &created_at)?;
+        let c = self.host.create(&spec, generation, &created_at, &place)?;
         {
             let mut g = lock(&self.inner);
             g.generation = generation;
             g.workspace_id = c.workspace_id;
             g.pane_id = c.pane_id;
             g.terminal_id = c.terminal_id;
+            g.split = c.split;
             g.pid = c.pid;
             g.status_file = c.status_file;
             g.created_at = c.created_at;
             g.env_verified = c.env_verified;
             g.screen = Screen::new(g.spec.cols, g.spec.rows);
             g.last_text = None;
+            g.title = None;
             g.exit = None;
             g.transport = None;
             g.backend_state = None;
@@ -404,6 +461,7 @@ impl PaneBackend for HerdrPane {
             g.started = Instant::now();
             g.last_output = Instant::now();
         }
+        super::state::save(self.host.state_dir(), &self);
         watch::start(&self, generation);
         self.cv.notify_all();
         self.events.output();

@@ -25,6 +25,11 @@ const AGENT_BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// After the exit, how long the status file may take to appear.
 const STATUS_WAIT: Duration = Duration::from_millis(500);
+/// After the command ended, how long herdr may take to show the wrapper's
+/// exit title (all the command's output taken in) before the last read.
+const FINAL_READ_WAIT: Duration = Duration::from_secs(1);
+/// How long the wrapper may take to start the command (its child).
+const COMMAND_FIND_TIMEOUT: Duration = Duration::from_secs(5);
 /// Every state `agent wait` knows.
 const STATES: [&str; 5] = ["idle", "working", "blocked", "done", "unknown"];
 
@@ -52,22 +57,37 @@ fn current(pane: &HerdrPane, generation: u64) -> Option<(String, bool)> {
     (g.generation == generation).then(|| (g.pane_id.clone(), g.exit.is_some()))
 }
 
-/// One `pane read --source visible --format text` of `pane_id`.
-pub(super) fn read(pane: &HerdrPane, pane_id: &str) -> Result<String, Fault> {
+/// One `pane read --source visible --format text` of `pane_id`: the text
+/// and herdr's revision of the pane (when it gives one).
+pub(super) fn read(pane: &HerdrPane, pane_id: &str) -> Result<(String, Option<u64>), Fault> {
     let r = pane.host.client().request(
         "pane.read",
         json!({"pane_id": pane_id, "source": "visible", "format": "text", "strip_ansi": true}),
         REQUEST_TIMEOUT,
         false,
     )?;
-    r["read"]["text"]
+    let text = r["read"]["text"]
         .as_str()
         .map(String::from)
-        .ok_or_else(|| Fault::Transport("pane read answered without .read.text".into()))
+        .ok_or_else(|| Fault::Transport("pane read answered without .read.text".into()))?;
+    Ok((text, r["read"]["revision"].as_u64()))
+}
+
+/// The terminal title herdr shows for `pane_id` (`pane.get`:
+/// `.pane.terminal_title`; `None` when the app set none).
+pub(super) fn title(pane: &HerdrPane, pane_id: &str) -> Result<Option<String>, Fault> {
+    let r = pane.host.client().request(
+        "pane.get",
+        json!({"pane_id": pane_id}),
+        REQUEST_TIMEOUT,
+        false,
+    )?;
+    Ok(r["pane"]["terminal_title"].as_str().map(String::from))
 }
 
 fn reader(weak: Weak<HerdrPane>, generation: u64) {
     let mut delay = READ_EVERY;
+    let mut revision: Option<u64> = None;
     loop {
         std::thread::sleep(delay);
         let Some(p) = weak.upgrade() else { return };
@@ -78,7 +98,17 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
             return;
         }
         match read(&p, &pane_id) {
-            Ok(text) => {
+            Ok((text, rev)) => {
+                // The title only when herdr's pane changed (or no revision).
+                let t = if rev.is_none() || rev != revision {
+                    title(&p, &pane_id).ok().flatten()
+                } else {
+                    None
+                };
+                revision = rev;
+                if let Some(t) = t.filter(|t| t != super::EXITED_TITLE) {
+                    p.set_title(generation, t);
+                }
                 p.show(generation, text);
                 delay = READ_EVERY;
             }
@@ -126,53 +156,119 @@ pub(super) fn is_leader(pid: u32) -> bool {
             .is_some_and(|s| s.pgrp == i64::from(pid) && s.session == i64::from(pid))
 }
 
-fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
+/// The command the wrapper `pid` runs: its child (none when the command
+/// has ended already: the status file is there, or the wrapper is gone).
+fn find_command(pid: u32, status_file: &std::path::Path) -> Option<u32> {
+    let deadline = std::time::Instant::now() + COMMAND_FIND_TIMEOUT;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        if let Some(c) = children.split_whitespace().find_map(|c| c.parse().ok()) {
+            return Some(c);
+        }
+        if status_file.exists() || !is_leader(pid) || std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Wait until the command or the wrapper ends (either pidfd readable);
+/// false when the generation ended or the pane was dropped first.
+fn wait_end(weak: &Weak<HerdrPane>, generation: u64, fds: &[std::os::fd::OwnedFd]) -> bool {
     use std::os::fd::AsRawFd;
-    let pid = match weak.upgrade() {
-        Some(p) => lock(&p.inner).pid,
-        None => return,
-    };
-    if let Some(fd) = pidfd_open(pid) {
-        loop {
-            let mut pfd = nix::libc::pollfd {
+    loop {
+        let mut pfds: Vec<nix::libc::pollfd> = fds
+            .iter()
+            .map(|fd| nix::libc::pollfd {
                 fd: fd.as_raw_fd(),
                 events: nix::libc::POLLIN,
                 revents: 0,
-            };
-            // SAFETY: one valid pollfd for a fd we own; waits at most 1 s.
-            let n = unsafe { nix::libc::poll(&mut pfd, 1, 1000) };
-            if n > 0 {
-                break;
-            }
-            let Some(p) = weak.upgrade() else { return };
-            if current(&p, generation).is_none_or(|(_, exited)| exited) {
-                return;
-            }
+            })
+            .collect();
+        // SAFETY: valid pollfds for fds we own; waits at most 1 s.
+        let n =
+            unsafe { nix::libc::poll(pfds.as_mut_ptr(), pfds.len() as nix::libc::nfds_t, 1000) };
+        if n > 0 {
+            return true;
+        }
+        let Some(p) = weak.upgrade() else {
+            return false;
+        };
+        if current(&p, generation).is_none_or(|(_, exited)| exited) {
+            return false;
         }
     }
+}
+
+/// The exit: the command's (or the wrapper's) pidfd wakes the watcher; the
+/// wrapper keeps herdr's pane open until the last screen is read (herdr
+/// closes a pane when its process ends), then the status file gives the
+/// code and `.seen` lets the wrapper go.
+fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
+    let (pid, status_file) = match weak.upgrade() {
+        Some(p) => {
+            let g = lock(&p.inner);
+            (g.pid, g.status_file.clone())
+        }
+        None => return,
+    };
+    let wrapper = pidfd_open(pid);
+    let command = find_command(pid, &status_file).and_then(pidfd_open);
+    let fds: Vec<_> = wrapper.into_iter().chain(command).collect();
+    if !fds.is_empty() && !wait_end(&weak, generation, &fds) {
+        return;
+    }
     let Some(p) = weak.upgrade() else { return };
-    let (status_file, pane_id, stopping) = {
+    let (pane_id, stopping) = {
         let g = lock(&p.inner);
         if g.generation != generation {
             return;
         }
-        (g.status_file.clone(), g.pane_id.clone(), g.stopping)
+        (g.pane_id.clone(), g.stopping)
     };
-    // The last output first, while herdr may still show it.
-    if let Ok(text) = read(&p, &pane_id) {
-        p.show(generation, text);
-    }
+    final_read(&p, generation, &pane_id, pid);
     let deadline = std::time::Instant::now() + STATUS_WAIT;
     let status = loop {
         if let Ok(s) = std::fs::read_to_string(&status_file) {
             break s.trim().parse::<i32>().ok();
         }
-        if stopping || std::time::Instant::now() >= deadline {
+        if std::time::Instant::now() >= deadline || (stopping && !is_leader(pid)) {
             break None;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     p.record_exit(generation, exit_info(status, stopping));
+    // The wrapper may go (and herdr close the pane).
+    let seen = super::seen_file(&status_file);
+    if is_leader(pid)
+        && let Err(e) = std::fs::write(&seen, b"")
+    {
+        tracing::debug!(pane = %p.name_str(), error = %e, "cannot release the herdr wrapper");
+    }
+}
+
+/// The last screen: while the wrapper still runs, wait (bounded) until
+/// herdr shows its exit title — herdr has then taken in every byte the
+/// command wrote — and read once more.
+fn final_read(p: &HerdrPane, generation: u64, pane_id: &str, pid: u32) {
+    if is_leader(pid) {
+        let deadline = std::time::Instant::now() + FINAL_READ_WAIT;
+        loop {
+            match title(p, pane_id) {
+                Ok(Some(t)) if t == super::EXITED_TITLE => break,
+                Ok(_) if std::time::Instant::now() < deadline && is_leader(pid) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                _ => break,
+            }
+        }
+    }
+    if let Ok((text, _)) = read(p, pane_id) {
+        p.show(generation, text);
+    }
 }
 
 /// The exit as the wrapper's status reports it (`128+N` is signal N).

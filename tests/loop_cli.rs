@@ -179,3 +179,31 @@ fn demo_loop_prints_the_closeout() {
     );
     assert!(text.contains("TASK-2: repair round 2"), "{text}");
 }
+
+/// Guards `--autotune-k`: a multiple under 1 is a usage error (exit 2, one
+/// line saying what to give), and the flag needs `--lane-autotune`.
+#[test]
+fn a_bad_autotune_k_is_a_usage_error() {
+    let d = Drover::new();
+    let charter = d.scratch().join("CHARTER.md");
+    std::fs::write(&charter, "# C\n\n- gate: `true`\n").unwrap();
+    let c = charter.display().to_string();
+    let out = d.run(&[
+        "loop",
+        "run",
+        "--charter",
+        &c,
+        "--sim",
+        "--lane-autotune",
+        "--autotune-k",
+        "0.5",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("--autotune-k 0.5"),
+        "{}",
+        common::stderr(&out)
+    );
+    let out = d.run(&["loop", "run", "--charter", &c, "--sim", "--autotune-k", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+}

@@ -95,3 +95,73 @@ fn a_limit_quoted_in_output_parks_nothing() {
     let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
     assert!(!dec.contains("usage limit"), "{dec}");
 }
+
+/// Guards usage-limit parking on a Codex lane: the Codex sim's limit screen
+/// (the real wording, the reset time, the "Approaching rate limits" popup
+/// offering a cheaper model) parks the lane; on resume the loop chooses
+/// "Keep current model" by its label — never the first row, which would
+/// switch the model — asks it to continue, and the task lands.
+#[test]
+fn a_codex_limit_with_its_popup_parks_then_keeps_the_model_and_lands() {
+    let d = Drover::new();
+    let (repo, charter) = setup(&d, 2, "true");
+    let resets = (chrono::Local::now() + chrono::Duration::minutes(2))
+        .format("%-I:%M %p")
+        .to_string();
+    let write = |k: u32| {
+        format!(
+            "{{ write = {{ path = \"f{k}.txt\", content = \"{k}\\n\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\""
+        )
+    };
+    let mut codex = String::new();
+    let mut claude = String::new();
+    for k in 1..=2 {
+        codex.push_str(&format!(
+            "[[turn]]\nmatch = \"task=TASK-{k} round=1 role=implementer continue\"\nsteps = [{{ work = 100 }}, {}]\n",
+            write(k)
+        ));
+        codex.push_str(&format!(
+            "[[turn]]\nmatch = \"task=TASK-{k} \"\nsteps = [{{ work = 200 }}, {{ limit = {{ ms = 2500, resets = \"{resets}\", menu = [\"Switch to gpt-6-luna\", \"Keep current model\", \"Keep current model (never show again)\"] }} }}]\n"
+        ));
+        claude.push_str(&format!(
+            "[[turn]]\nmatch = \"task=TASK-{k} \"\nsteps = [{{ work = 100 }}, {}]\n",
+            write(k)
+        ));
+    }
+    let exe = PathBuf::from(common::BIN);
+    let client =
+        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let scripts = move |s: &drover::loopctl::ops::LaneSpec| match (s.role, s.agent) {
+        (drover::loopctl::ops::Role::Implementer, drover::registry::Agent::Codex) => codex.clone(),
+        (drover::loopctl::ops::Role::Implementer, _) => claude.clone(),
+        _ => REVIEWER.to_string(),
+    };
+    let mut ops = SimLanes::new(&d.state, client, &exe, Box::new(scripts));
+    let mut cfg = config(&d, &repo, &charter, fast());
+    cfg.turn_timeout = Duration::from_secs(24 * 3600);
+    let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
+    assert!(
+        st.tasks.iter().all(|t| t.phase == Phase::Landed),
+        "{:?}",
+        st.tasks
+    );
+    let t = st
+        .tasks
+        .iter()
+        .find(|t| t.agent == Some(drover::registry::Agent::Codex))
+        .expect("a task implemented by Codex");
+    assert!(t.limit_parks >= 1, "{t:?}");
+    let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    let lane = format!("l1-impl-{}", t.id.to_lowercase());
+    assert!(
+        dec.lines()
+            .any(|l| l.contains(&format!(" park: {}: usage limit on lane {lane}", t.id))),
+        "{dec}"
+    );
+    assert!(
+        dec.lines()
+            .any(|l| l.contains(&format!(" resume: {}: lane {lane}", t.id))
+                && l.contains("chose \"Keep current model\"")),
+        "{dec}"
+    );
+}

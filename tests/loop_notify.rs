@@ -4,6 +4,7 @@
 use drover::loopctl::notify::{Note, Notifier, Targets, intent_id};
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -148,4 +149,61 @@ fn a_dead_target_never_blocks_send() {
         t.elapsed()
     );
     assert!(n.finish(Duration::from_millis(100)).is_empty());
+}
+
+fn to_file(out: &Path) -> Targets {
+    Targets {
+        cmd: Some(format!(
+            "cat >> {}; echo >> {}",
+            out.display(),
+            out.display()
+        )),
+        url: None,
+        first_retry: Some(Duration::from_millis(20)),
+    }
+}
+
+/// Guards the dedup across a resume: the intents a run delivered are
+/// recorded in its run dir, and the notifier of the resumed loop (a new
+/// process, a new notifier on the same record) never sends them again.
+#[test]
+fn a_delivered_intent_is_not_sent_again_after_a_resume() {
+    let d = tempfile::tempdir().unwrap();
+    let (out, record) = (d.path().join("got.jsonl"), d.path().join("notified.json"));
+    let (mut n, warn) = Notifier::start_recorded(to_file(&out), &record);
+    assert_eq!(warn, None);
+    n.send(note("aa", "TASK-1 landed"));
+    assert_eq!(n.finish(Duration::from_secs(30)), ["aa"]);
+    let kept: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(kept, ["aa"]);
+    // The resumed loop says both again.
+    let (mut n, _) = Notifier::start_recorded(to_file(&out), &record);
+    n.send(note("aa", "TASK-1 landed"));
+    n.send(note("bb", "TASK-2 landed"));
+    assert_eq!(n.finish(Duration::from_secs(30)), ["bb"]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["intent_id"].to_string())
+        .collect();
+    assert_eq!(ids, ["\"aa\"", "\"bb\""], "{text}");
+}
+
+/// Guards "corrupt files reported, never reset": an unreadable record is
+/// reported and left byte for byte; notifications still go out.
+#[test]
+fn an_unreadable_record_is_reported_and_left_as_it_is() {
+    let d = tempfile::tempdir().unwrap();
+    let (out, record) = (d.path().join("got.jsonl"), d.path().join("notified.json"));
+    std::fs::write(&record, "not json").unwrap();
+    let (mut n, warn) = Notifier::start_recorded(to_file(&out), &record);
+    assert!(
+        warn.as_deref().is_some_and(|w| w.contains("notified.json")),
+        "{warn:?}"
+    );
+    n.send(note("aa", "TASK-1 landed"));
+    assert_eq!(n.finish(Duration::from_secs(30)), ["aa"]);
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "not json");
 }

@@ -295,32 +295,3 @@ fn four_hours_trip_a_spinning_lane_recorded_stalled_not_killed() {
         "{trip}"
     );
 }
-
-/// Guards autotune's actuation: on an idle machine (the load probe says 0.1
-/// per core) with no failures, the task pool grows one step at a time from
-/// the charter's 1, never past the `lanes:` cap; each change is one
-/// `autotune` line; every task lands.
-#[test]
-fn autotune_grows_the_pool_within_the_cap() {
-    let d = Drover::new();
-    let (repo, charter) = setup(&d, 6, 1);
-    let imp: String = (1..=6).map(|k| turn(k, "{ work = 300 }, ")).collect();
-    let mut ops = lanes(&d, imp, REVIEWER.into());
-    let (mut u, _) = fast(10, None);
-    u.autotune = true;
-    u.load_probe = || Some(0.1);
-    let (st, _) = run_collect(&mut ops, config(&d, &repo, &charter, u));
-    assert!(st.tasks.iter().all(|t| t.phase == Phase::Landed), "{st:?}");
-    let dec = read(&d.state.join("loop1/DECISIONS.md"));
-    let tunes: Vec<&str> = dec.lines().filter(|l| l.contains(" autotune: ")).collect();
-    assert!(
-        tunes
-            .first()
-            .is_some_and(|l| l.contains("autotune: task pool 1 → 2: load 0.10 per core < 0.7")),
-        "{dec}"
-    );
-    assert!((2..=4).contains(&st.pool), "{}", st.pool);
-    for w in tunes.windows(2) {
-        assert!(!w[1].contains("→ 5"), "past the cap: {dec}");
-    }
-}

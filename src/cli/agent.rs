@@ -54,6 +54,12 @@ pub struct SimArgs {
     /// Codex's approval policy (accepted, as a lane passes it; no effect on the sim).
     #[arg(short = 'a', long, value_name = "POLICY")]
     pub ask_for_approval: Option<String>,
+    /// Claude's effort level (accepted, as an autotuned lane passes it; named in reports).
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<String>,
+    /// Codex's config override `key=value` (repeatable; `model_reasoning_effort` is named in reports).
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub config: Vec<String>,
 }
 
 pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -108,5 +114,12 @@ fn sim_agent(a: SimArgs) -> anyhow::Result<u8> {
     } else {
         script
     };
+    let effort = a.effort.clone().or_else(|| {
+        a.config
+            .iter()
+            .find_map(|c| c.strip_prefix("model_reasoning_effort="))
+            .map(str::to_string)
+    });
+    let script = script.with_effort(effort);
     drover::agent::sim::run(a.profile, script).map_err(|e| fail(exit::ERROR, e.to_string()))
 }

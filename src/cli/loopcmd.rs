@@ -121,9 +121,12 @@ pub struct RunArgs {
     /// When overnight mode ends, HH:MM in the owner's local time (the next such time).
     #[arg(long, value_name = "HH:MM", requires = "overnight")]
     pub until: Option<String>,
-    /// Tune the task pool from the load, usage limits and failures, within the charter's cap.
+    /// Step each (role, agent)'s effort up or down when its lanes run much slower than its agent's others.
     #[arg(long)]
     pub lane_autotune: bool,
+    /// With --lane-autotune: a lane is slow past this many times its agent's median lane time.
+    #[arg(long, value_name = "K", default_value_t = drover::loopctl::autotune::DEFAULT_K, requires = "lane_autotune")]
+    pub autotune_k: f64,
     /// Run the loop's clock this many times faster than the wall clock (rehearsals; 1 = real time).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub clock_scale: u32,
@@ -241,6 +244,15 @@ fn read_script(p: &Path) -> anyhow::Result<String> {
 }
 
 fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    if !(a.autotune_k.is_finite() && a.autotune_k >= 1.0) {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "--autotune-k {} is not a multiple of at least 1; give e.g. --autotune-k 2",
+                a.autotune_k
+            ),
+        ));
+    }
     let scripts = match (&a.sim_implementer, &a.sim_reviewer) {
         (Some(imp), Some(rev)) => Some((read_script(imp)?, read_script(rev)?)),
         _ => None,
@@ -362,6 +374,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             std::sync::Arc::new(drover::loopctl::clock::FastClock::new(start, a.clock_scale));
     }
     cfg.unattended.autotune = a.lane_autotune;
+    cfg.unattended.autotune_k = a.autotune_k;
     if a.overnight {
         cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
     }

@@ -8,7 +8,9 @@
 //!
 //! A sim lane runs `drover sim-agent --profile <agent>` instead. Resuming a
 //! conversation in the same worktree is `claude --continue` and
-//! `codex resume --last`.
+//! `codex resume --last`. A lane given an effort level (the loop's lane
+//! autotune) ends its argv with Claude's `--effort <level>` or Codex's
+//! `-c model_reasoning_effort=<level>`; without one the argv is unchanged.
 
 use crate::registry::Agent;
 use std::path::Path;
@@ -96,6 +98,26 @@ pub fn sim_launch(exe: &Path, agent: Agent, writes: bool, script: Option<&Path>)
     }
 }
 
+/// The flags that start `agent` at effort `level`.
+pub fn effort_args(agent: Agent, level: &str) -> Vec<String> {
+    match agent {
+        Agent::Claude => vec!["--effort".into(), level.into()],
+        Agent::Codex => vec!["-c".into(), format!("model_reasoning_effort={level}")],
+    }
+}
+
+/// `launch` at effort `level` (its argv and resuming argv end with the
+/// effort flags); `None` leaves it as it is.
+pub fn with_effort(mut launch: Launch, agent: Agent, level: Option<&str>) -> Launch {
+    if let Some(level) = level {
+        launch.argv.extend(effort_args(agent, level));
+        if let Some(r) = launch.resume_argv.as_mut() {
+            r.extend(effort_args(agent, level));
+        }
+    }
+    launch
+}
+
 /// The version `<program> --version` reports (found on `PATH` the way exec
 /// finds it), through the agent layer's cached probe; `None` when it cannot
 /// be run or names no version.
@@ -171,6 +193,52 @@ mod tests {
             sim_launch(Path::new("/bin/drover"), Agent::Codex, false, None)
                 .resume_argv
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn an_effort_ends_the_argv_and_none_changes_nothing() {
+        let exe = Path::new("/bin/drover");
+        for agent in [Agent::Claude, Agent::Codex] {
+            for l in [
+                agent_launch(agent, true),
+                sim_launch(exe, agent, true, None),
+            ] {
+                assert_eq!(with_effort(l.clone(), agent, None), l);
+            }
+        }
+        let c = with_effort(
+            agent_launch(Agent::Claude, true),
+            Agent::Claude,
+            Some("medium"),
+        );
+        assert_eq!(
+            c.argv,
+            [
+                "claude",
+                "--permission-mode",
+                "acceptEdits",
+                "--effort",
+                "medium"
+            ]
+        );
+        assert_eq!(
+            c.resume_argv.unwrap()[..2],
+            ["claude".to_string(), "--continue".to_string()]
+        );
+        let x = with_effort(agent_launch(Agent::Codex, false), Agent::Codex, Some("low"));
+        assert_eq!(
+            x.argv[x.argv.len() - 2..],
+            ["-c", "model_reasoning_effort=low"]
+        );
+        let s = with_effort(
+            sim_launch(exe, Agent::Codex, false, None),
+            Agent::Codex,
+            Some("xhigh"),
+        );
+        assert_eq!(
+            s.argv[s.argv.len() - 2..],
+            ["-c", "model_reasoning_effort=xhigh"]
         );
     }
 

@@ -49,6 +49,8 @@ pub struct OneLane {
     /// More arguments for a real agent (after its permission flags, in its
     /// resuming command too); a sim lane takes none.
     pub extra_args: Vec<String>,
+    /// The effort level the agent starts at (`None`: no effort flag).
+    pub effort: Option<String>,
 }
 
 /// Record and start one lane, then wait until its agent is ready. A worktree
@@ -166,6 +168,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
             launch
         }
     };
+    let launch = launch::with_effort(launch, l.agent, l.effort.as_deref());
     let version = launch::version(&launch.argv[0]);
     let mut env = vec![
         ("DROVER_LANE_ID".to_string(), l.lane_id.clone()),

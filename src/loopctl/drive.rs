@@ -80,8 +80,9 @@ impl<O: LaneOps> Runner<'_, O> {
         });
     }
 
+    /// The wall-clock budget spent: before a resume and since.
     pub(super) fn elapsed(&self) -> Duration {
-        super::clock::since(self.started, self.now())
+        self.spent_before + super::clock::since(self.started, self.now())
     }
 
     fn counters(&self) -> Counters {
@@ -186,6 +187,9 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.check_overnight()?;
             self.account_time()?;
+            if self.persisted.elapsed() >= super::runner::CHECKPOINT {
+                self.persist()?;
+            }
             if self.stop.is_none()
                 && let Some(t) =
                     guards::check_running(&self.cfg.unattended.guards, &self.counters())
@@ -197,7 +201,6 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.resume_limits()?;
             }
             self.start_reviews()?;
-            self.autotune()?;
             self.start_ready()?;
             if !self.landing_queue.is_empty() {
                 self.land()?;
@@ -235,44 +238,6 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.wait_slice()?;
         }
-    }
-
-    /// Count a task's outcome (true: parked) for autotune.
-    pub(super) fn outcome(&mut self, failed: bool) {
-        self.outcomes.push(failed);
-        self.since_tune += 1;
-    }
-
-    /// `--lane-autotune`: set the task pool for the next start, one step at
-    /// a time within the charter's cap; each change is one `autotune` entry.
-    fn autotune(&mut self) -> Result<(), LoopError> {
-        if !self.cfg.unattended.autotune || self.stop.is_some() {
-            return Ok(());
-        }
-        let s = super::autotune::Signals {
-            current: self.status.pool,
-            cap: self.status.lanes_cap,
-            load_per_core: (self.cfg.unattended.load_probe)(),
-            limited: self.limited.len(),
-            recent: self.outcomes.clone(),
-            since_change: self.since_tune,
-        };
-        let t = super::autotune::lanes(&s);
-        if t.lanes != self.status.pool {
-            let from = self.status.pool;
-            self.decide(
-                "autotune",
-                &format!("task pool {from} → {}: {}", t.lanes, t.why),
-            )?;
-            self.say(&format!(
-                "autotune: task pool {from} → {} ({})",
-                t.lanes, t.why
-            ));
-            self.status.pool = t.lanes;
-            self.since_tune = 0;
-            self.persist()?;
-        }
-        Ok(())
     }
 
     /// Nothing runs but lanes parked at a usage limit: say what the loop
@@ -320,12 +285,18 @@ impl<O: LaneOps> Runner<'_, O> {
             outs.extend(self.ops.wait_decision(&held, Duration::ZERO)?);
         }
         for (job, outcome) in outs {
-            if let Some((task, _)) = self.jobs.remove(&job) {
+            if let Some((task, at)) = self.jobs.remove(&job) {
                 if !matches!(outcome, Outcome::Escalated { .. }) {
                     self.held.remove(&job);
                 }
                 if self.limit_hit(&task, &job, &outcome)? {
                     continue;
+                }
+                // A wait for the owner is not a lane's speed: escalations are not timed.
+                match &outcome {
+                    Outcome::Completed => self.time_turn(&task, at, false),
+                    Outcome::Failed { .. } => self.time_turn(&task, at, true),
+                    Outcome::Escalated { .. } => {}
                 }
                 self.on_outcome(&task, &job, outcome)?;
             }
@@ -335,14 +306,17 @@ impl<O: LaneOps> Runner<'_, O> {
         let turn = self.cfg.turn_timeout;
         // The budget bounds every turn: none outlives it.
         let over_budget = guards::remaining(&g, self.elapsed()) == Some(Duration::ZERO);
-        let late: Vec<(String, String)> = self
+        let late: Vec<(String, String, DateTime<Utc>)> = self
             .jobs
             .iter()
             .filter(|(_, (_, at))| over_budget || super::clock::since(*at, now) > turn)
-            .map(|(j, (t, _))| (j.clone(), t.clone()))
+            .map(|(j, (t, at))| (j.clone(), t.clone(), *at))
             .collect();
-        for (job, task) in late {
+        for (job, task, at) in late {
             self.jobs.remove(&job);
+            if !self.held.contains_key(&job) {
+                self.time_turn(&task, at, true);
+            }
             self.cancel_job(&job);
             let lane = self
                 .lanes

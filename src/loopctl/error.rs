@@ -22,6 +22,10 @@ pub enum LoopError {
     Refused(String),
     #[error("lane {lane}: {message}")]
     Lane { lane: String, message: String },
+    /// The supervisor holding the lanes cannot be reached: the run stopped
+    /// unclosed, for `drover loop run --resume`.
+    #[error("loop{run} interrupted: {why}; resume it with `drover loop run --resume {run}`")]
+    Interrupted { run: u32, why: String },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
@@ -60,6 +64,7 @@ impl LoopError {
         match self {
             LoopError::Usage { .. } | LoopError::Parse { .. } => crate::exit::USAGE,
             LoopError::Refused(_) => crate::exit::REFUSED,
+            LoopError::Interrupted { .. } => crate::exit::TRANSPORT,
             LoopError::Registry(e) => e.exit_code(),
             _ => crate::exit::ERROR,
         }

@@ -1,12 +1,40 @@
 //! The runner's close-out: stop every lane the run started, cancel jobs
 //! still open, remove clean landed worktrees (re-checked), keep those with
-//! unlanded work, and write `closeout.md`.
+//! unlanded work, and write `closeout.md` — or, when the supervisor holding
+//! the lanes is lost, stop with the run unclosed, for `--resume`.
 
 use super::ops::{LaneHandle, LaneOps};
 use super::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner};
 use super::{LoopError, closeout, git};
 
 impl<O: LaneOps> Runner<'_, O> {
+    /// After the loop: the close-out — unless the loop failed because the
+    /// supervisor holding its lanes cannot be reached (killed, crashed): its
+    /// lanes went with it, so the run stops unclosed, for `--resume`.
+    pub(super) fn finish(&mut self, result: Result<(), LoopError>) -> Result<RunStatus, LoopError> {
+        if let Err(e) = &result
+            && self.ops.live().is_err()
+        {
+            let why = format!("the supervisor cannot be reached ({e})");
+            self.decide(
+                "interrupted",
+                &format!(
+                    "{why}; the run stops unclosed, for `drover loop run --resume {}`",
+                    self.run.n
+                ),
+            )?;
+            self.say(&format!("interrupted: {why}"));
+            self.status.state = "interrupted".into();
+            self.persist()?;
+            return Err(LoopError::Interrupted {
+                run: self.run.n,
+                why,
+            });
+        }
+        let closed = self.close_out();
+        result.and(closed)
+    }
+
     /// Stop every lane, tidy worktrees, write closeout.md.
     pub fn close_out(&mut self) -> Result<RunStatus, LoopError> {
         let lanes: Vec<LaneHandle> = self.lanes.values().cloned().collect();

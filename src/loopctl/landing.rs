@@ -106,7 +106,6 @@ impl<O: LaneOps> Runner<'_, O> {
             t.job = None;
         }
         self.consecutive_blockers = 0;
-        self.outcome(false);
         self.say(&format!("{id}: landed as {sha}"));
         self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(

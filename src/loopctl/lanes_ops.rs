@@ -240,6 +240,7 @@ impl RealLanes {
             },
             user_env: self.opts.env.clone(),
             ready_timeout: self.opts.ready_timeout,
+            effort: spec.effort.clone(),
         })
     }
 }

@@ -1,7 +1,8 @@
 //! Usage limits (`LOOP.md`, "Usage limits"): a lane seen `blocked{usage_limit}`
 //! is parked — not a blocker — and resumed a minute after its `resets_at`
-//! (choosing "Stop and wait for limit to reset" by its label when the menu
-//! shows, then asking the agent to continue), or, without a reset time,
+//! (choosing Claude's "Stop and wait for limit to reset", or "Keep current
+//! model" in Codex's popup, by its label when a menu shows, then asking the
+//! agent to continue), or, without a reset time,
 //! re-checked with backoff up to an hour. A second limit re-parks. Each park
 //! and each resume is one `DECISIONS.md` line and one event.
 //!
@@ -23,6 +24,17 @@ pub const FIRST_BACKOFF: Duration = Duration::from_secs(5 * 60);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60 * 60);
 /// The row of Claude's limit menu chosen on resume, by its label.
 pub const WAIT_LABEL: &str = "Stop and wait for limit to reset";
+/// The row of Codex's popup at a limit chosen on resume (never the first,
+/// "Switch to …", which changes the model).
+pub const KEEP_LABEL: &str = "Keep current model";
+
+/// The safe row of `agent`'s menu at a usage limit.
+pub fn wait_label(agent: crate::registry::Agent) -> &'static str {
+    match agent {
+        crate::registry::Agent::Claude => WAIT_LABEL,
+        crate::registry::Agent::Codex => KEEP_LABEL,
+    }
+}
 
 /// The observation's `resets_at`, read tolerantly (absent or unreadable: none).
 pub fn parse_resets_at(s: Option<&str>) -> Option<DateTime<Utc>> {
@@ -160,7 +172,8 @@ impl<O: LaneOps> Runner<'_, O> {
             let Some(lane) = self.lanes.get(&task).cloned() else {
                 continue;
             };
-            let answered = self.ops.answer(&lane, WAIT_LABEL)?;
+            let label = wait_label(lane.agent);
+            let answered = self.ops.answer(&lane, label)?;
             self.cancel_job(&p.job);
             let round = self.task(&task).map_or(1, |t| t.round);
             let (phase, role, tag) = match p.role {
@@ -180,7 +193,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 t.resume = None;
             }
             let menu = if answered {
-                format!("chose \"{WAIT_LABEL}\", ")
+                format!("chose \"{label}\", ")
             } else {
                 String::new()
             };

@@ -52,6 +52,7 @@ mod escalate;
 mod finish;
 mod steps;
 pub mod tripwire;
+mod tuning;
 pub mod verdict;
 pub mod verdict_watch;
 

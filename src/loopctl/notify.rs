@@ -6,12 +6,15 @@
 //! Delivery runs on its own thread, off the loop's path: a send never
 //! blocks the loop. A failed delivery is retried with backoff. Each event
 //! carries an intent id (a hash of what it is about, not of when), so one
-//! intent is delivered once however often the loop says it. The text is the
-//! loop's own summary, redacted: never a prompt body, env value or secret.
+//! intent is delivered once however often the loop says it — across a
+//! resume too: the intents delivered are recorded in the run dir
+//! (`notified.json`) and never sent again. The text is the loop's own
+//! summary, redacted: never a prompt body, env value or secret.
 
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
@@ -59,21 +62,45 @@ pub struct Notifier {
 impl Notifier {
     /// A notifier for `t` (one that drops everything when `t` names nothing).
     pub fn start(t: Targets) -> Notifier {
+        Notifier::spawn(t, None, Vec::new())
+    }
+
+    /// A notifier for `t` that records each intent it delivered in `record`
+    /// (atomically) and never sends one recorded there before. A record that
+    /// cannot be read is reported (the second value) and left as it is:
+    /// nothing is recorded in this process then.
+    pub fn start_recorded(t: Targets, record: &Path) -> (Notifier, Option<String>) {
+        match crate::store::read_json::<Vec<String>>(record) {
+            Ok(done) => (
+                Notifier::spawn(t, Some(record.to_path_buf()), done.unwrap_or_default()),
+                None,
+            ),
+            Err(e) => (
+                Notifier::spawn(t, None, Vec::new()),
+                Some(format!(
+                    "{e}; notifications delivered before are not known (fix or remove the file)"
+                )),
+            ),
+        }
+    }
+
+    fn spawn(t: Targets, record: Option<PathBuf>, done: Vec<String>) -> Notifier {
+        let seen: BTreeSet<String> = done.iter().cloned().collect();
         if t.cmd.is_none() && t.url.is_none() {
             return Notifier {
                 tx: None,
-                seen: BTreeSet::new(),
+                seen,
                 thread: None,
             };
         }
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("loop-notify".into())
-            .spawn(move || deliver_all(&t, rx))
+            .spawn(move || deliver_all(&t, rx, record.as_deref(), done))
             .ok();
         Notifier {
             tx: Some(tx),
-            seen: BTreeSet::new(),
+            seen,
             thread,
         }
     }
@@ -109,7 +136,12 @@ impl Notifier {
     }
 }
 
-fn deliver_all(t: &Targets, rx: Receiver<Note>) -> Vec<String> {
+fn deliver_all(
+    t: &Targets,
+    rx: Receiver<Note>,
+    record: Option<&Path>,
+    mut done: Vec<String>,
+) -> Vec<String> {
     let mut delivered = Vec::new();
     for note in rx {
         let mut wait = t.first_retry.unwrap_or(FIRST_RETRY);
@@ -118,6 +150,11 @@ fn deliver_all(t: &Targets, rx: Receiver<Note>) -> Vec<String> {
                 && t.url.as_deref().is_none_or(|u| post(u, &note).is_ok());
             if ok {
                 delivered.push(note.intent_id.clone());
+                if let Some(path) = record {
+                    done.push(note.intent_id.clone());
+                    // Not recorded: at worst sent once more after a resume.
+                    let _ = crate::store::write_json_atomic(path, &done);
+                }
                 break;
             }
             if attempt < ATTEMPTS {

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The two kinds of loop lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Writes, in its own worktree, under the task's write lease.
@@ -62,6 +64,9 @@ pub struct LaneSpec {
     pub worktree: Option<WorktreeSpec>,
     /// Where a reviewer runs (read-only); ignored when `worktree` is set.
     pub cwd: PathBuf,
+    /// The effort level the agent starts at (`--lane-autotune`; `None`: the
+    /// agent's own default, and no flag in its launch).
+    pub effort: Option<String>,
 }
 
 /// A lane that is up.

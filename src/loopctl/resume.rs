@@ -10,11 +10,13 @@
 //! - landed, held and parked tasks stay as they are; a task queued to land
 //!   is landed; a task in flight (implementing, reviewing, parked at a usage
 //!   limit) is restarted in its own worktree as a new job
-//!   (`<job>-k<resume>`); a Ready task is started as usual.
+//!   (`<job>-k<resume>`), unless its turn had finished before the stop (its
+//!   report for the round is written, or its job completed): then that
+//!   result is used and nothing is re-run; a Ready task is started as usual.
 
 use super::LoopError;
 use super::brief;
-use super::ops::{JobSpec, LaneOps, LaneSpec, Role};
+use super::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role};
 use super::rundir::RunDir;
 use super::runner::{Phase, RunConfig, RunStatus, Runner, slug};
 use super::{board, git};
@@ -44,8 +46,7 @@ pub fn resume<'a, O: LaneOps>(
 ) -> Result<RunStatus, LoopError> {
     let mut r = Runner::reopen(ops, cfg, n, Box::new(say))?;
     let result = r.reconcile().and_then(|()| r.drive());
-    let closed = r.close_out();
-    result.and(closed)
+    r.finish(result)
 }
 
 /// The recorded run, for `--resume`: refused when it already closed.
@@ -101,6 +102,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let n = self.run.n;
         let k = self.status.resumes;
         let reaped = self.ops.reap(&format!("l{n}-"))?;
+        // Turns that finished before the stop, found before their jobs are cancelled.
+        let finished = self.finished_turns()?;
         // Every open job of the run, recorded or not (one dispatched just
         // before the crash may not be in run.json yet).
         let prefix = format!("loop{n}-");
@@ -134,6 +137,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             reaped.len()
         ));
         let mut restarted = Vec::new();
+        let mut used = Vec::new();
         for t in self.status.tasks.clone() {
             let limit_park = t.phase == Phase::Parked
                 && t.resume
@@ -142,12 +146,26 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             let wt_exists = t.worktree.as_ref().is_some_and(|w| w.exists());
             match t.phase {
                 Phase::Landing => self.landing_queue.push(t.id.clone()),
-                Phase::Implementing | Phase::Reviewing => restarted.push(t.id.clone()),
+                Phase::Implementing | Phase::Reviewing => {
+                    match finished.iter().find(|(id, _, _)| *id == t.id) {
+                        Some(f) => used.push(f.clone()),
+                        None => restarted.push(t.id.clone()),
+                    }
+                }
                 Phase::Parked if limit_park => restarted.push(t.id.clone()),
                 Phase::Ready if wt_exists || self.worktree_of(&t.id).exists() => {
                     restarted.push(t.id.clone())
                 }
                 _ => {}
+            }
+        }
+        for (id, job, lane) in used {
+            if let Err(e) = self.use_finished(&id, &job, &lane) {
+                self.park(
+                    &id,
+                    &format!("could not use its finished turn after the crash: {e}"),
+                    "look at its worktree and lane dir, then rerun",
+                )?;
             }
         }
         for id in restarted {
@@ -160,6 +178,102 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             }
         }
         self.persist()
+    }
+
+    /// The in-flight tasks whose turn finished before the stop: (task, job,
+    /// lane) — the lane dir holds the round's report, or the engine says
+    /// the round's job completed.
+    fn finished_turns(&self) -> Result<Vec<(String, String, String)>, LoopError> {
+        let engine = crate::engine::Engine::open(&self.cfg.state_dir)?;
+        let n = self.run.n;
+        let mut out = Vec::new();
+        for t in &self.status.tasks {
+            let Some(job) = t.job.clone() else { continue };
+            let (lane, report, tag) = match t.phase {
+                Phase::Implementing => (
+                    format!("l{n}-impl-{}", slug(&t.id)),
+                    format!("report-i{}.json", t.round),
+                    format!("-i{}", t.round),
+                ),
+                Phase::Reviewing => (
+                    format!("l{n}-rev-{}", slug(&t.id)),
+                    format!("report-v{}.json", t.round),
+                    format!("-v{}", t.round),
+                ),
+                _ => continue,
+            };
+            let reported = self.run.path.join(&lane).join(report).is_file();
+            let completed = job.contains(&tag)
+                && engine
+                    .show(&job)
+                    .is_ok_and(|r| r.status == crate::engine::Status::Completed);
+            if reported || completed {
+                out.push((t.id.clone(), job, lane));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Take a turn that finished before the stop as its outcome: the task
+    /// goes on from it (capture and review, or the gate) and nothing is re-run.
+    fn use_finished(&mut self, id: &str, job: &str, lane: &str) -> Result<(), LoopError> {
+        let Some(t) = self.task(id).cloned() else {
+            return Ok(());
+        };
+        let (Some(agent), Some(wt)) = (t.agent, t.worktree.clone()) else {
+            return self.restart(id);
+        };
+        let (role, agent) = match t.phase {
+            Phase::Reviewing => (Role::Reviewer, t.reviewer.unwrap_or(agent.other())),
+            _ => (Role::Implementer, agent),
+        };
+        self.reclaim(id)?;
+        let lane_dir = self.run.lane_dir(lane)?;
+        // The lane itself is gone (reaped); its record of the turn is what counts.
+        self.lanes.insert(
+            id.to_string(),
+            LaneHandle {
+                id: lane.to_string(),
+                role,
+                agent,
+                task: id.to_string(),
+                pane: lane.to_string(),
+                cwd: wt,
+                lane_dir,
+            },
+        );
+        self.decide(
+            "recover",
+            &format!(
+                "{id}: its {} turn (job {job}) finished before the stop: its result is used, nothing re-run",
+                role.as_str()
+            ),
+        )?;
+        self.say(&format!("{id}: using its finished {} turn", role.as_str()));
+        self.on_outcome(id, job, Outcome::Completed)
+    }
+
+    /// Claim a task's write lease again (a resume may come after it lapsed).
+    fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
+        let task = self
+            .board
+            .task(id)
+            .cloned()
+            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
+        let n = self.run.n;
+        lease::claim(
+            &self.cfg.state_dir,
+            &lease::ClaimRequest {
+                task: id.to_string(),
+                session: Some(Role::Implementer.session_id().into()),
+                branch: Some(format!("drover/loop{n}/{id}")),
+                worktree: Some(self.worktree_of(id)),
+                files: task.files.clone(),
+                ttl_s: None,
+            },
+            Utc::now(),
+        )?;
+        Ok(())
     }
 
     /// Where a task's worktree is (by the run's naming rule).
@@ -189,18 +303,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let wt = self.worktree_of(id);
         let branch = format!("drover/loop{n}/{id}");
         let now = Utc::now();
-        lease::claim(
-            &self.cfg.state_dir,
-            &lease::ClaimRequest {
-                task: id.to_string(),
-                session: Some(Role::Implementer.session_id().into()),
-                branch: Some(branch.clone()),
-                worktree: Some(wt.clone()),
-                files: task.files.clone(),
-                ttl_s: None,
-            },
-            now,
-        )?;
+        self.reclaim(id)?;
         let _ = lend::give_back(&self.cfg.state_dir, id, agent.other(), now);
         lend::borrow(&self.cfg.state_dir, id, agent, now)?;
         let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
@@ -227,6 +330,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             lane_dir: lane_dir.clone(),
             worktree,
             cwd: wt.clone(),
+            effort: None,
         };
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Implementing;
@@ -241,7 +345,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             t.resume = None;
             t.stall = None;
         }
-        let handle = self.ops.up(&spec)?;
+        let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle.clone());
         let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);
         self.decide(

@@ -29,6 +29,11 @@ pub const WAIT_SLICE: Duration = Duration::from_millis(500);
 pub const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long the close-out waits for notifications still being delivered.
 pub const NOTIFY_DRAIN: Duration = Duration::from_secs(10);
+/// The intents of the run's delivered notifications (`notify.rs`).
+pub const NOTIFIED: &str = "notified.json";
+/// Longest the loop goes without writing `run.json` (so a crash loses at
+/// most this much of the budget spent).
+pub const CHECKPOINT: Duration = Duration::from_secs(5);
 /// Repair rounds a task gets before it is parked (the convergence tripwire's floor).
 pub const DEFAULT_REPAIR_ROUNDS: u32 = 2;
 
@@ -150,6 +155,19 @@ pub struct RunStatus {
     /// starts here, so the run's times never go back).
     #[serde(default)]
     pub clock_at: Option<String>,
+    /// The run's wall-clock budget spent so far, on the loop's clock, in
+    /// milliseconds (a resume goes on from here; the time between a crash
+    /// and its resume is not spent).
+    #[serde(default)]
+    pub spent_ms: u64,
+    /// Parks since the last landing (the guard's streak; a resume goes on
+    /// from it).
+    #[serde(default)]
+    pub consecutive_blockers: u32,
+    /// The efforts lane autotune set, and their cooldowns (absent when it
+    /// changed nothing; a resume goes on from them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub autotune: Vec<super::autotune::Saved>,
 }
 
 /// One question to the owner, with the loop's recommendation.
@@ -177,6 +195,10 @@ pub struct Runner<'a, O: LaneOps> {
     /// Lanes parked at a usage limit, by task.
     pub(super) limited: BTreeMap<String, LimitPark>,
     pub(super) started: DateTime<Utc>,
+    /// Budget spent before `started` (by the run before its resume).
+    pub(super) spent_before: Duration,
+    /// When `run.json` was last written (wall clock; see [`CHECKPOINT`]).
+    pub(super) persisted: std::time::Instant,
     pub(super) consecutive_blockers: u32,
     pub(super) stop: Option<Stop>,
     /// Per task: the lane's output counter and since when it has not moved.
@@ -199,10 +221,11 @@ pub struct Runner<'a, O: LaneOps> {
     pub(super) run_lock: Option<crate::store::LockGuard>,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
     pub(super) resume_tag: String,
-    /// Task outcomes, oldest first (true = parked), and outcomes since the
-    /// pool last changed (autotune).
-    pub(super) outcomes: Vec<bool>,
-    pub(super) since_tune: u32,
+    /// Lane autotune: the efforts set and cooldowns, the finished turns
+    /// (oldest first) and each task's iteration.
+    pub(super) tuner: super::autotune::State,
+    pub(super) samples: Vec<super::autotune::Sample>,
+    pub(super) iteration_of: BTreeMap<String, u32>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -234,8 +257,7 @@ pub fn run<'a, O: LaneOps>(
 ) -> Result<RunStatus, LoopError> {
     let mut r = Runner::setup(ops, cfg, Box::new(say))?;
     let result = r.drive();
-    let closed = r.close_out();
-    result.and(closed)
+    r.finish(result)
 }
 
 impl<'a, O: LaneOps> Runner<'a, O> {
@@ -345,6 +367,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             board_dir: Some(cfg.board_dir.clone()),
             rulings: Vec::new(),
             clock_at: None,
+            spent_ms: 0,
+            consecutive_blockers: 0,
+            autotune: Vec::new(),
         };
         let mode = cfg.unattended.mode;
         let lock = super::resume::lock_run(&run)?;
@@ -401,7 +426,12 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let notify = cfg.unattended.notify.clone();
         let mode = cfg.unattended.mode;
         let rulings = status.rulings.clone();
-        Runner {
+        let (notifier, unreadable) =
+            super::notify::Notifier::start_recorded(notify, &run.file(NOTIFIED));
+        let spent_before = Duration::from_millis(status.spent_ms);
+        let consecutive_blockers = status.consecutive_blockers;
+        let tuner = super::autotune::State::restore(&status.autotune);
+        let mut r = Runner {
             ops,
             cfg,
             run,
@@ -411,10 +441,12 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             jobs: BTreeMap::new(),
             limited: BTreeMap::new(),
             started,
-            consecutive_blockers: 0,
+            spent_before,
+            persisted: std::time::Instant::now(),
+            consecutive_blockers,
             stop: None,
             quiet: BTreeMap::new(),
-            notifier: super::notify::Notifier::start(notify),
+            notifier,
             paused: None,
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
@@ -424,10 +456,15 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             last_pass: started,
             run_lock: None,
             resume_tag: String::new(),
-            outcomes: Vec::new(),
-            since_tune: 0,
+            tuner,
+            samples: Vec::new(),
+            iteration_of: BTreeMap::new(),
             say,
+        };
+        if let Some(why) = unreadable {
+            r.say(&format!("notifications: {why}"));
         }
+        r
     }
 
     pub(super) fn say(&mut self, msg: &str) {
@@ -499,6 +536,10 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.mode = self.mode.label();
         self.status.rulings = self.rulings.clone();
         self.status.clock_at = Some(super::clock::rfc3339(self.now()));
+        self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.status.consecutive_blockers = self.consecutive_blockers;
+        self.status.autotune = self.tuner.save();
+        self.persisted = std::time::Instant::now();
         self.run
             .write_state(&self.status.mode, self.status.landings + 1, &live)?;
         crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;
@@ -524,7 +565,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             if self.ops.live()?.len() >= self.status.lanes_cap {
                 return Ok(());
             }
+            self.autotune(self.status.iterations + 1)?;
             self.status.iterations += 1;
+            self.iteration_of.insert(id.clone(), self.status.iterations);
             if let Err(e) = self.start_task(&id) {
                 self.park(
                     &id,

@@ -27,10 +27,11 @@ pub struct Unattended {
     pub notify: super::notify::Targets,
     /// Owner present (the default) or overnight (`--overnight [--until HH:MM]`).
     pub mode: super::overnight::Mode,
-    /// Tune the task pool from load, limits and failures (`--lane-autotune`).
+    /// Tune each (role, agent)'s effort from its lanes' times and failures
+    /// (`--lane-autotune`).
     pub autotune: bool,
-    /// The machine's load per core, as autotune reads it.
-    pub load_probe: fn() -> Option<f64>,
+    /// A lane is slow past this many times its agent's median (`--autotune-k`).
+    pub autotune_k: f64,
 }
 
 impl Default for Unattended {
@@ -45,7 +46,7 @@ impl Default for Unattended {
             notify: Default::default(),
             mode: Default::default(),
             autotune: false,
-            load_probe: super::autotune::load_per_core,
+            autotune_k: super::autotune::DEFAULT_K,
         }
     }
 }

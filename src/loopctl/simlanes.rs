@@ -91,14 +91,17 @@ impl LaneOps for SimLanes {
             ("DROVER_STATE_DIR", self.state_dir.display().to_string()),
             ("DROVER_SOCKET", socket.display().to_string()),
         ];
-        let argv = json!([
-            self.exe,
-            "sim-agent",
-            "--profile",
-            spec.agent.as_str(),
-            "--script",
-            script
-        ]);
+        let mut argv = vec![
+            self.exe.display().to_string(),
+            "sim-agent".into(),
+            "--profile".into(),
+            spec.agent.as_str().into(),
+            "--script".into(),
+            script.display().to_string(),
+        ];
+        if let Some(level) = &spec.effort {
+            argv.extend(crate::lane::launch::effort_args(spec.agent, level));
+        }
         self.client
             .call(
                 "pane.new",

@@ -110,6 +110,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 base: self.status.base_sha.clone(),
             }),
             cwd: wt.clone(),
+            effort: None,
         };
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Implementing;
@@ -121,7 +122,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.worktree = Some(wt);
             t.branch = Some(branch);
         }
-        let handle = self.ops.up(&spec)?;
+        let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle);
         self.say(&format!(
             "{id}: implementing in lane {lane} ({agent}, {})",
@@ -334,8 +335,9 @@ impl<O: LaneOps> Runner<'_, O> {
             lane_dir: lane_dir.clone(),
             worktree: None,
             cwd: wt,
+            effort: None,
         };
-        let handle = self.ops.up(&spec)?;
+        let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle);
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Reviewing;
@@ -453,8 +455,9 @@ impl<O: LaneOps> Runner<'_, O> {
             lane_dir: lane_dir.clone(),
             worktree: None,
             cwd: wt,
+            effort: None,
         };
-        let handle = self.ops.up(&spec)?;
+        let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle);
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Implementing;
@@ -546,7 +549,6 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         // A park is a blocker for the guards; a landing resets the streak.
         self.consecutive_blockers += 1;
-        self.outcome(true);
         self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
         let round = self.task(id).map_or(0, |t| t.round);

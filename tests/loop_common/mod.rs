@@ -81,3 +81,66 @@ pub fn run_config(
         unattended: u,
     }
 }
+
+/// `drover loop run` as a child process, its stderr appended to `log`.
+pub fn spawn_loop(d: &Drover, args: &[&str], log: &Path) -> std::process::Child {
+    let err = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    d.cmd()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(err))
+        .spawn()
+        .unwrap()
+}
+
+/// Wait up to `timeout` for `child` to exit.
+pub fn wait_exit(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    common::wait_until(timeout, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status
+}
+
+/// How often each of TASK-1..=n was committed on run 1's integration branch.
+pub fn trailers(repo: &Path, n: u32) -> Vec<(u32, usize)> {
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%B", "drover/integration/loop1", "--"])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&log.stdout).into_owned();
+    (1..=n)
+        .map(|k| {
+            let t = format!("Task: TASK-{k}");
+            (k, text.lines().filter(|l| l.trim() == t).count())
+        })
+        .collect()
+}
+
+/// Run 1's `run.json` (`Null` while it is not there yet).
+pub fn run_json(d: &Drover) -> serde_json::Value {
+    std::fs::read_to_string(d.state.join("loop1/run.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The ids of the tasks in `phase` in `run.json`.
+pub fn in_phase(v: &serde_json::Value, phase: &str) -> Vec<String> {
+    v["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["phase"] == phase)
+        .filter_map(|t| t["id"].as_str().map(str::to_string))
+        .collect()
+}

@@ -160,6 +160,23 @@ fn codex(m: &Model, now: Instant, tick: u64, rows: usize) -> Vec<String> {
             String::new(),
             "  Press enter to confirm or esc to cancel".to_string(),
         ],
+        // Codex's popup at a limit, in place of the composer (the cursor on
+        // the first row, as on the real one).
+        Mode::LimitMenu { labels } => {
+            let mut b = vec![
+                String::new(),
+                "  Approaching rate limits".to_string(),
+                "  Switch to gpt-6-luna for lower credit usage?".to_string(),
+                String::new(),
+            ];
+            for (i, l) in labels.iter().enumerate() {
+                let cursor = if i == 0 { "›" } else { " " };
+                b.push(format!("{cursor} {}. {l}", i + 1));
+            }
+            b.push(String::new());
+            b.push("  enter select · esc back".to_string());
+            b
+        }
         mode => {
             let mut b = Vec::new();
             if matches!(mode, Mode::Working { .. }) {
@@ -167,6 +184,13 @@ fn codex(m: &Model, now: Instant, tick: u64, rows: usize) -> Vec<String> {
                 b.push(format!(
                     "{bullet} Working ({}s • esc to interrupt)",
                     m.working_secs(now)
+                ));
+            }
+            if m.limited() {
+                // Right-aligned, like the real status row under a limit.
+                b.push(format!(
+                    "{}⚠ 5h limit: only <1% left · /status",
+                    " ".repeat(66)
                 ));
             }
             b.push(String::new());
@@ -270,6 +294,65 @@ mod tests {
             let fr = f(&m);
             assert_eq!(classify(&fr), State::Done, "{p:?}: {:#?}", fr.rows);
             assert_eq!(fr.rows.len(), 40);
+        }
+    }
+
+    /// Guards the Codex limit screens: the sim's limit (with and without the
+    /// model popup) classifies like the real ones (`blocked`, `usage_limit`,
+    /// the reset time read), the popup is a dialog whose safe row is chosen
+    /// by its label, and the limit line goes when the limit resets.
+    #[test]
+    fn codex_limit_screens_classify_like_the_real_ones() {
+        let c = Classifier::builtin().unwrap();
+        let menu = r#", menu = ["Switch to gpt-6-luna", "Keep current model", "Keep current model (never show again)"]"#;
+        for popup in [false, true] {
+            let m = if popup { menu } else { "" };
+            let text = format!(
+                "[[turn]]\nsteps = [ {{ work = 10 }}, {{ limit = {{ ms = 1000, resets = \"12:48 PM\"{m} }} }} ]\n"
+            );
+            let script = Script::parse(&text, "t").unwrap();
+            let t0 = Instant::now();
+            let mut m = Model::new(Profile::Codex, script, PathBuf::from("/tmp/x"), t0);
+            m.key(Key::Paste("go".into()), t0);
+            m.key(Key::Enter, t0);
+            m.tick(t0 + std::time::Duration::from_millis(10));
+            let f = frame(&m, t0, 0, 120, 40);
+            let o = c.classify(AgentKind::Sim, &Signals::screen_only(&f.rows));
+            assert_eq!(
+                (o.state, o.kind),
+                (
+                    State::Blocked,
+                    Some(crate::agent::state::BlockedKind::UsageLimit)
+                ),
+                "popup {popup}: {:#?}",
+                f.rows
+            );
+            assert!(o.resets_at.is_some(), "the reset time is read: {o:?}");
+            assert!(
+                f.rows
+                    .iter()
+                    .any(|r| r.ends_with("or try again at 12:48 PM.")),
+                "{:#?}",
+                f.rows
+            );
+            let d = crate::agent::dialog::parse(AgentKind::Sim, &f.rows);
+            if popup {
+                let d = d.expect("the popup is a dialog");
+                assert_eq!(d.kind, crate::agent::dialog::DialogKind::CodexLimitPopup);
+                assert_eq!(d.choices.len(), 3);
+                m.key(Key::Char('2'), t0);
+                assert_eq!(m.exit, None, "keeping the model is safe");
+                assert_eq!(m.mode, Mode::Idle);
+            } else {
+                assert!(d.is_none());
+            }
+            m.tick(t0 + std::time::Duration::from_millis(1010));
+            let f = frame(&m, t0, 0, 120, 40);
+            assert!(
+                !f.rows.iter().any(|r| r.contains("usage limit")),
+                "{:#?}",
+                f.rows
+            );
         }
     }
 

@@ -22,8 +22,11 @@ pub enum Mode {
     LimitMenu { labels: Vec<String> },
 }
 
-/// The limit menu's one safe row.
+/// The limit menu's one safe row (Claude's).
 pub const WAIT_ROW: &str = "Stop and wait for limit to reset";
+/// The safe row of Codex's popup at a limit (the first, "Switch to …",
+/// changes the model).
+pub const KEEP_ROW: &str = "Keep current model";
 
 /// The OSC 7501 state the Codex profile reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,12 @@ pub struct Model {
 
 /// Text every simulated limit line holds (Claude's and Codex's wording).
 const LIMIT_MARK: &str = "hit your ";
+/// Codex's limit message, as the real one wraps it at 120 columns: the first
+/// row, then the second up to the reset time.
+const CODEX_LIMIT: [&str; 2] = [
+    "■ You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/",
+    "usage to purchase more credits or try again at",
+];
 
 /// Largest composer kept; more pasted text is dropped.
 const MAX_COMPOSER: usize = 1 << 20;
@@ -118,7 +127,8 @@ impl Model {
         if self.limit_until.is_some_and(|t| now >= t) {
             // The limit reset: its line goes.
             self.limit_until = None;
-            self.transcript.retain(|l| !l.contains(LIMIT_MARK));
+            self.transcript
+                .retain(|l| !l.contains(LIMIT_MARK) && !l.starts_with(CODEX_LIMIT[1]));
             return true;
         }
         match self.mode {
@@ -213,7 +223,7 @@ impl Model {
     fn choose_limit_row(&mut self, label: &str) {
         self.detail(&format!("Chose: {label}"));
         self.mode = Mode::Idle;
-        if label != WAIT_ROW {
+        if label != WAIT_ROW && !label.starts_with(KEEP_ROW) {
             self.exit = Some(3);
         }
     }
@@ -368,7 +378,7 @@ impl Model {
                     let line = if self.claude() {
                         format!("  ⎿  You've hit your limit · resets {at}")
                     } else {
-                        format!("■ You've hit your usage limit. Try again at {at}.")
+                        CODEX_LIMIT[0].to_string()
                     };
                     if self.claude() {
                         // Claude answers a prompt at its limit right under the
@@ -379,10 +389,11 @@ impl Model {
                         self.transcript.push(line);
                     } else {
                         self.transcript.push(line);
+                        self.transcript.push(format!("{} {at}.", CODEX_LIMIT[1]));
                     }
                     self.turn = None;
                     self.osc = Osc::Idle;
-                    self.mode = if self.claude() && !menu.is_empty() {
+                    self.mode = if !menu.is_empty() {
                         Mode::LimitMenu { labels: menu }
                     } else {
                         Mode::Idle
@@ -487,6 +498,9 @@ impl Model {
             "side_effects": run.map(|r| r.files.iter().map(|f| serde_json::json!({"kind": "file", "path": f})).collect::<Vec<_>>()).unwrap_or_default(),
             "at": crate::paths::now_rfc3339(),
         });
+        if let (Some(obj), Some(e)) = (doc.as_object_mut(), &self.script.effort) {
+            obj.insert("effort".into(), e.as_str().into());
+        }
         if let (Some(obj), Some(extra)) = (doc.as_object_mut(), fields) {
             obj.extend(extra);
         }
@@ -567,6 +581,11 @@ impl Model {
     }
 
     /// The working spinner's elapsed seconds.
+    /// A usage limit shows (until it resets).
+    pub fn limited(&self) -> bool {
+        self.limit_until.is_some()
+    }
+
     pub fn working_secs(&self, now: Instant) -> u64 {
         match self.mode {
             Mode::Working { since, .. } => now.saturating_duration_since(since).as_secs(),
@@ -622,147 +641,5 @@ fn floor_char_boundary(s: &str, max: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn script(t: &str) -> Script {
-        Script::parse(t, "t").unwrap()
-    }
-
-    fn submit(m: &mut Model, text: &str, now: Instant) {
-        m.key(Key::Paste(text.into()), now);
-        m.key(Key::Enter, now);
-    }
-
-    #[test]
-    fn work_permission_write_report_finish() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = script(
-            r#"
-[[turn]]
-steps = [ { work = 100 }, { ask = "touch x" }, { write = { path = "x.txt", content = "a\nb\n" } },
-          { report = { path = "r.json", fields = { extra = 1 } } }, "finish" ]
-"#,
-        );
-        let t0 = Instant::now();
-        let mut m = Model::new(Profile::Codex, s, dir.path().to_path_buf(), t0);
-        submit(&mut m, "do it attempt=A7 nonce=N1", t0);
-        assert!(matches!(m.mode, Mode::Working { .. }));
-        assert_eq!(m.osc, Osc::Working);
-        assert!(
-            m.transcript
-                .iter()
-                .any(|l| l == "› do it attempt=A7 nonce=N1")
-        );
-        assert!(!m.tick(t0 + Duration::from_millis(50)));
-        assert!(m.tick(t0 + Duration::from_millis(100)));
-        assert_eq!(
-            m.mode,
-            Mode::Permission {
-                cmd: "touch x".into()
-            }
-        );
-        assert_eq!(m.osc, Osc::BlockedPermission);
-        assert!(!m.key(Key::Char('x'), t0));
-        m.key(Key::Char('y'), t0 + Duration::from_millis(200));
-        assert_eq!(m.mode, Mode::Idle);
-        assert_eq!(m.osc, Osc::Done);
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("x.txt")).unwrap(),
-            "a\nb\n"
-        );
-        let r: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
-        assert_eq!(r["attempt_id"], "A7");
-        assert_eq!(r["nonce"], "N1");
-        assert_eq!(r["state"], "finalized");
-        assert_eq!(r["extra"], 1);
-        assert_eq!(r["side_effects"][0]["path"], "x.txt");
-        assert!(m.transcript.last().unwrap().starts_with("  Worked for "));
-        m.key(Key::Char('h'), t0);
-        assert_eq!(m.osc, Osc::Idle, "typing after done sends idle");
-    }
-
-    #[test]
-    fn deny_and_interrupt_end_without_done() {
-        let s = script(
-            "[[turn]]\nsteps = [ { ask = \"rm -rf /\" }, \"finish\" ]\n[[turn]]\nsteps = [ { work = 10000 } ]\n",
-        );
-        let t0 = Instant::now();
-        let mut m = Model::new(Profile::Claude, s, PathBuf::from("."), t0);
-        submit(&mut m, "first", t0);
-        assert!(matches!(m.mode, Mode::Permission { .. }));
-        m.key(Key::Esc, t0);
-        assert_eq!(m.mode, Mode::Idle);
-        assert!(m.transcript.last().unwrap().contains("Interrupted"));
-        assert!(!m.transcript.iter().any(|l| l.starts_with("✻ Worked")));
-        submit(&mut m, "second", t0);
-        assert!(matches!(m.mode, Mode::Working { .. }));
-        m.key(Key::Esc, t0);
-        assert_eq!(m.mode, Mode::Idle);
-        assert_eq!(m.osc, Osc::Idle);
-    }
-
-    #[test]
-    fn codex_osc_blocked_can_lead_the_dialog() {
-        let s = script(
-            "osc_blocked_lead_ms = 800\n[[turn]]\nsteps = [ { ask = \"ls\" }, \"finish\" ]\n",
-        );
-        let t0 = Instant::now();
-        let mut m = Model::new(Profile::Codex, s, PathBuf::from("."), t0);
-        submit(&mut m, "go", t0);
-        assert!(
-            matches!(m.mode, Mode::Working { .. }),
-            "screen still working"
-        );
-        assert_eq!(m.osc, Osc::BlockedPermission, "OSC already blocked");
-        assert!(m.tick(t0 + Duration::from_millis(800)));
-        assert_eq!(m.mode, Mode::Permission { cmd: "ls".into() });
-        m.key(Key::Char('y'), t0);
-        assert_eq!(m.osc, Osc::Done);
-    }
-
-    #[test]
-    fn exit_step_and_ctrl_d() {
-        let s = script("[[turn]]\nsteps = [ { exit = 300 } ]\n");
-        let t0 = Instant::now();
-        let mut m = Model::new(Profile::Claude, s, PathBuf::from("."), t0);
-        submit(&mut m, "bye", t0);
-        assert_eq!(m.exit, Some(255));
-        let mut m = Model::new(Profile::Claude, Script::default(), PathBuf::from("."), t0);
-        assert!(!m.key(Key::Enter, t0), "an empty prompt is not submitted");
-        m.key(Key::CtrlD, t0);
-        assert_eq!(m.exit, Some(0));
-    }
-
-    #[test]
-    fn shown_state_follows_a_turn() {
-        let s = script(
-            "startup_ms = 10\n[[turn]]\nsteps = [ { work = 5 }, { ask = \"ls\" }, \"finish\" ]\n",
-        );
-        let t0 = Instant::now();
-        let mut m = Model::new(Profile::Claude, s, PathBuf::from("."), t0);
-        assert_eq!(m.shown_state(), "starting");
-        m.tick(t0 + Duration::from_millis(10));
-        assert_eq!(m.shown_state(), "idle");
-        submit(&mut m, "go", t0);
-        assert_eq!(m.shown_state(), "working");
-        m.tick(t0 + Duration::from_millis(20));
-        assert_eq!(m.shown_state(), "blocked");
-        m.key(Key::Enter, t0);
-        assert_eq!(m.shown_state(), "done");
-        m.key(Key::Char('x'), t0);
-        assert_eq!(m.shown_state(), "idle", "typing after done");
-    }
-
-    #[test]
-    fn starting_ignores_keys_until_ready() {
-        let s = script("startup_ms = 100\n");
-        let t0 = Instant::now();
-        let mut m = Model::new(Profile::Codex, s, PathBuf::from("."), t0);
-        assert!(!m.key(Key::Char('a'), t0));
-        assert_eq!(m.deadline(), Some(t0 + Duration::from_millis(100)));
-        assert!(m.tick(t0 + Duration::from_millis(100)));
-        assert_eq!(m.mode, Mode::Idle);
-    }
-}
+#[path = "model_tests.rs"]
+mod tests;

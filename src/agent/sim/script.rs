@@ -21,6 +21,10 @@ pub struct Script {
     /// Turns, chosen per prompt (see [`Script::turn_for`]).
     #[serde(default, rename = "turn")]
     pub turns: Vec<Turn>,
+    /// The effort the sim was started with (Claude's `--effort`, Codex's
+    /// `-c model_reasoning_effort=`): no effect but to be named in reports.
+    #[serde(skip)]
+    pub effort: Option<String>,
 }
 
 /// What the sim does for one prompt.
@@ -102,6 +106,7 @@ impl Default for Script {
                 matches: None,
                 steps: vec![Step::Work(500), Step::Finish],
             }],
+            effort: None,
         }
     }
 }
@@ -119,6 +124,13 @@ impl Script {
                 }
             }
         }
+        self
+    }
+
+    /// The script as an agent started at an effort level runs it: the same
+    /// steps, its reports naming the level (`"effort"`).
+    pub fn with_effort(mut self, effort: Option<String>) -> Self {
+        self.effort = effort;
         self
     }
 

@@ -1,0 +1,98 @@
+//! The runner's side of lane autotune (`--lane-autotune`, `LOOP.md` "Lane
+//! autotune"): each finished turn is timed on the loop's clock, the pure
+//! tuner of [`super::autotune`] runs before each iteration starts, every
+//! recommendation is one `autotune` entry in `DECISIONS.md` and one
+//! `loop.autotune` event, and a lane brought up gets the effort set for its
+//! (role, agent). Off, none of this runs and no lane gets an effort.
+
+use super::LoopError;
+use super::autotune::{self, Sample};
+use super::ops::{LaneHandle, LaneOps, LaneSpec, Role};
+use super::runner::{Phase, Runner};
+use chrono::{DateTime, Utc};
+
+/// Turns kept for the tuner (older ones are far outside its window).
+const MAX_SAMPLES: usize = 256;
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// Bring a lane up at the effort the tuner set for its (role, agent).
+    pub(super) fn lane_up(&mut self, mut spec: LaneSpec) -> Result<LaneHandle, LoopError> {
+        if self.cfg.unattended.autotune {
+            spec.effort = self
+                .tuner
+                .effort((spec.role, spec.agent))
+                .map(str::to_string);
+        }
+        self.ops.up(&spec)
+    }
+
+    /// Note a finished turn of `task`'s lane, dispatched at `at`.
+    pub(super) fn time_turn(&mut self, task: &str, at: DateTime<Utc>, failed: bool) {
+        if !self.cfg.unattended.autotune {
+            return;
+        }
+        let (Some(t), Some(lane)) = (self.task(task), self.lanes.get(task)) else {
+            return;
+        };
+        let role = match t.phase {
+            Phase::Implementing => Role::Implementer,
+            Phase::Reviewing => Role::Reviewer,
+            _ => return,
+        };
+        let iteration = self
+            .iteration_of
+            .get(task)
+            .copied()
+            .unwrap_or(self.status.iterations);
+        let sample = Sample {
+            iteration,
+            role,
+            agent: lane.agent,
+            elapsed: super::clock::since(at, self.now()),
+            failed,
+            fresh: true,
+        };
+        self.samples.push(sample);
+        let over = self.samples.len().saturating_sub(MAX_SAMPLES);
+        self.samples.drain(..over);
+    }
+
+    /// Before iteration `next` starts: run the tuner over the turns so far
+    /// and record what it recommends.
+    pub(super) fn autotune(&mut self, next: u32) -> Result<(), LoopError> {
+        if !self.cfg.unattended.autotune {
+            return Ok(());
+        }
+        let k = self.cfg.unattended.autotune_k;
+        let (state, recs) = autotune::tune(&self.tuner, &self.samples, next, k);
+        self.tuner = state;
+        for s in &mut self.samples {
+            s.fresh = false;
+        }
+        for r in recs {
+            let line = r.describe(k);
+            self.decide("autotune", &format!("before iteration {next}: {line}"))?;
+            self.say(&format!("autotune: {line}"));
+            crate::registry::events::emit_quiet(
+                &self.cfg.state_dir,
+                "loop.autotune",
+                serde_json::json!({
+                    "run": self.run.n,
+                    "iteration": next,
+                    "role": r.role.as_str(),
+                    "agent": r.agent.as_str(),
+                    "direction": r.direction.map(|d| d.as_str()),
+                    "elapsed_s": r.elapsed.as_secs_f64(),
+                    "median_s": r.median.map(|m| m.as_secs_f64()),
+                    "failed": r.failed,
+                    "observed": r.observed,
+                    "effort_from": r.from,
+                    "effort_to": r.to,
+                    "actuated": r.actuated,
+                    "held": (!r.actuated).then_some(r.held.as_str()),
+                }),
+            );
+        }
+        Ok(())
+    }
+}

@@ -140,17 +140,17 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         }
     };
     let snip = prompt_probe(text);
+    let tail = prompt_tail(text);
     let took = |before: &Snapshot| {
-        let before = before.clone();
+        let (before, pane) = (before.clone(), entry.pane.clone());
+        let (snip, tail) = (snip.clone(), tail.clone());
         move |s: &Snapshot| {
-            s.generation == before.generation
-                && (matches!(s.state.as_str(), "working" | "blocked")
-                    // Codex streaming a reply reads `unknown` (screen and OSC
-                    // disagree until they settle): it left idle all the same.
-                    || (s.state == "unknown" && s.screen_hash != before.screen_hash)
-                    || (s.state == "done"
-                        && s.screen_hash != before.screen_hash
-                        && before.state == "idle"))
+            left_idle(&before, s, || {
+                // Codex's submitted prompt stays in view above its composer
+                // while it streams; only Claude's composer is asked.
+                kind == AgentKind::Claude
+                    && pane.with_screen(|sc, _| in_composer(&sc.text(), &snip, &tail))
+            })
         }
     };
     let mut attempts = 1;
@@ -164,7 +164,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
         );
         if state == "idle" || state == "done" {
             attempts = 2;
-            if in_composer(&screen, &snip, &prompt_tail(text)) {
+            if in_composer(&screen, &snip, &tail) {
                 // The prompt sits in the composer: Enter was taken as a newline.
                 entry
                     .pane
@@ -201,6 +201,24 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
     }))
 }
 
+/// Whether the agent took the prompt: it left `before` (idle or done) for
+/// working or blocked, for a new done after idle, or for `unknown` on a
+/// changed screen — Codex streaming a reply reads `unknown` while its screen
+/// and title disagree — unless the prompt still sits in Claude's composer
+/// (`prompt_waiting`, asked only then): a prompt typed and never submitted
+/// also changes the screen.
+fn left_idle(before: &Snapshot, s: &Snapshot, prompt_waiting: impl FnOnce() -> bool) -> bool {
+    if s.generation != before.generation {
+        return false;
+    }
+    match s.state.as_str() {
+        "working" | "blocked" => true,
+        "unknown" => s.screen_hash != before.screen_hash && !prompt_waiting(),
+        "done" => s.screen_hash != before.screen_hash && before.state == "idle",
+        _ => false,
+    }
+}
+
 fn bottom(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -209,6 +227,38 @@ fn bottom(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn snap(state: &str, hash: &str) -> Snapshot {
+        Snapshot {
+            pane: "p".into(),
+            generation: 1,
+            state: state.into(),
+            kind: None,
+            exit_code: None,
+            since_ms: 0,
+            since: String::new(),
+            evidence: Vec::new(),
+            screen_hash: hash.into(),
+            seq: 0,
+        }
+    }
+
+    /// Guards the false `delivered: true` for a prompt typed into Claude's
+    /// composer and never submitted: the typing changed the screen, which
+    /// read `unknown`, and that alone counted as taken.
+    #[test]
+    fn unknown_with_the_prompt_still_in_the_composer_is_not_taken() {
+        let idle = snap("idle", "a");
+        assert!(!left_idle(&idle, &snap("unknown", "b"), || true));
+        assert!(left_idle(&idle, &snap("unknown", "b"), || false));
+        assert!(!left_idle(&idle, &snap("unknown", "a"), || false));
+        assert!(left_idle(&idle, &snap("working", "a"), || true));
+        assert!(left_idle(&idle, &snap("done", "b"), || true));
+        assert!(!left_idle(&snap("done", "a"), &snap("done", "b"), || false));
+        let mut other = snap("working", "b");
+        other.generation = 2;
+        assert!(!left_idle(&idle, &other, || false));
+    }
 
     #[test]
     fn a_tall_prompt_is_found_in_the_composer_by_its_tail() {

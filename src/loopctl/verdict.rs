@@ -269,15 +269,7 @@ pub fn transcript_root(agent: Agent, env: &dyn Fn(&str) -> Option<String>) -> Op
 /// environment (`/proc/<pid>/environ`; none where that cannot be read). No
 /// other value is kept.
 pub fn process_env(pid: u32) -> Vec<(String, String)> {
-    let Ok(bytes) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return Vec::new();
-    };
-    bytes
-        .split(|b| *b == 0)
-        .filter_map(|kv| std::str::from_utf8(kv).ok()?.split_once('='))
-        .filter(|(k, _)| matches!(*k, "HOME" | "CLAUDE_CONFIG_DIR" | "CODEX_HOME"))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    crate::pane::env_values(pid, &["HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"])
 }
 
 /// Claude Code's project dir name for a working directory: every character

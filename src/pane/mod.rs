@@ -17,6 +17,7 @@ mod native_backend;
 mod procfs;
 pub mod reap;
 pub mod record;
+mod saved;
 mod spawn;
 mod spec;
 pub mod tmux;
@@ -27,7 +28,7 @@ pub use backend::{Backend, PaneBackend};
 pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
 pub use native::NativePane;
-pub use procfs::foreground_job;
+pub use procfs::{env_values, foreground_job};
 pub use spec::{
     DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, find_executable, parse_size, validate_env_name,
     validate_pane_name,

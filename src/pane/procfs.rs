@@ -128,6 +128,26 @@ pub fn uptime_ticks() -> u64 {
     (secs * hz) as u64
 }
 
+/// The values of `names` in a live process's environment
+/// (`/proc/<pid>/environ`; none where it cannot be read). Only those are
+/// kept, in memory: for a respawn of a re-adopted pane, or where an agent
+/// keeps its files.
+pub fn env_values(pid: u32, names: &[&str]) -> Vec<(String, String)> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    raw.split(|b| *b == 0)
+        .filter_map(|kv| {
+            let i = kv.iter().position(|b| *b == b'=')?;
+            let k = std::str::from_utf8(&kv[..i]).ok()?;
+            names.contains(&k).then(|| {
+                (
+                    k.to_string(),
+                    String::from_utf8_lossy(&kv[i + 1..]).into_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +188,18 @@ mod tests {
     fn reads_this_process() {
         let me = stat(std::process::id()).unwrap();
         assert!(me.starttime <= uptime_ticks() + 1);
+    }
+
+    #[test]
+    fn env_values_reads_only_the_names_asked_for() {
+        let me = std::process::id();
+        let home = std::env::var("HOME").ok();
+        let got = env_values(me, &["HOME", "NO_SUCH_VARIABLE_HERE"]);
+        assert_eq!(
+            got.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            if home.is_some() { vec!["HOME"] } else { vec![] }
+        );
+        assert_eq!(got.first().map(|(_, v)| v.clone()), home);
+        assert!(env_values(u32::MAX, &["HOME"]).is_empty());
     }
 }

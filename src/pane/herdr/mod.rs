@@ -356,7 +356,10 @@ impl HerdrHost {
             let spec = PaneSpec {
                 name: s.name.clone(),
                 argv: s.argv.clone(),
-                env: state::env_from_proc(s.pid, &s.env_names),
+                env: crate::pane::env_values(
+                    s.pid,
+                    &s.env_names.iter().map(String::as_str).collect::<Vec<_>>(),
+                ),
                 cwd: s.cwd.clone(),
                 cols: s.cols,
                 rows: s.rows,

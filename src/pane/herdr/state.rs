@@ -43,7 +43,6 @@ fn pane_path(state_dir: &Path, name: &str) -> PathBuf {
 
 /// Save a pane's re-adoption state (its current generation).
 pub(super) fn save(state_dir: &Path, pane: &HerdrPane) {
-    use std::os::unix::fs::PermissionsExt;
     let g = lock(&pane.inner);
     let saved = SavedPane {
         schema_version: SCHEMA,
@@ -65,16 +64,8 @@ pub(super) fn save(state_dir: &Path, pane: &HerdrPane) {
         created_at: g.created_at.clone(),
     };
     drop(g);
-    let d = dir(state_dir);
-    let r = crate::store::create_private_dir(&d)
-        .map_err(|e| e.to_string())
-        .and_then(|()| {
-            let p = pane_path(state_dir, &saved.name);
-            crate::store::write_json_atomic(&p, &saved).map_err(|e| e.to_string())?;
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| e.to_string())
-        });
-    if let Err(e) = r {
+    let p = pane_path(state_dir, &saved.name);
+    if let Err(e) = crate::pane::saved::write_private(&p, &saved) {
         tracing::warn!(pane = %saved.name, error = %e, "cannot save herdr pane state");
     }
 }
@@ -84,52 +75,16 @@ pub(super) fn remove(state_dir: &Path, name: &str) {
     let _ = std::fs::remove_file(pane_path(state_dir, name));
 }
 
-/// Every saved pane (unreadable files are reported and left in place).
-pub(super) fn load(state_dir: &Path) -> Vec<SavedPane> {
-    let Ok(rd) = std::fs::read_dir(dir(state_dir)) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in rd.flatten() {
-        let p = e.path();
-        let hidden = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if hidden || p.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        match crate::store::read_json::<SavedPane>(&p) {
-            Ok(Some(s)) if s.schema_version == SCHEMA => out.push(s),
-            Ok(Some(s)) => {
-                tracing::warn!(file = %p.display(), version = s.schema_version, "herdr pane state of another version; left alone")
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(file = %p.display(), error = %e, "corrupt herdr pane state; left alone")
-            }
-        }
+impl crate::pane::saved::Saved for SavedPane {
+    fn schema_version(&self) -> u32 {
+        self.schema_version
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    fn name(&self) -> &str {
+        &self.name
+    }
 }
 
-/// The values of `names` in a live process's environment (read back for a
-/// re-adopted pane, so a respawn can set them again; kept in memory only).
-pub(super) fn env_from_proc(pid: u32, names: &[String]) -> Vec<(String, String)> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    let mut out = Vec::new();
-    for kv in raw.split(|b| *b == 0) {
-        let Some(i) = kv.iter().position(|b| *b == b'=') else {
-            continue;
-        };
-        let k = String::from_utf8_lossy(&kv[..i]);
-        if names.iter().any(|n| *n == k) {
-            out.push((
-                k.into_owned(),
-                String::from_utf8_lossy(&kv[i + 1..]).into_owned(),
-            ));
-        }
-    }
-    out
+/// Every saved pane (unreadable files are reported and left in place).
+pub(super) fn load(state_dir: &Path) -> Vec<SavedPane> {
+    crate::pane::saved::load_all(&dir(state_dir), SCHEMA, "herdr")
 }

@@ -689,7 +689,10 @@ impl TmuxHost {
                 state::remove_saved(&self.state_dir, &s.name);
                 continue;
             }
-            let env = state::env_from_proc(s.pid, &s.env_names);
+            let env = crate::pane::env_values(
+                s.pid,
+                &s.env_names.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
             let spec = PaneSpec {
                 name: s.name.clone(),
                 argv: s.argv.clone(),

@@ -49,16 +49,7 @@ fn pane_path(state_dir: &Path, name: &str) -> PathBuf {
     dir(state_dir).join("panes").join(format!("{name}.json"))
 }
 
-fn write_private<T: Serialize>(path: &Path, doc: &T) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
-    }
-    crate::store::write_json_atomic(path, doc).map_err(|e| e.to_string())?;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-    Ok(())
-}
+use crate::pane::saved::write_private;
 
 /// Record that drover started the server `pid` on `socket`.
 pub(super) fn record_server(state_dir: &Path, socket: &str, pid: u32) -> Result<(), String> {
@@ -205,52 +196,16 @@ pub(super) fn paste_mode(state_dir: &Path, name: &str) -> bool {
     paste_path(state_dir, name).exists()
 }
 
-/// Every saved pane (unreadable files are reported and left in place).
-pub(super) fn load_panes(state_dir: &Path) -> Vec<SavedPane> {
-    let Ok(rd) = std::fs::read_dir(dir(state_dir).join("panes")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.extension().is_none_or(|x| x != "json")
-            || p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('.'))
-        {
-            continue;
-        }
-        match crate::store::read_json::<SavedPane>(&p) {
-            Ok(Some(s)) if s.schema_version == SCHEMA => out.push(s),
-            Ok(Some(s)) => {
-                tracing::warn!(file = %p.display(), version = s.schema_version, "tmux pane state of another version; left alone")
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(file = %p.display(), error = %e, "corrupt tmux pane state; left alone")
-            }
-        }
+impl crate::pane::saved::Saved for SavedPane {
+    fn schema_version(&self) -> u32 {
+        self.schema_version
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    fn name(&self) -> &str {
+        &self.name
+    }
 }
 
-/// The values of `names` in a live process's environment (read back for a
-/// re-adopted pane, so a respawn can set them again; kept in memory only).
-pub(super) fn env_from_proc(pid: u32, names: &[String]) -> Vec<(String, String)> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    let mut out = Vec::new();
-    for kv in raw.split(|b| *b == 0) {
-        let Some(i) = kv.iter().position(|b| *b == b'=') else {
-            continue;
-        };
-        let k = String::from_utf8_lossy(&kv[..i]);
-        if names.iter().any(|n| *n == k) {
-            out.push((
-                k.into_owned(),
-                String::from_utf8_lossy(&kv[i + 1..]).into_owned(),
-            ));
-        }
-    }
-    out
+/// Every saved pane (unreadable files are reported and left in place).
+pub(super) fn load_panes(state_dir: &Path) -> Vec<SavedPane> {
+    crate::pane::saved::load_all(&dir(state_dir).join("panes"), SCHEMA, "tmux")
 }

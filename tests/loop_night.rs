@@ -6,10 +6,10 @@
 //! once and resumed. The close-out accounts for every task.
 
 mod common;
+mod loop_common;
 
 use common::{Drover, git, wait_until};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const TASKS: u32 = 12;
@@ -64,20 +64,6 @@ fn implementer(start: chrono::DateTime<chrono::Utc>) -> String {
         }
     }
     s
-}
-
-fn spawn(d: &Drover, args: &[String], log: &Path) -> Child {
-    let err = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .unwrap();
-    d.cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(err))
-        .spawn()
-        .unwrap()
 }
 
 fn read(p: &Path) -> String {
@@ -164,7 +150,11 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
     .collect();
     first.extend(common.clone());
     let wall = Instant::now();
-    let mut child = spawn(&d, &first, &log);
+    let mut child = loop_common::spawn_loop(
+        &d,
+        &first.iter().map(String::as_str).collect::<Vec<_>>(),
+        &log,
+    );
     // The crash: once TASK-3 is back from its limit and something landed.
     let decisions = d.state.join("loop1/DECISIONS.md");
     assert!(
@@ -182,15 +172,13 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
         .map(|x| x.to_string())
         .collect();
     resume.extend(common);
-    let mut child = spawn(&d, &resume, &log);
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "the run did not finish");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let mut child = loop_common::spawn_loop(
+        &d,
+        &resume.iter().map(String::as_str).collect::<Vec<_>>(),
+        &log,
+    );
+    let status = loop_common::wait_exit(&mut child, Duration::from_secs(600))
+        .expect("the run did not finish");
     let out = read(&log);
     assert!(status.success(), "{status:?}: {out}");
     let v: serde_json::Value =

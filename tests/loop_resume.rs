@@ -6,10 +6,11 @@
 //! end every task landed exactly once and no lane of the run is left.
 
 mod common;
+mod loop_common;
 
 use common::{Drover, git};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use loop_common::{spawn_loop, trailers, wait_exit};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const TASKS: u32 = 8;
@@ -51,20 +52,6 @@ fn setup(d: &Drover) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     (repo, charter, imp_path, rev_path)
 }
 
-fn spawn(d: &Drover, args: &[&str], log: &Path) -> Child {
-    let err = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .unwrap();
-    d.cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(err))
-        .spawn()
-        .unwrap()
-}
-
 /// A small deterministic generator (the seed is printed to replay a failure).
 struct Lcg(u64);
 impl Lcg {
@@ -75,22 +62,6 @@ impl Lcg {
             .wrapping_add(1442695040888963407);
         lo + (self.0 >> 33) % (hi - lo)
     }
-}
-
-/// Task trailers on the integration branch: how often each task was committed.
-fn trailers(repo: &Path) -> Vec<(u32, usize)> {
-    let log = std::process::Command::new("git")
-        .args(["log", "--format=%B", "drover/integration/loop1", "--"])
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&log.stdout).into_owned();
-    (1..=TASKS)
-        .map(|n| {
-            let t = format!("Task: TASK-{n}");
-            (n, text.lines().filter(|l| l.trim() == t).count())
-        })
-        .collect()
 }
 
 /// DECISIONS.md only grew since `before`, and its entries are D1..Dk in order.
@@ -154,7 +125,7 @@ fn crash_run(rng: &mut Lcg, max_kills: u32) -> u32 {
     let mut resume: Vec<&str> = vec!["loop", "run", "--resume", "1"];
     resume.extend(common);
     let decisions = d.state.join("loop1/DECISIONS.md");
-    let mut child = spawn(&d, &first, &log);
+    let mut child = spawn_loop(&d, &first, &log);
     let mut before = String::new();
     let mut kills = 0;
     while kills < max_kills {
@@ -169,19 +140,13 @@ fn crash_run(rng: &mut Lcg, max_kills: u32) -> u32 {
         let now = std::fs::read_to_string(&decisions).unwrap_or_default();
         check_decisions(&before, &now);
         before = now;
-        for (n, c) in trailers(&repo) {
+        for (n, c) in trailers(&repo, TASKS) {
             assert!(c <= 1, "TASK-{n} committed {c} times after kill {kills}");
         }
-        child = spawn(&d, &resume, &log);
+        child = spawn_loop(&d, &resume, &log);
     }
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the resumed run did not finish");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status =
+        wait_exit(&mut child, Duration::from_secs(600)).expect("the resumed run did not finish");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(status.success(), "{status:?}: {text}");
     eprintln!(
@@ -191,7 +156,7 @@ fn crash_run(rng: &mut Lcg, max_kills: u32) -> u32 {
     let now = std::fs::read_to_string(&decisions).unwrap();
     check_decisions(&before, &now);
     assert_eq!(
-        trailers(&repo),
+        trailers(&repo, TASKS),
         (1..=TASKS).map(|n| (n, 1)).collect::<Vec<_>>(),
         "every task landed exactly once: {text}\n{now}"
     );

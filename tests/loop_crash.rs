@@ -197,7 +197,7 @@ fn kill_9_of_the_supervisor_then_resume_lands_every_task_once() {
     let sup = n.d.server_pid().expect("a supervisor runs the lanes");
     sigkill(sup);
     assert!(
-        common::wait_until(LONG, || !common::pid_alive(sup)),
+        common::wait_until(LONG, || common::all_threads_gone(sup)),
         "the supervisor survived SIGKILL"
     );
     // The loop notices its supervisor is gone and stops unclosed.
@@ -242,8 +242,8 @@ fn a_simulated_reboot_then_resume_lands_every_task_once() {
     }
     let _ = child.wait();
     assert!(
-        common::wait_until(LONG, || !common::pid_alive(sup)
-            && panes.iter().all(|p| !common::pid_alive(*p))),
+        common::wait_until(LONG, || common::all_threads_gone(sup)
+            && panes.iter().all(|p| common::all_threads_gone(*p))),
         "a process survived SIGKILL"
     );
     n.resume_to_the_end();

@@ -786,7 +786,17 @@ fn claude_usage_limit_has_resets_at_and_menu() {
         assert_eq!(a["dialog"], "limit_menu", "{a}");
         r.expect_state("blocked:usage_limit");
         assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+        after_the_limit(&mut r);
     }
+}
+
+/// The next prompt once the limit is over is answered, and the screen with
+/// the old limit message above it reads done, not the limit again (a
+/// resumed lane would be parked again, every time).
+fn after_the_limit(r: &mut Run) {
+    r.prompt("the limit is over, carry on");
+    r.expect_text("Back at work after the limit.");
+    r.expect_state("done");
 }
 
 /// The same for Codex: `■ You've hit your usage limit … try again at …`, and
@@ -810,6 +820,7 @@ fn codex_usage_limit_has_resets_at() {
         }
         r.expect_state("blocked:usage_limit");
         assert_resets_at(&mut r, t0, LIMIT_RESETS_IN_S);
+        after_the_limit(&mut r);
     }
 }
 

@@ -16,7 +16,7 @@
 
 use super::LoopError;
 use super::brief;
-use super::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role};
+use super::ops::{JobSpec, LaneHandle, LaneOps, Outcome, Role};
 use super::rundir::RunDir;
 use super::runner::{Phase, RunConfig, RunStatus, Runner, slug};
 use super::{board, git};
@@ -254,7 +254,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// Claim a task's write lease again (a resume may come after it lapsed).
-    fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
+    pub(super) fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
         let task = self
             .board
             .task(id)
@@ -277,7 +277,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// Where a task's worktree is (by the run's naming rule).
-    fn worktree_of(&self, id: &str) -> std::path::PathBuf {
+    pub(super) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
         self.cfg
             .state_dir
             .join("worktrees")
@@ -298,10 +298,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             .and_then(|t| t.agent)
             .unwrap_or(crate::registry::Agent::Claude);
         let round = self.task(id).map_or(1, |t| t.round.max(1));
-        let lane = format!("l{n}-impl-{}", slug(id));
+        let lane = self.impl_lane(id);
         let lane_dir = self.run.lane_dir(&lane)?;
-        let wt = self.worktree_of(id);
-        let branch = format!("drover/loop{n}/{id}");
         let now = Utc::now();
         self.reclaim(id)?;
         let _ = lend::give_back(&self.cfg.state_dir, id, agent.other(), now);
@@ -316,37 +314,12 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 b
             }
         };
-        let worktree = (!wt.exists()).then(|| super::ops::WorktreeSpec {
-            repo: self.cfg.repo.clone(),
-            path: wt.clone(),
-            branch: branch.clone(),
-            base: self.status.base_sha.clone(),
-        });
-        let spec = LaneSpec {
-            id: lane.clone(),
-            role: Role::Implementer,
-            agent,
-            task: id.to_string(),
-            lane_dir: lane_dir.clone(),
-            worktree,
-            cwd: wt.clone(),
-            effort: None,
-        };
+        let handle = self.implementer_up(id, agent, tier, round, false)?;
         if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Implementing;
-            t.agent = Some(agent);
-            t.reviewer = Some(agent.other());
-            t.tier = Some(tier.as_str().into());
-            t.round = round;
-            t.lane = Some(lane.clone());
-            t.worktree = Some(wt);
-            t.branch = Some(branch);
             t.reason = None;
             t.resume = None;
             t.stall = None;
         }
-        let handle = self.lane_up(spec)?;
-        self.lanes.insert(id.to_string(), handle.clone());
         let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);
         self.decide(
             "recover",

@@ -6,7 +6,7 @@ use super::LoopError;
 use super::brief::{self, Tier};
 use super::capture;
 use super::land;
-use super::ops::{JobSpec, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec};
+use super::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec};
 use super::runner::{Phase, Runner, slug};
 use crate::engine::{Action, Actor, Engine, Request};
 use crate::registry::heartbeat::{self, HeartbeatRequest, SessionVerdict};
@@ -61,29 +61,10 @@ impl<O: LaneOps> Runner<'_, O> {
             .cloned()
             .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
         let agent = self.pick_agent();
-        let n = self.run.n;
-        let lane = format!("l{n}-impl-{}", slug(id));
+        let lane = self.impl_lane(id);
         let lane_dir = self.run.lane_dir(&lane)?;
-        let wt = self
-            .cfg
-            .state_dir
-            .join("worktrees")
-            .join(format!("loop{n}-{}", slug(id)));
-        let branch = format!("drover/loop{n}/{id}");
-        let now = Utc::now();
-        lease::claim(
-            &self.cfg.state_dir,
-            &lease::ClaimRequest {
-                task: id.to_string(),
-                session: Some(Role::Implementer.session_id().into()),
-                branch: Some(branch.clone()),
-                worktree: Some(wt.clone()),
-                files: task.files.clone(),
-                ttl_s: None,
-            },
-            now,
-        )?;
-        lend::borrow(&self.cfg.state_dir, id, agent, now)?;
+        self.reclaim(id)?;
+        lend::borrow(&self.cfg.state_dir, id, agent, Utc::now())?;
         let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
         let others: Vec<String> = self
             .status
@@ -97,33 +78,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let text = brief::render(&b);
         brief::parse(&text, &self.cfg.charter.guarded_paths)?;
         crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
-        let spec = LaneSpec {
-            id: lane.clone(),
-            role: Role::Implementer,
-            agent,
-            task: id.to_string(),
-            lane_dir: lane_dir.clone(),
-            worktree: Some(WorktreeSpec {
-                repo: self.cfg.repo.clone(),
-                path: wt.clone(),
-                branch: branch.clone(),
-                base: self.status.base_sha.clone(),
-            }),
-            cwd: wt.clone(),
-            effort: None,
-        };
-        if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Implementing;
-            t.agent = Some(agent);
-            t.reviewer = Some(agent.other());
-            t.tier = Some(tier.as_str().into());
-            t.round = 1;
-            t.lane = Some(lane.clone());
-            t.worktree = Some(wt);
-            t.branch = Some(branch);
-        }
-        let handle = self.lane_up(spec)?;
-        self.lanes.insert(id.to_string(), handle);
+        self.implementer_up(id, agent, tier, 1, true)?;
         self.say(&format!(
             "{id}: implementing in lane {lane} ({agent}, {})",
             tier.as_str()
@@ -132,6 +87,57 @@ impl<O: LaneOps> Runner<'_, O> {
             id,
             &format!("{text}\n[loop] task={id} round=1 role=implementer"),
         )
+    }
+
+    /// Task `id`'s implementer lane.
+    pub(super) fn impl_lane(&self, id: &str) -> String {
+        format!("l{}-impl-{}", self.run.n, slug(id))
+    }
+
+    /// Bring up task `id`'s implementer lane (its lane dir made) in its worktree (made
+    /// from the base when `fresh` or when it is not there yet), the task
+    /// marked implementing in `round`.
+    pub(super) fn implementer_up(
+        &mut self,
+        id: &str,
+        agent: Agent,
+        tier: Tier,
+        round: u32,
+        fresh: bool,
+    ) -> Result<LaneHandle, LoopError> {
+        let lane = self.impl_lane(id);
+        let lane_dir = self.run.path.join(&lane);
+        let wt = self.worktree_of(id);
+        let branch = format!("drover/loop{}/{id}", self.run.n);
+        let worktree = (fresh || !wt.exists()).then(|| WorktreeSpec {
+            repo: self.cfg.repo.clone(),
+            path: wt.clone(),
+            branch: branch.clone(),
+            base: self.status.base_sha.clone(),
+        });
+        let spec = LaneSpec {
+            id: lane.clone(),
+            role: Role::Implementer,
+            agent,
+            task: id.to_string(),
+            lane_dir,
+            worktree,
+            cwd: wt.clone(),
+            effort: None,
+        };
+        if let Some(t) = self.task_mut(id) {
+            t.phase = Phase::Implementing;
+            t.agent = Some(agent);
+            t.reviewer = Some(agent.other());
+            t.tier = Some(tier.as_str().into());
+            t.round = round;
+            t.lane = Some(lane);
+            t.worktree = Some(wt);
+            t.branch = Some(branch);
+        }
+        let handle = self.lane_up(spec)?;
+        self.lanes.insert(id.to_string(), handle.clone());
+        Ok(handle)
     }
 
     fn dispatch_impl(&mut self, id: &str, prompt: &str) -> Result<(), LoopError> {

@@ -11,20 +11,6 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
 
-fn all_ids(d: &Drover) -> Vec<String> {
-    records(d)
-        .iter()
-        .map(|l| l["lane_id"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn wait_idle(d: &Drover, ids: &[String]) {
-    let mut args = vec!["wait"];
-    args.extend(ids.iter().map(String::as_str));
-    args.extend(["--until", "idle", "--timeout-ms", "60000"]);
-    d.ok(&args);
-}
-
 /// Guards: after `kill -9` of the supervisor the same lanes come back, each
 /// a new generation, the old processes gone, and a job dispatched before the
 /// crash is never completed by the policy across the restart.
@@ -51,7 +37,7 @@ fn supervisor_killed_with_eight_lanes_up_comes_back_with_the_same_lanes() {
     );
     let before = records(&d);
     assert_eq!(before.len(), 8);
-    let ids = all_ids(&d);
+    let ids = lane_ids(&d);
 
     d.ok(&["job", "create", "J-restart"]);
     let out = d
@@ -84,7 +70,7 @@ fn supervisor_killed_with_eight_lanes_up_comes_back_with_the_same_lanes() {
         && records(&d).iter().all(|l| l["generation"] == 2)));
     let rec = d.ok(&["lane", "ls"]);
     let after = records(&d);
-    assert_eq!(all_ids(&d), ids, "{rec}");
+    assert_eq!(lane_ids(&d), ids, "{rec}");
     for (a, b) in before.iter().zip(&after) {
         assert_eq!(
             b["generation"],
@@ -173,7 +159,7 @@ fn after_a_reboot_each_lane_is_respawned_once_never_twice() {
     up(&d, &r, "implementer", &["--backend", "tmux"]);
     let before = records(&d);
     assert_eq!(before.len(), 2);
-    let ids = all_ids(&d);
+    let ids = lane_ids(&d);
     let kill9 = |d: &Drover| {
         let pid = d.server_pid().unwrap();
         nix::sys::signal::kill(

@@ -7,37 +7,12 @@
 mod common;
 mod lanes_common;
 
-use common::{Drover, pid_alive, wait_until};
+use common::{Drover, TmuxGuard, pid_alive, wait_until};
 use lanes_common::*;
 use std::process::Command;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
-
-/// Stops this state dir's tmux server when the test ends.
-struct TmuxGuard(String);
-
-impl Drop for TmuxGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .output();
-    }
-}
-
-fn ids(d: &Drover) -> Vec<String> {
-    records(d)
-        .iter()
-        .map(|l| l["lane_id"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
-fn wait_idle(d: &Drover, ids: &[String]) {
-    let mut args = vec!["wait"];
-    args.extend(ids.iter().map(String::as_str));
-    args.extend(["--until", "idle", "--timeout-ms", "60000"]);
-    d.ok(&args);
-}
 
 /// Guards: tmux lanes are tmux panes (never silently native), are listed,
 /// are re-adopted, not respawned, by the next supervisor after `kill -9`,
@@ -56,18 +31,18 @@ fn tmux_lanes_come_up_survive_a_supervisor_kill_and_go_down() {
     up(&d, &r, "reviewer,implementer", &["--backend", "tmux"]);
     let before = records(&d);
     assert_eq!(before.len(), 4, "{before:?}");
-    let lane_ids = ids(&d);
+    let up_ids = lane_ids(&d);
     let panes = d.ls();
     assert_eq!(panes.len(), 4);
     for p in &panes {
         assert_eq!(p["backend"], "tmux", "{p}");
         assert!(p["attach_command"].as_str().is_some(), "{p}");
     }
-    wait_idle(&d, &lane_ids);
+    wait_idle(&d, &up_ids);
     let listed = lanes(&d);
     assert_eq!(listed.len(), 4);
     let text = d.ok(&["lane", "ls"]);
-    for id in &lane_ids {
+    for id in &up_ids {
         assert!(text.contains(id.as_str()), "{text}");
     }
 
@@ -91,7 +66,7 @@ fn tmux_lanes_come_up_survive_a_supervisor_kill_and_go_down() {
     d.ok(&["serve", "--daemon"]);
     assert!(wait_until(T, || d.ls().len() == 4));
     let after = records(&d);
-    assert_eq!(ids(&d), lane_ids);
+    assert_eq!(lane_ids(&d), up_ids);
     for (a, b) in before.iter().zip(&after) {
         assert_eq!(b["pid"], a["pid"], "re-adopted, not respawned: {b}");
         assert_eq!(b["generation"], a["generation"], "{b}");
@@ -102,7 +77,7 @@ fn tmux_lanes_come_up_survive_a_supervisor_kill_and_go_down() {
     }
     // Still observed: a prompt to one lane is confirmed working (`send`
     // waits for it), and the turn ends.
-    let first = &lane_ids[0];
+    let first = &up_ids[0];
     d.ok(&["send", first, "hello after the restart"]);
     d.ok(&[
         "wait",

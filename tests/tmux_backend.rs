@@ -25,18 +25,6 @@ macro_rules! need_tmux {
     };
 }
 
-/// Stops this state dir's tmux server when the test ends, even when it
-/// fails while no supervisor runs (tmux panes outlive a supervisor).
-struct TmuxGuard(String);
-
-impl Drop for TmuxGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .output();
-    }
-}
-
 fn tmux_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> serde_json::Value {
     let mut f = vec!["--backend", "tmux"];
     f.extend_from_slice(flags);

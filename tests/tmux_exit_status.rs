@@ -16,17 +16,6 @@ const RUNS: usize = 30;
 /// How long one pane may take to be seen exited on a loaded machine.
 const EXIT_WAIT_MS: u64 = 15_000;
 
-/// Stops this state dir's tmux server when the test ends.
-struct TmuxGuard(String);
-
-impl Drop for TmuxGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .output();
-    }
-}
-
 fn tmux_drover() -> (Drover, TmuxGuard) {
     let ok = Command::new("tmux")
         .arg("-V")

@@ -330,3 +330,16 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// Stops the tmux server on socket `.0` (a state dir's, `pane::tmux::socket_name`)
+/// when the test ends, even when it fails while no supervisor runs (tmux panes
+/// outlive a supervisor).
+pub struct TmuxGuard(pub String);
+
+impl Drop for TmuxGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}

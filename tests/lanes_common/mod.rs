@@ -130,3 +130,19 @@ pub fn up(d: &Drover, repo: &Path, sessions: &str, extra: &[&str]) -> String {
     args.extend_from_slice(extra);
     d.ok(&args)
 }
+
+/// The lane ids of the lane records, in order.
+pub fn lane_ids(d: &Drover) -> Vec<String> {
+    records(d)
+        .iter()
+        .map(|l| l["lane_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Wait until every lane in `ids` is idle (a barrier, 60 s).
+pub fn wait_idle(d: &Drover, ids: &[String]) {
+    let mut args = vec!["wait"];
+    args.extend(ids.iter().map(String::as_str));
+    args.extend(["--until", "idle", "--timeout-ms", "60000"]);
+    d.ok(&args);
+}

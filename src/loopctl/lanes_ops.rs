@@ -20,7 +20,7 @@
 use super::LoopError;
 use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use super::renew::Renewal;
-use super::simlanes::SimLanes;
+use super::simlanes::{SimLanes, kill_pane, lane_err};
 use super::verdict_watch::{READ_EVERY, ReviewWatch};
 use crate::daemon::Client;
 use crate::lane::single::{self, OneLane};
@@ -90,13 +90,6 @@ pub struct RealLanes {
     renewals: BTreeMap<String, Renewal>,
     /// Real reviewers' jobs, by job id, watched for a stated verdict.
     reviews: BTreeMap<String, ReviewWatch>,
-}
-
-fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
-    LoopError::Lane {
-        lane: lane.to_string(),
-        message: e.to_string(),
-    }
 }
 
 /// The agent programs a run of real agents needs, that are not on `PATH`.
@@ -379,11 +372,7 @@ impl LaneOps for RealLanes {
                 r.stop();
             }
             if single::down(&self.state_dir, &mut self.client, n).is_err() {
-                match self.client.call("pane.kill", json!({"pane": n})) {
-                    Ok(_) => {}
-                    Err(e) if e.to_string().contains("no pane named") => {}
-                    Err(e) => return Err(lane_err(n, e)),
-                }
+                kill_pane(&mut self.client, n, n)?;
             }
             self.mine.remove(n);
         }

@@ -36,10 +36,19 @@ pub struct SimLanes {
     mine: BTreeSet<String>,
 }
 
-fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
+pub(super) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
     LoopError::Lane {
         lane: lane.to_string(),
         message: e.to_string(),
+    }
+}
+
+/// Kill pane `pane` of lane `lane`; a pane already gone is not an error.
+pub(super) fn kill_pane(client: &mut Client, lane: &str, pane: &str) -> Result<(), LoopError> {
+    match client.call("pane.kill", json!({"pane": pane})) {
+        Ok(_) => Ok(()),
+        Err(e) if e.to_string().contains("no pane named") => Ok(()),
+        Err(e) => Err(lane_err(lane, e)),
     }
 }
 
@@ -212,11 +221,7 @@ impl LaneOps for SimLanes {
     }
 
     fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
-        match self.client.call("pane.kill", json!({"pane": lane.pane})) {
-            Ok(_) => {}
-            Err(e) if e.to_string().contains("no pane named") => {}
-            Err(e) => return Err(lane_err(&lane.id, e)),
-        }
+        kill_pane(&mut self.client, &lane.id, &lane.pane)?;
         self.mine.remove(&lane.id);
         Ok(())
     }
@@ -281,11 +286,7 @@ impl LaneOps for SimLanes {
             .filter(|n| n.starts_with(prefix))
             .collect();
         for n in &names {
-            match self.client.call("pane.kill", json!({"pane": n})) {
-                Ok(_) => {}
-                Err(e) if e.to_string().contains("no pane named") => {}
-                Err(e) => return Err(lane_err(n, e)),
-            }
+            kill_pane(&mut self.client, n, n)?;
             self.mine.remove(n);
         }
         Ok(names)

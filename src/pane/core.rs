@@ -244,3 +244,17 @@ macro_rules! core_fields {
     };
 }
 pub(crate) use core_fields;
+/// The name tmux and herdr give a signal that ended a pane's process
+/// (`Killed`, `Terminated`, …).
+pub(crate) fn signal_name(n: i32) -> String {
+    match n {
+        1 => "Hangup".into(),
+        2 => "Interrupt".into(),
+        3 => "Quit".into(),
+        6 => "Aborted".into(),
+        9 => "Killed".into(),
+        13 => "Broken pipe".into(),
+        15 => "Terminated".into(),
+        n => format!("Signal {n}"),
+    }
+}

@@ -277,7 +277,7 @@ pub(super) fn exit_info(status: Option<i32>, killed: bool) -> ExitInfo {
     match status {
         Some(s) if (129..=192).contains(&s) => ExitInfo {
             code: None,
-            signal: Some(signal_name(s - 128)),
+            signal: Some(crate::pane::core::signal_name(s - 128)),
             at_ms,
         },
         Some(s) => ExitInfo {
@@ -287,22 +287,9 @@ pub(super) fn exit_info(status: Option<i32>, killed: bool) -> ExitInfo {
         },
         None => ExitInfo {
             code: None,
-            signal: killed.then(|| signal_name(15)),
+            signal: killed.then(|| crate::pane::core::signal_name(15)),
             at_ms,
         },
-    }
-}
-
-fn signal_name(n: i32) -> String {
-    match n {
-        1 => "Hangup".into(),
-        2 => "Interrupt".into(),
-        3 => "Quit".into(),
-        6 => "Aborted".into(),
-        9 => "Killed".into(),
-        13 => "Broken pipe".into(),
-        15 => "Terminated".into(),
-        n => format!("Signal {n}"),
     }
 }
 

@@ -83,19 +83,6 @@ pub(super) struct Start {
     pub(super) created_at: String,
 }
 
-fn signal_name(n: i32) -> String {
-    match n {
-        1 => "Hangup".into(),
-        2 => "Interrupt".into(),
-        3 => "Quit".into(),
-        6 => "Aborted".into(),
-        9 => "Killed".into(),
-        13 => "Broken pipe".into(),
-        15 => "Terminated".into(),
-        n => format!("Signal {n}"),
-    }
-}
-
 /// What tmux says of a pane's process: whether the pane is dead (its
 /// terminal closed, read to its end) and the exit once tmux has reaped the
 /// process (`None` before).
@@ -117,7 +104,7 @@ pub(super) fn parse_status(line: &str) -> PaneStatus {
         .next()
         .and_then(|s| s.parse::<i32>().ok())
         .filter(|s| *s > 0)
-        .map(signal_name);
+        .map(crate::pane::core::signal_name);
     let exit = match (code, signal) {
         (_, Some(sig)) => Some((None, Some(sig))),
         (Some(c), None) => Some((Some(c), None)),
@@ -411,7 +398,7 @@ impl TmuxPane {
                 // No exit seen (the transport may be down): the leader is
                 // gone once its pid is; record that much.
                 if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                    self.record_exit(generation, None, Some(signal_name(9)));
+                    self.record_exit(generation, None, Some(crate::pane::core::signal_name(9)));
                 }
             }
         }

@@ -38,6 +38,8 @@ const SESSION: &str = "drover";
 const RECONNECT_FIRST: Duration = Duration::from_millis(100);
 /// … to this.
 const RECONNECT_MAX: Duration = Duration::from_secs(2);
+/// How long tmux may take to attach drover's control client.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long to wait for a new pane's first process to exec.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
 /// Output held for a pane id tmux reports before its window is registered.
@@ -249,21 +251,9 @@ impl TmuxHost {
         let mut cmd = self.tmux();
         cmd.args(["-C", "attach-session", "-t", SESSION]);
         let ctl = Control::start(cmd, Arc::new(HostSink(Arc::downgrade(&me)))).map_err(tmux_err)?;
-        // No `%output` for this client: formatting it is most of what a
-        // control client costs tmux. Output comes through each pane's pipe.
-        match ctl.command("refresh-client -f no-output".to_string()) {
-            Ok(Ok(_)) => ctl.set_quiet(),
-            Ok(Err(e)) => {
-                ctl.stop();
-                return Err(tmux_err(format!(
-                    "tmux refused `refresh-client -f no-output` ({e}): drover needs tmux ≥ {}.{}",
-                    MIN_VERSION.0, MIN_VERSION.1
-                )));
-            }
-            Err(e) => {
-                ctl.stop();
-                return Err(tmux_err(e));
-            }
+        if let Err(e) = quiet_output(&ctl) {
+            ctl.stop();
+            return Err(e);
         }
         let setup = [
             "set-option -g remain-on-exit on".to_string(),
@@ -880,6 +870,33 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
             }
         }
         delay = (delay * 2).min(RECONNECT_MAX);
+    }
+}
+
+/// Set the control client to `no-output`: formatting `%output` is most of
+/// what a control client costs tmux; output comes through each pane's pipe.
+/// Until tmux has attached the client to the session (it reads the client's
+/// stdin before that) the command finds "no current client": asked again.
+fn quiet_output(ctl: &Control) -> Result<(), PaneError> {
+    let deadline = Instant::now() + ATTACH_TIMEOUT;
+    let mut delay = Duration::from_millis(1);
+    loop {
+        match ctl.command("refresh-client -f no-output".to_string()) {
+            Ok(Ok(_)) => {
+                ctl.set_quiet();
+                return Ok(());
+            }
+            Ok(Err(e)) if e.contains("no current client") && Instant::now() < deadline => {}
+            Ok(Err(e)) => {
+                return Err(tmux_err(format!(
+                    "tmux refused `refresh-client -f no-output` ({e}): drover needs tmux ≥ {}.{}",
+                    MIN_VERSION.0, MIN_VERSION.1
+                )));
+            }
+            Err(e) => return Err(tmux_err(e)),
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(20));
     }
 }
 

@@ -81,8 +81,9 @@ pub struct TmuxHost {
     create: Mutex<()>,
     reconnecting: AtomicBool,
     stopping: AtomicBool,
-    /// cat(1), which copies a pane's output into its FIFO.
+    /// cat(1), which copies a pane's output into its FIFO, and rm(1).
     cat: PathBuf,
+    rm: PathBuf,
     /// The FIFOs an earlier supervisor left were removed.
     swept: AtomicBool,
     /// The server drover started and is connected to: (pid, start time).
@@ -146,6 +147,8 @@ impl TmuxHost {
             stopping: AtomicBool::new(false),
             cat: crate::pane::find_executable("cat", "/usr/bin:/bin", None)
                 .unwrap_or_else(|| PathBuf::from("cat")),
+            rm: crate::pane::find_executable("rm", "/usr/bin:/bin", None)
+                .unwrap_or_else(|| PathBuf::from("rm")),
             swept: AtomicBool::new(false),
             server: Mutex::new(None),
         })
@@ -489,7 +492,8 @@ impl TmuxHost {
         // through it.
         let piped = self.new_pipe(&spec.name, &pane_id).and_then(|p| {
             match ctl.command(self.pipe_pane_line(&pane_id, &p))? {
-                Ok(_) => Ok(p),
+                Ok(_) if p.wait_open() => Ok(p),
+                Ok(_) => Err("the pane's output pipe never opened".to_string()),
                 Err(e) => Err(format!("tmux refused the output pipe: {e}")),
             }
         });
@@ -646,6 +650,10 @@ impl TmuxHost {
         }
         if replies.len() == cmds.len() {
             let _ = replies.remove(1);
+            let open = pane.pipe_opened().is_none_or(|o| o.wait());
+            if !open {
+                tracing::debug!(pane = %name, pane_id, "the re-made output pipe did not open in time");
+            }
         } else if f.get(4) == Some(&"1") {
             // tmux pipes no dead pane: its grid is all there is.
             pane.set_pipe(None);

@@ -214,6 +214,11 @@ impl TmuxPane {
         lock(&self.inner).pipe.as_ref().map(|p| p.generation)
     }
 
+    /// What to wait on for the current pipe's FIFO to be opened by tmux's side.
+    pub(super) fn pipe_opened(&self) -> Option<super::pipe::Opened> {
+        lock(&self.inner).pipe.as_ref().map(Pipe::opened)
+    }
+
     /// Make `pipe` the pane's pipe (the previous one's reader stops).
     pub(super) fn set_pipe(&self, pipe: Option<Pipe>) {
         lock(&self.inner).pipe = pipe;

@@ -6,9 +6,11 @@
 //!
 //! Every pipe has a fresh FIFO name (a generation unique to this
 //! supervisor and a random nonce), so a `cat` left from an earlier pipe can
-//! never write into a newer reader; the FIFO is removed once its writer has
-//! it open, and when its reader ends. Starting a pipe on a pane replaces the
-//! pane's previous one (tmux closes it; its `cat` sees EOF and exits).
+//! never write into a newer reader. The pipe's shell removes the FIFO's
+//! name once it has the FIFO open (so nothing lingers in the state dir that
+//! a reader of it could block on), and the reader removes it when it ends.
+//! Starting a pipe on a pane replaces the pane's previous one (tmux closes
+//! it; its `cat` sees EOF and exits).
 
 use super::TmuxHost;
 use super::pane::lock;
@@ -17,9 +19,12 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The largest read from a FIFO.
 const READ_BUF: usize = 256 * 1024;
+/// How long the pipe's shell may take to open its FIFO.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The FIFO's kernel buffer, asked for (a larger buffer lets `cat` write
 /// ahead while drover parses; refused quietly above the system's limit).
 const FIFO_SIZE: i32 = 1024 * 1024;
@@ -55,21 +60,62 @@ impl Pipe {
 
     /// The command tmux runs for this pipe (one argument of `pipe-pane`,
     /// quoted for tmux's parser). Only the FIFO's path is in it.
-    pub(super) fn command(&self, cat: &Path) -> String {
-        super::quote(&pipe_command(cat, &self.path))
+    pub(super) fn command(&self, cat: &Path, rm: &Path) -> String {
+        super::quote(&pipe_command(cat, rm, &self.path))
+    }
+
+    /// Wait until the pipe's shell has opened the FIFO (it then removes
+    /// its name); false when it did not within a bound.
+    pub(super) fn wait_open(&self) -> bool {
+        self.opened().wait()
+    }
+
+    /// What [`Self::wait_open`] watches, to wait without holding the pipe.
+    pub(super) fn opened(&self) -> Opened {
+        Opened {
+            path: self.path.clone(),
+            ended: self.ended.clone(),
+        }
+    }
+}
+
+/// A pipe's FIFO name and whether its reader ended.
+pub(super) struct Opened {
+    path: PathBuf,
+    ended: Arc<AtomicBool>,
+}
+
+impl Opened {
+    /// See [`Pipe::wait_open`].
+    pub(super) fn wait(&self) -> bool {
+        let deadline = Instant::now() + OPEN_TIMEOUT;
+        let mut delay = Duration::from_micros(200);
+        while self.path.exists() {
+            if Instant::now() >= deadline || self.ended.load(Ordering::Acquire) {
+                return false;
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_millis(10));
+        }
+        true
     }
 }
 
 /// The shell command that copies the pane's output into `fifo` (only
 /// while it is still a FIFO: a pipe drover already dropped must not make a
-/// file of it), escaped for the format and time expansion tmux applies to
-/// a `pipe-pane` command (`#` and `%` doubled) and single-quoted for the shell.
-fn pipe_command(cat: &Path, fifo: &Path) -> String {
+/// file of it; its name removed once open), escaped for the format and
+/// time expansion tmux applies to a `pipe-pane` command (`#` and `%`
+/// doubled) and single-quoted for the shell.
+fn pipe_command(cat: &Path, rm: &Path, fifo: &Path) -> String {
     let sh = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
     let f = sh(fifo);
-    format!("[ -p {f} ] && exec {} > {f}", sh(cat))
-        .replace('#', "##")
-        .replace('%', "%%")
+    format!(
+        "[ -p {f} ] && exec > {f} && {} -f {f} && exec {}",
+        sh(rm),
+        sh(cat)
+    )
+    .replace('#', "##")
+    .replace('%', "%%")
 }
 
 /// Where the FIFOs are: private to the user.
@@ -248,7 +294,10 @@ impl TmuxHost {
 
     /// The `pipe-pane` command that starts `pipe` on pane `pane_id`.
     pub(super) fn pipe_pane_line(&self, pane_id: &str, pipe: &Pipe) -> String {
-        format!("pipe-pane -O -t {pane_id} {}", pipe.command(&self.cat))
+        format!(
+            "pipe-pane -O -t {pane_id} {}",
+            pipe.command(&self.cat, &self.rm)
+        )
     }
 
     /// Bytes from pipe `generation` of pane `pane_id` (a reader thread).
@@ -321,9 +370,16 @@ mod tests {
 
     #[test]
     fn pipe_command_survives_tmux_expansion_and_the_shell() {
-        let c = pipe_command(Path::new("/bin/cat"), Path::new("/s/it's #{x} %H/p.1"));
+        let c = pipe_command(
+            Path::new("/bin/cat"),
+            Path::new("/bin/rm"),
+            Path::new("/s/it's #{x} %H/p.1"),
+        );
         let f = r"'/s/it'\''s ##{x} %%H/p.1'";
-        assert_eq!(c, format!("[ -p {f} ] && exec '/bin/cat' > {f}"));
+        assert_eq!(
+            c,
+            format!("[ -p {f} ] && exec > {f} && '/bin/rm' -f {f} && exec '/bin/cat'")
+        );
     }
 
     /// Guards: an idle pane's reader must not spin, and dropping the pipe

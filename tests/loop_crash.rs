@@ -190,7 +190,6 @@ fn six_tasks() -> String {
 /// `--resume` reconciles: no task landed before the crash runs again, every
 /// task lands exactly once.
 #[test]
-#[ignore = "known race, issue 16: when a new supervisor comes up during the crash the loop waits on its unreachable lanes instead of stopping unclosed for --resume (1 CI run in 3); .ci/run skips it"]
 fn kill_9_of_the_supervisor_then_resume_lands_every_task_once() {
     let n = night(6, 2, &six_tasks(), &[]);
     let mut child = n.spawn(&n.first);
@@ -223,6 +222,75 @@ fn kill_9_of_the_supervisor_then_resume_lands_every_task_once() {
     n.all_landed_once(6);
     n.nothing_landed_redone(&landed);
     assert!(n.decisions().contains(" recover: resume #1"));
+}
+
+/// Guards the race that hung the loop 1 CI run in 3: the supervisor dies
+/// while every lane is in flight and nothing is left to start, so the loop
+/// only waits on its jobs and reads its lanes' screens. A read that got no
+/// answer counted as an `unreachable` lane, a stall that is waited out, so
+/// the loop waited forever. The loop is frozen (SIGSTOP) with both lanes in
+/// flight while the supervisor is killed and a new one started (as any
+/// other command would), then let go: it must stop unclosed, and resume.
+#[test]
+fn a_supervisor_lost_while_every_lane_is_in_flight_stops_the_loop_for_resume() {
+    let n = night(6, 2, &six_tasks(), &[]);
+    let mut child = n.spawn(&n.first);
+    let loop_pid = Pid::from_raw(child.id() as i32);
+    n.wait_mid_run();
+    let engine = Engine::open(&n.d.state).unwrap();
+    let mut landed = Vec::new();
+    let frozen = common::wait_until(LONG, || {
+        kill(loop_pid, Signal::SIGSTOP).unwrap();
+        let v = run_json(&n.d);
+        landed = in_phase(&v, "landed");
+        let in_flight = v["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["phase"] == "implementing" || t["phase"] == "reviewing")
+            .filter_map(|t| t["job"].as_str())
+            .filter(|j| engine.show(j).is_ok_and(|r| !r.status.is_terminal()))
+            .count();
+        if in_flight == 2 {
+            return true;
+        }
+        kill(loop_pid, Signal::SIGCONT).unwrap();
+        false
+    });
+    assert!(frozen, "never both lanes in flight:\n{}", n.decisions());
+    let sup = n.d.server_pid().expect("a supervisor runs the lanes");
+    sigkill(sup);
+    assert!(
+        common::wait_until(LONG, || common::all_threads_gone(sup)),
+        "the supervisor survived SIGKILL"
+    );
+    n.d.serve();
+    kill(loop_pid, Signal::SIGCONT).unwrap();
+    let status = wait_exit(&mut child, LONG);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "the loop waited on lanes lost with its supervisor:\n{}",
+            std::fs::read_to_string(&n.log).unwrap_or_default()
+        );
+    }
+    assert!(
+        !status.unwrap().success(),
+        "a lost supervisor is not a success"
+    );
+    assert!(
+        run_json(&n.d)["finished_at"].is_null(),
+        "the run is not closed"
+    );
+    assert!(
+        n.decisions().contains(" interrupted: "),
+        "the stop is an interrupted decision:\n{}",
+        n.decisions()
+    );
+    n.resume_to_the_end();
+    n.all_landed_once(6);
+    n.nothing_landed_redone(&landed);
 }
 
 /// Guards resume after a simulated reboot: the loop, the supervisor and

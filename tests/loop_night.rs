@@ -156,11 +156,19 @@ fn eight_hours_on_a_fast_clock_with_limits_a_stall_and_a_crash() {
         &log,
     );
     // The crash: once TASK-3 is back from its limit and something landed.
+    // Its resume is a DECISIONS.md line, then an event: the kill waits for
+    // both (a kill between the two writes would lose that one event, and
+    // the count below would be off by one: a flake, not a finding).
     let decisions = d.state.join("loop1/DECISIONS.md");
+    let events = d.state.join("registry/events.jsonl");
     assert!(
         wait_until(Duration::from_secs(300), || {
             let t = read(&decisions);
-            t.contains(" resume: TASK-3: ") && t.contains(" landing: ")
+            t.contains(" resume: TASK-3: ")
+                && t.contains(" landing: ")
+                && read(&events)
+                    .lines()
+                    .any(|l| l.contains("\"loop.limit.resume\"") && l.contains("\"TASK-3\""))
         }),
         "TASK-3 resumed: {}",
         read(&log)

@@ -149,9 +149,10 @@ fn hash_tree(root: &Path) -> BTreeMap<String, u64> {
         };
         for e in rd.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
                 stack.push(p);
-            } else {
+            } else if ft.is_file() {
                 let bytes = std::fs::read(&p).unwrap();
                 out.insert(p.display().to_string(), drover::paths::fnv1a64(&bytes));
             }

@@ -50,7 +50,7 @@ pub enum PaneCmd {
     },
     /// Send text (bracketed paste when the app enabled it), then Enter.
     #[command(
-        after_help = "Example:\n  drover pane send work 'echo $API_URL'\n  drover pane send work --file script.sh --no-enter"
+        after_help = "Written at once, not checked: to submit a prompt to an agent, use `drover send` (it confirms).\n\nExample:\n  drover pane send work 'echo $API_URL'\n  drover pane send work --file script.sh --no-enter"
     )]
     Send {
         /// The pane.

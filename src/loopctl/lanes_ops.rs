@@ -273,17 +273,7 @@ impl LaneOps for RealLanes {
     }
 
     fn live(&mut self) -> Result<Vec<String>, LoopError> {
-        let v = self
-            .client
-            .call("pane.ls", json!({}))
-            .map_err(|e| lane_err("-", e))?;
-        Ok(v.as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["exit"].is_null())
-            .filter_map(|p| p["name"].as_str().map(str::to_string))
-            .filter(|n| self.mine.contains(n))
-            .collect())
+        super::simlanes::live_lanes(&mut self.client, &self.mine)
     }
 
     fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {

@@ -8,7 +8,7 @@
 use super::LoopError;
 use super::git;
 use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
-use crate::daemon::Client;
+use crate::daemon::{Client, ClientError};
 use crate::dispatch::{DispatchSpec, dispatch};
 use crate::engine::{Action, Actor, Engine, Request, Status};
 use crate::shadow::ShadowDecision;
@@ -41,6 +41,24 @@ pub(super) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
         lane: lane.to_string(),
         message: e.to_string(),
     }
+}
+
+/// The lanes of `mine` that are live in the live listing (a pane listed
+/// `lost` went with an earlier supervisor: not live).
+pub(super) fn live_lanes(
+    client: &mut Client,
+    mine: &BTreeSet<String>,
+) -> Result<Vec<String>, LoopError> {
+    let v = client
+        .call("pane.ls", json!({}))
+        .map_err(|e| lane_err("-", e))?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["exit"].is_null() && p["lost"].as_bool() != Some(true))
+        .filter_map(|p| p["name"].as_str().map(str::to_string))
+        .filter(|n| mine.contains(n))
+        .collect())
 }
 
 /// Kill pane `pane` of lane `lane`; a pane already gone is not an error.
@@ -142,17 +160,7 @@ impl LaneOps for SimLanes {
     }
 
     fn live(&mut self) -> Result<Vec<String>, LoopError> {
-        let v = self
-            .client
-            .call("pane.ls", json!({}))
-            .map_err(|e| lane_err("-", e))?;
-        Ok(v.as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["exit"].is_null())
-            .filter_map(|p| p["name"].as_str().map(str::to_string))
-            .filter(|n| self.mine.contains(n))
-            .collect())
+        live_lanes(&mut self.client, &self.mine)
     }
 
     fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {
@@ -229,11 +237,19 @@ impl LaneOps for SimLanes {
     fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
         // One read: the screen's rows (output is what moves on them, the
         // spinner and its timer left out) and the observation.
-        let Ok(v) = self.client.call("pane.read", json!({"pane": lane.pane})) else {
-            return Ok(Some(LaneObs {
-                reachable: false,
-                ..Default::default()
-            }));
+        let v = match self.client.call("pane.read", json!({"pane": lane.pane})) {
+            Ok(v) => v,
+            // No answer at all: the supervisor holding the lanes is gone, and
+            // with it the lane; not a stall to wait out.
+            Err(e) if !matches!(e, ClientError::Remote { .. }) => {
+                return Err(lane_err(&lane.id, e));
+            }
+            Err(_) => {
+                return Ok(Some(LaneObs {
+                    reachable: false,
+                    ..Default::default()
+                }));
+            }
         };
         let o = &v["observation"];
         let s = |k: &str| o[k].as_str().map(str::to_string);

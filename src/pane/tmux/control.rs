@@ -1,9 +1,12 @@
 //! One control-mode client (`tmux -C attach` over plain pipes): commands are
-//! written to its stdin one per line and answered in order inside
-//! `%begin … %end` blocks; `%output` and the other notifications arrive
-//! unasked and are routed by the reader thread.
+//! written to its stdin one line at a time and answered in order, one
+//! `%begin … %end` block per command (a line of several commands joined by
+//! ` ; ` gets one block each, and a command that fails ends its line: tmux
+//! skips the rest). The client is set to `no-output`, so tmux sends it no
+//! `%output` (pane output comes through each pane's pipe, `pipe.rs`); the
+//! other notifications arrive unasked and are routed by the reader thread.
 
-use super::codec::{Line, classify, decode_output};
+use super::codec::{Line, classify};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -24,22 +27,29 @@ pub type Reply = Result<Vec<String>, String>;
 
 /// What the reader hands to its owner.
 pub trait Sink: Send + Sync {
-    /// Decoded output of pane `%N`; `burst_end` when nothing more is
-    /// waiting in the pipe right now.
-    fn output(&self, pane: &str, bytes: &[u8], burst_end: bool);
     /// Window `@W` closed.
     fn window_closed(&self, window: &str);
     /// The client ended (`%exit` or EOF); `reason` as tmux gave it.
     fn disconnected(&self, reason: &str);
 }
 
+/// A line sent and the replies it still waits for.
+struct Pending {
+    tx: std::sync::mpsc::Sender<Vec<Reply>>,
+    /// Commands on the line.
+    commands: usize,
+    got: Vec<Reply>,
+}
+
 /// A live control client.
 pub struct Control {
     pid: u32,
     stdin: Mutex<Option<ChildStdin>>,
-    pending: Mutex<VecDeque<std::sync::mpsc::Sender<Reply>>>,
+    pending: Mutex<VecDeque<Pending>>,
     alive: AtomicBool,
     child: Mutex<Option<Child>>,
+    /// Set once tmux has accepted `refresh-client -f no-output`.
+    quiet: AtomicBool,
 }
 
 impl std::fmt::Debug for Control {
@@ -73,6 +83,7 @@ impl Control {
             pending: Mutex::new(VecDeque::new()),
             alive: AtomicBool::new(true),
             child: Mutex::new(Some(child)),
+            quiet: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&ctl);
         std::thread::Builder::new()
@@ -92,10 +103,27 @@ impl Control {
         self.alive.load(Ordering::Acquire)
     }
 
-    /// Send command lines (each without a newline) and wait for every reply;
-    /// the replies in order. Lines are written under one lock, so they run
-    /// back to back.
+    /// Send command lines of one command each (without a newline) and wait
+    /// for every reply; the replies in order. Lines are written under one
+    /// lock, so they run back to back.
     pub fn commands(&self, lines: &[String]) -> Result<Vec<Reply>, String> {
+        let sent: Vec<(&str, usize)> = lines.iter().map(|l| (l.as_str(), 1)).collect();
+        let replies = self.send(&sent)?;
+        Ok(replies
+            .into_iter()
+            .map(|mut r| r.pop().unwrap_or_else(|| Err("no reply".into())))
+            .collect())
+    }
+
+    /// Send one line of `commands` commands joined by ` ; `: tmux runs them
+    /// one after another with nothing read from any pane in between. The
+    /// replies in order; fewer when one failed (its error is the last: tmux
+    /// skips the rest of the line).
+    pub fn line(&self, line: &str, commands: usize) -> Result<Vec<Reply>, String> {
+        Ok(self.send(&[(line, commands)])?.pop().unwrap_or_default())
+    }
+
+    fn send(&self, lines: &[(&str, usize)]) -> Result<Vec<Vec<Reply>>, String> {
         let mut rxs = Vec::with_capacity(lines.len());
         {
             let mut stdin = lock(&self.stdin);
@@ -106,16 +134,20 @@ impl Control {
                 return Err("the tmux control client has ended".into());
             }
             let mut buf = Vec::new();
-            for l in lines {
+            for (l, _) in lines {
                 debug_assert!(!l.contains('\n'));
                 buf.extend_from_slice(l.as_bytes());
                 buf.push(b'\n');
             }
             {
                 let mut pending = lock(&self.pending);
-                for _ in lines {
+                for (_, n) in lines {
                     let (tx, rx) = std::sync::mpsc::channel();
-                    pending.push_back(tx);
+                    pending.push_back(Pending {
+                        tx,
+                        commands: (*n).max(1),
+                        got: Vec::new(),
+                    });
                     rxs.push(rx);
                 }
             }
@@ -130,6 +162,12 @@ impl Control {
                     .map_err(|_| "the tmux control client did not answer".to_string())
             })
             .collect()
+    }
+
+    /// tmux accepted `refresh-client -f no-output`: a `%output` line from
+    /// now on is unexpected (logged once).
+    pub fn set_quiet(&self) {
+        self.quiet.store(true, Ordering::Release);
     }
 
     /// One command; its body lines, or the error tmux gave.
@@ -169,7 +207,7 @@ impl Drop for Control {
 fn reader(ctl: std::sync::Weak<Control>, stdout: std::process::ChildStdout, sink: Arc<dyn Sink>) {
     let mut rd = BufReader::with_capacity(READ_BUF, stdout);
     let mut line = Vec::with_capacity(4096);
-    let mut decoded = Vec::with_capacity(READ_BUF);
+    let mut warned = false;
     let mut in_reply = false;
     let mut reply_ours = false;
     let mut body: Vec<String> = Vec::new();
@@ -181,10 +219,18 @@ fn reader(ctl: std::sync::Weak<Control>, stdout: std::process::ChildStdout, sink
             Ok(_) => {}
         }
         match classify(&line, in_reply) {
-            Line::Output { pane, payload } => {
-                decoded.clear();
-                decode_output(payload, &mut decoded);
-                sink.output(pane, &decoded, rd.buffer().is_empty());
+            // Pane output comes through each pane's pipe; `%output` only
+            // until tmux has taken `no-output` (ignored: the panes are
+            // re-seeded after a connect).
+            Line::Output { pane, .. } => {
+                let Some(c) = ctl.upgrade() else { break };
+                if c.quiet.load(Ordering::Acquire) && !warned {
+                    warned = true;
+                    tracing::warn!(
+                        pane,
+                        "tmux sent %output to drover's no-output control client"
+                    );
+                }
             }
             Line::Begin { ours } => {
                 in_reply = true;
@@ -200,8 +246,16 @@ fn reader(ctl: std::sync::Weak<Control>, stdout: std::process::ChildStdout, sink
                         Err(std::mem::take(&mut body).join(" "))
                     };
                     let Some(c) = ctl.upgrade() else { break };
-                    if let Some(tx) = lock(&c.pending).pop_front() {
-                        let _ = tx.send(reply);
+                    let mut pending = lock(&c.pending);
+                    if let Some(p) = pending.front_mut() {
+                        let failed = reply.is_err();
+                        p.got.push(reply);
+                        // A failed command ends its line: tmux skips the rest.
+                        if (failed || p.got.len() >= p.commands)
+                            && let Some(p) = pending.pop_front()
+                        {
+                            let _ = p.tx.send(p.got);
+                        }
                     }
                 }
                 body.clear();
@@ -218,8 +272,10 @@ fn reader(ctl: std::sync::Weak<Control>, stdout: std::process::ChildStdout, sink
     }
     if let Some(c) = ctl.upgrade() {
         c.alive.store(false, Ordering::Release);
-        for tx in lock(&c.pending).drain(..) {
-            let _ = tx.send(Err("the tmux control client ended".into()));
+        for p in lock(&c.pending).drain(..) {
+            let mut got = p.got;
+            got.push(Err("the tmux control client ended".into()));
+            let _ = p.tx.send(got);
         }
         if let Some(mut child) = lock(&c.child).take() {
             let _ = child.kill();

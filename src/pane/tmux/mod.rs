@@ -5,12 +5,16 @@
 //! Env is set with `new-window -e K=V` written to the control client's
 //! stdin, so no value is ever in a process's argv. Every pane is addressed by
 //! its `%N` id, never by name or focus. Only the server drover started (its
-//! pid is recorded in the state dir) is ever touched.
+//! pid is recorded in the state dir) is ever touched. The control client
+//! takes no `%output` (`refresh-client -f no-output`): each pane's output
+//! comes through a pipe of its own (`pipe.rs`).
 
 mod codec;
 mod control;
 mod gate;
 mod pane;
+mod pipe;
+mod reseed;
 mod seed;
 mod state;
 
@@ -23,11 +27,11 @@ use pane::{Start, lock};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// The oldest tmux with `new-window -e`.
+/// The oldest tmux with `new-window -e` and `refresh-client -f no-output`.
 pub const MIN_VERSION: (u32, u32) = (3, 2);
 /// The session that holds drover's windows.
 const SESSION: &str = "drover";
@@ -35,6 +39,8 @@ const SESSION: &str = "drover";
 const RECONNECT_FIRST: Duration = Duration::from_millis(100);
 /// … to this.
 const RECONNECT_MAX: Duration = Duration::from_secs(2);
+/// How long tmux may take to attach drover's control client.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long to wait for a new pane's first process to exec.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
 /// Output held for a pane id tmux reports before its window is registered.
@@ -70,13 +76,17 @@ pub struct TmuxHost {
     conn: Mutex<Option<Arc<Control>>>,
     /// Registered panes by tmux id (`%N`).
     panes: Mutex<HashMap<String, Weak<TmuxPane>>>,
-    unclaimed: Mutex<HashMap<String, Vec<u8>>>,
+    /// Output of a pane id's pipe (generation, bytes) before the pane is registered.
+    unclaimed: Mutex<HashMap<String, (u64, Vec<u8>)>>,
     /// One pane creation at a time (default-size + new-window run back to back).
     create: Mutex<()>,
     reconnecting: AtomicBool,
     stopping: AtomicBool,
-    /// Lines read by the current reader (orders output against replies).
-    seq: AtomicU64,
+    /// cat(1), which copies a pane's output into its FIFO, and rm(1).
+    cat: PathBuf,
+    rm: PathBuf,
+    /// The FIFOs an earlier supervisor left were removed.
+    swept: AtomicBool,
     /// The server drover started and is connected to: (pid, start time).
     server: Mutex<Option<(u32, u64)>>,
 }
@@ -92,29 +102,6 @@ impl std::fmt::Debug for TmuxHost {
 struct HostSink(Weak<TmuxHost>);
 
 impl Sink for HostSink {
-    fn output(&self, pane: &str, bytes: &[u8], burst_end: bool) {
-        let Some(h) = self.0.upgrade() else { return };
-        let seq = h.seq.fetch_add(1, Ordering::AcqRel) + 1;
-        let panes = lock(&h.panes);
-        let p = panes.get(pane).and_then(Weak::upgrade);
-        match p {
-            Some(p) => {
-                drop(panes);
-                p.feed(bytes, burst_end, seq)
-            }
-            None => {
-                // Under the table's lock: a registration cannot slip between
-                // the look-up and the hold.
-                let mut u = lock(&h.unclaimed);
-                if u.len() < 64 {
-                    let buf = u.entry(pane.to_string()).or_default();
-                    if buf.len() + bytes.len() <= UNCLAIMED_MAX {
-                        buf.extend_from_slice(bytes);
-                    }
-                }
-            }
-        }
-    }
     fn window_closed(&self, window: &str) {
         let Some(h) = self.0.upgrade() else { return };
         let panes: Vec<Arc<TmuxPane>> = lock(&h.panes).values().filter_map(Weak::upgrade).collect();
@@ -159,7 +146,11 @@ impl TmuxHost {
             create: Mutex::new(()),
             reconnecting: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
-            seq: AtomicU64::new(0),
+            cat: crate::pane::find_executable("cat", "/usr/bin:/bin", None)
+                .unwrap_or_else(|| PathBuf::from("cat")),
+            rm: crate::pane::find_executable("rm", "/usr/bin:/bin", None)
+                .unwrap_or_else(|| PathBuf::from("rm")),
+            swept: AtomicBool::new(false),
             server: Mutex::new(None),
         })
     }
@@ -258,10 +249,16 @@ impl TmuxHost {
         let Some(me) = self.arc() else {
             return Err(tmux_err("the supervisor is stopping"));
         };
+        if !self.swept.swap(true, Ordering::AcqRel) {
+            pipe::sweep(&self.state_dir);
+        }
         let mut cmd = self.tmux();
         cmd.args(["-C", "attach-session", "-t", SESSION]);
-        self.seq.store(0, Ordering::Release);
         let ctl = Control::start(cmd, Arc::new(HostSink(Arc::downgrade(&me)))).map_err(tmux_err)?;
+        if let Err(e) = quiet_output(&ctl) {
+            ctl.stop();
+            return Err(e);
+        }
         let setup = [
             "set-option -g remain-on-exit on".to_string(),
             format!("set-option -g default-terminal {}", default_terminal()),
@@ -355,9 +352,13 @@ impl TmuxHost {
         ctl.commands(lines)
     }
 
-    /// The reader's position: output with a higher number came later.
-    fn position(&self) -> u64 {
-        self.seq.load(Ordering::Acquire)
+    /// One line of `n` commands joined by ` ; `, run by tmux back to back.
+    pub(super) fn line(&self, line: &str, n: usize) -> Result<Vec<Reply>, String> {
+        let ctl = lock(&self.conn)
+            .clone()
+            .filter(|c| c.alive())
+            .ok_or_else(|| "drover's tmux control client is not connected".to_string())?;
+        ctl.line(line, n)
     }
 
     /// Create a window for `spec` and return its pane, its env verified.
@@ -370,7 +371,7 @@ impl TmuxHost {
         let me = self
             .arc()
             .ok_or_else(|| tmux_err("the supervisor is stopping"))?;
-        let w = self.new_window(&spec)?;
+        let mut w = self.new_window(&spec)?;
         let pane = TmuxPane::new(
             me,
             Start {
@@ -384,19 +385,24 @@ impl TmuxHost {
             },
             events,
         );
-        self.register(&pane, &w.pane_id);
+        self.register(&pane, &w.pane_id, w.pipe.take());
         pane.watch_exit(1, w.pid);
         state::save_pane(&self.state_dir, &pane);
         Ok(pane)
     }
 
-    fn register(&self, pane: &Arc<TmuxPane>, pane_id: &str) {
+    /// Route pane id `pane_id`'s output to `pane`, through `pipe` from now on.
+    fn register(&self, pane: &Arc<TmuxPane>, pane_id: &str, pipe: Option<pipe::Pipe>) {
         let mut panes = lock(&self.panes);
+        let generation = pipe.as_ref().map(|p| p.generation);
+        pane.set_pipe(pipe);
         panes.insert(pane_id.to_string(), Arc::downgrade(pane));
         let early = lock(&self.unclaimed).remove(pane_id);
         // Fed before the table is released: later output cannot overtake it.
-        if let Some(bytes) = early {
-            pane.feed(&bytes, true, self.position());
+        if let (Some((g, bytes)), Some(generation)) = (early, generation)
+            && g == generation
+        {
+            pane.feed(&bytes, true, generation);
         }
         drop(panes);
     }
@@ -483,6 +489,23 @@ impl TmuxHost {
         // 3.3a one right after creation loses the pane's first output.)
         let _ = ctl.command(format!("set-option -w -t {window_id} window-size manual"));
         drop(_one);
+        // The pane's pipe before its command starts: all its output comes
+        // through it.
+        let piped = self.new_pipe(&spec.name, &pane_id).and_then(|p| {
+            match ctl.command(self.pipe_pane_line(&pane_id, &p))? {
+                Ok(_) if p.wait_open() => Ok(p),
+                Ok(_) => Err("the pane's output pipe never opened".to_string()),
+                Err(e) => Err(format!("tmux refused the output pipe: {e}")),
+            }
+        });
+        let pipe = match piped {
+            Ok(p) => p,
+            Err(e) => {
+                crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                let _ = ctl.command(format!("kill-window -t {pane_id}"));
+                return Err(tmux_err(e));
+            }
+        };
         if let Err(e) = gate.open(pid) {
             crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let _ = ctl.command(format!("kill-window -t {pane_id}"));
@@ -506,6 +529,7 @@ impl TmuxHost {
             pane_id,
             pid,
             env_verified,
+            pipe: Some(pipe),
         })
     }
 
@@ -546,115 +570,6 @@ impl TmuxHost {
                 .name("tmux-reconnect".into())
                 .spawn(move || reconnect_loop(me));
         }
-    }
-
-    /// Bring a registered pane's screen and exit state up to date after a
-    /// gap (reconnect, adoption): check it still exists, re-seed its screen
-    /// once from `capture-pane -e -p`, then `%output` continues.
-    fn resync(&self, pane: &Arc<TmuxPane>) -> Result<(), String> {
-        let generation = lock(&pane.inner).generation;
-        match self.reseed(pane)? {
-            None => {
-                pane.closed("its tmux pane no longer exists");
-            }
-            Some(dead) => {
-                if let Some((code, signal)) = dead {
-                    pane.record_exit(generation, code, signal);
-                }
-                pane.set_transport(None);
-            }
-        }
-        Ok(())
-    }
-
-    /// Replace a pane's screen with tmux's rendering of it (output that
-    /// arrives meanwhile is held and replayed in order). `Ok(None)` when the
-    /// pane no longer exists; else its exit, when tmux knows it.
-    pub(super) fn reseed(&self, pane: &Arc<TmuxPane>) -> Result<Option<Dead>, String> {
-        let pane_id = lock(&pane.inner).pane_id.clone();
-        pane.begin_seed();
-        let lines = [
-            format!(
-                "display-message -p -t {pane_id} {}",
-                quote(
-                    "#{pane_id} #{pane_pid} #{cursor_x} #{cursor_y} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}"
-                )
-            ),
-            format!("capture-pane -e -p -t {pane_id}"),
-            // The app's terminal state, and its primary screen while it is
-            // in the alternate one (empty otherwise).
-            format!(
-                "display-message -p -t {pane_id} {}",
-                quote(seed::MODES_FORMAT)
-            ),
-            format!(
-                "display-message -p -t {pane_id} {}",
-                quote(seed::TITLE_FORMAT)
-            ),
-            format!("capture-pane -a -q -e -p -t {pane_id}"),
-        ];
-        let replies = match self.commands(&lines) {
-            Ok(r) => r,
-            Err(e) => {
-                pane.end_seed();
-                return Err(e);
-            }
-        };
-        let after = self.position();
-        let info = replies
-            .first()
-            .and_then(|r| r.as_ref().ok())
-            .and_then(|b| b.first().cloned())
-            .unwrap_or_default();
-        let f: Vec<&str> = info.split(' ').collect();
-        // A missing target prints nothing: check the id, not the status.
-        if f.first() != Some(&pane_id.as_str()) {
-            pane.end_seed();
-            return Ok(None);
-        }
-        let cursor = (
-            f.get(2).and_then(|s| s.parse().ok()).unwrap_or(0),
-            f.get(3).and_then(|s| s.parse().ok()).unwrap_or(0),
-        );
-        let dead = pane::parse_dead(&f.get(4..).unwrap_or_default().join(" "));
-        let first = |i: usize| -> String {
-            replies
-                .get(i)
-                .and_then(|r| r.as_ref().ok())
-                .and_then(|b| b.first().cloned())
-                .unwrap_or_default()
-        };
-        let mut modes = seed::parse_modes(&first(2));
-        let name = lock(&pane.inner).spec.name.clone();
-        modes.bracketed_paste = state::paste_mode(&self.state_dir, &name);
-        let title = first(3);
-        let primary = match replies.get(4) {
-            Some(Ok(b)) if modes.alternate => b.clone(),
-            _ => Vec::new(),
-        };
-        match replies.get(1) {
-            Some(Ok(body)) => {
-                let mut body = body.clone();
-                if dead.is_some() {
-                    strip_dead_notice(&mut body);
-                }
-                let rows = {
-                    let mut g = lock(&pane.inner);
-                    // tmux's size wins: the pane may have been resized
-                    // since it was saved.
-                    if let Some((c, r)) = modes.size
-                        && g.screen.size() != (c, r)
-                    {
-                        g.screen.resize(c, r);
-                    }
-                    g.screen.size().1
-                };
-                let frame = seed::seed_bytes(&primary, &body, rows, cursor, &modes, &title);
-                pane.seed(&frame, after)
-            }
-            _ => pane.end_seed(),
-        }
-        Ok(Some(dead))
     }
 
     /// Re-adopt the panes a previous supervisor left on this state dir's
@@ -715,7 +630,7 @@ impl TmuxHost {
                 },
                 events(&s.name),
             );
-            self.register(&pane, &s.pane_id);
+            self.register(&pane, &s.pane_id, None);
             if let Err(e) = self.resync(&pane) {
                 tracing::warn!(pane = %s.name, error = %e, "re-adopted tmux pane could not be read");
             }
@@ -730,22 +645,13 @@ impl TmuxHost {
 /// A pane's exit as tmux reports it: (code, signal name).
 pub(super) type Dead = Option<(Option<i32>, Option<String>)>;
 
-/// Drop the "Pane is dead (…)" line tmux draws into a dead pane's grid
-/// (and the blank rows after it): it is tmux's, not the app's output.
-fn strip_dead_notice(rows: &mut Vec<String>) {
-    while rows.last().is_some_and(|r| r.trim().is_empty()) {
-        rows.pop();
-    }
-    if rows.last().is_some_and(|r| r.contains("Pane is dead (")) {
-        rows.pop();
-    }
-}
-
 struct NewWindow {
     window_id: String,
     pane_id: String,
     pid: u32,
     env_verified: bool,
+    /// The pane's output pipe, started before its command.
+    pipe: Option<pipe::Pipe>,
 }
 
 /// Start the pane's spec again in a new window (a new `%N`): the old
@@ -757,17 +663,20 @@ fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
         (g.spec.clone(), g.pane_id.clone(), g.gone)
     };
     let host = pane.host_ref();
-    // Unregistered first: the old window's close is not this pane's news.
+    // Unregistered first: the old window's close is not this pane's news,
+    // nor is what its pipe still brings.
     lock(&host.panes).remove(&pane_id);
+    pane.set_pipe(None);
     if !gone {
         let _ = host.command(format!("kill-window -t {pane_id}"));
     }
-    let w = host.new_window(&spec)?;
+    let mut w = host.new_window(&spec)?;
     let new_id = w.pane_id.clone();
+    let new_pipe = w.pipe.take();
     // The new screen first: output the released command already wrote is
     // held for its id and fed when it is registered.
     let generation = pane::reset_generation(pane, w.pane_id, w.window_id, w.pid, w.env_verified);
-    host.register(pane, &new_id);
+    host.register(pane, &new_id, new_pipe);
     state::save_pane(&host.state_dir, pane);
     Ok(generation)
 }
@@ -812,6 +721,33 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
             }
         }
         delay = (delay * 2).min(RECONNECT_MAX);
+    }
+}
+
+/// Set the control client to `no-output`: formatting `%output` is most of
+/// what a control client costs tmux; output comes through each pane's pipe.
+/// Until tmux has attached the client to the session (it reads the client's
+/// stdin before that) the command finds "no current client": asked again.
+fn quiet_output(ctl: &Control) -> Result<(), PaneError> {
+    let deadline = Instant::now() + ATTACH_TIMEOUT;
+    let mut delay = Duration::from_millis(1);
+    loop {
+        match ctl.command("refresh-client -f no-output".to_string()) {
+            Ok(Ok(_)) => {
+                ctl.set_quiet();
+                return Ok(());
+            }
+            Ok(Err(e)) if e.contains("no current client") && Instant::now() < deadline => {}
+            Ok(Err(e)) => {
+                return Err(tmux_err(format!(
+                    "tmux refused `refresh-client -f no-output` ({e}): drover needs tmux ≥ {}.{}",
+                    MIN_VERSION.0, MIN_VERSION.1
+                )));
+            }
+            Err(e) => return Err(tmux_err(e)),
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(20));
     }
 }
 

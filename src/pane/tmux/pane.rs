@@ -1,8 +1,9 @@
-//! A pane on drover's tmux server: its own screen model fed from `%output`,
-//! input through `send-keys -H`, exit from the leader's pidfd and
-//! `#{pane_dead_status}`.
+//! A pane on drover's tmux server: its own screen model fed from the pane's
+//! output pipe (`pipe.rs`), input through `send-keys -H`, exit from the
+//! leader's pidfd and `#{pane_dead_status}`.
 
 use super::codec::{hex_keys, quote};
+use super::pipe::Pipe;
 use super::{Dead, TmuxHost};
 use crate::pane::backend::{Backend, PaneBackend};
 use crate::pane::core::{PaneCore, core_fields};
@@ -31,6 +32,17 @@ const NOTIFY_EVERY: Duration = Duration::from_millis(1);
 const RESIZE_SETTLE: Duration = Duration::from_secs(1);
 /// Output held for a pane whose screen is being re-seeded, at most.
 const SEED_BUFFER: usize = 8 * 1024 * 1024;
+/// Once tmux reports the pane dead, how long its last output may take to
+/// come through the pipe before drover's screen is repainted from tmux's grid.
+const TAIL_DRAIN: Duration = Duration::from_secs(2);
+/// The pipe counts as drained once nothing came for this long and the
+/// screen matches tmux's grid.
+const TAIL_QUIET: Duration = Duration::from_millis(10);
+/// Re-pipes after an outside `pipe-pane` replaced drover's pipe: at most
+/// this many …
+const REPIPE_MAX: usize = 5;
+/// … within this long; then drover stops taking the pipe back.
+const REPIPE_WINDOW: Duration = Duration::from_secs(60);
 
 pub(super) use crate::pane::core::lock;
 
@@ -44,9 +56,13 @@ pub(super) struct Inner {
     pub(super) transport: Option<String>,
     /// The window was closed in tmux: the pane will not come back.
     pub(super) gone: bool,
-    /// While the screen is being re-seeded from `capture-pane`: output that
-    /// arrived meanwhile, with the reader's line number.
-    seeding: Option<Vec<(u64, Vec<u8>)>>,
+    /// While the screen is being re-seeded from `capture-pane`: output of
+    /// the new pipe (all of it after the capture) held meanwhile.
+    seeding: Option<Vec<Vec<u8>>>,
+    /// The pane's output pipe now: only its bytes reach the screen.
+    pipe: Option<Pipe>,
+    /// When drover last took the pipe back from an outside `pipe-pane`.
+    repipes: std::collections::VecDeque<Instant>,
     /// The bracketed-paste mode last noted in the state dir.
     paste_noted: bool,
     /// Input for the pane's writer thread: (pane id, bytes). Callers never
@@ -60,6 +76,8 @@ pub struct TmuxPane {
     name: String,
     host: Arc<TmuxHost>,
     pub(super) inner: Mutex<Inner>,
+    /// One re-seed (re-pipe and capture) at a time.
+    pub(super) reseed_lock: Mutex<()>,
     cv: Condvar,
     events: Arc<dyn PaneEvents>,
 }
@@ -135,9 +153,12 @@ impl TmuxPane {
                 transport: None,
                 gone: false,
                 seeding: None,
+                pipe: None,
+                repipes: std::collections::VecDeque::new(),
                 paste_noted: false,
                 input,
             }),
+            reseed_lock: Mutex::new(()),
             cv: Condvar::new(),
             events,
         })
@@ -160,12 +181,16 @@ impl TmuxPane {
             .spawn(move || exit_watcher(weak, generation, pid));
     }
 
-    /// Decoded output from tmux (reader thread).
-    pub(super) fn feed(&self, bytes: &[u8], burst_end: bool, seq: u64) {
+    /// Output of pipe `generation` (its reader thread): dropped unless that
+    /// is the pane's pipe now.
+    pub(super) fn feed(&self, bytes: &[u8], burst_end: bool, generation: u64) {
         let mut g = lock(&self.inner);
+        if g.pipe.as_ref().map(|p| p.generation) != Some(generation) {
+            return;
+        }
         if let Some(buf) = &mut g.seeding {
-            if buf.iter().map(|(_, b)| b.len()).sum::<usize>() < SEED_BUFFER {
-                buf.push((seq, bytes.to_vec()));
+            if buf.iter().map(Vec::len).sum::<usize>() < SEED_BUFFER {
+                buf.push(bytes.to_vec());
             }
             return;
         }
@@ -184,25 +209,58 @@ impl TmuxPane {
         }
     }
 
-    /// Start holding output until [`Self::seed`] (re-seeding after a gap).
-    pub(super) fn begin_seed(&self) {
-        lock(&self.inner).seeding = Some(Vec::new());
+    /// The generation of the pane's current pipe.
+    pub(super) fn pipe_generation(&self) -> Option<u64> {
+        lock(&self.inner).pipe.as_ref().map(|p| p.generation)
+    }
+
+    /// What to wait on for the current pipe's FIFO to be opened by tmux's side.
+    pub(super) fn pipe_opened(&self) -> Option<super::pipe::Opened> {
+        lock(&self.inner).pipe.as_ref().map(Pipe::opened)
+    }
+
+    /// Make `pipe` the pane's pipe (the previous one's reader stops).
+    pub(super) fn set_pipe(&self, pipe: Option<Pipe>) {
+        lock(&self.inner).pipe = pipe;
+    }
+
+    /// Whether drover may take its pipe back once more (bounded: an outside
+    /// `pipe-pane` that keeps replacing it is not fought in a loop).
+    pub(super) fn note_repipe(&self) -> bool {
+        let mut g = lock(&self.inner);
+        while g
+            .repipes
+            .front()
+            .is_some_and(|t| t.elapsed() >= REPIPE_WINDOW)
+        {
+            g.repipes.pop_front();
+        }
+        if g.repipes.len() >= REPIPE_MAX {
+            return false;
+        }
+        g.repipes.push_back(Instant::now());
+        true
+    }
+
+    /// Start holding the output of `pipe`, the pane's pipe from now on,
+    /// until [`Self::seed`] (re-seeding after a gap); any older pipe's
+    /// output is dropped from now on (the capture has it).
+    pub(super) fn begin_seed(&self, pipe: Option<Pipe>) {
+        let mut g = lock(&self.inner);
+        g.pipe = pipe;
+        g.seeding = Some(Vec::new());
     }
 
     /// Replace the screen with tmux's own rendering of the pane (`frame`,
     /// drawn from `capture-pane -e -p` and the app's terminal state), then
-    /// replay output that arrived after the capture was taken (`after` is
-    /// its reply's line).
-    pub(super) fn seed(&self, frame: &[u8], after: u64) {
+    /// replay the new pipe's output, all of which came after the capture.
+    pub(super) fn seed(&self, frame: &[u8]) {
         let mut g = lock(&self.inner);
         let (cols, rows) = g.screen.size();
         let mut screen = Screen::new(cols, rows);
         screen.process(frame);
-        let held = g.seeding.take().unwrap_or_default();
-        for (seq, chunk) in held {
-            if seq > after {
-                screen.process(&chunk);
-            }
+        for chunk in g.seeding.take().unwrap_or_default() {
+            screen.process(&chunk);
         }
         let _ = screen.take_replies();
         g.screen = screen;
@@ -215,7 +273,7 @@ impl TmuxPane {
     /// Abandon a re-seed (keep the screen, apply what was held).
     pub(super) fn end_seed(&self) {
         let mut g = lock(&self.inner);
-        for (_, chunk) in g.seeding.take().unwrap_or_default() {
+        for chunk in g.seeding.take().unwrap_or_default() {
             g.screen.process(&chunk);
         }
         self.note_paste(&mut g);
@@ -260,11 +318,40 @@ impl TmuxPane {
     }
 
     /// The pane is dead in tmux, so tmux's grid holds everything the app
-    /// wrote. tmux (3.3a) drops from control mode the output it had not
-    /// yet passed on when the pane's terminal closed: when drover's screen
-    /// differs from tmux's grid, repaint it from the grid
-    /// (`capture-pane -e -p`, the cursor) so the last output is not lost.
+    /// wrote and tmux has handed all of it to the pipe (it keeps a pane
+    /// alive until its pipe's buffer is written). Wait until drover's screen
+    /// matches tmux's grid (`capture-pane -p`) with the pipe quiet, so the
+    /// last output that is still in the pipe or its `cat` reaches the
+    /// screen; when it never does (the pipe broke, or a bound of
+    /// [`TAIL_DRAIN`]), repaint the screen from the grid (`capture-pane -e
+    /// -p`, the cursor) and stop taking the pipe's output.
     fn recover_tail(&self, generation: u64) {
+        let deadline = Instant::now() + TAIL_DRAIN;
+        let mut delay = Duration::from_millis(1);
+        loop {
+            let Some((same, styled, cursor)) = self.compare_tail(generation) else {
+                return;
+            };
+            let (quiet, pipe_open) = {
+                let g = lock(&self.inner);
+                let open = g.pipe.as_ref().is_some_and(|p| !p.ended());
+                (g.last_output.elapsed() >= TAIL_QUIET, open)
+            };
+            if same && (quiet || !pipe_open) {
+                return;
+            }
+            if !same && (!pipe_open || Instant::now() >= deadline) {
+                self.repaint_tail(generation, &styled, &cursor);
+                return;
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether drover's screen shows what tmux's grid does, with the grid's
+    /// styled rows and cursor; `None` when tmux cannot tell or the pane moved on.
+    fn compare_tail(&self, generation: u64) -> Option<(bool, Vec<String>, Vec<u16>)> {
         let pane_id = self.pane_id();
         let lines = [
             format!(
@@ -274,16 +361,14 @@ impl TmuxPane {
             format!("capture-pane -p -t {pane_id}"),
             format!("capture-pane -e -p -t {pane_id}"),
         ];
-        let Ok(replies) = self.host.commands(&lines) else {
-            return;
-        };
+        let replies = self.host.commands(&lines).ok()?;
         let [Ok(info), Ok(plain), Ok(styled)] = replies.as_slice() else {
-            return;
+            return None;
         };
         let info = info.first().map(String::as_str).unwrap_or("");
         let mut f = info.split(' ');
         if f.next() != Some(pane_id.as_str()) {
-            return;
+            return None;
         }
         let cursor: Vec<u16> = f.filter_map(|s| s.parse().ok()).collect();
         let theirs: Vec<String> = plain
@@ -293,15 +378,24 @@ impl TmuxPane {
         // An older tmux draws "Pane is dead" into the grid (scrolling it):
         // that grid is not the app's screen.
         if theirs.iter().any(|l| l.contains("Pane is dead (")) {
-            return;
+            return None;
         }
+        let g = lock(&self.inner);
+        if g.generation != generation || g.exit.is_some() {
+            return None;
+        }
+        let same = crate::screen::join_rows(&theirs) == g.screen.text();
+        Some((same, styled.clone(), cursor))
+    }
+
+    /// Repaint the screen from tmux's grid (the pipe lost the last output).
+    fn repaint_tail(&self, generation: u64, styled: &[String], cursor: &[u16]) {
         let mut g = lock(&self.inner);
         if g.generation != generation || g.exit.is_some() {
             return;
         }
-        if crate::screen::join_rows(&theirs) == g.screen.text() {
-            return;
-        }
+        // Whatever the pipe still brings came before the grid: not drawn again.
+        g.pipe = None;
         let (_, rows) = g.screen.size();
         let mut buf = b"\x1b[0m\x1b[H\x1b[2J".to_vec();
         for (i, l) in styled.iter().take(usize::from(rows)).enumerate() {
@@ -316,7 +410,7 @@ impl TmuxPane {
         let _ = g.screen.take_replies();
         g.screen_changed();
         drop(g);
-        tracing::debug!(pane = %self.name, "tmux dropped the last output; screen repainted from its grid");
+        tracing::debug!(pane = %self.name, "the pipe lost the last output; screen repainted from tmux's grid");
         self.events.output();
     }
 
@@ -641,6 +735,7 @@ impl PaneBackend for TmuxPane {
     }
     fn kill(&self) {
         self.stop_process();
+        self.set_pipe(None);
         let (pane_id, gone) = {
             let g = lock(&self.inner);
             (g.pane_id.clone(), g.gone)

@@ -22,7 +22,7 @@ mod support;
 
 use std::process::ExitCode;
 use std::time::Duration;
-use support::{Supervisor, cpu_ticks, ms_per_tick, status_kb};
+use support::{Supervisor, cpu_ticks, ms_per_tick, profile, status_kb};
 
 /// Longer than the supervisor's last settle re-check after a burst.
 const SETTLE: Duration = Duration::from_millis(2000);
@@ -49,14 +49,6 @@ fn main() -> ExitCode {
             eprintln!("bench herdr: {e}");
             ExitCode::from(1)
         }
-    }
-}
-
-fn profile(i: usize) -> &'static str {
-    if i.is_multiple_of(2) {
-        "claude"
-    } else {
-        "codex"
     }
 }
 

@@ -17,7 +17,8 @@ mod support;
 use std::process::{Command, ExitCode, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::{
-    EXE, Supervisor, TaskStats, cpu_ticks, ms_per_tick, status_kb, task_delta, task_stats, threads,
+    EXE, Supervisor, TaskStats, cpu_ticks, ms_per_tick, profile, status_kb, task_delta, task_stats,
+    threads,
 };
 
 /// Targets (issue 3): CPU ≤ 1 % of one core; RSS ≤ 64 MB + 1 MB per pane.
@@ -48,14 +49,6 @@ fn main() -> ExitCode {
             eprintln!("bench idle: {e}");
             ExitCode::from(1)
         }
-    }
-}
-
-fn profile(i: usize) -> &'static str {
-    if i.is_multiple_of(2) {
-        "claude"
-    } else {
-        "codex"
     }
 }
 

@@ -9,6 +9,15 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The sim profile of pane `i`: Claude and Codex, alternately.
+pub fn profile(i: usize) -> &'static str {
+    if i.is_multiple_of(2) {
+        "claude"
+    } else {
+        "codex"
+    }
+}
+
 /// The value after `--name` on the command line, parsed; `default` otherwise.
 pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
     let args: Vec<String> = std::env::args().collect();

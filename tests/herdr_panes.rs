@@ -20,27 +20,6 @@ fn workspace_of(p: &Value) -> String {
         .to_string()
 }
 
-/// The supervisor's pid is gone, with all its threads.
-fn kill_supervisor(d: &Drover) {
-    let server = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(LONG, || all_threads_gone(server)));
-}
-
-fn serve_again(d: &Drover, fx: &Fake) {
-    let out = d
-        .cmd()
-        .envs(fx.env())
-        .args(["serve", "--daemon"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-}
-
 #[test]
 fn herdr_split_puts_a_second_pane_in_the_workspace_with_its_env() {
     let fx = Fake::start();
@@ -152,9 +131,9 @@ fn herdr_pane_is_readopted_by_a_new_supervisor_and_still_observed() {
     let before = d.pane("keep").unwrap();
     let pid = pid_of(&before);
     assert_eq!(before["generation"], 2);
-    kill_supervisor(&d);
+    d.kill_supervisor();
     assert!(pid_alive(pid), "the herdr pane outlives the supervisor");
-    serve_again(&d, &fx);
+    herdr_common::serve(&d, &fx);
     let p = d.pane("keep").expect("listed by the next supervisor");
     assert_eq!(p["backend"], "herdr", "{p}");
     assert_eq!(p["generation"], 2, "{p}");
@@ -181,14 +160,14 @@ fn herdr_pane_that_ended_without_a_supervisor_is_lost_not_readopted() {
     let d = drover(&fx);
     herdr_pane(&d, "gone", &[], &["sleep", "600"]);
     let pid = pid_of(&d.pane("gone").unwrap());
-    kill_supervisor(&d);
+    d.kill_supervisor();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
     assert!(wait_until(LONG, || !pid_alive(pid)));
-    serve_again(&d, &fx);
+    herdr_common::serve(&d, &fx);
     let p = d.pane("gone").expect("listed as lost");
     assert_eq!(p["observation"]["state"], "lost", "{p}");
     assert!(!d.state.join("herdr/panes/gone.json").exists());

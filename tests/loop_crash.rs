@@ -151,6 +151,33 @@ impl Night {
         }
     }
 
+    /// The loop, its supervisor lost, stops on its own: not a success, the
+    /// run unclosed (for `--resume`), an `interrupted` decision.
+    fn stops_unclosed(&self, child: &mut std::process::Child) {
+        let status = wait_exit(child, LONG);
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the loop waited on lanes lost with its supervisor:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+        }
+        assert!(
+            !status.unwrap().success(),
+            "a lost supervisor is not a success"
+        );
+        assert!(
+            run_json(&self.d)["finished_at"].is_null(),
+            "the run is not closed"
+        );
+        assert!(
+            self.decisions().contains(" interrupted: "),
+            "the stop is an interrupted decision:\n{}",
+            self.decisions()
+        );
+    }
+
     fn wait_mid_run(&self) -> Vec<String> {
         let mut landed = Vec::new();
         let ok = common::wait_until(LONG, || {
@@ -194,30 +221,9 @@ fn kill_9_of_the_supervisor_then_resume_lands_every_task_once() {
     let n = night(6, 2, &six_tasks(), &[]);
     let mut child = n.spawn(&n.first);
     let landed = n.wait_mid_run();
-    let sup = n.d.server_pid().expect("a supervisor runs the lanes");
-    sigkill(sup);
-    assert!(
-        common::wait_until(LONG, || common::all_threads_gone(sup)),
-        "the supervisor survived SIGKILL"
-    );
+    n.d.kill_supervisor();
     // The loop notices its supervisor is gone and stops unclosed.
-    let status = wait_exit(&mut child, LONG);
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!(
-            "the loop hung after its supervisor died:\n{}",
-            std::fs::read_to_string(&n.log).unwrap_or_default()
-        );
-    }
-    assert!(
-        !status.unwrap().success(),
-        "a lost supervisor is not a success"
-    );
-    assert!(
-        run_json(&n.d)["finished_at"].is_null(),
-        "the run is not closed"
-    );
+    n.stops_unclosed(&mut child);
     n.resume_to_the_end();
     n.all_landed_once(6);
     n.nothing_landed_redone(&landed);
@@ -258,36 +264,10 @@ fn a_supervisor_lost_while_every_lane_is_in_flight_stops_the_loop_for_resume() {
         false
     });
     assert!(frozen, "never both lanes in flight:\n{}", n.decisions());
-    let sup = n.d.server_pid().expect("a supervisor runs the lanes");
-    sigkill(sup);
-    assert!(
-        common::wait_until(LONG, || common::all_threads_gone(sup)),
-        "the supervisor survived SIGKILL"
-    );
+    n.d.kill_supervisor();
     n.d.serve();
     kill(loop_pid, Signal::SIGCONT).unwrap();
-    let status = wait_exit(&mut child, LONG);
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!(
-            "the loop waited on lanes lost with its supervisor:\n{}",
-            std::fs::read_to_string(&n.log).unwrap_or_default()
-        );
-    }
-    assert!(
-        !status.unwrap().success(),
-        "a lost supervisor is not a success"
-    );
-    assert!(
-        run_json(&n.d)["finished_at"].is_null(),
-        "the run is not closed"
-    );
-    assert!(
-        n.decisions().contains(" interrupted: "),
-        "the stop is an interrupted decision:\n{}",
-        n.decisions()
-    );
+    n.stops_unclosed(&mut child);
     n.resume_to_the_end();
     n.all_landed_once(6);
     n.nothing_landed_redone(&landed);

@@ -6,43 +6,11 @@
 //! These run whatever `DROVER_TEST_BACKEND` says: they pin `--backend tmux`.
 
 mod common;
+mod tmux_common;
 use common::*;
 use std::process::Command;
 use std::time::Duration;
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-macro_rules! need_tmux {
-    () => {
-        if !have_tmux() {
-            panic!("tmux is not installed: these tests need tmux >= 3.2");
-        }
-    };
-}
-
-fn tmux_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> serde_json::Value {
-    let mut f = vec!["--backend", "tmux"];
-    f.extend_from_slice(flags);
-    d.new_pane(name, &f, cmd)
-}
-
-/// The `-L` socket of this state dir's tmux server.
-fn socket(d: &Drover) -> String {
-    drover::pane::tmux::socket_name(&d.state)
-}
-
-fn tmux(d: &Drover, args: &[&str]) -> std::process::Output {
-    Command::new("tmux")
-        .args(["-L", &socket(d)])
-        .args(args)
-        .output()
-        .unwrap()
-}
+use tmux_common::*;
 
 /// Pids whose argv contains every one of `needles`.
 fn pids_with(needles: &[&str]) -> Vec<i32> {
@@ -74,7 +42,7 @@ fn environ(pid: i32) -> Vec<String> {
 /// supervisor, not the tmux server or its control client.
 #[test]
 fn secret_env_is_in_no_process_argv() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let secret = format!("s3cret-{}", std::process::id());
     let info = tmux_pane(
@@ -101,7 +69,7 @@ fn secret_env_is_in_no_process_argv() {
 /// newlines, `$`) arrive byte for byte.
 #[test]
 fn command_and_env_arrive_exactly() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let value = "it's \"$HOME\" ~ a\tb";
     let script = r#"printf '[%s][%s]' "$1" "$V"; env | grep -c '^TMUX' ; sleep 1000"#;
@@ -125,7 +93,7 @@ fn command_and_env_arrive_exactly() {
 /// pane's real window on drover's socket; the window's size is pinned.
 #[test]
 fn pane_ls_prints_the_tmux_attach_command() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     tmux_pane(&d, "op", &["--size", "100x30"], &["sleep", "1000"]);
     let p = d.pane("op").unwrap();
@@ -158,7 +126,7 @@ fn pane_ls_prints_the_tmux_attach_command() {
 /// then drover reconnects by itself and the pane keeps being observed.
 #[test]
 fn killed_control_client_reconnects_and_observation_continues() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     tmux_pane(&d, "cc", &["--env", "PS1=$ "], &["sh"]);
     d.ok(&["pane", "send", "cc", "echo one-$((1+1))"]);
@@ -191,7 +159,7 @@ fn killed_control_client_reconnects_and_observation_continues() {
 /// and a new tmux pane starts a new server.
 #[test]
 fn tmux_server_killed_under_drover_is_a_transport_error() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     tmux_pane(&d, "victim", &[], &["sleep", "1000"]);
     assert_eq!(tmux(&d, &["kill-server"]).status.code(), Some(0));
@@ -217,7 +185,7 @@ fn tmux_server_killed_under_drover_is_a_transport_error() {
 /// barriers on it exit 5; `pane kill` still cleans up.
 #[test]
 fn pane_closed_from_tmux_is_gone() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let info = tmux_pane(&d, "closed", &[], &["sleep", "1000"]);
     let id = info["backend_pane_id"].as_str().unwrap().to_string();
@@ -293,7 +261,7 @@ fn missing_or_old_tmux_is_a_clear_error() {
 /// never touched: it is still running afterwards.
 #[test]
 fn never_touches_a_tmux_server_it_did_not_start() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let sock = socket(&d);
     let started = Command::new("tmux")
@@ -329,20 +297,14 @@ fn never_touches_a_tmux_server_it_did_not_start() {
 /// old control client did not outlive its supervisor.
 #[test]
 fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let info = tmux_pane(&d, "keep", &["--env", "PS1=$ "], &["sh"]);
     d.ok(&["pane", "send", "keep", "echo before-$((1+1))"]);
     d.wait_text("keep", "before-2", T);
     let old_clients = control_clients(&d);
-    let sup = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(sup),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.kill_supervisor();
     assert!(
         pid_alive(pid_of(&info)),
         "the tmux pane died with the supervisor"
@@ -382,7 +344,7 @@ fn tmux_pane_outlives_the_supervisor_and_is_readopted() {
 /// re-adopted but listed as lost, and what still runs of it is ended.
 #[test]
 fn tmux_pane_whose_server_is_gone_is_lost_and_ended() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let info = tmux_pane(
@@ -392,13 +354,7 @@ fn tmux_pane_whose_server_is_gone_is_lost_and_ended() {
         &["sh", "-c", "trap '' HUP; echo up; exec sleep 1000"],
     );
     d.wait_text("orphan", "up", T);
-    let sup = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(sup),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.kill_supervisor();
     let _ = tmux(&d, &["kill-server"]);
     assert!(wait_until(T, || pids_with(&[&socket(&d)]).is_empty()));
     let pid = pid_of(&info);
@@ -428,7 +384,7 @@ fn tmux_pane_whose_server_is_gone_is_lost_and_ended() {
 /// that left its session and process group (setsid).
 #[test]
 fn tmux_pane_kill_ends_a_setsid_escapee() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let tag = (300_000 + std::process::id() % 50_000).to_string();
@@ -451,17 +407,10 @@ fn tmux_pane_kill_ends_a_setsid_escapee() {
     );
 }
 
-/// Gone, or a zombie none of whose threads still runs (the leader thread is
-/// a zombie before the others have closed the socket and the lock).
-fn all_threads_gone(pid: i32) -> bool {
-    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
-    !pid_alive(pid) || (stat(pid).is_some_and(|s| s.state == 'Z') && threads <= 1)
-}
-
 /// `kill-server` ends tmux panes and drover's tmux server: nothing left.
 #[test]
 fn kill_server_leaves_no_tmux_process() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let info = tmux_pane(&d, "bye", &[], &["sleep", "1000"]);
     d.ok(&["kill-server"]);
@@ -483,7 +432,7 @@ fn kill_server_leaves_no_tmux_process() {
 /// its primary screen again.
 #[test]
 fn readopted_pane_keeps_the_apps_title_cursor_keys_paste_and_alternate_screen() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let app = "printf 'primary text\\n'; \
@@ -491,13 +440,7 @@ fn readopted_pane_keeps_the_apps_title_cursor_keys_paste_and_alternate_screen() 
         read x; printf '\\033[?1049l'; printf '[%s]\\n' \"$x\" | cat -v; exec sleep 60";
     tmux_pane(&d, "app", &[], &["sh", "-c", app]);
     d.wait_text("app", "alt frame", T);
-    let sup = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(sup),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.kill_supervisor();
     d.ok(&["serve", "--daemon"]);
     assert!(d.pane("app").is_some(), "pane not re-adopted");
     let v: serde_json::Value =
@@ -524,18 +467,12 @@ fn readopted_pane_keeps_the_apps_title_cursor_keys_paste_and_alternate_screen() 
 /// read at the wrong width and height (the classifier reads the bottom rows).
 #[test]
 fn readopted_pane_keeps_the_size_it_was_resized_to() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     tmux_pane(&d, "rs", &["--env", "PS1=$ "], &["sh"]);
     d.ok(&["pane", "resize", "rs", "90x30"]);
-    let sup = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(sup),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(T, || all_threads_gone(sup)));
+    d.kill_supervisor();
     d.ok(&["serve", "--daemon"]);
     let v: serde_json::Value =
         serde_json::from_str(&d.ok(&["pane", "read", "rs", "--json"])).unwrap();

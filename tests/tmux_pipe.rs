@@ -6,45 +6,13 @@
 //! panes; these pin `--backend tmux`.
 
 mod common;
+mod tmux_common;
 use common::*;
-use std::process::Command;
 use std::time::Duration;
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-macro_rules! need_tmux {
-    () => {
-        if !have_tmux() {
-            panic!("tmux is not installed: these tests need tmux >= 3.2");
-        }
-    };
-}
+use tmux_common::*;
 
 /// Generous: the machine is shared and loaded.
 const LONG: Duration = Duration::from_secs(60);
-
-fn tmux_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> serde_json::Value {
-    let mut f = vec!["--backend", "tmux"];
-    f.extend_from_slice(flags);
-    d.new_pane(name, &f, cmd)
-}
-
-fn socket(d: &Drover) -> String {
-    drover::pane::tmux::socket_name(&d.state)
-}
-
-fn tmux(d: &Drover, args: &[&str]) -> std::process::Output {
-    Command::new("tmux")
-        .args(["-L", &socket(d)])
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn pane_id(info: &serde_json::Value) -> String {
     info["backend_pane_id"].as_str().unwrap().to_string()
@@ -76,7 +44,7 @@ fn counter_rows(text: &str) -> Vec<u64> {
 /// output of an app that exits before tmux has read it: docs/tmux.md.)
 #[test]
 fn output_written_just_before_exit_is_on_the_screen_at_exited() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     for i in 0..5 {
@@ -105,7 +73,7 @@ fn output_written_just_before_exit_is_on_the_screen_at_exited() {
 /// every counter line after the restart follows the one before it.
 #[test]
 fn restart_readopts_a_flooding_pane_with_no_duplicated_or_lost_lines() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let stop = d.scratch().join("stop");
@@ -122,13 +90,7 @@ fn restart_readopts_a_flooding_pane_with_no_duplicated_or_lost_lines() {
         d.read("flood")
     );
     let before = *counter_rows(&d.read("flood")).last().unwrap();
-    let sup = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(sup),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(LONG, || all_threads_gone(sup)));
+    d.kill_supervisor();
     assert!(
         pid_alive(pid_of(&info)),
         "the pane died with the supervisor"
@@ -179,7 +141,7 @@ fn restart_readopts_a_flooding_pane_with_no_duplicated_or_lost_lines() {
 /// keeps observing the pane.
 #[test]
 fn operator_pipe_pane_leads_to_a_repipe_and_output_is_still_observed() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let info = tmux_pane(&d, "op", &["--env", "PS1=$ "], &["sh"]);
@@ -209,7 +171,7 @@ fn operator_pipe_pane_leads_to_a_repipe_and_output_is_still_observed() {
 /// pipe back a bounded number of times, then reports the pane unreachable.
 #[test]
 fn pipe_replaced_over_and_over_is_not_fought_forever() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     let info = tmux_pane(&d, "fight", &[], &["sleep", "1000"]);
@@ -242,7 +204,7 @@ fn pipe_replaced_over_and_over_is_not_fought_forever() {
 /// the screen still gets every byte.
 #[test]
 fn no_output_lines_reach_the_control_client_during_a_flood() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     tmux_pane(
@@ -275,7 +237,7 @@ fn no_output_lines_reach_the_control_client_during_a_flood() {
 /// behind.
 #[test]
 fn killed_pane_leaves_no_pipe_reader_fifo_or_cat() {
-    need_tmux!();
+    need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
     tmux_pane(&d, "pk", &["--env", "PS1=$ "], &["sh"]);

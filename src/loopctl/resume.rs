@@ -255,11 +255,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Claim a task's write lease again (a resume may come after it lapsed).
     pub(super) fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
-        let task = self
-            .board
-            .task(id)
-            .cloned()
-            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
+        let task = self.board_task(id)?;
         let n = self.run.n;
         lease::claim(
             &self.cfg.state_dir,
@@ -287,11 +283,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     /// Re-run a task's implementer turn in its own worktree (created when
     /// the crash came before it was).
     fn restart(&mut self, id: &str) -> Result<(), LoopError> {
-        let task = self
-            .board
-            .task(id)
-            .cloned()
-            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
+        let task = self.board_task(id)?;
         let n = self.run.n;
         let agent = self
             .task(id)

@@ -476,6 +476,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.run.decide_at(kind, text, &at)
     }
 
+    /// Task `id` as the board has it.
+    pub(super) fn board_task(&self, id: &str) -> Result<super::board::Task, LoopError> {
+        self.board
+            .task(id)
+            .cloned()
+            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))
+    }
+
     pub(super) fn task(&self, id: &str) -> Option<&TaskState> {
         self.status.tasks.iter().find(|t| t.id == id)
     }

@@ -55,11 +55,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     pub(super) fn start_task(&mut self, id: &str) -> Result<(), LoopError> {
-        let task = self
-            .board
-            .task(id)
-            .cloned()
-            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))?;
+        let task = self.board_task(id)?;
         let agent = self.pick_agent();
         let lane = self.impl_lane(id);
         let lane_dir = self.run.lane_dir(&lane)?;

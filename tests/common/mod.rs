@@ -195,6 +195,21 @@ impl Drover {
             .parse()
             .ok()
     }
+
+    /// `kill -9` the supervisor and wait until all its threads are gone
+    /// (what its panes see of a crash).
+    pub fn kill_supervisor(&self) {
+        let sup = self.server_pid().expect("a supervisor runs");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(sup),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        assert!(
+            wait_until(Duration::from_secs(120), || all_threads_gone(sup)),
+            "the supervisor survived SIGKILL"
+        );
+    }
 }
 
 impl Drop for Drover {

@@ -98,6 +98,12 @@ impl Drop for Fake {
 /// A supervisor whose herdr is `fx`: started with the fake's env.
 pub fn drover(fx: &Fake) -> Drover {
     let d = Drover::new();
+    serve(&d, fx);
+    d
+}
+
+/// Start `d`'s supervisor (again) with the fake's env.
+pub fn serve(d: &Drover, fx: &Fake) {
     let out = d
         .cmd()
         .envs(fx.env())
@@ -105,7 +111,6 @@ pub fn drover(fx: &Fake) -> Drover {
         .output()
         .unwrap();
     assert!(out.status.success(), "serve: {}", stderr(&out));
-    d
 }
 
 pub fn herdr_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> Value {

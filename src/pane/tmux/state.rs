@@ -165,13 +165,10 @@ fn paste_path(state_dir: &Path, name: &str) -> PathBuf {
 pub(super) fn save_paste_mode(state_dir: &Path, name: &str, on: bool) {
     let path = paste_path(state_dir, name);
     let res = if on {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        use std::os::unix::fs::OpenOptionsExt;
         // The app can turn it on before the pane's state is first saved.
-        if let Some(parent) = path.parent()
-            && !parent.exists()
-        {
-            let _ = std::fs::create_dir_all(parent);
-            let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
+        if let Some(parent) = path.parent() {
+            let _ = crate::store::create_private_dir(parent);
         }
         std::fs::OpenOptions::new()
             .write(true)

@@ -7,8 +7,7 @@ mod herdr_common;
 use common::*;
 use herdr_common::*;
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-use std::io::{Read, Write};
-use std::sync::{Arc, Mutex};
+use std::io::Write;
 
 /// Guards: attaching to a herdr pane from a terminal failed, because the
 /// attach asked for the terminal's size and herdr panes refuse resize.
@@ -32,19 +31,8 @@ fn herdr_attach_works_from_a_terminal_and_typing_reaches_the_pane() {
     cmd.env("DROVER_STATE_DIR", &d.state);
     cmd.env("TERM", "xterm-256color");
     let mut child = pair.slave.spawn_command(cmd).unwrap();
-    let mut reader = pair.master.try_clone_reader().unwrap();
+    let seen = collect_output(pair.master.try_clone_reader().unwrap());
     let mut writer = pair.master.take_writer().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = seen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            s2.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
     let shown = |needle: &str| String::from_utf8_lossy(&seen.lock().unwrap()).contains(needle);
     assert!(
         wait_until(LONG, || shown("before-2")),

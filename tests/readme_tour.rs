@@ -4,12 +4,11 @@
 
 mod common;
 
-use common::{BIN, Drover, T, wait_until};
+use common::{BIN, Drover, T, collect_output, wait_until};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 
 /// The lines of the first ```sh block after the tour's heading.
 fn tour_lines() -> Vec<String> {
@@ -73,19 +72,8 @@ fn attach_in_a_pty(d: &Drover, repo: &Path, line: &str) -> (u32, String) {
     cmd.env("TERM", "xterm-256color");
     cmd.cwd(repo);
     let mut child = pair.slave.spawn_command(cmd).expect("spawn attach");
-    let mut reader = pair.master.try_clone_reader().expect("reader");
+    let log = collect_output(pair.master.try_clone_reader().expect("reader"));
     let mut writer = pair.master.take_writer().expect("writer");
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let l2 = log.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            l2.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
     let text = || String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
     assert!(
         wait_until(T, || text().contains("detach: Ctrl-\\")),

@@ -358,3 +358,23 @@ impl Drop for TmuxGuard {
             .output();
     }
 }
+
+/// Everything `reader` yields until EOF, collected by a thread of its own
+/// (a PTY master's output, read while the test drives the other side).
+pub fn collect_output(
+    mut reader: Box<dyn std::io::Read + Send>,
+) -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    use std::io::Read as _;
+    let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let o2 = out.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            o2.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    out
+}

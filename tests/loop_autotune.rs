@@ -8,8 +8,8 @@ mod common;
 mod loop_common;
 
 use common::Drover;
-use drover::loopctl::runner::{self, Phase, RunStatus};
-use drover::loopctl::settings::Unattended;
+use drover::loopctl::night::settings::Unattended;
+use drover::loopctl::run::runner::{self, Phase, RunStatus};
 use loop_common::REVIEWER_PASS;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! claim checks, redaction, and a landing that drops the candidate turning the
 //! gate red while the others land.
 
-use drover::loopctl::capture::{self, Refusal};
+use drover::loopctl::land::capture::{self, Refusal};
 use drover::loopctl::land::{self, Fate, Queued};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Loop notifications against a local HTTP server and a real command:
 //! retried with backoff until accepted, delivered once per intent id.
 
-use drover::loopctl::notify::{Note, Notifier, Targets, intent_id};
+use drover::loopctl::night::notify::{Note, Notifier, Targets, intent_id};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;

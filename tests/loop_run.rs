@@ -7,10 +7,10 @@ mod common;
 mod loop_common;
 
 use common::Drover;
+use drover::loopctl::lanes::simlanes::SimLanes;
 use drover::loopctl::ops::LaneSpec;
-use drover::loopctl::runner::{self, Phase, RunConfig};
-use drover::loopctl::simlanes::SimLanes;
-use drover::loopctl::{charter, ops::Role};
+use drover::loopctl::run::runner::{self, Phase, RunConfig};
+use drover::loopctl::{board::charter, ops::Role};
 use loop_common::task_file;
 use std::path::PathBuf;
 use std::time::Duration;

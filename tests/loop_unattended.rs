@@ -6,12 +6,12 @@ mod common;
 mod loop_common;
 
 use common::{Drover, wait_until};
-use drover::loopctl::clock;
-use drover::loopctl::control::{self, Control};
-use drover::loopctl::guards::Guards;
-use drover::loopctl::runner::{self, Phase, RunConfig, RunStatus};
-use drover::loopctl::settings::Unattended;
-use drover::loopctl::simlanes::SimLanes;
+use drover::loopctl::lanes::simlanes::SimLanes;
+use drover::loopctl::night::clock;
+use drover::loopctl::night::control::{self, Control};
+use drover::loopctl::night::guards::Guards;
+use drover::loopctl::night::settings::Unattended;
+use drover::loopctl::run::runner::{self, Phase, RunConfig, RunStatus};
 use loop_common::REVIEWER_PASS as REVIEWER;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

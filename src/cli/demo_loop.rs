@@ -7,9 +7,9 @@
 use super::{Ctx, client_err, fail};
 use drover::daemon::Client;
 use drover::exit;
+use drover::loopctl::lanes::simlanes::SimLanes;
 use drover::loopctl::ops::{LaneSpec, Role};
-use drover::loopctl::runner::{self, RunConfig};
-use drover::loopctl::simlanes::SimLanes;
+use drover::loopctl::run::runner::{self, RunConfig};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -62,7 +62,7 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(drover::loopctl::git::IDENTITY)
+        .args(drover::loopctl::land::git::IDENTITY)
         .args(args)
         .output()
         .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;
@@ -145,7 +145,7 @@ fn tour(
         &charter_path,
         "# Tidy the greeter\n\n- lanes: 4\n- pool: 2\n- gate: `test -f README.md`\n",
     )?;
-    let charter = drover::loopctl::charter::load(&charter_path)
+    let charter = drover::loopctl::board::charter::load(&charter_path)
         .map_err(|e| fail(e.exit_code(), e.to_string()))?;
     say("drover loop run: pool 2, implementer and reviewer lanes are sim agents");
     let scripts = |s: &LaneSpec| match s.role {

@@ -3,10 +3,10 @@
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
-use drover::loopctl::lanes_ops::{LaneOptions, RealLanes};
+use drover::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
 use drover::loopctl::ops::{LaneSpec, Role};
-use drover::loopctl::runner::{self, RunConfig, RunStatus};
-use drover::loopctl::{LoopError, board, charter, ready, rundir};
+use drover::loopctl::run::runner::{self, RunConfig, RunStatus};
+use drover::loopctl::{LoopError, board, board::charter, board::ready, run::rundir};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -92,7 +92,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub max_iterations: u32,
     /// Parks in a row (no landing between) that stop the run (0 = off).
-    #[arg(long, default_value_t = drover::loopctl::guards::DEFAULT_MAX_CONSECUTIVE_BLOCKERS, value_name = "N")]
+    #[arg(long, default_value_t = drover::loopctl::night::guards::DEFAULT_MAX_CONSECUTIVE_BLOCKERS, value_name = "N")]
     pub max_consecutive_blockers: u32,
     /// The run's wall-clock budget in seconds (0 = off); bounds every wait and turn.
     #[arg(long, default_value_t = 0, value_name = "S")]
@@ -104,7 +104,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID")]
     pub no_resume_task: Vec<String>,
     /// A lane working with no output change this long is `stalled` (seconds).
-    #[arg(long, default_value_t = drover::loopctl::settings::DEFAULT_STALL_AFTER.as_secs(), value_name = "S")]
+    #[arg(long, default_value_t = drover::loopctl::night::settings::DEFAULT_STALL_AFTER.as_secs(), value_name = "S")]
     pub stall_after_s: u64,
     /// Interrupt a stalled lane once after this long stalled (seconds; off by default).
     #[arg(long, value_name = "S")]
@@ -125,7 +125,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub lane_autotune: bool,
     /// With --lane-autotune: a lane is slow past this many times its agent's median lane time.
-    #[arg(long, value_name = "K", default_value_t = drover::loopctl::autotune::DEFAULT_K, requires = "lane_autotune")]
+    #[arg(long, value_name = "K", default_value_t = drover::loopctl::night::autotune::DEFAULT_K, requires = "lane_autotune")]
     pub autotune_k: f64,
     /// Run the loop's clock this many times faster than the wall clock (rehearsals; 1 = real time).
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -183,13 +183,14 @@ fn lerr(e: LoopError) -> anyhow::Error {
 
 fn toplevel() -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir()?;
-    let top =
-        drover::loopctl::git::line(&cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
+    let top = drover::loopctl::land::git::line(&cwd, &["rev-parse", "--show-toplevel"]).map_err(
+        |_| {
             fail(
                 exit::USAGE,
                 "not in a git repository: pass --repo (and --board)",
             )
-        })?;
+        },
+    )?;
     Ok(PathBuf::from(top))
 }
 
@@ -279,7 +280,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         ));
     }
     if !sim {
-        let missing = drover::loopctl::lanes_ops::missing_agents();
+        let missing = drover::loopctl::lanes::lanes_ops::missing_agents();
         if !missing.is_empty() {
             return Err(fail(
                 exit::ERROR,
@@ -295,7 +296,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let resumed = match &a.resume {
         Some(r) => {
             let run = rundir::RunDir::open(&state_dir, run_number(r)?).map_err(lerr)?;
-            Some(drover::loopctl::resume::recorded(&run).map_err(lerr)?)
+            Some(drover::loopctl::run::resume::recorded(&run).map_err(lerr)?)
         }
         None => None,
     };
@@ -344,8 +345,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         autocomplete: !a.no_autocomplete,
         repair_rounds: a.repair_rounds,
         turn_timeout: Duration::from_secs(a.turn_timeout_s.max(1)),
-        unattended: drover::loopctl::settings::Unattended {
-            guards: drover::loopctl::guards::Guards {
+        unattended: drover::loopctl::night::settings::Unattended {
+            guards: drover::loopctl::night::guards::Guards {
                 max_iterations: a.max_iterations,
                 max_consecutive_blockers: a.max_consecutive_blockers,
                 wall_clock: (a.wall_clock_s > 0).then(|| Duration::from_secs(a.wall_clock_s)),
@@ -354,7 +355,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             no_resume_tasks: a.no_resume_task,
             stall_after: Duration::from_secs(a.stall_after_s.max(1)),
             stall_kill_after: a.stall_kill_after_s.map(Duration::from_secs),
-            notify: drover::loopctl::notify::Targets {
+            notify: drover::loopctl::night::notify::Targets {
                 cmd: a.notify_cmd,
                 url: a.notify_url,
                 first_retry: None,
@@ -370,8 +371,10 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             .as_ref()
             .and_then(|st| drover::loopctl::parse_resets_at(st.clock_at.as_deref()));
         let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
-        cfg.unattended.clock =
-            std::sync::Arc::new(drover::loopctl::clock::FastClock::new(start, a.clock_scale));
+        cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::night::clock::FastClock::new(
+            start,
+            a.clock_scale,
+        ));
     }
     cfg.unattended.autotune = a.lane_autotune;
     cfg.unattended.autotune_k = a.autotune_k;
@@ -384,7 +387,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     };
     let st = match &resumed {
-        Some(r) => drover::loopctl::resume::resume(&mut lanes, cfg, r.run, say),
+        Some(r) => drover::loopctl::run::resume::resume(&mut lanes, cfg, r.run, say),
         None => runner::run(&mut lanes, cfg, say),
     }
     .map_err(lerr)?;
@@ -395,8 +398,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 fn overnight_mode(
     until: Option<&str>,
     now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<drover::loopctl::overnight::Mode> {
-    use drover::loopctl::overnight;
+) -> anyhow::Result<drover::loopctl::night::overnight::Mode> {
+    use drover::loopctl::night::overnight;
     let until = match until {
         None => None,
         Some(u) => {
@@ -435,7 +438,7 @@ fn run_number(r: &str) -> anyhow::Result<u32> {
 }
 
 fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    use drover::loopctl::control::{self, Control};
+    use drover::loopctl::night::control::{self, Control};
     let c = Control::parse(&a.control).ok_or_else(|| {
         fail(
             exit::USAGE,

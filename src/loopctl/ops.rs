@@ -1,13 +1,13 @@
 //! What the runner needs from lanes and dispatch, as a trait, so the runner
 //! stays the same whichever lanes carry it (the simulated panes of
-//! [`super::simlanes`] today; `drover lane` lanes when they exist).
+//! [`crate::loopctl::lanes::simlanes`] today; `drover lane` lanes when they exist).
 //!
 //! A lane is one agent in one pane with one working directory, for one task
 //! (an implementer lane, writing in its own worktree) or one review (a
 //! read-only lane). Lanes are counted from the live listing, never from
 //! memory.
 
-use super::LoopError;
+use crate::loopctl::LoopError;
 use crate::registry::Agent;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -3,11 +3,11 @@
 #![allow(dead_code)]
 
 use crate::common::{self, Drover, git};
-use drover::loopctl::charter;
+use drover::loopctl::board::charter;
+use drover::loopctl::lanes::simlanes::SimLanes;
+use drover::loopctl::night::settings::Unattended;
 use drover::loopctl::ops::{LaneSpec, Role};
-use drover::loopctl::runner::RunConfig;
-use drover::loopctl::settings::Unattended;
-use drover::loopctl::simlanes::SimLanes;
+use drover::loopctl::run::runner::RunConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

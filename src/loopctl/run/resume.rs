@@ -14,12 +14,12 @@
 //!   report for the round is written, or its job completed): then that
 //!   result is used and nothing is re-run; a Ready task is started as usual.
 
-use super::LoopError;
-use super::brief;
-use super::ops::{JobSpec, LaneHandle, LaneOps, Outcome, Role};
-use super::rundir::RunDir;
-use super::runner::{Phase, RunConfig, RunStatus, Runner, slug};
-use super::{board, git};
+use crate::loopctl::LoopError;
+use crate::loopctl::board::brief;
+use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, Outcome, Role};
+use crate::loopctl::run::rundir::RunDir;
+use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner, slug};
+use crate::loopctl::{board, land::git};
 use crate::registry::{lease, lend};
 use chrono::Utc;
 
@@ -254,7 +254,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// Claim a task's write lease again (a resume may come after it lapsed).
-    pub(super) fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
         let task = self.board_task(id)?;
         let n = self.run.n;
         lease::claim(
@@ -273,7 +273,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// Where a task's worktree is (by the run's naming rule).
-    pub(super) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
+    pub(in crate::loopctl) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
         self.cfg
             .state_dir
             .join("worktrees")

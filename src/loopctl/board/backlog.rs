@@ -9,7 +9,7 @@
 //! changes the `status:` value and the criteria boxes and nothing else, byte
 //! for byte.
 
-use super::LoopError;
+use crate::loopctl::LoopError;
 use std::path::{Path, PathBuf};
 
 /// Largest task file read.

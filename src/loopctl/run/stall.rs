@@ -6,9 +6,9 @@
 //! recorded, and only past `--stall-kill-after` (off by default) interrupted,
 //! once.
 
-use super::LoopError;
-use super::ops::{LaneObs, LaneOps};
-use super::runner::Runner;
+use crate::loopctl::LoopError;
+use crate::loopctl::ops::{LaneObs, LaneOps};
+use crate::loopctl::run::runner::Runner;
 use std::time::Duration;
 
 /// Why a lane is not progressing.
@@ -64,7 +64,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Look at every lane with a job in flight: record a change of stall
     /// class (one `stall` decision), and interrupt a stalled lane once past
     /// `--stall-kill-after`.
-    pub(super) fn watch_stalls(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn watch_stalls(&mut self) -> Result<(), LoopError> {
         let tasks: Vec<String> = self.jobs.values().map(|(t, _)| t.clone()).collect();
         let now = self.now();
         let stall_after = self.cfg.unattended.stall_after;
@@ -84,7 +84,7 @@ impl<O: LaneOps> Runner<'_, O> {
             if entry.0 != obs.output {
                 *entry = (obs.output, now, entry.2);
             }
-            let quiet_for = super::clock::since(entry.1, now);
+            let quiet_for = crate::loopctl::night::clock::since(entry.1, now);
             let interrupted = entry.2;
             let class = class(&obs, quiet_for, stall_after).map(str::to_string);
             let prior = self.task(&task).and_then(|t| t.stall.clone());

@@ -1,8 +1,8 @@
 //! Which tasks may start (pure), the task pool size, and `drover loop lint
 //! queue`.
 
-use super::board::{Board, NEEDS_OWNER, Task};
-use super::charter::Charter;
+use crate::loopctl::board::charter::Charter;
+use crate::loopctl::board::{Board, NEEDS_OWNER, Task};
 
 /// The task pool size when nothing is said or the value is not a number.
 pub const DEFAULT_POOL: usize = 2;
@@ -162,8 +162,8 @@ pub fn lint_queue(queue: &str, board: &Board, charter: &Charter) -> Vec<Offence>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loopctl::board::charter;
     use crate::loopctl::board::parse_task;
-    use crate::loopctl::charter;
     use std::path::Path;
 
     fn task(id: &str, status: &str, labels: &str, deps: &str) -> Task {

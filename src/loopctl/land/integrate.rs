@@ -6,7 +6,7 @@
 //! landing (and goes back); the rest land. What the gate saw is written as
 //! `gate-evidence/<k>/evidence.json` + `evidence.md`. Nothing is pushed.
 
-use super::{LoopError, git};
+use crate::loopctl::{LoopError, land::git};
 use crate::registry::redact::redact_secrets;
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -3,15 +3,18 @@
 //! unlanded work, and write `closeout.md` — or, when the supervisor holding
 //! the lanes is lost, stop with the run unclosed, for `--resume`.
 
-use super::ops::{LaneHandle, LaneOps};
-use super::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner};
-use super::{LoopError, closeout, git};
+use crate::loopctl::ops::{LaneHandle, LaneOps};
+use crate::loopctl::run::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner};
+use crate::loopctl::{LoopError, land::closeout, land::git};
 
 impl<O: LaneOps> Runner<'_, O> {
     /// After the loop: the close-out — unless the loop failed because the
     /// supervisor holding its lanes cannot be reached (killed, crashed): its
     /// lanes went with it, so the run stops unclosed, for `--resume`.
-    pub(super) fn finish(&mut self, result: Result<(), LoopError>) -> Result<RunStatus, LoopError> {
+    pub(in crate::loopctl) fn finish(
+        &mut self,
+        result: Result<(), LoopError>,
+    ) -> Result<RunStatus, LoopError> {
         if let Err(e) = &result
             && self.ops.live().is_err()
         {
@@ -136,7 +139,7 @@ impl<O: LaneOps> Runner<'_, O> {
             None => "closed".into(),
         };
         self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
-        self.status.finished_at = Some(super::clock::rfc3339(self.now()));
+        self.status.finished_at = Some(crate::loopctl::night::clock::rfc3339(self.now()));
         self.status.closeout = Some(path);
         self.persist()?;
         let summary = format!(

@@ -1,7 +1,7 @@
 //! Running git for the loop: every call names its directory, a failure is an
 //! error carrying git's own message, commits carry drover's identity.
 
-use super::LoopError;
+use crate::loopctl::LoopError;
 use std::path::Path;
 use std::process::{Command, Output};
 

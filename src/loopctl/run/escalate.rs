@@ -4,23 +4,23 @@
 //! lists the held questions first; the convergence tripwire's time count
 //! (pauses, holds and usage-limit parks excluded) and its call.
 
-use super::LoopError;
-use super::ops::LaneOps;
-use super::overnight::{self, Mode, Route};
-use super::runner::{Phase, Question, Runner};
-use super::tripwire::{self, Call, Reason};
+use crate::loopctl::LoopError;
+use crate::loopctl::night::overnight::{self, Mode, Route};
+use crate::loopctl::night::tripwire::{self, Call, Reason};
+use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::runner::{Phase, Question, Runner};
 use std::time::Duration;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Put a question to the owner: QUESTIONS.md, run.json and a notification.
-    pub(super) fn ask(
+    pub(in crate::loopctl) fn ask(
         &mut self,
         task: &str,
         question: &str,
         rec: &str,
         key: &str,
     ) -> Result<(), LoopError> {
-        let at = super::clock::rfc3339(self.now());
+        let at = crate::loopctl::night::clock::rfc3339(self.now());
         self.run.ask_at(task, question, rec, &at)?;
         let overnight = self.mode.is_overnight();
         self.status.questions.push(Question {
@@ -42,7 +42,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// What the close-out lists for ratification: the questions held
     /// overnight first, then the other questions, then the rulings.
-    pub(super) fn ratification(&self) -> Vec<(String, String)> {
+    pub(in crate::loopctl) fn ratification(&self) -> Vec<(String, String)> {
         let q = |overnight: bool| {
             self.status
                 .questions
@@ -68,7 +68,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// The policy escalated `job` of `id` (not a usage limit): hold the lane
     /// for the owner, or — overnight — hold the question and park the task.
-    pub(super) fn escalated(
+    pub(in crate::loopctl) fn escalated(
         &mut self,
         id: &str,
         job: &str,
@@ -134,7 +134,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Overnight ends at its `--until` on the loop's clock: the questions
     /// held overnight are listed first, then the run goes on owner present.
-    pub(super) fn check_overnight(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn check_overnight(&mut self) -> Result<(), LoopError> {
         if !self.mode.ended(self.now()) {
             return Ok(());
         }
@@ -178,9 +178,9 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Count the time since the last pass as excluded for the tripwire when
     /// the task could not work (paused, held for the owner, at a limit),
     /// then trip every task in flight past the tripwire's active time.
-    pub(super) fn account_time(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn account_time(&mut self) -> Result<(), LoopError> {
         let now = self.now();
-        let dt = super::clock::since(self.last_pass, now).as_secs();
+        let dt = crate::loopctl::night::clock::since(self.last_pass, now).as_secs();
         self.last_pass = now;
         let paused = self.paused.is_some();
         let held: Vec<String> = self
@@ -199,12 +199,12 @@ impl<O: LaneOps> Runner<'_, O> {
             let Some(first) = t
                 .first_dispatch
                 .as_deref()
-                .and_then(|f| super::limits::parse_resets_at(Some(f)))
+                .and_then(|f| crate::loopctl::run::limits::parse_resets_at(Some(f)))
             else {
                 continue;
             };
             let active = tripwire::active(
-                super::clock::since(first, now),
+                crate::loopctl::night::clock::since(first, now),
                 Duration::from_secs(t.excluded_s),
             );
             if in_flight
@@ -223,7 +223,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The tripwire tripped for `id`: stop its work, record the call in
     /// DECISIONS.md, and park it — until the owner is back overnight, with a
     /// question to the owner when present.
-    pub(super) fn trip_task(&mut self, id: &str, r: &Reason) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn trip_task(&mut self, id: &str, r: &Reason) -> Result<(), LoopError> {
         let jobs: Vec<String> = self
             .jobs
             .iter()
@@ -277,7 +277,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// A stopping run cannot wait for the owner: lanes held for one are
     /// parked with their question open.
-    pub(super) fn release_held(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn release_held(&mut self) -> Result<(), LoopError> {
         let held: Vec<(String, String)> = self
             .jobs
             .iter()

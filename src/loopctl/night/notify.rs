@@ -47,7 +47,7 @@ pub struct Note {
 
 /// The intent id of an event about `key` (what it is about, not when).
 pub fn intent_id(run: &str, event: &str, key: &str) -> String {
-    let h = super::sha256::hex(format!("{run}\n{event}\n{key}").as_bytes());
+    let h = crate::loopctl::sha256::hex(format!("{run}\n{event}\n{key}").as_bytes());
     h.chars().take(16).collect()
 }
 

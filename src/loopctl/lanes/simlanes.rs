@@ -5,12 +5,12 @@
 //! `drover loop run --sim-*` and the loop's tests; the scripts say what each
 //! simulated lane does.
 
-use super::LoopError;
-use super::git;
-use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use crate::daemon::{Client, ClientError};
 use crate::dispatch::{DispatchSpec, dispatch};
 use crate::engine::{Action, Actor, Engine, Request, Status};
+use crate::loopctl::LoopError;
+use crate::loopctl::land::git;
+use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use crate::shadow::ShadowDecision;
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -36,7 +36,7 @@ pub struct SimLanes {
     mine: BTreeSet<String>,
 }
 
-pub(super) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
+pub(in crate::loopctl) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
     LoopError::Lane {
         lane: lane.to_string(),
         message: e.to_string(),
@@ -45,7 +45,7 @@ pub(super) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
 
 /// The lanes of `mine` that are live in the live listing (a pane listed
 /// `lost` went with an earlier supervisor: not live).
-pub(super) fn live_lanes(
+pub(in crate::loopctl) fn live_lanes(
     client: &mut Client,
     mine: &BTreeSet<String>,
 ) -> Result<Vec<String>, LoopError> {
@@ -62,7 +62,11 @@ pub(super) fn live_lanes(
 }
 
 /// Kill pane `pane` of lane `lane`; a pane already gone is not an error.
-pub(super) fn kill_pane(client: &mut Client, lane: &str, pane: &str) -> Result<(), LoopError> {
+pub(in crate::loopctl) fn kill_pane(
+    client: &mut Client,
+    lane: &str,
+    pane: &str,
+) -> Result<(), LoopError> {
     match client.call("pane.kill", json!({"pane": pane})) {
         Ok(_) => Ok(()),
         Err(e) if e.to_string().contains("no pane named") => Ok(()),
@@ -272,7 +276,7 @@ impl LaneOps for SimLanes {
                     .map(str::to_string)
                     .next()
             }),
-            output: super::stall::progress_hash(&rows),
+            output: crate::loopctl::run::stall::progress_hash(&rows),
             reachable: true,
         }))
     }

@@ -8,7 +8,7 @@
 //! reviewer works in the implementer's worktree, which stays the run's.
 //!
 //! A real reviewer is read-only, so it states its verdict in its last reply
-//! and drover reads it from the agent's transcript ([`super::verdict_watch`]);
+//! and drover reads it from the agent's transcript ([`crate::loopctl::review::verdict_watch`]);
 //! an implementer gets its lane dir as an extra writable directory
 //! (`--add-dir`), where its report goes.
 //!
@@ -17,15 +17,15 @@
 //! go through the engine, dispatch with confirmed delivery and the
 //! supervisor's shadow policy, exactly as on the simulated carrier.
 
-use super::LoopError;
-use super::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
-use super::renew::Renewal;
-use super::simlanes::{SimLanes, kill_pane, lane_err};
-use super::verdict_watch::{READ_EVERY, ReviewWatch};
 use crate::daemon::Client;
 use crate::lane::single::{self, OneLane};
 use crate::lane::spawn::{DEFAULT_SPAWN_BUDGET, DEFAULT_SPAWN_WAIT, SpawnBudget};
 use crate::lane::{LaneError, git as lgit};
+use crate::loopctl::LoopError;
+use crate::loopctl::lanes::renew::Renewal;
+use crate::loopctl::lanes::simlanes::{SimLanes, kill_pane, lane_err};
+use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
+use crate::loopctl::review::verdict_watch::{READ_EVERY, ReviewWatch};
 use crate::registry::Agent;
 use crate::registry::lease::DEFAULT_LEASE_TTL_S;
 use serde_json::json;
@@ -273,7 +273,7 @@ impl LaneOps for RealLanes {
     }
 
     fn live(&mut self) -> Result<Vec<String>, LoopError> {
-        super::simlanes::live_lanes(&mut self.client, &self.mine)
+        crate::loopctl::lanes::simlanes::live_lanes(&mut self.client, &self.mine)
     }
 
     fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {

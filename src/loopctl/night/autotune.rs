@@ -5,7 +5,7 @@
 //! recommendation in `DECISIONS.md` and puts the effort into the launch of
 //! the next lane of that (role, agent). Off, nothing about the run changes.
 
-use super::ops::Role;
+use crate::loopctl::ops::Role;
 use crate::registry::Agent;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! bold (`**lanes:** 2`); the first occurrence counts. The aim is `aim:`, else
 //! the first `# ` heading.
 
-use super::{LoopError, sha256};
+use crate::loopctl::{LoopError, sha256};
 use std::path::{Path, PathBuf};
 
 /// Largest charter read.
@@ -28,7 +28,7 @@ pub struct Charter {
     /// and landing refuses.
     pub gate: Option<String>,
     pub guarded_paths: Vec<String>,
-    /// The raw `pool:` value, interpreted by [`super::ready::pool_size`].
+    /// The raw `pool:` value, interpreted by [`crate::loopctl::board::ready::pool_size`].
     pub pool: Option<String>,
 }
 

@@ -1,8 +1,8 @@
 //! What an unattended run is given beyond the pipeline's own settings: the
 //! clock, the guards, usage-limit and stall handling (`LOOP.md`).
 
-use super::clock::{Clock, RealClock};
-use super::guards::Guards;
+use crate::loopctl::night::clock::{Clock, RealClock};
+use crate::loopctl::night::guards::Guards;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,9 +24,9 @@ pub struct Unattended {
     /// Interrupt a stalled lane once after this long (`None`: never).
     pub stall_kill_after: Option<Duration>,
     /// `--notify-cmd`, `--notify-url`.
-    pub notify: super::notify::Targets,
+    pub notify: crate::loopctl::night::notify::Targets,
     /// Owner present (the default) or overnight (`--overnight [--until HH:MM]`).
-    pub mode: super::overnight::Mode,
+    pub mode: crate::loopctl::night::overnight::Mode,
     /// Tune each (role, agent)'s effort from its lanes' times and failures
     /// (`--lane-autotune`).
     pub autotune: bool,
@@ -46,7 +46,7 @@ impl Default for Unattended {
             notify: Default::default(),
             mode: Default::default(),
             autotune: false,
-            autotune_k: super::autotune::DEFAULT_K,
+            autotune_k: crate::loopctl::night::autotune::DEFAULT_K,
         }
     }
 }

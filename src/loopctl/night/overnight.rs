@@ -25,7 +25,10 @@ impl Mode {
             Mode::OwnerPresent => "owner-present".into(),
             Mode::Overnight { until: None } => "overnight".into(),
             Mode::Overnight { until: Some(t) } => {
-                format!("overnight until {}", super::clock::rfc3339(t))
+                format!(
+                    "overnight until {}",
+                    crate::loopctl::night::clock::rfc3339(t)
+                )
             }
         }
     }

@@ -9,13 +9,13 @@
 //! and a resume condition, so guards, controls and usage-limit parking can
 //! decide there.
 
-use super::board::{self, Board};
-use super::charter::Charter;
-use super::drive::{LimitPark, Stop};
-use super::ops::{LaneHandle, LaneOps};
-use super::rundir::{LaneRow, RunDir};
-use super::settings::Unattended;
-use super::{LoopError, git, ready};
+use crate::loopctl::board::charter::Charter;
+use crate::loopctl::board::{self, Board};
+use crate::loopctl::night::settings::Unattended;
+use crate::loopctl::ops::{LaneHandle, LaneOps};
+use crate::loopctl::run::drive::{LimitPark, Stop};
+use crate::loopctl::run::rundir::{LaneRow, RunDir};
+use crate::loopctl::{LoopError, board::ready, land::git};
 use crate::registry::Agent;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -105,7 +105,7 @@ pub struct TaskState {
     pub excluded_s: u64,
     /// Classes of finding its failed rounds opened (the tripwire's count).
     #[serde(default)]
-    pub findings: super::tripwire::Findings,
+    pub findings: crate::loopctl::night::tripwire::Findings,
 }
 
 /// The run as `loop status` shows it (`run.json`).
@@ -167,7 +167,7 @@ pub struct RunStatus {
     /// The efforts lane autotune set, and their cooldowns (absent when it
     /// changed nothing; a resume goes on from them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub autotune: Vec<super::autotune::Saved>,
+    pub autotune: Vec<crate::loopctl::night::autotune::Saved>,
 }
 
 /// One question to the owner, with the loop's recommendation.
@@ -183,49 +183,49 @@ pub struct Question {
 
 /// A running loop.
 pub struct Runner<'a, O: LaneOps> {
-    pub(super) ops: &'a mut O,
-    pub(super) cfg: RunConfig,
-    pub(super) run: RunDir,
-    pub(super) board: Board,
-    pub(super) status: RunStatus,
+    pub(in crate::loopctl) ops: &'a mut O,
+    pub(in crate::loopctl) cfg: RunConfig,
+    pub(in crate::loopctl) run: RunDir,
+    pub(in crate::loopctl) board: Board,
+    pub(in crate::loopctl) status: RunStatus,
     /// Live lanes by task (at most one per task at a time).
-    pub(super) lanes: BTreeMap<String, LaneHandle>,
+    pub(in crate::loopctl) lanes: BTreeMap<String, LaneHandle>,
     /// Dispatched jobs: job id → (task, when, on the loop's clock).
-    pub(super) jobs: BTreeMap<String, (String, DateTime<Utc>)>,
+    pub(in crate::loopctl) jobs: BTreeMap<String, (String, DateTime<Utc>)>,
     /// Lanes parked at a usage limit, by task.
-    pub(super) limited: BTreeMap<String, LimitPark>,
-    pub(super) started: DateTime<Utc>,
+    pub(in crate::loopctl) limited: BTreeMap<String, LimitPark>,
+    pub(in crate::loopctl) started: DateTime<Utc>,
     /// Budget spent before `started` (by the run before its resume).
-    pub(super) spent_before: Duration,
+    pub(in crate::loopctl) spent_before: Duration,
     /// When `run.json` was last written (wall clock; see [`CHECKPOINT`]).
-    pub(super) persisted: std::time::Instant,
-    pub(super) consecutive_blockers: u32,
-    pub(super) stop: Option<Stop>,
+    pub(in crate::loopctl) persisted: std::time::Instant,
+    pub(in crate::loopctl) consecutive_blockers: u32,
+    pub(in crate::loopctl) stop: Option<Stop>,
     /// Per task: the lane's output counter and since when it has not moved.
-    pub(super) quiet: BTreeMap<String, (u64, DateTime<Utc>, bool)>,
-    pub(super) notifier: super::notify::Notifier,
+    pub(in crate::loopctl) quiet: BTreeMap<String, (u64, DateTime<Utc>, bool)>,
+    pub(in crate::loopctl) notifier: crate::loopctl::night::notify::Notifier,
     /// Set while paused: the reason, and whether `PAUSED:` was printed.
-    pub(super) paused: Option<(String, bool)>,
-    pub(super) landing_queue: Vec<String>,
+    pub(in crate::loopctl) paused: Option<(String, bool)>,
+    pub(in crate::loopctl) landing_queue: Vec<String>,
     /// Captured candidates waiting for their reviewer lane: (task, patch).
-    pub(super) pending_reviews: Vec<(String, PathBuf)>,
-    pub(super) rulings: Vec<(String, String)>,
+    pub(in crate::loopctl) pending_reviews: Vec<(String, PathBuf)>,
+    pub(in crate::loopctl) rulings: Vec<(String, String)>,
     /// Owner present or overnight, now.
-    pub(super) mode: super::overnight::Mode,
+    pub(in crate::loopctl) mode: crate::loopctl::night::overnight::Mode,
     /// Jobs whose lane is held for the owner (an escalation, owner present),
     /// and since when (the owner's wait ends at the turn timeout).
-    pub(super) held: BTreeMap<String, DateTime<Utc>>,
+    pub(in crate::loopctl) held: BTreeMap<String, DateTime<Utc>>,
     /// The previous pass, on the loop's clock (the tripwire's accounting).
-    pub(super) last_pass: DateTime<Utc>,
+    pub(in crate::loopctl) last_pass: DateTime<Utc>,
     /// This process runs the run (held until it ends; a crash lets it go).
-    pub(super) run_lock: Option<crate::store::LockGuard>,
+    pub(in crate::loopctl) run_lock: Option<crate::store::LockGuard>,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
-    pub(super) resume_tag: String,
+    pub(in crate::loopctl) resume_tag: String,
     /// Lane autotune: the efforts set and cooldowns, the finished turns
     /// (oldest first) and each task's iteration.
-    pub(super) tuner: super::autotune::State,
-    pub(super) samples: Vec<super::autotune::Sample>,
-    pub(super) iteration_of: BTreeMap<String, u32>,
+    pub(in crate::loopctl) tuner: crate::loopctl::night::autotune::State,
+    pub(in crate::loopctl) samples: Vec<crate::loopctl::night::autotune::Sample>,
+    pub(in crate::loopctl) iteration_of: BTreeMap<String, u32>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -353,7 +353,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             pool,
             lanes_cap: cfg.charter.lanes,
             landings: 0,
-            started_at: super::clock::rfc3339(cfg.unattended.clock.now()),
+            started_at: crate::loopctl::night::clock::rfc3339(cfg.unattended.clock.now()),
             finished_at: None,
             closeout: None,
             tasks,
@@ -372,7 +372,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             autotune: Vec::new(),
         };
         let mode = cfg.unattended.mode;
-        let lock = super::resume::lock_run(&run)?;
+        let lock = crate::loopctl::run::resume::lock_run(&run)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
         r.run_lock = Some(lock);
         r.decide(
@@ -386,8 +386,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 r.status.lanes_cap
             ),
         )?;
-        if let super::overnight::Mode::Overnight { until } = mode {
-            let until = until.map_or("the end of the run".to_string(), super::clock::rfc3339);
+        if let crate::loopctl::night::overnight::Mode::Overnight { until } = mode {
+            let until = until.map_or(
+                "the end of the run".to_string(),
+                crate::loopctl::night::clock::rfc3339,
+            );
             r.decide(
                 "overnight",
                 &format!("overnight mode until {until}: ask nothing; escalations go to QUESTIONS.md and their tasks are parked"),
@@ -414,7 +417,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// A runner over a run dir and its recorded state (new or resumed).
-    pub(super) fn assemble(
+    pub(in crate::loopctl) fn assemble(
         ops: &'a mut O,
         cfg: RunConfig,
         run: RunDir,
@@ -427,10 +430,10 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mode = cfg.unattended.mode;
         let rulings = status.rulings.clone();
         let (notifier, unreadable) =
-            super::notify::Notifier::start_recorded(notify, &run.file(NOTIFIED));
+            crate::loopctl::night::notify::Notifier::start_recorded(notify, &run.file(NOTIFIED));
         let spent_before = Duration::from_millis(status.spent_ms);
         let consecutive_blockers = status.consecutive_blockers;
-        let tuner = super::autotune::State::restore(&status.autotune);
+        let tuner = crate::loopctl::night::autotune::State::restore(&status.autotune);
         let mut r = Runner {
             ops,
             cfg,
@@ -467,32 +470,39 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         r
     }
 
-    pub(super) fn say(&mut self, msg: &str) {
+    pub(in crate::loopctl) fn say(&mut self, msg: &str) {
         (self.say)(msg);
     }
 
-    pub(super) fn decide(&mut self, kind: &str, text: &str) -> Result<String, LoopError> {
-        let at = super::clock::rfc3339(self.now());
+    pub(in crate::loopctl) fn decide(
+        &mut self,
+        kind: &str,
+        text: &str,
+    ) -> Result<String, LoopError> {
+        let at = crate::loopctl::night::clock::rfc3339(self.now());
         self.run.decide_at(kind, text, &at)
     }
 
     /// Task `id` as the board has it.
-    pub(super) fn board_task(&self, id: &str) -> Result<super::board::Task, LoopError> {
+    pub(in crate::loopctl) fn board_task(
+        &self,
+        id: &str,
+    ) -> Result<crate::loopctl::board::Task, LoopError> {
         self.board
             .task(id)
             .cloned()
             .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))
     }
 
-    pub(super) fn task(&self, id: &str) -> Option<&TaskState> {
+    pub(in crate::loopctl) fn task(&self, id: &str) -> Option<&TaskState> {
         self.status.tasks.iter().find(|t| t.id == id)
     }
 
-    pub(super) fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
+    pub(in crate::loopctl) fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
         self.status.tasks.iter_mut().find(|t| t.id == id)
     }
 
-    pub(super) fn active(&self) -> usize {
+    pub(in crate::loopctl) fn active(&self) -> usize {
         self.status
             .tasks
             .iter()
@@ -501,7 +511,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// Write QUEUE.md, LANES.md, STATE.md and run.json from the state.
-    pub(super) fn persist(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn persist(&mut self) -> Result<(), LoopError> {
         let rows = |p: Phase| -> Vec<(String, String)> {
             self.status
                 .tasks
@@ -543,7 +553,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         self.status.mode = self.mode.label();
         self.status.rulings = self.rulings.clone();
-        self.status.clock_at = Some(super::clock::rfc3339(self.now()));
+        self.status.clock_at = Some(crate::loopctl::night::clock::rfc3339(self.now()));
         self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.status.consecutive_blockers = self.consecutive_blockers;
         self.status.autotune = self.tuner.save();
@@ -555,7 +565,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     /// Start Ready tasks while the pool and the lanes cap allow.
-    pub(super) fn start_ready(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn start_ready(&mut self) -> Result<(), LoopError> {
         while self.active() < self.status.pool {
             let Some(id) = self
                 .status

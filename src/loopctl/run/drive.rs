@@ -2,11 +2,11 @@
 //! controls (`control.json`), the guards, usage-limit resumes and the
 //! pipeline's next steps. Every stop goes through the close-out.
 
-use super::LoopError;
-use super::control::{self, Control};
-use super::guards::{self, Counters, Trip};
-use super::ops::{LaneOps, Outcome, Role};
-use super::runner::Runner;
+use crate::loopctl::LoopError;
+use crate::loopctl::night::control::{self, Control};
+use crate::loopctl::night::guards::{self, Counters, Trip};
+use crate::loopctl::ops::{LaneOps, Outcome, Role};
+use crate::loopctl::run::runner::Runner;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -61,16 +61,26 @@ pub struct LimitPark {
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Now, on the loop's clock.
-    pub(super) fn now(&self) -> DateTime<Utc> {
+    pub(in crate::loopctl) fn now(&self) -> DateTime<Utc> {
         self.cfg.unattended.clock.now()
     }
 
     /// Notify (deduplicated by the intent: run, event, task, `key`).
-    pub(super) fn notify(&mut self, event: &str, task: Option<&str>, key: &str, text: &str) {
+    pub(in crate::loopctl) fn notify(
+        &mut self,
+        event: &str,
+        task: Option<&str>,
+        key: &str,
+        text: &str,
+    ) {
         let run = format!("loop{}", self.run.n);
-        let id = super::notify::intent_id(&run, event, &format!("{}\n{key}", task.unwrap_or("")));
-        let at = super::clock::rfc3339(self.now());
-        self.notifier.send(super::notify::Note {
+        let id = crate::loopctl::night::notify::intent_id(
+            &run,
+            event,
+            &format!("{}\n{key}", task.unwrap_or("")),
+        );
+        let at = crate::loopctl::night::clock::rfc3339(self.now());
+        self.notifier.send(crate::loopctl::night::notify::Note {
             intent_id: id,
             event: event.to_string(),
             run,
@@ -81,8 +91,8 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     /// The wall-clock budget spent: before a resume and since.
-    pub(super) fn elapsed(&self) -> Duration {
-        self.spent_before + super::clock::since(self.started, self.now())
+    pub(in crate::loopctl) fn elapsed(&self) -> Duration {
+        self.spent_before + crate::loopctl::night::clock::since(self.started, self.now())
     }
 
     fn counters(&self) -> Counters {
@@ -95,7 +105,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// True when nothing new may start (a stop, a pause, or a guard that
     /// trips now).
-    pub(super) fn guard_before_start(&mut self) -> Result<bool, LoopError> {
+    pub(in crate::loopctl) fn guard_before_start(&mut self) -> Result<bool, LoopError> {
         if self.stop.is_some() || self.paused.is_some() {
             return Ok(true);
         }
@@ -179,7 +189,7 @@ impl<O: LaneOps> Runner<'_, O> {
         std::thread::sleep(real.max(Duration::from_millis(10)));
     }
 
-    pub(super) fn drive(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn drive(&mut self) -> Result<(), LoopError> {
         loop {
             self.poll_controls()?;
             if matches!(self.stop, Some(Stop::Emergency(_))) {
@@ -187,7 +197,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.check_overnight()?;
             self.account_time()?;
-            if self.persisted.elapsed() >= super::runner::CHECKPOINT {
+            if self.persisted.elapsed() >= crate::loopctl::run::runner::CHECKPOINT {
                 self.persist()?;
             }
             if self.stop.is_none()
@@ -249,7 +259,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 p.announced = true;
                 lines.push(format!(
                     "WAITING: {task} usage limit until {}",
-                    super::clock::rfc3339(p.resume_at)
+                    crate::loopctl::night::clock::rfc3339(p.resume_at)
                 ));
             }
         }
@@ -257,7 +267,9 @@ impl<O: LaneOps> Runner<'_, O> {
             self.say(&l);
         }
         let next = self.limited.values().map(|p| p.resume_at).min();
-        let wait = next.map_or(WAIT_SLICE, |t| super::clock::since(self.now(), t));
+        let wait = next.map_or(WAIT_SLICE, |t| {
+            crate::loopctl::night::clock::since(self.now(), t)
+        });
         let wait = guards::bound(&self.cfg.unattended.guards, self.elapsed(), wait);
         self.idle(wait);
     }
@@ -309,7 +321,9 @@ impl<O: LaneOps> Runner<'_, O> {
         let late: Vec<(String, String, DateTime<Utc>)> = self
             .jobs
             .iter()
-            .filter(|(_, (_, at))| over_budget || super::clock::since(*at, now) > turn)
+            .filter(|(_, (_, at))| {
+                over_budget || crate::loopctl::night::clock::since(*at, now) > turn
+            })
             .map(|(j, (t, at))| (j.clone(), t.clone(), *at))
             .collect();
         for (job, task, at) in late {

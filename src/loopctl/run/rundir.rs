@@ -3,7 +3,7 @@
 //! `QUESTIONS.md`, `run.json` (what `loop status` reads), `closeout.md`, and
 //! one directory per lane.
 
-use super::LoopError;
+use crate::loopctl::LoopError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

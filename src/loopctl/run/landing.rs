@@ -2,17 +2,17 @@
 //! landed task gets (board Done mark, agent-mix ledger, lease release), the
 //! ship command, the board re-read, and the removal of a landed worktree.
 
-use super::land::{self, Fate, Queued};
-use super::ops::{LaneOps, Role};
-use super::runner::{Phase, Runner, slug};
-use super::{LoopError, board, capture, git};
+use crate::loopctl::land::{self, Fate, Queued};
+use crate::loopctl::ops::{LaneOps, Role};
+use crate::loopctl::run::runner::{Phase, Runner, slug};
+use crate::loopctl::{LoopError, board, land::capture, land::git};
 use crate::registry::{lease, mix};
 use chrono::Utc;
 use std::path::Path;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// One landing: everything queued, onto the integration branch.
-    pub(super) fn land(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn land(&mut self) -> Result<(), LoopError> {
         let ids = std::mem::take(&mut self.landing_queue);
         let queued: Vec<Queued> = ids
             .iter()
@@ -147,7 +147,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// After a landing, tasks whose dependencies are now Done become Ready.
     fn refresh_board(&mut self) -> Result<(), LoopError> {
         self.board = board::load(&self.cfg.board_dir)?;
-        let split = super::ready::split(&self.board, &self.cfg.charter);
+        let split = crate::loopctl::board::ready::split(&self.board, &self.cfg.charter);
         for t in self.status.tasks.iter_mut() {
             if t.phase == Phase::Held && split.ready.contains(&t.id) {
                 t.phase = Phase::Ready;
@@ -160,13 +160,13 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Remove a landed task's worktree and branch, only when the worktree
     /// still holds exactly the landed candidate and the branch has no commits
     /// of its own (re-checked now).
-    pub(super) fn remove_landed_worktree(
+    pub(in crate::loopctl) fn remove_landed_worktree(
         &self,
-        t: &super::runner::TaskState,
+        t: &crate::loopctl::run::runner::TaskState,
         wt: &Path,
     ) -> Result<(), String> {
         let (_, _, patch) = capture::diff(wt, &self.status.base_sha).map_err(|e| e.to_string())?;
-        if Some(super::sha256::hex(patch.as_bytes())) != t.candidate_sha256 {
+        if Some(crate::loopctl::sha256::hex(patch.as_bytes())) != t.candidate_sha256 {
             return Err("it changed since its candidate landed".into());
         }
         let branch = t.branch.clone().unwrap_or_default();

@@ -2,13 +2,13 @@
 //! of an implementer or reviewer turn, capture, review, repair, the pre-land
 //! gate check, landing, parking, and the removal of a landed worktree.
 
-use super::LoopError;
-use super::brief::{self, Tier};
-use super::capture;
-use super::land;
-use super::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec};
-use super::runner::{Phase, Runner, slug};
 use crate::engine::{Action, Actor, Engine, Request};
+use crate::loopctl::LoopError;
+use crate::loopctl::board::brief::{self, Tier};
+use crate::loopctl::land;
+use crate::loopctl::land::capture;
+use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec};
+use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::registry::heartbeat::{self, HeartbeatRequest, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
 use chrono::Utc;
@@ -42,7 +42,7 @@ impl<O: LaneOps> Runner<'_, O> {
         mix::next_agent(target, mix::skew(target, spent), None)
     }
 
-    pub(super) fn cancel_job(&self, job: &str) {
+    pub(in crate::loopctl) fn cancel_job(&self, job: &str) {
         if let Ok(engine) = Engine::open(&self.cfg.state_dir) {
             let _ = engine.transition(&Request::new(
                 job.to_string(),
@@ -54,7 +54,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
     }
 
-    pub(super) fn start_task(&mut self, id: &str) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn start_task(&mut self, id: &str) -> Result<(), LoopError> {
         let task = self.board_task(id)?;
         let agent = self.pick_agent();
         let lane = self.impl_lane(id);
@@ -86,14 +86,14 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     /// Task `id`'s implementer lane.
-    pub(super) fn impl_lane(&self, id: &str) -> String {
+    pub(in crate::loopctl) fn impl_lane(&self, id: &str) -> String {
         format!("l{}-impl-{}", self.run.n, slug(id))
     }
 
     /// Bring up task `id`'s implementer lane (its lane dir made) in its worktree (made
     /// from the base when `fresh` or when it is not there yet), the task
     /// marked implementing in `round`.
-    pub(super) fn implementer_up(
+    pub(in crate::loopctl) fn implementer_up(
         &mut self,
         id: &str,
         agent: Agent,
@@ -155,7 +155,7 @@ impl<O: LaneOps> Runner<'_, O> {
         )
     }
 
-    pub(super) fn dispatch(
+    pub(in crate::loopctl) fn dispatch(
         &mut self,
         id: &str,
         job: &str,
@@ -179,7 +179,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if let Some(t) = self.task_mut(id) {
             t.job = Some(job.to_string());
             if t.first_dispatch.is_none() {
-                t.first_dispatch = Some(super::clock::rfc3339(now));
+                t.first_dispatch = Some(crate::loopctl::night::clock::rfc3339(now));
             }
         }
         self.persist()
@@ -192,7 +192,7 @@ impl<O: LaneOps> Runner<'_, O> {
         Ok(())
     }
 
-    pub(super) fn on_outcome(
+    pub(in crate::loopctl) fn on_outcome(
         &mut self,
         id: &str,
         job: &str,
@@ -201,7 +201,9 @@ impl<O: LaneOps> Runner<'_, O> {
         let phase = self.task(id).map(|t| t.phase);
         match outcome {
             Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
-            Outcome::Failed { status, reason } if status == super::verdict_watch::NO_VERDICT => {
+            Outcome::Failed { status, reason }
+                if status == crate::loopctl::review::verdict_watch::NO_VERDICT =>
+            {
                 self.lane_down(id)?;
                 self.park(
                     id,
@@ -275,7 +277,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     /// Start the queued reviews whose reviewer lane is free, within the cap.
-    pub(super) fn start_reviews(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn start_reviews(&mut self) -> Result<(), LoopError> {
         let mut i = 0;
         while i < self.pending_reviews.len() {
             let (id, patch) = self.pending_reviews[i].clone();
@@ -399,7 +401,8 @@ impl<O: LaneOps> Runner<'_, O> {
             SessionVerdict::Fail(why) | SessionVerdict::NoPass(why) => {
                 let evidence = findings.unwrap_or(why);
                 self.say(&format!("{id}: review failed: {evidence}"));
-                let class = super::tripwire::finding_class("review", class.as_deref());
+                let class =
+                    crate::loopctl::night::tripwire::finding_class("review", class.as_deref());
                 self.repair(id, &format!("the review failed: {evidence}"), &class)
             }
         }
@@ -410,7 +413,7 @@ impl<O: LaneOps> Runner<'_, O> {
     fn repair(&mut self, id: &str, evidence: &str, class: &str) -> Result<(), LoopError> {
         let tripped = self.task_mut(id).and_then(|t| {
             t.findings.failed(class);
-            super::tripwire::check(&t.findings, std::time::Duration::ZERO)
+            crate::loopctl::night::tripwire::check(&t.findings, std::time::Duration::ZERO)
         });
         if let Some(r) = tripped {
             return self.trip_task(id, &r);
@@ -537,7 +540,12 @@ impl<O: LaneOps> Runner<'_, O> {
         self.persist()
     }
 
-    pub(super) fn park(&mut self, id: &str, reason: &str, resume: &str) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn park(
+        &mut self,
+        id: &str,
+        reason: &str,
+        resume: &str,
+    ) -> Result<(), LoopError> {
         let now = Utc::now();
         if let Some(a) = self.task(id).and_then(|t| t.agent) {
             let _ = lend::give_back(&self.cfg.state_dir, id, a, now);

@@ -1,14 +1,14 @@
 //! The runner's side of lane autotune (`--lane-autotune`, `LOOP.md` "Lane
 //! autotune"): each finished turn is timed on the loop's clock, the pure
-//! tuner of [`super::autotune`] runs before each iteration starts, every
+//! tuner of [`crate::loopctl::night::autotune`] runs before each iteration starts, every
 //! recommendation is one `autotune` entry in `DECISIONS.md` and one
 //! `loop.autotune` event, and a lane brought up gets the effort set for its
 //! (role, agent). Off, none of this runs and no lane gets an effort.
 
-use super::LoopError;
-use super::autotune::{self, Sample};
-use super::ops::{LaneHandle, LaneOps, LaneSpec, Role};
-use super::runner::{Phase, Runner};
+use crate::loopctl::LoopError;
+use crate::loopctl::night::autotune::{self, Sample};
+use crate::loopctl::ops::{LaneHandle, LaneOps, LaneSpec, Role};
+use crate::loopctl::run::runner::{Phase, Runner};
 use chrono::{DateTime, Utc};
 
 /// Turns kept for the tuner (older ones are far outside its window).
@@ -16,7 +16,10 @@ const MAX_SAMPLES: usize = 256;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Bring a lane up at the effort the tuner set for its (role, agent).
-    pub(super) fn lane_up(&mut self, mut spec: LaneSpec) -> Result<LaneHandle, LoopError> {
+    pub(in crate::loopctl) fn lane_up(
+        &mut self,
+        mut spec: LaneSpec,
+    ) -> Result<LaneHandle, LoopError> {
         if self.cfg.unattended.autotune {
             spec.effort = self
                 .tuner
@@ -27,7 +30,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     /// Note a finished turn of `task`'s lane, dispatched at `at`.
-    pub(super) fn time_turn(&mut self, task: &str, at: DateTime<Utc>, failed: bool) {
+    pub(in crate::loopctl) fn time_turn(&mut self, task: &str, at: DateTime<Utc>, failed: bool) {
         if !self.cfg.unattended.autotune {
             return;
         }
@@ -48,7 +51,7 @@ impl<O: LaneOps> Runner<'_, O> {
             iteration,
             role,
             agent: lane.agent,
-            elapsed: super::clock::since(at, self.now()),
+            elapsed: crate::loopctl::night::clock::since(at, self.now()),
             failed,
             fresh: true,
         };
@@ -59,7 +62,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Before iteration `next` starts: run the tuner over the turns so far
     /// and record what it recommends.
-    pub(super) fn autotune(&mut self, next: u32) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn autotune(&mut self, next: u32) -> Result<(), LoopError> {
         if !self.cfg.unattended.autotune {
             return Ok(());
         }

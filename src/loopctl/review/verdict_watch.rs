@@ -1,4 +1,4 @@
-//! Watching a real reviewer's job for its stated verdict ([`super::verdict`]):
+//! Watching a real reviewer's job for its stated verdict ([`crate::loopctl::review::verdict`]):
 //! while the job has no outcome from the engine (a reviewer that could run
 //! `drover session-heartbeat` and write its report completes the usual way),
 //! the agent's transcript is read every [`READ_EVERY`]. A stated verdict is
@@ -9,10 +9,10 @@
 //! agent quiet for [`QUIET_NO_VERDICT`] with none, is `no-verdict`: the job
 //! is cancelled and the task held, never passed.
 
-use super::LoopError;
-use super::ops::{LaneHandle, LaneObs, Outcome};
-use super::verdict::{self, Reading, Stated};
 use crate::engine::{Action, Actor, Engine, Request, Status};
+use crate::loopctl::LoopError;
+use crate::loopctl::ops::{LaneHandle, LaneObs, Outcome};
+use crate::loopctl::review::verdict::{self, Reading, Stated};
 use crate::registry::heartbeat::{self, HeartbeatRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -287,7 +287,7 @@ mod tests {
         std::fs::create_dir_all(&lane_dir).unwrap();
         let lane = LaneHandle {
             id: "l1-rev-task-1".into(),
-            role: super::super::ops::Role::Reviewer,
+            role: crate::loopctl::ops::Role::Reviewer,
             agent: Agent::Codex,
             task: "TASK-1".into(),
             pane: "l1-rev-task-1".into(),

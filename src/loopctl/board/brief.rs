@@ -4,8 +4,8 @@
 //! auth, secrets, credentials, migrations, CI workflows, infrastructure,
 //! `LOOP.md` or the charter's `guarded-paths:`.
 
-use super::LoopError;
-use super::board::Task;
+use crate::loopctl::LoopError;
+use crate::loopctl::board::Task;
 use crate::registry::scope::claim_matches;
 
 /// Largest brief.

@@ -3,7 +3,7 @@
 //! cannot be found fails closed), the changed files checked against the
 //! lease's `claimed_files`, secrets redacted, written as `candidate.patch`.
 
-use super::{LoopError, git};
+use crate::loopctl::{LoopError, land::git};
 use crate::registry::redact::redact_secrets;
 use crate::registry::scope::scope_of;
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ pub fn capture(
             files: scope.out_of_scope,
         }));
     }
-    let raw_sha256 = super::sha256::hex(patch.as_bytes());
+    let raw_sha256 = crate::loopctl::sha256::hex(patch.as_bytes());
     let (clean, fired) = redact_secrets(&patch);
     let patch_path = lane_dir.join("candidate.patch");
     crate::store::write_bytes_atomic(&patch_path, clean.as_bytes())?;

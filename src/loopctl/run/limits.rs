@@ -9,10 +9,10 @@
 //! The decision is the live observation's, never the reason's text: a limit
 //! banner quoted in tool output is not a limit.
 
-use super::LoopError;
-use super::drive::LimitPark;
-use super::ops::{LaneOps, Outcome, Role};
-use super::runner::{Phase, Runner, slug};
+use crate::loopctl::LoopError;
+use crate::loopctl::ops::{LaneOps, Outcome, Role};
+use crate::loopctl::run::drive::LimitPark;
+use crate::loopctl::run::runner::{Phase, Runner, slug};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ pub fn resume_at(
 impl<O: LaneOps> Runner<'_, O> {
     /// If `outcome` is a usage limit on the live screen, park the lane at it
     /// (true); anything else is the pipeline's (false).
-    pub(super) fn limit_hit(
+    pub(in crate::loopctl) fn limit_hit(
         &mut self,
         task: &str,
         job: &str,
@@ -91,7 +91,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let now = self.now();
         let at = resume_at(now, resets_at, parks);
         let resets = resets_at.map_or("no reset time shown".to_string(), |r| {
-            format!("resets {}", super::clock::rfc3339(r))
+            format!("resets {}", crate::loopctl::night::clock::rfc3339(r))
         });
         let optout = self.cfg.unattended.no_resume_on_limit
             || self
@@ -111,7 +111,7 @@ impl<O: LaneOps> Runner<'_, O> {
         } else {
             (
                 format!("usage limit on lane {} ({resets}); limit #{parks}", lane.id),
-                format!("resumes at {}", super::clock::rfc3339(at)),
+                format!("resumes at {}", crate::loopctl::night::clock::rfc3339(at)),
             )
         };
         if let Some(t) = self.task_mut(task) {
@@ -125,8 +125,8 @@ impl<O: LaneOps> Runner<'_, O> {
             &self.cfg.state_dir,
             "loop.limit.park",
             serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
-                "resets_at": resets_at.map(super::clock::rfc3339),
-                "resume_at": (!optout).then(|| super::clock::rfc3339(at))}),
+                "resets_at": resets_at.map(crate::loopctl::night::clock::rfc3339),
+                "resume_at": (!optout).then(|| crate::loopctl::night::clock::rfc3339(at))}),
         );
         self.say(&format!("{task}: parked at a usage limit ({resets})"));
         self.notify(
@@ -154,7 +154,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Resume the lanes whose limit has reset (nothing resumes once the run
     /// is stopping: they stay parked for the close-out).
-    pub(super) fn resume_limits(&mut self) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn resume_limits(&mut self) -> Result<(), LoopError> {
         if self.stop.is_some() {
             return Ok(());
         }
@@ -205,7 +205,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 // Still at its limit (the lane refuses a prompt): park again, backing off.
                 let parks = p.parks + 1;
                 let at = resume_at(self.now(), None, parks);
-                let resume = format!("resumes at {}", super::clock::rfc3339(at));
+                let resume = format!("resumes at {}", crate::loopctl::night::clock::rfc3339(at));
                 let reason = format!(
                     "usage limit on lane {} not over yet ({e}); limit #{parks}",
                     lane.id
@@ -221,7 +221,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     &self.cfg.state_dir,
                     "loop.limit.park",
                     serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
-                        "resets_at": null, "resume_at": super::clock::rfc3339(at)}),
+                        "resets_at": null, "resume_at": crate::loopctl::night::clock::rfc3339(at)}),
                 );
                 self.limited.insert(
                     task.clone(),

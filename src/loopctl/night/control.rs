@@ -4,7 +4,7 @@
 //! one that rules is chosen by precedence: emergency stop > pause > close
 //! out > resume (`resume` clears a pause and nothing else).
 
-use super::LoopError;
+use crate::loopctl::LoopError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -1,0 +1,9 @@
+//! Landing: the loop's git, a lane's candidate patch, the integration branch
+//! and the gate ([`integrate`], re-exported here), the close-out.
+
+pub mod capture;
+pub mod closeout;
+pub mod git;
+mod integrate;
+
+pub use integrate::*;

@@ -1,0 +1,12 @@
+//! What unattended runs are made of: every timing, guards, controls,
+//! settings, overnight mode, the convergence tripwire, notifications and
+//! lane autotune. Pure pieces; the runner applies them.
+
+pub mod autotune;
+pub mod clock;
+pub mod control;
+pub mod guards;
+pub mod notify;
+pub mod overnight;
+pub mod settings;
+pub mod tripwire;

@@ -1,0 +1,14 @@
+//! A run: its directory (`<state>/loop<N>/`) and the runner, whose methods
+//! are spread over one file per part of the pipeline.
+
+mod drive;
+mod escalate;
+mod finish;
+mod landing;
+pub mod limits;
+pub mod resume;
+pub mod rundir;
+pub mod runner;
+pub mod stall;
+mod steps;
+mod tuning;

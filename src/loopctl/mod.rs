@@ -14,7 +14,7 @@
 //! - [`review`]: a read-only reviewer's stated verdict and its watcher;
 //! - [`night`]: what unattended runs are made of — every timing (`clock`),
 //!   guards, controls (`control.json`), settings, overnight mode,
-//!   the convergence tripwire, notifications, lane autotune;
+//!   the convergence tripwire, notifications, lane autotune, stall classes;
 //! - [`lanes`]: the trait over `drover lane` lanes (real or sim agents, the
 //!   implementer's lease renewal) and over bare sim panes;
 //! - [`run`]: the run dir (`<state>/loop<N>/`) and the runner — the pipeline
@@ -32,5 +32,5 @@ pub mod run;
 pub mod sha256;
 
 pub use error::LoopError;
+pub use night::stall::class as stall_class;
 pub use run::limits::{backoff, parse_resets_at, resume_at};
-pub use run::stall::class as stall_class;

@@ -276,7 +276,7 @@ impl LaneOps for SimLanes {
                     .map(str::to_string)
                     .next()
             }),
-            output: crate::loopctl::run::stall::progress_hash(&rows),
+            output: crate::loopctl::night::stall::progress_hash(&rows),
             reachable: true,
         }))
     }

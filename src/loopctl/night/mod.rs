@@ -1,6 +1,6 @@
 //! What unattended runs are made of: every timing, guards, controls,
 //! settings, overnight mode, the convergence tripwire, notifications and
-//! lane autotune. Pure pieces; the runner applies them.
+//! lane autotune, stall classes. Pure pieces; the runner applies them.
 
 pub mod autotune;
 pub mod clock;
@@ -9,4 +9,5 @@ pub mod guards;
 pub mod notify;
 pub mod overnight;
 pub mod settings;
+pub mod stall;
 pub mod tripwire;

@@ -9,6 +9,6 @@ pub mod limits;
 pub mod resume;
 pub mod rundir;
 pub mod runner;
-pub mod stall;
+mod stall;
 mod steps;
 mod tuning;

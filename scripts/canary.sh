@@ -25,7 +25,7 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
 DROVER_AGENTS_DIR="$root" DROVER_AGENT_VERSIONS="$versions" \
-    cargo test --test real_agents -- --ignored --test-threads 2 >"$log" 2>&1 || status=$?
+    cargo test --test it -- --ignored --test-threads 2 real_agents:: >"$log" 2>&1 || status=$?
 
 grep -E '^test [a-z_]+ \.\.\. ' "$log" | sed -e 's/^test \([a-z_]*\) \.\.\. \(.*\)$/\2 \1/' \
     -e 's/^ok /pass /' -e 's/^FAILED /FAIL /' | sort -k2

@@ -4,10 +4,12 @@
 //! `ordinal`, …) and sections `## Description` and `## Acceptance Criteria`
 //! with `- [ ] #1 …` items.
 //!
-//! Reading understands the subset of YAML the CLI writes (scalars, quoted
-//! scalars, inline and block lists). [`mark_done`] is a pure text edit that
-//! changes the `status:` value and the criteria boxes and nothing else, byte
-//! for byte.
+//! The front matter is read as YAML (serde-saphyr: block scalars, comments,
+//! quoted keys, anchors and aliases under an expansion budget), as people and
+//! other tools write it; keys drover does not use are left alone. A scalar is
+//! taken as its text (`id: 0012` is `0012`), and a list key given one scalar
+//! is a list of one. [`mark_done`] is a pure text edit that changes the
+//! `status:` value and the criteria boxes and nothing else, byte for byte.
 
 use crate::loopctl::LoopError;
 use std::path::{Path, PathBuf};
@@ -154,53 +156,79 @@ fn split_front(text: &str) -> Option<(Vec<&str>, &str)> {
     None
 }
 
-fn unquote(v: &str) -> String {
-    let v = v.trim();
-    if v.len() >= 2
-        && ((v.starts_with('\'') && v.ends_with('\'')) || (v.starts_with('"') && v.ends_with('"')))
-    {
-        let inner = &v[1..v.len() - 1];
-        return if v.starts_with('\'') {
-            inner.replace("''", "'")
-        } else {
-            inner.replace("\\\"", "\"")
-        };
-    }
-    v.to_string()
+/// The front matter keys drover reads; any other key is left alone.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct Front {
+    id: Option<String>,
+    title: Option<String>,
+    status: Option<String>,
+    priority: Option<String>,
+    ordinal: Option<String>,
+    #[serde(deserialize_with = "list")]
+    labels: Vec<String>,
+    #[serde(deserialize_with = "list")]
+    dependencies: Vec<String>,
+    #[serde(deserialize_with = "list")]
+    modified_files: Vec<String>,
 }
 
-/// Parse the front matter into (key, scalar, list) entries.
-fn front_fields(lines: &[&str]) -> Vec<(String, Option<String>, Vec<String>)> {
-    let mut out: Vec<(String, Option<String>, Vec<String>)> = Vec::new();
-    for line in lines {
-        if let Some(item) = line.trim_start().strip_prefix("- ")
-            && line.starts_with([' ', '-'])
-            && let Some(last) = out.last_mut()
-        {
-            last.2.push(unquote(item));
-            continue;
+/// A list of scalars, one scalar (a list of one), or null (empty).
+fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    struct Items;
+    impl<'de> serde::de::Visitor<'de> for Items {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of scalars or one scalar")
         }
-        if line.starts_with(' ') || line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(item) = seq.next_element::<Option<String>>()? {
+                out.extend(item);
+            }
+            Ok(out)
         }
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let v = v.trim();
-        if let Some(inner) = v.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
-            let items = inner
-                .split(',')
-                .map(unquote)
-                .filter(|s| !s.is_empty())
-                .collect();
-            out.push((k.trim().to_string(), None, items));
-        } else if v.is_empty() {
-            out.push((k.trim().to_string(), None, Vec::new()));
-        } else {
-            out.push((k.trim().to_string(), Some(unquote(v)), Vec::new()));
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Vec<String>, E> {
+            Ok(vec![v.to_string()])
+        }
+        fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Vec<String>, E> {
+            Ok(vec![v.to_string()])
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Vec<String>, E> {
+            Ok(vec![v.to_string()])
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Vec<String>, E> {
+            Ok(vec![v.to_string()])
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Vec<String>, E> {
+            Ok(vec![v.to_string()])
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
         }
     }
-    out
+    d.deserialize_any(Items)
+}
+
+/// Parse the front matter's YAML (an empty one is a mapping with no keys).
+fn parse_front(lines: &[&str], path: &Path) -> Result<Front, LoopError> {
+    let yaml = lines.join("\n");
+    if yaml.trim().is_empty() {
+        return Ok(Front::default());
+    }
+    serde_saphyr::from_str::<Option<Front>>(&yaml)
+        .map(Option::unwrap_or_default)
+        .map_err(|e| {
+            let why = e.to_string();
+            let first = why.lines().next().unwrap_or("invalid");
+            LoopError::parse(path, format!("front matter is not valid YAML: {first}"))
+        })
 }
 
 /// The text of a `## Name` section: up to the next `## ` heading, without the
@@ -243,32 +271,23 @@ fn criterion(line: &str) -> Option<Criterion> {
 pub fn parse_task(text: &str, path: &Path) -> Result<Task, LoopError> {
     let (front, body) =
         split_front(text).ok_or_else(|| LoopError::parse(path, "no `---` front matter"))?;
-    let fields = front_fields(&front);
-    let scalar = |k: &str| fields.iter().find(|f| f.0 == k).and_then(|f| f.1.clone());
-    let list = |k: &str| {
-        fields
-            .iter()
-            .find(|f| f.0 == k)
-            .map(|f| match &f.1 {
-                Some(one) => vec![one.clone()],
-                None => f.2.clone(),
-            })
-            .unwrap_or_default()
+    let f = parse_front(&front, path)?;
+    let required = |v: Option<String>, key: &str| {
+        v.filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| LoopError::parse(path, format!("front matter has no `{key}`")))
     };
-    let id = scalar("id").ok_or_else(|| LoopError::parse(path, "front matter has no `id`"))?;
-    let title =
-        scalar("title").ok_or_else(|| LoopError::parse(path, "front matter has no `title`"))?;
-    let status =
-        scalar("status").ok_or_else(|| LoopError::parse(path, "front matter has no `status`"))?;
+    let id = required(f.id, "id")?;
+    let title = required(f.title, "title")?;
+    let status = required(f.status, "status")?;
     Ok(Task {
         id,
         title,
         status,
-        labels: list("labels"),
-        dependencies: list("dependencies"),
-        priority: scalar("priority"),
-        files: list("modified_files"),
-        ordinal: scalar("ordinal").and_then(|o| o.parse().ok()),
+        labels: f.labels,
+        dependencies: f.dependencies,
+        priority: f.priority,
+        files: f.modified_files,
+        ordinal: f.ordinal.and_then(|o| o.trim().parse().ok()),
         description: section(body, "Description").join("\n").trim().to_string(),
         criteria: section(body, "Acceptance Criteria")
             .into_iter()
@@ -391,5 +410,81 @@ mod tests {
         assert_eq!(t.title, "Quoted: yes");
         assert!(t.has_label(NEEDS_OWNER) && t.is_done());
         assert_eq!(t.dependencies, vec!["task-1", "task-2"]);
+    }
+
+    /// Guards the YAML reader on what people and other tools write (the old
+    /// reader knew only the CLI's subset: a block scalar title read as `|`,
+    /// a commented-out key as a key, an aliased list as nothing).
+    #[test]
+    fn hand_edited_front_matter_is_read_as_yaml() {
+        let text = "---\n# edited by hand\nid: TASK-9 # the id\n'title': >-\n  Fold this\n  title\n\"status\": In Progress\nbase: &files\n  - src/a.rs\n  - \"src/b c.rs\"\nmodified_files: *files\nlabels: loop\ndependencies:\n  - task-1 # first\n  # - task-2\npriority: |\n  high\nordinal: 2000\n---\n## Description\nBody.\n";
+        let t = parse_task(text, Path::new("t.md")).unwrap();
+        assert_eq!(t.id, "TASK-9");
+        assert_eq!(t.title, "Fold this title");
+        assert_eq!(t.status, "In Progress");
+        assert_eq!(t.files, vec!["src/a.rs", "src/b c.rs"]);
+        assert_eq!(t.labels, vec!["loop"], "one scalar is a list of one");
+        assert_eq!(
+            t.dependencies,
+            vec!["task-1"],
+            "a commented item is not an item"
+        );
+        assert_eq!(t.priority.as_deref(), Some("high\n"));
+        assert_eq!(t.ordinal, Some(2000.0));
+        assert_eq!(t.description, "Body.");
+    }
+
+    /// Guards scalars taken as their text: `id: 0012` is not the number 12.
+    #[test]
+    fn scalars_keep_their_text() {
+        let t = parse_task(
+            "---\nid: 0012\ntitle: 2026\nstatus: yes\nlabels: [1, true]\n---\n",
+            Path::new("t.md"),
+        )
+        .unwrap();
+        assert_eq!(
+            (t.id.as_str(), t.title.as_str(), t.status.as_str()),
+            ("0012", "2026", "yes")
+        );
+        assert_eq!(t.labels, vec!["1", "true"]);
+    }
+
+    /// Guards a hostile board: invalid YAML and an alias bomb are errors
+    /// naming the file, never a hang or a huge allocation.
+    #[test]
+    fn invalid_yaml_and_alias_bombs_are_named_errors() {
+        let e = parse_task(
+            "---\nid: [unclosed\ntitle: x\nstatus: s\n---\n",
+            Path::new("bad.md"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("bad.md") && e.contains("YAML"), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+        let mut bomb = String::from(
+            "---\nid: T-1\ntitle: x\nstatus: s\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+        );
+        for i in 1..12 {
+            let p = i - 1;
+            bomb.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        }
+        bomb.push_str("labels: *a11\n---\n");
+        let started = std::time::Instant::now();
+        let e = parse_task(&bomb, Path::new("bomb.md"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bomb.md"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// Guards the CLI's empty values: `labels: []`, an empty `priority:`.
+    #[test]
+    fn empty_values_are_empty() {
+        let t = parse_task(
+            "---\nid: T-2\ntitle: t\nstatus: To Do\nlabels: []\npriority:\ndependencies:\n---\n",
+            Path::new("t.md"),
+        )
+        .unwrap();
+        assert!(t.labels.is_empty() && t.dependencies.is_empty() && t.priority.is_none());
     }
 }

@@ -31,6 +31,11 @@ pub enum LoopCmd {
         #[command(subcommand)]
         cmd: LintCmd,
     },
+    /// Send one test notification to a --notify-url and say whether it was delivered.
+    #[command(
+        after_help = "Example:\n  drover loop notify-test --notify-url https://ntfy.sh/my-topic\n  drover loop notify-test --notify-url https://ntfy.example/t --notify-ca ca.pem"
+    )]
+    NotifyTest(super::notify::NotifyTestArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -115,6 +120,9 @@ pub struct RunArgs {
     /// POST each notification here (ntfy-compatible); retried with backoff, never blocks the loop.
     #[arg(long, value_name = "URL")]
     pub notify_url: Option<String>,
+    /// Trust only this PEM bundle for an https:// --notify-url (default: the system's trust store).
+    #[arg(long, value_name = "FILE", requires = "notify_url")]
+    pub notify_ca: Option<PathBuf>,
     /// Ask nothing: escalations go to QUESTIONS.md with a recommendation and their tasks are parked.
     #[arg(long)]
     pub overnight: bool,
@@ -202,6 +210,7 @@ pub fn run(cmd: LoopCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         LoopCmd::Lint {
             cmd: LintCmd::Queue(a),
         } => lint_queue(a),
+        LoopCmd::NotifyTest(a) => super::notify::notify_test(a),
     }
 }
 
@@ -359,6 +368,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 cmd: a.notify_cmd,
                 url: a.notify_url,
                 first_retry: None,
+                ca_file: a.notify_ca,
+                http_timeout: None,
             },
             ..Default::default()
         },

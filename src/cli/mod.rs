@@ -15,6 +15,7 @@ mod lane;
 mod lease;
 mod loopcmd;
 mod mix;
+mod notify;
 mod pane;
 mod policy;
 mod registry;

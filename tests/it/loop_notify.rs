@@ -80,6 +80,7 @@ fn a_failing_url_is_retried_and_delivered_once() {
         cmd: None,
         url: Some(url),
         first_retry: Some(Duration::from_millis(50)),
+        ..Default::default()
     });
     let id = intent_id("loop1", "landed", "TASK-1");
     n.send(note(&id, "TASK-1 landed as abc"));
@@ -108,6 +109,7 @@ fn the_command_reads_the_event_and_never_a_secret() {
         )),
         url: None,
         first_retry: Some(Duration::from_millis(20)),
+        ..Default::default()
     });
     n.send(note(
         "aa",
@@ -138,6 +140,7 @@ fn a_dead_target_never_blocks_send() {
         cmd: Some("sleep 30".into()),
         url: None,
         first_retry: Some(Duration::from_secs(1)),
+        ..Default::default()
     });
     let t = std::time::Instant::now();
     for k in 0..50 {
@@ -160,6 +163,7 @@ fn to_file(out: &Path) -> Targets {
         )),
         url: None,
         first_retry: Some(Duration::from_millis(20)),
+        ..Default::default()
     }
 }
 

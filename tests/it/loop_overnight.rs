@@ -53,6 +53,7 @@ fn fast(scale: u32, notify_to: Option<&Path>) -> (Unattended, Arc<clock::FastClo
             cmd: notify_to.map(|p| format!("cat >> {}; echo >> {}", p.display(), p.display())),
             url: None,
             first_retry: Some(Duration::from_millis(50)),
+            ..Default::default()
         },
         ..Default::default()
     };

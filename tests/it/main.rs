@@ -45,6 +45,7 @@ mod loop_overnight;
 mod loop_resume;
 mod loop_run;
 mod loop_unattended;
+mod notify_http;
 mod pane_create;
 mod pane_env_race;
 mod pane_io;

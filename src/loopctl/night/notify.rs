@@ -1,7 +1,11 @@
 //! Notifications (`LOOP.md`, "Notifications"): on escalations, parks,
 //! resumes, landings and the close-out, `--notify-cmd CMD` runs with the
 //! event as JSON on stdin and `--notify-url URL` gets an HTTP POST
-//! (ntfy-compatible: the body is the message, the title a header).
+//! (ntfy-compatible: the body is the message, the title a header) from one
+//! HTTP client (ureq over rustls): TLS verified against the platform's trust
+//! store (`SSL_CERT_FILE` honoured) or only the `--notify-ca` bundle,
+//! proxies from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+//! `NO_PROXY`), redirects refused, each delivery bounded in time.
 //!
 //! Delivery runs on its own thread, off the loop's path: a send never
 //! blocks the loop. A failed delivery is retried with backoff. Each event
@@ -13,7 +17,7 @@
 
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
@@ -23,7 +27,7 @@ pub const ATTEMPTS: u32 = 6;
 /// The wait before the first retry; doubles each time.
 pub const FIRST_RETRY: Duration = Duration::from_secs(2);
 /// The longest one HTTP delivery may take.
-const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where notifications go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,6 +36,11 @@ pub struct Targets {
     pub url: Option<String>,
     /// The wait before the first retry (tests shorten it).
     pub first_retry: Option<Duration>,
+    /// A PEM bundle that alone is trusted for `https://` (`--notify-ca`);
+    /// without it, the platform's trust store.
+    pub ca_file: Option<PathBuf>,
+    /// The longest one HTTP delivery may take (default [`HTTP_TIMEOUT`]).
+    pub http_timeout: Option<Duration>,
 }
 
 /// One notification, as the command reads it on stdin.
@@ -143,11 +152,18 @@ fn deliver_all(
     mut done: Vec<String>,
 ) -> Vec<String> {
     let mut delivered = Vec::new();
+    // One client for the thread's life (its connections are reused); one
+    // that cannot be built (an unreadable CA bundle) fails each delivery.
+    let agent = t.url.as_ref().map(|_| http_agent(t));
     for note in rx {
         let mut wait = t.first_retry.unwrap_or(FIRST_RETRY);
         for attempt in 1..=ATTEMPTS {
             let ok = t.cmd.as_deref().is_none_or(|c| run_cmd(c, &note))
-                && t.url.as_deref().is_none_or(|u| post(u, &note).is_ok());
+                && t.url.as_deref().is_none_or(|u| {
+                    agent
+                        .as_ref()
+                        .is_some_and(|a| a.as_ref().is_ok_and(|a| post(a, u, &note).is_ok()))
+                });
             if ok {
                 delivered.push(note.intent_id.clone());
                 if let Some(path) = record {
@@ -184,66 +200,55 @@ fn run_cmd(cmd: &str, note: &Note) -> bool {
     child.wait().is_ok_and(|s| s.success())
 }
 
-/// POST the note: `http://` directly; `https://` through `curl` (the URL on
-/// its argv, the body on its stdin).
-fn post(url: &str, note: &Note) -> Result<(), String> {
+/// The HTTP client of `t`: TLS roots, proxy, timeout, no redirects.
+pub fn http_agent(t: &Targets) -> Result<ureq::Agent, String> {
+    use ureq::tls::{PemItem, RootCerts, TlsConfig};
+    let roots = match &t.ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+                .filter_map(|item| match item {
+                    Ok(PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if certs.is_empty() {
+                return Err(format!("{}: no PEM certificate in it", path.display()));
+            }
+            RootCerts::new_with_certs(&certs)
+        }
+        None => RootCerts::PlatformVerifier,
+    };
+    let config = ureq::Agent::config_builder()
+        .timeout_global(Some(t.http_timeout.unwrap_or(HTTP_TIMEOUT)))
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .proxy(ureq::Proxy::try_from_env())
+        .tls_config(TlsConfig::builder().root_certs(roots).build())
+        .user_agent(concat!("drover/", env!("CARGO_PKG_VERSION")))
+        .build();
+    Ok(config.into())
+}
+
+/// POST the note; only a 2xx answer is a delivery (a redirect is refused,
+/// not followed: the note goes nowhere it was not sent).
+pub fn post(agent: &ureq::Agent, url: &str, note: &Note) -> Result<(), String> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err("not an http(s) URL".into());
+    }
     let body = format!("{} (intent {})", note.text, note.intent_id);
     let title = format!("drover {} {}", note.run, note.event);
-    if url.starts_with("https://") {
-        let mut child = std::process::Command::new("curl")
-            .args(["-fsS", "-m", "10", "-H"])
-            .arg(format!("Title: {title}"))
-            .args(["-H"])
-            .arg(format!("X-Drover-Intent: {}", note.intent_id))
-            .args(["--data-binary", "@-", url])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(body.as_bytes());
-        }
-        let s = child.wait().map_err(|e| e.to_string())?;
-        return if s.success() {
-            Ok(())
-        } else {
-            Err(format!("curl {s}"))
-        };
-    }
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url}: not an http(s) URL"))?;
-    let (host, path) = rest
-        .split_once('/')
-        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-    let addr = if host.contains(':') {
-        host.to_string()
-    } else {
-        format!("{host}:80")
-    };
-    let sock = std::net::ToSocketAddrs::to_socket_addrs(&addr)
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or("no address")?;
-    let mut s =
-        std::net::TcpStream::connect_timeout(&sock, HTTP_TIMEOUT).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(HTTP_TIMEOUT))
+    let answer = agent
+        .post(url)
+        .header("Title", &title)
+        .header("X-Drover-Intent", &note.intent_id)
+        .content_type("text/plain; charset=utf-8")
+        .send(body.as_bytes())
         .map_err(|e| e.to_string())?;
-    s.set_write_timeout(Some(HTTP_TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nTitle: {title}\r\nX-Drover-Intent: {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        note.intent_id,
-        body.len()
-    );
-    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).map_err(|e| e.to_string())?;
-    let code = std::str::from_utf8(&head[9..12]).unwrap_or("");
-    if code.starts_with('2') {
+    let code = answer.status();
+    if code.is_success() {
         Ok(())
     } else {
-        Err(format!("HTTP {code}"))
+        Err(format!("HTTP {}", code.as_u16()))
     }
 }

@@ -71,7 +71,26 @@ fn make_private_state_dir(dir: &Path) -> Result<(), PathError> {
     };
     crate::store::create_private_dir(dir).map_err(create)?;
     tighten_state_dir(dir);
+    ignore_in_git(dir);
     Ok(())
+}
+
+/// The name of the file that keeps the state dir out of `git status`.
+pub const STATE_GITIGNORE: &str = ".gitignore";
+
+/// Keep the state dir out of `git status` in the repository around it (a
+/// `.gitignore` of `*` inside it, so no tracked file of the user's is
+/// edited). One that is there already is left as it is; one that cannot be
+/// written (a read-only state dir) only costs the `?? .drover/` line.
+fn ignore_in_git(dir: &Path) {
+    let path = dir.join(STATE_GITIGNORE);
+    if path.symlink_metadata().is_ok() {
+        return;
+    }
+    let body = b"# drover's state dir: nothing in it belongs in git.\n*\n";
+    if let Err(e) = crate::store::write_bytes_atomic(&path, body) {
+        tracing::debug!("state dir not ignored by git: {e}");
+    }
 }
 
 /// Make an existing state dir 0700 if others can read or enter it; say so

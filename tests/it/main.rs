@@ -18,6 +18,7 @@ mod engine_props;
 mod engine_races;
 mod engine_support;
 mod engine_table;
+mod first_hour;
 mod events_feed;
 mod herdr_attach;
 mod herdr_backend;

@@ -214,12 +214,48 @@ pub fn run(cmd: LoopCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     }
 }
 
+/// A usage error naming `flag` when `path` is not a file (before anything
+/// starts: not the raw OS error of a read deep in the run).
+fn need_file(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(fail(
+        exit::USAGE,
+        format!("{flag} {}: no such file", path.display()),
+    ))
+}
+
+/// A usage error saying where a board was looked for when there is none.
+fn need_board(dir: &Path, given: bool) -> anyhow::Result<()> {
+    let tasks = board::tasks_dir(dir);
+    if tasks.is_dir() {
+        return Ok(());
+    }
+    let how = if given {
+        format!("--board {}", dir.display())
+    } else {
+        format!("no --board given, and {}", dir.display())
+    };
+    Err(fail(
+        exit::USAGE,
+        format!(
+            "{how}: no Backlog.md board there (looked for {} and {}); make one with `backlog init`, or pass --board DIR",
+            dir.join("tasks").display(),
+            dir.join("backlog").join("tasks").display()
+        ),
+    ))
+}
+
 fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
+    need_file("CHARTER", &a.charter)?;
     let c = charter::load(&a.charter).map_err(lerr)?;
+    let given = a.board.is_some();
     let board_dir = match a.board {
         Some(b) => b,
         None => toplevel()?.join("backlog"),
     };
+    need_board(&board_dir, given)?;
     let b = board::load(&board_dir).map_err(lerr)?;
     let q = std::fs::read_to_string(&a.queue)
         .map_err(|e| fail(exit::USAGE, format!("{}: {e}", a.queue.display())))?;
@@ -327,7 +363,10 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         .charter
         .clone()
         .ok_or_else(|| fail(exit::USAGE, "pass --charter FILE (or --resume RUN)"))?;
+    need_file("--charter", &charter_path)?;
     let charter = charter::load(&charter_path).map_err(lerr)?;
+    let board_dir = a.board.clone().unwrap_or_else(|| repo.join("backlog"));
+    need_board(&board_dir, a.board.is_some())?;
     let client = ctx.client_or_start()?;
     let jobs_client = ctx.client()?;
     let exe = std::env::current_exe()?;
@@ -345,7 +384,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let cfg = RunConfig {
         state_dir,
-        board_dir: a.board.unwrap_or_else(|| repo.join("backlog")),
+        board_dir,
         repo,
         charter,
         base: a.base,

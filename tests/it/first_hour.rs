@@ -39,3 +39,33 @@ fn the_default_state_dir_is_not_in_git_status() {
     );
     assert_eq!(mode & 0o077, 0, "private like everything in the state dir: {mode:o}");
 }
+
+/// Guards the raw OS error of a missing board or charter (`…/tasks: No such
+/// file or directory (os error 2)`): the flag and what was looked for are
+/// named, as a usage error, before any supervisor starts.
+#[test]
+fn a_missing_board_or_charter_names_its_flag() {
+    let tmp = repo();
+    let state = tmp.path().join("state");
+    let st = state.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["--state-dir", st, "loop", "run", "--sim"];
+        all.extend_from_slice(args);
+        drover_in(tmp.path(), &all)
+    };
+    let out = run(&["--charter", "nope.md"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--charter") && err.contains("nope.md"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+
+    std::fs::write(tmp.path().join("CHARTER.md"), "# Aim\n\ngate: true\n").unwrap();
+    let out = run(&["--charter", "CHARTER.md"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no --board given") && err.contains("backlog/tasks"), "{err}");
+    let out = run(&["--charter", "CHARTER.md", "--board", "elsewhere"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--board elsewhere") && !err.contains("os error"), "{err}");
+    assert!(!state.join("logs").exists(), "no supervisor was started");
+}

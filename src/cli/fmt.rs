@@ -88,3 +88,36 @@ mod tests {
         assert_eq!(ago(0), "-");
     }
 }
+
+/// The candidate closest to a mistyped `input`, when one is close enough to
+/// be what was meant (as clap suggests for subcommands).
+pub fn did_you_mean<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(input, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// "unknown WHAT "x"; did you mean y?" or "… is one of a, b, c".
+pub fn unknown(what: &str, input: &str, candidates: &[&str]) -> String {
+    match did_you_mean(input, candidates) {
+        Some(c) => format!("unknown {what} {input:?}; did you mean {c}?"),
+        None => format!(
+            "unknown {what} {input:?}: it is one of {}",
+            candidates.join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_near_miss_is_suggested_and_a_far_one_is_not() {
+        let c = ["pause", "resume", "close-out", "emergency-stop"];
+        assert_eq!(super::did_you_mean("pasue", &c), Some("pause"));
+        assert_eq!(super::did_you_mean("closeout", &c), Some("close-out"));
+        assert_eq!(super::did_you_mean("xyz", &c), None);
+    }
+}

@@ -492,9 +492,10 @@ fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let c = Control::parse(&a.control).ok_or_else(|| {
         fail(
             exit::USAGE,
-            format!(
-                "CONTROL {:?} is one of pause, resume, close-out, emergency-stop",
-                a.control
+            super::fmt::unknown(
+                "control",
+                &a.control,
+                &["pause", "resume", "close-out", "emergency-stop"],
             ),
         )
     })?;

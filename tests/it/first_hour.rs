@@ -69,3 +69,17 @@ fn a_missing_board_or_charter_names_its_flag() {
     assert!(err.contains("--board elsewhere") && !err.contains("os error"), "{err}");
     assert!(!state.join("logs").exists(), "no supervisor was started");
 }
+
+/// Guards `loop control 1 pasue` answering `CONTROL "pasue" is one of …`:
+/// a near miss gets a suggestion.
+#[test]
+fn a_mistyped_control_gets_a_suggestion() {
+    let tmp = repo();
+    let out = drover_in(tmp.path(), &["loop", "control", "1", "pasue"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown control \"pasue\"; did you mean pause?"), "{err}");
+    let out = drover_in(tmp.path(), &["loop", "control", "1", "zzz"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it is one of pause, resume, close-out, emergency-stop"), "{err}");
+}

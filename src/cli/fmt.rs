@@ -67,28 +67,6 @@ pub fn terminal_cols() -> Option<usize> {
         .filter(|c: &usize| *c > 0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wraps_at_spaces_and_keeps_every_word() {
-        let t = "the pane went quiet after the report was written and the attempt matched";
-        let lines = wrap(t, 24);
-        assert!(lines.iter().all(|l| l.chars().count() <= 24));
-        assert_eq!(lines.join(" "), t);
-    }
-
-    #[test]
-    fn ages_read_like_people_say_them() {
-        let now = drover::paths::now_ms();
-        assert_eq!(ago(now - 3_000), "3s ago");
-        assert_eq!(ago(now - 180_000), "3m ago");
-        assert_eq!(ago(now - 2 * 3_600_000), "2h ago");
-        assert_eq!(ago(0), "-");
-    }
-}
-
 /// The candidate closest to a mistyped `input`, when one is close enough to
 /// be what was meant (as clap suggests for subcommands).
 pub fn did_you_mean<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
@@ -113,11 +91,30 @@ pub fn unknown(what: &str, input: &str, candidates: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_at_spaces_and_keeps_every_word() {
+        let t = "the pane went quiet after the report was written and the attempt matched";
+        let lines = wrap(t, 24);
+        assert!(lines.iter().all(|l| l.chars().count() <= 24));
+        assert_eq!(lines.join(" "), t);
+    }
+
+    #[test]
+    fn ages_read_like_people_say_them() {
+        let now = drover::paths::now_ms();
+        assert_eq!(ago(now - 3_000), "3s ago");
+        assert_eq!(ago(now - 180_000), "3m ago");
+        assert_eq!(ago(now - 2 * 3_600_000), "2h ago");
+        assert_eq!(ago(0), "-");
+    }
+
     #[test]
     fn a_near_miss_is_suggested_and_a_far_one_is_not() {
         let c = ["pause", "resume", "close-out", "emergency-stop"];
-        assert_eq!(super::did_you_mean("pasue", &c), Some("pause"));
-        assert_eq!(super::did_you_mean("closeout", &c), Some("close-out"));
-        assert_eq!(super::did_you_mean("xyz", &c), None);
+        assert_eq!(did_you_mean("pasue", &c), Some("pause"));
+        assert_eq!(did_you_mean("closeout", &c), Some("close-out"));
+        assert_eq!(did_you_mean("xyz", &c), None);
     }
 }

@@ -18,7 +18,10 @@ fn drover_in(dir: &Path, args: &[&str]) -> Output {
 fn repo() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     common::git(tmp.path(), &["init", "-q", "-b", "main"]);
-    common::git(tmp.path(), &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    common::git(
+        tmp.path(),
+        &["commit", "-q", "--allow-empty", "-m", "initial"],
+    );
     tmp
 }
 
@@ -29,15 +32,31 @@ fn repo() -> tempfile::TempDir {
 fn the_default_state_dir_is_not_in_git_status() {
     let tmp = repo();
     let out = drover_in(tmp.path(), &["job", "create", "J1"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(tmp.path().join(".drover").is_dir());
-    let status = common::git(tmp.path(), &["status", "--porcelain", "--untracked-files=all"]);
-    assert_eq!(status, "", "git status shows drover's own dir");
-    assert!(!tmp.path().join(".gitignore").exists(), "the user's files are not edited");
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(tmp.path().join(".drover/.gitignore")).unwrap().permissions(),
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(mode & 0o077, 0, "private like everything in the state dir: {mode:o}");
+    assert!(tmp.path().join(".drover").is_dir());
+    let status = common::git(
+        tmp.path(),
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert_eq!(status, "", "git status shows drover's own dir");
+    assert!(
+        !tmp.path().join(".gitignore").exists(),
+        "the user's files are not edited"
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(tmp.path().join(".drover/.gitignore"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "private like everything in the state dir: {mode:o}"
+    );
 }
 
 /// Guards the raw OS error of a missing board or charter (`…/tasks: No such
@@ -56,17 +75,26 @@ fn a_missing_board_or_charter_names_its_flag() {
     let out = run(&["--charter", "nope.md"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--charter") && err.contains("nope.md"), "{err}");
+    assert!(
+        err.contains("--charter") && err.contains("nope.md"),
+        "{err}"
+    );
     assert!(!err.contains("os error"), "{err}");
 
     std::fs::write(tmp.path().join("CHARTER.md"), "# Aim\n\ngate: true\n").unwrap();
     let out = run(&["--charter", "CHARTER.md"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("no --board given") && err.contains("backlog/tasks"), "{err}");
+    assert!(
+        err.contains("no --board given") && err.contains("backlog/tasks"),
+        "{err}"
+    );
     let out = run(&["--charter", "CHARTER.md", "--board", "elsewhere"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--board elsewhere") && !err.contains("os error"), "{err}");
+    assert!(
+        err.contains("--board elsewhere") && !err.contains("os error"),
+        "{err}"
+    );
     assert!(!state.join("logs").exists(), "no supervisor was started");
 }
 
@@ -78,8 +106,14 @@ fn a_mistyped_control_gets_a_suggestion() {
     let out = drover_in(tmp.path(), &["loop", "control", "1", "pasue"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("unknown control \"pasue\"; did you mean pause?"), "{err}");
+    assert!(
+        err.contains("unknown control \"pasue\"; did you mean pause?"),
+        "{err}"
+    );
     let out = drover_in(tmp.path(), &["loop", "control", "1", "zzz"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("it is one of pause, resume, close-out, emergency-stop"), "{err}");
+    assert!(
+        err.contains("it is one of pause, resume, close-out, emergency-stop"),
+        "{err}"
+    );
 }

@@ -10,10 +10,9 @@ use serde_json::json;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-/// How often the screen is read while the pane runs (herdr itself polls
-/// its agents every 100–300 ms).
+/// Reads back off from this …
 pub const READ_EVERY: Duration = Duration::from_millis(100);
-/// Reads back off to this while herdr cannot be reached …
+/// … to this while herdr cannot be reached.
 const READ_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// `--timeout` of one `agent wait`, in ms.
 pub const AGENT_WAIT_MS: u64 = 10_000;
@@ -85,11 +84,47 @@ pub(super) fn title(pane: &HerdrPane, pane_id: &str) -> Result<Option<String>, F
     Ok(r["pane"]["terminal_title"].as_str().map(String::from))
 }
 
+/// How the reader learns the pane may have changed.
+enum Wake {
+    /// inotify on the pane's terminal (see `tty.rs`).
+    Tty(super::tty::TtyWatch),
+    /// No terminal to watch (not found, or inotify refused): polling,
+    /// faster after a change, slower while nothing changes.
+    Poll,
+}
+
+/// The screen reader: woken by writes to the pane's terminal (or polling
+/// without one), it reads the screen and the title from herdr.
 fn reader(weak: Weak<HerdrPane>, generation: u64) {
-    let mut delay = READ_EVERY;
-    let mut revision: Option<u64> = None;
+    let wake = match weak.upgrade().map(|p| lock(&p.inner).pid) {
+        Some(pid) => match super::tty::tty_of(pid).and_then(|t| super::tty::TtyWatch::new(&t)) {
+            Some(w) => Wake::Tty(w),
+            None => {
+                tracing::debug!(pid, "herdr pane's terminal not watchable; polling it");
+                Wake::Poll
+            }
+        },
+        None => return,
+    };
+    let mut pace = Pace::new(matches!(wake, Wake::Tty(_)));
+    let mut last_read: Option<std::time::Instant> = None;
     loop {
-        std::thread::sleep(delay);
+        let woken = match &wake {
+            Wake::Tty(w) => w.wait(pace.timeout()),
+            Wake::Poll => {
+                std::thread::sleep(pace.timeout());
+                false
+            }
+        };
+        if woken {
+            // Let herdr take in the write (and a burst coalesce); reads
+            // are at most every MIN_GAP while writes keep coming.
+            let gap = last_read.map_or(MIN_GAP, |t| MIN_GAP.saturating_sub(t.elapsed()));
+            std::thread::sleep(SETTLE.max(gap));
+            if let Wake::Tty(w) = &wake {
+                w.drain();
+            }
+        }
         let Some(p) = weak.upgrade() else { return };
         let Some((pane_id, exited)) = current(&p, generation) else {
             return;
@@ -97,20 +132,18 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
         if exited {
             return;
         }
+        last_read = Some(std::time::Instant::now());
         match read(&p, &pane_id) {
-            Ok((text, rev)) => {
-                // The title only when herdr's pane changed (or no revision).
-                let t = if rev.is_none() || rev != revision {
-                    title(&p, &pane_id).ok().flatten()
-                } else {
-                    None
-                };
-                revision = rev;
-                if let Some(t) = t.filter(|t| t != super::EXITED_TITLE) {
+            Ok((text, _)) => {
+                // pane.read's revision is always 0 on herdr 0.8; pane.get
+                // has the title (and counts its changes) — asked each time.
+                if let Ok(Some(t)) = title(&p, &pane_id)
+                    && t != super::EXITED_TITLE
+                {
                     p.set_title(generation, t);
                 }
-                p.show(generation, text);
-                delay = READ_EVERY;
+                let changed = p.show(generation, text);
+                pace.read(changed, woken);
             }
             Err(f) if f.is_transport() => {
                 tracing::debug!(pane = %p.name_str(), error = %f, "herdr pane read failed");
@@ -120,7 +153,7 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
                         "herdr unreachable ({f}); drover reads again when it answers"
                     )),
                 );
-                delay = (delay * 2).min(READ_BACKOFF_MAX);
+                pace.failed();
             }
             Err(f) => {
                 // herdr answered but has no such pane (closed in herdr):
@@ -131,9 +164,65 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
                         Some(format!("herdr no longer shows pane {pane_id} ({f})")),
                     );
                 }
-                delay = (delay * 2).min(READ_BACKOFF_MAX);
+                pace.failed();
             }
         }
+    }
+}
+
+/// After a write to the terminal, how long herdr gets to take it in
+/// before the read (herdr parses a pane's output as it arrives).
+const SETTLE: Duration = Duration::from_millis(2);
+/// The least time between two reads while writes keep coming.
+const MIN_GAP: Duration = Duration::from_millis(10);
+/// After a read that changed the screen, read again this soon even without
+/// a write (herdr may not have drawn all of it at the first read).
+const FOLLOW_UP: Duration = Duration::from_millis(25);
+/// With a watched terminal, the reads while nothing is written start here
+/// and double up to [`QUIET_MAX`] (they catch what no write shows: the
+/// line discipline's echo, herdr's own redraws).
+const QUIET_FIRST: Duration = Duration::from_millis(250);
+const QUIET_MAX: Duration = Duration::from_secs(5);
+/// Without one, polling starts at [`POLL_MIN`] after a change and doubles
+/// to [`POLL_MAX`] while nothing changes.
+const POLL_MIN: Duration = Duration::from_millis(20);
+const POLL_MAX: Duration = Duration::from_millis(500);
+
+/// When the reader reads next: a pure function of what the last reads saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pace {
+    watched: bool,
+    next: Duration,
+}
+
+impl Pace {
+    pub(super) fn new(watched: bool) -> Self {
+        Pace {
+            watched,
+            next: if watched { FOLLOW_UP } else { POLL_MIN },
+        }
+    }
+
+    /// How long to wait (for a write, or outright) before the next read.
+    pub(super) fn timeout(&self) -> Duration {
+        self.next
+    }
+
+    /// A read answered; `changed` whether the screen changed, `woken`
+    /// whether a write woke it.
+    pub(super) fn read(&mut self, changed: bool, woken: bool) {
+        self.next = match (self.watched, changed) {
+            (true, true) => FOLLOW_UP,
+            (true, false) if woken || self.next <= FOLLOW_UP => QUIET_FIRST,
+            (true, false) => (self.next * 2).min(QUIET_MAX),
+            (false, true) => POLL_MIN,
+            (false, false) => (self.next * 2).min(POLL_MAX),
+        };
+    }
+
+    /// herdr could not be reached: back off.
+    pub(super) fn failed(&mut self) {
+        self.next = (self.next * 2).clamp(READ_EVERY, READ_BACKOFF_MAX);
     }
 }
 
@@ -216,7 +305,14 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
         None => return,
     };
     let wrapper = pidfd_open(pid);
-    let command = find_command(pid, &status_file).and_then(pidfd_open);
+    let child = find_command(pid, &status_file);
+    if let (Some(c), Some(p)) = (child, weak.upgrade()) {
+        let mut g = lock(&p.inner);
+        if g.generation == generation {
+            g.command_pid = Some(c);
+        }
+    }
+    let command = child.and_then(pidfd_open);
     let fds: Vec<_> = wrapper.into_iter().chain(command).collect();
     if !fds.is_empty() && !wait_end(&weak, generation, &fds) {
         return;
@@ -379,6 +475,30 @@ mod tests {
         s.process(&draw("toolong\n\x1b[31mx", (4, 3)));
         assert_eq!(s.rows()[0], "tool");
         assert_eq!(s.rows()[1], "[31m");
+    }
+
+    #[test]
+    fn reads_follow_writes_and_slow_down_while_quiet() {
+        let mut p = Pace::new(true);
+        p.read(true, true);
+        assert_eq!(p.timeout(), FOLLOW_UP, "a change is read again soon");
+        p.read(false, false);
+        assert_eq!(p.timeout(), QUIET_FIRST);
+        for _ in 0..10 {
+            p.read(false, false);
+        }
+        assert_eq!(p.timeout(), QUIET_MAX, "an idle pane is read rarely");
+        p.read(false, true);
+        assert_eq!(p.timeout(), QUIET_FIRST, "a write restarts the quiet reads");
+        let mut p = Pace::new(false);
+        for _ in 0..10 {
+            p.read(false, false);
+        }
+        assert_eq!(p.timeout(), POLL_MAX);
+        p.read(true, false);
+        assert_eq!(p.timeout(), POLL_MIN, "polling speeds up after a change");
+        p.failed();
+        assert!(p.timeout() >= READ_EVERY);
     }
 
     #[test]

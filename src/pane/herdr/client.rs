@@ -259,6 +259,26 @@ impl Client {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, Fault> {
+        let mut reader = self.send(method, params, timeout)?;
+        let v = read_answer(&mut reader, method)?;
+        if let Some(f) = error_value(&v) {
+            return Err(f);
+        }
+        match v.get("result") {
+            Some(r) => Ok(r.clone()),
+            None => Err(Fault::Transport(format!(
+                "herdr answered {method} with neither result nor error"
+            ))),
+        }
+    }
+
+    /// Connect and write one request; the connection, to read answers from.
+    fn send(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<BufReader<UnixStream>, Fault> {
         // The line is ready before connecting and written at once: herdr
         // reads a new connection without blocking and sleeps 100 ms when the
         // request has not arrived yet.
@@ -275,41 +295,114 @@ impl Client {
                 self.socket.display()
             )),
         })?;
-        let io = |e: std::io::Error| match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                Fault::Transport(format!(
-                    "herdr did not answer {method} within {} ms",
-                    timeout.as_millis()
-                ))
-            }
-            _ => Fault::Transport(format!("herdr {method}: {e}")),
-        };
-        stream.set_write_timeout(Some(timeout)).map_err(io)?;
-        stream.write_all(line.as_bytes()).map_err(io)?;
-        stream.set_read_timeout(Some(timeout)).map_err(io)?;
-        let mut reader = BufReader::new(stream.take(MAX_REPLY));
-        let mut answer = String::new();
-        reader.read_line(&mut answer).map_err(io)?;
-        if answer.trim().is_empty() {
-            return Err(Fault::Transport(format!(
-                "herdr closed the connection without answering {method}"
-            )));
-        }
-        let v: Value = serde_json::from_str(answer.trim()).map_err(|_| {
-            Fault::Transport(format!(
-                "herdr answered {method} with something that is not JSON"
-            ))
-        })?;
+        let io = io_fault(method, timeout);
+        stream.set_write_timeout(Some(timeout)).map_err(&io)?;
+        stream.write_all(line.as_bytes()).map_err(&io)?;
+        stream.set_read_timeout(Some(timeout)).map_err(&io)?;
+        Ok(BufReader::new(stream))
+    }
+
+    /// `events.subscribe` with `subscriptions`: once herdr confirmed it, the
+    /// events as they come (herdr keeps the connection open).
+    pub fn subscribe(&self, subscriptions: Value) -> Result<Subscription, Fault> {
+        let method = "events.subscribe";
+        let mut reader = self.send(
+            method,
+            json!({ "subscriptions": subscriptions }),
+            super::REQUEST_TIMEOUT,
+        )?;
+        let v = read_answer(&mut reader, method)?;
         if let Some(f) = error_value(&v) {
             return Err(f);
         }
-        match v.get("result") {
-            Some(r) => Ok(r.clone()),
-            None => Err(Fault::Transport(format!(
-                "herdr answered {method} with neither result nor error"
+        Ok(Subscription {
+            reader,
+            partial: Vec::new(),
+        })
+    }
+}
+
+/// An open `events.subscribe` connection.
+pub struct Subscription {
+    reader: BufReader<UnixStream>,
+    /// A line begun when a wait ran out (kept for the next wait).
+    partial: Vec<u8>,
+}
+
+impl Subscription {
+    /// The next event, waiting up to `timeout`: `Ok(None)` when none came.
+    /// An error when herdr closed the connection or sent what is not JSON.
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<Value>, Fault> {
+        let method = "events.subscribe";
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(timeout))
+            .map_err(io_fault(method, timeout))?;
+        let room = MAX_REPLY.saturating_sub(self.partial.len() as u64);
+        match self
+            .reader
+            .by_ref()
+            .take(room)
+            .read_until(b'\n', &mut self.partial)
+        {
+            Ok(0) => Err(Fault::Transport(format!(
+                "herdr closed the {method} connection"
             ))),
+            Ok(_) if !self.partial.ends_with(b"\n") => Err(Fault::Transport(format!(
+                "herdr's {method} event is too long or cut off"
+            ))),
+            Ok(_) => {
+                let line = std::mem::take(&mut self.partial);
+                serde_json::from_slice(&line).map(Some).map_err(|_| {
+                    Fault::Transport(format!("herdr sent a {method} event that is not JSON"))
+                })
+            }
+            Err(e) if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(io_fault(method, timeout)(e)),
         }
     }
+}
+
+fn io_fault(method: &str, timeout: Duration) -> impl Fn(std::io::Error) -> Fault + '_ {
+    move |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Fault::Transport(format!(
+            "herdr did not answer {method} within {} ms",
+            timeout.as_millis()
+        )),
+        _ => Fault::Transport(format!("herdr {method}: {e}")),
+    }
+}
+
+/// One answer line (at most [`MAX_REPLY`] bytes), as JSON.
+fn read_answer(reader: &mut BufReader<UnixStream>, method: &str) -> Result<Value, Fault> {
+    let timeout = reader
+        .get_ref()
+        .read_timeout()
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut answer = String::new();
+    reader
+        .by_ref()
+        .take(MAX_REPLY)
+        .read_line(&mut answer)
+        .map_err(io_fault(method, timeout))?;
+    if answer.trim().is_empty() {
+        return Err(Fault::Transport(format!(
+            "herdr closed the connection without answering {method}"
+        )));
+    }
+    serde_json::from_str(answer.trim()).map_err(|_| {
+        Fault::Transport(format!(
+            "herdr answered {method} with something that is not JSON"
+        ))
+    })
 }
 
 /// The oldest herdr whose surface drover knows (docs/herdr.md).

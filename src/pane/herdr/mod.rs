@@ -8,6 +8,7 @@
 //! classifier and barriers are the same code as for every other backend;
 //! `agent wait` adds herdr's own reading of the agent's state.
 
+mod agent;
 mod client;
 mod keys;
 mod pane;

@@ -1,6 +1,6 @@
 //! The threads of one herdr pane generation: the screen reader (`pane
-//! read`), the exit watcher (the wrapper's pidfd, then its status file) and
-//! the agent watcher (`agent wait`, always with `--until` and `--timeout`).
+//! read`, woken by writes to the pane's terminal), the exit watcher (the
+//! wrapper's pidfd, then its status file) and the agent watcher (`agent.rs`).
 //! Each ends when its generation is over or the pane is dropped.
 
 use super::pane::{HerdrPane, lock};
@@ -14,14 +14,6 @@ use std::time::Duration;
 pub const READ_EVERY: Duration = Duration::from_millis(100);
 /// … to this while herdr cannot be reached.
 const READ_BACKOFF_MAX: Duration = Duration::from_secs(2);
-/// `--timeout` of one `agent wait`, in ms.
-pub const AGENT_WAIT_MS: u64 = 10_000;
-/// Beyond `--timeout`, how long the `agent wait` CLI may take to answer.
-const AGENT_WAIT_SLACK: Duration = Duration::from_secs(3);
-/// The agent watcher backs off from this …
-const AGENT_BACKOFF_FIRST: Duration = Duration::from_millis(500);
-/// … to this while herdr sees no agent or cannot be reached.
-const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// After the exit, how long the status file may take to appear.
 const STATUS_WAIT: Duration = Duration::from_millis(500);
 /// After the command ended, how long herdr may take to show the wrapper's
@@ -29,8 +21,6 @@ const STATUS_WAIT: Duration = Duration::from_millis(500);
 const FINAL_READ_WAIT: Duration = Duration::from_secs(1);
 /// How long the wrapper may take to start the command (its child).
 const COMMAND_FIND_TIMEOUT: Duration = Duration::from_secs(5);
-/// Every state `agent wait` knows.
-const STATES: [&str; 5] = ["idle", "working", "blocked", "done", "unknown"];
 
 /// Start the threads of `generation`.
 pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
@@ -47,11 +37,11 @@ pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
     );
     spawn("read", Box::new(move || reader(w1, generation)));
     spawn("exit", Box::new(move || exit_watcher(w2, generation)));
-    spawn("agent", Box::new(move || agent_watcher(w3, generation)));
+    spawn("agent", Box::new(move || super::agent::watch(w3, generation)));
 }
 
 /// The generation's pane id while the generation is current and running.
-fn current(pane: &HerdrPane, generation: u64) -> Option<(String, bool)> {
+pub(super) fn current(pane: &HerdrPane, generation: u64) -> Option<(String, bool)> {
     let g = lock(&pane.inner);
     (g.generation == generation).then(|| (g.pane_id.clone(), g.exit.is_some()))
 }
@@ -336,7 +326,22 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    p.record_exit(generation, exit_info(status, stopping));
+    let info = exit_info(status, stopping);
+    // `herdr server stop` (or a herdr that died) ends its panes with SIGHUP:
+    // that is herdr going away, not the command's own end.
+    if !stopping
+        && info.signal.as_deref() == Some(crate::pane::core::signal_name(1).as_str())
+        && p.host
+            .client()
+            .request("ping", json!({}), REQUEST_TIMEOUT, false)
+            .is_err()
+    {
+        p.set_transport(
+            generation,
+            Some("herdr's server went away (it ended the pane with SIGHUP)".into()),
+        );
+    }
+    p.record_exit(generation, info);
     // The wrapper may go (and herdr close the pane).
     let seen = super::seen_file(&status_file);
     if is_leader(pid)
@@ -386,56 +391,6 @@ pub(super) fn exit_info(status: Option<i32>, killed: bool) -> ExitInfo {
             signal: killed.then(|| crate::pane::core::signal_name(15)),
             at_ms,
         },
-    }
-}
-
-/// Follow herdr's own reading of the agent: each `agent wait` waits for any
-/// state but the last one seen (so it never returns at once twice).
-fn agent_watcher(weak: Weak<HerdrPane>, generation: u64) {
-    let mut last: Option<String> = None;
-    let mut delay = AGENT_BACKOFF_FIRST;
-    loop {
-        let Some(p) = weak.upgrade() else { return };
-        let Some((pane_id, exited)) = current(&p, generation) else {
-            return;
-        };
-        if exited || lock(&p.inner).spec.agent == "shell" {
-            return;
-        }
-        let client = p.host.client().clone();
-        drop(p);
-        let timeout = AGENT_WAIT_MS.to_string();
-        let mut args = vec!["agent", "wait", pane_id.as_str()];
-        for s in STATES.iter().filter(|s| last.as_deref() != Some(**s)) {
-            args.extend(["--until", s]);
-        }
-        args.extend(["--timeout", timeout.as_str()]);
-        let answer = client.cli(
-            &args,
-            Duration::from_millis(AGENT_WAIT_MS) + AGENT_WAIT_SLACK,
-        );
-        let Some(p) = weak.upgrade() else { return };
-        match answer {
-            Ok(v) => {
-                let state = v["result"]["agent"]["agent_status"]
-                    .as_str()
-                    .map(String::from);
-                p.set_backend_state(generation, state.clone());
-                last = state;
-                delay = AGENT_BACKOFF_FIRST;
-                continue;
-            }
-            // A healthy answer: nothing changed within the timeout.
-            Err(f) if f.code() == Some("timeout") => continue,
-            Err(f) => {
-                tracing::debug!(pane = %p.name_str(), error = %f, "herdr agent wait");
-                p.set_backend_state(generation, None);
-                last = None;
-            }
-        }
-        drop(p);
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(AGENT_BACKOFF_MAX);
     }
 }
 

@@ -50,7 +50,9 @@ impl Fault {
     pub fn is_transport(&self) -> bool {
         match self {
             Fault::Transport(_) => true,
-            Fault::Herdr { code, .. } => code == "server_not_running",
+            Fault::Herdr { code, .. } => {
+                code == "server_not_running" || code == "server_unavailable"
+            }
             Fault::Usage(_) => false,
         }
     }

@@ -10,6 +10,8 @@ use serde_json::json;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+/// How a read's transport error begins when herdr could not be reached.
+const UNREACHABLE: &str = "herdr unreachable";
 /// Reads back off from this …
 pub const READ_EVERY: Duration = Duration::from_millis(100);
 /// … to this while herdr cannot be reached.
@@ -140,7 +142,7 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
                 p.set_transport(
                     generation,
                     Some(format!(
-                        "herdr unreachable ({f}); drover reads again when it answers"
+                        "{UNREACHABLE} ({f}); drover reads again when it answers"
                     )),
                 );
                 pace.failed();
@@ -329,12 +331,18 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
     let info = exit_info(status, stopping);
     // `herdr server stop` (or a herdr that died) ends its panes with SIGHUP:
     // that is herdr going away, not the command's own end.
+    // (herdr answers `ping` for a while as it shuts down: a read that
+    // already failed says it too.)
     if !stopping
         && info.signal.as_deref() == Some(crate::pane::core::signal_name(1).as_str())
-        && p.host
-            .client()
-            .request("ping", json!({}), REQUEST_TIMEOUT, false)
-            .is_err()
+        && (lock(&p.inner)
+            .transport
+            .as_deref()
+            .is_some_and(|t| t.starts_with(UNREACHABLE))
+            || p.host
+                .client()
+                .request("ping", json!({}), REQUEST_TIMEOUT, false)
+                .is_err_and(|f| f.is_transport()))
     {
         p.set_transport(
             generation,

@@ -55,7 +55,7 @@ impl<T: Server + ?Sized> Server for Box<T> {
 }
 
 /// The real herdr binary, when one is installed: `$DROVER_HERDR`, else
-/// `herdr` on PATH, else `~/.cache/drover/herdr/<version>/herdr` (where
+/// `herdr` on PATH, else `<cache>/drover/herdr/0.8.2/herdr` (where
 /// `scripts/install-herdr.sh` puts it).
 pub fn real_bin() -> Option<PathBuf> {
     let runs = |p: &std::path::Path| {
@@ -75,8 +75,11 @@ pub fn real_bin() -> Option<PathBuf> {
                 .collect::<Vec<_>>()
         })
         .unwrap_or_default();
-    let cached = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache/drover/herdr/0.8.2/herdr"));
+    let cache = std::env::var_os("DROVER_HERDR_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("drover/herdr")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/drover/herdr")));
+    let cached = cache.map(|c| c.join("0.8.2/herdr"));
     on_path
         .into_iter()
         .chain(cached)

@@ -167,9 +167,13 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
 const SETTLE: Duration = Duration::from_millis(2);
 /// The least time between two reads while writes keep coming.
 const MIN_GAP: Duration = Duration::from_millis(10);
-/// After a read that changed the screen, read again this soon even without
-/// a write (herdr may not have drawn all of it at the first read).
-const FOLLOW_UP: Duration = Duration::from_millis(25);
+/// After a write or a change, the screen is read again this soon even
+/// without another write, doubling up to [`RECHECK_LAST`]: herdr may not
+/// have drawn all of a write at the first read (its PTY reader and the
+/// request run on threads of their own), and a frame missed then would
+/// wait for the next write.
+const RECHECK_FIRST: Duration = Duration::from_millis(5);
+const RECHECK_LAST: Duration = Duration::from_millis(40);
 /// With a watched terminal, the reads while nothing is written start here
 /// and double up to [`QUIET_MAX`] (they catch what no write shows: the
 /// line discipline's echo, herdr's own redraws).
@@ -191,7 +195,7 @@ impl Pace {
     pub(super) fn new(watched: bool) -> Self {
         Pace {
             watched,
-            next: if watched { FOLLOW_UP } else { POLL_MIN },
+            next: if watched { RECHECK_FIRST } else { POLL_MIN },
         }
     }
 
@@ -203,12 +207,13 @@ impl Pace {
     /// A read answered; `changed` whether the screen changed, `woken`
     /// whether a write woke it.
     pub(super) fn read(&mut self, changed: bool, woken: bool) {
-        self.next = match (self.watched, changed) {
-            (true, true) => FOLLOW_UP,
-            (true, false) if woken || self.next <= FOLLOW_UP => QUIET_FIRST,
+        self.next = match (self.watched, changed || woken) {
+            (true, true) => RECHECK_FIRST,
+            (true, false) if self.next < RECHECK_LAST => self.next * 2,
+            (true, false) if self.next < QUIET_FIRST => QUIET_FIRST,
             (true, false) => (self.next * 2).min(QUIET_MAX),
-            (false, true) => POLL_MIN,
-            (false, false) => (self.next * 2).min(POLL_MAX),
+            (false, _) if changed => POLL_MIN,
+            (false, _) => (self.next * 2).min(POLL_MAX),
         };
     }
 
@@ -444,15 +449,23 @@ mod tests {
     fn reads_follow_writes_and_slow_down_while_quiet() {
         let mut p = Pace::new(true);
         p.read(true, true);
-        assert_eq!(p.timeout(), FOLLOW_UP, "a change is read again soon");
+        assert_eq!(p.timeout(), RECHECK_FIRST, "a change is read again soon");
         p.read(false, false);
-        assert_eq!(p.timeout(), QUIET_FIRST);
+        assert_eq!(p.timeout(), RECHECK_FIRST * 2);
+        for _ in 0..3 {
+            p.read(false, false);
+        }
+        assert_eq!(p.timeout(), QUIET_FIRST, "then rarely");
         for _ in 0..10 {
             p.read(false, false);
         }
         assert_eq!(p.timeout(), QUIET_MAX, "an idle pane is read rarely");
         p.read(false, true);
-        assert_eq!(p.timeout(), QUIET_FIRST, "a write restarts the quiet reads");
+        assert_eq!(
+            p.timeout(),
+            RECHECK_FIRST,
+            "a write that showed nothing yet is read again soon"
+        );
         let mut p = Pace::new(false);
         for _ in 0..10 {
             p.read(false, false);

@@ -67,7 +67,15 @@ fn herdr_real_bash_pane_is_idle_at_its_prompt_and_working_while_sleep_runs() {
         })
     });
     assert!(held, "the job holds the terminal: {:?}", d.pane("b"));
-    let out = d.run(&["wait", "b", "--fresh", "--until", "idle", "--timeout-ms", "30000"]);
+    let out = d.run(&[
+        "wait",
+        "b",
+        "--fresh",
+        "--until",
+        "idle",
+        "--timeout-ms",
+        "30000",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         sent.elapsed() >= Duration::from_millis(2900),
@@ -202,7 +210,11 @@ fn herdr_real_nonexistent_cwd_is_refused() {
         "true",
     ]);
     assert_ne!(code(&out), 0, "{}", stderr(&out));
-    assert!(stderr(&out).contains("/nonexistent/drover-cwd"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/drover-cwd"),
+        "{}",
+        stderr(&out)
+    );
     assert!(d.pane("nc").is_none());
 }
 

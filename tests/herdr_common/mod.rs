@@ -77,7 +77,9 @@ pub fn real_bin() -> Option<PathBuf> {
         .unwrap_or_default();
     let cache = std::env::var_os("DROVER_HERDR_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("drover/herdr")))
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("drover/herdr"))
+        })
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/drover/herdr")));
     let cached = cache.map(|c| c.join("0.8.2/herdr"));
     on_path
@@ -143,10 +145,12 @@ impl Real {
             .spawn()
             .unwrap();
         r.server = Some(child);
-        let up = wait_until(LONG, || {
-            r.cli(&["pane", "list"]).status.success()
-        });
-        assert!(up, "the real herdr did not answer on {}", r.socket().display());
+        let up = wait_until(LONG, || r.cli(&["pane", "list"]).status.success());
+        assert!(
+            up,
+            "the real herdr did not answer on {}",
+            r.socket().display()
+        );
         r
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// How long one wait for an event lasts before the watcher checks that its
 /// generation still runs.
-const EVENT_WAIT: Duration = Duration::from_secs(2);
+const EVENT_WAIT: Duration = Duration::from_secs(10);
 /// The watcher backs off from this …
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 /// … to this while herdr cannot be reached or refuses the subscription.

@@ -4,9 +4,11 @@
 //! carries env values or text, so those never reach any process's argv.
 //! Every call is bounded by a timeout; nothing here can hang its caller.
 
+pub use super::stream::Subscription;
+use super::stream::{HEDGE_AFTER, HEDGED, answered_within, first_answered, io_fault, read_answer};
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -15,8 +17,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-/// The largest answer read from herdr (a `pane read` of a big screen).
-const MAX_REPLY: u64 = 16 * 1024 * 1024;
 /// After a timed-out CLI is killed, how long to wait for it to be reaped.
 const REAP_AFTER_KILL: Duration = Duration::from_secs(2);
 
@@ -212,8 +212,14 @@ impl Client {
     pub fn cli(&self, args: &[&str], timeout: Duration) -> Result<Value, Fault> {
         let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let what = args.iter().take(2).cloned().collect::<Vec<_>>().join(" ");
-        let out = run(&self.binary, &argv, Some(&self.socket), timeout, &self.running)
-            .map_err(|e| Fault::Transport(format!("herdr {what}: {e}")))?;
+        let out = run(
+            &self.binary,
+            &argv,
+            Some(&self.socket),
+            timeout,
+            &self.running,
+        )
+        .map_err(|e| Fault::Transport(format!("herdr {what}: {e}")))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         match out.code {
@@ -327,129 +333,8 @@ impl Client {
         if let Some(f) = error_value(&v) {
             return Err(f);
         }
-        Ok(Subscription {
-            reader,
-            partial: Vec::new(),
-        })
+        Ok(Subscription::new(reader))
     }
-}
-
-/// An open `events.subscribe` connection.
-pub struct Subscription {
-    reader: BufReader<UnixStream>,
-    /// A line begun when a wait ran out (kept for the next wait).
-    partial: Vec<u8>,
-}
-
-impl Subscription {
-    /// The next event, waiting up to `timeout`: `Ok(None)` when none came.
-    /// An error when herdr closed the connection or sent what is not JSON.
-    pub fn next(&mut self, timeout: Duration) -> Result<Option<Value>, Fault> {
-        let method = "events.subscribe";
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(timeout))
-            .map_err(io_fault(method, timeout))?;
-        let room = MAX_REPLY.saturating_sub(self.partial.len() as u64);
-        match self
-            .reader
-            .by_ref()
-            .take(room)
-            .read_until(b'\n', &mut self.partial)
-        {
-            Ok(0) => Err(Fault::Transport(format!(
-                "herdr closed the {method} connection"
-            ))),
-            Ok(_) if !self.partial.ends_with(b"\n") => Err(Fault::Transport(format!(
-                "herdr's {method} event is too long or cut off"
-            ))),
-            Ok(_) => {
-                let line = std::mem::take(&mut self.partial);
-                serde_json::from_slice(&line).map(Some).map_err(|_| {
-                    Fault::Transport(format!("herdr sent a {method} event that is not JSON"))
-                })
-            }
-            Err(e) if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(io_fault(method, timeout)(e)),
-        }
-    }
-}
-
-fn io_fault(method: &str, timeout: Duration) -> impl Fn(std::io::Error) -> Fault + '_ {
-    move |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Fault::Transport(format!(
-            "herdr did not answer {method} within {} ms",
-            timeout.as_millis()
-        )),
-        _ => Fault::Transport(format!("herdr {method}: {e}")),
-    }
-}
-
-/// The read-only requests sent a second time when the first is slow.
-const HEDGED: [&str; 3] = ["pane.read", "pane.get", "ping"];
-/// How long the first of them gets before the second is sent (herdr
-/// answers them in well under a millisecond).
-const HEDGE_AFTER: Duration = Duration::from_millis(10);
-
-/// Whether `stream` has something to read within `wait`.
-fn answered_within(stream: &UnixStream, wait: Duration) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
-    let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::from(ms)).is_ok_and(|n| n > 0)
-}
-
-/// The connection of the two that answers first (the first when neither
-/// does within `timeout`: its read then times out as it would have).
-fn first_answered(
-    a: BufReader<UnixStream>,
-    b: BufReader<UnixStream>,
-    timeout: Duration,
-) -> BufReader<UnixStream> {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
-    let mut fds = [
-        PollFd::new(a.get_ref().as_fd(), PollFlags::POLLIN),
-        PollFd::new(b.get_ref().as_fd(), PollFlags::POLLIN),
-    ];
-    let second = poll(&mut fds, PollTimeout::from(ms)).is_ok_and(|n| n > 0)
-        && !fds[0].any().unwrap_or(false)
-        && fds[1].any().unwrap_or(false);
-    if second { b } else { a }
-}
-
-/// One answer line (at most [`MAX_REPLY`] bytes), as JSON.
-fn read_answer(reader: &mut BufReader<UnixStream>, method: &str) -> Result<Value, Fault> {
-    let timeout = reader
-        .get_ref()
-        .read_timeout()
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let mut answer = String::new();
-    reader
-        .by_ref()
-        .take(MAX_REPLY)
-        .read_line(&mut answer)
-        .map_err(io_fault(method, timeout))?;
-    if answer.trim().is_empty() {
-        return Err(Fault::Transport(format!(
-            "herdr closed the connection without answering {method}"
-        )));
-    }
-    serde_json::from_str(answer.trim()).map_err(|_| {
-        Fault::Transport(format!(
-            "herdr answered {method} with something that is not JSON"
-        ))
-    })
 }
 
 /// The oldest herdr whose surface drover knows (docs/herdr.md).

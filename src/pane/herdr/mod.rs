@@ -13,6 +13,7 @@ mod client;
 mod keys;
 mod pane;
 mod state;
+mod stream;
 mod tty;
 mod watch;
 

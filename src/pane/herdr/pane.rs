@@ -293,7 +293,13 @@ impl PaneBackend for HerdrPane {
         // The pane's shell is the wrapper's command: an interactive bash
         // takes a process group of its own under the wrapper.
         g.with_screen(&mut |screen, meta| match command {
-            Some(pid) => f(screen, &ScreenMeta { pid, ..meta.clone() }),
+            Some(pid) => f(
+                screen,
+                &ScreenMeta {
+                    pid,
+                    ..meta.clone()
+                },
+            ),
             None => f(screen, meta),
         })
     }

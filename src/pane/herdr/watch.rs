@@ -39,7 +39,10 @@ pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
     );
     spawn("read", Box::new(move || reader(w1, generation)));
     spawn("exit", Box::new(move || exit_watcher(w2, generation)));
-    spawn("agent", Box::new(move || super::agent::watch(w3, generation)));
+    spawn(
+        "agent",
+        Box::new(move || super::agent::watch(w3, generation)),
+    );
 }
 
 /// The generation's pane id while the generation is current and running.
@@ -173,12 +176,12 @@ const MIN_GAP: Duration = Duration::from_millis(10);
 /// request run on threads of their own), and a frame missed then would
 /// wait for the next write.
 const RECHECK_FIRST: Duration = Duration::from_millis(5);
-const RECHECK_LAST: Duration = Duration::from_millis(40);
+const RECHECK_LAST: Duration = Duration::from_millis(160);
 /// With a watched terminal, the reads while nothing is written start here
 /// and double up to [`QUIET_MAX`] (they catch what no write shows: the
 /// line discipline's echo, herdr's own redraws).
 const QUIET_FIRST: Duration = Duration::from_millis(250);
-const QUIET_MAX: Duration = Duration::from_secs(5);
+const QUIET_MAX: Duration = Duration::from_secs(30);
 /// Without one, polling starts at [`POLL_MIN`] after a change and doubles
 /// to [`POLL_MAX`] while nothing changes.
 const POLL_MIN: Duration = Duration::from_millis(20);
@@ -452,9 +455,10 @@ mod tests {
         assert_eq!(p.timeout(), RECHECK_FIRST, "a change is read again soon");
         p.read(false, false);
         assert_eq!(p.timeout(), RECHECK_FIRST * 2);
-        for _ in 0..3 {
+        while p.timeout() < RECHECK_LAST {
             p.read(false, false);
         }
+        p.read(false, false);
         assert_eq!(p.timeout(), QUIET_FIRST, "then rarely");
         for _ in 0..10 {
             p.read(false, false);

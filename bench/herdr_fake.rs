@@ -1,6 +1,7 @@
-//! The fake herdr server for the benchmarks that put panes on the herdr
-//! backend (herdr itself is not installed here): the one the contract
-//! tests use, `tests/support/fake-herdr`, which follows docs/herdr.md.
+//! The herdr server for the benchmarks that put panes on the herdr backend:
+//! the real herdr when `$DROVER_HERDR` names one (started headless on a
+//! private socket unless `$HERDR_SOCKET_PATH` already points at a server),
+//! else the fake the contract tests use, `tests/support/fake-herdr`.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -58,14 +59,74 @@ impl FakeHerdr {
         Ok(fake)
     }
 
-    /// Start the fake when `backends` has herdr and no real herdr was named
-    /// (`$DROVER_HERDR`).
+    /// Start a server when `backends` has herdr: the real herdr
+    /// `$DROVER_HERDR` names (unless `$HERDR_SOCKET_PATH` is set: that
+    /// server is used), else the fake.
     pub fn start_if_needed(backends: &[String]) -> Result<Option<Self>, String> {
-        if backends.iter().any(|b| b == "herdr") && std::env::var_os("DROVER_HERDR").is_none() {
-            Self::start().map(Some)
-        } else {
-            Ok(None)
+        if !backends.iter().any(|b| b == "herdr") {
+            return Ok(None);
         }
+        match std::env::var_os("DROVER_HERDR") {
+            None => Self::start().map(Some),
+            Some(_) if std::env::var_os("HERDR_SOCKET_PATH").is_some() => Ok(None),
+            Some(bin) => Self::start_real(&PathBuf::from(bin)).map(Some),
+        }
+    }
+
+    /// Start the real herdr `bin` headless on a private socket, with its
+    /// own config (no update checks) and state dirs, and point this
+    /// process's environment at it. Call before any thread runs.
+    pub fn start_real(bin: &std::path::Path) -> Result<Self, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let socket = dir.path().join("herdr.sock");
+        let config = dir.path().join("config");
+        std::fs::create_dir_all(config.join("herdr")).map_err(|e| e.to_string())?;
+        std::fs::write(
+            config.join("herdr/config.toml"),
+            "[update]\nversion_check = false\nmanifest_check = false\n",
+        )
+        .map_err(|e| e.to_string())?;
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(bin)
+            .arg("server")
+            .env("HERDR_SOCKET_PATH", &socket)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("SHELL", "/bin/sh")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        let pid = child.id();
+        let mut real = FakeHerdr {
+            child,
+            pid,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let up = Command::new(bin)
+                .args(["pane", "list"])
+                .env("HERDR_SOCKET_PATH", &socket)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if up {
+                break;
+            }
+            if Instant::now() >= deadline || matches!(real.child.try_wait(), Ok(Some(_))) {
+                return Err("the real herdr server did not start".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: called from main before the bench starts any thread.
+        unsafe {
+            std::env::set_var("HERDR_SOCKET_PATH", &socket);
+            std::env::remove_var("DROVER_HERDR_SESSION");
+            std::env::remove_var("HERDR_SESSION");
+        }
+        Ok(real)
     }
 }
 

@@ -1,4 +1,4 @@
-//! `drover attach` on a herdr pane (docs/herdr.md), against the fake herdr:
+//! `drover attach` on a herdr pane (docs/herdr.md), on the real herdr where one is installed (else the fake):
 //! the attach client runs in a PTY this test owns (the operator's
 //! terminal); its typing reaches the pane as herdr keys and text.
 
@@ -13,7 +13,7 @@ use std::io::Write;
 /// attach asked for the terminal's size and herdr panes refuse resize.
 #[test]
 fn herdr_attach_works_from_a_terminal_and_typing_reaches_the_pane() {
-    let fx = Fake::start();
+    let fx = herdr();
     let d = drover(&fx);
     herdr_pane(&d, "att", &[], &["sh"]);
     d.ok(&["pane", "send", "att", "echo before-$((1+1))"]);

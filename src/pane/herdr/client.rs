@@ -4,9 +4,11 @@
 //! carries env values or text, so those never reach any process's argv.
 //! Every call is bounded by a timeout; nothing here can hang its caller.
 
+pub use super::stream::Subscription;
+use super::stream::{HEDGE_AFTER, HEDGED, answered_within, first_answered, io_fault, read_answer};
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -15,8 +17,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-/// The largest answer read from herdr (a `pane read` of a big screen).
-const MAX_REPLY: u64 = 16 * 1024 * 1024;
 /// After a timed-out CLI is killed, how long to wait for it to be reaped.
 const REAP_AFTER_KILL: Duration = Duration::from_secs(2);
 
@@ -50,7 +50,9 @@ impl Fault {
     pub fn is_transport(&self) -> bool {
         match self {
             Fault::Transport(_) => true,
-            Fault::Herdr { code, .. } => code == "server_not_running",
+            Fault::Herdr { code, .. } => {
+                code == "server_not_running" || code == "server_unavailable"
+            }
             Fault::Usage(_) => false,
         }
     }
@@ -79,22 +81,38 @@ pub struct Client {
     running: Arc<Mutex<Option<HashSet<u32>>>>,
 }
 
-/// herdr's socket: `--session NAME`'s, else `$HERDR_SOCKET_PATH`, else
+/// Where herdr's socket is looked up, in herdr's own order.
+#[derive(Debug, Clone, Default)]
+pub struct SocketLookup {
+    /// `--session NAME` (drover's `$DROVER_HERDR_SESSION`).
+    pub session: Option<String>,
+    /// `$HERDR_SOCKET_PATH`.
+    pub socket_env: Option<PathBuf>,
+    /// `$HERDR_SESSION`.
+    pub session_env: Option<String>,
+    /// `$XDG_CONFIG_HOME`.
+    pub xdg_config: Option<PathBuf>,
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+}
+
+/// herdr's socket, found as herdr finds it: `--session NAME`'s, else
+/// `$HERDR_SOCKET_PATH`, else `$HERDR_SESSION`'s, else
 /// `<config>/herdr/herdr.sock` (`$XDG_CONFIG_HOME`, else `~/.config`).
-pub fn socket_path(
-    session: Option<&str>,
-    socket_env: Option<PathBuf>,
-    xdg_config: Option<PathBuf>,
-    home: Option<PathBuf>,
-) -> PathBuf {
-    let config = xdg_config
+/// Also the session name that chose it, if one did.
+pub fn socket_path(l: SocketLookup) -> (PathBuf, Option<String>) {
+    let config = l
+        .xdg_config
         .filter(|p| p.is_absolute())
-        .or_else(|| home.map(|h| h.join(".config")))
+        .or_else(|| l.home.map(|h| h.join(".config")))
         .unwrap_or_else(|| PathBuf::from(".config"))
         .join("herdr");
-    match session {
-        Some(s) => config.join("sessions").join(s).join("herdr.sock"),
-        None => socket_env.unwrap_or_else(|| config.join("herdr.sock")),
+    let of = |s: &str| config.join("sessions").join(s).join("herdr.sock");
+    match (l.session, l.socket_env, l.session_env) {
+        (Some(s), _, _) => (of(&s), Some(s)),
+        (None, Some(p), _) => (p, None),
+        (None, None, Some(s)) => (of(&s), Some(s)),
+        (None, None, None) => (config.join("herdr.sock"), None),
     }
 }
 
@@ -105,17 +123,16 @@ impl Client {
         let binary = std::env::var_os("DROVER_HERDR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("herdr"));
-        let session = std::env::var("DROVER_HERDR_SESSION")
-            .ok()
-            .filter(|s| !s.is_empty());
-        let socket = socket_path(
-            session.as_deref(),
-            std::env::var_os("HERDR_SOCKET_PATH")
+        let named = |var: &str| std::env::var(var).ok().filter(|s| !s.is_empty());
+        let (socket, session) = socket_path(SocketLookup {
+            session: named("DROVER_HERDR_SESSION"),
+            socket_env: std::env::var_os("HERDR_SOCKET_PATH")
                 .filter(|s| !s.is_empty())
                 .map(PathBuf::from),
-            std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
-            std::env::var_os("HOME").map(PathBuf::from),
-        );
+            session_env: named("HERDR_SESSION"),
+            xdg_config: std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        });
         Client {
             binary,
             session,
@@ -160,6 +177,7 @@ impl Client {
         let out = run(
             &self.binary,
             &["--version".to_string()],
+            None,
             timeout,
             &self.running,
         )
@@ -192,11 +210,16 @@ impl Client {
     /// JSON on stderr; an exit 1 without one is a transport fault. Exit 2:
     /// a usage error (plain text on stderr).
     pub fn cli(&self, args: &[&str], timeout: Duration) -> Result<Value, Fault> {
-        let mut argv = self.session_args();
-        argv.extend(args.iter().map(|s| s.to_string()));
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let what = args.iter().take(2).cloned().collect::<Vec<_>>().join(" ");
-        let out = run(&self.binary, &argv, timeout, &self.running)
-            .map_err(|e| Fault::Transport(format!("herdr {what}: {e}")))?;
+        let out = run(
+            &self.binary,
+            &argv,
+            Some(&self.socket),
+            timeout,
+            &self.running,
+        )
+        .map_err(|e| Fault::Transport(format!("herdr {what}: {e}")))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         match out.code {
@@ -244,6 +267,42 @@ impl Client {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, Fault> {
+        let again = HEDGED.contains(&method).then(|| params.clone());
+        let mut reader = self.send(method, params, timeout)?;
+        // herdr sleeps 100 ms on a connection whose request it read before
+        // it arrived (a preempted writer): a read-only request not answered
+        // soon is sent once more, and the first answer is taken.
+        if let Some(params) = again
+            && !answered_within(reader.get_ref(), HEDGE_AFTER)
+            && let Ok(second) = self.send(method, params, timeout)
+        {
+            reader = first_answered(reader, second, timeout);
+        }
+        let v = read_answer(&mut reader, method)?;
+        if let Some(f) = error_value(&v) {
+            return Err(f);
+        }
+        match v.get("result") {
+            Some(r) => Ok(r.clone()),
+            None => Err(Fault::Transport(format!(
+                "herdr answered {method} with neither result nor error"
+            ))),
+        }
+    }
+
+    /// Connect and write one request; the connection, to read answers from.
+    fn send(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<BufReader<UnixStream>, Fault> {
+        // The line is ready before connecting and written at once: herdr
+        // reads a new connection without blocking and sleeps 100 ms when the
+        // request has not arrived yet.
+        let id = format!("drover:{}", REQUEST_IDS.fetch_add(1, Ordering::Relaxed));
+        let mut line = json!({"id": id, "method": method, "params": params}).to_string();
+        line.push('\n');
         let mut stream = UnixStream::connect(&self.socket).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => Fault::Herdr {
                 code: "server_not_running".into(),
@@ -254,43 +313,27 @@ impl Client {
                 self.socket.display()
             )),
         })?;
-        let io = |e: std::io::Error| match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                Fault::Transport(format!(
-                    "herdr did not answer {method} within {} ms",
-                    timeout.as_millis()
-                ))
-            }
-            _ => Fault::Transport(format!("herdr {method}: {e}")),
-        };
-        stream.set_read_timeout(Some(timeout)).map_err(io)?;
-        stream.set_write_timeout(Some(timeout)).map_err(io)?;
-        let id = format!("drover:{}", REQUEST_IDS.fetch_add(1, Ordering::Relaxed));
-        let mut line = json!({"id": id, "method": method, "params": params}).to_string();
-        line.push('\n');
-        stream.write_all(line.as_bytes()).map_err(io)?;
-        let mut reader = BufReader::new(stream.take(MAX_REPLY));
-        let mut answer = String::new();
-        reader.read_line(&mut answer).map_err(io)?;
-        if answer.trim().is_empty() {
-            return Err(Fault::Transport(format!(
-                "herdr closed the connection without answering {method}"
-            )));
-        }
-        let v: Value = serde_json::from_str(answer.trim()).map_err(|_| {
-            Fault::Transport(format!(
-                "herdr answered {method} with something that is not JSON"
-            ))
-        })?;
+        let io = io_fault(method, timeout);
+        stream.set_write_timeout(Some(timeout)).map_err(&io)?;
+        stream.write_all(line.as_bytes()).map_err(&io)?;
+        stream.set_read_timeout(Some(timeout)).map_err(&io)?;
+        Ok(BufReader::new(stream))
+    }
+
+    /// `events.subscribe` with `subscriptions`: once herdr confirmed it, the
+    /// events as they come (herdr keeps the connection open).
+    pub fn subscribe(&self, subscriptions: Value) -> Result<Subscription, Fault> {
+        let method = "events.subscribe";
+        let mut reader = self.send(
+            method,
+            json!({ "subscriptions": subscriptions }),
+            super::REQUEST_TIMEOUT,
+        )?;
+        let v = read_answer(&mut reader, method)?;
         if let Some(f) = error_value(&v) {
             return Err(f);
         }
-        match v.get("result") {
-            Some(r) => Ok(r.clone()),
-            None => Err(Fault::Transport(format!(
-                "herdr answered {method} with neither result nor error"
-            ))),
-        }
+        Ok(Subscription::new(reader))
     }
 }
 
@@ -339,10 +382,13 @@ struct Output {
 }
 
 /// Run a command with no stdin, collecting its output; past `timeout` its
-/// process group (its own) is killed and the call fails.
+/// process group (its own) is killed and the call fails. With `socket`, the
+/// CLI is pointed at it by `$HERDR_SOCKET_PATH` (and `$HERDR_SESSION` is
+/// dropped), so CLI calls and socket requests reach the same server.
 fn run(
     binary: &Path,
     args: &[String],
+    socket: Option<&Path>,
     timeout: Duration,
     running: &Mutex<Option<HashSet<u32>>>,
 ) -> Result<Output, String> {
@@ -352,7 +398,11 @@ fn run(
     let Some(pids) = held.as_mut() else {
         return Err("the supervisor is stopping".into());
     };
-    let child = Command::new(binary)
+    let mut cmd = Command::new(binary);
+    if let Some(s) = socket {
+        cmd.env("HERDR_SOCKET_PATH", s).env_remove("HERDR_SESSION");
+    }
+    let child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -404,27 +454,42 @@ mod tests {
 
     #[test]
     fn socket_path_follows_herdrs_order() {
-        let home = Some(PathBuf::from("/h"));
+        let base = SocketLookup {
+            home: Some(PathBuf::from("/h")),
+            ..SocketLookup::default()
+        };
+        let path = |l: SocketLookup| socket_path(l).0;
         assert_eq!(
-            socket_path(None, None, None, home.clone()),
+            path(base.clone()),
             PathBuf::from("/h/.config/herdr/herdr.sock")
         );
+        let env_session = SocketLookup {
+            session_env: Some("env".into()),
+            xdg_config: Some("/x".into()),
+            ..base.clone()
+        };
         assert_eq!(
-            socket_path(
-                None,
-                Some("/s.sock".into()),
-                Some("/x".into()),
-                home.clone()
+            socket_path(env_session.clone()),
+            (
+                PathBuf::from("/x/herdr/sessions/env/herdr.sock"),
+                Some("env".into())
             ),
-            PathBuf::from("/s.sock")
+            "HERDR_SESSION is honoured, as herdr does"
+        );
+        let socket_env = SocketLookup {
+            socket_env: Some("/s.sock".into()),
+            ..env_session
+        };
+        assert_eq!(
+            path(socket_env.clone()),
+            PathBuf::from("/s.sock"),
+            "HERDR_SOCKET_PATH beats HERDR_SESSION"
         );
         assert_eq!(
-            socket_path(
-                Some("work"),
-                Some("/s.sock".into()),
-                Some("/x".into()),
-                home
-            ),
+            path(SocketLookup {
+                session: Some("work".into()),
+                ..socket_env
+            }),
             PathBuf::from("/x/herdr/sessions/work/herdr.sock")
         );
     }

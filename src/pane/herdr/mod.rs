@@ -8,13 +8,16 @@
 //! classifier and barriers are the same code as for every other backend;
 //! `agent wait` adds herdr's own reading of the agent's state.
 
+mod agent;
 mod client;
 mod keys;
 mod pane;
 mod state;
+mod stream;
+mod tty;
 mod watch;
 
-pub use client::{Client, Fault, MIN_VERSION, parse_version, socket_path};
+pub use client::{Client, Fault, MIN_VERSION, SocketLookup, parse_version, socket_path};
 pub use keys::herdr_key;
 pub use pane::HerdrPane;
 
@@ -194,6 +197,13 @@ impl HerdrHost {
         place: &Place,
     ) -> Result<Created, PaneError> {
         self.check()?;
+        // herdr starts a pane whose cwd does not exist in $HOME instead:
+        // drover checks it (again on respawn: it may have gone since).
+        let cwd = match &spec.cwd {
+            Some(c) if !c.is_dir() => return Err(PaneError::MissingCwd(c.clone())),
+            Some(c) => Some(std::path::absolute(c).unwrap_or_else(|_| c.clone())),
+            None => None,
+        };
         let marker = crate::pane::reap::marker(&spec.name, generation, created_at);
         let mut env = serde_json::Map::new();
         for (k, v) in &spec.env {
@@ -216,7 +226,7 @@ impl HerdrHost {
                 "env": env,
             }),
         };
-        if let Some(cwd) = &spec.cwd {
+        if let Some(cwd) = &cwd {
             params["cwd"] = Value::String(cwd.to_string_lossy().into_owned());
         }
         let spawn_err = |message: String| PaneError::Spawn {
@@ -451,27 +461,36 @@ fn find_shell(entry: &[u8]) -> Option<u32> {
 
 /// Wait until the shell `pid` has exec'd the wrapper (its argv names the
 /// status file), or the wrapper has already run the command to its end
-/// (the status file is there). False when neither happened in time.
+/// (the status file is there). False when neither happened in time, or the
+/// shell ended first.
 fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
     let needle = status_file.as_os_str().as_encoded_bytes();
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_millis(2);
     loop {
-        let running = match std::fs::read(format!("/proc/{pid}/cmdline")) {
-            Ok(c) if c.split(|b| *b == 0).any(|a| a == needle) => return true,
-            Ok(c) => !c.is_empty(),
-            Err(_) => false,
-        };
-        if status_file.exists() {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+        if cmdline
+            .as_ref()
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle))
+            || status_file.exists()
+        {
             return true;
         }
-        if !running || Instant::now() >= deadline {
+        // An empty argv is a process in the middle of exec (or a zombie):
+        // only the process's state tells them apart.
+        if !shell_runs(pid) || Instant::now() >= deadline {
             // Gone (or a zombie): it may have written the status just now.
             return status_file.exists();
         }
         std::thread::sleep(delay);
         delay = (delay * 2).min(Duration::from_millis(50));
     }
+}
+
+/// Whether `pid` is still a live process (not gone, not a zombie): a shell
+/// whose argv reads empty while it execs the wrapper still runs.
+fn shell_runs(pid: u32) -> bool {
+    crate::pane::procfs::stat(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X' | 'x'))
 }
 
 #[cfg(test)]

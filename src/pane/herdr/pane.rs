@@ -40,6 +40,10 @@ pub(crate) struct Inner {
     pub(crate) backend_state: Option<String>,
     /// drover is ending the process (its exit is a kill).
     pub(crate) stopping: bool,
+    /// The command the wrapper runs (its child), once found: the shell
+    /// of a shell pane, whose process group holding the terminal means
+    /// idle at its prompt (the wrapper's never does once bash runs).
+    pub(crate) command_pid: Option<u32>,
 }
 core_fields!(Inner);
 
@@ -84,6 +88,7 @@ impl HerdrPane {
                 transport: None,
                 backend_state: None,
                 stopping: false,
+                command_pid: None,
             }),
             cv: Condvar::new(),
             events,
@@ -96,11 +101,12 @@ impl HerdrPane {
         &self.name
     }
 
-    /// Draw `text` (a `pane read`) into the screen when it changed.
-    pub(crate) fn show(&self, generation: u64, text: String) {
+    /// Draw `text` (a `pane read`) into the screen when it changed; true
+    /// when it did.
+    pub(crate) fn show(&self, generation: u64, text: String) -> bool {
         let mut g = lock(&self.inner);
         if g.generation != generation {
-            return;
+            return false;
         }
         let changed = g.last_text.as_deref() != Some(text.as_str());
         let cleared = g.transport.take().is_some();
@@ -120,6 +126,7 @@ impl HerdrPane {
         } else if changed {
             self.events.output();
         }
+        changed
     }
 
     /// herdr shows a new terminal title: it goes into the screen model as
@@ -195,6 +202,8 @@ impl HerdrPane {
         Ok((g.pane_id.clone(), g.spec.agent.clone()))
     }
 
+    /// Text as a paste: `pane.send_input` brackets it when the app enabled
+    /// bracketed paste (`pane.send_text` writes the bytes raw).
     fn send_plain(&self, pane_id: &str, text: &str) -> Result<(), PaneError> {
         if text.is_empty() {
             return Ok(());
@@ -202,7 +211,7 @@ impl HerdrPane {
         self.host
             .client()
             .request(
-                "pane.send_text",
+                "pane.send_input",
                 json!({"pane_id": pane_id, "text": text}),
                 REQUEST_TIMEOUT,
                 true,
@@ -279,7 +288,20 @@ impl PaneBackend for HerdrPane {
         lock(&self.inner).info(&self.name, Backend::Herdr)
     }
     fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
-        lock(&self.inner).with_screen(f)
+        let mut g = lock(&self.inner);
+        let command = g.command_pid;
+        // The pane's shell is the wrapper's command: an interactive bash
+        // takes a process group of its own under the wrapper.
+        g.with_screen(&mut |screen, meta| match command {
+            Some(pid) => f(
+                screen,
+                &ScreenMeta {
+                    pid,
+                    ..meta.clone()
+                },
+            ),
+            None => f(screen, meta),
+        })
     }
     fn generation(&self) -> u64 {
         lock(&self.inner).generation
@@ -403,6 +425,7 @@ impl PaneBackend for HerdrPane {
             g.transport = None;
             g.backend_state = None;
             g.stopping = false;
+            g.command_pid = None;
             g.started_at_ms = crate::paths::now_ms();
             g.started = Instant::now();
             g.last_output = Instant::now();

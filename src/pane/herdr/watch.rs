@@ -1,6 +1,6 @@
 //! The threads of one herdr pane generation: the screen reader (`pane
-//! read`), the exit watcher (the wrapper's pidfd, then its status file) and
-//! the agent watcher (`agent wait`, always with `--until` and `--timeout`).
+//! read`, woken by writes to the pane's terminal), the exit watcher (the
+//! wrapper's pidfd, then its status file) and the agent watcher (`agent.rs`).
 //! Each ends when its generation is over or the pane is dropped.
 
 use super::pane::{HerdrPane, lock};
@@ -10,19 +10,12 @@ use serde_json::json;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-/// How often the screen is read while the pane runs (herdr itself polls
-/// its agents every 100–300 ms).
+/// How a read's transport error begins when herdr could not be reached.
+const UNREACHABLE: &str = "herdr unreachable";
+/// Reads back off from this …
 pub const READ_EVERY: Duration = Duration::from_millis(100);
-/// Reads back off to this while herdr cannot be reached …
+/// … to this while herdr cannot be reached.
 const READ_BACKOFF_MAX: Duration = Duration::from_secs(2);
-/// `--timeout` of one `agent wait`, in ms.
-pub const AGENT_WAIT_MS: u64 = 10_000;
-/// Beyond `--timeout`, how long the `agent wait` CLI may take to answer.
-const AGENT_WAIT_SLACK: Duration = Duration::from_secs(3);
-/// The agent watcher backs off from this …
-const AGENT_BACKOFF_FIRST: Duration = Duration::from_millis(500);
-/// … to this while herdr sees no agent or cannot be reached.
-const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// After the exit, how long the status file may take to appear.
 const STATUS_WAIT: Duration = Duration::from_millis(500);
 /// After the command ended, how long herdr may take to show the wrapper's
@@ -30,8 +23,6 @@ const STATUS_WAIT: Duration = Duration::from_millis(500);
 const FINAL_READ_WAIT: Duration = Duration::from_secs(1);
 /// How long the wrapper may take to start the command (its child).
 const COMMAND_FIND_TIMEOUT: Duration = Duration::from_secs(5);
-/// Every state `agent wait` knows.
-const STATES: [&str; 5] = ["idle", "working", "blocked", "done", "unknown"];
 
 /// Start the threads of `generation`.
 pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
@@ -48,11 +39,14 @@ pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
     );
     spawn("read", Box::new(move || reader(w1, generation)));
     spawn("exit", Box::new(move || exit_watcher(w2, generation)));
-    spawn("agent", Box::new(move || agent_watcher(w3, generation)));
+    spawn(
+        "agent",
+        Box::new(move || super::agent::watch(w3, generation)),
+    );
 }
 
 /// The generation's pane id while the generation is current and running.
-fn current(pane: &HerdrPane, generation: u64) -> Option<(String, bool)> {
+pub(super) fn current(pane: &HerdrPane, generation: u64) -> Option<(String, bool)> {
     let g = lock(&pane.inner);
     (g.generation == generation).then(|| (g.pane_id.clone(), g.exit.is_some()))
 }
@@ -85,11 +79,47 @@ pub(super) fn title(pane: &HerdrPane, pane_id: &str) -> Result<Option<String>, F
     Ok(r["pane"]["terminal_title"].as_str().map(String::from))
 }
 
+/// How the reader learns the pane may have changed.
+enum Wake {
+    /// inotify on the pane's terminal (see `tty.rs`).
+    Tty(super::tty::TtyWatch),
+    /// No terminal to watch (not found, or inotify refused): polling,
+    /// faster after a change, slower while nothing changes.
+    Poll,
+}
+
+/// The screen reader: woken by writes to the pane's terminal (or polling
+/// without one), it reads the screen and the title from herdr.
 fn reader(weak: Weak<HerdrPane>, generation: u64) {
-    let mut delay = READ_EVERY;
-    let mut revision: Option<u64> = None;
+    let wake = match weak.upgrade().map(|p| lock(&p.inner).pid) {
+        Some(pid) => match super::tty::tty_of(pid).and_then(|t| super::tty::TtyWatch::new(&t)) {
+            Some(w) => Wake::Tty(w),
+            None => {
+                tracing::debug!(pid, "herdr pane's terminal not watchable; polling it");
+                Wake::Poll
+            }
+        },
+        None => return,
+    };
+    let mut pace = Pace::new(matches!(wake, Wake::Tty(_)));
+    let mut last_read: Option<std::time::Instant> = None;
     loop {
-        std::thread::sleep(delay);
+        let woken = match &wake {
+            Wake::Tty(w) => w.wait(pace.timeout()),
+            Wake::Poll => {
+                std::thread::sleep(pace.timeout());
+                false
+            }
+        };
+        if woken {
+            // Let herdr take in the write (and a burst coalesce); reads
+            // are at most every MIN_GAP while writes keep coming.
+            let gap = last_read.map_or(MIN_GAP, |t| MIN_GAP.saturating_sub(t.elapsed()));
+            std::thread::sleep(SETTLE.max(gap));
+            if let Wake::Tty(w) = &wake {
+                w.drain();
+            }
+        }
         let Some(p) = weak.upgrade() else { return };
         let Some((pane_id, exited)) = current(&p, generation) else {
             return;
@@ -97,30 +127,28 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
         if exited {
             return;
         }
+        last_read = Some(std::time::Instant::now());
         match read(&p, &pane_id) {
-            Ok((text, rev)) => {
-                // The title only when herdr's pane changed (or no revision).
-                let t = if rev.is_none() || rev != revision {
-                    title(&p, &pane_id).ok().flatten()
-                } else {
-                    None
-                };
-                revision = rev;
-                if let Some(t) = t.filter(|t| t != super::EXITED_TITLE) {
+            Ok((text, _)) => {
+                // pane.read's revision is always 0 on herdr 0.8; pane.get
+                // has the title (and counts its changes) — asked each time.
+                if let Ok(Some(t)) = title(&p, &pane_id)
+                    && t != super::EXITED_TITLE
+                {
                     p.set_title(generation, t);
                 }
-                p.show(generation, text);
-                delay = READ_EVERY;
+                let changed = p.show(generation, text);
+                pace.read(changed, woken);
             }
             Err(f) if f.is_transport() => {
                 tracing::debug!(pane = %p.name_str(), error = %f, "herdr pane read failed");
                 p.set_transport(
                     generation,
                     Some(format!(
-                        "herdr unreachable ({f}); drover reads again when it answers"
+                        "{UNREACHABLE} ({f}); drover reads again when it answers"
                     )),
                 );
-                delay = (delay * 2).min(READ_BACKOFF_MAX);
+                pace.failed();
             }
             Err(f) => {
                 // herdr answered but has no such pane (closed in herdr):
@@ -131,9 +159,70 @@ fn reader(weak: Weak<HerdrPane>, generation: u64) {
                         Some(format!("herdr no longer shows pane {pane_id} ({f})")),
                     );
                 }
-                delay = (delay * 2).min(READ_BACKOFF_MAX);
+                pace.failed();
             }
         }
+    }
+}
+
+/// After a write to the terminal, how long herdr gets to take it in
+/// before the read (herdr parses a pane's output as it arrives).
+const SETTLE: Duration = Duration::from_millis(2);
+/// The least time between two reads while writes keep coming.
+const MIN_GAP: Duration = Duration::from_millis(10);
+/// After a write or a change, the screen is read again this soon even
+/// without another write, doubling up to [`RECHECK_LAST`]: herdr may not
+/// have drawn all of a write at the first read (its PTY reader and the
+/// request run on threads of their own), and a frame missed then would
+/// wait for the next write.
+const RECHECK_FIRST: Duration = Duration::from_millis(5);
+const RECHECK_LAST: Duration = Duration::from_millis(160);
+/// With a watched terminal, the reads while nothing is written start here
+/// and double up to [`QUIET_MAX`] (they catch what no write shows: the
+/// line discipline's echo, herdr's own redraws).
+const QUIET_FIRST: Duration = Duration::from_millis(250);
+const QUIET_MAX: Duration = Duration::from_secs(30);
+/// Without one, polling starts at [`POLL_MIN`] after a change and doubles
+/// to [`POLL_MAX`] while nothing changes.
+const POLL_MIN: Duration = Duration::from_millis(20);
+const POLL_MAX: Duration = Duration::from_millis(500);
+
+/// When the reader reads next: a pure function of what the last reads saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pace {
+    watched: bool,
+    next: Duration,
+}
+
+impl Pace {
+    pub(super) fn new(watched: bool) -> Self {
+        Pace {
+            watched,
+            next: if watched { RECHECK_FIRST } else { POLL_MIN },
+        }
+    }
+
+    /// How long to wait (for a write, or outright) before the next read.
+    pub(super) fn timeout(&self) -> Duration {
+        self.next
+    }
+
+    /// A read answered; `changed` whether the screen changed, `woken`
+    /// whether a write woke it.
+    pub(super) fn read(&mut self, changed: bool, woken: bool) {
+        self.next = match (self.watched, changed || woken) {
+            (true, true) => RECHECK_FIRST,
+            (true, false) if self.next < RECHECK_LAST => self.next * 2,
+            (true, false) if self.next < QUIET_FIRST => QUIET_FIRST,
+            (true, false) => (self.next * 2).min(QUIET_MAX),
+            (false, _) if changed => POLL_MIN,
+            (false, _) => (self.next * 2).min(POLL_MAX),
+        };
+    }
+
+    /// herdr could not be reached: back off.
+    pub(super) fn failed(&mut self) {
+        self.next = (self.next * 2).clamp(READ_EVERY, READ_BACKOFF_MAX);
     }
 }
 
@@ -216,7 +305,14 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
         None => return,
     };
     let wrapper = pidfd_open(pid);
-    let command = find_command(pid, &status_file).and_then(pidfd_open);
+    let child = find_command(pid, &status_file);
+    if let (Some(c), Some(p)) = (child, weak.upgrade()) {
+        let mut g = lock(&p.inner);
+        if g.generation == generation {
+            g.command_pid = Some(c);
+        }
+    }
+    let command = child.and_then(pidfd_open);
     let fds: Vec<_> = wrapper.into_iter().chain(command).collect();
     if !fds.is_empty() && !wait_end(&weak, generation, &fds) {
         return;
@@ -240,7 +336,28 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    p.record_exit(generation, exit_info(status, stopping));
+    let info = exit_info(status, stopping);
+    // `herdr server stop` (or a herdr that died) ends its panes with SIGHUP:
+    // that is herdr going away, not the command's own end.
+    // (herdr answers `ping` for a while as it shuts down: a read that
+    // already failed says it too.)
+    if !stopping
+        && info.signal.as_deref() == Some(crate::pane::core::signal_name(1).as_str())
+        && (lock(&p.inner)
+            .transport
+            .as_deref()
+            .is_some_and(|t| t.starts_with(UNREACHABLE))
+            || p.host
+                .client()
+                .request("ping", json!({}), REQUEST_TIMEOUT, false)
+                .is_err_and(|f| f.is_transport()))
+    {
+        p.set_transport(
+            generation,
+            Some("herdr's server went away (it ended the pane with SIGHUP)".into()),
+        );
+    }
+    p.record_exit(generation, info);
     // The wrapper may go (and herdr close the pane).
     let seen = super::seen_file(&status_file);
     if is_leader(pid)
@@ -293,56 +410,6 @@ pub(super) fn exit_info(status: Option<i32>, killed: bool) -> ExitInfo {
     }
 }
 
-/// Follow herdr's own reading of the agent: each `agent wait` waits for any
-/// state but the last one seen (so it never returns at once twice).
-fn agent_watcher(weak: Weak<HerdrPane>, generation: u64) {
-    let mut last: Option<String> = None;
-    let mut delay = AGENT_BACKOFF_FIRST;
-    loop {
-        let Some(p) = weak.upgrade() else { return };
-        let Some((pane_id, exited)) = current(&p, generation) else {
-            return;
-        };
-        if exited || lock(&p.inner).spec.agent == "shell" {
-            return;
-        }
-        let client = p.host.client().clone();
-        drop(p);
-        let timeout = AGENT_WAIT_MS.to_string();
-        let mut args = vec!["agent", "wait", pane_id.as_str()];
-        for s in STATES.iter().filter(|s| last.as_deref() != Some(**s)) {
-            args.extend(["--until", s]);
-        }
-        args.extend(["--timeout", timeout.as_str()]);
-        let answer = client.cli(
-            &args,
-            Duration::from_millis(AGENT_WAIT_MS) + AGENT_WAIT_SLACK,
-        );
-        let Some(p) = weak.upgrade() else { return };
-        match answer {
-            Ok(v) => {
-                let state = v["result"]["agent"]["agent_status"]
-                    .as_str()
-                    .map(String::from);
-                p.set_backend_state(generation, state.clone());
-                last = state;
-                delay = AGENT_BACKOFF_FIRST;
-                continue;
-            }
-            // A healthy answer: nothing changed within the timeout.
-            Err(f) if f.code() == Some("timeout") => continue,
-            Err(f) => {
-                tracing::debug!(pane = %p.name_str(), error = %f, "herdr agent wait");
-                p.set_backend_state(generation, None);
-                last = None;
-            }
-        }
-        drop(p);
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(AGENT_BACKOFF_MAX);
-    }
-}
-
 /// Bytes that draw `text` (rows separated by `\n`) on a screen of `size`:
 /// each row at its place, erased first; the bottom rows when there are
 /// more than fit (the footers detection reads are there).
@@ -379,6 +446,39 @@ mod tests {
         s.process(&draw("toolong\n\x1b[31mx", (4, 3)));
         assert_eq!(s.rows()[0], "tool");
         assert_eq!(s.rows()[1], "[31m");
+    }
+
+    #[test]
+    fn reads_follow_writes_and_slow_down_while_quiet() {
+        let mut p = Pace::new(true);
+        p.read(true, true);
+        assert_eq!(p.timeout(), RECHECK_FIRST, "a change is read again soon");
+        p.read(false, false);
+        assert_eq!(p.timeout(), RECHECK_FIRST * 2);
+        while p.timeout() < RECHECK_LAST {
+            p.read(false, false);
+        }
+        p.read(false, false);
+        assert_eq!(p.timeout(), QUIET_FIRST, "then rarely");
+        for _ in 0..10 {
+            p.read(false, false);
+        }
+        assert_eq!(p.timeout(), QUIET_MAX, "an idle pane is read rarely");
+        p.read(false, true);
+        assert_eq!(
+            p.timeout(),
+            RECHECK_FIRST,
+            "a write that showed nothing yet is read again soon"
+        );
+        let mut p = Pace::new(false);
+        for _ in 0..10 {
+            p.read(false, false);
+        }
+        assert_eq!(p.timeout(), POLL_MAX);
+        p.read(true, false);
+        assert_eq!(p.timeout(), POLL_MIN, "polling speeds up after a change");
+        p.failed();
+        assert!(p.timeout() >= READ_EVERY);
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! The fake herdr server the herdr tests run against (`tests/support/fake-herdr`,
-//! which follows docs/herdr.md), and helpers shared by the herdr suites.
+//! The herdr servers the herdr tests run against — the real herdr when one
+//! is installed (`$DROVER_HERDR`, `herdr` on PATH, or the cache
+//! `scripts/install-herdr.sh` fills), else the fake in
+//! `tests/support/fake-herdr` (which follows docs/herdr.md and the real
+//! facts), kept on its own for the faults a real server cannot be made to
+//! produce — and helpers shared by the herdr suites.
 #![allow(dead_code)]
 
 use super::common::*;
@@ -9,6 +13,185 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 pub const LONG: Duration = Duration::from_secs(60);
+
+/// Why a real-herdr test is ignored by plain `cargo test`.
+pub const NEEDS_HERDR: &str =
+    "needs the real herdr 0.8.2: scripts/install-herdr.sh, or DROVER_HERDR / herdr on PATH";
+
+/// A herdr server a test's supervisor talks to.
+pub trait Server {
+    /// The env a supervisor (and the herdr CLI) needs to reach it.
+    fn env(&self) -> Vec<(&'static str, std::ffi::OsString)>;
+    /// Every CLI call and request it saw (the fake only).
+    fn log(&self) -> Option<Vec<Value>>;
+    /// Whether it is the real herdr.
+    fn is_real(&self) -> bool;
+    /// The herdr CLI (real or fake) bound to this server.
+    fn cli(&self, args: &[&str]) -> Output {
+        let bin = self
+            .env()
+            .into_iter()
+            .find(|(k, _)| *k == "DROVER_HERDR")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(fake_bin);
+        Command::new(bin)
+            .args(args)
+            .envs(self.env())
+            .output()
+            .unwrap()
+    }
+}
+
+impl<T: Server + ?Sized> Server for Box<T> {
+    fn env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        (**self).env()
+    }
+    fn log(&self) -> Option<Vec<Value>> {
+        (**self).log()
+    }
+    fn is_real(&self) -> bool {
+        (**self).is_real()
+    }
+}
+
+/// The real herdr binary, when one is installed: `$DROVER_HERDR`, else
+/// `herdr` on PATH, else `<cache>/drover/herdr/0.8.2/herdr` (where
+/// `scripts/install-herdr.sh` puts it).
+pub fn real_bin() -> Option<PathBuf> {
+    let runs = |p: &std::path::Path| {
+        p != fake_bin()
+            && Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"herdr "))
+    };
+    if let Some(p) = std::env::var_os("DROVER_HERDR").map(PathBuf::from) {
+        return runs(&p).then_some(p);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join("herdr"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let cache = std::env::var_os("DROVER_HERDR_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("drover/herdr"))
+        })
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/drover/herdr")));
+    let cached = cache.map(|c| c.join("0.8.2/herdr"));
+    on_path
+        .into_iter()
+        .chain(cached)
+        .find(|p| p.is_file() && runs(p))
+}
+
+/// The real herdr when installed, else the fake: for the suites that hold
+/// on both.
+pub fn herdr() -> Box<dyn Server> {
+    match real_bin() {
+        Some(bin) => Box::new(Real::start(&bin)),
+        None => Box::new(Fake::start()),
+    }
+}
+
+/// A real herdr server (`herdr server`, headless) on a private socket with
+/// its own config and state dirs; stopped when dropped.
+pub struct Real {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    server: Option<Child>,
+}
+
+impl Real {
+    /// Start the installed real herdr; a test that needs one fails here,
+    /// naming what to install, when there is none.
+    pub fn require() -> Real {
+        let bin = real_bin().unwrap_or_else(|| panic!("{NEEDS_HERDR}"));
+        Real::start(&bin)
+    }
+
+    pub fn start(bin: &std::path::Path) -> Real {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("herdr-home");
+        std::fs::create_dir_all(home.join("config/herdr")).unwrap();
+        std::fs::create_dir_all(home.join("state")).unwrap();
+        std::fs::write(
+            home.join("config/herdr/config.toml"),
+            "[update]\nversion_check = false\nmanifest_check = false\n",
+        )
+        .unwrap();
+        use std::os::unix::process::CommandExt;
+        let log = std::fs::File::create(home.join("server.log")).unwrap();
+        let mut r = Real {
+            server: None,
+            bin: bin.to_path_buf(),
+            dir,
+        };
+        let child = Command::new(bin)
+            .arg("server")
+            .envs(r.env())
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_STATE_HOME", home.join("state"))
+            // bash's startup files can be slow; the panes' shell is sh.
+            .env("SHELL", "/bin/sh")
+            .env_remove("HERDR_SESSION")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        r.server = Some(child);
+        let up = wait_until(LONG, || r.cli(&["pane", "list"]).status.success());
+        assert!(
+            up,
+            "the real herdr did not answer on {}",
+            r.socket().display()
+        );
+        r
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("herdr.sock")
+    }
+
+    /// `herdr server stop`: herdr ends its panes with SIGHUP.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.server.take() {
+            let _ = self.cli(&["server", "stop"]);
+            if !wait_until(Duration::from_secs(10), || {
+                c.try_wait().ok().flatten().is_some()
+            }) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+impl Server for Real {
+    fn env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        vec![
+            ("HERDR_SOCKET_PATH", self.socket().into()),
+            ("DROVER_HERDR", self.bin.clone().into()),
+        ]
+    }
+    fn log(&self) -> Option<Vec<Value>> {
+        None
+    }
+    fn is_real(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for Real {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
 
 /// One fake herdr server on a private socket; killed when dropped.
 pub struct Fake {
@@ -89,21 +272,33 @@ impl Fake {
     }
 }
 
+impl Server for Fake {
+    fn env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        Fake::env(self)
+    }
+    fn log(&self) -> Option<Vec<Value>> {
+        Some(Fake::log(self))
+    }
+    fn is_real(&self) -> bool {
+        false
+    }
+}
+
 impl Drop for Fake {
     fn drop(&mut self) {
         self.stop();
     }
 }
 
-/// A supervisor whose herdr is `fx`: started with the fake's env.
-pub fn drover(fx: &Fake) -> Drover {
+/// A supervisor whose herdr is `fx`: started with its env.
+pub fn drover(fx: &(impl Server + ?Sized)) -> Drover {
     let d = Drover::new();
     serve(&d, fx);
     d
 }
 
-/// Start `d`'s supervisor (again) with the fake's env.
-pub fn serve(d: &Drover, fx: &Fake) {
+/// Start `d`'s supervisor (again) with `fx`'s env.
+pub fn serve(d: &Drover, fx: &(impl Server + ?Sized)) {
     let out = d
         .cmd()
         .envs(fx.env())

@@ -24,6 +24,7 @@ mod herdr_attach;
 mod herdr_backend;
 mod herdr_common;
 mod herdr_panes;
+mod herdr_real;
 mod hygiene_input_exec;
 mod hygiene_procs;
 mod hygiene_socket;

@@ -2,10 +2,10 @@
 //! first ran on it, and what only a real server shows (its own process
 //! rules, `herdr server stop`). Ignored by plain `cargo test` (they need
 //! herdr: `scripts/install-herdr.sh`, or `DROVER_HERDR` / `herdr` on PATH);
-//! run them with `cargo test --test herdr_real -- --ignored`.
+//! run them with `cargo test --test it herdr_real:: -- --ignored`.
 
-mod common;
-mod herdr_common;
+use crate::common;
+use crate::herdr_common;
 use common::*;
 use herdr_common::*;
 use serde_json::Value;
@@ -236,4 +236,46 @@ fn herdr_real_function_keys_reach_the_app() {
     d.wait_text("fk", "raw-now", LONG);
     d.ok(&["pane", "keys", "fk", "F1"]);
     d.wait_text("fk", "033   O   P", LONG);
+}
+
+/// Guards the install: a binary whose sha256 is not the pinned one, or a
+/// `.sha256` beside it that disagrees with the pin, is not installed.
+#[test]
+fn install_herdr_refuses_a_binary_that_is_not_the_pinned_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let gz = src.join("herdr-0.8.2-x86_64-linux-gnu.gz");
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "printf '#!/bin/sh\\necho herdr 0.8.2\\n' | gzip > '{}'",
+            gz.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install-herdr.sh");
+    let install = || {
+        std::process::Command::new(script)
+            .arg(&src)
+            .env("DROVER_HERDR_DIR", tmp.path().join("cache"))
+            .output()
+            .unwrap()
+    };
+    let out = install();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not installed"));
+    std::fs::write(
+        src.join("herdr-0.8.2-x86_64-linux-gnu.sha256"),
+        format!("{}  x\n", "0".repeat(64)),
+    )
+    .unwrap();
+    let out = install();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the pinned"));
+    assert!(
+        !tmp.path().join("cache/0.8.2/herdr").exists(),
+        "nothing installed"
+    );
 }

@@ -113,10 +113,7 @@ fn unwrap_emphasis(line: &str) -> &str {
     let mut t = line;
     'peel: loop {
         for mark in ["**", "__", "*", "_", "`"] {
-            let Some(inner) = t
-                .strip_prefix(mark)
-                .and_then(|r| r.strip_suffix(mark))
-            else {
+            let Some(inner) = t.strip_prefix(mark).and_then(|r| r.strip_suffix(mark)) else {
                 continue;
             };
             if mark == "`" && inner.contains('`') {

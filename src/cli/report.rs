@@ -60,13 +60,13 @@ pub fn run(cmd: ReportCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("{doc:#}");
     } else if !ctx.quiet {
         println!(
-            "{} report for job {} written to {}:",
-            if w.replaced {
-                "replaced the"
-            } else {
-                "wrote the"
-            },
+            "report for job {} {} {}:",
             w.job_id,
+            if w.replaced {
+                "replaced at"
+            } else {
+                "written to"
+            },
             w.path.display()
         );
         println!(

@@ -63,6 +63,21 @@ pub fn example(expect: &Expect<'_>, files: &[&str]) -> String {
     .to_string()
 }
 
+/// Whether the policy can take the report as this attempt's finished
+/// account (pure): it parses, is `finalized`, names the attempt and
+/// session, and declares only side effects that can be checked. Unknown
+/// extra fields do not stop it counting.
+pub fn counts(bytes: &[u8], expect: &Expect<'_>) -> bool {
+    let Ok(r) = serde_json::from_slice::<crate::shadow::report::Report>(bytes) else {
+        return false;
+    };
+    r.state == FINALIZED
+        && r.attempt_id.as_deref() == Some(expect.attempt_id)
+        && r.session_id.as_deref() == Some(expect.session_id)
+        && r.declared()
+            .is_some_and(|m| m.files.iter().all(|f| !f.is_empty()))
+}
+
 /// Check a report's bytes (pure): every problem, each one sentence naming
 /// the field and what to write instead. Empty when the report fits.
 pub fn check(bytes: &[u8], expect: &Expect<'_>) -> Vec<String> {
@@ -95,11 +110,14 @@ pub fn check(bytes: &[u8], expect: &Expect<'_>) -> Vec<String> {
     }
     match obj.get("outcome") {
         None => {}
-        Some(Value::String(s)) if OUTCOMES.contains(&s.as_str()) => {
-            if s != "done" && !obj.get("reason").is_some_and(|r| r.is_string()) {
-                out.push(format!("an outcome `{s}` needs a `\"reason\": \"…\"`"));
-            }
+        Some(Value::String(s))
+            if s != "done"
+                && OUTCOMES.contains(&s.as_str())
+                && !obj.get("reason").is_some_and(|r| r.is_string()) =>
+        {
+            out.push(format!("an outcome `{s}` needs a `\"reason\": \"…\"`"))
         }
+        Some(Value::String(s)) if OUTCOMES.contains(&s.as_str()) => {}
         Some(other) => out.push(format!(
             "`outcome` must be one of `done`, `failed`, `blocked` (it is `{other}`)"
         )),
@@ -183,6 +201,12 @@ mod tests {
     fn the_example_fits_the_check() {
         let ex = example(&E, &["notes/TASK-1.md"]);
         assert_eq!(check(ex.as_bytes(), &E), Vec::<String>::new());
+        assert!(counts(ex.as_bytes(), &E));
+        let extra = br#"{"attempt_id":"A1","session_id":"implementer","state":"finalized","wu":1,"side_effects":[]}"#;
+        assert!(
+            counts(extra, &E),
+            "an extra field alone does not stop a report counting"
+        );
         let v: Value = serde_json::from_str(&ex).unwrap();
         assert_eq!(v["state"], FINALIZED);
         assert_eq!(v["side_effects"][0]["kind"], "file");
@@ -214,6 +238,7 @@ mod tests {
             "{all}"
         );
         assert_eq!(p.len(), 5, "{all}");
+        assert!(!counts(guess, &E));
     }
 
     #[test]

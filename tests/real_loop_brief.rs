@@ -379,6 +379,13 @@ fn brief_only_model_lands_every_task_on_real_tuis() {
             "no reminder was needed: {}",
             r.why
         );
+        // No permission dialog on either TUI: one would be a question for
+        // the owner or a needs-human stall, never a landing.
+        assert!(
+            !decisions.contains(" question: ") && !decisions.contains(" stall: "),
+            "a lane asked for something: {}",
+            r.why
+        );
         // Both orders: each agent reviewed a task the other implemented.
         let revs: Vec<String> = [
             ("l1-rev-task-1", 1),

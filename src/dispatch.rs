@@ -28,6 +28,28 @@ pub struct DispatchSpec {
     pub autocomplete: bool,
     /// How long to wait for the agent to be ready (default: the supervisor's).
     pub ready_timeout_ms: Option<u64>,
+    /// How the trailer tells the lane to report.
+    pub report_by: ReportBy,
+}
+
+/// How a lane reports, as its trailer says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportBy {
+    /// `drover report done|failed` (spelled `cmd report …`: the program as
+    /// the lane runs it), or by hand the report file, shown as one literal
+    /// example listing `files`.
+    Command { cmd: String, files: Vec<String> },
+    /// A read-only reviewer: its last reply's verdict line is its report.
+    Verdict,
+}
+
+impl Default for ReportBy {
+    fn default() -> Self {
+        ReportBy::Command {
+            cmd: "drover".into(),
+            files: Vec::new(),
+        }
+    }
 }
 
 /// What a dispatch did.
@@ -73,12 +95,57 @@ pub enum DispatchError {
     },
 }
 
-/// The trailer appended to every prompt: what the lane needs to report.
+/// The trailer appended to every prompt: what the lane needs to report,
+/// with the default [`ReportBy`] and session `implementer`.
 pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> String {
-    format!(
-        "\n\n[drover] job={job_id} attempt={attempt_id} nonce={nonce} report={} (when finished, write it with attempt_id, session_id, state and side_effects)",
-        report.display()
+    trailer_for(
+        job_id,
+        attempt_id,
+        nonce,
+        report,
+        "implementer",
+        &ReportBy::default(),
     )
+}
+
+/// The trailer: the `[drover]` line of tokens, then how to report, said
+/// literally (SPEC §11): the command to run, and for an agent that writes
+/// files one complete example of the report with the real values.
+pub fn trailer_for(
+    job_id: &str,
+    attempt_id: &str,
+    nonce: &str,
+    report: &Path,
+    session_id: &str,
+    by: &ReportBy,
+) -> String {
+    let head = format!(
+        "\n\n[drover] job={job_id} attempt={attempt_id} nonce={nonce} report={}",
+        report.display()
+    );
+    match by {
+        ReportBy::Verdict => format!(
+            "{head}\nYou report by the verdict line the brief asks for, as the last line of your last reply."
+        ),
+        ReportBy::Command { cmd, files } => {
+            let files: Vec<&str> = if files.is_empty() {
+                vec!["<a file you changed, relative to the worktree>"]
+            } else {
+                files.iter().map(String::as_str).collect()
+            };
+            let example = crate::report::schema::example(
+                &crate::report::schema::Expect {
+                    attempt_id,
+                    session_id,
+                },
+                &files,
+            );
+            format!(
+                "{head}\nWhen finished, run `{cmd} report done` (or `{cmd} report failed --reason \"<why>\"` if you cannot finish). If you cannot run commands, write {} as this one JSON object, one side_effects entry per file you changed: {example}",
+                report.display()
+            )
+        }
+    }
 }
 
 fn deliver_args(spec: &DispatchSpec, text: &str, nonce: &str) -> Value {
@@ -94,7 +161,14 @@ fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), Dispatch
     let text = format!(
         "{}{}",
         spec.prompt,
-        trailer(&spec.job_id, &attempt, &nonce, report)
+        trailer_for(
+            &spec.job_id,
+            &attempt,
+            &nonce,
+            report,
+            &spec.session_id,
+            &spec.report_by
+        )
     );
     let req = Wire {
         v: PROTOCOL_VERSION,
@@ -223,7 +297,14 @@ pub fn dispatch(
     let text = format!(
         "{}{}",
         spec.prompt,
-        trailer(&spec.job_id, &attempt_id, &nonce, &report_path)
+        trailer_for(
+            &spec.job_id,
+            &attempt_id,
+            &nonce,
+            &report_path,
+            &spec.session_id,
+            &spec.report_by
+        )
     );
     let delivered: Result<Value, ClientError> =
         client.call("deliver", deliver_args(spec, &text, &nonce));

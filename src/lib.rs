@@ -38,6 +38,7 @@ pub mod paths;
 pub mod policy;
 pub mod registry;
 pub mod rehearse;
+pub mod report;
 pub mod screen;
 pub mod shadow;
 pub mod store;

@@ -324,6 +324,7 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
             worktree: None,
             autocomplete: false,
             ready_timeout_ms: None,
+            report_by: Default::default(),
         };
         dispatch(&d.state_dir, &mut d.client, &spec)
             .map_err(|e| fail(exit::ERROR, e.to_string()))?;
@@ -419,6 +420,7 @@ fn phase(
             worktree: Some(wt),
             autocomplete: autocomplete && !drover::shadow::auto::forbidden_by_env(),
             ready_timeout_ms: None,
+            report_by: Default::default(),
         };
         let out = dispatch(&d.state_dir, &mut d.client, &spec)
             .map_err(|e| fail(exit::ERROR, e.to_string()))?;

@@ -111,6 +111,9 @@ pub struct RunArgs {
     /// A lane working with no output change this long is `stalled` (seconds).
     #[arg(long, default_value_t = drover::loopctl::night::settings::DEFAULT_STALL_AFTER.as_secs(), value_name = "S")]
     pub stall_after_s: u64,
+    /// An implementer done on screen with no report this long is reminded once, then parked (seconds).
+    #[arg(long, alias = "report-grace", default_value_t = drover::loopctl::night::settings::DEFAULT_REPORT_GRACE.as_secs(), value_name = "S")]
+    pub report_grace_s: u64,
     /// Interrupt a stalled lane once after this long stalled (seconds; off by default).
     #[arg(long, value_name = "S")]
     pub stall_kill_after_s: Option<u64>,
@@ -403,6 +406,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             no_resume_tasks: a.no_resume_task,
             stall_after: Duration::from_secs(a.stall_after_s.max(1)),
             stall_kill_after: a.stall_kill_after_s.map(Duration::from_secs),
+            report_grace: Duration::from_secs(a.report_grace_s.max(1)),
             notify: drover::loopctl::night::notify::Targets {
                 cmd: a.notify_cmd,
                 url: a.notify_url,

@@ -20,6 +20,7 @@ mod pane;
 mod policy;
 mod registry;
 mod rehearse;
+mod report;
 mod send;
 mod serve;
 mod shadow;
@@ -133,6 +134,14 @@ pub enum Command {
     Loop {
         #[command(subcommand)]
         cmd: loopcmd::LoopCmd,
+    },
+    /// Inside a lane: report the turn done, failed or blocked (drover lists the files changed).
+    #[command(
+        after_help = "Run by the agent in its lane; everything else comes from the lane's env.\n\nExample:\n  drover report done --summary 'added notes/TASK-1.md'"
+    )]
+    Report {
+        #[command(subcommand)]
+        cmd: report::ReportCmd,
     },
     /// A live dashboard of every pane and lane, the ones that need you first.
     #[command(after_help = "Example:\n  drover top")]
@@ -318,6 +327,7 @@ pub fn main() -> ExitCode {
         Command::Man(a) => completions::man(a),
         Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Top(a) => top::run(a, &ctx),
+        Command::Report { cmd } => report::run(cmd, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

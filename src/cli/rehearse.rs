@@ -39,6 +39,17 @@ pub struct MockArgs {
     /// Also write the bound port to FILE (atomically), for callers to read.
     #[arg(long, value_name = "FILE")]
     pub port_file: Option<PathBuf>,
+    /// Follow whatever brief the prompt holds, with no script (docs/rehearsal.md).
+    #[arg(long, conflicts_with = "script")]
+    pub follow_brief: bool,
+    /// With --follow-brief, how the model reports: command, json, guess or forget.
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "command",
+        requires = "follow_brief"
+    )]
+    pub reports: String,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -133,7 +144,10 @@ fn write_port_file(path: &Path, port: u16) -> anyhow::Result<()> {
 }
 
 fn mock_model(a: MockArgs) -> anyhow::Result<u8> {
-    let script = load_script(a.script.as_deref())?;
+    let mut script = load_script(a.script.as_deref())?;
+    if a.follow_brief {
+        script.follow = Some(a.reports.parse().map_err(usage)?);
+    }
     let log: rehearse::Logger = Arc::new(|line: &str| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{} {line}", drover::paths::now_rfc3339());

@@ -84,6 +84,7 @@ pub fn dispatch_cmd(a: DispatchArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         worktree: a.worktree.clone(),
         autocomplete: auto::enabled_by_env(),
         ready_timeout_ms: a.ready_timeout_ms,
+        report_by: Default::default(),
     };
     match dispatch(&state_dir, &mut client, &spec) {
         Ok(d) => {

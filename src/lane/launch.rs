@@ -26,6 +26,13 @@ pub fn permission_args(agent: Agent, writes: bool) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// Claude Code's allow rule for exactly `drover report` (spelled `cmd
+/// report`, as the lane runs it), so an implementer reports with no
+/// permission dialog; nothing else is pre-approved.
+pub fn report_allow_arg(cmd: &str) -> String {
+    format!("--allowedTools=Bash({cmd} report:*)")
+}
+
 /// The agent's program name.
 pub fn program(agent: Agent) -> &'static str {
     match agent {

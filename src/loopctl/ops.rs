@@ -90,6 +90,9 @@ pub struct JobSpec {
     pub report_path: PathBuf,
     /// Complete through the engine when the shadow policy says `complete`.
     pub autocomplete: bool,
+    /// The files the task claims: the trailer's report example lists them
+    /// (an implementer's job; a reviewer reports by its verdict).
+    pub report_files: Vec<String>,
 }
 
 /// How a dispatched job ended, as far as the loop is concerned.
@@ -141,6 +144,16 @@ pub trait LaneOps {
     /// Interrupt the lane's turn once (a stalled lane past `--stall-kill-after`).
     fn interrupt(&mut self, _lane: &LaneHandle) -> Result<(), LoopError> {
         Ok(())
+    }
+    /// Type `text` into the lane as a new prompt of the job in flight (a
+    /// reminder, an answer about its report); false when it could not be
+    /// delivered. The default delivers nothing.
+    fn prompt(&mut self, _lane: &LaneHandle, _text: &str) -> Result<bool, LoopError> {
+        Ok(false)
+    }
+    /// How the lane runs `drover` (the brief names `<this> report done`).
+    fn report_command(&self) -> String {
+        "drover".into()
     }
 }
 

@@ -14,6 +14,7 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
         prompt: String::new(),
         prompts: 0,
         tool_results: 0,
+        results: Vec::new(),
     };
     for m in messages.iter().filter(|m| m["role"] == "user") {
         let blocks: Vec<&Value> = match &m["content"] {
@@ -33,12 +34,19 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
         let result = blocks.iter().any(|b| b["type"] == "tool_result");
         if result && text.is_empty() {
             pos.tool_results += 1;
+            let out: Vec<String> = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| result_text(&b["content"]))
+                .collect();
+            pos.results.push(out.join("\n"));
             continue;
         }
         if !text.is_empty() {
             pos.prompt = text.join("\n");
             pos.prompts += 1;
             pos.tool_results = 0;
+            pos.results.clear();
         }
     }
     let shape = Shape {
@@ -51,6 +59,19 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
         tool_results: pos.tool_results,
     };
     (shape, pos)
+}
+
+/// A tool result's text: a string, or the text blocks of a list.
+fn result_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// The step to answer with: the title for a title request, else the script's.
@@ -205,6 +226,7 @@ mod tests {
             prompt: "p".into(),
             prompts: 1,
             tool_results: 0,
+            results: Vec::new(),
         };
         let ev = events(&step, "m", &pos);
         let names: Vec<&str> = ev.iter().map(|e| e.name.as_str()).collect();

@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 pub mod discover;
+pub mod follow;
 pub mod home;
 pub mod limit;
 pub mod openai;

@@ -14,11 +14,21 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
         prompt: String::new(),
         prompts: 0,
         tool_results: 0,
+        results: Vec::new(),
     };
     for item in input {
         let kind = item["type"].as_str().unwrap_or("message");
         if kind == "function_call_output" {
             pos.tool_results += 1;
+            pos.results.push(match &item["output"] {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(|c| c["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.to_string(),
+            });
             continue;
         }
         if kind != "message" || item["role"] != "user" {
@@ -34,6 +44,7 @@ pub fn inspect(req: &Value) -> (Shape, Position) {
             pos.prompt = text.join("\n");
             pos.prompts += 1;
             pos.tool_results = 0;
+            pos.results.clear();
         }
     }
     let shape = Shape {
@@ -182,6 +193,7 @@ mod tests {
             prompt: "p".into(),
             prompts: 2,
             tool_results: 0,
+            results: Vec::new(),
         };
         let ev = events(&step, "mock-model", &pos);
         let names: Vec<&str> = ev.iter().map(|e| e.name.as_str()).collect();

@@ -36,6 +36,9 @@ pub struct Script {
     /// Turns, tried in order.
     #[serde(default, rename = "turn")]
     pub turns: Vec<Turn>,
+    /// Follow the prompt's brief instead of the turns ([`super::follow`]).
+    #[serde(skip)]
+    pub follow: Option<super::follow::Reports>,
 }
 
 /// One user turn: the model's steps until it ends its turn.
@@ -134,7 +137,7 @@ impl Step {
 }
 
 /// Where a request stands in the conversation, as far as the script cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Position {
     /// The text of the latest user prompt (not a tool result).
     pub prompt: String,
@@ -142,6 +145,8 @@ pub struct Position {
     pub prompts: usize,
     /// Tool results since that prompt: the step to answer with.
     pub tool_results: usize,
+    /// Their text, in order (the brief-following model reads them).
+    pub results: Vec<String>,
 }
 
 impl Script {
@@ -174,6 +179,9 @@ impl Script {
     /// [`Script::step_for`] for a request from `agent`'s API (`claude` or
     /// `codex`): turns naming another agent are left out.
     pub fn step_for_agent(&self, pos: &Position, agent: &str) -> Step {
+        if let Some(reports) = self.follow {
+            return super::follow::step(pos, agent, reports);
+        }
         super::template::apply(self.pick(pos, Some(agent)), &pos.prompt)
     }
 
@@ -213,6 +221,7 @@ mod tests {
             prompt: prompt.into(),
             prompts,
             tool_results,
+            results: Vec::new(),
         }
     }
 

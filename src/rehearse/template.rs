@@ -134,6 +134,7 @@ mod tests {
             prompt: PROMPT.into(),
             prompts: 1,
             tool_results: 0,
+            results: Vec::new(),
         };
         let check = |args: &str| {
             let input: Value = serde_json::from_str(args).unwrap();

@@ -29,6 +29,9 @@ pub enum Outcome {
     Unproven(String),
     /// The engine accepted `complete` (or acknowledged it was already complete).
     Completed,
+    /// The lane reported `failed` or `blocked`: the engine failed the job
+    /// with the lane's reason.
+    FailedByLane(String),
     /// The engine refused (the job moved on, another attempt, …).
     Refused(String),
 }
@@ -40,6 +43,7 @@ impl Outcome {
             Outcome::NotComplete => "none".into(),
             Outcome::Unproven(why) => format!("held: manifest unproven ({why})"),
             Outcome::Completed => "completed".into(),
+            Outcome::FailedByLane(why) => format!("failed: {why}"),
             Outcome::Refused(why) => format!("refused: {why}"),
         }
     }
@@ -79,16 +83,28 @@ pub fn commit(
     if !v.proven {
         return Ok(Outcome::Unproven(v.detail));
     }
-    let mut req = Request::new(
-        d.job_id.clone(),
-        Action::Complete {
+    // The lane's own account decides which terminal: a lane that says it
+    // failed or is blocked is not completed.
+    let failed = match rep.outcome.as_deref() {
+        Some(o @ ("failed" | "blocked")) => Some(format!(
+            "the lane reported {o}: {}",
+            rep.reason.as_deref().unwrap_or("no reason given")
+        )),
+        _ => None,
+    };
+    let action = match &failed {
+        Some(why) => Action::Fail {
+            reason: Some(why.clone()),
+        },
+        None => Action::Complete {
             reason: Some(format!("auto-completion: {}", d.reason)),
         },
-        Actor::supervisor(),
-    )
-    .expect_attempt(d.attempt_id.clone());
+    };
+    let mut req = Request::new(d.job_id.clone(), action, Actor::supervisor())
+        .expect_attempt(d.attempt_id.clone());
     req.expected_status = Some(Status::Running);
     match engine.transition(&req) {
+        Ok(_) if failed.is_some() => Ok(Outcome::FailedByLane(failed.unwrap_or_default())),
         Ok(_) => {
             if let Some(state_dir) = engine.dir().parent() {
                 crate::registry::events::emit_quiet(

@@ -26,6 +26,13 @@ pub struct Report {
     pub manifest: Option<Manifest>,
     #[serde(default)]
     pub side_effects: Option<Vec<SideEffect>>,
+    /// What the agent said of its turn (`done`, `failed`, `blocked`;
+    /// absent: done).
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// Why it failed or is blocked.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// One declared side effect in the `side_effects` form.
@@ -36,6 +43,9 @@ pub struct SideEffect {
     pub path: Option<String>,
     #[serde(default, alias = "sha")]
     pub id: Option<String>,
+    /// `added`, `modified` or `deleted` (a deleted file is proven absent).
+    #[serde(default)]
+    pub change: Option<String>,
 }
 
 impl Report {
@@ -49,9 +59,13 @@ impl Report {
             attempt_id: None,
             files: Vec::new(),
             commits: Vec::new(),
+            deleted: Vec::new(),
         };
         for se in list {
             match (se.kind.as_str(), &se.path, &se.id) {
+                ("file", Some(p), _) if se.change.as_deref() == Some("deleted") => {
+                    m.deleted.push(p.clone())
+                }
                 ("file", Some(p), _) => m.files.push(p.clone()),
                 ("commit", _, Some(id)) => m.commits.push(id.clone()),
                 // An effect we cannot check must not pass as checked.
@@ -71,6 +85,9 @@ pub struct Manifest {
     pub files: Vec<String>,
     #[serde(default)]
     pub commits: Vec<String>,
+    /// Files the work deleted: proven by their absence.
+    #[serde(default)]
+    pub deleted: Vec<String>,
 }
 
 /// Read a report; `None` when absent or unreadable (mid-write, corrupt): an
@@ -126,6 +143,16 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
             return no(format!("declared file {f} does not exist"));
         }
     }
+    for f in &m.deleted {
+        if !safe_relative(f) {
+            return no(format!(
+                "declared file {f:?} is not a relative path inside the worktree"
+            ));
+        }
+        if wt.join(f).exists() {
+            return no(format!("declared deleted file {f} still exists"));
+        }
+    }
     for c in &m.commits {
         if c.is_empty() || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
             return no(format!("declared commit {c:?} is not a commit id"));
@@ -164,6 +191,8 @@ mod tests {
             state: "finalized".into(),
             manifest,
             side_effects: None,
+            outcome: None,
+            reason: None,
         }
     }
 
@@ -176,6 +205,7 @@ mod tests {
                 attempt_id: None,
                 files: files.iter().map(|s| s.to_string()).collect(),
                 commits: vec![],
+                deleted: vec![],
             })
         };
         assert!(verify_manifest(&report(m(&["a.txt"])), Some(d.path())).proven);
@@ -243,12 +273,14 @@ mod tests {
             attempt_id: None,
             files: vec![],
             commits: vec![sha],
+            deleted: vec![],
         }));
         assert!(verify_manifest(&r, Some(d.path())).proven);
         let bad = report(Some(Manifest {
             attempt_id: None,
             files: vec![],
             commits: vec!["deadbeef".into()],
+            deleted: vec![],
         }));
         assert!(!verify_manifest(&bad, Some(d.path())).proven);
     }

@@ -987,6 +987,7 @@ fn dispatched(agent: Agent, v: &str, name: &str, prompt: &str) -> (Run, String) 
         worktree: Some(r.cwd.clone()),
         autocomplete: true,
         ready_timeout_ms: None,
+        report_by: Default::default(),
     };
     let state = r.state.clone();
     let t = Instant::now();

@@ -96,9 +96,18 @@ fn cut(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
+/// The brief's rules for an implementer; the last one is how it reports,
+/// with the command verbatim (`cmd` is how the lane runs drover).
+pub fn implementer_rules(cmd: &str) -> String {
+    format!(
+        "Edit only the files in Scope, in this worktree; do not commit or push. When finished, run `{cmd} report done` (or `{cmd} report failed --reason \"<why>\"` if you cannot finish)."
+    )
+}
+
 /// Build the brief for a task (pure). The description and criteria are cut so
-/// the whole stays under [`MAX_BRIEF_BYTES`].
-pub fn build(lane: &str, task: &Task, tier: Tier, others: &[String]) -> Brief {
+/// the whole stays under [`MAX_BRIEF_BYTES`]. `report_cmd` is how the lane
+/// runs drover (the rules name `<report_cmd> report done`).
+pub fn build(lane: &str, task: &Task, tier: Tier, others: &[String], report_cmd: &str) -> Brief {
     let criteria: Vec<String> = task
         .criteria
         .iter()
@@ -117,11 +126,13 @@ pub fn build(lane: &str, task: &Task, tier: Tier, others: &[String]) -> Brief {
         why: cut(&task.description.replace('\n', " "), 600),
         done_when: cut(&criteria.join("; "), 500),
         scope: cut(
-            &format!("{}. Other live lanes are in: {others}.", task.files.join(", ")),
+            &format!(
+                "{}. Other live lanes are in: {others}.",
+                task.files.join(", ")
+            ),
             300,
         ),
-        rules: "Edit only the files in Scope, in this worktree; do not commit or push. When finished, write the report the [drover] line names."
-            .into(),
+        rules: implementer_rules(report_cmd),
     }
 }
 
@@ -241,7 +252,13 @@ mod tests {
     #[test]
     fn built_briefs_round_trip() {
         let t = task("hello.txt");
-        let b = build("impl-task-3", &t, tier_of(&t.files, &[]), &["a.txt".into()]);
+        let b = build(
+            "impl-task-3",
+            &t,
+            tier_of(&t.files, &[]),
+            &["a.txt".into()],
+            "drover",
+        );
         let text = render(&b);
         assert_eq!(
             text.lines().next().unwrap(),
@@ -249,11 +266,16 @@ mod tests {
         );
         assert!(text.len() <= MAX_BRIEF_BYTES);
         assert_eq!(parse(&text, &[]).unwrap(), b);
+        assert!(
+            text.trim_end()
+                .ends_with("run `drover report done` (or `drover report failed --reason \"<why>\"` if you cannot finish)."),
+            "the last rule names the command verbatim: {text}"
+        );
         let long = Task {
             description: "x".repeat(10_000),
             ..t
         };
-        assert!(render(&build("l", &long, Tier::Routine, &[])).len() <= MAX_BRIEF_BYTES);
+        assert!(render(&build("l", &long, Tier::Routine, &[], "drover")).len() <= MAX_BRIEF_BYTES);
     }
 
     #[test]
@@ -267,7 +289,7 @@ mod tests {
         assert_eq!(tier_of(&["LOOP.md".into()], &[]), Tier::Guarded);
         assert_eq!(tier_of(&["src/lib.rs".into()], &g), Tier::Routine);
         let t = task(".github/workflows/ci.yml");
-        let mut b = build("l", &t, Tier::Guarded, &[]);
+        let mut b = build("l", &t, Tier::Guarded, &[], "drover");
         assert!(parse(&render(&b), &[]).is_ok());
         b.tier = Tier::Routine;
         let e = parse(&render(&b), &[]).unwrap_err().to_string();

@@ -225,8 +225,15 @@ impl RealLanes {
             // worktree: both agents take it as a writable directory.
             // A Claude reviewer reads its copy of the candidate there (Codex's
             // read-only sandbox reads anywhere).
+            // An implementer runs `drover report` with no approval asked:
+            // Claude Code allows exactly that command; in Codex's sandbox it
+            // writes only the lane dir, a writable root.
             extra_args: match (spec.role, spec.agent) {
-                (Role::Implementer, _) | (Role::Reviewer, Agent::Claude) => {
+                (Role::Implementer, Agent::Claude) => vec![
+                    format!("--add-dir={}", spec.lane_dir.display()),
+                    crate::lane::launch::report_allow_arg(&self.jobs.report_command()),
+                ],
+                (Role::Implementer, Agent::Codex) | (Role::Reviewer, Agent::Claude) => {
                     vec![format!("--add-dir={}", spec.lane_dir.display())]
                 }
                 (Role::Reviewer, Agent::Codex) => Vec::new(),
@@ -333,6 +340,14 @@ impl LaneOps for RealLanes {
 
     fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
         self.jobs.interrupt(lane)
+    }
+
+    fn prompt(&mut self, lane: &LaneHandle, text: &str) -> Result<bool, LoopError> {
+        self.jobs.prompt(lane, text)
+    }
+
+    fn report_command(&self) -> String {
+        self.jobs.report_command()
     }
 
     fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {

@@ -183,6 +183,13 @@ impl LaneOps for SimLanes {
             worktree: Some(lane.cwd.clone()),
             autocomplete: job.autocomplete && !crate::shadow::auto::forbidden_by_env(),
             ready_timeout_ms: Some(READY_TIMEOUT.as_millis() as u64),
+            report_by: match lane.role {
+                Role::Implementer => crate::dispatch::ReportBy::Command {
+                    cmd: self.report_command(),
+                    files: job.report_files.clone(),
+                },
+                Role::Reviewer => crate::dispatch::ReportBy::Verdict,
+            },
         };
         let out = dispatch(&self.state_dir, &mut self.client, &spec)
             .map_err(|e| lane_err(&lane.id, e))?;
@@ -318,4 +325,22 @@ impl LaneOps for SimLanes {
             .map_err(|e| lane_err(&lane.id, e))?;
         Ok(())
     }
+
+    fn prompt(&mut self, lane: &LaneHandle, text: &str) -> Result<bool, LoopError> {
+        // Confirmed delivery, as a dispatch's; the lane is idle when asked.
+        let args = json!({"pane": lane.pane, "text": text,
+                          "ready_timeout_ms": PROMPT_READY_TIMEOUT.as_millis() as u64});
+        match self.client.call("deliver", args) {
+            Ok(_) => Ok(true),
+            Err(ClientError::Remote { .. }) => Ok(false),
+            Err(e) => Err(lane_err(&lane.id, e)),
+        }
+    }
+
+    fn report_command(&self) -> String {
+        crate::report::command_word(&self.exe)
+    }
 }
+
+/// How long a reminder waits for an idle lane to take it.
+const PROMPT_READY_TIMEOUT: Duration = Duration::from_secs(10);

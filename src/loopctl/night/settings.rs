@@ -8,6 +8,9 @@ use std::time::Duration;
 
 /// A lane that works with no output change this long is `stalled`.
 pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(15 * 60);
+/// How long an implementer may sit at the end of its turn with no report
+/// before it is reminded once (`--report-grace-s`).
+pub const DEFAULT_REPORT_GRACE: Duration = Duration::from_secs(60);
 
 /// The unattended part of a run's configuration.
 #[derive(Debug, Clone)]
@@ -32,6 +35,9 @@ pub struct Unattended {
     pub autotune: bool,
     /// A lane is slow past this many times its agent's median (`--autotune-k`).
     pub autotune_k: f64,
+    /// An implementer done on screen with no report this long is reminded
+    /// once; as long again after the reminder, its task is parked.
+    pub report_grace: Duration,
 }
 
 impl Default for Unattended {
@@ -47,6 +53,7 @@ impl Default for Unattended {
             mode: Default::default(),
             autotune: false,
             autotune_k: crate::loopctl::night::autotune::DEFAULT_K,
+            report_grace: DEFAULT_REPORT_GRACE,
         }
     }
 }

@@ -78,10 +78,7 @@ pub enum Entry {
 /// A verdict line: `VERDICT: pass`, `VERDICT: fail` or `VERDICT: fail:
 /// <reason>` (any case; markdown emphasis or code marks around it allowed).
 pub fn parse_line(line: &str) -> Option<Stated> {
-    let t = line
-        .trim()
-        .trim_matches(|c: char| c == '*' || c == '`' || c == '_')
-        .trim();
+    let t = unwrap_emphasis(line.trim());
     let head = t.get(..VERDICT_WORD.len())?;
     if !head.eq_ignore_ascii_case(VERDICT_WORD) {
         return None;
@@ -104,6 +101,28 @@ pub fn parse_line(line: &str) -> Option<Stated> {
             Some(Stated::Fail(reason))
         }
         _ => None,
+    }
+}
+
+/// Emphasis or code marks that wrap the whole line, removed pair by pair
+/// from the outside in (`**`, `__`, `*`, `_`, `` ` ``): a mark at one end
+/// only belongs to the reason (`` …the line `reviewed: yes` ``,
+/// `…__init__`) and stays. A single backtick wraps only a line holding no
+/// other backtick, so the code spans of a reason are never cut.
+fn unwrap_emphasis(line: &str) -> &str {
+    let mut t = line;
+    'peel: loop {
+        for mark in ["**", "__", "*", "_", "`"] {
+            let Some(inner) = t.strip_prefix(mark).and_then(|r| r.strip_suffix(mark)) else {
+                continue;
+            };
+            if mark == "`" && inner.contains('`') {
+                continue;
+            }
+            t = inner.trim();
+            continue 'peel;
+        }
+        return t;
     }
 }
 

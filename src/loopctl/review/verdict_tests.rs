@@ -79,6 +79,45 @@ fn a_verdict_line_is_pass_or_fail_with_its_reason() {
     assert!(matches!(parse_line(&long), Some(Stated::Fail(r)) if r.len() == MAX_REASON_CHARS));
 }
 
+/// Guards issue 23: trimming `*`, `` ` `` and `_` from each end separately
+/// cut the closing backtick of a reason's inline code, so the repair prompt
+/// got ``…the line `reviewed: yes`` with its code span broken.
+#[test]
+fn a_reason_ending_in_inline_code_keeps_its_closing_backtick() {
+    assert_eq!(
+        parse_line("VERDICT: fail: must hold the line `reviewed: yes`"),
+        Some(Stated::Fail("must hold the line `reviewed: yes`".into()))
+    );
+    assert_eq!(
+        parse_line("**VERDICT: fail: must hold the line `reviewed: yes`**"),
+        Some(Stated::Fail("must hold the line `reviewed: yes`".into()))
+    );
+    assert_eq!(
+        parse_line("`VERDICT: fail: x` and `y`"),
+        None,
+        "backticks that do not wrap the line are not peeled"
+    );
+}
+
+/// Guards issue 23: a reason ending in `__init__` lost its trailing
+/// underscores to the same per-end trim.
+#[test]
+fn a_reason_ending_in_dunder_keeps_its_underscores() {
+    assert_eq!(
+        parse_line("VERDICT: fail: no test for __init__"),
+        Some(Stated::Fail("no test for __init__".into()))
+    );
+    assert_eq!(
+        parse_line("_VERDICT: fail: no test for *args_"),
+        Some(Stated::Fail("no test for *args".into()))
+    );
+    assert_eq!(
+        parse_line("__**VERDICT: fail: `a_b_`**__"),
+        Some(Stated::Fail("`a_b_`".into())),
+        "nested wrappers are peeled from the outside in"
+    );
+}
+
 #[test]
 fn claude_final_reply_states_the_verdict_and_findings() {
     let t = claude(

@@ -314,6 +314,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         self.watch_stalls()?;
+        self.watch_reports()?;
         let now = self.now();
         let turn = self.cfg.turn_timeout;
         // The budget bounds every turn: none outlives it.

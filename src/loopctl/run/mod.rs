@@ -6,6 +6,7 @@ mod escalate;
 mod finish;
 mod landing;
 pub mod limits;
+pub mod nudge;
 pub mod resume;
 pub mod rundir;
 pub mod runner;

@@ -300,7 +300,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let text = match std::fs::read_to_string(lane_dir.join("brief.md")) {
             Ok(t) if brief::parse(&t, &self.cfg.charter.guarded_paths).is_ok() => t,
             _ => {
-                let b = brief::render(&brief::build(&lane, &task, tier, &[]));
+                let b = brief::render(&brief::build(
+                    &lane,
+                    &task,
+                    tier,
+                    &[],
+                    &self.ops.report_command(),
+                ));
                 brief::parse(&b, &self.cfg.charter.guarded_paths)?;
                 crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), b.as_bytes())?;
                 b
@@ -325,6 +331,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             prompt,
             report_path: report,
             autocomplete: self.cfg.autocomplete,
+            report_files: task.files.clone(),
         };
         self.ops.dispatch(&handle, &spec)?;
         let at = self.now();

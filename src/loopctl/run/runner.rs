@@ -226,6 +226,9 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) tuner: crate::loopctl::night::autotune::State,
     pub(in crate::loopctl) samples: Vec<crate::loopctl::night::autotune::Sample>,
     pub(in crate::loopctl) iteration_of: BTreeMap<String, u32>,
+    /// Implementer jobs at the end of their turn with no report: what was
+    /// said to them ([`crate::loopctl::run::nudge`]).
+    pub(in crate::loopctl) nudges: BTreeMap<String, crate::loopctl::run::nudge::Nudge>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -462,6 +465,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             tuner,
             samples: Vec::new(),
             iteration_of: BTreeMap::new(),
+            nudges: BTreeMap::new(),
             say,
         };
         if let Some(why) = unreadable {

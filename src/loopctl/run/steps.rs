@@ -16,6 +16,8 @@ use std::path::Path;
 
 /// The CI/Eval Auditor's session: the loop reports the pre-land gate run as it.
 const CI_SESSION: &str = "ci-eval-auditor";
+/// How much of the task's criteria a review brief quotes (it stays ≤ 2 KB).
+const REVIEW_CRITERIA_CHARS: usize = 600;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// The next implementer's agent: the one that reduces the mix's skew,
@@ -70,7 +72,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .filter_map(|t| self.board.task(&t.id))
             .flat_map(|t| t.files.clone())
             .collect();
-        let b = brief::build(&lane, &task, tier, &others);
+        let b = brief::build(&lane, &task, tier, &others, &self.ops.report_command());
         let text = brief::render(&b);
         brief::parse(&text, &self.cfg.charter.guarded_paths)?;
         crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
@@ -167,11 +169,20 @@ impl<O: LaneOps> Runner<'_, O> {
             .get(id)
             .cloned()
             .ok_or_else(|| LoopError::usage("task", format!("{id} has no lane")))?;
+        let report_files = match lane.role {
+            Role::Implementer => self
+                .board
+                .task(id)
+                .map(|t| t.files.clone())
+                .unwrap_or_default(),
+            Role::Reviewer => Vec::new(),
+        };
         let spec = JobSpec {
             job_id: job.to_string(),
             prompt: prompt.to_string(),
             report_path: report.to_path_buf(),
             autocomplete: self.cfg.autocomplete,
+            report_files,
         };
         self.ops.dispatch(&lane, &spec)?;
         let now = self.now();
@@ -323,8 +334,23 @@ impl<O: LaneOps> Runner<'_, O> {
         let bytes = std::fs::read(patch).map_err(|e| LoopError::io(patch, e))?;
         let patch = lane_dir.join(format!("candidate-v{}.patch", t.round));
         crate::store::write_bytes_atomic(&patch, &bytes)?;
+        // The reviewer checks the candidate against what the task asks.
+        let asks = self
+            .board
+            .task(id)
+            .map(|task| {
+                let c: Vec<String> = task
+                    .criteria
+                    .iter()
+                    .map(|c| format!("#{} {}", c.number, c.text))
+                    .collect();
+                let c = c.join("; ");
+                let c: String = c.chars().take(REVIEW_CRITERIA_CHARS).collect();
+                format!(" The task asks: {c}")
+            })
+            .unwrap_or_default();
         let text = format!(
-            "{}\nWhy: review the candidate of {id} before it lands (round {}).\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
+            "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
             brief::first_line(&lane, id, &t.title, tier),
             t.round,
             patch.display()

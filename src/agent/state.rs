@@ -231,9 +231,13 @@ impl FromStr for Until {
             value: s.to_string(),
             expected: UNTIL_EXPECTED,
         };
+        // `blocked:permission`, or `blocked{permission}` as the docs write it.
         let (state, kind) = match s.split_once(':') {
             Some((st, k)) => (st, Some(k)),
-            None => (s, None),
+            None => match s.strip_suffix('}').and_then(|x| x.split_once('{')) {
+                Some((st, k)) => (st, Some(k)),
+                None => (s, None),
+            },
         };
         // Exact names only: `Idle` or ` idle` is a typo, not a state.
         let state = State::ALL
@@ -310,10 +314,11 @@ impl Observation {
         }
     }
 
-    /// `blocked`, `blocked{permission}`, `exited{0}` …: the form humans read.
+    /// `blocked`, `blocked:permission`, `exited{0}` …: the form humans read
+    /// (a blocked kind spelled as `wait --until` takes it).
     pub fn label(&self) -> String {
         match (self.state, self.kind, self.exit_code) {
-            (State::Blocked, Some(k), _) => format!("blocked{{{k}}}"),
+            (State::Blocked, Some(k), _) => format!("blocked:{k}"),
             (State::Exited, _, Some(c)) => format!("exited{{{c}}}"),
             (s, _, _) => s.to_string(),
         }
@@ -323,6 +328,29 @@ impl Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Guards two spellings of one state: `pane ls` printed
+    /// `blocked{permission}` while `wait --until` took only
+    /// `blocked:permission`. Both are taken; `blocked:permission` is printed.
+    #[test]
+    fn a_blocked_kind_is_taken_in_both_spellings_and_printed_in_one() {
+        for s in ["blocked:permission", "blocked{permission}"] {
+            assert_eq!(
+                s.parse::<Until>().unwrap(),
+                Until {
+                    state: State::Blocked,
+                    kind: Some(BlockedKind::Permission)
+                },
+                "{s}"
+            );
+        }
+        assert!("blocked{bogus}".parse::<Until>().is_err());
+        assert!("idle{permission}".parse::<Until>().is_err());
+        assert_eq!(
+            "blocked{usage_limit}".parse::<Until>().unwrap().to_string(),
+            "blocked:usage_limit"
+        );
+    }
 
     /// Guards `wait --until` targets that can never match (`blocked:bogus`,
     /// `idle:permission`, `blocked:Permission`): they waited and timed out.
@@ -389,7 +417,7 @@ mod tests {
     fn label_shows_kind_and_code() {
         let mut o = Observation::new(State::Blocked, vec![]);
         o.kind = Some(BlockedKind::Permission);
-        assert_eq!(o.label(), "blocked{permission}");
+        assert_eq!(o.label(), "blocked:permission");
         let mut o = Observation::new(State::Exited, vec![]);
         o.exit_code = Some(3);
         assert_eq!(o.label(), "exited{3}");

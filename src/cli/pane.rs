@@ -358,7 +358,7 @@ pub fn print_table(list: &Value) {
         let o = &p["observation"];
         let mut state = o["state"].as_str().unwrap_or("?").to_string();
         if let Some(k) = o["kind"].as_str() {
-            state = format!("{state}{{{k}}}");
+            state = format!("{state}:{k}");
         }
         if let Some(code) = o["exit_code"].as_i64() {
             state = format!("{state}({code})");

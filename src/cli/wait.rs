@@ -95,7 +95,7 @@ fn describe(s: &Value) -> String {
         s["state"].as_str().unwrap_or("?")
     );
     if let Some(k) = s["kind"].as_str() {
-        out.push_str(&format!("{{{k}}}"));
+        out.push_str(&format!(":{k}"));
     }
     out
 }

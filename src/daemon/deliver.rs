@@ -121,7 +121,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
                 s.state,
                 s.kind
                     .as_deref()
-                    .map(|k| format!("{{{k}}}"))
+                    .map(|k| format!(":{k}"))
                     .unwrap_or_default(),
                 if s.kind.as_deref() == Some("setup") {
                     "its environment needs fixing (login, trust, API key); no prompt will help"

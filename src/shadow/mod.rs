@@ -243,7 +243,7 @@ fn summarize(events: &[Evidence]) -> Summary {
             } => {
                 s.observations += 1;
                 s.last_state = Some(match state_kind {
-                    Some(k) => format!("{state}{{{k}}}"),
+                    Some(k) => format!("{state}:{k}"),
                     None => state.clone(),
                 });
             }

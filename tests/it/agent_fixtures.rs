@@ -177,7 +177,7 @@ fn cli_classify_human_form() {
         .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.starts_with("blocked{permission}"), "{s}");
+    assert!(s.starts_with("blocked:permission"), "{s}");
     assert!(s.contains("rule:claude.permission"), "{s}");
 }
 

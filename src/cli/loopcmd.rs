@@ -292,6 +292,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     }
     let state_dir = ctx.state_dir_create()?;
+    // A SIGTERM of the loop ends its gate and ship command with it.
+    drover::loopctl::child::end_on_signals()?;
     // A resumed run takes its repo, board, base and charter from its run.json.
     let resumed = match &a.resume {
         Some(r) => {

@@ -44,6 +44,19 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Run git; a non-zero exit is an error with its stderr. Returns stdout as
+/// bytes, exactly (a patch is bytes end to end).
+pub fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>, LoopError> {
+    let out = output(dir, args)?;
+    if !out.status.success() {
+        return Err(LoopError::Git {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out.stdout)
+}
+
 /// Run git for a trimmed one-line answer.
 pub fn line(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
     Ok(run(dir, args)?.trim().to_string())

@@ -6,6 +6,8 @@ use crate::loopctl::night::guards::Guards;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Longest `--ship-cmd` may run once (`--ship-timeout`).
+pub const DEFAULT_SHIP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// A lane that works with no output change this long is `stalled`.
 pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(15 * 60);
 
@@ -32,6 +34,8 @@ pub struct Unattended {
     pub autotune: bool,
     /// A lane is slow past this many times its agent's median (`--autotune-k`).
     pub autotune_k: f64,
+    /// Longest one run of `--ship-cmd` (`--ship-timeout`), cut to the budget left.
+    pub ship_timeout: Duration,
 }
 
 impl Default for Unattended {
@@ -47,6 +51,7 @@ impl Default for Unattended {
             mode: Default::default(),
             autotune: false,
             autotune_k: crate::loopctl::night::autotune::DEFAULT_K,
+            ship_timeout: DEFAULT_SHIP_TIMEOUT,
         }
     }
 }

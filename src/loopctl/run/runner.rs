@@ -226,20 +226,15 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) tuner: crate::loopctl::night::autotune::State,
     pub(in crate::loopctl) samples: Vec<crate::loopctl::night::autotune::Sample>,
     pub(in crate::loopctl) iteration_of: BTreeMap<String, u32>,
+    /// The board's problems already recorded by this process.
+    pub(in crate::loopctl) board_reported: std::collections::BTreeSet<String>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
-/// A lane or pane name from a task id: lowercase `[a-z0-9-]`.
+/// A lane or pane name from a task id: lowercase `[a-z0-9-]` (the board
+/// refuses two ids with the same one, [`board::id_key`]).
 pub fn slug(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    board::id_key(id)
 }
 
 fn locks_available(state_dir: &Path) -> bool {
@@ -412,6 +407,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             r.status.tasks.len(),
             r.status.lanes_cap
         ));
+        r.report_board()?;
         r.persist()?;
         Ok(r)
     }
@@ -462,6 +458,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             tuner,
             samples: Vec::new(),
             iteration_of: BTreeMap::new(),
+            board_reported: Default::default(),
             say,
         };
         if let Some(why) = unreadable {

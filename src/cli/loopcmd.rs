@@ -79,6 +79,9 @@ pub struct RunArgs {
     /// Run once per green landing, with DROVER_INTEGRATION_BRANCH/_SHA in its env (off by default).
     #[arg(long, value_name = "CMD")]
     pub ship_cmd: Option<String>,
+    /// Longest one run of --ship-cmd (seconds); it is then ended with its process group.
+    #[arg(long, default_value_t = drover::loopctl::night::settings::DEFAULT_SHIP_TIMEOUT.as_secs(), value_name = "S")]
+    pub ship_timeout: u64,
     /// Leave jobs for an operator to complete (shadow decisions only); tasks then wait to time out.
     #[arg(long)]
     pub no_autocomplete: bool,
@@ -215,10 +218,16 @@ fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
     let q = std::fs::read_to_string(&a.queue)
         .map_err(|e| fail(exit::USAGE, format!("{}: {e}", a.queue.display())))?;
     let offences = ready::lint_queue(&q, &b, &c);
+    // Files the board leaves out are said, never silently skipped.
+    if !a.json {
+        for p in &b.problems {
+            eprintln!("drover: board: left out: {}", p.describe());
+        }
+    }
     if a.json {
         println!(
             "{}",
-            serde_json::json!({"ok": offences.is_empty(), "offences": offences})
+            serde_json::json!({"ok": offences.is_empty(), "offences": offences, "board_problems": b.problems})
         );
     } else {
         for o in &offences {
@@ -362,6 +371,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 url: a.notify_url,
                 first_retry: None,
             },
+            ship_timeout: Duration::from_secs(a.ship_timeout.max(1)),
             ..Default::default()
         },
     };

@@ -431,14 +431,61 @@ pub fn mark_done(text: &str) -> Option<String> {
     changed_status.then_some(out)
 }
 
-/// Mark a task Done in its file (an atomic write).
+/// Mark a task Done in its file. The file is the user's: it is edited where
+/// it is — through a symlink, the file it points to; its mode and owner
+/// kept; a file with hard links written in place (a rename would split
+/// them), any other replaced atomically.
 pub fn write_done(task: &Task) -> Result<(), LoopError> {
     let text = std::fs::read_to_string(&task.path).map_err(|e| LoopError::io(&task.path, e))?;
     let new = mark_done(&text).ok_or_else(|| LoopError::parse(&task.path, "no `status:` line"))?;
     if new != text {
-        crate::store::write_bytes_atomic(&task.path, new.as_bytes())?;
+        write_in_place(&task.path, new.as_bytes())?;
     }
     Ok(())
+}
+
+/// Replace the content of the file `path` names, keeping what the user set
+/// on it: the symlink stays a symlink, hard links stay one inode, the mode
+/// and owner stay.
+fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), LoopError> {
+    use std::io::Write;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let real = std::fs::canonicalize(path).map_err(|e| LoopError::io(path, e))?;
+    let meta = std::fs::metadata(&real).map_err(|e| LoopError::io(&real, e))?;
+    let mode = meta.mode() & 0o7777;
+    let io = |e| LoopError::io(&real, e);
+    if meta.nlink() > 1 {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&real)
+            .map_err(io)?;
+        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io)?;
+        return Ok(());
+    }
+    let dir = real.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.drover-{}.tmp",
+        file_name(&real),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        // The umask narrowed the mode given above; set it exactly.
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        let _ = std::os::unix::fs::fchown(&f, Some(meta.uid()), Some(meta.gid()));
+        f.sync_all()?;
+        std::fs::rename(&tmp, &real)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
 }
 
 #[cfg(test)]
@@ -530,6 +577,48 @@ mod tests {
             "{p:?}"
         );
         assert_eq!(id_key("task_1"), id_key("TASK-1"));
+    }
+
+    /// Guards issue 24 item 13: marking Done edits the user's file where it
+    /// is — a symlinked task file's target, a hard-linked file's one inode —
+    /// and keeps its mode.
+    #[test]
+    fn write_done_keeps_symlinks_hard_links_and_mode() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let tmp = tempfile::tempdir().unwrap();
+        let (real, link) = (tmp.path().join("real.md"), tmp.path().join("link.md"));
+        std::fs::write(&real, CLI_TASK).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_done(&parse_task(CLI_TASK, &link).unwrap()).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            std::fs::read_to_string(&real)
+                .unwrap()
+                .contains("status: Done")
+        );
+        assert_eq!(std::fs::metadata(&real).unwrap().mode() & 0o777, 0o644);
+
+        let (a, b) = (tmp.path().join("a.md"), tmp.path().join("b.md"));
+        std::fs::write(&a, CLI_TASK).unwrap();
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o664)).unwrap();
+        std::fs::hard_link(&a, &b).unwrap();
+        write_done(&parse_task(CLI_TASK, &a).unwrap()).unwrap();
+        assert!(
+            std::fs::read_to_string(&b)
+                .unwrap()
+                .contains("status: Done")
+        );
+        assert_eq!(
+            std::fs::metadata(&a).unwrap().ino(),
+            std::fs::metadata(&b).unwrap().ino()
+        );
+        assert_eq!(std::fs::metadata(&a).unwrap().mode() & 0o777, 0o664);
     }
 
     #[test]

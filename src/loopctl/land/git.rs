@@ -88,7 +88,8 @@ pub fn default_base(repo: &Path) -> Result<String, LoopError> {
 /// Add a worktree on a new branch from `base`.
 pub fn add_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<(), LoopError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| LoopError::io(parent, e))?;
+        // The worktrees dir is the state dir's: 0700 whatever the umask.
+        crate::store::create_private_dir(parent)?;
     }
     let p = path.to_string_lossy();
     run(repo, &["worktree", "add", "-q", "-b", branch, &p, base]).map(|_| ())

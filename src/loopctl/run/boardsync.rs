@@ -6,9 +6,10 @@
 //! and listed in the close-out, and never stops the run.
 
 use crate::loopctl::LoopError;
+use crate::loopctl::board::charter::Charter;
 use crate::loopctl::board::{self, ready};
 use crate::loopctl::ops::LaneOps;
-use crate::loopctl::run::runner::{Phase, Runner};
+use crate::loopctl::run::runner::{Phase, Runner, TaskState};
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Record each problem of the board not recorded before in this process.
@@ -95,4 +96,44 @@ impl<O: LaneOps> Runner<'_, O> {
             })
             .collect()
     }
+}
+
+/// A new run's tasks: every task of the board not Done, Ready or Held
+/// with the reason (pure).
+pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter) -> Vec<TaskState> {
+    let split = ready::split(board, charter);
+    board
+        .tasks
+        .iter()
+        .filter(|t| !t.is_done())
+        .map(|t| {
+            let held = split.hold.iter().find(|h| h.id == t.id);
+            TaskState {
+                id: t.id.clone(),
+                title: t.title.clone(),
+                phase: if held.is_some() {
+                    Phase::Held
+                } else {
+                    Phase::Ready
+                },
+                tier: None,
+                agent: None,
+                reviewer: None,
+                round: 0,
+                lane: None,
+                job: None,
+                worktree: None,
+                branch: None,
+                candidate_sha256: None,
+                sha: None,
+                reason: held.map(|h| h.reason.clone()),
+                resume: None,
+                limit_parks: 0,
+                stall: None,
+                first_dispatch: None,
+                excluded_s: 0,
+                findings: Default::default(),
+            }
+        })
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! A run: its directory (`<state>/loop<N>/`) and the runner, whose methods
 //! are spread over one file per part of the pipeline.
 
-mod boardsync;
+pub(in crate::loopctl) mod boardsync;
 mod bounded;
 mod drive;
 mod escalate;

@@ -87,11 +87,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 cfg.charter.sha256
             )));
         }
+        let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
+        crate::loopctl::run::rundir::note_board_holder(&board_lock, n);
         status.resumes += 1;
         status.state = "running".into();
         let board = board::load(&cfg.board_dir)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
         r.run_lock = Some(lock);
+        r.board_lock = Some(board_lock);
         r.report_board()?;
         r.resume_tag = format!("-k{}", r.status.resumes);
         // Recorded before any job carries the tag: a kill from here on makes

@@ -145,9 +145,12 @@ pub struct RunArgs {
     /// The backend lanes run on.
     #[arg(long, default_value = "native", value_name = "native|tmux|herdr")]
     pub backend: String,
-    /// Set K=V in every lane's environment (repeatable; values are never written to disk).
-    #[arg(long = "env", value_name = "K=V")]
+    /// Set K=V in every lane's environment; `--env K` takes K's value from drover's own environment (repeatable; values are never written to disk).
+    #[arg(long = "env", value_name = "K=V|K")]
     pub env: Vec<String>,
+    /// Read K=V lines from FILE (mode 0600, yours) into every lane's environment (repeatable).
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_file: Vec<PathBuf>,
     /// Most agents being started at once on this state dir (every run and `lane up` share it).
     #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
     pub spawn_budget: usize,
@@ -268,7 +271,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         _ => None,
     };
     let sim = a.sim || scripts.is_some();
-    let user_env = super::pane::parse_env(&a.env)?;
+    let user_env = super::pane::env_args(&a.env, &a.env_file)?;
     if let Some((k, _)) = user_env
         .iter()
         .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")

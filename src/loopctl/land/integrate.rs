@@ -389,3 +389,27 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
     crate::store::write_bytes_atomic(&l.evidence_dir.join("evidence.md"), md.as_bytes())?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards issue 24 item 14: one non-UTF-8 byte never empties the tail,
+    /// a cut through a character is dropped, and only the end is kept.
+    #[test]
+    fn log_tail_is_the_lossy_end_of_the_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("gate.log");
+        let mut bytes = "é".repeat(60_000).into_bytes();
+        bytes.extend_from_slice(b"caf\xe9 failed\nthe end!\n");
+        std::fs::write(&log, &bytes).unwrap();
+        let tail = log_tail(&log);
+        assert!(tail.ends_with("caf\u{fffd} failed\nthe end!\n"), "{tail:?}");
+        assert!(tail.len() <= LOG_TAIL_BYTES as usize + 2, "{}", tail.len());
+        assert!(
+            tail.starts_with('é'),
+            "a split character is dropped: {tail:?}"
+        );
+        assert_eq!(log_tail(&tmp.path().join("missing.log")), "");
+    }
+}

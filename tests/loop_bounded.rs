@@ -229,3 +229,61 @@ fn a_sigterm_of_the_loop_ends_its_gate() {
     assert!(loop_common::wait_exit(&mut child, Duration::from_secs(20)).is_some());
     assert!(live_groups(&pids).is_empty(), "the gate outlived the loop");
 }
+
+/// Guards issue 24 item 5: what a gate started outlives a `kill -9` of the
+/// loop (only its shell gets the parent-death signal); the resume ends it
+/// before it resets the worktrees, then goes on.
+#[test]
+fn a_resume_after_kill_9_ends_what_the_gate_left_running() {
+    let d = Drover::new().native();
+    let pids = d.scratch().join("gate.pids");
+    let (repo, charter) = loop_common::board_repo(
+        &d,
+        1,
+        &format!(
+            "- lanes: 4\n- pool: 1\n- gate: `{}`\n- gate-timeout: 3\n",
+            sleeper(&pids)
+        ),
+    );
+    let root = d.scratch();
+    let (imp, rev) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    let log = root.join("loop.log");
+    let (r, c, i, v) = (
+        repo.display().to_string(),
+        charter.display().to_string(),
+        imp.display().to_string(),
+        rev.display().to_string(),
+    );
+    let sims = ["--sim-implementer", &i, "--sim-reviewer", &v];
+    let mut first = vec!["loop", "run", "--repo", &r, "--charter", &c];
+    first.extend(sims);
+    let mut child = loop_common::spawn_loop(&d, &first, &log);
+    assert!(wait_until(BOUND, || pids.exists()), "the gate never ran");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let first_gate: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || !common::group_members(
+            first_gate
+        )
+        .is_empty()),
+        "the background sleep is still there after the kill"
+    );
+    let mut resume = vec!["loop", "run", "--resume", "1"];
+    resume.extend(sims);
+    let mut child = loop_common::spawn_loop(&d, &resume, &log);
+    assert!(loop_common::wait_exit(&mut child, BOUND).is_some());
+    assert!(
+        live_groups(&pids).is_empty(),
+        "the killed loop's gate outlived the resume: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    assert!(dec.contains("left running were ended"), "{dec}");
+}

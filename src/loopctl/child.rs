@@ -23,16 +23,18 @@ const GRACE: Duration = Duration::from_secs(2);
 /// Process groups of the loop's children now running.
 static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
+/// The variable every child of a run carries (its value: the run dir), so
+/// what a killed loop left behind is found and ended by [`end_marked`].
+pub const MARK_ENV: &str = "DROVER_LOOP_CHILD";
+
 /// What bounds one child.
 pub struct Bounds<'a> {
     /// Longest it may run.
     pub timeout: Duration,
     /// Asked while it runs: `Some(why)` ends it now.
-    pub stop: &'a dyn Fn() -> Option<String>,
-}
-
-fn never() -> Option<String> {
-    None
+    pub stop: Box<dyn Fn() -> Option<String> + 'a>,
+    /// Set as [`MARK_ENV`] in its environment (inherited by all it starts).
+    pub mark: Option<String>,
 }
 
 impl Bounds<'_> {
@@ -40,7 +42,8 @@ impl Bounds<'_> {
     pub fn timeout(timeout: Duration) -> Bounds<'static> {
         Bounds {
             timeout,
-            stop: &never,
+            stop: Box::new(|| None),
+            mark: None,
         }
     }
 }
@@ -130,10 +133,47 @@ pub fn wait(child: &mut Child, bounds: &Bounds) -> std::io::Result<Ended> {
     Ok(ended)
 }
 
-/// Run `cmd` bounded ([`spawn`] then [`wait`]).
+/// Run `cmd` bounded ([`spawn`] then [`wait`]), marked with `bounds.mark`.
 pub fn run(cmd: &mut Command, bounds: &Bounds) -> std::io::Result<Ended> {
+    if let Some(m) = &bounds.mark {
+        cmd.env(MARK_ENV, m);
+    }
     let mut child = spawn(cmd)?;
     wait(&mut child, bounds)
+}
+
+/// Kill every process (but this one) whose environment says `MARK_ENV=mark`:
+/// what a loop killed with SIGKILL left running (its direct child got the
+/// parent-death signal; what that started did not). Returns how many.
+pub fn end_marked(mark: &str) -> usize {
+    let needle = format!("{MARK_ENV}={mark}");
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes())
+            && let Ok(p) = i32::try_from(pid)
+            && nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
 }
 
 /// SIGTERM to the group, SIGKILL after [`GRACE`], and reap the leader.
@@ -247,12 +287,12 @@ mod tests {
 
     #[test]
     fn a_stop_ends_it_and_an_exit_ends_what_it_left_behind() {
-        let stop = || Some("emergency stop".to_string());
         let e = run(
             &mut sh("exec sleep 600"),
             &Bounds {
                 timeout: Duration::from_secs(600),
-                stop: &stop,
+                stop: Box::new(|| Some("emergency stop".to_string())),
+                mark: None,
             },
         )
         .unwrap();

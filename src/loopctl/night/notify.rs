@@ -213,14 +213,14 @@ fn run_cmd(cmd: &str, note: &Note, cancel: &AtomicBool) -> bool {
         // The note is far below a pipe's buffer: this never blocks.
         let _ = stdin.write_all(&body);
     }
-    let stop = || {
-        cancel
-            .load(Ordering::SeqCst)
-            .then(|| "the loop stopped waiting".to_string())
-    };
     let bounds = crate::loopctl::child::Bounds {
         timeout: CMD_TIMEOUT,
-        stop: &stop,
+        stop: Box::new(|| {
+            cancel
+                .load(Ordering::SeqCst)
+                .then(|| "the loop stopped waiting".to_string())
+        }),
+        mark: None,
     };
     crate::loopctl::child::wait(&mut child, &bounds)
         .is_ok_and(|e| matches!(e, crate::loopctl::child::Ended::Exited(s) if s.success()))

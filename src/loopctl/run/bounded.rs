@@ -3,6 +3,7 @@
 //! and ended early by an emergency stop set on the run or the budget
 //! running out (`LOOP.md`, "Unattended runs").
 
+use crate::loopctl::child::Bounds;
 use crate::loopctl::night::control::{self, Control};
 use crate::loopctl::night::{clock, guards};
 use crate::loopctl::ops::LaneOps;
@@ -38,6 +39,17 @@ impl<O: LaneOps> Runner<'_, O> {
             let elapsed = before + clock::since(started, clock.now());
             (guards::remaining(&g, elapsed) == Some(Duration::ZERO))
                 .then(|| "the wall-clock budget ran out".to_string())
+        }
+    }
+
+    /// The bounds of a child of the run started now, its own timeout `own`
+    /// ([`Runner::child_timeout`], [`Runner::child_stop`]), marked with the
+    /// run dir so a resume after a `kill -9` ends what it left.
+    pub(in crate::loopctl) fn child_bounds(&self, own: Duration) -> Bounds<'static> {
+        Bounds {
+            timeout: self.child_timeout(own),
+            stop: Box::new(self.child_stop()),
+            mark: Some(self.run.path.display().to_string()),
         }
     }
 

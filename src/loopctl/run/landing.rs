@@ -29,11 +29,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let gate = self.cfg.charter.gate.clone().unwrap_or_default();
         let _one_at_a_time = crate::store::lock_beside(&self.run.file("landing"))?;
         let number = self.status.landings + 1;
-        let stop = self.child_stop();
-        let bounds = crate::loopctl::child::Bounds {
-            timeout: self.child_timeout(self.gate_timeout()),
-            stop: &stop,
-        };
+        let bounds = self.child_bounds(self.gate_timeout());
         let l = land::land_bounded(
             &self.status.integration_worktree,
             &self.status.integration_branch,
@@ -167,14 +163,9 @@ impl<O: LaneOps> Runner<'_, O> {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        let stop = self.child_stop();
-        let timeout = self.child_timeout(self.cfg.unattended.ship_timeout);
-        let bounds = crate::loopctl::child::Bounds {
-            timeout,
-            stop: &stop,
-        };
+        let bounds = self.child_bounds(self.cfg.unattended.ship_timeout);
         let exit = match crate::loopctl::child::run(&mut c, &bounds) {
-            Ok(e) => e.describe(timeout),
+            Ok(e) => e.describe(bounds.timeout),
             Err(e) => format!("did not start: {e}"),
         };
         self.decide("ship", &format!("ship command for {head}: {exit}"))?;

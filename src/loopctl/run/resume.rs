@@ -108,6 +108,16 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let n = self.run.n;
         let k = self.status.resumes;
         let reaped = self.ops.reap(&format!("l{n}-"))?;
+        // A gate or ship command the killed loop left running (what its
+        // shell started outlives the parent-death signal) must not work in
+        // the worktrees this resume resets.
+        let left = crate::loopctl::child::end_marked(&self.run.path.display().to_string());
+        if left > 0 {
+            self.decide(
+                "recover",
+                &format!("{left} process(es) a gate or ship command of the stopped loop left running were ended"),
+            )?;
+        }
         // Turns that finished before the stop, found before their jobs are cancelled.
         let finished = self.finished_turns()?;
         // Every open job of the run, recorded or not (one dispatched just

@@ -498,11 +498,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(());
         };
         let lane_dir = self.run.lane_dir(t.lane.as_deref().unwrap_or(id))?;
-        let stop = self.child_stop();
-        let bounds = crate::loopctl::child::Bounds {
-            timeout: self.child_timeout(self.gate_timeout()),
-            stop: &stop,
-        };
+        let bounds = self.child_bounds(self.gate_timeout());
         let g = land::run_gate(&wt, &gate, &lane_dir.join("gate.log"), &bounds)?;
         if g.stopped {
             let why = g.ended.unwrap_or_default();

@@ -42,13 +42,15 @@ impl<O: LaneOps> Runner<'_, O> {
             let n = self.run.n;
             self.status.state = "interrupted".into();
             self.status.stopped_by = Some(format!("error: {why}"));
+            // Best effort (a full disk may refuse these too): the cause is
+            // what is returned, and run.json stays unclosed either way.
+            self.say(&format!("stopped: {why}"));
             let _ = self.persist();
-            self.decide(
+            let _ = self.decide(
                 "interrupted",
                 &format!("{why}; the run stops unclosed, for `drover loop run --resume {n}`"),
-            )?;
-            self.say(&format!("stopped: {why}"));
-            self.close_out_as(Some(&why))?;
+            );
+            let _ = self.close_out_as(Some(&why));
             return Err(LoopError::Stopped { run: n, why });
         }
         self.close_out()

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 pub const GATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Bytes of the gate's output kept in the evidence (its end, decoded lossily).
 const LOG_TAIL_BYTES: u64 = 4096;
+/// Most of a gate's log kept on disk: its end, after a note of what was dropped.
+pub const MAX_GATE_LOG_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A candidate queued for landing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +106,7 @@ pub fn run_gate(
         .stdout(out)
         .stderr(err);
     let ended = child::run(&mut c, bounds).map_err(|e| LoopError::io(worktree, e))?;
+    cap_log(log, MAX_GATE_LOG_BYTES)?;
     let exit = ended.code();
     Ok(GateRun {
         command: cmd.to_string(),
@@ -116,6 +119,36 @@ pub fn run_gate(
         ended: (!matches!(ended, Ended::Exited(_))).then(|| ended.describe(bounds.timeout)),
         stopped: matches!(ended, Ended::Stopped(_)),
     })
+}
+
+/// Keep at most `cap` bytes of a log: its end, streamed into a new file
+/// (0600) behind one line saying how much of the start was dropped.
+pub fn cap_log(log: &Path, cap: u64) -> Result<(), LoopError> {
+    use std::io::{Seek, SeekFrom, Write};
+    let len = std::fs::metadata(log).map_or(0, |m| m.len());
+    if len <= cap {
+        return Ok(());
+    }
+    let io = |e| LoopError::io(log, e);
+    let mut from = std::fs::File::open(log).map_err(io)?;
+    from.seek(SeekFrom::Start(len - cap)).map_err(io)?;
+    let tmp = log.with_extension("log.capped");
+    let mut to = crate::store::open_private(
+        &tmp,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true),
+    )?;
+    writeln!(
+        to,
+        "[drover: the first {} bytes of this log were dropped; the last {cap} are kept]",
+        len - cap
+    )
+    .and_then(|()| std::io::copy(&mut from, &mut to).map(|_| ()))
+    .and_then(|()| to.sync_all())
+    .map_err(io)?;
+    std::fs::rename(&tmp, log).map_err(io)
 }
 
 /// The last [`LOG_TAIL_BYTES`] of a log, decoded lossily (one bad byte
@@ -411,5 +444,24 @@ mod tests {
             "a split character is dropped: {tail:?}"
         );
         assert_eq!(log_tail(&tmp.path().join("missing.log")), "");
+    }
+
+    /// Guards issue 24 item 14: what is kept of a huge gate log is capped
+    /// (its end, with a note), and a log under the cap is left as it is.
+    #[test]
+    fn a_gate_log_past_the_cap_keeps_its_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("gate-1.log");
+        let mut bytes = vec![b'x'; 10_000];
+        bytes.extend_from_slice(b"the end\n");
+        std::fs::write(&log, &bytes).unwrap();
+        cap_log(&log, 1000).unwrap();
+        let kept = std::fs::read_to_string(&log).unwrap();
+        assert!(kept.starts_with("[drover: the first 9008 bytes"), "{kept}");
+        assert!(kept.ends_with("xthe end\n"));
+        assert!(kept.len() < 1100, "{}", kept.len());
+        let before = std::fs::read(&log).unwrap();
+        cap_log(&log, 1 << 20).unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), before);
     }
 }

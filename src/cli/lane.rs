@@ -88,9 +88,12 @@ pub struct UpArgs {
     /// Run drover's simulated agent (no agent installed, no API keys).
     #[arg(long)]
     pub sim: bool,
-    /// Set K=V in every lane's environment (repeatable).
-    #[arg(long = "env", value_name = "K=V")]
+    /// Set K=V in every lane's environment; `--env K` takes K's value from drover's own environment (repeatable).
+    #[arg(long = "env", value_name = "K=V|K")]
     pub env: Vec<String>,
+    /// Read K=V lines from FILE (mode 0600, yours) into every lane's environment (repeatable).
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_file: Vec<PathBuf>,
     /// How long to wait for every agent to be ready, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
     pub timeout_ms: u64,
@@ -241,7 +244,7 @@ fn up(a: UpArgs, ctx: &Ctx, state_dir: &std::path::Path) -> anyhow::Result<u8> {
         .as_deref()
         .map(|s| parse_list("--sessions", s))
         .transpose()?;
-    let env = super::pane::parse_env(&a.env)?;
+    let env = super::pane::env_args(&a.env, &a.env_file)?;
     let repo = match a.repo {
         Some(r) => r,
         None => std::env::current_dir()?,

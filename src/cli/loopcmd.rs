@@ -84,6 +84,9 @@ pub struct RunArgs {
     /// Run once per green landing, with DROVER_INTEGRATION_BRANCH/_SHA in its env (off by default).
     #[arg(long, value_name = "CMD")]
     pub ship_cmd: Option<String>,
+    /// Longest one run of --ship-cmd (seconds); it is then ended with its process group.
+    #[arg(long, default_value_t = drover::loopctl::night::settings::DEFAULT_SHIP_TIMEOUT.as_secs(), value_name = "S")]
+    pub ship_timeout: u64,
     /// Leave jobs for an operator to complete (shadow decisions only); tasks then wait to time out.
     #[arg(long)]
     pub no_autocomplete: bool,
@@ -153,9 +156,12 @@ pub struct RunArgs {
     /// The backend lanes run on.
     #[arg(long, default_value = "native", value_name = "native|tmux|herdr")]
     pub backend: String,
-    /// Set K=V in every lane's environment (repeatable; values are never written to disk).
-    #[arg(long = "env", value_name = "K=V")]
+    /// Set K=V in every lane's environment; `--env K` takes K's value from drover's own environment (repeatable; values are never written to disk).
+    #[arg(long = "env", value_name = "K=V|K")]
     pub env: Vec<String>,
+    /// Read K=V lines from FILE (mode 0600, yours) into every lane's environment (repeatable).
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_file: Vec<PathBuf>,
     /// Most agents being started at once on this state dir (every run and `lane up` share it).
     #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
     pub spawn_budget: usize,
@@ -263,10 +269,16 @@ fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
     let q = std::fs::read_to_string(&a.queue)
         .map_err(|e| fail(exit::USAGE, format!("{}: {e}", a.queue.display())))?;
     let offences = ready::lint_queue(&q, &b, &c);
+    // Files the board leaves out are said, never silently skipped.
+    if !a.json {
+        for p in &b.problems {
+            eprintln!("drover: board: left out: {}", p.describe());
+        }
+    }
     if a.json {
         println!(
             "{}",
-            serde_json::json!({"ok": offences.is_empty(), "offences": offences})
+            serde_json::json!({"ok": offences.is_empty(), "offences": offences, "board_problems": b.problems})
         );
     } else {
         for o in &offences {
@@ -307,7 +319,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         _ => None,
     };
     let sim = a.sim || scripts.is_some();
-    let user_env = super::pane::parse_env(&a.env)?;
+    let user_env = super::pane::env_args(&a.env, &a.env_file)?;
     if let Some((k, _)) = user_env
         .iter()
         .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
@@ -340,6 +352,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     }
     let state_dir = ctx.state_dir_create()?;
+    // A SIGTERM of the loop ends its gate and ship command with it.
+    drover::loopctl::child::end_on_signals()?;
     // A resumed run takes its repo, board, base and charter from its run.json.
     let resumed = match &a.resume {
         Some(r) => {
@@ -414,6 +428,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 ca_file: a.notify_ca,
                 http_timeout: None,
             },
+            ship_timeout: Duration::from_secs(a.ship_timeout.max(1)),
             ..Default::default()
         },
     };

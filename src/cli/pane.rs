@@ -101,9 +101,12 @@ pub enum PaneCmd {
 pub struct NewArgs {
     /// Pane name: 1-64 of A-Z a-z 0-9 . _ -
     pub name: String,
-    /// Set K=V in the child's environment (repeatable).
-    #[arg(long = "env", value_name = "K=V")]
+    /// Set K=V in the child's environment; `--env K` takes K's value from drover's own environment (repeatable).
+    #[arg(long = "env", value_name = "K=V|K")]
     pub env: Vec<String>,
+    /// Read K=V lines from FILE (mode 0600, yours) into the child's environment (repeatable).
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_file: Vec<PathBuf>,
     /// Working directory (must exist; default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -159,18 +162,76 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
     fail(exit::USAGE, msg)
 }
 
-/// Parse `K=V` pairs; the value may contain `=`, the name may not be empty.
-pub fn parse_env(pairs: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    pairs
-        .iter()
-        .map(|kv| {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| usage(format!("--env {kv:?}: expected K=V")))?;
-            validate_env_name(k).map_err(|e| usage(format!("--env: {e}")))?;
-            Ok((k.to_string(), v.to_string()))
-        })
-        .collect()
+/// Largest `--env-file` read.
+const MAX_ENV_FILE: u64 = 64 * 1024;
+
+/// The environment `--env-file F…` then `--env …` give (a later name wins):
+/// `--env K=V`; `--env K`, K's value taken from drover's own environment
+/// (so the value is in no argv); each file's `K=V` lines (`#` comments,
+/// blank lines and an `export ` prefix allowed), the file refused unless it
+/// is yours and no one else may read or write it (0600). Errors name files,
+/// lines and names, never a value.
+pub fn env_args(pairs: &[String], files: &[PathBuf]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| {
+        out.retain(|(o, _)| o != k);
+        out.push((k.to_string(), v));
+    };
+    for f in files {
+        for (k, v) in read_env_file(f)? {
+            put(&k, v);
+        }
+    }
+    for kv in pairs {
+        let (k, v) = match kv.split_once('=') {
+            Some((k, v)) => (k, v.to_string()),
+            None => {
+                let v = std::env::var(kv).map_err(|_| {
+                    usage(format!(
+                        "--env {kv}: not set in drover's environment (give K=V, or export {kv} first)"
+                    ))
+                })?;
+                (kv.as_str(), v)
+            }
+        };
+        validate_env_name(k).map_err(|e| usage(format!("--env: {e}")))?;
+        put(k, v);
+    }
+    Ok(out)
+}
+
+fn read_env_file(f: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
+    use std::os::unix::fs::MetadataExt;
+    let name = f.display();
+    let meta = std::fs::metadata(f).map_err(|e| usage(format!("--env-file {name}: {e}")))?;
+    if !meta.is_file() || meta.len() > MAX_ENV_FILE {
+        return Err(usage(format!(
+            "--env-file {name}: not a file of at most 64 KiB"
+        )));
+    }
+    if meta.mode() & 0o077 != 0 || meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(usage(format!(
+            "--env-file {name}: others may read it (mode {:o}); make it yours and 0600 (chmod 600 {name})",
+            meta.mode() & 0o777
+        )));
+    }
+    let text = std::fs::read_to_string(f).map_err(|e| usage(format!("--env-file {name}: {e}")))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let l = l.strip_prefix("export ").unwrap_or(l);
+        let (k, v) = l
+            .split_once('=')
+            .ok_or_else(|| usage(format!("--env-file {name}: line {}: expected K=V", i + 1)))?;
+        let k = k.trim();
+        validate_env_name(k)
+            .map_err(|e| usage(format!("--env-file {name}: line {}: {e}", i + 1)))?;
+        out.push((k.to_string(), v.to_string()));
+    }
+    Ok(out)
 }
 
 /// Build a spec from `pane new` arguments, resolving paths against this process's cwd.
@@ -202,7 +263,7 @@ pub fn build_spec(a: &NewArgs) -> anyhow::Result<PaneSpec> {
     let spec = PaneSpec {
         name: a.name.clone(),
         argv: a.command.clone(),
-        env: parse_env(&a.env)?,
+        env: env_args(&a.env, &a.env_file)?,
         cwd: Some(cwd),
         cols,
         rows,

@@ -153,14 +153,14 @@ pub fn run(cmd: ShadowCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 continue;
             };
             if autocomplete {
-                d.action = Some(match auto::commit(&engine, &runner, &d) {
-                    Ok(o) => o.label(),
-                    Err(e) => format!("error: {e}"),
-                });
+                // Recorded before the engine acts on it.
+                let _ = auto::commit_and_record(&engine, &runner, &mut d)
+                    .map_err(|e| fail(exit::ERROR, e))?;
+            } else {
+                runner
+                    .record(&d)
+                    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
             }
-            runner
-                .record(&d)
-                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
             out.push(d);
         }
         if json {

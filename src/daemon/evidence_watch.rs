@@ -181,15 +181,12 @@ async fn decide(runner: &Runner, engine: &Engine, job: &RunningJob, autocomplete
             }
         };
         let mut d = d;
-        if autocomplete && d.decision == "complete" {
-            d.action = Some(match auto::commit(&engine, &runner, &d) {
-                Ok(o) => o.label(),
-                Err(e) => format!("error: {e}"),
-            });
-        } else if autocomplete {
-            d.action = Some("none".into());
-        }
-        if let Err(e) = runner.record(&d) {
+        if autocomplete {
+            // Recorded before the engine acts on it (auto::commit_and_record).
+            if let Err(e) = auto::commit_and_record(&engine, &runner, &mut d) {
+                tracing::warn!(job = %job.job_id, error = %e, "cannot commit or record the decision");
+            }
+        } else if let Err(e) = runner.record(&d) {
             tracing::warn!(job = %job.job_id, error = %e, "cannot record the decision");
         }
         tracing::info!(job = %job.job_id, decision = %d.decision, action = ?d.action, "shadow decision");

@@ -80,7 +80,12 @@ pub fn live_loop_run(state_dir: &Path, name: &str) -> Option<String> {
 /// Sweep (or, with `dry_run`, only list) what no lane owns.
 pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
     git::check_installed()?;
-    let _g = super::op_lock(state_dir)?;
+    // A dry run changes nothing: it lists without waiting for an operation.
+    let _g = if dry_run {
+        None
+    } else {
+        Some(super::op_lock(state_dir)?)
+    };
     let doc = super::load(state_dir)?;
     let mut items = Vec::new();
     let mut repos: Vec<PathBuf> = doc.repos.clone();

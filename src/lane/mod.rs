@@ -276,19 +276,35 @@ pub fn save(state_dir: &Path, rec: &LaneRecord) -> Result<(), LaneError> {
     })
 }
 
-/// Hold the lanes operation lock, waiting at most [`OP_LOCK_TIMEOUT`].
+/// How long [`op_lock`] waits: [`OP_LOCK_TIMEOUT`] (a lane operation may
+/// wait on agents starting), unless `DROVER_LOCK_WAIT_MS` says otherwise.
+pub fn op_lock_wait() -> Duration {
+    match std::env::var(store::LOCK_WAIT_ENV) {
+        Ok(_) => store::lock_wait(),
+        Err(_) => OP_LOCK_TIMEOUT,
+    }
+}
+
+/// Hold the lanes operation lock, waiting at most [`op_lock_wait`]; when
+/// it gives up, the error names the holder's pid.
 pub fn op_lock(state_dir: &Path) -> Result<LockGuard, LaneError> {
     let path = crate::registry::registry_dir(state_dir).join("lanes.op.lock");
-    let deadline = Instant::now() + OP_LOCK_TIMEOUT;
+    let wait = op_lock_wait();
+    let deadline = Instant::now() + wait;
     loop {
         if let Some(g) = LockGuard::try_exclusive(&path)? {
+            g.note_holder();
             return Ok(g);
         }
         if Instant::now() >= deadline {
+            let holder = store::holder_of(&path).map_or_else(
+                || "another lane operation".to_string(),
+                |p| format!("pid {p}"),
+            );
             return Err(LaneError::Timeout(format!(
-                "another lane operation has held {} for {} s; wait for it or check `drover lane ls`",
+                "{holder} has held {} for {} ms; wait for it or check `drover lane ls`",
                 path.display(),
-                OP_LOCK_TIMEOUT.as_secs()
+                wait.as_millis()
             )));
         }
         std::thread::sleep(Duration::from_millis(50));

@@ -397,7 +397,8 @@ pub fn make_worktree(state_dir: &Path, rec: &mut LaneRecord) -> Result<(), LaneE
         }
     } else {
         if let Some(dir) = wt.parent() {
-            std::fs::create_dir_all(dir)
+            // 0700 whatever the umask (docs/state-dir.md).
+            crate::store::create_private_dir(dir)
                 .map_err(|e| LaneError::Git(format!("cannot create {}: {e}", dir.display())))?;
         }
         let _ = git::worktree_prune(&rec.repo);
@@ -426,7 +427,7 @@ pub fn make_worktree(state_dir: &Path, rec: &mut LaneRecord) -> Result<(), LaneE
         .map_err(|e| LaneError::Git(format!("cannot write the lane marker: {e}")))?;
     git::exclude_marker(&wt)?;
     git::copy_worktreeinclude(&rec.repo, &wt)?;
-    std::fs::create_dir_all(super::lane_dir(state_dir, &rec.lane_id))
+    crate::store::create_private_dir(&super::lane_dir(state_dir, &rec.lane_id))
         .map_err(|e| LaneError::Git(format!("cannot create the lane dir: {e}")))?;
     Ok(())
 }

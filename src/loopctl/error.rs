@@ -26,6 +26,12 @@ pub enum LoopError {
     /// unclosed, for `drover loop run --resume`.
     #[error("loop{run} interrupted: {why}; resume it with `drover loop run --resume {run}`")]
     Interrupted { run: u32, why: String },
+    /// The loop had to stop (an error other than a lost supervisor): the
+    /// run stays unclosed, for `drover loop run --resume`.
+    #[error(
+        "loop{run} stopped: {why}; it stays unclosed: resume it with `drover loop run --resume {run}`"
+    )]
+    Stopped { run: u32, why: String },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]

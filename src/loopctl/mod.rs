@@ -6,7 +6,7 @@
 //! ones above it in this list:
 //! - the seam: [`error`] ([`LoopError`]), [`ops`] (what the runner needs from
 //!   lanes and dispatch, as a trait, and the data that crosses it),
-//!   [`sha256`];
+//!   [`sha256`], [`child`] (the loop's own bounded child processes);
 //! - [`board`]: the Backlog.md directory, the charter, which tasks may start
 //!   (`ready`, `loop lint queue`) and the lane's brief;
 //! - [`land`]: the loop's git, a lane's candidate patch, the integration
@@ -22,6 +22,7 @@
 //!   parking, escalations and stall classes.
 
 pub mod board;
+pub mod child;
 mod error;
 pub mod land;
 pub mod lanes;

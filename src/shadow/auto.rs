@@ -57,8 +57,65 @@ pub fn commit(
     runner: &Runner,
     d: &ShadowDecision,
 ) -> Result<Outcome, EngineError> {
+    match prepare(runner, d)? {
+        Ok(p) => transition(engine, d, p),
+        Err(o) => Ok(o),
+    }
+}
+
+/// Commit a `complete` decision and append it to the decision log, the
+/// line first: whoever sees the job completed finds the decision that
+/// completed it (with `action: completed`). Should the engine then refuse,
+/// a second line for the same decision says what happened. A decision that
+/// cannot be recorded is not acted on. Any other decision is recorded with
+/// what auto-completion made of it.
+pub fn commit_and_record(
+    engine: &Engine,
+    runner: &Runner,
+    d: &mut ShadowDecision,
+) -> Result<Outcome, String> {
+    let p = match prepare(runner, d) {
+        Ok(Ok(p)) => p,
+        Ok(Err(o)) => {
+            d.action = Some(o.label());
+            runner.record(d).map_err(|e| e.to_string())?;
+            return Ok(o);
+        }
+        Err(e) => {
+            d.action = Some(format!("error: {e}"));
+            runner.record(d).map_err(|e| e.to_string())?;
+            return Err(e.to_string());
+        }
+    };
+    let expected = match &p.failed {
+        Some(why) => Outcome::FailedByLane(why.clone()),
+        None => Outcome::Completed,
+    };
+    d.action = Some(expected.label());
+    runner.record(d).map_err(|e| e.to_string())?;
+    let o = match transition(engine, d, p) {
+        Ok(o) => o,
+        Err(e) => Outcome::Refused(format!("error: {e}")),
+    };
+    if o != expected {
+        d.action = Some(o.label());
+        runner.record(d).map_err(|e| e.to_string())?;
+    }
+    Ok(o)
+}
+
+/// The request for the engine, and the lane's reason when it reported
+/// `failed` or `blocked` (the request then fails the job).
+struct Prepared {
+    req: Request,
+    failed: Option<String>,
+}
+
+/// The checks before a `complete` reaches the engine: the request to make,
+/// or why there is none.
+fn prepare(runner: &Runner, d: &ShadowDecision) -> Result<Result<Prepared, Outcome>, EngineError> {
     if d.decision != "complete" {
-        return Ok(Outcome::NotComplete);
+        return Ok(Err(Outcome::NotComplete));
     }
     let events = runner.evidence().read(&d.job_id)?;
     let Some(Evidence::Dispatch {
@@ -68,20 +125,22 @@ pub fn commit(
         ..
     }) = latest_dispatch(&events)
     else {
-        return Ok(Outcome::Unproven("no dispatch record".into()));
+        return Ok(Err(Outcome::Unproven("no dispatch record".into())));
     };
     if attempt_id != &d.attempt_id {
-        return Ok(Outcome::Refused("a newer dispatch exists".into()));
+        return Ok(Err(Outcome::Refused("a newer dispatch exists".into())));
     }
     let Some(rep) = report_path
         .as_deref()
         .and_then(|p| report::read_report(Path::new(p)))
     else {
-        return Ok(Outcome::Unproven("the report is unreadable now".into()));
+        return Ok(Err(Outcome::Unproven(
+            "the report is unreadable now".into(),
+        )));
     };
     let v = report::verify_manifest(&rep, worktree.as_deref().map(Path::new));
     if !v.proven {
-        return Ok(Outcome::Unproven(v.detail));
+        return Ok(Err(Outcome::Unproven(v.detail)));
     }
     // The lane's own account decides which terminal: a lane that says it
     // failed or is blocked is not completed.
@@ -103,8 +162,12 @@ pub fn commit(
     let mut req = Request::new(d.job_id.clone(), action, Actor::supervisor())
         .expect_attempt(d.attempt_id.clone());
     req.expected_status = Some(Status::Running);
-    match engine.transition(&req) {
-        Ok(_) if failed.is_some() => Ok(Outcome::FailedByLane(failed.unwrap_or_default())),
+    Ok(Ok(Prepared { req, failed }))
+}
+
+fn transition(engine: &Engine, d: &ShadowDecision, p: Prepared) -> Result<Outcome, EngineError> {
+    match engine.transition(&p.req) {
+        Ok(_) if p.failed.is_some() => Ok(Outcome::FailedByLane(p.failed.unwrap_or_default())),
         Ok(_) => {
             if let Some(state_dir) = engine.dir().parent() {
                 crate::registry::events::emit_quiet(
@@ -117,5 +180,81 @@ pub fn commit(
         }
         Err(e @ EngineError::Refused { .. }) => Ok(Outcome::Refused(e.to_string())),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shadow::Summary;
+
+    /// Guards issue 24 item 19: the decision that completes a job is in the
+    /// log before the engine acts on it (so whoever sees the job completed
+    /// finds it); when the engine then refuses, a second line says so.
+    #[test]
+    fn a_complete_decision_is_recorded_before_the_engine_acts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path();
+        let wt = state.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join("out.txt"), "x").unwrap();
+        let report = wt.join("report.json");
+        std::fs::write(
+            &report,
+            r#"{"attempt_id":"A1","state":"done","manifest":{"files":["out.txt"]}}"#,
+        )
+        .unwrap();
+        let runner = Runner::new(state);
+        runner
+            .evidence()
+            .append(
+                "J1",
+                &Evidence::Dispatch {
+                    t_ms: 1,
+                    job_id: "J1".into(),
+                    attempt_id: "A1".into(),
+                    session_id: "s".into(),
+                    pane: "p".into(),
+                    pane_generation: 1,
+                    nonce: "n".into(),
+                    report_path: Some(report.display().to_string()),
+                    worktree: Some(wt.display().to_string()),
+                },
+            )
+            .unwrap();
+        let mut d = ShadowDecision {
+            at: "2026-12-01T00:00:00Z".into(),
+            t_ms: 2,
+            job_id: "J1".into(),
+            attempt_id: "A1".into(),
+            decision: "complete".into(),
+            reason: "clean".into(),
+            summary: Summary {
+                events: 1,
+                dispatches: 1,
+                anchors: 0,
+                observations: 0,
+                last_state: None,
+                report: None,
+                transport_errors: 0,
+                side_effects_proven: Some(true),
+                pane: None,
+                pane_generation: None,
+            },
+            action: None,
+        };
+        // No job J1 in the engine: the transition fails after the record.
+        let engine = Engine::open(state).unwrap();
+        let o = commit_and_record(&engine, &runner, &mut d).unwrap();
+        assert!(matches!(o, Outcome::Refused(_)), "{o:?}");
+        let text = std::fs::read_to_string(runner.decisions_path()).unwrap();
+        let actions: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<ShadowDecision>(l).unwrap())
+            .map(|d| d.action.unwrap_or_default())
+            .collect();
+        assert_eq!(actions.len(), 2, "{actions:?}");
+        assert_eq!(actions[0], "completed", "recorded before the engine acted");
+        assert!(actions[1].starts_with("refused"), "{actions:?}");
     }
 }

@@ -110,6 +110,8 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
         path,
         OpenOptions::new().create(true).read(true).append(true),
     )?;
+    // A log its readers refuse is not written to either.
+    check_body(&mut f, path)?;
     if repair_tail(&mut f, path)? {
         line.insert(0, b'\n');
     }
@@ -119,6 +121,69 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
         f.sync_data()
             .map_err(|e| StoreError::io("fsync", path, e))?;
     }
+    if let Ok(md) = f.metadata() {
+        remember_checked(path, &md, md.len());
+    }
+    Ok(())
+}
+
+/// How far each log has been checked by this process, by (path, device,
+/// inode): the next append checks only what was added since.
+static CHECKED: std::sync::Mutex<Vec<(std::path::PathBuf, u64, u64, u64)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn remember_checked(path: &Path, md: &std::fs::Metadata, upto: u64) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(mut c) = CHECKED.lock() {
+        c.retain(|(p, ..)| p != path);
+        c.push((path.to_path_buf(), md.dev(), md.ino(), upto));
+    }
+}
+
+/// Every complete line before the last newline parses (blank lines aside),
+/// as [`read_jsonl`] requires; else `Corrupt` naming the line. Reads only
+/// what this process has not checked in this file before.
+fn check_body(f: &mut File, path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    let md = f.metadata().map_err(|e| StoreError::io("stat", path, e))?;
+    let from = CHECKED
+        .lock()
+        .ok()
+        .and_then(|c| {
+            c.iter()
+                .find(|(p, dev, ino, upto)| {
+                    p == path && *dev == md.dev() && *ino == md.ino() && *upto <= md.len()
+                })
+                .map(|e| e.3)
+        })
+        .unwrap_or(0);
+    f.seek(SeekFrom::Start(from))
+        .map_err(|e| StoreError::io("seek", path, e))?;
+    let mut r = std::io::BufReader::new(&mut *f);
+    let mut at = from;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = std::io::BufRead::read_until(&mut r, b'\n', &mut line)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            // The end, or the tail (the torn-tail rule's to judge).
+            break;
+        }
+        let body = &line[..line.len() - 1];
+        if !body.iter().all(u8::is_ascii_whitespace)
+            && serde_json::from_slice::<IgnoredAny>(body).is_err()
+        {
+            let n = line_at(f, path, at)?;
+            return Err(corrupt(
+                path,
+                n,
+                "a line is not a record drover wrote; nothing is appended until it is fixed",
+            ));
+        }
+        at += n as u64;
+    }
+    remember_checked(path, &md, at);
     Ok(())
 }
 
@@ -155,8 +220,9 @@ fn repair_tail(f: &mut File, path: &Path) -> Result<bool, StoreError> {
     }
 }
 
-/// Check, without writing, that the next append to `path` will succeed under
-/// the torn-tail rule: `Corrupt` when its tail is not a record's start. Lets a
+/// Check, without writing, that the next append to `path` will succeed:
+/// `Corrupt` when its tail is not a record's start (the torn-tail rule) or a
+/// line before it does not parse. Lets a
 /// writer refuse before it commits to something the log must then record.
 pub fn check_tail(path: &Path) -> Result<(), StoreError> {
     let mut f = match File::open(path) {
@@ -178,7 +244,9 @@ pub fn check_tail(path: &Path) -> Result<(), StoreError> {
             "the last line is not a record drover wrote",
         ));
     }
-    Ok(())
+    // A corrupt line before it refuses the append too: found here, before
+    // the writer commits to anything.
+    check_body(&mut f, path)
 }
 
 /// The last record of a log (a complete unterminated tail counts; a torn one
@@ -322,6 +390,30 @@ pub fn parse_jsonl<T: serde::de::DeserializeOwned>(
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    /// Guards issue 24 item 16: a corrupt middle line makes writers refuse
+    /// too (readers do), naming the line; nothing is appended.
+    #[test]
+    fn a_corrupt_middle_line_is_refused_by_writers() {
+        let (_d, p) = log();
+        append_jsonl(&p, &json!({"n": 1}), false).unwrap();
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes.extend_from_slice(b"garbage here\n{\"n\":3}\n");
+        std::fs::write(&p, &bytes).unwrap();
+        let e = append_jsonl(&p, &json!({"n": 4}), false).unwrap_err();
+        assert!(
+            matches!(e, StoreError::Corrupt { line: Some(2), .. }),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "nothing appended");
+        // Fixed, appends go on.
+        let fixed = String::from_utf8(bytes)
+            .unwrap()
+            .replace("garbage here\n", "");
+        std::fs::write(&p, fixed).unwrap();
+        append_jsonl(&p, &json!({"n": 4}), false).unwrap();
+        assert_eq!(read_jsonl::<Value>(&p).unwrap().records.len(), 3);
+    }
 
     fn log() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();

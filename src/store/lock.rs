@@ -87,6 +87,21 @@ impl LockGuard {
     }
 }
 
+/// Who holds the flock on `lock_file`, when that can be told (see
+/// [`LockGuard::exclusive`]'s error).
+pub fn holder_of(lock_file: &Path) -> Option<u32> {
+    let file = File::open(lock_file).ok()?;
+    holder_pid(&file, lock_file)
+}
+
+impl LockGuard {
+    /// Write this process's pid into the lock file (what
+    /// [`LockGuard::exclusive`] does), for a lock taken with `try_exclusive`.
+    pub fn note_holder(&self) {
+        write_holder(&self.file);
+    }
+}
+
 /// Record our pid in the lock file for whoever times out waiting on us.
 /// Best effort: the lock is held whether or not the note is written.
 fn write_holder(file: &File) {

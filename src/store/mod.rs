@@ -14,7 +14,9 @@ mod sweep;
 
 pub use atomic::{read_json, write_bytes_atomic, write_json_atomic};
 pub use jsonl::{JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl};
-pub use lock::{LOCK_WAIT, LOCK_WAIT_ENV, LockGuard, lock_beside, lock_path_for, lock_wait};
+pub use lock::{
+    LOCK_WAIT, LOCK_WAIT_ENV, LockGuard, holder_of, lock_beside, lock_path_for, lock_wait,
+};
 pub use private::{DIR_MODE, FILE_MODE, create_private_dir, open_private, tighten_dir};
 pub use sweep::sweep_temp_files;
 

@@ -1,5 +1,5 @@
 //! Capture and landing on real git repos and worktrees: fail-closed capture,
-//! claim checks, redaction, and a landing that drops the candidate turning the
+//! claim checks, secret detection, and a landing that drops the candidate turning the
 //! gate red while the others land.
 
 use drover::loopctl::land::capture::{self, Refusal};
@@ -83,7 +83,7 @@ fn captured(
 
 /// Guards capture: new files are included, a file outside the claim blocks,
 /// an empty claim or an empty change blocks, a missing merge-base fails closed,
-/// and secrets never reach candidate.patch.
+/// and secrets are named and redacted in the copy shown.
 #[test]
 fn capture_includes_new_files_and_fails_closed() {
     let r = repo();
@@ -120,11 +120,14 @@ fn capture_includes_new_files_and_fails_closed() {
 
     let secret = format!("key = \"sk-{}\"\n", "a1B2".repeat(8));
     let c = captured(&r, "t5", &[("cfg.txt", &secret)], &["cfg.txt"]).unwrap();
-    let patch = std::fs::read_to_string(&c.patch_path).unwrap();
+    // The patch lands as written; the copy shown is redacted (issue 24 item 6).
+    let patch = std::fs::read(&c.patch_path).unwrap();
+    let shown = String::from_utf8(capture::shown_copy(&patch)).unwrap();
     assert!(
-        !patch.contains("a1B2a1B2") && patch.contains("[redacted:sk]"),
-        "{patch}"
+        !shown.contains("a1B2a1B2") && shown.contains("[redacted:sk]"),
+        "{shown}"
     );
+    assert!(String::from_utf8_lossy(&patch).contains("a1B2a1B2"));
     assert_eq!(c.redactions, vec!["openai-key"]);
 
     // A worktree whose history shares nothing with the base: no merge-base.
@@ -186,6 +189,7 @@ fn landing_drops_the_red_and_the_conflicting_and_keeps_the_rest() {
                 match f {
                     Fate::Landed { .. } => "landed",
                     Fate::Dropped { .. } => "dropped",
+                    Fate::Stopped { .. } => "stopped",
                 },
             )
         })

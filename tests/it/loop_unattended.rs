@@ -264,9 +264,10 @@ fn close_out_lets_in_flight_work_land() {
     );
 }
 
-/// Guards emergency stop during a landing: the landing under way completes
-/// as one unit, then everything stops — nothing else is dispatched or landed,
-/// every lane is down, the close-out is written.
+/// Guards emergency stop during a landing: the landing's gate is ended and
+/// the landing dropped as one unit (nothing of it on the integration
+/// branch; issue 24 item 5), then everything stops — nothing else is
+/// dispatched or landed, every lane is down, the close-out is written.
 #[test]
 fn emergency_stop_during_a_landing() {
     let d = Drover::new();
@@ -290,9 +291,10 @@ fn emergency_stop_during_a_landing() {
     let p = phases(&st);
     assert_eq!(
         p[0].1,
-        Phase::Landed,
-        "the landing under way completed: {p:?}"
+        Phase::Landing,
+        "the landing under way was ended whole, its candidate still queued: {p:?}"
     );
+    assert_eq!(loop_common::trailers(&st.repo, 1), vec![(1, 0)]);
     assert_ne!(p[1].1, Phase::Landed, "{p:?}");
     assert_eq!(
         p[2].1,

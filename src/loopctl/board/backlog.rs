@@ -47,7 +47,7 @@ pub struct Task {
 }
 
 #[derive(PartialEq, PartialOrd)]
-struct OrdKey(u8, f64, u64, String);
+pub(super) struct OrdKey(u8, f64, u64, String);
 
 impl Task {
     /// Whether the task is Done.
@@ -60,7 +60,7 @@ impl Task {
         self.labels.iter().any(|l| l.eq_ignore_ascii_case(label))
     }
 
-    fn order_key(&self) -> OrdKey {
+    pub(super) fn order_key(&self) -> OrdKey {
         let pri = match self
             .priority
             .as_deref()
@@ -80,51 +80,6 @@ impl Task {
             .unwrap_or(u64::MAX);
         OrdKey(pri, self.ordinal.unwrap_or(f64::MAX), num, self.id.clone())
     }
-}
-
-/// The tasks of a board, in priority order (priority, ordinal, id).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Board {
-    pub dir: PathBuf,
-    pub tasks: Vec<Task>,
-}
-
-impl Board {
-    /// A task by id (case-insensitive, as the CLI accepts `task-1`).
-    pub fn task(&self, id: &str) -> Option<&Task> {
-        self.tasks.iter().find(|t| t.id.eq_ignore_ascii_case(id))
-    }
-}
-
-/// The tasks directory of a board given as the Backlog.md dir or the repo.
-pub fn tasks_dir(dir: &Path) -> PathBuf {
-    let nested = dir.join("backlog").join("tasks");
-    if !dir.join("tasks").is_dir() && nested.is_dir() {
-        return nested;
-    }
-    dir.join("tasks")
-}
-
-/// Load every `*.md` under `tasks/`. A file that does not parse is an error
-/// naming it (a board is never half read).
-pub fn load(dir: &Path) -> Result<Board, LoopError> {
-    let tdir = tasks_dir(dir);
-    let rd = std::fs::read_dir(&tdir).map_err(|e| LoopError::io(&tdir, e))?;
-    let mut tasks = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| LoopError::io(&tdir, e))?;
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("md") || !path.is_file() {
-            continue;
-        }
-        tasks.push(read_task(&path)?);
-    }
-    tasks.sort_by(|a, b| {
-        a.order_key()
-            .partial_cmp(&b.order_key())
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    Ok(Board { dir: tdir, tasks })
 }
 
 /// Read and parse one task file.
@@ -335,14 +290,63 @@ pub fn mark_done(text: &str) -> Option<String> {
     changed_status.then_some(out)
 }
 
-/// Mark a task Done in its file (an atomic write).
+/// Mark a task Done in its file. The file is the user's: it is edited where
+/// it is — through a symlink, the file it points to; its mode and owner
+/// kept; a file with hard links written in place (a rename would split
+/// them), any other replaced atomically.
 pub fn write_done(task: &Task) -> Result<(), LoopError> {
     let text = std::fs::read_to_string(&task.path).map_err(|e| LoopError::io(&task.path, e))?;
     let new = mark_done(&text).ok_or_else(|| LoopError::parse(&task.path, "no `status:` line"))?;
     if new != text {
-        crate::store::write_bytes_atomic(&task.path, new.as_bytes())?;
+        write_in_place(&task.path, new.as_bytes())?;
     }
     Ok(())
+}
+
+/// Replace the content of the file `path` names, keeping what the user set
+/// on it: the symlink stays a symlink, hard links stay one inode, the mode
+/// and owner stay.
+fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), LoopError> {
+    use std::io::Write;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let real = std::fs::canonicalize(path).map_err(|e| LoopError::io(path, e))?;
+    let meta = std::fs::metadata(&real).map_err(|e| LoopError::io(&real, e))?;
+    let mode = meta.mode() & 0o7777;
+    let io = |e| LoopError::io(&real, e);
+    if meta.nlink() > 1 {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&real)
+            .map_err(io)?;
+        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io)?;
+        return Ok(());
+    }
+    let dir = real.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.drover-{}.tmp",
+        real.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        // The umask narrowed the mode given above; set it exactly.
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        let _ = std::os::unix::fs::fchown(&f, Some(meta.uid()), Some(meta.gid()));
+        f.sync_all()?;
+        std::fs::rename(&tmp, &real)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
 }
 
 #[cfg(test)]
@@ -398,6 +402,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("nf.md"), "{e}");
+    }
+
+    /// Guards issue 24 item 13: marking Done edits the user's file where it
+    /// is — a symlinked task file's target, a hard-linked file's one inode —
+    /// and keeps its mode.
+    #[test]
+    fn write_done_keeps_symlinks_hard_links_and_mode() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let tmp = tempfile::tempdir().unwrap();
+        let (real, link) = (tmp.path().join("real.md"), tmp.path().join("link.md"));
+        std::fs::write(&real, CLI_TASK).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_done(&parse_task(CLI_TASK, &link).unwrap()).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            std::fs::read_to_string(&real)
+                .unwrap()
+                .contains("status: Done")
+        );
+        assert_eq!(std::fs::metadata(&real).unwrap().mode() & 0o777, 0o644);
+
+        let (a, b) = (tmp.path().join("a.md"), tmp.path().join("b.md"));
+        std::fs::write(&a, CLI_TASK).unwrap();
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o664)).unwrap();
+        std::fs::hard_link(&a, &b).unwrap();
+        write_done(&parse_task(CLI_TASK, &a).unwrap()).unwrap();
+        assert!(
+            std::fs::read_to_string(&b)
+                .unwrap()
+                .contains("status: Done")
+        );
+        assert_eq!(
+            std::fs::metadata(&a).unwrap().ino(),
+            std::fs::metadata(&b).unwrap().ino()
+        );
+        assert_eq!(std::fs::metadata(&a).unwrap().mode() & 0o777, 0o664);
     }
 
     #[test]

@@ -30,6 +30,27 @@ pub struct Charter {
     pub guarded_paths: Vec<String>,
     /// The raw `pool:` value, interpreted by [`crate::loopctl::board::ready::pool_size`].
     pub pool: Option<String>,
+    /// Longest one gate run may take (`gate-timeout:`, seconds or `90s`,
+    /// `20m`, `1h`); `None`: the default of the landing.
+    pub gate_timeout: Option<std::time::Duration>,
+}
+
+/// A duration as the charter writes one: seconds, or a number with `s`,
+/// `m` or `h` (pure). `None` when it is not one, or zero.
+pub fn parse_duration(v: &str) -> Option<std::time::Duration> {
+    let v = v.trim();
+    let (num, unit) = match v.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => v.split_at(i),
+        None => (v, "s"),
+    };
+    let n: u64 = num.parse().ok()?;
+    let secs = match unit.trim() {
+        "s" | "sec" | "secs" => n,
+        "m" | "min" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| std::time::Duration::from_secs(secs))
 }
 
 fn key_value(line: &str) -> Option<(String, String)> {
@@ -91,6 +112,15 @@ pub fn parse(text: &str, path: &Path) -> Result<Charter, LoopError> {
         },
     };
     let gate = get("gate").filter(|g| !g.is_empty());
+    let gate_timeout = match get("gate-timeout") {
+        None => None,
+        Some(v) => Some(parse_duration(&v).ok_or_else(|| {
+            LoopError::parse(
+                path,
+                format!("`gate-timeout:` must be a duration (600, 90s, 20m, 1h), not {v:?}"),
+            )
+        })?),
+    };
     Ok(Charter {
         path: path.to_path_buf(),
         sha256: sha256::hex(text.as_bytes()),
@@ -102,6 +132,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Charter, LoopError> {
             .map(|v| split_list(&v))
             .unwrap_or_default(),
         pool: get("pool"),
+        gate_timeout,
     })
 }
 
@@ -150,5 +181,24 @@ mod tests {
         assert!(e.to_string().contains("lanes"), "{e}");
         let e = parse("nothing here\n", Path::new("c.md")).unwrap_err();
         assert!(e.to_string().contains("aim"), "{e}");
+    }
+
+    /// Guards issue 24 item 5: the gate's timeout comes from the charter.
+    #[test]
+    fn gate_timeout_is_a_duration() {
+        let c = |t: &str| parse(&format!("aim: x\n- gate-timeout: {t}\n"), Path::new("c.md"));
+        let secs = |t: &str| c(t).unwrap().gate_timeout.map(|d| d.as_secs());
+        assert_eq!(secs("600"), Some(600));
+        assert_eq!(secs("90s"), Some(90));
+        assert_eq!(secs("20m"), Some(1200));
+        assert_eq!(secs("1h"), Some(3600));
+        assert_eq!(
+            parse("aim: x\n", Path::new("c.md")).unwrap().gate_timeout,
+            None
+        );
+        for bad in ["0", "soon", "5d", "-3"] {
+            let e = c(bad).unwrap_err().to_string();
+            assert!(e.contains("gate-timeout"), "{bad}: {e}");
+        }
     }
 }

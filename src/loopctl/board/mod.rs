@@ -4,6 +4,8 @@
 mod backlog;
 pub mod brief;
 pub mod charter;
+mod load;
 pub mod ready;
 
 pub use backlog::*;
+pub use load::*;

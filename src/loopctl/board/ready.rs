@@ -188,6 +188,7 @@ mod tests {
                 task("T-6", "To Do", "", ""),
                 task("T-7", "To Do", "", "T-99"),
             ],
+            problems: Vec::new(),
         }
     }
 

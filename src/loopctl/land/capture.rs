@@ -1,7 +1,11 @@
 //! Capturing a lane's candidate: `git add -A` then `git diff --cached
-//! <merge-base>` in the lane's worktree (new files included; a merge-base that
-//! cannot be found fails closed), the changed files checked against the
-//! lease's `claimed_files`, secrets redacted, written as `candidate.patch`.
+//! --binary <merge-base>` in the lane's worktree (new files included; a
+//! merge-base that cannot be found fails closed), the changed files checked
+//! against the lease's `claimed_files`, written as `candidate.patch` —
+//! bytes, exactly as git gave them: that file is what lands, so it is never
+//! decoded, re-encoded or redacted. Secret-looking text in it is named
+//! (`redactions`); the copies drover shows (the reviewer's copy, reports)
+//! are redacted instead.
 
 use crate::loopctl::{LoopError, land::git};
 use crate::registry::redact::redact_secrets;
@@ -16,10 +20,11 @@ pub struct Candidate {
     pub base: String,
     pub files: Vec<String>,
     pub patch_path: PathBuf,
-    /// sha256 of the patch as captured (before redaction): the worktree still
-    /// holds exactly the landed work when its capture hashes the same.
+    /// sha256 of the patch: the worktree still holds exactly the landed
+    /// work when its capture hashes the same.
     pub raw_sha256: String,
-    /// Redaction rules that fired (the patch holds the redacted text).
+    /// Secret rules that fire on the patch (it lands as written; the
+    /// copies shown are redacted).
     pub redactions: Vec<String>,
 }
 
@@ -45,8 +50,8 @@ impl Refusal {
     }
 }
 
-/// The raw capture: merge-base, changed files, patch text (no writes but the index).
-pub fn diff(worktree: &Path, base: &str) -> Result<(String, Vec<String>, String), LoopError> {
+/// The raw capture: merge-base, changed files, patch bytes (no writes but the index).
+pub fn diff(worktree: &Path, base: &str) -> Result<(String, Vec<String>, Vec<u8>), LoopError> {
     git::run(worktree, &["add", "-A"])?;
     let mb = git::line(worktree, &["merge-base", "HEAD", base]).map_err(|e| LoopError::Git {
         args: format!("merge-base HEAD {base}"),
@@ -64,7 +69,7 @@ pub fn diff(worktree: &Path, base: &str) -> Result<(String, Vec<String>, String)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect();
-    let patch = git::run(
+    let patch = git::run_bytes(
         worktree,
         &["diff", "--cached", "--binary", "--full-index", &mb],
     )?;
@@ -93,10 +98,10 @@ pub fn capture(
             files: scope.out_of_scope,
         }));
     }
-    let raw_sha256 = crate::loopctl::sha256::hex(patch.as_bytes());
-    let (clean, fired) = redact_secrets(&patch);
+    let raw_sha256 = crate::loopctl::sha256::hex(&patch);
+    let (_, fired) = redact_secrets(&String::from_utf8_lossy(&patch));
     let patch_path = lane_dir.join("candidate.patch");
-    crate::store::write_bytes_atomic(&patch_path, clean.as_bytes())?;
+    crate::store::write_bytes_atomic(&patch_path, &patch)?;
     Ok(Ok(Candidate {
         task: task.to_string(),
         base: mb,
@@ -105,6 +110,18 @@ pub fn capture(
         raw_sha256,
         redactions: fired.into_iter().map(str::to_string).collect(),
     }))
+}
+
+/// A copy of a patch to show (the reviewer's): its text with secrets
+/// redacted. Never applied.
+pub fn shown_copy(patch: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(patch);
+    let (clean, fired) = redact_secrets(&text);
+    if fired.is_empty() {
+        // Nothing to hide: the bytes as they are (no lossy decoding).
+        return patch.to_vec();
+    }
+    clean.into_bytes()
 }
 
 /// Write the lane's `return.md`: what came back and what happened to it.

@@ -44,6 +44,19 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Run git; a non-zero exit is an error with its stderr. Returns stdout as
+/// bytes, exactly (a patch is bytes end to end).
+pub fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>, LoopError> {
+    let out = output(dir, args)?;
+    if !out.status.success() {
+        return Err(LoopError::Git {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out.stdout)
+}
+
 /// Run git for a trimmed one-line answer.
 pub fn line(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
     Ok(run(dir, args)?.trim().to_string())
@@ -75,7 +88,8 @@ pub fn default_base(repo: &Path) -> Result<String, LoopError> {
 /// Add a worktree on a new branch from `base`.
 pub fn add_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<(), LoopError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| LoopError::io(parent, e))?;
+        // The worktrees dir is the state dir's: 0700 whatever the umask.
+        crate::store::create_private_dir(parent)?;
     }
     let p = path.to_string_lossy();
     run(repo, &["worktree", "add", "-q", "-b", branch, &p, base]).map(|_| ())

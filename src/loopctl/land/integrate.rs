@@ -6,6 +6,7 @@
 //! landing (and goes back); the rest land. What the gate saw is written as
 //! `gate-evidence/<k>/evidence.json` + `evidence.md`. Nothing is pushed.
 
+use crate::loopctl::child::{self, Bounds, Ended};
 use crate::loopctl::{LoopError, land::git};
 use crate::registry::redact::redact_secrets;
 use serde_json::json;
@@ -13,12 +14,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Longest a gate command may run before it counts as red.
+/// Longest a gate command may run before it counts as red, unless the
+/// charter's `gate-timeout:` says otherwise.
 pub const GATE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-/// How often a running gate is checked for its exit.
-const GATE_POLL: Duration = Duration::from_millis(50);
-/// Bytes of the gate's output kept in the evidence.
-const LOG_TAIL_BYTES: usize = 4096;
+/// Bytes of the gate's output kept in the evidence (its end, decoded lossily).
+const LOG_TAIL_BYTES: u64 = 4096;
+/// Most of a gate's log kept on disk: its end, after a note of what was dropped.
+pub const MAX_GATE_LOG_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A candidate queued for landing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +34,18 @@ pub struct Queued {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum Fate {
-    Landed { sha: String },
-    Dropped { reason: String },
+    Landed {
+        sha: String,
+    },
+    Dropped {
+        reason: String,
+    },
+    /// The run had to stop while the landing's gate ran (an emergency stop,
+    /// the wall-clock budget): nothing of the landing is on the branch, the
+    /// candidate stays queued.
+    Stopped {
+        reason: String,
+    },
 }
 
 /// One gate run.
@@ -46,6 +58,12 @@ pub struct GateRun {
     pub green: bool,
     pub ms: u64,
     pub log_tail: String,
+    /// Why it was ended before its exit (its timeout, a stop of the run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    /// Ended because the run must stop (not a red gate).
+    #[serde(skip)]
+    pub stopped: bool,
 }
 
 /// A landing's result.
@@ -60,44 +78,36 @@ pub struct Landing {
     pub evidence_dir: PathBuf,
 }
 
-/// Run the gate command on the worktree's tree (`sh -c CMD`, cwd the worktree).
-pub fn run_gate(worktree: &Path, cmd: &str, log: &Path) -> Result<GateRun, LoopError> {
+/// Run the gate command on the worktree's tree (`sh -c CMD`, cwd the
+/// worktree), bounded by `bounds` (its timeout, a stop of the run), its
+/// output in `log` (0600); ended with its whole process group.
+pub fn run_gate(
+    worktree: &Path,
+    cmd: &str,
+    log: &Path,
+    bounds: &Bounds,
+) -> Result<GateRun, LoopError> {
     let head = git::line(worktree, &["rev-parse", "HEAD"])?;
     let tree = git::line(worktree, &["rev-parse", "HEAD^{tree}"])?;
-    let out = std::fs::File::create(log).map_err(|e| LoopError::io(log, e))?;
+    let out = crate::store::open_private(
+        log,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true),
+    )?;
     let err = out.try_clone().map_err(|e| LoopError::io(log, e))?;
     let started = Instant::now();
-    let mut child = {
-        use std::os::unix::process::CommandExt;
-        Command::new("sh")
-            .arg("-c")
-            .arg(cmd)
-            .current_dir(worktree)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| LoopError::io(worktree, e))?
-    };
-    let status = loop {
-        match child.try_wait().map_err(|e| LoopError::io(worktree, e))? {
-            Some(s) => break Some(s),
-            None if started.elapsed() > GATE_TIMEOUT => {
-                let pg = nix::unistd::Pid::from_raw(-(child.id() as i32));
-                let _ = nix::sys::signal::kill(pg, nix::sys::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                break None;
-            }
-            None => std::thread::sleep(GATE_POLL),
-        }
-    };
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let start = text.len().saturating_sub(LOG_TAIL_BYTES);
-    let start = (start..=text.len())
-        .find(|i| text.is_char_boundary(*i))
-        .unwrap_or(text.len());
-    let exit = status.and_then(|s| s.code());
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(worktree)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    let ended = child::run(&mut c, bounds).map_err(|e| LoopError::io(worktree, e))?;
+    cap_log(log, MAX_GATE_LOG_BYTES)?;
+    let exit = ended.code();
     Ok(GateRun {
         command: cmd.to_string(),
         head,
@@ -105,8 +115,67 @@ pub fn run_gate(worktree: &Path, cmd: &str, log: &Path) -> Result<GateRun, LoopE
         exit,
         green: exit == Some(0),
         ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        log_tail: redact_secrets(&text[start..]).0,
+        log_tail: redact_secrets(&log_tail(log)).0,
+        ended: (!matches!(ended, Ended::Exited(_))).then(|| ended.describe(bounds.timeout)),
+        stopped: matches!(ended, Ended::Stopped(_)),
     })
+}
+
+/// Keep at most `cap` bytes of a log: its end, streamed into a new file
+/// (0600) behind one line saying how much of the start was dropped.
+pub fn cap_log(log: &Path, cap: u64) -> Result<(), LoopError> {
+    use std::io::{Seek, SeekFrom, Write};
+    let len = std::fs::metadata(log).map_or(0, |m| m.len());
+    if len <= cap {
+        return Ok(());
+    }
+    let io = |e| LoopError::io(log, e);
+    let mut from = std::fs::File::open(log).map_err(io)?;
+    from.seek(SeekFrom::Start(len - cap)).map_err(io)?;
+    let tmp = log.with_extension("log.capped");
+    let mut to = crate::store::open_private(
+        &tmp,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true),
+    )?;
+    writeln!(
+        to,
+        "[drover: the first {} bytes of this log were dropped; the last {cap} are kept]",
+        len - cap
+    )
+    .and_then(|()| std::io::copy(&mut from, &mut to).map(|_| ()))
+    .and_then(|()| to.sync_all())
+    .map_err(io)?;
+    std::fs::rename(&tmp, log).map_err(io)
+}
+
+/// The last [`LOG_TAIL_BYTES`] of a log, decoded lossily (one bad byte
+/// never empties it), read without loading the whole log.
+pub fn log_tail(log: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(LOG_TAIL_BYTES);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err()
+        || f.take(LOG_TAIL_BYTES).read_to_end(&mut buf).is_err()
+    {
+        return String::new();
+    }
+    // A cut through a character at the start is dropped, not shown as U+FFFD.
+    let skip = if from > 0 {
+        buf.iter()
+            .take(4)
+            .take_while(|b| (**b & 0xC0) == 0x80)
+            .count()
+    } else {
+        0
+    };
+    String::from_utf8_lossy(&buf[skip..]).into_owned()
 }
 
 /// Apply one patch and commit it with its trailer; `Err(reason)` when it does not apply.
@@ -128,8 +197,9 @@ fn first_line(s: &str) -> String {
 }
 
 /// Land the queued candidates on the integration worktree `wt` (pure git;
-/// the caller holds the one-landing-at-a-time rule). `number` names the
-/// evidence dir under `evidence_root`.
+/// the caller holds the one-landing-at-a-time rule), the gate bounded by
+/// [`GATE_TIMEOUT`] alone. `number` names the evidence dir under
+/// `evidence_root`.
 pub fn land(
     wt: &Path,
     branch: &str,
@@ -138,9 +208,37 @@ pub fn land(
     evidence_root: &Path,
     number: u32,
 ) -> Result<Landing, LoopError> {
+    land_bounded(
+        wt,
+        branch,
+        queued,
+        gate,
+        evidence_root,
+        number,
+        &Bounds::timeout(GATE_TIMEOUT),
+    )
+}
+
+/// [`land`] with each gate run bounded by `bounds`. The commits are made on
+/// a detached HEAD and `branch` is moved to them (one atomic ref update)
+/// only once the gate is green: the branch never holds a candidate whose
+/// gate did not pass, and every `Task:` trailer on it is a landing. When
+/// the run must stop during a gate, nothing of this landing reaches the
+/// branch and every candidate not landed is [`Fate::Stopped`].
+pub fn land_bounded(
+    wt: &Path,
+    branch: &str,
+    queued: &[Queued],
+    gate: &str,
+    evidence_root: &Path,
+    number: u32,
+    bounds: &Bounds,
+) -> Result<Landing, LoopError> {
     let dir = evidence_root.join(number.to_string());
     crate::store::create_private_dir(&dir)?;
-    let start = git::line(wt, &["rev-parse", "HEAD"])?;
+    let reference = format!("refs/heads/{branch}");
+    let start = git::line(wt, &["rev-parse", "--verify", &reference])?;
+    git::run(wt, &["checkout", "-q", "--detach", &start])?;
     let mut fates: Vec<(String, Fate)> = Vec::new();
     let mut gates = Vec::new();
     // First pass: everything that applies, one commit each, one gate run.
@@ -152,11 +250,16 @@ pub fn land(
         }
     }
     let mut shas: Vec<(String, String)> = Vec::new();
+    let mut stopped: Option<String> = None;
     if !applied.is_empty() {
-        let g = run_gate(wt, gate, &dir.join("gate-1.log"))?;
+        let g = run_gate(wt, gate, &dir.join("gate-1.log"), bounds)?;
         let green = g.green;
+        if g.stopped {
+            stopped = g.ended.clone();
+        }
         gates.push(g);
-        if green {
+        if stopped.is_some() {
+        } else if green {
             let log = git::run(wt, &["log", "--format=%H", &format!("{start}..HEAD")])?;
             let mut list: Vec<&str> = log.lines().collect();
             list.reverse();
@@ -176,7 +279,12 @@ pub fn land(
                     }
                 };
                 let n = gates.len() + 1;
-                let g = run_gate(wt, gate, &dir.join(format!("gate-{n}.log")))?;
+                let g = run_gate(wt, gate, &dir.join(format!("gate-{n}.log")), bounds)?;
+                if g.stopped {
+                    stopped = g.ended.clone();
+                    gates.push(g);
+                    break;
+                }
                 if g.green {
                     shas.push((q.task.clone(), sha));
                 } else {
@@ -185,8 +293,11 @@ pub fn land(
                         q.task.clone(),
                         Fate::Dropped {
                             reason: format!(
-                                "turns the gate red (exit {})",
-                                g.exit.map_or("none: timed out".into(), |c| c.to_string())
+                                "turns the gate red ({})",
+                                g.exit.map_or_else(
+                                    || g.ended.clone().unwrap_or_else(|| "killed".into()),
+                                    |c| format!("exit {c}")
+                                )
                             ),
                         },
                     ));
@@ -195,12 +306,41 @@ pub fn land(
             }
         }
     }
+    if let Some(why) = &stopped {
+        // A landing is its commits and its gate, one unit: none of it lands.
+        git::run(wt, &["reset", "-q", "--hard", &start])?;
+        shas.clear();
+        for q in queued {
+            if !fates.iter().any(|(t, _)| t == &q.task) {
+                fates.push((
+                    q.task.clone(),
+                    Fate::Stopped {
+                        reason: format!("its landing's gate was ended: {why}"),
+                    },
+                ));
+            }
+        }
+    }
+    let head = git::line(wt, &["rev-parse", "HEAD"])?;
+    if head != start {
+        git::run(
+            wt,
+            &[
+                "update-ref",
+                "-m",
+                &format!("drover loop landing {number}"),
+                &reference,
+                &head,
+                &start,
+            ],
+        )?;
+    }
+    git::run(wt, &["checkout", "-q", branch])?;
     for (task, sha) in shas {
         fates.push((task, Fate::Landed { sha }));
     }
     // Keep the queue's order in the report.
     fates.sort_by_key(|(t, _)| queued.iter().position(|q| &q.task == t));
-    let head = git::line(wt, &["rev-parse", "HEAD"])?;
     let landing = Landing {
         number,
         branch: branch.to_string(),
@@ -212,6 +352,29 @@ pub fn land(
     };
     write_evidence(&landing)?;
     Ok(landing)
+}
+
+/// The tasks landed on `branch` since `base`, by their `Task:` trailers,
+/// oldest first: (task, commit). The branch is the truth of what landed.
+pub fn landed_on(wt: &Path, base: &str, branch: &str) -> Result<Vec<(String, String)>, LoopError> {
+    let log = git::run(
+        wt,
+        &[
+            "log",
+            "--reverse",
+            "--format=%H%x00%(trailers:key=Task,valueonly,separator=%x00)%x01",
+            &format!("{base}..refs/heads/{branch}"),
+        ],
+    )?;
+    Ok(log
+        .split('\u{1}')
+        .filter_map(|rec| {
+            let mut f = rec.trim_start_matches('\n').split('\0');
+            let sha = f.next()?.trim().to_string();
+            let task = f.next()?.trim().to_string();
+            (!sha.is_empty() && !task.is_empty()).then_some((task, sha))
+        })
+        .collect())
 }
 
 /// Write `evidence.json` and `evidence.md` for a landing.
@@ -235,6 +398,7 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
         match f {
             Fate::Landed { sha } => md.push_str(&format!("- {t}: landed as {sha}\n")),
             Fate::Dropped { reason } => md.push_str(&format!("- {t}: dropped, {reason}\n")),
+            Fate::Stopped { reason } => md.push_str(&format!("- {t}: not landed, {reason}\n")),
         }
     }
     md.push_str("\n## Gate runs\n");
@@ -247,11 +411,57 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
             match (g.green, g.exit) {
                 (true, _) => "green".to_string(),
                 (false, Some(c)) => format!("red, exit {c}"),
-                (false, None) => "red, timed out or killed".to_string(),
+                (false, None) => format!(
+                    "red, {}",
+                    g.ended.as_deref().unwrap_or("timed out or killed")
+                ),
             },
             g.ms
         ));
     }
     crate::store::write_bytes_atomic(&l.evidence_dir.join("evidence.md"), md.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards issue 24 item 14: one non-UTF-8 byte never empties the tail,
+    /// a cut through a character is dropped, and only the end is kept.
+    #[test]
+    fn log_tail_is_the_lossy_end_of_the_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("gate.log");
+        let mut bytes = "é".repeat(60_000).into_bytes();
+        bytes.extend_from_slice(b"caf\xe9 failed\nthe end!\n");
+        std::fs::write(&log, &bytes).unwrap();
+        let tail = log_tail(&log);
+        assert!(tail.ends_with("caf\u{fffd} failed\nthe end!\n"), "{tail:?}");
+        assert!(tail.len() <= LOG_TAIL_BYTES as usize + 2, "{}", tail.len());
+        assert!(
+            tail.starts_with('é'),
+            "a split character is dropped: {tail:?}"
+        );
+        assert_eq!(log_tail(&tmp.path().join("missing.log")), "");
+    }
+
+    /// Guards issue 24 item 14: what is kept of a huge gate log is capped
+    /// (its end, with a note), and a log under the cap is left as it is.
+    #[test]
+    fn a_gate_log_past_the_cap_keeps_its_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("gate-1.log");
+        let mut bytes = vec![b'x'; 10_000];
+        bytes.extend_from_slice(b"the end\n");
+        std::fs::write(&log, &bytes).unwrap();
+        cap_log(&log, 1000).unwrap();
+        let kept = std::fs::read_to_string(&log).unwrap();
+        assert!(kept.starts_with("[drover: the first 9008 bytes"), "{kept}");
+        assert!(kept.ends_with("xthe end\n"));
+        assert!(kept.len() < 1100, "{}", kept.len());
+        let before = std::fs::read(&log).unwrap();
+        cap_log(&log, 1 << 20).unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), before);
+    }
 }

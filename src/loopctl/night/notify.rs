@@ -19,6 +19,8 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
@@ -28,6 +30,9 @@ pub const ATTEMPTS: u32 = 6;
 pub const FIRST_RETRY: Duration = Duration::from_secs(2);
 /// The longest one HTTP delivery may take.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest one run of `--notify-cmd` may take; it is then ended with
+/// its whole process group (and the attempt counts as failed).
+pub const CMD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where notifications go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,6 +71,9 @@ pub struct Notifier {
     tx: Option<Sender<Note>>,
     seen: BTreeSet<String>,
     thread: Option<std::thread::JoinHandle<Vec<String>>>,
+    /// Set when [`Notifier::finish`] gives up: the command running is
+    /// ended with its group and nothing more is tried.
+    cancel: Arc<AtomicBool>,
 }
 
 impl Notifier {
@@ -95,22 +103,26 @@ impl Notifier {
 
     fn spawn(t: Targets, record: Option<PathBuf>, done: Vec<String>) -> Notifier {
         let seen: BTreeSet<String> = done.iter().cloned().collect();
+        let cancel = Arc::new(AtomicBool::new(false));
         if t.cmd.is_none() && t.url.is_none() {
             return Notifier {
                 tx: None,
                 seen,
                 thread: None,
+                cancel,
             };
         }
         let (tx, rx) = mpsc::channel();
+        let c = cancel.clone();
         let thread = std::thread::Builder::new()
             .name("loop-notify".into())
-            .spawn(move || deliver_all(&t, rx, record.as_deref(), done))
+            .spawn(move || deliver_all(&t, rx, record.as_deref(), done, &c))
             .ok();
         Notifier {
             tx: Some(tx),
             seen,
             thread,
+            cancel,
         }
     }
 
@@ -137,6 +149,15 @@ impl Notifier {
         while !h.is_finished() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+        if !h.is_finished() {
+            // Nothing is left running after the loop: the command under way
+            // is ended with its group (within a poll), no retry follows.
+            self.cancel.store(true, Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + Duration::from_secs(3);
+            while !h.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         if h.is_finished() {
             h.join().unwrap_or_default()
         } else {
@@ -150,6 +171,7 @@ fn deliver_all(
     rx: Receiver<Note>,
     record: Option<&Path>,
     mut done: Vec<String>,
+    cancel: &AtomicBool,
 ) -> Vec<String> {
     let mut delivered = Vec::new();
     // One client for the thread's life (its connections are reused); one
@@ -158,7 +180,10 @@ fn deliver_all(
     for note in rx {
         let mut wait = t.first_retry.unwrap_or(FIRST_RETRY);
         for attempt in 1..=ATTEMPTS {
-            let ok = t.cmd.as_deref().is_none_or(|c| run_cmd(c, &note))
+            if cancel.load(Ordering::SeqCst) {
+                return delivered;
+            }
+            let ok = t.cmd.as_deref().is_none_or(|c| run_cmd(c, &note, cancel))
                 && t.url.as_deref().is_none_or(|u| {
                     agent
                         .as_ref()
@@ -174,7 +199,10 @@ fn deliver_all(
                 break;
             }
             if attempt < ATTEMPTS {
-                std::thread::sleep(wait);
+                let until = std::time::Instant::now() + wait;
+                while std::time::Instant::now() < until && !cancel.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(20).min(wait));
+                }
                 wait *= 2;
             }
         }
@@ -182,22 +210,36 @@ fn deliver_all(
     delivered
 }
 
-fn run_cmd(cmd: &str, note: &Note) -> bool {
+/// One run of the command, bounded by [`CMD_TIMEOUT`] (and `cancel`), in
+/// its own process group, ended with it.
+fn run_cmd(cmd: &str, note: &Note, cancel: &AtomicBool) -> bool {
     let Ok(body) = serde_json::to_vec(note) else {
         return false;
     };
-    let child = std::process::Command::new("sh")
-        .arg("-c")
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
         .arg(cmd)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else { return false };
+        .stderr(std::process::Stdio::null());
+    let Ok(mut child) = crate::loopctl::child::spawn(&mut c) else {
+        return false;
+    };
     if let Some(mut stdin) = child.stdin.take() {
+        // The note is far below a pipe's buffer: this never blocks.
         let _ = stdin.write_all(&body);
     }
-    child.wait().is_ok_and(|s| s.success())
+    let bounds = crate::loopctl::child::Bounds {
+        timeout: CMD_TIMEOUT,
+        stop: Box::new(|| {
+            cancel
+                .load(Ordering::SeqCst)
+                .then(|| "the loop stopped waiting".to_string())
+        }),
+        mark: None,
+    };
+    crate::loopctl::child::wait(&mut child, &bounds)
+        .is_ok_and(|e| matches!(e, crate::loopctl::child::Ended::Exited(s) if s.success()))
 }
 
 /// The HTTP client of `t`: TLS roots, proxy, timeout, no redirects.

@@ -6,6 +6,8 @@ use crate::loopctl::night::guards::Guards;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Longest `--ship-cmd` may run once (`--ship-timeout`).
+pub const DEFAULT_SHIP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// A lane that works with no output change this long is `stalled`.
 pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(15 * 60);
 /// How long an implementer may sit at the end of its turn with no report
@@ -38,6 +40,8 @@ pub struct Unattended {
     /// An implementer done on screen with no report this long is reminded
     /// once; as long again after the reminder, its task is parked.
     pub report_grace: Duration,
+    /// Longest one run of `--ship-cmd` (`--ship-timeout`), cut to the budget left.
+    pub ship_timeout: Duration,
 }
 
 impl Default for Unattended {
@@ -54,6 +58,7 @@ impl Default for Unattended {
             autotune: false,
             autotune_k: crate::loopctl::night::autotune::DEFAULT_K,
             report_grace: DEFAULT_REPORT_GRACE,
+            ship_timeout: DEFAULT_SHIP_TIMEOUT,
         }
     }
 }

@@ -34,12 +34,36 @@ impl<O: LaneOps> Runner<'_, O> {
                 why,
             });
         }
-        let closed = self.close_out();
-        result.and(closed)
+        if let Err(e) = result {
+            // Anything else that stops the loop (a file it cannot write, a
+            // git error) leaves the run unclosed, for `--resume`, with its
+            // cause in run.json, DECISIONS.md and the close-out.
+            let why = e.to_string();
+            let n = self.run.n;
+            self.status.state = "interrupted".into();
+            self.status.stopped_by = Some(format!("error: {why}"));
+            // Best effort (a full disk may refuse these too): the cause is
+            // what is returned, and run.json stays unclosed either way.
+            self.say(&format!("stopped: {why}"));
+            let _ = self.persist();
+            let _ = self.decide(
+                "interrupted",
+                &format!("{why}; the run stops unclosed, for `drover loop run --resume {n}`"),
+            );
+            let _ = self.close_out_as(Some(&why));
+            return Err(LoopError::Stopped { run: n, why });
+        }
+        self.close_out()
     }
 
     /// Stop every lane, tidy worktrees, write closeout.md.
     pub fn close_out(&mut self) -> Result<RunStatus, LoopError> {
+        self.close_out_as(None)
+    }
+
+    /// The close-out; with `unclosed` (why the loop had to stop) the report
+    /// is written but the run stays open for `--resume`.
+    fn close_out_as(&mut self, unclosed: Option<&str>) -> Result<RunStatus, LoopError> {
         let lanes: Vec<LaneHandle> = self.lanes.values().cloned().collect();
         for l in lanes {
             let _ = self.ops.down(&l);
@@ -110,6 +134,13 @@ impl<O: LaneOps> Runner<'_, O> {
                 )),
             }
         }
+        c.parked.extend(self.board_rows());
+        if let Some(why) = unclosed {
+            c.notes.push(format!(
+                "the run stopped unclosed: {why}; resume it with `drover loop run --resume {}`",
+                self.run.n
+            ));
+        }
         c.notes.push(format!(
             "integration branch {} at {head}; nothing was pushed and main was not touched",
             self.status.integration_branch
@@ -130,6 +161,12 @@ impl<O: LaneOps> Runner<'_, O> {
         let text = closeout::render(&c);
         let path = self.run.file("closeout.md");
         crate::store::write_bytes_atomic(&path, text.as_bytes())?;
+        if unclosed.is_some() {
+            self.status.closeout = Some(path);
+            self.persist()?;
+            self.notifier.finish(NOTIFY_DRAIN);
+            return Ok(self.status.clone());
+        }
         self.decide(
             "closeout",
             &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),

@@ -5,8 +5,8 @@
 use crate::loopctl::land::{self, Fate, Queued};
 use crate::loopctl::ops::{LaneOps, Role};
 use crate::loopctl::run::runner::{Phase, Runner, slug};
-use crate::loopctl::{LoopError, board, land::capture, land::git};
-use crate::registry::{lease, mix};
+use crate::loopctl::{LoopError, land::capture, land::git};
+use crate::registry::{lease, lend, mix};
 use chrono::Utc;
 use std::path::Path;
 
@@ -29,22 +29,41 @@ impl<O: LaneOps> Runner<'_, O> {
         let gate = self.cfg.charter.gate.clone().unwrap_or_default();
         let _one_at_a_time = crate::store::lock_beside(&self.run.file("landing"))?;
         let number = self.status.landings + 1;
-        let l = land::land(
+        let bounds = self.child_bounds(self.gate_timeout());
+        let l = land::land_bounded(
             &self.status.integration_worktree,
             &self.status.integration_branch,
             &queued,
             &gate,
             &self.run.file("gate-evidence"),
             number,
+            &bounds,
         )?;
+        // The branch holds the landing now: recorded before it is acted on
+        // (board, ledger, ship), so a crash from here never lands it again.
         self.status.landings = number;
         self.status.integration_head = Some(l.head.clone());
+        for (id, fate) in &l.fates {
+            if let (Fate::Landed { sha }, Some(t)) = (fate, self.task_mut(id)) {
+                t.phase = Phase::Landed;
+                t.sha = Some(sha.clone());
+            }
+        }
+        self.persist()?;
         let mut landed = 0;
         for (id, fate) in &l.fates {
             match fate {
                 Fate::Landed { sha } => {
                     landed += 1;
                     self.landed(id, sha)?;
+                }
+                Fate::Stopped { reason } => {
+                    // Still queued: the close-out (or a resume) says so.
+                    if let Some(t) = self.task_mut(id) {
+                        t.reason = Some(reason.clone());
+                        t.resume = Some("resume the run, or rerun the task".into());
+                    }
+                    self.say(&format!("{id}: not landed: {reason}"));
                 }
                 Fate::Dropped { reason } => {
                     let lane_dir =
@@ -78,27 +97,11 @@ impl<O: LaneOps> Runner<'_, O> {
         self.persist()
     }
 
-    fn landed(&mut self, id: &str, sha: &str) -> Result<(), LoopError> {
-        let now = Utc::now();
-        if let Some(task) = self.board.task(id).cloned() {
-            // Re-read: the file is the board's, it may have moved on.
-            let fresh = board::read_task(&task.path).unwrap_or(task);
-            board::write_done(&fresh)?;
-        }
-        let agent = self.task(id).and_then(|t| t.agent);
-        if let Some(a) = agent {
-            mix::record(
-                &self.cfg.state_dir,
-                &mix::RecordRequest {
-                    task: id.to_string(),
-                    agent: a,
-                    wu: 1,
-                    session: Some(Role::Implementer.session_id().into()),
-                },
-                now,
-            )?;
-        }
-        lease::release(&self.cfg.state_dir, id, false, now)?;
+    /// What a landed task gets: its board file marked Done, one WU in the
+    /// agent-mix ledger (once, a resume that finds it landed included), its
+    /// lease released.
+    pub(in crate::loopctl) fn landed(&mut self, id: &str, sha: &str) -> Result<(), LoopError> {
+        self.book_landed(id)?;
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Landed;
             t.sha = Some(sha.to_string());
@@ -116,12 +119,42 @@ impl<O: LaneOps> Runner<'_, O> {
         Ok(())
     }
 
+    /// The bookkeeping of a landed task, each part done once however often
+    /// it is asked (a resume asks again).
+    pub(in crate::loopctl) fn book_landed(&mut self, id: &str) -> Result<(), LoopError> {
+        let now = Utc::now();
+        self.mark_done(id)?;
+        let agent = self.task(id).and_then(|t| t.agent);
+        let booked = mix::load(&self.cfg.state_dir)
+            .ok()
+            .flatten()
+            .is_some_and(|l| l.ledger.iter().any(|e| e.task == id));
+        if let Some(a) = agent.filter(|_| !booked) {
+            mix::record(
+                &self.cfg.state_dir,
+                &mix::RecordRequest {
+                    task: id.to_string(),
+                    agent: a,
+                    wu: 1,
+                    session: Some(Role::Implementer.session_id().into()),
+                },
+                now,
+            )?;
+        }
+        if let Some(a) = agent {
+            // A borrow left by a crash would refuse the release.
+            let _ = lend::give_back(&self.cfg.state_dir, id, a, now);
+        }
+        lease::release(&self.cfg.state_dir, id, false, now)?;
+        Ok(())
+    }
+
     fn ship(&mut self, head: &str) -> Result<(), LoopError> {
         let Some(cmd) = self.cfg.ship_cmd.clone() else {
             return Ok(());
         };
-        let out = std::process::Command::new("sh")
-            .arg("-c")
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c")
             .arg(&cmd)
             .current_dir(&self.status.integration_worktree)
             .env("DROVER_INTEGRATION_BRANCH", &self.status.integration_branch)
@@ -129,31 +162,16 @@ impl<O: LaneOps> Runner<'_, O> {
             .env("DROVER_LOOP_RUN", format!("loop{}", self.run.n))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-        let exit = match out {
-            Ok(s) => s
-                .code()
-                .map_or("killed by a signal".into(), |c| format!("exit {c}")),
+            .stderr(std::process::Stdio::null());
+        let bounds = self.child_bounds(self.cfg.unattended.ship_timeout);
+        let exit = match crate::loopctl::child::run(&mut c, &bounds) {
+            Ok(e) => e.describe(bounds.timeout),
             Err(e) => format!("did not start: {e}"),
         };
         self.decide("ship", &format!("ship command for {head}: {exit}"))?;
         self.status
             .notes
             .push(format!("ship command at {head}: {exit}"));
-        Ok(())
-    }
-
-    /// After a landing, tasks whose dependencies are now Done become Ready.
-    fn refresh_board(&mut self) -> Result<(), LoopError> {
-        self.board = board::load(&self.cfg.board_dir)?;
-        let split = crate::loopctl::board::ready::split(&self.board, &self.cfg.charter);
-        for t in self.status.tasks.iter_mut() {
-            if t.phase == Phase::Held && split.ready.contains(&t.id) {
-                t.phase = Phase::Ready;
-                t.reason = None;
-            }
-        }
         Ok(())
     }
 
@@ -166,7 +184,7 @@ impl<O: LaneOps> Runner<'_, O> {
         wt: &Path,
     ) -> Result<(), String> {
         let (_, _, patch) = capture::diff(wt, &self.status.base_sha).map_err(|e| e.to_string())?;
-        if Some(crate::loopctl::sha256::hex(patch.as_bytes())) != t.candidate_sha256 {
+        if Some(crate::loopctl::sha256::hex(&patch)) != t.candidate_sha256 {
             return Err("it changed since its candidate landed".into());
         }
         let branch = t.branch.clone().unwrap_or_default();

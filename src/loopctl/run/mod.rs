@@ -1,6 +1,8 @@
 //! A run: its directory (`<state>/loop<N>/`) and the runner, whose methods
 //! are spread over one file per part of the pipeline.
 
+pub(in crate::loopctl) mod boardsync;
+mod bounded;
 mod drive;
 mod escalate;
 mod finish;

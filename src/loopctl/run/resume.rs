@@ -4,9 +4,11 @@
 //!
 //! - the lanes of the run still up are stopped and its unfinished jobs
 //!   cancelled (a killed lane is never resurrected; its turn is re-run);
-//! - the integration worktree goes back to the head of the last landing
-//!   `run.json` recorded, so an unfinished landing is redone once and
-//!   nothing lands twice;
+//! - the integration worktree goes back to the integration branch, which
+//!   moves only after a green gate: an unfinished landing is redone once,
+//!   and a task whose `Task:` trailer is on the branch is landed (its board
+//!   mark, ledger entry and lease release made if the stop cut them short),
+//!   never landed twice;
 //! - landed, held and parked tasks stay as they are; a task queued to land
 //!   is landed; a task in flight (implementing, reviewing, parked at a usage
 //!   limit) is restarted in its own worktree as a new job
@@ -19,7 +21,7 @@ use crate::loopctl::board::brief;
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, Outcome, Role};
 use crate::loopctl::run::rundir::RunDir;
 use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner, slug};
-use crate::loopctl::{board, land::git};
+use crate::loopctl::{board, land, land::git};
 use crate::registry::{lease, lend};
 use chrono::Utc;
 
@@ -85,11 +87,15 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 cfg.charter.sha256
             )));
         }
+        let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
+        crate::loopctl::run::rundir::note_board_holder(&board_lock, n);
         status.resumes += 1;
         status.state = "running".into();
         let board = board::load(&cfg.board_dir)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
         r.run_lock = Some(lock);
+        r.board_lock = Some(board_lock);
+        r.report_board()?;
         r.resume_tag = format!("-k{}", r.status.resumes);
         // Recorded before any job carries the tag: a kill from here on makes
         // the next resume use the next number, so no job id is reused.
@@ -102,6 +108,16 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let n = self.run.n;
         let k = self.status.resumes;
         let reaped = self.ops.reap(&format!("l{n}-"))?;
+        // A gate or ship command the killed loop left running (what its
+        // shell started outlives the parent-death signal) must not work in
+        // the worktrees this resume resets.
+        let left = crate::loopctl::child::end_marked(&self.run.path.display().to_string());
+        if left > 0 {
+            self.decide(
+                "recover",
+                &format!("{left} process(es) a gate or ship command of the stopped loop left running were ended"),
+            )?;
+        }
         // Turns that finished before the stop, found before their jobs are cancelled.
         let finished = self.finished_turns()?;
         // Every open job of the run, recorded or not (one dispatched just
@@ -117,14 +133,35 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             self.cancel_job(j);
         }
         let cancelled = open.len();
-        let head = self
-            .status
-            .integration_head
-            .clone()
-            .unwrap_or_else(|| self.status.base_sha.clone());
-        let wt = self.status.integration_worktree.clone();
-        git::run(&wt, &["reset", "-q", "--hard", &head])?;
-        git::run(&wt, &["clean", "-q", "-fd"])?;
+        // The integration branch is the truth of what landed: it moves only
+        // after a green gate, so the worktree goes back to it (a landing cut
+        // short is dropped, never the branch reset) and every task whose
+        // `Task:` trailer is on it is landed, whatever run.json says.
+        let head = self.integration_worktree_back()?;
+        let found = land::landed_on(
+            &self.status.integration_worktree,
+            &self.status.base_sha,
+            &self.status.integration_branch,
+        )?;
+        self.status.integration_head = Some(head.clone());
+        for (id, sha) in found {
+            let Some(t) = self.task(&id).cloned() else {
+                continue;
+            };
+            if t.phase != Phase::Landed || t.sha.as_deref() != Some(sha.as_str()) {
+                self.decide(
+                    "recover",
+                    &format!(
+                        "{id}: found landed on {} as {sha} (its `Task:` trailer); not landed again",
+                        self.status.integration_branch
+                    ),
+                )?;
+                self.landed(&id, &sha)?;
+            } else {
+                // Landed before the stop; what it gets may have been cut short.
+                self.book_landed(&id)?;
+            }
+        }
         self.decide(
             "recover",
             &format!(
@@ -178,6 +215,44 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             }
         }
         self.persist()
+    }
+
+    /// Put the integration worktree back on the integration branch's head
+    /// (made again when it is gone, on the branch as it is); returns that head.
+    fn integration_worktree_back(&mut self) -> Result<String, LoopError> {
+        let wt = self.status.integration_worktree.clone();
+        let branch = self.status.integration_branch.clone();
+        if !wt.join(".git").exists() {
+            let _ = git::run(&self.cfg.repo, &["worktree", "prune"]);
+            let p = wt.to_string_lossy().into_owned();
+            if git::rev(&self.cfg.repo, &format!("refs/heads/{branch}")).is_ok() {
+                git::run(
+                    &self.cfg.repo,
+                    &["worktree", "add", "-q", "-f", &p, &branch],
+                )?;
+            } else {
+                let from = self
+                    .status
+                    .integration_head
+                    .clone()
+                    .unwrap_or_else(|| self.status.base_sha.clone());
+                git::add_worktree(&self.cfg.repo, &wt, &branch, &from)?;
+            }
+            self.decide(
+                "recover",
+                &format!(
+                    "integration worktree {} made again on {branch}",
+                    wt.display()
+                ),
+            )?;
+        }
+        git::run(&wt, &["checkout", "-q", "-f", &branch])?;
+        git::run(
+            &wt,
+            &["reset", "-q", "--hard", &format!("refs/heads/{branch}")],
+        )?;
+        git::run(&wt, &["clean", "-q", "-fd"])?;
+        git::line(&wt, &["rev-parse", "HEAD"])
     }
 
     /// The in-flight tasks whose turn finished before the stop: (task, job,

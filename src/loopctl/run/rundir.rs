@@ -56,9 +56,19 @@ fn private_dir(p: &Path) -> Result<(), LoopError> {
 impl RunDir {
     /// Create the next run's directory (`loop<N>`, N one past the highest).
     pub fn create(state_dir: &Path) -> Result<RunDir, LoopError> {
+        RunDir::create_free(state_dir, |_| false)
+    }
+
+    /// [`RunDir::create`], skipping every N `taken` says is used elsewhere
+    /// (its integration branch already in the repository, say).
+    pub fn create_free(state_dir: &Path, taken: impl Fn(u32) -> bool) -> Result<RunDir, LoopError> {
         private_dir(state_dir)?;
         let mut n = runs(state_dir).last().copied().unwrap_or(0) + 1;
         loop {
+            if taken(n) {
+                n += 1;
+                continue;
+            }
             let path = state_dir.join(format!("loop{n}"));
             match std::fs::create_dir(&path) {
                 Ok(()) => {
@@ -181,6 +191,43 @@ impl RunDir {
         let text = render_state(self.n, mode, wave, rulings);
         crate::store::write_bytes_atomic(&self.file("STATE.md"), text.as_bytes())?;
         Ok(())
+    }
+}
+
+/// The lock a run holds on its board while a process runs it: a second run
+/// on the same board (same state dir) is refused, naming the first.
+pub fn lock_board(
+    state_dir: &Path,
+    board_dir: &Path,
+) -> Result<crate::store::LockGuard, LoopError> {
+    let canon = std::fs::canonicalize(board_dir).unwrap_or_else(|_| board_dir.to_path_buf());
+    let key = crate::loopctl::sha256::hex(canon.to_string_lossy().as_bytes());
+    let path = state_dir.join(format!("loop-board-{}.lock", &key[..16]));
+    private_dir(state_dir)?;
+    match crate::store::LockGuard::try_exclusive(&path)? {
+        Some(g) => Ok(g),
+        None => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let holder = holder.trim();
+            Err(LoopError::Refused(format!(
+                "the board {} is being worked by {} (see `drover loop status`); one run per board",
+                canon.display(),
+                if holder.is_empty() {
+                    "another run".to_string()
+                } else {
+                    holder.to_string()
+                }
+            )))
+        }
+    }
+}
+
+/// Say in the board's lock who holds it (read by a run refused).
+pub fn note_board_holder(lock: &crate::store::LockGuard, run: u32) {
+    use std::os::unix::fs::FileExt;
+    let note = format!("loop{run} (pid {})\n", std::process::id());
+    if lock.file().write_at(note.as_bytes(), 0).is_ok() {
+        let _ = lock.file().set_len(note.len() as u64);
     }
 }
 

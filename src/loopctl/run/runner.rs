@@ -219,6 +219,8 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) last_pass: DateTime<Utc>,
     /// This process runs the run (held until it ends; a crash lets it go).
     pub(in crate::loopctl) run_lock: Option<crate::store::LockGuard>,
+    /// The run's board is worked by this process alone (see `rundir::lock_board`).
+    pub(in crate::loopctl) board_lock: Option<crate::store::LockGuard>,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
     pub(in crate::loopctl) resume_tag: String,
     /// Lane autotune: the efforts set and cooldowns, the finished turns
@@ -229,20 +231,15 @@ pub struct Runner<'a, O: LaneOps> {
     /// Implementer jobs at the end of their turn with no report: what was
     /// said to them ([`crate::loopctl::run::nudge`]).
     pub(in crate::loopctl) nudges: BTreeMap<String, crate::loopctl::run::nudge::Nudge>,
+    /// The board's problems already recorded by this process.
+    pub(in crate::loopctl) board_reported: std::collections::BTreeSet<String>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
-/// A lane or pane name from a task id: lowercase `[a-z0-9-]`.
+/// A lane or pane name from a task id: lowercase `[a-z0-9-]` (the board
+/// refuses two ids with the same one, [`board::id_key`]).
 pub fn slug(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    board::id_key(id)
 }
 
 fn locks_available(state_dir: &Path) -> bool {
@@ -301,47 +298,21 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             head_is_base,
         );
         let board = board::load(&cfg.board_dir)?;
-        let run = RunDir::create(&cfg.state_dir)?;
+        let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
+        // A repository may hold an integration branch (or a worktree) of a
+        // run this state dir no longer has: its N is skipped.
+        let wts = cfg.state_dir.join("worktrees");
+        let run = RunDir::create_free(&cfg.state_dir, |n| {
+            git::rev(&cfg.repo, &format!("refs/heads/drover/integration/loop{n}")).is_ok()
+                || wts.join(format!("loop{n}-integration")).exists()
+        })?;
+        crate::loopctl::run::rundir::note_board_holder(&board_lock, run.n);
         let integ_wt = cfg
             .state_dir
             .join("worktrees")
             .join(format!("loop{}-integration", run.n));
         git::add_worktree(&cfg.repo, &integ_wt, &run.integration_branch(), &base_sha)?;
-        let split = ready::split(&board, &cfg.charter);
-        let tasks = board
-            .tasks
-            .iter()
-            .filter(|t| !t.is_done())
-            .map(|t| {
-                let held = split.hold.iter().find(|h| h.id == t.id);
-                TaskState {
-                    id: t.id.clone(),
-                    title: t.title.clone(),
-                    phase: if held.is_some() {
-                        Phase::Held
-                    } else {
-                        Phase::Ready
-                    },
-                    tier: None,
-                    agent: None,
-                    reviewer: None,
-                    round: 0,
-                    lane: None,
-                    job: None,
-                    worktree: None,
-                    branch: None,
-                    candidate_sha256: None,
-                    sha: None,
-                    reason: held.map(|h| h.reason.clone()),
-                    resume: None,
-                    limit_parks: 0,
-                    stall: None,
-                    first_dispatch: None,
-                    excluded_s: 0,
-                    findings: Default::default(),
-                }
-            })
-            .collect();
+        let tasks = crate::loopctl::run::boardsync::initial_tasks(&board, &cfg.charter);
         let status = RunStatus {
             schema_version: 1,
             run: run.n,
@@ -378,6 +349,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let lock = crate::loopctl::run::resume::lock_run(&run)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
         r.run_lock = Some(lock);
+        r.board_lock = Some(board_lock);
         r.decide(
             "launch",
             &format!(
@@ -415,6 +387,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             r.status.tasks.len(),
             r.status.lanes_cap
         ));
+        r.report_board()?;
         r.persist()?;
         Ok(r)
     }
@@ -461,11 +434,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             held: Default::default(),
             last_pass: started,
             run_lock: None,
+            board_lock: None,
             resume_tag: String::new(),
             tuner,
             samples: Vec::new(),
             iteration_of: BTreeMap::new(),
             nudges: BTreeMap::new(),
+            board_reported: Default::default(),
             say,
         };
         if let Some(why) = unreadable {

@@ -269,7 +269,14 @@ impl<O: LaneOps> Runner<'_, O> {
                     c.files.join(", ")
                 )];
                 if !c.redactions.is_empty() {
-                    lines.push(format!("redacted: {}", c.redactions.join(", ")));
+                    let note = format!(
+                        "{id}: its candidate holds secret-looking text ({}); it lands as written, the copies shown are redacted",
+                        c.redactions.join(", ")
+                    );
+                    lines.push(note.clone());
+                    if !self.status.notes.contains(&note) {
+                        self.status.notes.push(note);
+                    }
                 }
                 capture::write_return(&lane_dir, id, &lines)?;
                 if let Some(t) = self.task_mut(id) {
@@ -331,7 +338,8 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         // The reviewer reads its own copy, in its lane dir (a real Claude
         // reviewer's added directory), so reading it asks nothing.
-        let bytes = std::fs::read(patch).map_err(|e| LoopError::io(patch, e))?;
+        let bytes =
+            capture::shown_copy(&std::fs::read(patch).map_err(|e| LoopError::io(patch, e))?);
         let patch = lane_dir.join(format!("candidate-v{}.patch", t.round));
         crate::store::write_bytes_atomic(&patch, &bytes)?;
         // The reviewer checks the candidate against what the task asks.
@@ -516,7 +524,12 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(());
         };
         let lane_dir = self.run.lane_dir(t.lane.as_deref().unwrap_or(id))?;
-        let g = land::run_gate(&wt, &gate, &lane_dir.join("gate.log"))?;
+        let bounds = self.child_bounds(self.gate_timeout());
+        let g = land::run_gate(&wt, &gate, &lane_dir.join("gate.log"), &bounds)?;
+        if g.stopped {
+            let why = g.ended.unwrap_or_default();
+            return self.park(id, &format!("its gate was ended: {why}"), "rerun the task");
+        }
         heartbeat::heartbeat(
             &self.cfg.state_dir,
             &HeartbeatRequest {

@@ -1,0 +1,139 @@
+//! The runner and the board it works, which the owner (or the `backlog`
+//! CLI) may edit while it runs: tasks are found by id, never by the path
+//! they had when the run read them (`backlog task edit` renames a file on a
+//! title change); a file the board leaves out (unreadable, malformed, an id
+//! that collides) is reported once — a `board` entry in `DECISIONS.md` —
+//! and listed in the close-out, and never stops the run.
+
+use crate::loopctl::LoopError;
+use crate::loopctl::board::charter::Charter;
+use crate::loopctl::board::{self, ready};
+use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::runner::{Phase, Runner, TaskState};
+
+impl<O: LaneOps> Runner<'_, O> {
+    /// Record each problem of the board not recorded before in this process.
+    pub(in crate::loopctl) fn report_board(&mut self) -> Result<(), LoopError> {
+        for p in self.board.problems.clone() {
+            let line = p.describe();
+            if self.board_reported.insert(line.clone()) {
+                self.decide("board", &format!("left out: {line}"))?;
+                self.say(&format!("board: left out: {line}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Read the board again; when its directory cannot be listed the board
+    /// read before is kept (reported once).
+    pub(in crate::loopctl) fn reread_board(&mut self) -> Result<(), LoopError> {
+        match board::load(&self.cfg.board_dir) {
+            Ok(b) => {
+                self.board = b;
+                self.report_board()
+            }
+            Err(e) => {
+                let line = format!("cannot be read, the board read before is kept: {e}");
+                if self.board_reported.insert(line.clone()) {
+                    self.decide("board", &line)?;
+                    self.say(&format!("board: {line}"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Mark a landed task Done in its file, found by id on the board as it
+    /// is now. A task no longer on the board, or a file that cannot be
+    /// written, is recorded (a note and a `board` entry): the landing stands.
+    pub(in crate::loopctl) fn mark_done(&mut self, id: &str) -> Result<(), LoopError> {
+        self.reread_board()?;
+        let why = match self.board.task(id).cloned() {
+            Some(t) => match board::write_done(&t) {
+                Ok(()) => return Ok(()),
+                Err(e) => format!("could not be marked Done: {e}"),
+            },
+            None => "is no longer on the board; not marked Done".to_string(),
+        };
+        let line = format!("{id} landed but {why}");
+        self.decide("board", &line)?;
+        self.say(&format!("board: {line}"));
+        self.status.notes.push(line);
+        Ok(())
+    }
+
+    /// After a landing, tasks whose dependencies are now Done become Ready.
+    pub(in crate::loopctl) fn refresh_board(&mut self) -> Result<(), LoopError> {
+        self.reread_board()?;
+        let split = ready::split(&self.board, &self.cfg.charter);
+        for t in self.status.tasks.iter_mut() {
+            if t.phase == Phase::Held && split.ready.contains(&t.id) {
+                t.phase = Phase::Ready;
+                t.reason = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The board's problems as close-out rows: (file, reason, resume).
+    pub(in crate::loopctl) fn board_rows(&self) -> Vec<(String, String, String)> {
+        self.board
+            .problems
+            .iter()
+            .map(|p| {
+                let d = p.describe();
+                let (file, reason) = d.split_once(": ").unwrap_or((&d, ""));
+                let resume = if p.id.is_some() {
+                    "give each task its own id, then rerun"
+                } else {
+                    "fix the file, then rerun"
+                };
+                (
+                    file.to_string(),
+                    format!("left out of the board: {reason}"),
+                    resume.to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// A new run's tasks: every task of the board not Done, Ready or Held
+/// with the reason (pure).
+pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter) -> Vec<TaskState> {
+    let split = ready::split(board, charter);
+    board
+        .tasks
+        .iter()
+        .filter(|t| !t.is_done())
+        .map(|t| {
+            let held = split.hold.iter().find(|h| h.id == t.id);
+            TaskState {
+                id: t.id.clone(),
+                title: t.title.clone(),
+                phase: if held.is_some() {
+                    Phase::Held
+                } else {
+                    Phase::Ready
+                },
+                tier: None,
+                agent: None,
+                reviewer: None,
+                round: 0,
+                lane: None,
+                job: None,
+                worktree: None,
+                branch: None,
+                candidate_sha256: None,
+                sha: None,
+                reason: held.map(|h| h.reason.clone()),
+                resume: None,
+                limit_parks: 0,
+                stall: None,
+                first_dispatch: None,
+                excluded_s: 0,
+                findings: Default::default(),
+            }
+        })
+        .collect()
+}

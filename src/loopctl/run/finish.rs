@@ -16,7 +16,7 @@ impl<O: LaneOps> Runner<'_, O> {
         result: Result<(), LoopError>,
     ) -> Result<RunStatus, LoopError> {
         if let Err(e) = &result
-            && self.ops.live().is_err()
+            && self.supervisor_lost()
         {
             let why = format!("the supervisor cannot be reached ({e})");
             self.decide(

@@ -198,6 +198,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         for (id, job, lane) in used {
             if let Err(e) = self.use_finished(&id, &job, &lane) {
+                if self.supervisor_lost() {
+                    return Err(e);
+                }
                 self.park(
                     &id,
                     &format!("could not use its finished turn after the crash: {e}"),
@@ -207,6 +210,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         for id in restarted {
             if let Err(e) = self.restart(&id) {
+                if self.supervisor_lost() {
+                    return Err(e);
+                }
                 self.park(
                     &id,
                     &format!("could not restart after the crash: {e}"),

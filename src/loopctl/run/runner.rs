@@ -543,6 +543,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         Ok(())
     }
 
+    /// Whether the supervisor holding the lanes is gone. A lane that could
+    /// not start for that reason is not its task's fault: the error stops
+    /// the run unclosed, for `--resume`, instead of parking the task.
+    pub(in crate::loopctl) fn supervisor_lost(&mut self) -> bool {
+        self.ops.live().is_err()
+    }
+
     /// Start Ready tasks while the pool and the lanes cap allow.
     pub(in crate::loopctl) fn start_ready(&mut self) -> Result<(), LoopError> {
         while self.active() < self.status.pool {
@@ -566,6 +573,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             self.status.iterations += 1;
             self.iteration_of.insert(id.clone(), self.status.iterations);
             if let Err(e) = self.start_task(&id) {
+                if self.supervisor_lost() {
+                    return Err(e);
+                }
                 self.park(
                     &id,
                     &format!("could not start: {e}"),

@@ -311,6 +311,9 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.pending_reviews.remove(i);
             if let Err(e) = self.start_review(&id, &patch) {
+                if self.supervisor_lost() {
+                    return Err(e);
+                }
                 self.lane_down(&id)?;
                 self.park(
                     &id,

@@ -13,6 +13,7 @@
 //! [`USE_BARRIER`] to ask the supervisor's `wait` barrier instead.
 
 use crate::common;
+use crate::herdr_common::{self, Server as _};
 
 use drover::daemon::Client;
 use drover::dispatch::{DispatchSpec, dispatch};
@@ -195,6 +196,9 @@ struct Run {
     fresh_next: bool,
     rec: Option<Rec>,
     size: (u16, u16),
+    /// The herdr server the panes live in on the herdr backend (stopped
+    /// after the supervisor, when the run is dropped).
+    herdr: Option<herdr_common::Real>,
 }
 
 impl Run {
@@ -240,8 +244,10 @@ impl Run {
             out: PathBuf::from(out),
             checkpoints: Vec::new(),
         });
+        let herdr = herdr_common::server_for(backend);
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_drover"));
         cmd.env("DROVER_BACKEND", backend);
+        cmd.envs(herdr.iter().flat_map(|h| h.env()));
         cmd.arg("--state-dir")
             .arg(&state)
             .args([
@@ -292,14 +298,23 @@ impl Run {
             fresh_next: false,
             rec,
             size: (120, 40),
+            herdr,
         }
+    }
+
+    /// A `drover --state-dir <state>` command, with the herdr server's env
+    /// on the herdr backend (a command may start the supervisor again).
+    fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_drover"));
+        c.envs(self.herdr.iter().flat_map(|h| h.env()));
+        c.arg("--state-dir").arg(&self.state);
+        c
     }
 
     /// Run `drover --state-dir <state> ARGS` and return its stdout.
     fn drover(&self, args: &[&str]) -> String {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
-            .arg("--state-dir")
-            .arg(&self.state)
+        let out = self
+            .command()
             .args(args)
             .output()
             .expect("run drover");
@@ -313,9 +328,8 @@ impl Run {
 
     /// Run `drover --state-dir <state> ARGS`: its exit code and stdout.
     fn drover_status(&self, args: &[&str]) -> (i32, String) {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
-            .arg("--state-dir")
-            .arg(&self.state)
+        let out = self
+            .command()
             .args(args)
             .output()
             .expect("run drover");
@@ -584,6 +598,11 @@ impl Drop for Run {
             self.save_recording();
         }
         let _ = self.client.call("shutdown", json!({}));
+        // herdr panes outlive a supervisor too: stop this run's herdr
+        // server (and so its panes) before the temp dirs go.
+        if let Some(mut h) = self.herdr.take() {
+            h.stop();
+        }
         // tmux panes outlive a supervisor: never leave this run's tmux
         // server behind, even when the test failed with no supervisor up.
         let _ = std::process::Command::new("tmux")
@@ -1437,11 +1456,16 @@ fn lane_up_starts_reviewers_read_only_and_the_writer_writing() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let backend = common::backend();
+    // On herdr the lanes' panes live in a herdr server of this test's own.
+    let herdr = herdr_common::server_for(&backend);
+    let herdr_env: Vec<_> = herdr.iter().flat_map(|h| h.env()).collect();
     let run = |args: &[&str]| {
         let out = std::process::Command::new(args[0])
             .args(&args[1..])
             .current_dir(&repo)
             .env("PATH", &path)
+            .envs(herdr_env.iter().cloned())
             .stdin(std::process::Stdio::null())
             .output()
             .expect("run");
@@ -1452,7 +1476,6 @@ fn lane_up_starts_reviewers_read_only_and_the_writer_writing() {
         )
     };
     let st = state.display().to_string();
-    let backend = common::backend();
     run(&["git", "init", "-q", "-b", "main"]);
     run(&[
         "git",
@@ -1526,6 +1549,7 @@ fn lane_up_starts_reviewers_read_only_and_the_writer_writing() {
     }
     run(&[drover, "--state-dir", &st, "lane", "down", "--all"]);
     run(&[drover, "--state-dir", &st, "kill-server"]);
+    drop(herdr);
     let _ = mock.kill();
     let _ = mock.wait();
     if let Some(f) = failure {

@@ -97,6 +97,13 @@ pub fn herdr() -> Box<dyn Server> {
     }
 }
 
+/// A real herdr server for a suite whose panes go on `backend`
+/// (`$DROVER_TEST_BACKEND`): one on `herdr` (failing, naming what to
+/// install, when there is none), none on any other backend.
+pub fn server_for(backend: &str) -> Option<Real> {
+    (backend == "herdr").then(Real::require)
+}
+
 /// A real herdr server (`herdr server`, headless) on a private socket with
 /// its own config and state dirs; stopped when dropped.
 pub struct Real {

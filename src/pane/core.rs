@@ -244,6 +244,47 @@ macro_rules! core_fields {
     };
 }
 pub(crate) use core_fields;
+
+/// The [`PaneBackend`](crate::pane::backend::PaneBackend) methods that only
+/// read or forward to the core, for a backend pane with `name: String` and
+/// `inner: Mutex<Inner>` where `Inner` has [`core_fields`]: written once for
+/// every backend whose panes live in another server (tmux, herdr).
+macro_rules! core_backend_methods {
+    ($backend:expr) => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+        fn backend(&self) -> $crate::pane::backend::Backend {
+            $backend
+        }
+        fn info(&self) -> $crate::pane::PaneInfo {
+            $crate::pane::core::lock(&self.inner).info(&self.name, $backend)
+        }
+        fn generation(&self) -> u64 {
+            $crate::pane::core::lock(&self.inner).generation
+        }
+        fn spec_size(&self) -> (u16, u16) {
+            let g = $crate::pane::core::lock(&self.inner);
+            (g.spec.cols, g.spec.rows)
+        }
+        fn attach(&self) -> $crate::pane::attach::AttachHandle {
+            $crate::pane::core::lock(&self.inner).attach()
+        }
+        fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
+            $crate::pane::core::lock(&self.inner).attach_frame(id)
+        }
+        fn detach(&self, id: u64) {
+            $crate::pane::core::lock(&self.inner).detach(id);
+        }
+        fn repaint(&self) -> Vec<u8> {
+            $crate::screen::Renderer::new().frame(&$crate::pane::core::lock(&self.inner).screen)
+        }
+        fn transport_error(&self) -> Option<String> {
+            $crate::pane::core::lock(&self.inner).transport.clone()
+        }
+    };
+}
+pub(crate) use core_backend_methods;
 /// The name tmux and herdr give a signal that ended a pane's process
 /// (`Killed`, `Terminated`, …).
 pub(crate) fn signal_name(n: i32) -> String {

@@ -260,6 +260,33 @@ pub fn end_tree(key: &TreeKey, grace: Duration, timeout: Duration) -> Vec<Member
     found
 }
 
+/// End a pane's process led by `pid` from outside (a pane in another
+/// server): its tree as it is now (its session, and descendants that left it
+/// with setsid/setpgid) is noted, TERM and HUP go to its group, `exited`
+/// waits up to `grace`, then KILL and `exited` up to `timeout`; what is left
+/// of the tree noted before is swept last. Returns whether the exit was seen.
+pub(crate) fn stop_tree(
+    pid: u32,
+    grace: Duration,
+    timeout: Duration,
+    mut exited: impl FnMut(Duration) -> bool,
+) -> bool {
+    let mut key = TreeKey::new(pid, super::record::start_time(pid).unwrap_or(0), "");
+    let mut found = members(&key, false);
+    key.known = found.clone();
+    // Once the leader is gone its id may be reused: session members count
+    // only if they started by now (later ones descend from these).
+    key.session_until = found.iter().map(|m| m.start_time).max();
+    super::native::signal_group(pid, Signal::SIGTERM);
+    super::native::signal_group(pid, Signal::SIGHUP);
+    let seen = exited(grace) || {
+        super::native::signal_group(pid, Signal::SIGKILL);
+        exited(timeout)
+    };
+    sweep(&key, &mut found, timeout);
+    seen
+}
+
 /// SIGKILL the tree until nothing of it runs (re-read each round: a member
 /// may fork while it dies), or `timeout`.
 pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {

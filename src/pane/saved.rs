@@ -2,9 +2,68 @@
 //! keeps per pane for re-adoption: written private and atomically, read back
 //! with unreadable or other-version files reported and left in place.
 
-use serde::Serialize;
+use super::spec::PaneSpec;
 use serde::de::DeserializeOwned;
-use std::path::Path;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What every such backend saves of a pane beside its own ids: its name,
+/// its process, its generation and its spec (env names only, never values).
+/// Flattened into each backend's file, so the fields sit at its top level.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SavedProcess {
+    pub(crate) name: String,
+    pub(crate) pid: u32,
+    pub(crate) pid_start_time: u64,
+    pub(crate) generation: u64,
+    pub(crate) argv: Vec<String>,
+    pub(crate) env_names: Vec<String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) cols: u16,
+    pub(crate) rows: u16,
+    pub(crate) agent: String,
+    pub(crate) created_at: String,
+}
+
+impl SavedProcess {
+    /// Generation `generation` of `spec`, led by `pid`, made at `created_at`.
+    pub(crate) fn of(spec: &PaneSpec, pid: u32, generation: u64, created_at: &str) -> Self {
+        SavedProcess {
+            name: spec.name.clone(),
+            pid,
+            pid_start_time: super::record::start_time(pid).unwrap_or(0),
+            generation,
+            argv: spec.argv.clone(),
+            env_names: spec.env_names(),
+            cwd: spec.cwd.clone(),
+            cols: spec.cols,
+            rows: spec.rows,
+            agent: spec.agent.clone(),
+            created_at: created_at.to_string(),
+        }
+    }
+
+    /// Whether the saved process still runs: the same pid with the same
+    /// start time (not a later process that reused the pid).
+    pub(crate) fn still_runs(&self) -> bool {
+        super::record::start_time(self.pid) == Some(self.pid_start_time)
+    }
+
+    /// The spec to re-adopt the pane with, its env values read back from
+    /// the running process (they were never saved).
+    pub(crate) fn spec(&self) -> PaneSpec {
+        let names: Vec<&str> = self.env_names.iter().map(String::as_str).collect();
+        PaneSpec {
+            name: self.name.clone(),
+            argv: self.argv.clone(),
+            env: super::env_values(self.pid, &names),
+            cwd: self.cwd.clone(),
+            cols: self.cols,
+            rows: self.rows,
+            agent: self.agent.clone(),
+        }
+    }
+}
 
 /// Write `doc` atomically as JSON at `path`, the file 0600 in a 0700 dir.
 pub(crate) fn write_private<T: Serialize>(path: &Path, doc: &T) -> Result<(), String> {

@@ -313,11 +313,7 @@ impl Run {
 
     /// Run `drover --state-dir <state> ARGS` and return its stdout.
     fn drover(&self, args: &[&str]) -> String {
-        let out = self
-            .command()
-            .args(args)
-            .output()
-            .expect("run drover");
+        let out = self.command().args(args).output().expect("run drover");
         assert!(
             out.status.success(),
             "drover {args:?}: {}",
@@ -328,11 +324,7 @@ impl Run {
 
     /// Run `drover --state-dir <state> ARGS`: its exit code and stdout.
     fn drover_status(&self, args: &[&str]) -> (i32, String) {
-        let out = self
-            .command()
-            .args(args)
-            .output()
-            .expect("run drover");
+        let out = self.command().args(args).output().expect("run drover");
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned()

@@ -356,37 +356,24 @@ impl HerdrHost {
         };
         let mut out = Vec::new();
         for s in saved {
-            let live = crate::pane::record::start_time(s.pid) == Some(s.pid_start_time)
-                && watch::is_leader(s.pid);
-            if !live {
-                tracing::warn!(pane = %s.name, pid = s.pid, "herdr pane's process is gone; not re-adopted");
-                state::remove(&self.state_dir, &s.name);
+            let p = &s.process;
+            if !(p.still_runs() && watch::is_leader(p.pid)) {
+                tracing::warn!(pane = %p.name, pid = p.pid, "herdr pane's process is gone; not re-adopted");
+                state::remove(&self.state_dir, &p.name);
                 continue;
             }
-            let spec = PaneSpec {
-                name: s.name.clone(),
-                argv: s.argv.clone(),
-                env: crate::pane::env_values(
-                    s.pid,
-                    &s.env_names.iter().map(String::as_str).collect::<Vec<_>>(),
-                ),
-                cwd: s.cwd.clone(),
-                cols: s.cols,
-                rows: s.rows,
-                agent: s.agent.clone(),
-            };
             let c = Created {
                 workspace_id: s.workspace_id.clone(),
                 pane_id: s.pane_id.clone(),
                 terminal_id: s.terminal_id.clone(),
                 split: s.split.clone(),
-                pid: s.pid,
+                pid: p.pid,
                 env_verified: true,
                 status_file: s.status_file.clone(),
-                created_at: s.created_at.clone(),
+                created_at: p.created_at.clone(),
             };
-            let pane = HerdrPane::start(me.clone(), spec, c, s.generation, events(&s.name));
-            tracing::info!(pane = %s.name, pane_id = %s.pane_id, generation = s.generation, "herdr pane re-adopted");
+            let pane = HerdrPane::start(me.clone(), p.spec(), c, p.generation, events(&p.name));
+            tracing::info!(pane = %p.name, pane_id = %s.pane_id, generation = p.generation, "herdr pane re-adopted");
             out.push(pane);
         }
         out

@@ -4,13 +4,9 @@
 
 use super::{CLI_TIMEOUT, Created, HerdrHost, REQUEST_TIMEOUT, watch};
 use crate::pane::backend::{Backend, PaneBackend};
-use crate::pane::core::{PaneCore, core_fields};
-use crate::pane::{
-    AttachHandle, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec, ScreenMeta,
-    key_bytes,
-};
+use crate::pane::core::{PaneCore, core_backend_methods, core_fields};
+use crate::pane::{ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneSpec, ScreenMeta, key_bytes};
 use crate::screen::Screen;
-use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
@@ -248,19 +244,9 @@ impl HerdrPane {
         if exited || !watch::is_leader(pid) {
             return;
         }
-        use crate::pane::reap;
-        let mut key =
-            reap::TreeKey::new(pid, crate::pane::record::start_time(pid).unwrap_or(0), "");
-        let mut found = reap::members(&key, false);
-        key.known = found.clone();
-        key.session_until = found.iter().map(|m| m.start_time).max();
-        crate::pane::native::signal_group(pid, Signal::SIGTERM);
-        crate::pane::native::signal_group(pid, Signal::SIGHUP);
-        if !self.wait_exit(generation, KILL_GRACE) {
-            crate::pane::native::signal_group(pid, Signal::SIGKILL);
-            let _ = self.wait_exit(generation, REAP_TIMEOUT);
-        }
-        reap::sweep(&key, &mut found, REAP_TIMEOUT);
+        crate::pane::reap::stop_tree(pid, KILL_GRACE, REAP_TIMEOUT, |d| {
+            self.wait_exit(generation, d)
+        });
     }
 
     /// Close the pane in herdr (herdr closes its workspace with the last
@@ -278,15 +264,7 @@ impl HerdrPane {
 }
 
 impl PaneBackend for HerdrPane {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn backend(&self) -> Backend {
-        Backend::Herdr
-    }
-    fn info(&self) -> PaneInfo {
-        lock(&self.inner).info(&self.name, Backend::Herdr)
-    }
+    core_backend_methods!(Backend::Herdr);
     fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
         let mut g = lock(&self.inner);
         let command = g.command_pid;
@@ -302,9 +280,6 @@ impl PaneBackend for HerdrPane {
             ),
             None => f(screen, meta),
         })
-    }
-    fn generation(&self) -> u64 {
-        lock(&self.inner).generation
     }
     fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
         let (pane_id, _) = self.usable()?;
@@ -381,10 +356,6 @@ impl PaneBackend for HerdrPane {
                 .into(),
         })
     }
-    fn spec_size(&self) -> (u16, u16) {
-        let g = lock(&self.inner);
-        (g.spec.cols, g.spec.rows)
-    }
     fn kill(&self) {
         self.stop_process();
         self.close();
@@ -435,21 +406,6 @@ impl PaneBackend for HerdrPane {
         self.cv.notify_all();
         self.events.output();
         Ok(generation)
-    }
-    fn attach(&self) -> AttachHandle {
-        lock(&self.inner).attach()
-    }
-    fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
-        lock(&self.inner).attach_frame(id)
-    }
-    fn detach(&self, id: u64) {
-        lock(&self.inner).detach(id);
-    }
-    fn repaint(&self) -> Vec<u8> {
-        crate::screen::Renderer::new().frame(&lock(&self.inner).screen)
-    }
-    fn transport_error(&self) -> Option<String> {
-        lock(&self.inner).transport.clone()
     }
     fn backend_pane_id(&self) -> Option<String> {
         Some(lock(&self.inner).pane_id.clone())

@@ -4,6 +4,7 @@
 //! spec. Env names only, never values.
 
 use super::pane::{HerdrPane, lock};
+use crate::pane::saved::SavedProcess;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -13,24 +14,15 @@ const SCHEMA: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct SavedPane {
     pub(super) schema_version: u32,
-    pub(super) name: String,
     pub(super) workspace_id: String,
     pub(super) pane_id: String,
     pub(super) terminal_id: Option<String>,
     /// The direction the pane was split in, when it was made by `pane split`.
     #[serde(default)]
     pub(super) split: Option<String>,
-    pub(super) pid: u32,
-    pub(super) pid_start_time: u64,
-    pub(super) generation: u64,
     pub(super) status_file: PathBuf,
-    pub(super) argv: Vec<String>,
-    pub(super) env_names: Vec<String>,
-    pub(super) cwd: Option<PathBuf>,
-    pub(super) cols: u16,
-    pub(super) rows: u16,
-    pub(super) agent: String,
-    pub(super) created_at: String,
+    #[serde(flatten)]
+    pub(super) process: SavedProcess,
 }
 
 fn dir(state_dir: &Path) -> PathBuf {
@@ -46,27 +38,17 @@ pub(super) fn save(state_dir: &Path, pane: &HerdrPane) {
     let g = lock(&pane.inner);
     let saved = SavedPane {
         schema_version: SCHEMA,
-        name: g.spec.name.clone(),
         workspace_id: g.workspace_id.clone(),
         pane_id: g.pane_id.clone(),
         terminal_id: g.terminal_id.clone(),
         split: g.split.clone(),
-        pid: g.pid,
-        pid_start_time: crate::pane::record::start_time(g.pid).unwrap_or(0),
-        generation: g.generation,
         status_file: g.status_file.clone(),
-        argv: g.spec.argv.clone(),
-        env_names: g.spec.env_names(),
-        cwd: g.spec.cwd.clone(),
-        cols: g.spec.cols,
-        rows: g.spec.rows,
-        agent: g.spec.agent.clone(),
-        created_at: g.created_at.clone(),
+        process: SavedProcess::of(&g.spec, g.pid, g.generation, &g.created_at),
     };
     drop(g);
-    let p = pane_path(state_dir, &saved.name);
+    let p = pane_path(state_dir, &saved.process.name);
     if let Err(e) = crate::pane::saved::write_private(&p, &saved) {
-        tracing::warn!(pane = %saved.name, error = %e, "cannot save herdr pane state");
+        tracing::warn!(pane = %saved.process.name, error = %e, "cannot save herdr pane state");
     }
 }
 
@@ -80,7 +62,7 @@ impl crate::pane::saved::Saved for SavedPane {
         self.schema_version
     }
     fn name(&self) -> &str {
-        &self.name
+        &self.process.name
     }
 }
 

@@ -586,8 +586,8 @@ impl TmuxHost {
         };
         if self.server_pid().is_none() {
             for s in &saved {
-                tracing::warn!(pane = %s.name, "tmux pane lost: drover's tmux server is gone");
-                state::remove_saved(&self.state_dir, &s.name);
+                tracing::warn!(pane = %s.process.name, "tmux pane lost: drover's tmux server is gone");
+                state::remove_saved(&self.state_dir, &s.process.name);
             }
             return Vec::new();
         }
@@ -597,45 +597,32 @@ impl TmuxHost {
         }
         let mut out = Vec::new();
         for s in saved {
-            let live = crate::pane::record::start_time(s.pid) == Some(s.pid_start_time);
-            if !live {
-                tracing::warn!(pane = %s.name, pid = s.pid, "tmux pane's process is gone; not re-adopted");
+            let p = &s.process;
+            if !p.still_runs() {
+                tracing::warn!(pane = %p.name, pid = p.pid, "tmux pane's process is gone; not re-adopted");
                 let _ = self.command(format!("kill-window -t {}", s.pane_id));
-                state::remove_saved(&self.state_dir, &s.name);
+                state::remove_saved(&self.state_dir, &p.name);
                 continue;
             }
-            let env = crate::pane::env_values(
-                s.pid,
-                &s.env_names.iter().map(String::as_str).collect::<Vec<_>>(),
-            );
-            let spec = PaneSpec {
-                name: s.name.clone(),
-                argv: s.argv.clone(),
-                env,
-                cwd: s.cwd.clone(),
-                cols: s.cols,
-                rows: s.rows,
-                agent: s.agent.clone(),
-            };
             let pane = TmuxPane::new(
                 me.clone(),
                 Start {
-                    spec,
+                    spec: p.spec(),
                     pane_id: s.pane_id.clone(),
                     window_id: s.window_id.clone(),
-                    pid: s.pid,
-                    generation: s.generation,
+                    pid: p.pid,
+                    generation: p.generation,
                     env_verified: true,
-                    created_at: s.created_at.clone(),
+                    created_at: p.created_at.clone(),
                 },
-                events(&s.name),
+                events(&p.name),
             );
             self.register(&pane, &s.pane_id, None);
             if let Err(e) = self.resync(&pane) {
-                tracing::warn!(pane = %s.name, error = %e, "re-adopted tmux pane could not be read");
+                tracing::warn!(pane = %p.name, error = %e, "re-adopted tmux pane could not be read");
             }
-            pane.watch_exit(s.generation, s.pid);
-            tracing::info!(pane = %s.name, pane_id = %s.pane_id, generation = s.generation, "tmux pane re-adopted");
+            pane.watch_exit(p.generation, p.pid);
+            tracing::info!(pane = %p.name, pane_id = %s.pane_id, generation = p.generation, "tmux pane re-adopted");
             out.push(pane);
         }
         out

@@ -6,13 +6,9 @@ use super::codec::{hex_keys, quote};
 use super::pipe::Pipe;
 use super::{Dead, TmuxHost};
 use crate::pane::backend::{Backend, PaneBackend};
-use crate::pane::core::{PaneCore, core_fields};
-use crate::pane::{
-    AttachHandle, ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneInfo, PaneSpec, ScreenMeta,
-    key_bytes,
-};
+use crate::pane::core::{PaneCore, core_backend_methods, core_fields};
+use crate::pane::{ExitInfo, KILL_GRACE, PaneError, PaneEvents, PaneSpec, ScreenMeta, key_bytes};
 use crate::screen::Screen;
-use nix::sys::signal::Signal;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -474,29 +470,14 @@ impl TmuxPane {
         if exited || !pid_is_pane_leader(pid) {
             return;
         }
-        // The pane's local tree as it is now (its session, and descendants
-        // that left it with setsid/setpgid): ended after the group.
-        use crate::pane::reap;
-        let mut key =
-            reap::TreeKey::new(pid, crate::pane::record::start_time(pid).unwrap_or(0), "");
-        let mut found = reap::members(&key, false);
-        key.known = found.clone();
-        // Once the leader is gone its id may be reused: session members
-        // count only if they started by now (later ones descend from these).
-        key.session_until = found.iter().map(|m| m.start_time).max();
-        crate::pane::native::signal_group(pid, Signal::SIGTERM);
-        crate::pane::native::signal_group(pid, Signal::SIGHUP);
-        if !self.wait_exit(generation, KILL_GRACE) {
-            crate::pane::native::signal_group(pid, Signal::SIGKILL);
-            if !self.wait_exit(generation, REAP_TIMEOUT) {
-                // No exit seen (the transport may be down): the leader is
-                // gone once its pid is; record that much.
-                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                    self.record_exit(generation, None, Some(crate::pane::core::signal_name(9)));
-                }
-            }
+        let seen = crate::pane::reap::stop_tree(pid, KILL_GRACE, REAP_TIMEOUT, |d| {
+            self.wait_exit(generation, d)
+        });
+        // No exit seen (the transport may be down): the leader is gone once
+        // its pid is; record that much.
+        if !seen && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            self.record_exit(generation, None, Some(crate::pane::core::signal_name(9)));
         }
-        reap::sweep(&key, &mut found, REAP_TIMEOUT);
     }
 }
 
@@ -645,20 +626,9 @@ fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
 }
 
 impl PaneBackend for TmuxPane {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn backend(&self) -> Backend {
-        Backend::Tmux
-    }
-    fn info(&self) -> PaneInfo {
-        lock(&self.inner).info(&self.name, Backend::Tmux)
-    }
+    core_backend_methods!(Backend::Tmux);
     fn with_screen_dyn(&self, f: &mut dyn FnMut(&mut Screen, &ScreenMeta)) {
         lock(&self.inner).with_screen(f)
-    }
-    fn generation(&self) -> u64 {
-        lock(&self.inner).generation
     }
     fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
         let pane_id = {
@@ -729,10 +699,6 @@ impl PaneBackend for TmuxPane {
         self.events.output();
         Ok(())
     }
-    fn spec_size(&self) -> (u16, u16) {
-        let g = lock(&self.inner);
-        (g.spec.cols, g.spec.rows)
-    }
     fn kill(&self) {
         self.stop_process();
         self.set_pipe(None);
@@ -745,21 +711,6 @@ impl PaneBackend for TmuxPane {
     fn respawn(self: Arc<Self>) -> Result<u64, PaneError> {
         self.stop_process();
         super::respawn(&self)
-    }
-    fn attach(&self) -> AttachHandle {
-        lock(&self.inner).attach()
-    }
-    fn attach_frame(&self, id: u64) -> Option<Vec<u8>> {
-        lock(&self.inner).attach_frame(id)
-    }
-    fn detach(&self, id: u64) {
-        lock(&self.inner).detach(id);
-    }
-    fn repaint(&self) -> Vec<u8> {
-        crate::screen::Renderer::new().frame(&lock(&self.inner).screen)
-    }
-    fn transport_error(&self) -> Option<String> {
-        lock(&self.inner).transport.clone()
     }
     fn backend_pane_id(&self) -> Option<String> {
         Some(self.pane_id())

@@ -5,6 +5,7 @@
 use super::TmuxPane;
 use super::pane::lock;
 use crate::pane::record::{self, PaneRecord, RECORD_SCHEMA};
+use crate::pane::saved::SavedProcess;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -22,19 +23,10 @@ struct ServerDoc {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct SavedPane {
     pub(super) schema_version: u32,
-    pub(super) name: String,
     pub(super) pane_id: String,
     pub(super) window_id: String,
-    pub(super) pid: u32,
-    pub(super) pid_start_time: u64,
-    pub(super) generation: u64,
-    pub(super) argv: Vec<String>,
-    pub(super) env_names: Vec<String>,
-    pub(super) cwd: Option<PathBuf>,
-    pub(super) cols: u16,
-    pub(super) rows: u16,
-    pub(super) agent: String,
-    pub(super) created_at: String,
+    #[serde(flatten)]
+    pub(super) process: SavedProcess,
 }
 
 fn dir(state_dir: &Path) -> PathBuf {
@@ -92,23 +84,13 @@ pub(super) fn check_owned(state_dir: &Path, socket: &str, pid: u32) -> Result<()
 /// Save a pane's re-adoption state and its pane record.
 pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
     let g = lock(&pane.inner);
-    let start = record::start_time(g.pid).unwrap_or(0);
     let saved = SavedPane {
         schema_version: SCHEMA,
-        name: g.spec.name.clone(),
         pane_id: g.pane_id.clone(),
         window_id: g.window_id.clone(),
-        pid: g.pid,
-        pid_start_time: start,
-        generation: g.generation,
-        argv: g.spec.argv.clone(),
-        env_names: g.spec.env_names(),
-        cwd: g.spec.cwd.clone(),
-        cols: g.spec.cols,
-        rows: g.spec.rows,
-        agent: g.spec.agent.clone(),
-        created_at: g.created_at.clone(),
+        process: SavedProcess::of(&g.spec, g.pid, g.generation, &g.created_at),
     };
+    let start = saved.process.pid_start_time;
     let rec = PaneRecord {
         schema_version: RECORD_SCHEMA,
         name: g.spec.name.clone(),
@@ -124,8 +106,8 @@ pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
         descendants: Vec::new(),
     };
     drop(g);
-    if let Err(e) = write_private(&pane_path(state_dir, &saved.name), &saved) {
-        tracing::warn!(pane = %saved.name, error = %e, "cannot save tmux pane state");
+    if let Err(e) = write_private(&pane_path(state_dir, &saved.process.name), &saved) {
+        tracing::warn!(pane = %saved.process.name, error = %e, "cannot save tmux pane state");
     }
     if let Err(e) = record::write(state_dir, &rec) {
         tracing::warn!(pane = %rec.name, error = %e, "cannot write pane record");
@@ -198,11 +180,34 @@ impl crate::pane::saved::Saved for SavedPane {
         self.schema_version
     }
     fn name(&self) -> &str {
-        &self.name
+        &self.process.name
     }
 }
 
 /// Every saved pane (unreadable files are reported and left in place).
 pub(super) fn load_panes(state_dir: &Path) -> Vec<SavedPane> {
     crate::pane::saved::load_all(&dir(state_dir).join("panes"), SCHEMA, "tmux")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pane file as the tmux backend wrote it before its process fields
+    /// moved into the shared [`SavedProcess`] (all at the top level) still
+    /// reads, and writes back with the same keys: re-adoption across an
+    /// upgrade keeps working.
+    #[test]
+    fn a_flat_pane_file_reads_and_writes_back_the_same_keys() {
+        let flat = serde_json::json!({
+            "schema_version": 1, "name": "p", "pane_id": "%3", "window_id": "@2",
+            "pid": 42, "pid_start_time": 7, "generation": 2,
+            "argv": ["bash"], "env_names": ["K"], "cwd": "/tmp",
+            "cols": 80, "rows": 24, "agent": "shell", "created_at": "t"
+        });
+        let s: SavedPane = serde_json::from_value(flat.clone()).unwrap();
+        assert_eq!((s.process.name.as_str(), s.process.pid), ("p", 42));
+        assert_eq!(s.process.env_names, ["K"]);
+        assert_eq!(serde_json::to_value(&s).unwrap(), flat);
+    }
 }

@@ -271,15 +271,7 @@ fn exec_failure(spec: &PaneSpec, e: &std::io::Error) -> String {
 
 /// The `#!` interpreter of the pane's command, when it is a script.
 fn interpreter(spec: &PaneSpec) -> Option<String> {
-    let path_var = spec
-        .env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_default();
-    let path = super::find_executable(&spec.argv[0], &path_var, spec.cwd.as_deref())?;
+    let path = super::find_executable(&spec.argv[0], &spec.path_var(), spec.cwd.as_deref())?;
     let mut head = [0u8; 256];
     let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
     let line = head[..n].strip_prefix(b"#!")?;

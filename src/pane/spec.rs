@@ -25,6 +25,18 @@ pub struct PaneSpec {
 }
 
 impl PaneSpec {
+    /// The `PATH` the pane's command is looked up in: the spec's own (the
+    /// last one given), else the supervisor's.
+    pub(crate) fn path_var(&self) -> String {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("PATH").ok())
+            .unwrap_or_default()
+    }
+
     /// Check everything that can be checked before spawning.
     pub fn validate(&self) -> Result<(), PaneError> {
         validate_pane_name(&self.name)?;
@@ -54,15 +66,7 @@ impl PaneSpec {
         {
             return Err(PaneError::MissingCwd(cwd.clone()));
         }
-        let path_var = self
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("PATH").ok())
-            .unwrap_or_default();
-        if find_executable(cmd, &path_var, self.cwd.as_deref()).is_none() {
+        if find_executable(cmd, &self.path_var(), self.cwd.as_deref()).is_none() {
             return Err(PaneError::CommandNotFound(cmd.clone()));
         }
         Ok(())

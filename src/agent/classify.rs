@@ -364,14 +364,16 @@ impl Classifier {
             return o;
         }
         let quiet = format!("quiet:{}ms", s.quiet_ms.min(u64::from(u32::MAX)));
-        if s.quiet_ms >= SHELL_QUIET_MS {
+        // Nothing drawn yet (a slow prompt): starting, however quiet, until
+        // the grace ends; an empty screen is not a shell waiting for input.
+        if view.is_empty() && s.since_spawn_ms < STARTING_GRACE_MS {
+            Observation::new(State::Starting, vec![quiet, "screen:empty".to_string()])
+        } else if s.quiet_ms >= SHELL_QUIET_MS {
             let mut evidence = vec![quiet];
             if s.foreground_job == Some(false) {
                 evidence.push("fg:shell".to_string());
             }
             Observation::new(State::Idle, evidence)
-        } else if view.is_empty() && s.since_spawn_ms < STARTING_GRACE_MS {
-            Observation::new(State::Starting, vec![quiet, "screen:empty".to_string()])
         } else {
             Observation::new(State::Working, vec![quiet])
         }
@@ -587,6 +589,28 @@ mod tests {
         let mut s = sig(&r);
         s.since_spawn_ms = 10;
         assert_eq!(c.classify(AgentKind::Shell, &s).state, State::Starting);
+    }
+
+    /// Guards issue 28 item 5: `wait --until idle` fired on an empty screen
+    /// (`quiet:524ms`, `fg:shell`) before a slow bash prompt was drawn.
+    #[test]
+    fn a_quiet_empty_shell_screen_is_starting_not_idle() {
+        let c = Classifier::builtin().unwrap();
+        let r: Vec<String> = vec![];
+        let mut s = sig(&r);
+        s.since_spawn_ms = 600;
+        s.quiet_ms = 524;
+        s.foreground_job = Some(false);
+        let o = c.classify(AgentKind::Shell, &s);
+        assert_eq!(
+            (o.state, o.evidence),
+            (
+                State::Starting,
+                vec!["quiet:524ms".into(), "screen:empty".into()]
+            )
+        );
+        s.since_spawn_ms = STARTING_GRACE_MS;
+        assert_eq!(c.classify(AgentKind::Shell, &s).state, State::Idle);
     }
 
     /// Guards: a quiet command (`sleep 3`) read as `idle` because only output

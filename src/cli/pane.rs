@@ -355,11 +355,19 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         } => {
             let text = read_text(text, file.as_deref())?;
             let mut c = ctx.client()?;
-            c.call(
-                "pane.send",
-                json!({"pane": name, "text": text, "enter": !no_enter}),
-            )
-            .map_err(client_err)?;
+            let v = c
+                .call(
+                    "pane.send",
+                    json!({"pane": name, "text": text, "enter": !no_enter}),
+                )
+                .map_err(client_err)?;
+            if let Some(agent @ ("claude" | "codex")) = v["agent"].as_str() {
+                // Written at once: an agent's TUI may keep it in its composer.
+                eprintln!(
+                    "drover: warning: pane send does not confirm that {agent} took the prompt; \
+                     to submit it and confirm, use `drover send {name} …`"
+                );
+            }
             ctx.said(format!(
                 "sent {} bytes to {name}{}",
                 text.len(),

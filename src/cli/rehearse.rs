@@ -363,7 +363,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         );
         println!("  attach:   drover attach {name}      (detach with Ctrl-\\)");
         println!("  read:     drover pane read {name}");
-        println!("  prompt:   drover pane send {name} 'say hello'");
+        println!("  prompt:   drover send {name} 'say hello'      (submits and confirms)");
         println!("  mock log: drover pane read {mock_name}");
         println!("  stop:     drover pane kill {name} && drover pane kill {mock_name}");
     }

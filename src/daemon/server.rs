@@ -494,7 +494,12 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
             let text = arg_str(args, "text")?;
             let enter = args.get("enter").and_then(Value::as_bool).unwrap_or(true);
             e.pane.send_text(text, enter).map_err(pane_err)?;
-            Ok(json!({"pane": e.pane.name(), "bytes": text.len(), "enter": enter}))
+            Ok(json!({
+                "pane": e.pane.name(),
+                "bytes": text.len(),
+                "enter": enter,
+                "agent": e.pane.info().agent,
+            }))
         }
         "pane.keys" => {
             let e = sup.entry(arg_str(args, "pane")?)?;

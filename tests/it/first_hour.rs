@@ -117,3 +117,36 @@ fn a_mistyped_control_gets_a_suggestion() {
         "{err}"
     );
 }
+
+/// Guards the rehearsal quick start's `pane send` to Claude: the text sat
+/// in the composer and the wait timed out. `pane send` to an agent pane
+/// warns that it does not confirm submission and names `drover send`; to a
+/// shell pane it says nothing more.
+#[test]
+fn pane_send_to_an_agent_pane_warns_and_names_drover_send() {
+    let d = common::Drover::new();
+    d.new_pane("agent", &["--agent", "claude"], &["cat"]);
+    d.new_pane("sh", &[], &["cat"]);
+    let out = d.run(&["pane", "send", "agent", "hello"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("does not confirm that claude took the prompt")
+            && err.contains("drover send agent"),
+        "{err}"
+    );
+    let out = d.run(&["pane", "send", "sh", "hello"]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hint =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rehearsal.md"))
+            .unwrap();
+    assert!(
+        !hint.contains("drover pane send rehearse-"),
+        "the quick start submits with drover send"
+    );
+}

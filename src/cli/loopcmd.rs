@@ -397,6 +397,16 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             Role::Implementer => imp.clone(),
             Role::Reviewer => rev.clone(),
         }));
+    } else if sim {
+        // No scripts: each sim lane is a minimal obedient agent for its task.
+        let claimed: std::collections::BTreeMap<String, Vec<String>> =
+            drover::loopctl::board::load(&board_dir)
+                .map(|b| b.tasks.into_iter().map(|t| (t.id, t.files)).collect())
+                .unwrap_or_default();
+        opts.scripts = Some(Box::new(move |s: &LaneSpec| {
+            let files = claimed.get(&s.task).map(Vec::as_slice).unwrap_or_default();
+            drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
+        }));
     }
     let mut lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let cfg = RunConfig {

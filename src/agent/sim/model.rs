@@ -352,7 +352,12 @@ impl Model {
                 }
                 Step::Write { path, content } => {
                     let (path, content) = (self.expand(&path), self.expand(&content));
-                    let r = std::fs::write(self.cwd.join(&path), content.as_bytes());
+                    let target = self.cwd.join(&path);
+                    // A new file may be in a new directory (`notes/TASK-1.md`).
+                    let r = target
+                        .parent()
+                        .map_or(Ok(()), std::fs::create_dir_all)
+                        .and_then(|()| std::fs::write(&target, content.as_bytes()));
                     self.wrote(&path, r.map(|_| content.lines().count()));
                 }
                 Step::Report {

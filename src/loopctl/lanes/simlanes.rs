@@ -27,6 +27,30 @@ const ESCALATE: &str = "escalate_blocked";
 /// The script text for a lane (TOML or JSON, docs/agents.md).
 pub type ScriptFor = Box<dyn FnMut(&LaneSpec) -> String>;
 
+/// The script of a sim lane that was given none: a minimal obedient agent.
+/// An implementer writes the first file its task claims (`notes/<TASK>.md`
+/// for a task that claims none), reports done and finishes; a reviewer passes the
+/// candidate and reports.
+pub fn obedient_script(role: Role, task: &str, claimed: &[String]) -> String {
+    // A JSON string is a TOML basic string (the same escapes).
+    let q = |s: &str| serde_json::Value::from(s).to_string();
+    match role {
+        Role::Implementer => {
+            let path = claimed
+                .first()
+                .cloned()
+                .unwrap_or_else(|| format!("notes/{task}.md"));
+            let content = format!("{task}: done by drover's simulated implementer\n");
+            format!(
+                "[[turn]]\nsteps = [{{ work = 300 }}, {{ write = {{ path = {}, content = {} }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n",
+                q(&path),
+                q(&content)
+            )
+        }
+        Role::Reviewer => "[[turn]]\nsteps = [{ work = 300 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n".to_string(),
+    }
+}
+
 /// Simulated lanes on the supervisor.
 pub struct SimLanes {
     state_dir: PathBuf,

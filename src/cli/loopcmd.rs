@@ -470,7 +470,20 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         None => runner::run(&mut lanes, cfg, say),
     }
     .map_err(lerr)?;
-    print_final(&st, json)
+    let code = print_final(&st, json)?;
+    let stale = st.stale_holds();
+    let landed = st.tasks.iter().any(|t| t.phase == runner::Phase::Landed);
+    if !landed && !stale.is_empty() {
+        // Not a success: an earlier run's lease kept every task from starting.
+        for (id, cmd) in &stale {
+            eprintln!(
+                "drover: {id} was not started: an earlier run still holds its write lease; \
+                 resume that run, or check its worktree and clear the lease with `{cmd}`"
+            );
+        }
+        return Ok(exit::REFUSED);
+    }
+    Ok(code)
 }
 
 /// `--overnight [--until HH:MM]` (the owner's local time) as a mode.
@@ -530,6 +543,21 @@ fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     })?;
     let state_dir = ctx.state_dir()?;
     let run = rundir::RunDir::open(&state_dir, run_number(&a.run)?).map_err(lerr)?;
+    // A control is read by the loop working the run: with none, it would
+    // sit in the file and do nothing.
+    if let Ok(Some(st)) = drover::store::read_json::<RunStatus>(&run.file("run.json"))
+        && !st.is_live()
+    {
+        let why = if st.finished_at.is_some() {
+            format!("loop{} is {} (closed); nothing runs it", run.n, st.state)
+        } else {
+            format!(
+                "loop{} is not running: its loop process is gone; resume it with `drover loop run --resume {}`",
+                run.n, run.n
+            )
+        };
+        return Err(fail(exit::REFUSED, why));
+    }
     let set = control::write(&run.path, c, &a.reason).map_err(lerr)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
@@ -582,9 +610,15 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     let run = rundir::RunDir::open(&state_dir, n).map_err(lerr)?;
     let path = run.file("run.json");
-    let v: serde_json::Value = drover::store::read_json(&path)
+    let mut v: serde_json::Value = drover::store::read_json(&path)
         .map_err(|e| fail(exit::ERROR, e.to_string()))?
         .ok_or_else(|| fail(exit::ERROR, format!("{} is missing", path.display())))?;
+    // Whether a loop process works it now: a run whose loop died says so.
+    let live = serde_json::from_value::<RunStatus>(v.clone()).ok();
+    if let Some(st) = &live {
+        v["live"] = serde_json::Value::Bool(st.is_live());
+        v["state"] = serde_json::Value::String(st.live_state());
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit::OK);
@@ -638,6 +672,9 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     );
     if let Some(s) = v["stopped_by"].as_str() {
         println!("stopped by {s}");
+    }
+    if live.as_ref().is_some_and(|st| st.live_state() != st.state) {
+        println!("its loop process is gone: resume it with `drover loop run --resume {n}`");
     }
     if let Some(c) = v["closeout"].as_str() {
         println!("close-out: {c}");

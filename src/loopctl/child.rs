@@ -4,7 +4,7 @@
 //! wall-clock budget), and always ended with its whole group, so nothing it
 //! started in the background outlives it. Every group running is
 //! registered; [`end_on_signals`] makes a SIGTERM, SIGINT or SIGHUP of the
-//! loop end them before the loop dies (a `kill -9` of the loop cannot be
+//! loop end them at once and the run stop (a `kill -9` of the loop cannot be
 //! caught: the direct child then gets SIGKILL from the kernel, its
 //! parent-death signal).
 
@@ -196,8 +196,26 @@ fn kill_group(pgid: i32, sig: nix::sys::signal::Signal) {
     }
 }
 
-/// From now on, a SIGTERM, SIGINT or SIGHUP of this process first kills
-/// every registered child group, then ends the process as the signal would
+/// The signal that asked this process to stop (0: none yet).
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The name of the signal that asked the loop to stop (`SIGINT`, …), once
+/// one did: the runner stops in a controlled way (a decision line, its lanes
+/// down, the run left `interrupted` for `--resume`).
+pub fn stop_requested() -> Option<&'static str> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    match STOP_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        SIGINT => Some("SIGINT"),
+        SIGTERM => Some("SIGTERM"),
+        SIGHUP => Some("SIGHUP"),
+        _ => Some("a signal"),
+    }
+}
+
+/// From now on, a SIGTERM, SIGINT or SIGHUP of this process kills every
+/// registered child group at once and asks the runner to stop
+/// ([`stop_requested`]); a second one ends the process as the signal would
 /// have. Idempotent.
 pub fn end_on_signals() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -214,7 +232,7 @@ pub fn end_on_signals() -> std::io::Result<()> {
         let spawned = std::thread::Builder::new()
             .name("loop-children".into())
             .spawn(move || {
-                if let Some(sig) = signals.forever().next() {
+                for sig in signals.forever() {
                     let groups: Vec<i32> = GROUPS
                         .lock()
                         .map(|g| g.iter().copied().collect())
@@ -222,8 +240,19 @@ pub fn end_on_signals() -> std::io::Result<()> {
                     for pgid in groups {
                         kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
                     }
-                    let _ = signal_hook::low_level::emulate_default_handler(sig);
-                    std::process::exit(128 + sig);
+                    let first = STOP_SIGNAL
+                        .compare_exchange(
+                            0,
+                            sig,
+                            std::sync::atomic::Ordering::SeqCst,
+                            std::sync::atomic::Ordering::SeqCst,
+                        )
+                        .is_ok();
+                    if !first {
+                        // Asked twice: the operator means now.
+                        let _ = signal_hook::low_level::emulate_default_handler(sig);
+                        std::process::exit(128 + sig);
+                    }
                 }
             });
         if let Err(e) = spawned {

@@ -32,6 +32,12 @@ pub enum LoopError {
         "loop{run} stopped: {why}; it stays unclosed: resume it with `drover loop run --resume {run}`"
     )]
     Stopped { run: u32, why: String },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped the run: it stays
+    /// unclosed, for `drover loop run --resume`.
+    #[error(
+        "loop{run} stopped by {signal}; it stays unclosed: resume it with `drover loop run --resume {run}`"
+    )]
+    Signalled { run: u32, signal: &'static str },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
@@ -71,6 +77,12 @@ impl LoopError {
             LoopError::Usage { .. } | LoopError::Parse { .. } => crate::exit::USAGE,
             LoopError::Refused(_) => crate::exit::REFUSED,
             LoopError::Interrupted { .. } => crate::exit::TRANSPORT,
+            // As a shell reports a process its signal ended: 128 + signal.
+            LoopError::Signalled { signal, .. } => match *signal {
+                "SIGHUP" => 129,
+                "SIGTERM" => 143,
+                _ => 130,
+            },
             LoopError::Registry(e) => e.exit_code(),
             _ => crate::exit::ERROR,
         }

@@ -56,6 +56,7 @@ mod loop_overnight;
 mod loop_resume;
 mod loop_run;
 mod loop_sim_default;
+mod loop_stop;
 mod loop_unattended;
 mod notify_http;
 mod pane_create;

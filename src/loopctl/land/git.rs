@@ -85,6 +85,19 @@ pub fn default_base(repo: &Path) -> Result<String, LoopError> {
     line(repo, &["rev-parse", "--abbrev-ref", "HEAD"])
 }
 
+/// Whether the worktree at `wt` holds anything its `base` does not: an
+/// uncommitted change (untracked files included) or a commit. When git
+/// cannot tell, it does: work is never called absent on a guess.
+pub fn has_work(wt: &Path, base: &str) -> bool {
+    let dirty = run(wt, &["status", "--porcelain", "--untracked-files=all"])
+        .map(|s| !s.trim().is_empty())
+        .unwrap_or(true);
+    let ahead = line(wt, &["rev-list", "--count", &format!("{base}..HEAD")])
+        .map(|n| n != "0")
+        .unwrap_or(true);
+    dirty || ahead
+}
+
 /// Add a worktree on a new branch from `base`.
 pub fn add_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<(), LoopError> {
     if let Some(parent) = path.parent() {

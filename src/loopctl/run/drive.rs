@@ -191,6 +191,12 @@ impl<O: LaneOps> Runner<'_, O> {
 
     pub(in crate::loopctl) fn drive(&mut self) -> Result<(), LoopError> {
         loop {
+            if let Some(signal) = crate::loopctl::child::stop_requested() {
+                return Err(LoopError::Signalled {
+                    run: self.run.n,
+                    signal,
+                });
+            }
             self.poll_controls()?;
             if matches!(self.stop, Some(Stop::Emergency(_))) {
                 return Ok(());

@@ -34,6 +34,23 @@ impl<O: LaneOps> Runner<'_, O> {
                 why,
             });
         }
+        if let Err(LoopError::Signalled { run, signal }) = result {
+            // A controlled stop: in-flight work is ended (lanes down, jobs
+            // cancelled; their worktrees and leases kept for `--resume`),
+            // and the run is left unclosed with a close-out that says so.
+            let why = format!("stopped by {signal}");
+            self.say(&format!(
+                "{why}: ending the lanes; resume with `drover loop run --resume {run}`"
+            ));
+            self.decide(
+                "interrupted",
+                &format!("{why}; the run stops unclosed, for `drover loop run --resume {run}`"),
+            )?;
+            self.status.state = "interrupted".into();
+            self.status.stopped_by = Some(format!("signal {signal}"));
+            self.close_out_as(Some(&why))?;
+            return Err(LoopError::Signalled { run, signal });
+        }
         if let Err(e) = result {
             // Anything else that stops the loop (a file it cannot write, a
             // git error) leaves the run unclosed, for `--resume`, with its
@@ -56,6 +73,32 @@ impl<O: LaneOps> Runner<'_, O> {
         self.close_out()
     }
 
+    /// A closed run holds nothing: each of its write leases still held (a
+    /// task in flight at an emergency stop or a close-out) is released and
+    /// its borrowed agent given back. Only this run's leases (by branch):
+    /// another run's lease for a task of the same id is not touched.
+    fn release_unlanded(&mut self) {
+        let now = chrono::Utc::now();
+        let prefix = format!("drover/loop{}/", self.run.n);
+        let Ok(leases) = crate::registry::lease::list(&self.cfg.state_dir, now) else {
+            return;
+        };
+        for l in leases {
+            let (Some(task), Some(branch)) = (&l.task_id, &l.branch) else {
+                continue;
+            };
+            if !branch.starts_with(&prefix) {
+                continue;
+            }
+            if let Some(a) = l.active_agent {
+                let _ = crate::registry::lend::give_back(&self.cfg.state_dir, task, a, now);
+            }
+            if let Err(e) = crate::registry::lease::release(&self.cfg.state_dir, task, false, now) {
+                self.say(&format!("{task}: its write lease stays held: {e}"));
+            }
+        }
+    }
+
     /// Stop every lane, tidy worktrees, write closeout.md.
     pub fn close_out(&mut self) -> Result<RunStatus, LoopError> {
         self.close_out_as(None)
@@ -72,6 +115,9 @@ impl<O: LaneOps> Runner<'_, O> {
         for job in self.jobs.keys().cloned().collect::<Vec<_>>() {
             self.cancel_job(&job);
         }
+        if unclosed.is_none() {
+            self.release_unlanded();
+        }
         let mut notes = Vec::new();
         for t in self.status.tasks.clone() {
             let Some(wt) = t.worktree.clone() else {
@@ -85,11 +131,12 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                 }
             } else if wt.exists() {
-                notes.push(format!(
-                    "{}: worktree {} kept with its unlanded work",
-                    t.id,
-                    wt.display()
-                ));
+                let what = if git::has_work(&wt, &self.status.base_sha) {
+                    "with its unlanded work"
+                } else {
+                    "(no changes in it)"
+                };
+                notes.push(format!("{}: worktree {} kept {what}", t.id, wt.display()));
             }
         }
         let head = git::line(&self.status.integration_worktree, &["rev-parse", "HEAD"])

@@ -168,6 +168,73 @@ pub struct RunStatus {
     /// changed nothing; a resume goes on from them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub autotune: Vec<crate::loopctl::night::autotune::Saved>,
+    /// The loop process working the run (its pid and start time), so
+    /// `loop status` and `loop control` tell a live run from a dead one.
+    #[serde(default)]
+    pub process: Option<LoopProcess>,
+}
+
+/// A loop process, by pid and the start time `/proc` gives it (a later
+/// process that reuses the pid is not it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopProcess {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+impl LoopProcess {
+    /// This process.
+    pub fn this() -> Option<LoopProcess> {
+        let pid = std::process::id();
+        crate::pane::record::start_time(pid).map(|start_time| LoopProcess { pid, start_time })
+    }
+
+    /// Whether it still runs.
+    pub fn runs(&self) -> bool {
+        crate::pane::record::start_time(self.pid) == Some(self.start_time)
+    }
+}
+
+impl RunStatus {
+    /// Whether a loop process works the run now: not closed, and the
+    /// process recorded in it still runs. A run whose loop died (Ctrl-C
+    /// before controlled stops, `kill -9`, a reboot) is not live, whatever
+    /// its `state` says.
+    pub fn is_live(&self) -> bool {
+        self.finished_at.is_none() && self.process.is_some_and(|p| p.runs())
+    }
+
+    /// The run's state as an operator should read it: `interrupted` for a
+    /// run whose loop process is gone while its file still says it runs.
+    pub fn live_state(&self) -> String {
+        let running = matches!(self.state.as_str(), "running" | "pausing" | "paused");
+        if running && !self.is_live() {
+            "interrupted".into()
+        } else {
+            self.state.clone()
+        }
+    }
+
+    /// The tasks parked because an earlier run still holds their write
+    /// lease (with the command that clears it), for a run that landed
+    /// nothing because of them.
+    pub fn stale_holds(&self) -> Vec<(String, String)> {
+        self.tasks
+            .iter()
+            .filter(|t| t.phase == Phase::Parked)
+            .filter(|t| {
+                t.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("lease claim") && r.contains("refused"))
+            })
+            .map(|t| {
+                (
+                    t.id.clone(),
+                    format!("drover lease release --task {} --force", t.id),
+                )
+            })
+            .collect()
+    }
 }
 
 /// One question to the owner, with the loop's recommendation.
@@ -344,6 +411,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             spent_ms: 0,
             consecutive_blockers: 0,
             autotune: Vec::new(),
+            process: None,
         };
         let mode = cfg.unattended.mode;
         let lock = crate::loopctl::run::resume::lock_run(&run)?;
@@ -401,6 +469,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         status: RunStatus,
         say: Box<dyn FnMut(&str) + 'a>,
     ) -> Self {
+        let mut status = status;
+        status.process = LoopProcess::this();
         let started = cfg.unattended.clock.now();
         let notify = cfg.unattended.notify.clone();
         let mode = cfg.unattended.mode;

@@ -43,7 +43,7 @@ pub enum LaneCmd {
     },
     /// Compare recorded lanes with panes, processes and worktrees; repair what is safe.
     #[command(
-        after_help = "Starts the supervisor when none is running (it reconciles at start too).\n\nExample:\n  drover lane reconcile --dry-run"
+        after_help = "Starts the supervisor when none is running (it reconciles at start too); --dry-run starts nothing and changes nothing.\n\nExample:\n  drover lane reconcile --dry-run"
     )]
     Reconcile {
         /// Print the differences and planned repairs; change nothing.
@@ -164,8 +164,20 @@ pub fn run(cmd: LaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         LaneCmd::Reconcile { dry_run, json } => {
-            let mut client = ctx.client_or_start()?;
-            let rows = lane::reconcile::run(&state_dir, &mut client, dry_run).map_err(lane_err)?;
+            let rows = if dry_run {
+                // A dry run starts nothing: a new supervisor would reconcile.
+                let mut client = ctx.client().ok();
+                if client.is_none() && !json {
+                    eprintln!(
+                        "drover: no supervisor is running; a real reconcile starts one, \
+                         which finds no lane's pane: what it would do is listed (nothing was started)"
+                    );
+                }
+                lane::reconcile::dry_run(&state_dir, client.as_mut()).map_err(lane_err)?
+            } else {
+                let mut client = ctx.client_or_start()?;
+                lane::reconcile::run(&state_dir, &mut client, false).map_err(lane_err)?
+            };
             if json {
                 print_json(&rows);
                 return Ok(exit::OK);

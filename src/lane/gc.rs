@@ -94,6 +94,9 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
     dirs.sort();
+    // What a dry run would remove: a branch checked out only there would
+    // then be free, and is listed as the real sweep would treat it.
+    let mut would_go: Vec<PathBuf> = Vec::new();
     let act = |removable: bool| match (removable, dry_run) {
         (true, true) => "would-remove",
         (true, false) => "removed",
@@ -135,6 +138,9 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
                     rec.lane_id
                 )
             });
+            if removable && dry_run {
+                would_go.push(dir.clone());
+            }
             if removable && !dry_run {
                 if let Some(why) = super::down::try_remove(rec)? {
                     reason = why;
@@ -200,6 +206,9 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
         };
         let removable = blocker.is_none();
         let mut reason = blocker.unwrap_or_else(|| "no lane owns it; clean and merged".into());
+        if removable && dry_run {
+            would_go.push(dir.clone());
+        }
         if removable && !dry_run {
             match git::worktree_remove(&repo, &dir) {
                 Ok(()) => {
@@ -234,6 +243,7 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
         let _ = git::worktree_prune(repo);
         let checked_out: Vec<(PathBuf, Option<String>)> = git::worktrees(repo)?
             .into_iter()
+            .filter(|w| !would_go.contains(&w.path))
             .map(|w| (w.path, w.branch))
             .collect();
         for (b, tip) in git::drover_branches(repo)? {

@@ -260,17 +260,50 @@ pub fn run_locked(
     only: Option<&[String]>,
     user_env: &[(String, String)],
 ) -> Result<Vec<Row>, LaneError> {
-    let doc = super::load(state_dir)?;
     let list = pane_listing(client)?;
+    rows_from(state_dir, Some(client), &list, dry_run, only, user_env)
+}
+
+/// What `lane reconcile` would do, changing nothing: never a supervisor
+/// started, never a lane touched. With none running (`client` absent),
+/// every lane is judged as a real reconcile's new supervisor would find it:
+/// with no pane of its own yet.
+pub fn dry_run(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<Row>, LaneError> {
+    let list = match client {
+        Some(c) => pane_listing(c)?,
+        None => Vec::new(),
+    };
+    rows_from(state_dir, None, &list, true, None, &[])
+}
+
+fn rows_from(
+    state_dir: &Path,
+    mut client: Option<&mut Client>,
+    list: &[Value],
+    dry_run: bool,
+    only: Option<&[String]>,
+    user_env: &[(String, String)],
+) -> Result<Vec<Row>, LaneError> {
+    let doc = super::load(state_dir)?;
     let boot = procs::boot_id();
     let mut rows = Vec::new();
     for rec in &doc.lanes {
         if only.is_some_and(|o| !o.contains(&rec.lane_id)) {
             continue;
         }
-        let obs = observe(rec, &list, boot.as_deref());
+        let obs = observe(rec, list, boot.as_deref());
         let action = decide(rec, &obs);
-        let result = if dry_run || !action.repairs() {
+        let client = client
+            .as_deref_mut()
+            .filter(|_| !dry_run && action.repairs());
+        let result = if let Some(client) = client {
+            Some(
+                match apply(state_dir, client, rec, &obs, &action, user_env) {
+                    Ok(msg) => msg,
+                    Err(e) => format!("failed: {e}"),
+                },
+            )
+        } else {
             if let Action::RecoveryNeeded { reason } = &action
                 && !dry_run
                 && rec.phase != Phase::RecoveryNeeded
@@ -281,13 +314,6 @@ pub fn run_locked(
                 super::save(state_dir, &r)?;
             }
             None
-        } else {
-            Some(
-                match apply(state_dir, client, rec, &obs, &action, user_env) {
-                    Ok(msg) => msg,
-                    Err(e) => format!("failed: {e}"),
-                },
-            )
         };
         rows.push(Row {
             lane_id: rec.lane_id.clone(),

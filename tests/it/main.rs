@@ -12,6 +12,7 @@ mod common;
 mod daemon_server;
 mod data_integrity;
 mod demo;
+mod dry_runs;
 mod engine_cli;
 mod engine_lock;
 mod engine_props;

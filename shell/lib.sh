@@ -7,7 +7,7 @@
 #   drover_wait --fresh impl idle,done 600000   # --fresh: only what happens after this call
 #   drover_read impl
 #   drover_stop impl
-#   drover_lane_up implementer claude --env ANTHROPIC_BASE_URL=http://127.0.0.1:8080
+#   drover_lane_up --topology four-role --repo . --sessions implementer --agents claude --env ANTHROPIC_BASE_URL=http://127.0.0.1:8080
 #   drover_approve impl
 #   drover_events --kind pane.state | jq -c 'select(.state == "blocked")'
 #

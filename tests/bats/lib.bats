@@ -180,3 +180,18 @@ TOML
   real 'drover_loop_run --help >/dev/null'
   [ "$status" -eq 0 ]
 }
+
+@test "the header's drover_lane_up example is the real grammar (real binary)" {
+  real_has lane up
+  lane_fixture
+  line="$(sed -n 's/^#   \(drover_lane_up .*\)$/\1/p' "$LIB")"
+  [ -n "$line" ]
+  # No claude on PATH here: the example is accepted and fails for that
+  # reason alone, never as a usage error (exit 2).
+  real "cd '$REPO'; PATH=/usr/bin:/bin; $line"
+  echo "$output"
+  [ "$status" -ne 2 ]
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"claude"* ]]
+  [[ "$output" != *"unexpected argument"* ]]
+}

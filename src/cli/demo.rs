@@ -119,6 +119,11 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         started: Instant::now(),
     };
     let result = tour(&mut d, &repo, &exe);
+    if !args.keep && result.is_ok() {
+        println!(
+            "Run `drover demo --keep` to look at the lanes afterwards (it prints the commands)."
+        );
+    }
     if args.keep {
         let sd = shell_quote(&state_dir.display().to_string());
         println!();
@@ -252,7 +257,6 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     println!("Shadow mode only records decisions: every job stayed running. With");
     println!("DROVER_AUTOCOMPLETE=1 the clean job was completed through the engine; the");
     println!("blocked one waits for a human and the wrong-attempt report is never trusted.");
-    println!("Run `drover demo --keep` to look at the lanes afterwards (it prints the commands).");
     Ok(())
 }
 

@@ -91,7 +91,7 @@ pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
         drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let exe = std::env::current_exe()?;
     let client = Client::connect_or_start(&state_dir, &socket, Some(&exe)).map_err(client_err)?;
-    let result = tour(&tmp, &repo, &state_dir, client, &exe);
+    let result = tour(&tmp, &repo, &state_dir, client, &exe, keep);
     if keep {
         println!();
         println!("The supervisor is still running. Try:");
@@ -109,7 +109,9 @@ pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
     if result.is_ok() {
-        println!("(the demo removed its temporary repo and state dir; `--keep` keeps them)");
+        println!(
+            "(the paths above were in the demo's temporary dir, removed now with its repo and state dir; `drover demo --loop --keep` keeps them)"
+        );
     }
     result
 }
@@ -120,6 +122,7 @@ fn tour(
     state_dir: &Path,
     client: Client,
     exe: &Path,
+    keep: bool,
 ) -> anyhow::Result<u8> {
     let started = Instant::now();
     let say = move |m: &str| println!("[{:>5.1}s] {m}", started.elapsed().as_secs_f64());
@@ -170,5 +173,12 @@ fn tour(
         .map_err(|e| fail(e.exit_code(), e.to_string()))?;
     say("close-out");
     println!();
-    super::loopcmd::print_final(&st, false)
+    if keep {
+        return super::loopcmd::print_final(&st, false);
+    }
+    // The files go with the demo's dir: the close-out is shown, not pointed to.
+    if let Some(p) = &st.closeout {
+        print!("{}", std::fs::read_to_string(p)?);
+    }
+    Ok(exit::OK)
 }

@@ -150,3 +150,41 @@ fn pane_send_to_an_agent_pane_warns_and_names_drover_send() {
         "the quick start submits with drover send"
     );
 }
+
+/// Guards issue 28 item 13: `demo --loop` without `--keep` printed paths to
+/// files it then deleted (`written to …/closeout.md`) as if they were there;
+/// `demo --keep` still ended with "Run `drover demo --keep`".
+#[test]
+fn the_demos_point_only_to_files_that_are_still_there() {
+    let d = common::Drover::new();
+    let out = d.run(&["demo", "--loop"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("(written to "), "{text}");
+    assert!(
+        text.trim_end().ends_with(
+            "removed now with its repo and state dir; `drover demo --loop --keep` keeps them)"
+        ),
+        "{text}"
+    );
+    let out = d.run(&["demo", "--keep"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("Run `drover demo --keep`"), "{text}");
+    // What --keep kept is stopped and removed as it says.
+    let sd = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("drover --state-dir "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the kept state dir")
+        .trim_matches('\'')
+        .to_string();
+    let kill = Command::new(env!("CARGO_BIN_EXE_drover"))
+        .args(["--state-dir", &sd, "kill-server"])
+        .output()
+        .unwrap();
+    assert!(kill.status.success());
+    if let Some(tmp) = Path::new(&sd).parent() {
+        let _ = std::fs::remove_dir_all(tmp);
+    }
+}

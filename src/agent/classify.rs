@@ -27,6 +27,9 @@ pub const SETTLE_MS: u64 = 1_000;
 pub const SHELL_QUIET_MS: u64 = 500;
 /// Until this long after spawn, a screen that matches nothing is `starting`.
 pub const STARTING_GRACE_MS: u64 = 30_000;
+/// How long a shell pane with nothing drawn reads `starting` however quiet
+/// it is (a slow prompt is not idle); then it settles like any quiet pane.
+pub const SHELL_EMPTY_MS: u64 = 3_000;
 
 /// Everything the screen model knows at the end of an output burst.
 #[derive(Debug, Clone, Copy)]
@@ -364,9 +367,9 @@ impl Classifier {
             return o;
         }
         let quiet = format!("quiet:{}ms", s.quiet_ms.min(u64::from(u32::MAX)));
-        // Nothing drawn yet (a slow prompt): starting, however quiet, until
-        // the grace ends; an empty screen is not a shell waiting for input.
-        if view.is_empty() && s.since_spawn_ms < STARTING_GRACE_MS {
+        // Nothing drawn yet (a slow prompt): starting, however quiet, for
+        // SHELL_EMPTY_MS; a program that never draws (`sleep`) then settles.
+        if view.is_empty() && s.since_spawn_ms < SHELL_EMPTY_MS {
             Observation::new(State::Starting, vec![quiet, "screen:empty".to_string()])
         } else if s.quiet_ms >= SHELL_QUIET_MS {
             let mut evidence = vec![quiet];
@@ -609,7 +612,7 @@ mod tests {
                 vec!["quiet:524ms".into(), "screen:empty".into()]
             )
         );
-        s.since_spawn_ms = STARTING_GRACE_MS;
+        s.since_spawn_ms = SHELL_EMPTY_MS;
         assert_eq!(c.classify(AgentKind::Shell, &s).state, State::Idle);
     }
 

@@ -287,12 +287,27 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     .map_err(|e: drover::pane::backend::UnknownBackend| {
                         usage(format!("--backend: {e}"))
                     })?;
+            let was_running = ctx.client().is_ok();
             let mut c = ctx.client_or_start()?;
             let mut req = json!({"spec": spec, "backend": backend});
             if let Some(of) = &a.split {
                 req["split"] = json!({"pane": of, "direction": a.split_direction});
             }
-            let info = c.call("pane.new", req).map_err(client_err)?;
+            let info = match c.call("pane.new", req) {
+                Ok(info) => info,
+                Err(e) => {
+                    // A supervisor this command started for a pane it could
+                    // not make (herdr or tmux missing, a bad command) is not
+                    // left running with nothing in it.
+                    let empty = c
+                        .call("pane.ls", json!({}))
+                        .is_ok_and(|v| v.as_array().is_some_and(Vec::is_empty));
+                    if !was_running && empty {
+                        let _ = c.call("shutdown", json!({}));
+                    }
+                    return Err(client_err(e));
+                }
+            };
             if a.json {
                 print_json(&info);
             } else {

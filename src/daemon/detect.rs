@@ -33,7 +33,7 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
     // Quiet times at which to look again after a burst (cancelled by output).
     // Armed at spawn too: a pane that prints nothing must still settle
     // (e.g. to idle) instead of staying `starting`.
-    let mut rechecks: Vec<Duration> = observe::settle_rechecks().to_vec();
+    let mut rechecks: Vec<Duration> = observe::spawn_rechecks().to_vec();
     let mut burst_end = Instant::now();
     let mut pacer = super::pace::Pacer::new(burst_end);
     // The agent's version, asked once per binary (cached by path and mtime).

@@ -17,6 +17,17 @@ pub fn settle_rechecks() -> [Duration; 2] {
     ]
 }
 
+/// At spawn: the settle rechecks, and one when a shell pane that drew
+/// nothing stops reading `starting` ([`crate::agent::classify::SHELL_EMPTY_MS`]).
+pub fn spawn_rechecks() -> [Duration; 3] {
+    let [a, b] = settle_rechecks();
+    [
+        a,
+        b,
+        Duration::from_millis(crate::agent::classify::SHELL_EMPTY_MS + 20),
+    ]
+}
+
 /// The agent kind a pane was created with (unknown names read as `shell`).
 pub fn kind_of(agent: &str) -> AgentKind {
     agent.parse().unwrap_or(AgentKind::Shell)

@@ -188,3 +188,60 @@ fn the_demos_point_only_to_files_that_are_still_there() {
         let _ = std::fs::remove_dir_all(tmp);
     }
 }
+
+/// Guards issue 28 item 16: `pane new --backend herdr` without herdr failed
+/// but left the supervisor it had started running, with nothing in it.
+#[test]
+fn a_pane_that_cannot_be_made_leaves_no_supervisor_behind() {
+    let d = common::Drover::new();
+    let out = d
+        .cmd()
+        .env("DROVER_HERDR", d.scratch().join("no-herdr-here"))
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "pane",
+            "new",
+            "h",
+            "--backend",
+            "herdr",
+            "--",
+            "sleep",
+            "60",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let st = d.run(&["status"]);
+    assert_eq!(
+        st.status.code(),
+        Some(5),
+        "the supervisor it started is stopped: {}",
+        String::from_utf8_lossy(&st.stdout)
+    );
+}
+
+/// Guards issue 28 item 16: `kill-server` left drover's tmux socket file
+/// behind (tmux does not remove it when killed or when its last session
+/// ends).
+#[test]
+fn kill_server_leaves_no_tmux_socket_file() {
+    let d = common::Drover::new();
+    let p = d.new_pane("t", &["--backend", "tmux"], &["sleep", "600"]);
+    let name = p["attach_command"]
+        .as_str()
+        .and_then(|c| c.split_whitespace().nth(2))
+        .expect("tmux -L NAME attach …")
+        .to_string();
+    let dir = std::env::var_os("TMUX_TMPDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(
+            || std::path::PathBuf::from("/tmp"),
+            std::path::PathBuf::from,
+        );
+    let socket = dir
+        .join(format!("tmux-{}", nix::unistd::getuid()))
+        .join(&name);
+    assert!(socket.exists(), "{}", socket.display());
+    d.ok(&["kill-server"]);
+    assert!(!socket.exists(), "{} is left", socket.display());
+}

@@ -111,8 +111,9 @@ fn pane_new_of_a_script_with_a_missing_interpreter_fails_and_leaves_no_pane() {
     assert!(err.contains("/nonexistent/interp"), "{err}");
     assert!(err.contains("not found"), "{err}");
     assert!(!stdout(&out).contains("created"), "{}", stdout(&out));
-    assert!(d.pane("broken").is_none(), "a pane was left: {:?}", d.ls());
-    // The name is free again and the supervisor is fine.
+    // No pane left, nor the supervisor the command started for it.
+    assert_eq!(d.run(&["status"]).status.code(), Some(5));
+    // The name is free again.
     d.new_pane("broken", &[], &["sleep", "100"]);
 }
 

@@ -67,6 +67,36 @@ pub fn socket_name(state_dir: &Path) -> String {
     format!("drover-{:012x}", h & 0xffff_ffff_ffff)
 }
 
+/// Where tmux puts the socket of `-L name`: `$TMUX_TMPDIR` (else `/tmp`),
+/// `tmux-<uid>/name`.
+fn socket_file(name: &str) -> PathBuf {
+    let dir = std::env::var_os("TMUX_TMPDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    dir.join(format!("tmux-{}", nix::unistd::getuid()))
+        .join(name)
+}
+
+/// Remove a tmux socket file no server listens on any more (drover's own,
+/// by name); one that still answers is left alone.
+/// A server told to exit may answer for a moment more: waited for, bounded.
+fn remove_dead_socket(path: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    let is_socket =
+        |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket());
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while is_socket(path) {
+        if std::os::unix::net::UnixStream::connect(path).is_err() {
+            let _ = std::fs::remove_file(path);
+            return;
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// drover's tmux server for one state dir and the control client on it.
 pub struct TmuxHost {
     state_dir: PathBuf,
@@ -537,7 +567,12 @@ impl TmuxHost {
     /// client and the server drover started.
     pub fn shutdown(&self) {
         self.stopping.store(true, Ordering::Release);
-        let live = lock(&self.panes).values().any(|w| w.strong_count() > 0);
+        // A pane killed for the shutdown (its exit recorded) is not live,
+        // though the supervisor may still hold it.
+        let live = lock(&self.panes)
+            .values()
+            .filter_map(Weak::upgrade)
+            .any(|p| crate::pane::backend::PaneBackend::info(&*p).exit.is_none());
         let ctl = lock(&self.conn).take();
         if let Some(c) = ctl {
             c.stop();
@@ -548,6 +583,12 @@ impl TmuxHost {
         {
             let _ = self.tmux().arg("kill-server").output();
             state::forget_server(&self.state_dir);
+        }
+        if !live {
+            // tmux leaves its socket file behind when it is killed, or exits
+            // with its last session: drover's own name, and only when no
+            // server answers on it any more.
+            remove_dead_socket(&socket_file(&self.socket));
         }
     }
 

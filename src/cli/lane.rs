@@ -337,34 +337,44 @@ pub(super) fn print_ls(rows: &[lane::ls::LaneView], supervisor: bool) {
         println!("no lanes");
         return;
     }
-    println!(
-        "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} PHASE",
-        "LANE", "GEN", "STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-"
+    // Columns as wide as their longest value: a long lease or job never
+    // shifts the columns after it.
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let state = match (&r.agent_state, supervisor) {
+                (Some(s), _) => s.clone(),
+                (None, true) => "no pane".into(),
+                (None, false) => "no supervisor".into(),
+            };
+            let ab = match (r.ahead, r.behind) {
+                (Some(a), Some(b)) => format!("+{a}/-{b}"),
+                _ => "?".into(),
+            };
+            let mut phase = json_word(&r.phase);
+            if let Some(reason) = &r.reason {
+                phase = format!("{phase}: {reason}");
+            }
+            vec![
+                r.lane_id.clone(),
+                r.generation.to_string(),
+                state,
+                r.job.clone().unwrap_or_else(|| "-".into()),
+                r.decision.clone().unwrap_or_else(|| "-".into()),
+                r.lease.clone().unwrap_or_else(|| "-".into()),
+                r.worktree_state.to_string(),
+                ab,
+                phase,
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        drover::registry::view::table(
+            &[
+                "LANE", "GEN", "STATE", "JOB", "DECISION", "LEASE", "WORKTREE", "+/-", "PHASE"
+            ],
+            &table
+        )
     );
-    for r in rows {
-        let state = match (&r.agent_state, supervisor) {
-            (Some(s), _) => s.clone(),
-            (None, true) => "no pane".into(),
-            (None, false) => "no supervisor".into(),
-        };
-        let ab = match (r.ahead, r.behind) {
-            (Some(a), Some(b)) => format!("+{a}/-{b}"),
-            _ => "?".into(),
-        };
-        let mut phase = json_word(&r.phase);
-        if let Some(reason) = &r.reason {
-            phase = format!("{phase}: {reason}");
-        }
-        println!(
-            "{:<32} {:>3} {:<12} {:<28} {:<18} {:<16} {:<10} {:>7} {phase}",
-            r.lane_id,
-            r.generation,
-            state,
-            r.job.as_deref().unwrap_or("-"),
-            r.decision.as_deref().unwrap_or("-"),
-            r.lease.as_deref().unwrap_or("-"),
-            r.worktree_state,
-            ab,
-        );
-    }
 }

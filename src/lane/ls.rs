@@ -129,18 +129,28 @@ fn view(
         .ok()
         .flatten()
         .map(|u| u.1);
+    // The lease of this lane: the one on its worktree or branch, else one of
+    // its session its agent has borrowed — never a session-mate's lease.
+    let wt = rec.worktree.display().to_string();
     let lease = leases
         .iter()
-        .find(|l| l.owner_session == rec.session_id)
+        .find(|l| {
+            l.worktree.as_deref() == Some(wt.as_str()) || l.branch.as_deref() == Some(&rec.branch)
+        })
+        .or_else(|| {
+            leases
+                .iter()
+                .find(|l| l.owner_session == rec.session_id && l.active_agent == Some(rec.agent))
+        })
         .map(|l| {
             let holder = if l.active_agent == Some(rec.agent) {
-                " (held by this lane)"
+                " (borrowed by this lane)"
             } else {
                 ""
             };
             format!(
                 "{} {}{holder}",
-                l.lease_id,
+                l.task_id.as_deref().unwrap_or(&l.lease_id),
                 json!(l.state).as_str().unwrap_or("?")
             )
         });

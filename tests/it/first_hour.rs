@@ -245,3 +245,51 @@ fn kill_server_leaves_no_tmux_socket_file() {
     d.ok(&["kill-server"]);
     assert!(!socket.exists(), "{} is left", socket.display());
 }
+
+/// Guards issue 28 item 9: `lane ls` showed TASK-1's lease on both
+/// implementer lanes (matched by session alone), and a long value broke
+/// the columns after it.
+#[test]
+fn lane_ls_shows_a_lease_on_its_own_lane_and_stays_aligned() {
+    let d = common::Drover::new();
+    let r = crate::lanes_common::repo(&d);
+    crate::lanes_common::up(&d, &r, "implementer", &[]);
+    let lanes = crate::lanes_common::lanes(&d);
+    let wt = lanes
+        .iter()
+        .find(|l| l["lane_id"] == "implementer-claude")
+        .and_then(|l| l["worktree"].as_str())
+        .unwrap()
+        .to_string();
+    d.ok(&[
+        "lease",
+        "claim",
+        "--task",
+        "TASK-1",
+        "--session",
+        "implementer",
+        "--worktree",
+        &wt,
+        "--file",
+        "a.txt",
+    ]);
+    let lanes = crate::lanes_common::lanes(&d);
+    let lease = |id: &str| {
+        lanes
+            .iter()
+            .find(|l| l["lane_id"] == id)
+            .map(|l| l["lease"].clone())
+            .unwrap()
+    };
+    assert_eq!(lease("implementer-claude"), "TASK-1 active", "{lanes:?}");
+    assert!(lease("implementer-codex").is_null(), "{lanes:?}");
+    let table = d.ok(&["lane", "ls"]);
+    let lines: Vec<&str> = table.lines().collect();
+    let phase_at = lines[0].find("PHASE").unwrap();
+    for l in &lines[1..] {
+        assert!(
+            l.get(phase_at..).is_some_and(|s| s.starts_with("up")),
+            "columns stay aligned:\n{table}"
+        );
+    }
+}

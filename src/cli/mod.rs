@@ -60,17 +60,23 @@ Example:
 )]
 pub struct Cli {
     /// State dir (default: `<git toplevel>/.drover`, else `$XDG_STATE_HOME/drover`).
-    #[arg(long, global = true, env = "DROVER_STATE_DIR", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "DROVER_STATE_DIR",
+        value_name = "DIR"
+    )]
     pub state_dir: Option<PathBuf>,
     /// More logging (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides.
     /// Passed on to a supervisor this command starts.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = "Global options", action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Print nothing on success for commands that only change something.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
     /// Never start a supervisor, even for commands that create something.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub no_autostart: bool,
     #[command(subcommand)]
     pub command: Command,

@@ -293,3 +293,23 @@ fn lane_ls_shows_a_lease_on_its_own_lane_and_stays_aligned() {
         );
     }
 }
+
+/// Guards issue 28 item 17: per-command help mixed the global flags with
+/// the command's own; the command's come first, the globals under their
+/// own heading.
+#[test]
+fn command_help_lists_its_own_options_before_the_global_ones() {
+    for cmd in [&["lease", "claim"][..], &["pane", "new"], &["loop", "run"]] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = Command::new(env!("CARGO_BIN_EXE_drover"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        let own = help.find("\nOptions:").expect("an Options heading");
+        let global = help.find("\nGlobal options:").expect("a Global options heading");
+        let state = help.find("--state-dir").unwrap();
+        assert!(own < global && global < state, "{cmd:?}:\n{help}");
+    }
+}

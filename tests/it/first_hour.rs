@@ -308,8 +308,38 @@ fn command_help_lists_its_own_options_before_the_global_ones() {
             .unwrap();
         let help = String::from_utf8_lossy(&out.stdout);
         let own = help.find("\nOptions:").expect("an Options heading");
-        let global = help.find("\nGlobal options:").expect("a Global options heading");
+        let global = help
+            .find("\nGlobal options:")
+            .expect("a Global options heading");
         let state = help.find("--state-dir").unwrap();
         assert!(own < global && global < state, "{cmd:?}:\n{help}");
+    }
+}
+
+/// Guards issue 28 item 14: there was no CONTRIBUTING.md. Every file and
+/// script it names is there, and the suites it runs as examples exist.
+#[test]
+fn contributing_names_only_what_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("CONTRIBUTING.md")).unwrap();
+    for path in [
+        "tests/it/main.rs",
+        "tests/it/common",
+        "scripts/agent-versions",
+        "scripts/install-agents.sh",
+        "scripts/canary.sh",
+        "docs/architecture.md",
+        "docs/rehearsal.md",
+        "docs/performance.md",
+        "docs/cli.md",
+        ".ci/run",
+        "tests/fixtures",
+    ] {
+        assert!(text.contains(path), "CONTRIBUTING.md names {path}");
+        assert!(root.join(path).exists(), "{path} exists");
+    }
+    let main = std::fs::read_to_string(root.join("tests/it/main.rs")).unwrap();
+    for suite in ["pane_io", "loop_stop", "real_agents", "real_loop_brief"] {
+        assert!(main.contains(&format!("mod {suite};")), "suite {suite}");
     }
 }

@@ -146,7 +146,16 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
     // `starting` means "not ready yet": once this generation has been seen in
     // any other state, a frame that matches nothing is `unknown`, not a restart.
     if state == "starting" && obs.generation == generation && obs.state != "starting" {
-        evidence.push(format!("after:{}", obs.state));
+        // A re-check of a frame already read this way keeps the state it
+        // came after (not `after:unknown`).
+        let after = obs
+            .evidence
+            .iter()
+            .find(|e| e.starts_with("after:"))
+            .filter(|_| obs.state == "unknown")
+            .cloned()
+            .unwrap_or_else(|| format!("after:{}", obs.state));
+        evidence.push(after);
         state = "unknown".into();
     }
     let changed = obs.generation != generation

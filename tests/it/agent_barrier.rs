@@ -135,7 +135,9 @@ fn respawn_starts_a_new_generation_that_old_states_cannot_satisfy() {
 }
 
 /// Regression: a frame that matches no rule after the agent was ready read
-/// as `starting` again (the classifier's startup grace); it is `unknown`.
+/// as `starting` again (the classifier's startup grace); it is `unknown`,
+/// and a re-check of that frame still says what it came after (the CI
+/// failure where a re-check had rewritten it to `after:unknown`).
 #[test]
 fn an_unmatched_frame_after_ready_is_unknown_not_starting() {
     let s = Drover::new();

@@ -136,3 +136,16 @@ fn the_example_scripts_of_loop_md_run_as_written() {
         "{decisions}"
     );
 }
+
+/// Guards the close-out's resume hint for a task that claims no files: it
+/// said "its dependencies are Done", which is not what holds it.
+#[test]
+fn a_task_claiming_no_files_is_told_to_claim_them() {
+    let d = Drover::new();
+    let (repo, charter) = board(&d, "a.txt", "");
+    let text = run(&d, &repo, &charter, &["--sim"]);
+    assert!(
+        text.contains("- TASK-2, names no modified_files (the files its lease claims), resume: add `modified_files:`"),
+        "{text}"
+    );
+}

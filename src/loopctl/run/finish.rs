@@ -169,6 +169,10 @@ impl<O: LaneOps> Runner<'_, O> {
                         Phase::Held if reason.contains("needs-owner") => {
                             "an owner ruling removes the needs-owner label".into()
                         }
+                        Phase::Held if reason.contains("names no modified_files") => {
+                            "add `modified_files:` (the files it will change) to the task, then rerun"
+                                .into()
+                        }
                         Phase::Held => "its dependencies are Done".into(),
                         _ => "rerun the task".into(),
                     });

@@ -109,7 +109,7 @@ pub fn trailer(job_id: &str, attempt_id: &str, nonce: &str, report: &Path) -> St
 }
 
 /// The trailer: the `[drover]` line of tokens, then how to report, said
-/// literally (SPEC §11): the command to run, and for an agent that writes
+/// literally (docs/shadow.md, "Reports"): the command to run, and for an agent that writes
 /// files one complete example of the report with the real values.
 pub fn trailer_for(
     job_id: &str,

@@ -1,5 +1,5 @@
 //! `drover report`: the lane's own account of its turn, written by drover
-//! for the agent (SPEC §11, "An agent told only the brief can finish").
+//! for the agent (LOOP.md, "Briefs").
 //!
 //! Run inside a lane, it finds everything from the lane's `DROVER_*` env
 //! and the state dir — the running job dispatched to this lane's pane, its

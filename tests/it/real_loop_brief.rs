@@ -1,8 +1,7 @@
 //! `drover loop run` with the real Claude Code and Codex TUIs and a model
 //! that knows nothing but the brief (`drover mock-model --follow-brief`,
 //! docs/rehearsal.md): no per-task script, so every task lands only if the
-//! brief and its trailer say, literally, all an agent needs (SPEC §11, "An
-//! agent told only the brief can finish"). Guards issue 23, where a model
+//! brief and its trailer say, literally, all an agent needs (LOOP.md, "Briefs"). Guards issue 23, where a model
 //! following the old trailer's words wrote a report the policy read as
 //! none and every task was parked.
 //!

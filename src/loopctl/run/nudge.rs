@@ -1,6 +1,5 @@
 //! What the loop says to an implementer that ended its turn without a
-//! report that counts (SPEC §11, "An agent told only the brief can
-//! finish"): a report file that does not fit the schema is answered once
+//! report that counts (LOOP.md, "Briefs"): a report file that does not fit the schema is answered once
 //! in the lane, naming exactly what to change; a lane done on screen with
 //! no report for `--report-grace-s` gets one reminder naming the command;
 //! as long again with still no report parks the task. Each is one

@@ -83,7 +83,7 @@ pub struct UpArgs {
     #[arg(long, value_name = "ID,…")]
     pub sessions: Option<String>,
     /// Where panes run: native, tmux or herdr.
-    #[arg(long, value_name = "NAME", default_value = "native")]
+    #[arg(long, value_name = "NAME", default_value = "native", value_parser = super::values::backend())]
     pub backend: String,
     /// Run drover's simulated agent (no agent installed, no API keys).
     #[arg(long)]

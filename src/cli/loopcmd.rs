@@ -154,7 +154,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", requires = "sim_implementer")]
     pub sim_reviewer: Option<PathBuf>,
     /// The backend lanes run on.
-    #[arg(long, default_value = "native", value_name = "native|tmux|herdr")]
+    #[arg(long, default_value = "native", value_name = "NAME", value_parser = super::values::backend())]
     pub backend: String,
     /// Set K=V in every lane's environment; `--env K` takes K's value from drover's own environment (repeatable; values are never written to disk).
     #[arg(long = "env", value_name = "K=V|K")]

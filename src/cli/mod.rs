@@ -26,6 +26,7 @@ mod serve;
 mod shadow;
 mod status;
 mod top;
+mod values;
 mod wait;
 
 use clap::{Parser, Subcommand};
@@ -132,8 +133,8 @@ pub enum Command {
         after_help = "Example:\n  drover completions bash > ~/.local/share/bash-completion/completions/drover"
     )]
     Completions(completions::CompletionsArgs),
-    /// Print the man page (roff), or write one page per command to a directory.
-    #[command(after_help = "Example:\n  drover man | man -l -")]
+    /// Print every man page (roff) or one command's, or write them to a directory.
+    #[command(after_help = "Example:\n  drover man pane new | man -l -")]
     Man(completions::ManArgs),
     /// The loop: a Backlog.md board worked through lanes onto an integration branch (LOOP.md).
     #[command(after_help = "Example:\n  drover loop status")]

@@ -114,10 +114,10 @@ pub struct NewArgs {
     #[arg(long, value_name = "CxR")]
     pub size: Option<String>,
     /// How the screen is read: shell, claude, codex, sim.
-    #[arg(long, default_value = "shell")]
+    #[arg(long, default_value = "shell", value_parser = super::values::pane_agent())]
     pub agent: String,
     /// Where the pane lives: native (a PTY drover owns), tmux or herdr.
-    #[arg(long, env = "DROVER_BACKEND", default_value = "native")]
+    #[arg(long, env = "DROVER_BACKEND", default_value = "native", value_parser = super::values::backend())]
     pub backend: String,
     /// herdr only: put the pane beside herdr pane PANE, in its workspace
     /// (`pane split`), instead of in a workspace of its own.

@@ -24,7 +24,7 @@ pub struct WaitArgs {
     #[arg(required = true)]
     pub panes: Vec<String>,
     /// States to wait for, comma-separated (e.g. idle,done or blocked:permission).
-    #[arg(long, required = true, value_delimiter = ',', value_name = "STATE,…")]
+    #[arg(long, required = true, value_delimiter = ',', value_name = "STATE,…", value_parser = super::values::UntilParser)]
     pub until: Vec<String>,
     /// Give up after this many milliseconds (exit 4, empty stdout).
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
@@ -47,11 +47,8 @@ pub struct WaitArgs {
 }
 
 pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    // A target that can never match is a usage error, not a wait that times out.
-    for u in &a.until {
-        u.parse::<drover::agent::Until>()
-            .map_err(|e| fail(exit::USAGE, format!("--until: {e}")))?;
-    }
+    // A target that can never match was refused by clap (values::UntilParser),
+    // a usage error, not a wait that times out.
     let mut c = ctx.client()?;
     let v = c
         .call(

@@ -211,9 +211,69 @@ fn completions_and_man_pages_generate() {
     );
     assert!(man.contains("drover"));
     let dir = d.scratch().join("man");
-    d.ok(&["man", "--out-dir", dir.to_str().unwrap()]);
+    let listed = d.ok(&["man", "--out-dir", dir.to_str().unwrap()]);
     assert!(dir.join("drover.1").is_file());
     assert!(dir.join("drover-pane-new.1").is_file());
+    assert!(
+        listed.lines().any(|l| l.ends_with("drover-pane-new.1")),
+        "--out-dir lists what it wrote: {listed}"
+    );
+}
+
+/// Regression (first hour, pass 2): `drover man` printed only the top page,
+/// which points to `drover-pane(1)` and the rest, pages that existed only
+/// with `--out-dir`; and completions offered no values for `--until`,
+/// `--backend` or `pane new --agent`.
+#[test]
+fn man_prints_every_page_and_completions_offer_the_values() {
+    let d = Drover::new();
+    let all = d.ok(&["man"]);
+    for title in [
+        ".TH drover ",
+        ".TH drover-pane-new ",
+        ".TH drover-loop-run ",
+    ] {
+        assert!(all.contains(title), "`drover man` has {title}");
+    }
+    let one = d.ok(&["man", "pane", "new"]);
+    assert!(one.contains(".TH drover-pane-new "), "{one}");
+    assert!(!one.contains(".TH drover "), "only the page asked for");
+    let bad = d.run(&["man", "pane", "nosuch"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("pane nosuch"), "{}", stderr(&bad));
+
+    let bash = d.ok(&["completions", "bash"]);
+    for value in ["blocked:usage_limit", "herdr", "codex"] {
+        assert!(bash.contains(value), "bash completes {value}");
+    }
+    let fish = d.ok(&["completions", "fish"]);
+    assert!(
+        fish.contains("blocked:permission"),
+        "fish completes --until"
+    );
+
+    // The values are checked as they were: combinations and the docs'
+    // spelling still parse, a typo names what is accepted.
+    let typo = d.run(&["wait", "p", "--until", "idle,dnoe"]);
+    assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
+    assert!(stderr(&typo).contains("dnoe"), "{}", stderr(&typo));
+    let backend = d.run(&["pane", "new", "p", "--backend", "tmx", "--", "true"]);
+    assert_eq!(backend.status.code(), Some(2), "{}", stderr(&backend));
+    assert!(stderr(&backend).contains("herdr"), "{}", stderr(&backend));
+    let docs = d.run(&[
+        "wait",
+        "nopane",
+        "--until",
+        "blocked{permission},idle",
+        "--timeout-ms",
+        "1",
+    ]);
+    assert_ne!(
+        docs.status.code(),
+        Some(2),
+        "the docs' spelling parses: {}",
+        stderr(&docs)
+    );
 }
 
 /// `drover --help` lists the exit codes; a command's help has an example

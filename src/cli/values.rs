@@ -1,0 +1,96 @@
+//! Value parsers that know every value a flag takes, so `--help`, the error
+//! for a typo and the shell completions all name them. Each hands the flag's
+//! text on unchanged: the commands parse it as they always have.
+
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::error::{ContextKind, ContextValue};
+use drover::agent::Until;
+
+/// `--backend`: where a pane lives.
+pub fn backend() -> PossibleValuesParser {
+    PossibleValuesParser::new(["native", "tmux", "herdr"])
+}
+
+/// `pane new --agent`: how the screen is read.
+pub fn pane_agent() -> PossibleValuesParser {
+    PossibleValuesParser::new(["shell", "claude", "codex", "sim"])
+}
+
+/// One `wait --until` target: a state, or `blocked:KIND`. The docs' spelling
+/// `blocked{permission}` is accepted too but not offered.
+#[derive(Clone, Copy, Debug)]
+pub struct UntilParser;
+
+/// Every target offered; a test checks it against the states and kinds.
+const UNTIL_TARGETS: &[&str] = &[
+    "starting",
+    "idle",
+    "working",
+    "blocked",
+    "done",
+    "exited",
+    "unknown",
+    "blocked:permission",
+    "blocked:question",
+    "blocked:setup",
+    "blocked:usage_limit",
+];
+
+impl TypedValueParser for UntilParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let s = clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)?;
+        match s.parse::<Until>() {
+            Ok(_) => Ok(s),
+            Err(_) => {
+                let mut err = clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd);
+                let name = arg.map_or_else(|| "--until".into(), |a| a.to_string());
+                err.insert(ContextKind::InvalidArg, ContextValue::String(name));
+                err.insert(ContextKind::InvalidValue, ContextValue::String(s));
+                err.insert(
+                    ContextKind::ValidValue,
+                    ContextValue::Strings(UNTIL_TARGETS.iter().map(|t| t.to_string()).collect()),
+                );
+                Err(err)
+            }
+        }
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            UNTIL_TARGETS.iter().map(|t| PossibleValue::new(*t)),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover::agent::{BlockedKind, State};
+
+    /// The offered list is every state and every `blocked:KIND`, no more.
+    #[test]
+    fn the_offered_until_targets_are_every_state_and_blocked_kind() {
+        let kinds = [
+            BlockedKind::Permission,
+            BlockedKind::Question,
+            BlockedKind::Setup,
+            BlockedKind::UsageLimit,
+        ];
+        let want: Vec<String> = State::ALL
+            .into_iter()
+            .map(|s| s.as_str().to_string())
+            .chain(kinds.into_iter().map(|k| format!("blocked:{}", k.as_str())))
+            .collect();
+        assert_eq!(UNTIL_TARGETS, want);
+        for t in UNTIL_TARGETS {
+            assert!(t.parse::<Until>().is_ok(), "{t}");
+        }
+    }
+}

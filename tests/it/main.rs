@@ -70,6 +70,7 @@ mod readme_tour;
 mod real_agents;
 mod real_loop;
 mod real_loop_brief;
+mod redteam_pass2;
 mod registry_cli;
 mod registry_common;
 mod registry_lease;

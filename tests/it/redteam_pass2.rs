@@ -1,0 +1,204 @@
+//! What the second red-team pass broke in the tmux backend and the
+//! supervisor's socket (issue 24 items 7, 17, 18), one regression test each.
+
+use crate::common;
+use crate::lanes_common;
+use crate::tmux_common;
+
+use common::{Drover, T, TmuxGuard, cmdline, pid_of, stat, wait_until};
+
+/// A tag base unique to test `k` of this run (leftovers of an earlier run
+/// never match; tests run in parallel, each with its own base).
+fn tag_base(k: u32) -> u32 {
+    400_000 + (std::process::id() % 20_000) * 20 + k * 5
+}
+
+/// A pane's first process that escapes twice, then stays: `(setsid sleep
+/// B+1 &)` (its subshell exits, so the sleep is re-parented away from the
+/// pane) and a double-forked daemon that execs `sleep B+2`.
+fn escape_script(base: u32) -> String {
+    format!(
+        r#"(setsid sleep {} &)
+python3 -c 'import os
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+os.execvp("sleep", ["sleep", "{}"])'
+echo started
+exec sleep 100000"#,
+        base + 1,
+        base + 2
+    )
+}
+
+/// The live (not zombie) process running `sleep TAG`.
+fn sleeper(tag: u32) -> Option<i32> {
+    let tag = tag.to_string();
+    procs().into_iter().find(|pid| {
+        stat(*pid).is_some_and(|s| s.state != 'Z')
+            && cmdline(*pid).is_some_and(|c| c.len() == 2 && c[0] == "sleep" && c[1] == tag)
+    })
+}
+
+fn procs() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The value of `DROVER_PANE` in `pid`'s environment.
+fn marker_of(pid: i32) -> Option<String> {
+    lanes_common::environ(pid)
+        .into_iter()
+        .find(|(k, _)| k == drover::pane::PANE_MARKER_ENV)
+        .map(|(_, v)| v)
+}
+
+/// Live processes whose environment holds exactly `DROVER_PANE=marker`.
+fn marked(marker: &str) -> Vec<i32> {
+    let entry = format!("{}={marker}", drover::pane::PANE_MARKER_ENV);
+    procs()
+        .into_iter()
+        .filter(|pid| {
+            stat(*pid).is_some_and(|s| s.state != 'Z')
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|e| e.split(|b| *b == 0).any(|kv| kv == entry.as_bytes()))
+        })
+        .collect()
+}
+
+/// Start the escape pane on tmux; its marker and the two escapees' pids.
+fn start_escapes(d: &Drover, name: &str, base: u32) -> (String, Vec<i32>) {
+    let info = tmux_common::tmux_pane(d, name, &[], &["bash", "-c", &escape_script(base)]);
+    d.wait_text(name, "started", T);
+    let mut pids = Vec::new();
+    for tag in [base + 1, base + 2] {
+        let mut pid = None;
+        assert!(
+            wait_until(T, || {
+                pid = sleeper(tag);
+                pid.is_some()
+            }),
+            "escapee sleep {tag} never started"
+        );
+        pids.push(pid.unwrap_or_default());
+    }
+    let marker = marker_of(pid_of(&info));
+    let marker = marker.expect("a tmux pane's process carries drover's pane marker");
+    for p in &pids {
+        assert_eq!(marker_of(*p).as_deref(), Some(marker.as_str()), "pid {p}");
+        assert_ne!(
+            stat(*p).map(|s| s.ppid),
+            Some(pid_of(&info)),
+            "escapee {p} was meant to leave the pane's tree"
+        );
+    }
+    (marker, pids)
+}
+
+fn assert_none_left(marker: &str, escapees: &[i32], after: &str) {
+    let ended = |p: i32| stat(p).is_none_or(|s| s.state == 'Z');
+    assert!(
+        wait_until(T, || escapees.iter().all(|p| ended(*p))
+            && marked(marker).is_empty()),
+        "after {after}, still running: escapees {:?}, marked {:?}",
+        escapees.iter().filter(|p| !ended(**p)).collect::<Vec<_>>(),
+        marked(marker)
+    );
+}
+
+/// Guards: `(setsid sleep &)` and a double-forked daemon in a tmux pane
+/// survived `pane kill` (they were re-parented away from the pane's
+/// session, and tmux panes carried no marker to find them by).
+#[test]
+fn tmux_pane_kill_ends_setsid_and_double_forked_escapees() {
+    tmux_common::need_tmux();
+    let d = Drover::new();
+    let _g = TmuxGuard(tmux_common::socket(&d));
+    let (marker, pids) = start_escapes(&d, "esc", tag_base(0));
+    d.ok(&["pane", "kill", "esc"]);
+    assert_none_left(&marker, &pids, "pane kill");
+}
+
+/// Guards: the same escapees survived `kill -9` of the supervisor, the
+/// next supervisor's re-adoption of the pane and `kill-server`.
+#[test]
+fn tmux_escapees_end_with_kill_server_after_a_supervisor_kill_and_readoption() {
+    tmux_common::need_tmux();
+    let d = Drover::new();
+    let _g = TmuxGuard(tmux_common::socket(&d));
+    let (marker, pids) = start_escapes(&d, "esc", tag_base(1));
+    let leader = pid_of(&d.pane("esc").expect("the pane is listed"));
+    d.kill_supervisor();
+    d.serve();
+    assert!(
+        wait_until(T, || d
+            .pane("esc")
+            .is_some_and(|p| pid_of(&p) == leader && p["lost"] != true)),
+        "the tmux pane was not re-adopted: {:?}",
+        d.ls()
+    );
+    d.ok(&["kill-server"]);
+    assert_none_left(&marker, &pids, "kill -9, re-adoption and kill-server");
+}
+
+/// Guards: `lane down` of a tmux lane left a process that had escaped its
+/// pane (double-forked, re-parented away, cwd in the worktree) running and
+/// so kept the worktree ("live process(es) working there").
+#[test]
+fn tmux_lane_down_ends_an_escaped_process_and_removes_the_worktree() {
+    tmux_common::need_tmux();
+    let d = Drover::new();
+    let _g = TmuxGuard(tmux_common::socket(&d));
+    let r = lanes_common::repo(&d);
+    lanes_common::up(
+        &d,
+        &r,
+        "reviewer",
+        &["--agents", "claude", "--backend", "tmux"],
+    );
+    let rec = lanes_common::records(&d)
+        .into_iter()
+        .next()
+        .expect("one lane");
+    let pane = d
+        .pane(rec["pane"].as_str().unwrap_or_default())
+        .expect("the lane's pane is listed");
+    let marker = marker_of(pid_of(&pane)).expect("a tmux lane's agent carries the pane marker");
+    let worktree = std::path::PathBuf::from(rec["worktree"].as_str().unwrap_or_default());
+    // What a daemon the agent started looks like: its marker inherited, its
+    // cwd in the worktree, its parent gone (the sim agent runs no shell).
+    let tag = tag_base(2) + 1;
+    let started = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("(setsid sleep {tag} </dev/null >/dev/null 2>&1 &)"),
+        ])
+        .env(drover::pane::PANE_MARKER_ENV, &marker)
+        .current_dir(&worktree)
+        .status()
+        .expect("sh runs");
+    assert!(started.success());
+    let mut escapee = None;
+    assert!(wait_until(T, || {
+        escapee = sleeper(tag);
+        escapee.is_some()
+    }));
+    let out = d.ok(&["lane", "down", "--all", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("lane down --json");
+    let removed = v
+        .as_array()
+        .and_then(|a| a.first())
+        .map(|l| l["removed"].clone());
+    assert_eq!(removed, Some(serde_json::json!(true)), "{v}");
+    assert!(!worktree.exists(), "worktree kept: {v}");
+    assert_none_left(
+        &marker,
+        &escapee.into_iter().collect::<Vec<_>>(),
+        "lane down",
+    );
+}

@@ -2,9 +2,7 @@
 
 use super::hub::Snapshot;
 
-use super::protocol::{
-    ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
-};
+use super::protocol::{ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json};
 use crate::agent::Classifier;
 use crate::pane::{Backend, Hosts, PaneBackend, PaneEvents, PaneSpec};
 use crate::store::LockGuard;
@@ -296,12 +294,17 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
     // Buffered so a hang-up can be noticed without consuming a frame.
     let mut rd = tokio::io::BufReader::new(rd);
     loop {
-        let frame = match read_frame_async(&mut rd).await {
+        let frame = match super::frame_limit::read_frame(&mut rd, &super::frame_limit::BUDGET).await
+        {
             Ok(Some(f)) => f,
             Ok(None) => return,
             Err(e) => {
                 tracing::debug!(error = %e, "bad frame; closing connection");
-                let resp = Response::err(0, ErrorCode::Usage, format!("protocol error: {e}"));
+                let code = match e {
+                    super::protocol::FrameError::OverBudget { .. } => ErrorCode::Unavailable,
+                    _ => ErrorCode::Usage,
+                };
+                let resp = Response::err(0, code, format!("protocol error: {e}"));
                 let _ = wr.write_all(&encode_json(&resp)).await;
                 return;
             }

@@ -6,6 +6,7 @@ use crate::lanes_common;
 use crate::tmux_common;
 
 use common::{Drover, T, TmuxGuard, cmdline, pid_of, stat, wait_until};
+use std::time::Duration;
 
 /// A tag base unique to test `k` of this run (leftovers of an earlier run
 /// never match; tests run in parallel, each with its own base).
@@ -201,4 +202,126 @@ fn tmux_lane_down_ends_an_escaped_process_and_removes_the_worktree() {
         &escapee.into_iter().collect::<Vec<_>>(),
         "lane down",
     );
+}
+
+/// A kibibyte figure of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in bytes.
+fn status_bytes(pid: i32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A raw client of the supervisor's socket.
+fn raw_client(d: &Drover) -> std::os::unix::net::UnixStream {
+    let s = std::os::unix::net::UnixStream::connect(d.socket()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// What the supervisor sends before it closes: everything until EOF or
+/// an error (a reset), and how long that took.
+fn until_closed(s: &mut std::os::unix::net::UnixStream) -> (Vec<u8>, Duration, bool) {
+    use std::io::Read;
+    let t0 = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (got, t0.elapsed(), true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return (got, t0.elapsed(), false);
+            }
+            Err(_) => return (got, t0.elapsed(), true),
+        }
+    }
+}
+
+/// Guards: a client that sent part of a frame and stalled was held with no
+/// read timeout; it is disconnected within the frame bound, told why, and
+/// the supervisor serves other clients meanwhile.
+#[test]
+fn a_stalled_partial_frame_is_disconnected_within_the_bound() {
+    use std::io::Write;
+    let d = Drover::new();
+    d.serve();
+    let mut s = raw_client(&d);
+    let whole = drover::daemon::protocol::encode(
+        drover::daemon::protocol::FrameKind::Json,
+        &[b' '; 10_000],
+    );
+    s.write_all(&whole[..5_000]).unwrap();
+    // Served meanwhile.
+    d.ok(&["pane", "ls"]);
+    let (got, took, closed) = until_closed(&mut s);
+    let text = String::from_utf8_lossy(&got);
+    assert!(closed, "still connected after {took:?}");
+    let bound = drover::daemon::frame_limit::FRAME_TIMEOUT;
+    assert!(took < bound + Duration::from_secs(5), "took {took:?}");
+    assert!(text.contains("did not arrive whole"), "{text}");
+    d.ok(&["pane", "ls"]);
+}
+
+/// Guards: twenty clients each sending all but the last byte of a 16 MiB
+/// frame made the supervisor hold 345 MB; its memory now stays within the
+/// partial-frame budget (its peak RSS, `VmHWM`, is measured), those past it
+/// are refused at once, and it keeps serving.
+#[test]
+fn stalled_big_partial_frames_do_not_grow_memory_past_the_budget() {
+    use drover::daemon::frame_limit::FRAME_BUDGET;
+    use drover::daemon::protocol::MAX_FRAME;
+    let d = Drover::new();
+    d.serve();
+    let sup = d.server_pid().expect("a supervisor runs");
+    let before = status_bytes(sup, "VmHWM");
+    assert!(before > 0, "no VmHWM for {sup}");
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            let mut s = raw_client(&d);
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut frame = (MAX_FRAME as u32).to_be_bytes().to_vec();
+                frame.push(drover::daemon::protocol::FrameKind::Json as u8);
+                let chunk = vec![b' '; 1 << 20];
+                // All but the last byte of the frame, then stall.
+                let mut left = MAX_FRAME - 2;
+                let mut ok = s.write_all(&frame).is_ok();
+                while ok && left > 0 {
+                    let n = left.min(chunk.len());
+                    ok = s.write_all(&chunk[..n]).is_ok();
+                    left -= n;
+                }
+                let (got, _, closed) = until_closed(&mut s);
+                (String::from_utf8_lossy(&got).into_owned(), closed)
+            })
+        })
+        .collect();
+    let outcomes: Vec<(String, bool)> = clients
+        .into_iter()
+        .map(|c| c.join().expect("client thread"))
+        .collect();
+    let grew = status_bytes(sup, "VmHWM").saturating_sub(before);
+    let allowed = (FRAME_BUDGET + 2 * MAX_FRAME) as u64;
+    assert!(
+        grew <= allowed,
+        "the supervisor's peak RSS grew by {} MiB (allowed {} MiB)",
+        grew >> 20,
+        allowed >> 20
+    );
+    assert!(outcomes.iter().all(|(_, closed)| *closed), "{outcomes:?}");
+    let refused = outcomes
+        .iter()
+        .filter(|(t, _)| t.contains("partial requests"))
+        .count();
+    assert!(refused > 0, "none refused past the budget: {outcomes:?}");
+    d.ok(&["pane", "ls"]);
 }

@@ -122,7 +122,7 @@ impl Sup {
 /// Run the supervisor in the foreground until SIGTERM/SIGINT or `kill-server`.
 pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let lock_path = opts.state_dir.join("supervisor.lock");
-    let Some(guard) = LockGuard::try_exclusive(&lock_path)? else {
+    let Some(guard) = take_lock(&lock_path, &opts.socket)? else {
         let pid = std::fs::read_to_string(&lock_path)
             .ok()
             .map(|s| s.trim().to_string())
@@ -155,6 +155,36 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     tracing::info!("supervisor stopped");
     drop(guard);
     result
+}
+
+/// How long a supervisor killed a moment ago may take to release the lock
+/// (the kernel closes its files as its threads exit).
+const LOCK_HANDOVER: Duration = Duration::from_secs(5);
+/// How long a ping may take while the lock is held by another.
+const HOLDER_PING: Duration = Duration::from_millis(500);
+
+/// The state dir's supervisor lock; `None` when a live supervisor holds it:
+/// one that answers on `socket`, or a holder that keeps it past
+/// [`LOCK_HANDOVER`]. A holder that does not answer may be dying (`kill
+/// -9` a moment ago): its lock is waited for instead of refused at once.
+fn take_lock(
+    lock_path: &std::path::Path,
+    socket: &std::path::Path,
+) -> Result<Option<LockGuard>, ServeError> {
+    let deadline = std::time::Instant::now() + LOCK_HANDOVER;
+    loop {
+        if let Some(g) = LockGuard::try_exclusive(lock_path)? {
+            return Ok(Some(g));
+        }
+        let answers = matches!(
+            super::client::liveness(socket, HOLDER_PING),
+            super::client::Liveness::Answers { .. }
+        );
+        if answers || std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn init_logging(opts: &ServeOptions) {

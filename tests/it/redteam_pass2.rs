@@ -325,3 +325,31 @@ fn stalled_big_partial_frames_do_not_grow_memory_past_the_budget() {
     assert!(refused > 0, "none refused past the budget: {outcomes:?}");
     d.ok(&["pane", "ls"]);
 }
+
+/// Guards: `serve --daemon` right after `kill -9` of the supervisor said
+/// "already running… stop it with kill-server" (3 tries in 10), and
+/// `kill-server` then found none: the dead supervisor's socket still took a
+/// connection, and that was taken for a live one. Liveness is an answer to
+/// a ping now, and a lock a dying supervisor still holds is waited for.
+#[test]
+fn serve_daemon_right_after_kill_9_of_the_supervisor_starts_a_new_one() {
+    let d = Drover::new();
+    d.serve();
+    for round in 0..10 {
+        let old = d.server_pid().expect("a supervisor runs");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(old),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill -9");
+        let out = d.run(&["serve", "--daemon"]);
+        assert!(
+            out.status.success(),
+            "round {round}: serve --daemon after kill -9 of {old}: {}",
+            common::stderr(&out)
+        );
+        let new = d.server_pid().expect("the new supervisor's pid");
+        assert_ne!(new, old, "round {round}");
+        d.ok(&["pane", "ls"]);
+    }
+}

@@ -71,6 +71,7 @@ mod real_agents;
 mod real_loop;
 mod real_loop_brief;
 mod real_loop_common;
+mod redteam_pass2;
 mod registry_cli;
 mod registry_common;
 mod registry_lease;

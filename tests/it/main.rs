@@ -88,6 +88,7 @@ mod tmux_backend;
 mod tmux_common;
 mod tmux_exit_status;
 mod tmux_pipe;
+mod tmux_server_replaced;
 mod top_exit;
 mod top_pty;
 mod top_render;

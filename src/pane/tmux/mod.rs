@@ -279,6 +279,10 @@ impl TmuxHost {
         let Some(me) = self.arc() else {
             return Err(tmux_err("the supervisor is stopping"));
         };
+        let server = crate::pane::record::start_time(pid).map(|t| (pid, t));
+        // Before any pane of this server can be registered: the panes of
+        // one that is gone must not alias its ids.
+        self.retire_panes_of_other_server(server);
         if !self.swept.swap(true, Ordering::AcqRel) {
             pipe::sweep(&self.state_dir);
         }
@@ -307,9 +311,47 @@ impl TmuxHost {
         // stripped where the grid is read.
         let _ = ctl.command("set-option -g remain-on-exit-format ''".to_string());
         tracing::info!(socket = %self.socket, server = pid, client = ctl.pid(), "tmux control client attached");
-        *lock(&self.server) = crate::pane::record::start_time(pid).map(|t| (pid, t));
+        *lock(&self.server) = server;
         *slot = Some(ctl.clone());
         Ok(ctl)
+    }
+
+    /// A tmux server numbers its windows and panes from the start (`@1`,
+    /// `%1`, …), so a new server on drover's socket (the old one was killed)
+    /// hands out the very ids the panes of the dead one still hold. Those
+    /// panes are gone for good: closed and unregistered here, before the new
+    /// server's panes are, so that no `%N` of theirs is ever used again — a
+    /// re-pipe, a `kill-window` or the output routing would hit the new
+    /// server's pane of the same id. Their re-adoption state goes too (it
+    /// names ids of the dead server); their pane records stay.
+    fn retire_panes_of_other_server(&self, server: Option<(u32, u64)>) {
+        let previous = *lock(&self.server);
+        if previous.is_none() || previous == server {
+            return;
+        }
+        let retired: Vec<Arc<TmuxPane>> = lock(&self.panes)
+            .drain()
+            .filter_map(|(_, p)| p.upgrade())
+            .collect();
+        lock(&self.unclaimed).clear();
+        for p in retired {
+            tracing::warn!(pane = %p.name_str(), "tmux pane lost: drover's tmux server it ran on is gone");
+            p.set_pipe(None);
+            p.closed("drover's tmux server it ran on was killed; respawn or kill it");
+            state::remove_saved(&self.state_dir, p.name_str());
+        }
+    }
+
+    /// Stop routing `pane_id` to `pane` (only if it still routes there: the
+    /// id may be another pane's by now).
+    fn unregister(&self, pane_id: &str, pane: &TmuxPane) {
+        let mut panes = lock(&self.panes);
+        if panes
+            .get(pane_id)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), pane))
+        {
+            panes.remove(pane_id);
+        }
     }
 
     fn start_server(&self) -> Result<u32, PaneError> {
@@ -441,12 +483,12 @@ impl TmuxHost {
     }
 
     /// Forget a pane (kill): close its window when `close`, drop its state.
-    pub(super) fn forget(&self, name: &str, pane_id: &str, close: bool) {
-        lock(&self.panes).remove(pane_id);
+    pub(super) fn forget(&self, pane: &TmuxPane, pane_id: &str, close: bool) {
+        self.unregister(pane_id, pane);
         if close {
             let _ = self.command(format!("kill-window -t {pane_id}"));
         }
-        state::remove_pane(&self.state_dir, name);
+        state::remove_pane(&self.state_dir, pane.name_str());
     }
 
     /// A window running `spec`, its processes marked with `marker` (the
@@ -705,7 +747,7 @@ fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
     let host = pane.host_ref();
     // Unregistered first: the old window's close is not this pane's news,
     // nor is what its pipe still brings.
-    lock(&host.panes).remove(&pane_id);
+    host.unregister(&pane_id, pane);
     pane.set_pipe(None);
     if !gone {
         let _ = host.command(format!("kill-window -t {pane_id}"));
@@ -737,6 +779,10 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
         }
         match h.connect(false) {
             Ok(_) => {
+                // Looked up again: a connect to a new server retired the
+                // panes of the old one, whose ids are now the new one's.
+                let panes: Vec<Arc<TmuxPane>> =
+                    lock(&h.panes).values().filter_map(Weak::upgrade).collect();
                 for p in &panes {
                     if let Err(e) = h.resync(p) {
                         tracing::warn!(error = %e, "tmux resync failed");

@@ -716,7 +716,7 @@ impl PaneBackend for TmuxPane {
             let g = lock(&self.inner);
             (g.pane_id.clone(), g.gone)
         };
-        self.host.forget(&self.name, &pane_id, !gone);
+        self.host.forget(self, &pane_id, !gone);
     }
     fn respawn(self: Arc<Self>) -> Result<u64, PaneError> {
         self.stop_process();

@@ -11,7 +11,13 @@ impl TmuxHost {
     /// re-seed its screen once from `capture-pane -e -p` as its new pipe
     /// starts, then the pipe continues.
     pub(super) fn resync(&self, pane: &Arc<TmuxPane>) -> Result<(), String> {
-        let generation = lock(&pane.inner).generation;
+        let (generation, gone) = {
+            let g = lock(&pane.inner);
+            (g.generation, g.gone)
+        };
+        if gone {
+            return Ok(());
+        }
         match self.reseed(pane)? {
             None => {
                 pane.closed("its tmux pane no longer exists");
@@ -36,6 +42,11 @@ impl TmuxHost {
         let _one = lock(&pane.reseed_lock);
         let (pane_id, name) = {
             let g = lock(&pane.inner);
+            // Its id may be another pane's now (a pane of a killed server:
+            // the new one reuses ids): never re-piped.
+            if g.gone {
+                return Ok(None);
+            }
             (g.pane_id.clone(), g.spec.name.clone())
         };
         let new_pipe = self.new_pipe(&name, &pane_id)?;

@@ -48,6 +48,7 @@ mod loop_land;
 mod loop_lanes;
 mod loop_limits;
 mod loop_lost_supervisor;
+mod loop_merge_queue;
 mod loop_night;
 mod loop_nothing_lost;
 mod loop_notify;

@@ -26,7 +26,22 @@ fn command(dir: &Path, args: &[&str]) -> Command {
 
 /// Run git and return its output whatever the exit.
 pub fn output(dir: &Path, args: &[&str]) -> Result<Output, LoopError> {
-    command(dir, args).output().map_err(|e| LoopError::Git {
+    output_with_index(dir, None, args)
+}
+
+/// Run git with its index at `index` (a temporary one, so nothing the
+/// worktree's own index holds is touched), returning its output whatever
+/// the exit.
+pub fn output_with_index(
+    dir: &Path,
+    index: Option<&Path>,
+    args: &[&str],
+) -> Result<Output, LoopError> {
+    let mut c = command(dir, args);
+    if let Some(i) = index {
+        c.env("GIT_INDEX_FILE", i);
+    }
+    c.output().map_err(|e| LoopError::Git {
         args: args.join(" "),
         message: format!("cannot run git: {e}"),
     })

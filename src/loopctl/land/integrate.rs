@@ -7,6 +7,7 @@
 //! `gate-evidence/<k>/evidence.json` + `evidence.md`. Nothing is pushed.
 
 use crate::loopctl::child::{self, Bounds, Ended};
+use crate::loopctl::land::apply::{self, Applied};
 use crate::loopctl::{LoopError, land::git};
 use crate::registry::redact::redact_secrets;
 use serde_json::json;
@@ -28,6 +29,9 @@ pub struct Queued {
     pub task: String,
     pub title: String,
     pub patch: PathBuf,
+    /// The commit the candidate was captured on (its merge-base): a patch
+    /// that no longer applies is retried three-way against it.
+    pub base: Option<String>,
 }
 
 /// What became of one candidate.
@@ -36,16 +40,24 @@ pub struct Queued {
 pub enum Fate {
     Landed {
         sha: String,
+        /// Only a three-way apply took it (the integration head had moved).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        three_way: bool,
     },
     Dropped {
         reason: String,
+        /// The files a three-way apply left unmerged (empty when it was
+        /// dropped for another reason: a red gate).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        conflicts: Vec<String>,
+        /// The end of the gate's log when it turned the gate red.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gate_tail: Option<String>,
     },
     /// The run had to stop while the landing's gate ran (an emergency stop,
     /// the wall-clock budget): nothing of the landing is on the branch, the
     /// candidate stays queued.
-    Stopped {
-        reason: String,
-    },
+    Stopped { reason: String },
 }
 
 /// One gate run.
@@ -178,24 +190,6 @@ pub fn log_tail(log: &Path) -> String {
     String::from_utf8_lossy(&buf[skip..]).into_owned()
 }
 
-/// Apply one patch and commit it with its trailer; `Err(reason)` when it does not apply.
-fn apply_one(wt: &Path, q: &Queued) -> Result<Result<String, String>, LoopError> {
-    let p = q.patch.to_string_lossy();
-    let check = git::output(wt, &["apply", "--check", "--index", "--binary", &p])?;
-    if !check.status.success() {
-        let why = String::from_utf8_lossy(&check.stderr).trim().to_string();
-        return Ok(Err(format!("does not apply: {}", first_line(&why))));
-    }
-    git::run(wt, &["apply", "--index", "--binary", &p])?;
-    let msg = format!("{}: {}\n\nTask: {}\n", q.task, q.title, q.task);
-    git::run(wt, &["commit", "-q", "--no-verify", "-m", &msg])?;
-    Ok(Ok(git::line(wt, &["rev-parse", "HEAD"])?))
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").chars().take(200).collect()
-}
-
 /// Land the queued candidates on the integration worktree `wt` (pure git;
 /// the caller holds the one-landing-at-a-time rule), the gate bounded by
 /// [`GATE_TIMEOUT`] alone. `number` names the evidence dir under
@@ -244,12 +238,14 @@ pub fn land_bounded(
     // First pass: everything that applies, one commit each, one gate run.
     let mut applied = Vec::new();
     for q in queued {
-        match apply_one(wt, q)? {
-            Ok(_) => applied.push(q.clone()),
-            Err(reason) => fates.push((q.task.clone(), Fate::Dropped { reason })),
+        match apply::apply_one(wt, q, &dir)? {
+            Applied::Committed { three_way, .. } => applied.push((q.clone(), three_way)),
+            Applied::Refused { reason, conflicts } => {
+                fates.push((q.task.clone(), dropped(reason, conflicts)))
+            }
         }
     }
-    let mut shas: Vec<(String, String)> = Vec::new();
+    let mut shas: Vec<(String, String, bool)> = Vec::new();
     let mut stopped: Option<String> = None;
     if !applied.is_empty() {
         let g = run_gate(wt, gate, &dir.join("gate-1.log"), bounds)?;
@@ -263,18 +259,18 @@ pub fn land_bounded(
             let log = git::run(wt, &["log", "--format=%H", &format!("{start}..HEAD")])?;
             let mut list: Vec<&str> = log.lines().collect();
             list.reverse();
-            for (q, sha) in applied.iter().zip(list) {
-                shas.push((q.task.clone(), sha.to_string()));
+            for ((q, three_way), sha) in applied.iter().zip(list) {
+                shas.push((q.task.clone(), sha.to_string(), *three_way));
             }
         } else {
             // Red: rebuild one by one, dropping each candidate that turns it red.
             git::run(wt, &["reset", "-q", "--hard", &start])?;
-            for q in &applied {
+            for (q, _) in &applied {
                 let before = git::line(wt, &["rev-parse", "HEAD"])?;
-                let sha = match apply_one(wt, q)? {
-                    Ok(sha) => sha,
-                    Err(reason) => {
-                        fates.push((q.task.clone(), Fate::Dropped { reason }));
+                let (sha, three_way) = match apply::apply_one(wt, q, &dir)? {
+                    Applied::Committed { sha, three_way } => (sha, three_way),
+                    Applied::Refused { reason, conflicts } => {
+                        fates.push((q.task.clone(), dropped(reason, conflicts)));
                         continue;
                     }
                 };
@@ -286,21 +282,10 @@ pub fn land_bounded(
                     break;
                 }
                 if g.green {
-                    shas.push((q.task.clone(), sha));
+                    shas.push((q.task.clone(), sha, three_way));
                 } else {
                     git::run(wt, &["reset", "-q", "--hard", &before])?;
-                    fates.push((
-                        q.task.clone(),
-                        Fate::Dropped {
-                            reason: format!(
-                                "turns the gate red ({})",
-                                g.exit.map_or_else(
-                                    || g.ended.clone().unwrap_or_else(|| "killed".into()),
-                                    |c| format!("exit {c}")
-                                )
-                            ),
-                        },
-                    ));
+                    fates.push((q.task.clone(), red(&g)));
                 }
                 gates.push(g);
             }
@@ -336,8 +321,8 @@ pub fn land_bounded(
         )?;
     }
     git::run(wt, &["checkout", "-q", branch])?;
-    for (task, sha) in shas {
-        fates.push((task, Fate::Landed { sha }));
+    for (task, sha, three_way) in shas {
+        fates.push((task, Fate::Landed { sha, three_way }));
     }
     // Keep the queue's order in the report.
     fates.sort_by_key(|(t, _)| queued.iter().position(|q| &q.task == t));
@@ -352,6 +337,29 @@ pub fn land_bounded(
     };
     write_evidence(&landing)?;
     Ok(landing)
+}
+
+/// A candidate dropped because it does not apply.
+fn dropped(reason: String, conflicts: Vec<String>) -> Fate {
+    Fate::Dropped {
+        reason,
+        conflicts,
+        gate_tail: None,
+    }
+}
+
+/// A candidate dropped because the gate is red with it: the gate's exit and
+/// the end of its log (the evidence a repair round is sent).
+fn red(g: &GateRun) -> Fate {
+    let how = g.exit.map_or_else(
+        || g.ended.clone().unwrap_or_else(|| "killed".into()),
+        |c| format!("exit {c}"),
+    );
+    Fate::Dropped {
+        reason: format!("turns the gate red ({how})"),
+        conflicts: Vec::new(),
+        gate_tail: Some(g.log_tail.clone()),
+    }
 }
 
 /// The tasks landed on `branch` since `base`, by their `Task:` trailers,
@@ -396,8 +404,15 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
     );
     for (t, f) in &l.fates {
         match f {
-            Fate::Landed { sha } => md.push_str(&format!("- {t}: landed as {sha}\n")),
-            Fate::Dropped { reason } => md.push_str(&format!("- {t}: dropped, {reason}\n")),
+            Fate::Landed { sha, three_way } => md.push_str(&format!(
+                "- {t}: landed as {sha}{}\n",
+                if *three_way {
+                    " (applied three-way)"
+                } else {
+                    ""
+                }
+            )),
+            Fate::Dropped { reason, .. } => md.push_str(&format!("- {t}: dropped, {reason}\n")),
             Fate::Stopped { reason } => md.push_str(&format!("- {t}: not landed, {reason}\n")),
         }
     }

@@ -1,6 +1,7 @@
 //! Landing: the loop's git, a lane's candidate patch, the integration branch
 //! and the gate ([`integrate`], re-exported here), the close-out.
 
+pub mod apply;
 pub mod capture;
 pub mod closeout;
 pub mod git;

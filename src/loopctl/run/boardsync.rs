@@ -133,6 +133,7 @@ pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter)
                 first_dispatch: None,
                 excluded_s: 0,
                 findings: Default::default(),
+                candidate_base: None,
             }
         })
         .collect()

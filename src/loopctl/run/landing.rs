@@ -23,6 +23,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     task: id.clone(),
                     title: t.title.clone(),
                     patch: self.run.path.join(lane).join("candidate.patch"),
+                    base: t.candidate_base.clone(),
                 })
             })
             .collect();
@@ -44,7 +45,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.status.landings = number;
         self.status.integration_head = Some(l.head.clone());
         for (id, fate) in &l.fates {
-            if let (Fate::Landed { sha }, Some(t)) = (fate, self.task_mut(id)) {
+            if let (Fate::Landed { sha, .. }, Some(t)) = (fate, self.task_mut(id)) {
                 t.phase = Phase::Landed;
                 t.sha = Some(sha.clone());
             }
@@ -53,8 +54,14 @@ impl<O: LaneOps> Runner<'_, O> {
         let mut landed = 0;
         for (id, fate) in &l.fates {
             match fate {
-                Fate::Landed { sha } => {
+                Fate::Landed { sha, three_way } => {
                     landed += 1;
+                    if *three_way {
+                        self.decide(
+                            "landing",
+                            &format!("{id}: its candidate no longer applied to the integration head; applied three-way against its base"),
+                        )?;
+                    }
                     self.landed(id, sha)?;
                 }
                 Fate::Stopped { reason } => {
@@ -65,7 +72,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                     self.say(&format!("{id}: not landed: {reason}"));
                 }
-                Fate::Dropped { reason } => {
+                Fate::Dropped { reason, .. } => {
                     let lane_dir =
                         self.run
                             .lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;

@@ -106,6 +106,10 @@ pub struct TaskState {
     /// Classes of finding its failed rounds opened (the tripwire's count).
     #[serde(default)]
     pub findings: crate::loopctl::night::tripwire::Findings,
+    /// The commit its candidate was captured on (a candidate that no longer
+    /// applies is retried three-way against it).
+    #[serde(default)]
+    pub candidate_base: Option<String>,
 }
 
 /// The run as `loop status` shows it (`run.json`).

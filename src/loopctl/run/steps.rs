@@ -281,6 +281,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 capture::write_return(&lane_dir, id, &lines)?;
                 if let Some(t) = self.task_mut(id) {
                     t.candidate_sha256 = Some(c.raw_sha256.clone());
+                    t.candidate_base = Some(c.base.clone());
                 }
                 self.say(&format!(
                     "{id}: candidate captured ({})",

@@ -55,6 +55,7 @@ mod loop_notify;
 mod loop_notify_bounds;
 mod loop_one_run;
 mod loop_overnight;
+mod loop_rebase;
 mod loop_resume;
 mod loop_run;
 mod loop_sim_default;

@@ -5,6 +5,9 @@ use crate::loopctl::LoopError;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The e-mail of the loop's commits ([`IDENTITY`]).
+pub const IDENTITY_EMAIL: &str = "loop@drover.invalid";
+
 /// The identity of the loop's commits on the integration branch.
 pub const IDENTITY: [&str; 4] = [
     "-c",

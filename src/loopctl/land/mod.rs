@@ -6,5 +6,6 @@ pub mod capture;
 pub mod closeout;
 pub mod git;
 mod integrate;
+pub mod rebase;
 
 pub use integrate::*;

@@ -134,6 +134,10 @@ pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter)
                 excluded_s: 0,
                 findings: Default::default(),
                 candidate_base: None,
+                onto: None,
+                rebases: 0,
+                rebase: None,
+                prior_candidate: None,
             }
         })
         .collect()

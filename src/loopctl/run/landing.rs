@@ -72,7 +72,9 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                     self.say(&format!("{id}: not landed: {reason}"));
                 }
-                Fate::Dropped { reason, .. } => {
+                Fate::Dropped {
+                    reason, gate_tail, ..
+                } => {
                     let lane_dir =
                         self.run
                             .lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;
@@ -80,16 +82,8 @@ impl<O: LaneOps> Runner<'_, O> {
                         std::fs::read_to_string(lane_dir.join("return.md")).unwrap_or_default();
                     let text = format!("{prior}- dropped at landing {number}: {reason}\n");
                     crate::store::write_bytes_atomic(&lane_dir.join("return.md"), text.as_bytes())?;
-                    let branch = self
-                        .task(id)
-                        .and_then(|t| t.branch.clone())
-                        .unwrap_or_default();
-                    let integ = self.status.integration_branch.clone();
-                    self.park(
-                        id,
-                        &format!("dropped at landing {number}: {reason}"),
-                        &format!("rebase the work of {branch} onto {integ}, then rerun"),
-                    )?;
+                    // Back to its lane (a rebase or repair round), not parked.
+                    self.send_back(id, number, reason, gate_tail.as_deref())?;
                 }
             }
         }
@@ -190,21 +184,29 @@ impl<O: LaneOps> Runner<'_, O> {
         t: &crate::loopctl::run::runner::TaskState,
         wt: &Path,
     ) -> Result<(), String> {
-        let (_, _, patch) = capture::diff(wt, &self.status.base_sha).map_err(|e| e.to_string())?;
+        // A task sent back from landing was captured against the
+        // integration head merged into it.
+        let base = t
+            .onto
+            .clone()
+            .unwrap_or_else(|| self.status.base_sha.clone());
+        let (_, _, patch) = capture::diff(wt, &base).map_err(|e| e.to_string())?;
         if Some(crate::loopctl::sha256::hex(&patch)) != t.candidate_sha256 {
             return Err("it changed since its candidate landed".into());
         }
         let branch = t.branch.clone().unwrap_or_default();
-        let own = git::line(
+        // Commits of its own: on its branch, not on the integration branch,
+        // and not drover's (the work committed before a merge, the merge).
+        let authors = git::run(
             wt,
             &[
-                "rev-list",
-                "--count",
-                &format!("{}..HEAD", self.status.base_sha),
+                "log",
+                "--format=%ae",
+                &format!("refs/heads/{}..HEAD", self.status.integration_branch),
             ],
         )
         .map_err(|e| e.to_string())?;
-        if own != "0" {
+        if authors.lines().any(|a| a.trim() != git::IDENTITY_EMAIL) {
             return Err(format!("{branch} has commits of its own"));
         }
         let p = wt.to_string_lossy();

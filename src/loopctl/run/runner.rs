@@ -110,6 +110,21 @@ pub struct TaskState {
     /// applies is retried three-way against it).
     #[serde(default)]
     pub candidate_base: Option<String>,
+    /// The integration head last merged into its branch (a round sent back
+    /// from landing): its candidate is captured against it from then on.
+    #[serde(default)]
+    pub onto: Option<String>,
+    /// Rebase rounds it was sent (conflicts resolved by its lane).
+    #[serde(default)]
+    pub rebases: u32,
+    /// The round under way that began with a merge, until its candidate is
+    /// captured again.
+    #[serde(default)]
+    pub rebase: Option<crate::loopctl::run::rounds::RebaseRound>,
+    /// Its candidate before its last rebase round, shown to the reviewer
+    /// beside the new one.
+    #[serde(default)]
+    pub prior_candidate: Option<PathBuf>,
 }
 
 /// The run as `loop status` shows it (`run.json`).

@@ -191,6 +191,7 @@ fn landing_drops_the_red_and_the_conflicting_and_keeps_the_rest() {
                     Fate::Landed { .. } => "landed",
                     Fate::Dropped { .. } => "dropped",
                     Fate::Stopped { .. } => "stopped",
+                    Fate::TimedOut { .. } => "timed-out",
                 },
             )
         })

@@ -235,3 +235,133 @@ steps = [{ work = 2500 }, { write = { path = "shared.txt", content = "one\ntwo\n
     );
     assert_eq!(loop_common::trailers(&r.repo, 2), vec![(1, 1), (2, 1)]);
 }
+
+fn kinds(l: &land::Landing) -> Vec<(String, &'static str)> {
+    l.fates
+        .iter()
+        .map(|(t, f)| {
+            let k = match f {
+                Fate::Landed { .. } => "landed",
+                Fate::Dropped { .. } => "dropped",
+                Fate::Stopped { .. } => "stopped",
+                Fate::TimedOut { .. } => "timed-out",
+            };
+            (t.clone(), k)
+        })
+        .collect()
+}
+
+/// Guards SPEC §11 "Merge queue" (batches that bisect): four candidates
+/// gated as one tree; red, the batch is bisected to its one culprit, which
+/// is dropped with the gate's evidence, and the other three land one commit
+/// each in queue order — in fewer gate runs than one per candidate plus one,
+/// each run recorded in the landing's evidence.
+#[test]
+fn a_red_batch_is_bisected_to_its_culprit_and_the_rest_land_in_order() {
+    let d = Drover::new();
+    let r = repo(&d);
+    let q: Vec<Queued> = (1..=4)
+        .map(|k| {
+            let body: &[u8] = if k == 3 { b"BROKEN\n" } else { b"fine\n" };
+            candidate(&r, &format!("T-{k}"), &[(&format!("f{k}.txt"), body)])
+        })
+        .collect();
+    let integ = worktree(&r, "integration");
+    let gate = "echo checking; ! grep -qs BROKEN f*.txt";
+    let l = land::land(
+        &integ,
+        "drover/integration",
+        &q,
+        gate,
+        &r.root.join("ev"),
+        1,
+    )
+    .unwrap();
+    assert_eq!(
+        kinds(&l),
+        vec![
+            ("T-1".into(), "landed"),
+            ("T-2".into(), "landed"),
+            ("T-3".into(), "dropped"),
+            ("T-4".into(), "landed"),
+        ]
+    );
+    let Fate::Dropped {
+        reason, gate_tail, ..
+    } = &l.fates[2].1
+    else {
+        unreachable!()
+    };
+    assert!(
+        reason.starts_with("turns the gate red (exit 1)"),
+        "{reason}"
+    );
+    assert!(gate_tail.as_deref().is_some_and(|t| t.contains("checking")));
+    assert!(l.gates.len() < 5, "{} gate runs", l.gates.len());
+    let trailers = git(
+        &integ,
+        &[
+            "log",
+            "--reverse",
+            "--format=%(trailers:key=Task,valueonly,separator=)",
+            &format!("{}..drover/integration", r.base),
+        ],
+    );
+    let t: Vec<&str> = trailers.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(t, vec!["T-1", "T-2", "T-4"]);
+    // The branch's tree is the one the last green run saw.
+    let last_green = l.gates.iter().rev().find(|g| g.green).unwrap();
+    assert_eq!(
+        git(&integ, &["rev-parse", "drover/integration^{tree}"]),
+        last_green.tree
+    );
+    let ev: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(l.evidence_dir.join("evidence.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ev["gate_runs"].as_array().unwrap().len(), l.gates.len());
+}
+
+/// Guards "a gate that times out during bisection parks the batch, not the
+/// run": what was found good before lands, the culprit found is dropped,
+/// and the candidates the timed-out gate could not decide are `TimedOut`.
+#[test]
+fn a_gate_that_times_out_during_bisection_parks_the_undecided() {
+    let d = Drover::new();
+    let r = repo(&d);
+    let files: [(&str, &[u8]); 4] = [
+        ("f1.txt", b"fine\n"),
+        ("f2.txt", b"BROKEN\n"),
+        ("slow.txt", b"slow\n"),
+        ("f4.txt", b"fine\n"),
+    ];
+    let q: Vec<Queued> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (f, b))| candidate(&r, &format!("T-{}", i + 1), &[(f, b)]))
+        .collect();
+    let integ = worktree(&r, "integration");
+    let gate = "! grep -qs BROKEN f*.txt && { test ! -f slow.txt || sleep 30; }";
+    let bounds = drover::loopctl::child::Bounds::timeout(Duration::from_secs(2));
+    let l = land::land_bounded(
+        &integ,
+        "drover/integration",
+        &q,
+        gate,
+        &r.root.join("ev"),
+        1,
+        &bounds,
+    )
+    .unwrap();
+    assert_eq!(
+        kinds(&l),
+        vec![
+            ("T-1".into(), "landed"),
+            ("T-2".into(), "dropped"),
+            ("T-3".into(), "timed-out"),
+            ("T-4".into(), "timed-out"),
+        ]
+    );
+    assert_eq!(show(&integ, "drover/integration:f1.txt"), b"fine\n");
+    assert_eq!(git(&integ, &["status", "--porcelain"]), "");
+}

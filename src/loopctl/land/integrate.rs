@@ -7,7 +7,6 @@
 //! `gate-evidence/<k>/evidence.json` + `evidence.md`. Nothing is pushed.
 
 use crate::loopctl::child::{self, Bounds, Ended};
-use crate::loopctl::land::apply::{self, Applied};
 use crate::loopctl::{LoopError, land::git};
 use crate::registry::redact::redact_secrets;
 use serde_json::json;
@@ -58,6 +57,9 @@ pub enum Fate {
     /// the wall-clock budget): nothing of the landing is on the branch, the
     /// candidate stays queued.
     Stopped { reason: String },
+    /// The gate timed out while its batch was bisected: undecided, so it is
+    /// parked (not sent back: the gate could not say it was at fault).
+    TimedOut { reason: String },
 }
 
 /// One gate run.
@@ -190,157 +192,8 @@ pub fn log_tail(log: &Path) -> String {
     String::from_utf8_lossy(&buf[skip..]).into_owned()
 }
 
-/// Land the queued candidates on the integration worktree `wt` (pure git;
-/// the caller holds the one-landing-at-a-time rule), the gate bounded by
-/// [`GATE_TIMEOUT`] alone. `number` names the evidence dir under
-/// `evidence_root`.
-pub fn land(
-    wt: &Path,
-    branch: &str,
-    queued: &[Queued],
-    gate: &str,
-    evidence_root: &Path,
-    number: u32,
-) -> Result<Landing, LoopError> {
-    land_bounded(
-        wt,
-        branch,
-        queued,
-        gate,
-        evidence_root,
-        number,
-        &Bounds::timeout(GATE_TIMEOUT),
-    )
-}
-
-/// [`land`] with each gate run bounded by `bounds`. The commits are made on
-/// a detached HEAD and `branch` is moved to them (one atomic ref update)
-/// only once the gate is green: the branch never holds a candidate whose
-/// gate did not pass, and every `Task:` trailer on it is a landing. When
-/// the run must stop during a gate, nothing of this landing reaches the
-/// branch and every candidate not landed is [`Fate::Stopped`].
-pub fn land_bounded(
-    wt: &Path,
-    branch: &str,
-    queued: &[Queued],
-    gate: &str,
-    evidence_root: &Path,
-    number: u32,
-    bounds: &Bounds,
-) -> Result<Landing, LoopError> {
-    let dir = evidence_root.join(number.to_string());
-    crate::store::create_private_dir(&dir)?;
-    let reference = format!("refs/heads/{branch}");
-    let start = git::line(wt, &["rev-parse", "--verify", &reference])?;
-    git::run(wt, &["checkout", "-q", "--detach", &start])?;
-    let mut fates: Vec<(String, Fate)> = Vec::new();
-    let mut gates = Vec::new();
-    // First pass: everything that applies, one commit each, one gate run.
-    let mut applied = Vec::new();
-    for q in queued {
-        match apply::apply_one(wt, q, &dir)? {
-            Applied::Committed { three_way, .. } => applied.push((q.clone(), three_way)),
-            Applied::Refused { reason, conflicts } => {
-                fates.push((q.task.clone(), dropped(reason, conflicts)))
-            }
-        }
-    }
-    let mut shas: Vec<(String, String, bool)> = Vec::new();
-    let mut stopped: Option<String> = None;
-    if !applied.is_empty() {
-        let g = run_gate(wt, gate, &dir.join("gate-1.log"), bounds)?;
-        let green = g.green;
-        if g.stopped {
-            stopped = g.ended.clone();
-        }
-        gates.push(g);
-        if stopped.is_some() {
-        } else if green {
-            let log = git::run(wt, &["log", "--format=%H", &format!("{start}..HEAD")])?;
-            let mut list: Vec<&str> = log.lines().collect();
-            list.reverse();
-            for ((q, three_way), sha) in applied.iter().zip(list) {
-                shas.push((q.task.clone(), sha.to_string(), *three_way));
-            }
-        } else {
-            // Red: rebuild one by one, dropping each candidate that turns it red.
-            git::run(wt, &["reset", "-q", "--hard", &start])?;
-            for (q, _) in &applied {
-                let before = git::line(wt, &["rev-parse", "HEAD"])?;
-                let (sha, three_way) = match apply::apply_one(wt, q, &dir)? {
-                    Applied::Committed { sha, three_way } => (sha, three_way),
-                    Applied::Refused { reason, conflicts } => {
-                        fates.push((q.task.clone(), dropped(reason, conflicts)));
-                        continue;
-                    }
-                };
-                let n = gates.len() + 1;
-                let g = run_gate(wt, gate, &dir.join(format!("gate-{n}.log")), bounds)?;
-                if g.stopped {
-                    stopped = g.ended.clone();
-                    gates.push(g);
-                    break;
-                }
-                if g.green {
-                    shas.push((q.task.clone(), sha, three_way));
-                } else {
-                    git::run(wt, &["reset", "-q", "--hard", &before])?;
-                    fates.push((q.task.clone(), red(&g)));
-                }
-                gates.push(g);
-            }
-        }
-    }
-    if let Some(why) = &stopped {
-        // A landing is its commits and its gate, one unit: none of it lands.
-        git::run(wt, &["reset", "-q", "--hard", &start])?;
-        shas.clear();
-        for q in queued {
-            if !fates.iter().any(|(t, _)| t == &q.task) {
-                fates.push((
-                    q.task.clone(),
-                    Fate::Stopped {
-                        reason: format!("its landing's gate was ended: {why}"),
-                    },
-                ));
-            }
-        }
-    }
-    let head = git::line(wt, &["rev-parse", "HEAD"])?;
-    if head != start {
-        git::run(
-            wt,
-            &[
-                "update-ref",
-                "-m",
-                &format!("drover loop landing {number}"),
-                &reference,
-                &head,
-                &start,
-            ],
-        )?;
-    }
-    git::run(wt, &["checkout", "-q", branch])?;
-    for (task, sha, three_way) in shas {
-        fates.push((task, Fate::Landed { sha, three_way }));
-    }
-    // Keep the queue's order in the report.
-    fates.sort_by_key(|(t, _)| queued.iter().position(|q| &q.task == t));
-    let landing = Landing {
-        number,
-        branch: branch.to_string(),
-        start,
-        head,
-        fates,
-        gates,
-        evidence_dir: dir,
-    };
-    write_evidence(&landing)?;
-    Ok(landing)
-}
-
 /// A candidate dropped because it does not apply.
-fn dropped(reason: String, conflicts: Vec<String>) -> Fate {
+pub(super) fn dropped(reason: String, conflicts: Vec<String>) -> Fate {
     Fate::Dropped {
         reason,
         conflicts,
@@ -350,7 +203,7 @@ fn dropped(reason: String, conflicts: Vec<String>) -> Fate {
 
 /// A candidate dropped because the gate is red with it: the gate's exit and
 /// the end of its log (the evidence a repair round is sent).
-fn red(g: &GateRun) -> Fate {
+pub(super) fn red(g: &GateRun) -> Fate {
     let how = g.exit.map_or_else(
         || g.ended.clone().unwrap_or_else(|| "killed".into()),
         |c| format!("exit {c}"),
@@ -413,7 +266,9 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
                 }
             )),
             Fate::Dropped { reason, .. } => md.push_str(&format!("- {t}: dropped, {reason}\n")),
-            Fate::Stopped { reason } => md.push_str(&format!("- {t}: not landed, {reason}\n")),
+            Fate::Stopped { reason } | Fate::TimedOut { reason } => {
+                md.push_str(&format!("- {t}: not landed, {reason}\n"))
+            }
         }
     }
     md.push_str("\n## Gate runs\n");

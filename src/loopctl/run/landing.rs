@@ -11,9 +11,16 @@ use chrono::Utc;
 use std::path::Path;
 
 impl<O: LaneOps> Runner<'_, O> {
-    /// One landing: everything queued, onto the integration branch.
+    /// One landing: the first `--land-batch` queued candidates, gated as
+    /// one tree (bisected when red), onto the integration branch.
     pub(in crate::loopctl) fn land(&mut self) -> Result<(), LoopError> {
-        let ids = std::mem::take(&mut self.landing_queue);
+        let n = self
+            .cfg
+            .unattended
+            .land_batch
+            .max(1)
+            .min(self.landing_queue.len());
+        let ids: Vec<String> = self.landing_queue.drain(..n).collect();
         let queued: Vec<Queued> = ids
             .iter()
             .filter_map(|id| {
@@ -64,6 +71,15 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                     self.landed(id, sha)?;
                 }
+                Fate::TimedOut { reason } => {
+                    // The gate could not say: parked, the run goes on.
+                    let reason = format!("not landed at landing {number}: {reason}");
+                    self.park(
+                        id,
+                        &reason,
+                        "make the gate finish within the charter's `gate-timeout:` (or raise it), then rerun",
+                    )?;
+                }
                 Fate::Stopped { reason } => {
                     // Still queued: the close-out (or a resume) says so.
                     if let Some(t) = self.task_mut(id) {
@@ -87,9 +103,15 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
             }
         }
+        self.status.gate_runs += l.gates.len() as u32;
         self.decide(
             "landing",
-            &format!("landing {number}: {landed} landed, head {}", l.head),
+            &format!(
+                "landing {number}: {landed} landed of {} in {} gate run(s), head {}",
+                queued.len(),
+                l.gates.len(),
+                l.head
+            ),
         )?;
         if landed > 0 {
             self.ship(&l.head)?;

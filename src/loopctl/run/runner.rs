@@ -143,6 +143,9 @@ pub struct RunStatus {
     pub pool: usize,
     pub lanes_cap: usize,
     pub landings: u32,
+    /// Gate runs the landings made (each landing's are in its evidence).
+    #[serde(default)]
+    pub gate_runs: u32,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub closeout: Option<PathBuf>,
@@ -413,6 +416,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             pool,
             lanes_cap: cfg.charter.lanes,
             landings: 0,
+            gate_runs: 0,
             started_at: crate::loopctl::night::clock::rfc3339(cfg.unattended.clock.now()),
             finished_at: None,
             closeout: None,

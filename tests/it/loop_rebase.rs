@@ -296,3 +296,77 @@ fn a_rebase_round_that_leaves_markers_is_refused_with_the_files_named() {
     assert!(std::fs::read_to_string(wt).unwrap().contains("<<<<<<< "));
     assert_eq!(loop_common::trailers(&repo, 2), vec![(1, 1), (2, 0)]);
 }
+
+/// One run of the measure of issue 26: 12 tasks, tasks 2k-1 and 2k both
+/// changing line 2 of `p<k>.txt` (6 conflicting pairs), the second of each
+/// pair slower and resolving its rebase round by keeping both lines.
+/// Returns (tasks landed, landing gate runs, wall seconds).
+fn twelve_tasks(batch: usize) -> (usize, u32, f64) {
+    let d = Drover::new();
+    let root = d.scratch();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    for k in 1..=6 {
+        std::fs::write(repo.join(format!("p{k}.txt")), "one\ntwo\nthree\n").unwrap();
+    }
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    let mut imp = String::new();
+    for n in 1..=12u32 {
+        let f = format!("p{}.txt", n.div_ceil(2));
+        task_file(&tasks, n, &format!("Task {n}"), &[&f]);
+        let work = if n % 2 == 0 { 1500 } else { 200 };
+        imp.push_str(&format!(
+            "[[turn]]\nmatch = \"task=TASK-{n} round=2 role=implementer rebase\"\nsteps = [{{ work = 100 }}, {{ resolve = {{ path = \"{f}\", keep = \"both\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n[[turn]]\nmatch = \"task=TASK-{n} \"\nsteps = [{{ work = {work} }}, {{ write = {{ path = \"{f}\", content = \"one\\ntwo by {n}\\nthree\\n\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n"
+        ));
+    }
+    let charter = root.join("CHARTER.md");
+    std::fs::write(
+        &charter,
+        "# Twelve\n\n- lanes: 8\n- pool: 4\n- gate: `! grep -q '<<<<<<<' p*.txt`\n",
+    )
+    .unwrap();
+    let mut lanes = loop_common::sim_lanes(&d, imp, REVIEWER_PASS.into());
+    let mut cfg = loop_common::run_config(
+        &d,
+        &repo,
+        &charter,
+        runner::DEFAULT_REPAIR_ROUNDS,
+        Duration::from_secs(30),
+        Default::default(),
+    );
+    cfg.unattended.land_batch = batch;
+    let t = std::time::Instant::now();
+    let st = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let landed = st.tasks.iter().filter(|t| t.phase == Phase::Landed).count();
+    for t in &st.tasks {
+        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+    }
+    for k in 1..=6 {
+        let text = git(
+            &repo,
+            &["show", &format!("drover/integration/loop1:p{k}.txt")],
+        );
+        assert_eq!(text.lines().count(), 4, "both changes of pair {k}: {text}");
+    }
+    (landed, st.gate_runs, secs)
+}
+
+/// Guards the measure of issue 26: of 12 tasks in 6 pairs that touch the
+/// same lines, all 12 land without a human, with and without batching; the
+/// figures (gate runs per landed task, wall time) are printed.
+#[test]
+fn twelve_tasks_in_six_conflicting_pairs_all_land_without_a_human() {
+    for batch in [4, 1] {
+        let (landed, runs, secs) = twelve_tasks(batch);
+        eprintln!(
+            "--land-batch {batch}: {landed}/12 landed, {runs} landing gate runs ({:.2} per landed task), {secs:.1} s",
+            runs as f64 / landed as f64
+        );
+        assert_eq!(landed, 12);
+    }
+}

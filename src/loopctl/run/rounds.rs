@@ -164,6 +164,11 @@ impl<O: LaneOps> Runner<'_, O> {
             Some(tail) => {
                 let tail: Vec<&str> = tail.lines().rev().take(GATE_TAIL_LINES).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
+                let tail = if tail.is_empty() {
+                    vec!["(the gate printed nothing)"]
+                } else {
+                    tail
+                };
                 format!(
                     "dropped at landing {number}: it {reason} on {branch} (each candidate green alone is not green together; gate evidence under {}): {}",
                     self.run
@@ -301,7 +306,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if beyond.is_empty() {
             self.decide(
                 "rebase",
-                &format!("{id}: its rebase round resolved the conflicts in {} and changed nothing else: not reviewed again", r.merged.conflicts.join(", ")),
+                &format!("{id}: its rebase round resolved the conflicts in {} and changed nothing else: not reviewed again (its passed review stands)", r.merged.conflicts.join(", ")),
             )?;
             return Ok(Some(false));
         }
@@ -310,5 +315,38 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!("{id}: its rebase round changed more than the conflicts' resolution ({}): reviewed again", beyond.join(", ")),
         )?;
         Ok(Some(true))
+    }
+
+    /// Go on with tasks whose passed review stands after a rebase round:
+    /// the gate check reads the reviewer's last heartbeat, so its pass for
+    /// the task is recorded again — only while no review by that reviewer
+    /// is under way, whose own heartbeat it would overwrite.
+    pub(in crate::loopctl) fn start_carried(&mut self) -> Result<(), LoopError> {
+        let mut i = 0;
+        while i < self.carried.len() {
+            let id = self.carried[i].clone();
+            let reviewer = self.task(&id).and_then(|t| t.reviewer);
+            let busy = self.status.tasks.iter().any(|t| {
+                t.phase == crate::loopctl::run::runner::Phase::Reviewing && t.reviewer == reviewer
+            });
+            if busy {
+                i += 1;
+                continue;
+            }
+            self.carried.remove(i);
+            crate::registry::heartbeat::heartbeat(
+                &self.cfg.state_dir,
+                &crate::registry::heartbeat::HeartbeatRequest {
+                    session_id: Role::Reviewer.session_id().into(),
+                    task: Some(id.clone()),
+                    status: "pass".into(),
+                    agent: reviewer,
+                    ..Default::default()
+                },
+                Utc::now(),
+            )?;
+            self.gate_check(&id)?;
+        }
+        Ok(())
     }
 }

@@ -298,6 +298,9 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) landing_queue: Vec<String>,
     /// Captured candidates waiting for their reviewer lane: (task, patch).
     pub(in crate::loopctl) pending_reviews: Vec<(String, PathBuf)>,
+    /// Tasks whose passed review stands after a rebase round, waiting for
+    /// their reviewer to be free (`rounds.rs`).
+    pub(in crate::loopctl) carried: Vec<String>,
     pub(in crate::loopctl) rulings: Vec<(String, String)>,
     /// Owner present or overnight, now.
     pub(in crate::loopctl) mode: crate::loopctl::night::overnight::Mode,
@@ -522,6 +525,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             paused: None,
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
+            carried: Vec::new(),
             rulings,
             mode,
             held: Default::default(),

@@ -321,7 +321,8 @@ impl<O: LaneOps> Runner<'_, O> {
                     c.files.join(", ")
                 ));
                 if !review {
-                    return self.gate_check(id);
+                    self.carried.push(id.to_string());
+                    return self.start_carried();
                 }
                 // A (session, agent) lane reviews one task at a time, so one
                 // heartbeat can never answer for another task's review.
@@ -333,6 +334,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Start the queued reviews whose reviewer lane is free, within the cap.
     pub(in crate::loopctl) fn start_reviews(&mut self) -> Result<(), LoopError> {
+        self.start_carried()?;
         let mut i = 0;
         while i < self.pending_reviews.len() {
             let (id, patch) = self.pending_reviews[i].clone();

@@ -72,6 +72,7 @@ mod readme_tour;
 mod real_agents;
 mod real_loop;
 mod real_loop_brief;
+mod real_loop_rebase;
 mod registry_cli;
 mod registry_common;
 mod registry_lease;

@@ -294,7 +294,10 @@ fn quiet_on_closed_stdout() {
 
 pub fn main() -> ExitCode {
     quiet_on_closed_stdout();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return values::report_parse_error(e),
+    };
     let ctx = Ctx {
         state_dir_arg: cli.state_dir.clone(),
         verbose: cli.verbose,

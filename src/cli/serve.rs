@@ -16,11 +16,15 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let state_dir = ctx.state_dir_create()?;
     let socket = ctx.socket(&state_dir)?;
     if args.daemon {
-        if let Ok(mut c) = Client::connect(&socket) {
-            let pid = c
-                .call("ping", serde_json::json!({}))
-                .ok()
-                .and_then(|v| v["pid"].as_u64());
+        // Running means answering: right after a `kill -9` the dead
+        // supervisor's socket file (and for a moment its listening socket)
+        // is still there.
+        let live = client::liveness(&socket, client::PING_TIMEOUT);
+        if live != client::Liveness::Silent {
+            let pid = match live {
+                client::Liveness::Answers { pid } => pid,
+                _ => None,
+            };
             return Err(fail(
                 exit::ERROR,
                 format!(

@@ -69,6 +69,35 @@ impl TypedValueParser for UntilParser {
     }
 }
 
+/// A value a flag does not take is a usage error of one line, as every other
+/// usage error is: the value, the flag, what it takes. Every other parse
+/// error (and `--help`, `--version`) is clap's own.
+pub fn report_parse_error(e: clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    if e.kind() != ErrorKind::InvalidValue {
+        e.exit();
+    }
+    let get = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(arg), Some(value)) = (get(ContextKind::InvalidArg), get(ContextKind::InvalidValue))
+    else {
+        e.exit();
+    };
+    // `--until <STATE,…>` → `--until`
+    let flag = arg.split(' ').next().unwrap_or(&arg);
+    let mut line = format!("drover: invalid value {value:?} for {flag}");
+    if let Some(ContextValue::Strings(valid)) = e.get(ContextKind::ValidValue) {
+        line.push_str(&format!(": one of {}", valid.join(", ")));
+    }
+    if let Some(ContextValue::String(tip)) = e.get(ContextKind::SuggestedValue) {
+        line.push_str(&format!(" (did you mean {tip}?)"));
+    }
+    eprintln!("{line}");
+    std::process::ExitCode::from(drover::exit::USAGE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 /// How long an auto-started supervisor has to start answering.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a ping may take to tell a live supervisor from a dead one's
+/// socket.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(2);
 /// After the supervisor we started exited, how long another one (started by a
 /// concurrent command) has to answer before the start counts as failed.
 const RACE_GRACE: Duration = Duration::from_secs(2);
@@ -44,6 +47,70 @@ impl ClientError {
             | ClientError::NotRunning { .. }
             | ClientError::Protocol(_) => crate::exit::TRANSPORT,
         }
+    }
+}
+
+/// Whether a supervisor answers on a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    /// It answered a ping (with its pid; none when it answered with an
+    /// error, e.g. at its connection cap).
+    Answers { pid: Option<u64> },
+    /// It took the connection and the ping but did not answer in time
+    /// (busy, e.g. re-adopting panes before it serves, or hung): alive.
+    Busy,
+    /// No socket, a refused connection, or one closed unanswered: no
+    /// supervisor serves there (one killed a moment ago may still take
+    /// connections while the kernel tears it down, then closes them; its
+    /// socket file stays behind).
+    Silent,
+}
+
+/// Whether a supervisor answers a ping on `socket` within `timeout`:
+/// liveness is an answer, never a socket file or an accepted connection.
+pub fn liveness(socket: &Path, timeout: Duration) -> Liveness {
+    use super::protocol::FrameError;
+    let Ok(mut stream) = UnixStream::connect(socket) else {
+        return Liveness::Silent;
+    };
+    if stream.set_read_timeout(Some(timeout)).is_err()
+        || stream.set_write_timeout(Some(timeout)).is_err()
+    {
+        return Liveness::Silent;
+    }
+    let req = Request {
+        v: PROTOCOL_VERSION,
+        id: 1,
+        op: "ping".into(),
+        args: serde_json::json!({}),
+    };
+    let Ok(payload) = serde_json::to_vec(&req) else {
+        return Liveness::Silent;
+    };
+    let timed_out = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        )
+    };
+    if let Err(e) = write_frame(&mut stream, FrameKind::Json, &payload) {
+        return if timed_out(&e) {
+            Liveness::Busy
+        } else {
+            Liveness::Silent
+        };
+    }
+    match read_frame(&mut stream) {
+        Ok(Some(f)) => {
+            let resp: Option<Response> = serde_json::from_slice(&f.payload).ok();
+            let pid = resp
+                .filter(|r| r.ok)
+                .and_then(|r| r.result)
+                .and_then(|v| v["pid"].as_u64());
+            Liveness::Answers { pid }
+        }
+        Err(FrameError::Io(e)) if timed_out(&e) => Liveness::Busy,
+        Ok(None) | Err(_) => Liveness::Silent,
     }
 }
 
@@ -242,11 +309,19 @@ pub fn wait_started(
     let mut delay = Duration::from_millis(2);
     let mut exited = None;
     loop {
-        match UnixStream::connect(socket) {
-            Ok(stream) => {
+        let connected = UnixStream::connect(socket).and_then(|stream| {
+            // The socket of a supervisor killed a moment ago may still take
+            // connections: only one that answers is the new supervisor.
+            match answer_ping(stream) {
+                Some(c) => Ok(c),
+                None => Err(std::io::ErrorKind::ConnectionRefused.into()),
+            }
+        });
+        match connected {
+            Ok(c) => {
                 // Reaped by whoever outlives us; nothing to wait for here.
                 drop(child);
-                return Ok(Client { stream, next_id: 1 });
+                return Ok(c);
             }
             Err(e) if is_absent(&e) && Instant::now() < deadline => {
                 if exited.is_none()
@@ -273,6 +348,18 @@ pub fn wait_started(
                 });
             }
         }
+    }
+}
+
+/// A client on `stream` once it has answered a ping; `None` when the
+/// connection closed unanswered (the socket of a supervisor that is dying).
+/// A supervisor that is still starting (re-adopting panes) answers late:
+/// waited for.
+fn answer_ping(stream: UnixStream) -> Option<Client> {
+    let mut c = Client { stream, next_id: 1 };
+    match c.call("ping", serde_json::json!({})) {
+        Ok(_) | Err(ClientError::Remote { .. }) => Some(c),
+        Err(_) => None,
     }
 }
 

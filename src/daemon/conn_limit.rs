@@ -6,7 +6,7 @@
 use super::protocol::{ErrorCode, Response, encode_json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
@@ -19,6 +19,10 @@ pub const FD_RESERVE: usize = 64;
 /// Pause after a failed `accept` (EMFILE, ENFILE): the connection stays
 /// queued in the listen backlog meanwhile.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// An accept-failure episode ends only once accepts have worked this long
+/// after its last failure: with descriptors near the limit accepts fail and
+/// succeed by turns, and each turn was logged (45 lines in 8 s).
+pub const ACCEPT_EPISODE_QUIET: Duration = Duration::from_secs(10);
 /// How long a refusal may take to write before the connection is dropped.
 const REFUSAL_WRITE: Duration = Duration::from_millis(500);
 
@@ -47,7 +51,46 @@ pub(super) struct Gate {
     live: Arc<AtomicUsize>,
     /// Set while over the cap: the refusal is logged once per episode.
     full: Arc<AtomicBool>,
-    accept_failing: bool,
+    accepts: AcceptEpisode,
+}
+
+/// What to log about accepts: [`AcceptEpisode::failed`] and
+/// [`AcceptEpisode::succeeded`] say when.
+#[derive(Debug, Default)]
+pub(super) struct AcceptEpisode {
+    /// Failures of the episode under way, and when the last one was.
+    open: Option<(u64, Instant)>,
+}
+
+impl AcceptEpisode {
+    /// An accept failed at `now`: true when this starts an episode (log
+    /// it). One that failed last [`ACCEPT_EPISODE_QUIET`] ago or more is
+    /// over even if no accept came since (the loop retries while a client
+    /// waits, so no failure meant no client kept failing).
+    pub(super) fn failed(&mut self, now: Instant) -> bool {
+        match &mut self.open {
+            Some((n, last)) if now.saturating_duration_since(*last) < ACCEPT_EPISODE_QUIET => {
+                *n += 1;
+                *last = now;
+                false
+            }
+            _ => {
+                self.open = Some((1, now));
+                true
+            }
+        }
+    }
+
+    /// An accept succeeded at `now`: the episode's failure count when this
+    /// ends it (accepts have worked for [`ACCEPT_EPISODE_QUIET`]; log it).
+    pub(super) fn succeeded(&mut self, now: Instant) -> Option<u64> {
+        let (n, last) = self.open?;
+        if now.saturating_duration_since(last) < ACCEPT_EPISODE_QUIET {
+            return None;
+        }
+        self.open = None;
+        Some(n)
+    }
 }
 
 /// A connection's place under the cap; freed when dropped.
@@ -76,7 +119,7 @@ impl Gate {
             cap,
             live: Arc::new(AtomicUsize::new(0)),
             full: Arc::new(AtomicBool::new(false)),
-            accept_failing: false,
+            accepts: AcceptEpisode::default(),
         }
     }
 
@@ -86,9 +129,8 @@ impl Gate {
 
     /// A slot for a new connection, or `None` at the cap.
     pub(super) fn admit(&mut self) -> Option<Slot> {
-        if self.accept_failing {
-            self.accept_failing = false;
-            tracing::info!("accepting connections again");
+        if let Some(failures) = self.accepts.succeeded(Instant::now()) {
+            tracing::info!(failures, "accepting connections again");
         }
         let live = self.live.load(Ordering::Acquire);
         if live >= self.cap {
@@ -109,10 +151,9 @@ impl Gate {
     }
 
     pub(super) fn accept_failed(&mut self, e: &std::io::Error) {
-        if !self.accept_failing {
-            self.accept_failing = true;
+        if self.accepts.failed(Instant::now()) {
             tracing::warn!(error = %e, live = self.live.load(Ordering::Acquire),
-                "accept failed (out of file descriptors?); backing off");
+                "accept failed (out of file descriptors?); backing off, silent until accepts work again");
         }
     }
 }
@@ -155,5 +196,37 @@ mod tests {
         assert_eq!(cap_for(1024), 1024 - FD_RESERVE);
         assert_eq!(cap_for(1 << 20), MAX_CONNECTIONS);
         assert_eq!(cap_for(10), 1);
+    }
+
+    /// Guards: under descriptor exhaustion accepts fail and succeed by
+    /// turns; "accept failed" was logged at each turn (45 times in 8 s).
+    /// One line starts an episode, one ends it with the count, and the
+    /// episode ends only once accepts have kept working.
+    #[test]
+    fn accept_failures_are_logged_once_per_episode_with_a_count() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut ep = AcceptEpisode::default();
+        assert_eq!(ep.succeeded(at(0)), None, "no episode: nothing to say");
+        let mut logged = 0;
+        // 8 s of failing and succeeding by turns, every 100 ms.
+        for i in 0..80u64 {
+            if i % 2 == 0 {
+                logged += u64::from(ep.failed(at(i * 100)));
+            } else {
+                assert_eq!(ep.succeeded(at(i * 100)), None, "turn {i}");
+            }
+        }
+        assert_eq!(logged, 1);
+        let last = at(79 * 100);
+        assert_eq!(ep.succeeded(last + ACCEPT_EPISODE_QUIET / 2), None);
+        assert_eq!(ep.succeeded(last + ACCEPT_EPISODE_QUIET), Some(40));
+        assert_eq!(ep.succeeded(last + ACCEPT_EPISODE_QUIET * 2), None);
+        // A later failure is a new episode, logged again; so is one long
+        // after the last failure with no accept between.
+        let later = last + ACCEPT_EPISODE_QUIET * 3;
+        assert!(ep.failed(later));
+        assert!(!ep.failed(later + Duration::from_millis(100)));
+        assert!(ep.failed(later + ACCEPT_EPISODE_QUIET * 2));
     }
 }

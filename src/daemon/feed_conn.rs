@@ -2,7 +2,7 @@
 //! (the replay after `since`, then live ones) until the client hangs up.
 
 use super::feed::{Filter, missed_line};
-use super::protocol::{FrameKind, Request, Response, encode, encode_json, read_frame_async};
+use super::protocol::{FrameKind, Request, Response, encode, encode_json};
 use super::server::Sup;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub(super) async fn follow(
     }
     // Anything the client sends, or its hanging up, ends the stream.
     let hangup = tokio::spawn(async move {
-        let _ = read_frame_async(&mut rd).await;
+        let _ = super::frame_limit::read_frame(&mut rd, &super::frame_limit::BUDGET).await;
     });
     let mut hangup = hangup;
     loop {

@@ -144,6 +144,13 @@ pub enum FrameError {
     UnknownKind(u8),
     #[error("connection: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the frame did not arrive whole within {} s of its first byte", .0.as_secs_f64())]
+    Incomplete(std::time::Duration),
+    #[error(
+        "the supervisor already holds {} MiB of partial requests from other clients; a {len}-byte frame must wait: retry",
+        held >> 20
+    )]
+    OverBudget { len: usize, held: usize },
 }
 
 /// Encode a frame into bytes.
@@ -163,7 +170,7 @@ pub fn encode_json<T: Serialize>(msg: &T) -> Vec<u8> {
     encode(FrameKind::Json, &payload)
 }
 
-fn check_len(len: u32) -> Result<usize, FrameError> {
+pub(crate) fn check_len(len: u32) -> Result<usize, FrameError> {
     let len = len as usize;
     if len == 0 {
         return Err(FrameError::Empty);
@@ -174,7 +181,7 @@ fn check_len(len: u32) -> Result<usize, FrameError> {
     Ok(len)
 }
 
-fn split(mut body: Vec<u8>) -> Result<Frame, FrameError> {
+pub(crate) fn split(mut body: Vec<u8>) -> Result<Frame, FrameError> {
     let kind = FrameKind::from_byte(body[0]).ok_or(FrameError::UnknownKind(body[0]))?;
     body.remove(0);
     Ok(Frame {
@@ -201,23 +208,6 @@ pub fn read_frame(r: &mut impl Read) -> Result<Option<Frame>, FrameError> {
 pub fn write_frame(w: &mut impl Write, kind: FrameKind, payload: &[u8]) -> std::io::Result<()> {
     w.write_all(&encode(kind, payload))?;
     w.flush()
-}
-
-/// Read one frame (async). `Ok(None)` on a clean EOF between frames.
-pub async fn read_frame_async(
-    r: &mut (impl tokio::io::AsyncRead + Unpin),
-) -> Result<Option<Frame>, FrameError> {
-    use tokio::io::AsyncReadExt;
-    let mut len = [0u8; 4];
-    match r.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e.into()),
-    }
-    let len = check_len(u32::from_be_bytes(len))?;
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body).await?;
-    split(body).map(Some)
 }
 
 /// Typed arguments of the requests whose fields the supervisor must trust,

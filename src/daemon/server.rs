@@ -2,9 +2,7 @@
 
 use super::hub::Snapshot;
 
-use super::protocol::{
-    ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json, read_frame_async,
-};
+use super::protocol::{ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json};
 use crate::agent::Classifier;
 use crate::pane::{Backend, Hosts, PaneBackend, PaneEvents, PaneSpec};
 use crate::store::LockGuard;
@@ -124,7 +122,7 @@ impl Sup {
 /// Run the supervisor in the foreground until SIGTERM/SIGINT or `kill-server`.
 pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let lock_path = opts.state_dir.join("supervisor.lock");
-    let Some(guard) = LockGuard::try_exclusive(&lock_path)? else {
+    let Some(guard) = take_lock(&lock_path, &opts.socket)? else {
         let pid = std::fs::read_to_string(&lock_path)
             .ok()
             .map(|s| s.trim().to_string())
@@ -157,6 +155,36 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     tracing::info!("supervisor stopped");
     drop(guard);
     result
+}
+
+/// How long a supervisor killed a moment ago may take to release the lock
+/// (the kernel closes its files as its threads exit).
+const LOCK_HANDOVER: Duration = Duration::from_secs(5);
+/// How long a ping may take while the lock is held by another.
+const HOLDER_PING: Duration = Duration::from_millis(500);
+
+/// The state dir's supervisor lock; `None` when a live supervisor holds it:
+/// one that answers on `socket`, or a holder that keeps it past
+/// [`LOCK_HANDOVER`]. A holder that does not answer may be dying (`kill
+/// -9` a moment ago): its lock is waited for instead of refused at once.
+fn take_lock(
+    lock_path: &std::path::Path,
+    socket: &std::path::Path,
+) -> Result<Option<LockGuard>, ServeError> {
+    let deadline = std::time::Instant::now() + LOCK_HANDOVER;
+    loop {
+        if let Some(g) = LockGuard::try_exclusive(lock_path)? {
+            return Ok(Some(g));
+        }
+        let answers = matches!(
+            super::client::liveness(socket, HOLDER_PING),
+            super::client::Liveness::Answers { .. }
+        );
+        if answers || std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn init_logging(opts: &ServeOptions) {
@@ -296,12 +324,17 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
     // Buffered so a hang-up can be noticed without consuming a frame.
     let mut rd = tokio::io::BufReader::new(rd);
     loop {
-        let frame = match read_frame_async(&mut rd).await {
+        let frame = match super::frame_limit::read_frame(&mut rd, &super::frame_limit::BUDGET).await
+        {
             Ok(Some(f)) => f,
             Ok(None) => return,
             Err(e) => {
                 tracing::debug!(error = %e, "bad frame; closing connection");
-                let resp = Response::err(0, ErrorCode::Usage, format!("protocol error: {e}"));
+                let code = match e {
+                    super::protocol::FrameError::OverBudget { .. } => ErrorCode::Unavailable,
+                    _ => ErrorCode::Usage,
+                };
+                let resp = Response::err(0, code, format!("protocol error: {e}"));
                 let _ = wr.write_all(&encode_json(&resp)).await;
                 return;
             }

@@ -3,9 +3,7 @@
 //! the client's input to the pane until detach, kick, pane exit or
 //! disconnect. A read-only attach is a watch (server_watch.rs).
 
-use super::protocol::{
-    ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json, read_frame_async,
-};
+use super::protocol::{ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json};
 use super::server::{Sup, pane_err};
 use crate::pane::AttachMsg;
 use serde_json::{Value, json};
@@ -79,7 +77,9 @@ pub(super) async fn attach(
     }
     let (ctl_tx, mut ctl_rx) = tokio::sync::mpsc::channel::<Frame>(64);
     let reader = tokio::spawn(async move {
-        while let Ok(Some(f)) = read_frame_async(&mut rd).await {
+        while let Ok(Some(f)) =
+            super::frame_limit::read_frame(&mut rd, &super::frame_limit::BUDGET).await
+        {
             if ctl_tx.send(f).await.is_err() {
                 break;
             }

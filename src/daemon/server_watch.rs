@@ -4,7 +4,7 @@
 //! attached writer (and a writer never kicks it); its input and size are
 //! ignored.
 
-use super::protocol::{Frame, FrameKind, Response, encode, encode_json, read_frame_async};
+use super::protocol::{Frame, FrameKind, Response, encode, encode_json};
 use super::server::{Entry, Sup};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -40,7 +40,9 @@ pub(super) async fn watch(
     tracing::info!(pane = %name, "read-only client attached");
     let (ctl_tx, mut ctl_rx) = tokio::sync::mpsc::channel::<Frame>(64);
     let reader = tokio::spawn(async move {
-        while let Ok(Some(f)) = read_frame_async(&mut rd).await {
+        while let Ok(Some(f)) =
+            super::frame_limit::read_frame(&mut rd, &super::frame_limit::BUDGET).await
+        {
             if ctl_tx.send(f).await.is_err() {
                 break;
             }

@@ -125,6 +125,12 @@ pub fn with_effort(mut launch: Launch, agent: Agent, level: Option<&str>) -> Lau
     launch
 }
 
+/// Whether `program` resolves to an executable on this process's PATH.
+pub fn installed(program: &str) -> bool {
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    crate::pane::find_executable(program, &path_var, None).is_some()
+}
+
 /// The version `<program> --version` reports (found on `PATH` the way exec
 /// finds it), through the agent layer's cached probe; `None` when it cannot
 /// be run or names no version.

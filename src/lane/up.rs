@@ -153,6 +153,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let mut fresh = Vec::new();
     let mut revive = Vec::new();
     let mut refusals = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
     for (role, agent) in &lanes {
         let id = super::lane_id(role.session_id, *agent);
         if let Some(rec) = doc.get(&id) {
@@ -194,6 +195,14 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             launch::agent_launch(*agent, role.write_lease_owner())
         };
         let program = launch.argv[0].clone();
+        // An agent that is not installed would leave every lane recorded,
+        // with a worktree and a branch, at `creating`: refuse before any.
+        if !req.sim && !missing.contains(&program) && !launch::installed(&program) {
+            refusals.push(format!(
+                "{program} is not on PATH: install it or fix PATH (`--sim` runs drover's simulated agents instead)"
+            ));
+            missing.push(program.clone());
+        }
         let version = versions
             .entry(program.clone())
             .or_insert_with(|| launch::version(&program))

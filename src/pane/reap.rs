@@ -121,7 +121,12 @@ impl TreeKey {
             pid,
             start_time,
             session_until: None,
-            marker_entry: format!("{PANE_MARKER_ENV}={marker}").into_bytes(),
+            // No marker, no match by marker (not every process without one).
+            marker_entry: if marker.is_empty() {
+                Vec::new()
+            } else {
+                format!("{PANE_MARKER_ENV}={marker}").into_bytes()
+            },
             known: Vec::new(),
         }
     }
@@ -191,7 +196,9 @@ fn members_in(key: &TreeKey, deep: bool, all: &[(u32, Stat)]) -> Vec<Member> {
             .known
             .iter()
             .any(|m| m.pid == *pid && m.start_time == st.starttime);
-        let marked = (deep || st.ppid == me) && procfs::environ_has(*pid, &key.marker_entry);
+        let marked = !key.marker_entry.is_empty()
+            && (deep || st.ppid == me)
+            && procfs::environ_has(*pid, &key.marker_entry);
         if leader || session || known || marked {
             set.insert(*pid);
         }
@@ -261,30 +268,73 @@ pub fn end_tree(key: &TreeKey, grace: Duration, timeout: Duration) -> Vec<Member
 }
 
 /// End a pane's process led by `pid` from outside (a pane in another
-/// server): its tree as it is now (its session, and descendants that left it
-/// with setsid/setpgid) is noted, TERM and HUP go to its group, `exited`
-/// waits up to `grace`, then KILL and `exited` up to `timeout`; what is left
-/// of the tree noted before is swept last. Returns whether the exit was seen.
+/// server): [`stop_marked_tree`] with the marker read from the leader's
+/// environment (none when it has none).
 pub(crate) fn stop_tree(
     pid: u32,
     grace: Duration,
     timeout: Duration,
+    exited: impl FnMut(Duration) -> bool,
+) -> bool {
+    let marker = leader_marker(pid).unwrap_or_default();
+    stop_marked_tree(pid, &marker, grace, timeout, exited)
+}
+
+/// The value of [`PANE_MARKER_ENV`] in `pid`'s environment.
+fn leader_marker(pid: u32) -> Option<String> {
+    procfs::env_values(pid, &[PANE_MARKER_ENV])
+        .into_iter()
+        .map(|(_, v)| v)
+        .find(|v| !v.is_empty())
+}
+
+/// End a pane's process led by `pid` from outside: its tree as it is now
+/// (its session, descendants that left it with setsid/setpgid, and every
+/// process carrying `marker`, which those that were re-parented away — a
+/// double fork, `(setsid cmd &)` — still inherit) is noted, TERM and HUP go
+/// to its group and to each of them, `exited` waits up to `grace`, then
+/// KILL and `exited` up to `timeout`; what is left of the tree (marked
+/// processes forked meanwhile included) is swept last. Returns whether the
+/// exit was seen.
+pub(crate) fn stop_marked_tree(
+    pid: u32,
+    marker: &str,
+    grace: Duration,
+    timeout: Duration,
     mut exited: impl FnMut(Duration) -> bool,
 ) -> bool {
-    let mut key = TreeKey::new(pid, super::record::start_time(pid).unwrap_or(0), "");
-    let mut found = members(&key, false);
+    let mut key = TreeKey::new(pid, super::record::start_time(pid).unwrap_or(0), marker);
+    // A pane in another server is no child of ours: only a deep read finds
+    // its marked processes.
+    let mut found = members(&key, !marker.is_empty());
     key.known = found.clone();
     // Once the leader is gone its id may be reused: session members count
     // only if they started by now (later ones descend from these).
     key.session_until = found.iter().map(|m| m.start_time).max();
     super::native::signal_group(pid, Signal::SIGTERM);
     super::native::signal_group(pid, Signal::SIGHUP);
+    signal_all(&found, Signal::SIGTERM);
+    signal_all(&found, Signal::SIGHUP);
     let seen = exited(grace) || {
         super::native::signal_group(pid, Signal::SIGKILL);
         exited(timeout)
     };
     sweep(&key, &mut found, timeout);
     seen
+}
+
+/// End what is left of a pane whose leader (`pid`, started at
+/// `start_time`) is gone: every process carrying `marker` and their
+/// descendants (the leader's id, and so its session id, may be someone
+/// else's now). Nothing without a marker.
+pub(crate) fn end_marked(pid: u32, start_time: u64, marker: &str, timeout: Duration) {
+    if marker.is_empty() {
+        return;
+    }
+    let mut key = TreeKey::new(pid, start_time, marker);
+    key.session_until = Some(start_time);
+    let mut found = Vec::new();
+    sweep(&key, &mut found, timeout);
 }
 
 /// SIGKILL the tree until nothing of it runs (re-read each round: a member

@@ -169,6 +169,52 @@ fn git_missing_from_path_is_a_clear_error() {
     assert_nothing_made(&d, Some(&r));
 }
 
+/// Regression: `lane up` with an agent that is not installed recorded every
+/// lane, cut its worktree and branch, and left them all at `creating`
+/// ("failed: command not found: claude"). It refuses before making any.
+#[test]
+fn an_agent_missing_from_path_is_named_and_nothing_is_made() {
+    let d = Drover::new();
+    let r = repo(&d);
+    let rs = r.display().to_string();
+    // git and a shell, nothing else: neither claude nor codex.
+    let bin = d.scratch().join("only-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "sh"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8(found.stdout).unwrap();
+        std::os::unix::fs::symlink(path.trim(), bin.join(tool)).unwrap();
+    }
+    let out = d
+        .cmd()
+        .args([
+            "lane",
+            "up",
+            "--topology",
+            "four-role",
+            "--repo",
+            &rs,
+            "--agents",
+            "claude,codex",
+        ])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let err = stderr(&out);
+    for agent in ["claude", "codex"] {
+        assert_eq!(
+            err.matches(&format!("{agent} is not on PATH")).count(),
+            1,
+            "each missing agent named once: {err}"
+        );
+    }
+    assert_nothing_made(&d, Some(&r));
+}
+
 #[test]
 fn an_unknown_backend_or_a_reserved_env_name_is_a_usage_error() {
     let d = Drover::new();

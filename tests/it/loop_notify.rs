@@ -33,7 +33,9 @@ fn server(fail: usize) -> (String, Seen) {
             let Ok(mut s) = s else { continue };
             let mut buf = Vec::new();
             let mut chunk = [0u8; 4096];
-            // Read the head, then the body by Content-Length.
+            // Read the head, then the body by Content-Length (any case: the
+            // client sends `content-length`, and a body that comes in a
+            // later segment than the head was read as empty under load).
             loop {
                 let n = s.read(&mut chunk).unwrap_or(0);
                 if n == 0 {
@@ -44,8 +46,9 @@ fn server(fail: usize) -> (String, Seen) {
                 if let Some((head, body)) = text.split_once("\r\n\r\n") {
                     let len: usize = head
                         .lines()
-                        .find_map(|l| l.strip_prefix("Content-Length: "))
-                        .and_then(|v| v.trim().parse().ok())
+                        .filter_map(|l| l.split_once(':'))
+                        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                        .and_then(|(_, v)| v.trim().parse().ok())
                         .unwrap_or(0);
                     if body.len() >= len {
                         break;

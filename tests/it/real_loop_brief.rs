@@ -10,41 +10,17 @@
 //! agents from `scripts/install-agents.sh`), run in CI with `--include-ignored`.
 
 use crate::common;
+use crate::real_loop_common::{Reaped, Supervisor, bin_dir, hermetic_home, mock};
 
 use common::git;
-use drover::rehearse::{Agent, discover, home};
+use drover::rehearse::{Agent, discover};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The longest one run may take on a loaded machine.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the mock may take to bind its port.
-const MOCK_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Kills its child on drop (the mock model, a stuck `loop run`).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Stops the run's supervisor on drop (it took the agents' panes down).
-struct Supervisor(PathBuf);
-
-impl Drop for Supervisor {
-    fn drop(&mut self) {
-        let _ = Command::new(common::BIN)
-            .arg("--state-dir")
-            .arg(&self.0)
-            .arg("kill-server")
-            .stdin(Stdio::null())
-            .output();
-    }
-}
 
 /// One task of the board: the Why asks for a file and its first line;
 /// the criteria may ask for more (a first review then fails).
@@ -84,78 +60,7 @@ fn task_file(dir: &Path, t: &TaskSpec) {
     .unwrap();
 }
 
-fn bin_dir(agent: Agent, version: &str) -> PathBuf {
-    let bin = discover::cached_version(agent, version).unwrap_or_else(|| {
-        panic!(
-            "{agent:?} {version} is not installed in {}: run scripts/install-agents.sh",
-            discover::cache_root().display()
-        )
-    });
-    bin.parent().unwrap().to_path_buf()
-}
-
-/// The brief-following mock on a free port, reporting `reports`.
-fn mock(reports: &str, port_file: &Path, log: &Path) -> (Reaped, u16) {
-    let out = std::fs::File::create(log).unwrap();
-    let child = Command::new(common::BIN)
-        .args([
-            "mock-model",
-            "--port",
-            "0",
-            "--follow-brief",
-            "--reports",
-            reports,
-        ])
-        .arg("--port-file")
-        .arg(port_file)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let child = Reaped(child);
-    let t = Instant::now();
-    loop {
-        if let Some(p) = std::fs::read_to_string(port_file)
-            .ok()
-            .and_then(|s| s.trim().parse::<u16>().ok())
-        {
-            return (child, p);
-        }
-        assert!(t.elapsed() < MOCK_TIMEOUT, "the mock model did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The agents' hermetic HOME for a mock on `port`, every one of `dirs`
-/// trusted; returns the env the lanes get.
-fn hermetic_home(home_dir: &Path, dirs: &[PathBuf], port: u16) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = Vec::new();
-    for agent in [Agent::Claude, Agent::Codex] {
-        let p = home::prepare(agent, home_dir, &dirs[0], port, None).unwrap();
-        for (k, v) in p.env {
-            if !env.iter().any(|(n, _)| *n == k) {
-                env.push((k, v));
-            }
-        }
-    }
-    let cj = home_dir.join(".claude.json");
-    let mut cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&cj).unwrap()).unwrap();
-    let mut toml = std::fs::read_to_string(home_dir.join(".codex/config.toml")).unwrap();
-    for d in &dirs[1..] {
-        let key = d.to_string_lossy().into_owned();
-        cfg["projects"][&key] = serde_json::json!({"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true});
-        toml.push_str(&format!(
-            "\n[projects.{}]\ntrust_level = \"trusted\"\n",
-            toml::Value::String(key)
-        ));
-    }
-    std::fs::write(&cj, format!("{cfg:#}\n")).unwrap();
-    std::fs::write(home_dir.join(".codex/config.toml"), toml).unwrap();
-    env
-}
-
 /// What a finished run left to look at.
 pub(crate) struct Ran {
     pub(crate) out: String,
@@ -211,7 +116,11 @@ pub(crate) fn run_loop(
         "# Notes\n\n- lanes: 4\n- pool: 2\n- gate: `ls TASK-*.txt >/dev/null`\n",
     )
     .unwrap();
-    let (_mock, port) = mock(reports, &root.join("mock.port"), &root.join("mock.log"));
+    let (_mock, port) = mock(
+        ["--follow-brief", "--reports", reports],
+        &root.join("mock.port"),
+        &root.join("mock.log"),
+    );
     let mut trusted: Vec<PathBuf> = tasks
         .iter()
         .map(|t| state.join("worktrees").join(format!("loop1-task-{}", t.n)))

@@ -401,7 +401,10 @@ impl TmuxHost {
         let me = self
             .arc()
             .ok_or_else(|| tmux_err("the supervisor is stopping"))?;
-        let mut w = self.new_window(&spec)?;
+        // Nanoseconds: the marker it is part of must be no other pane's.
+        let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+        let marker = crate::pane::reap::marker(&spec.name, 1, &created_at);
+        let mut w = self.new_window(&spec, &marker)?;
         let pane = TmuxPane::new(
             me,
             Start {
@@ -411,7 +414,7 @@ impl TmuxHost {
                 pid: w.pid,
                 generation: 1,
                 env_verified: w.env_verified,
-                created_at: crate::paths::now_rfc3339(),
+                created_at,
             },
             events,
         );
@@ -446,7 +449,9 @@ impl TmuxHost {
         state::remove_pane(&self.state_dir, name);
     }
 
-    fn new_window(&self, spec: &PaneSpec) -> Result<NewWindow, PaneError> {
+    /// A window running `spec`, its processes marked with `marker` (the
+    /// value of [`crate::pane::PANE_MARKER_ENV`]).
+    fn new_window(&self, spec: &PaneSpec, marker: &str) -> Result<NewWindow, PaneError> {
         let ctl = self.conn()?;
         let mut words: Vec<String> = Vec::new();
         if let Some(cwd) = &spec.cwd {
@@ -457,6 +462,11 @@ impl TmuxHost {
             words.push("-e".into());
             words.push(quote(&format!("{k}={v}")));
         }
+        // Last, so it is drover's: inherited by every process of the pane,
+        // also those that leave its session and are re-parented away, so
+        // that kill finds and ends them (docs/tmux.md).
+        words.push("-e".into());
+        words.push(quote(&format!("{}={marker}", crate::pane::PANE_MARKER_ENV)));
         // The pane's first process waits at a gate (a FIFO drover opens once
         // it has the window's ids and has pinned its size), so the command's
         // output and exit always belong to a registered pane. Then
@@ -686,9 +696,11 @@ struct NewWindow {
 /// window is closed first. (`respawn-pane` on a pane that had set its title
 /// crashed tmux 3.3a's server now and then; a fresh window never did.)
 fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
-    let (spec, pane_id, gone) = {
+    let (spec, pane_id, gone, marker) = {
         let g = lock(&pane.inner);
-        (g.spec.clone(), g.pane_id.clone(), g.gone)
+        let next = g.generation + 1;
+        let marker = crate::pane::reap::marker(&g.spec.name, next, &g.created_at);
+        (g.spec.clone(), g.pane_id.clone(), g.gone, marker)
     };
     let host = pane.host_ref();
     // Unregistered first: the old window's close is not this pane's news,
@@ -698,7 +710,7 @@ fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
     if !gone {
         let _ = host.command(format!("kill-window -t {pane_id}"));
     }
-    let mut w = host.new_window(&spec)?;
+    let mut w = host.new_window(&spec, &marker)?;
     let new_id = w.pane_id.clone();
     let new_pipe = w.pipe.take();
     // The new screen first: output the released command already wrote is

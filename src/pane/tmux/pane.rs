@@ -47,6 +47,8 @@ pub(super) struct Inner {
     pub(super) pane_id: String,
     pub(super) window_id: String,
     pub(super) created_at: String,
+    /// The leader's start time (with its pid: never a recycled pid).
+    pid_start: u64,
     last_notify: Option<Instant>,
     /// Why the pane cannot be reached now.
     pub(super) transport: Option<String>,
@@ -145,6 +147,7 @@ impl TmuxPane {
                 pane_id: s.pane_id,
                 window_id: s.window_id,
                 created_at: s.created_at,
+                pid_start: crate::pane::record::start_time(s.pid).unwrap_or(0),
                 last_notify: None,
                 transport: None,
                 gone: false,
@@ -460,19 +463,26 @@ impl TmuxPane {
         crate::pane::core::wait_exit(&self.inner, &self.cv, generation, timeout)
     }
 
-    /// Stop the current process: TERM and HUP to its group, a grace
-    /// period, then KILL. The pane stays (dead) in tmux.
+    /// Stop the current process: TERM and HUP to its group and to every
+    /// process carrying the generation's marker, a grace period, then KILL
+    /// until none is left. The pane stays (dead) in tmux. A leader that
+    /// already exited may have left marked processes (a daemon it started):
+    /// they are ended too.
     fn stop_process(&self) {
-        let (pid, generation, exited) = {
+        let (pid, pid_start, generation, exited, marker) = {
             let g = lock(&self.inner);
-            (g.pid, g.generation, g.exit.is_some())
+            let marker = crate::pane::reap::marker(&self.name, g.generation, &g.created_at);
+            (g.pid, g.pid_start, g.generation, g.exit.is_some(), marker)
         };
-        if exited || !pid_is_pane_leader(pid) {
+        let leader = crate::pane::record::start_time(pid) == Some(pid_start);
+        if exited || !leader || !pid_is_pane_leader(pid) {
+            crate::pane::reap::end_marked(pid, pid_start, &marker, REAP_TIMEOUT);
             return;
         }
-        let seen = crate::pane::reap::stop_tree(pid, KILL_GRACE, REAP_TIMEOUT, |d| {
-            self.wait_exit(generation, d)
-        });
+        let seen =
+            crate::pane::reap::stop_marked_tree(pid, &marker, KILL_GRACE, REAP_TIMEOUT, |d| {
+                self.wait_exit(generation, d)
+            });
         // No exit seen (the transport may be down): the leader is gone once
         // its pid is; record that much.
         if !seen && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
@@ -742,6 +752,7 @@ pub(super) fn reset_generation(
         }
         g.gone = false;
         g.transport = None;
+        g.pid_start = crate::pane::record::start_time(pid).unwrap_or(0);
         g.next_generation(pid, env_verified)
     };
     pane.watch_exit(generation, pid);

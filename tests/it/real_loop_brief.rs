@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 /// The longest one run may take on a loaded machine.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
-/// How long the mock may take to bind its port.
 
 /// One task of the board: the Why asks for a file and its first line;
 /// the criteria may ask for more (a first review then fails).

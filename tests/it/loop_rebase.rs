@@ -370,3 +370,74 @@ fn twelve_tasks_in_six_conflicting_pairs_all_land_without_a_human() {
         assert_eq!(landed, 12);
     }
 }
+
+/// Guards a resume in the middle of a rebase round: the loop killed (-9)
+/// while TASK-2's lane resolves its conflict is resumed, and the round is
+/// re-run with what it was told — the rebase text, not the brief alone,
+/// which would have the lane redo its task over the other side's line and
+/// land a candidate that reverts TASK-1's work.
+#[test]
+fn a_rebase_round_cut_short_by_kill_9_is_resumed_as_a_rebase_round() {
+    let d = Drover::new();
+    let (repo, charter) = setup(&d, [&["shared.txt"], &["shared.txt"]], "test -f shared.txt");
+    let root = d.scratch();
+    let imp = conflicting(
+        r#"[{ work = 15000 }, { resolve = { path = "shared.txt", keep = "both" } }, { report = { path = "{report}" } }, "finish"]"#,
+    );
+    let (imp_p, rev_p) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp_p, imp).unwrap();
+    std::fs::write(&rev_p, REVIEWER_PASS).unwrap();
+    let (imp_s, rev_s) = (imp_p.display().to_string(), rev_p.display().to_string());
+    let (repo_s, charter_s) = (repo.display().to_string(), charter.display().to_string());
+    let common = [
+        "--sim-implementer",
+        imp_s.as_str(),
+        "--sim-reviewer",
+        rev_s.as_str(),
+    ];
+    let mut first = vec!["loop", "run", "--repo", &repo_s, "--charter", &charter_s];
+    first.extend(common);
+    let log = root.join("loop.log");
+    let mut child = loop_common::spawn_loop(&d, &first, &log);
+    let dec = d.state.join("loop1/DECISIONS.md");
+    // Killed once the round is dispatched and recorded (run.json), while
+    // its lane works.
+    let sent = crate::common::wait_until(Duration::from_secs(60), || {
+        let v = loop_common::run_json(&d);
+        v["tasks"].as_array().into_iter().flatten().any(|t| {
+            t["id"] == "TASK-2"
+                && t["phase"] == "implementing"
+                && t["round"] == 2
+                && t["job"].is_string()
+        })
+    });
+    assert!(
+        sent,
+        "no rebase round: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut resume = vec!["loop", "run", "--resume", "1"];
+    resume.extend(common);
+    let mut child = loop_common::spawn_loop(&d, &resume, &log);
+    let status = loop_common::wait_exit(&mut child, Duration::from_secs(120))
+        .expect("the resumed run did not finish");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "{status:?}: {text}");
+    let dec = std::fs::read_to_string(&dec).unwrap();
+    assert!(
+        dec.contains("TASK-2: its round 2 is re-run in lane"),
+        "{dec}"
+    );
+    assert_eq!(
+        loop_common::trailers(&repo, 2),
+        vec![(1, 1), (2, 1)],
+        "{text}"
+    );
+    assert_eq!(
+        git(&repo, &["show", "drover/integration/loop1:shared.txt"]),
+        "one\ntwo (second)\nTWO (first)\nthree\nfour",
+        "TASK-1's line survives the resumed rebase round: {text}"
+    );
+}

@@ -20,6 +20,12 @@ pub struct RebaseRound {
     pub merged: Merged,
     /// Why its candidate was dropped at landing.
     pub why: String,
+    /// What the round's prompt said after the brief, and its trailer's tag
+    /// (`rebase`, `repair`): a resume re-runs the round with them.
+    #[serde(default)]
+    pub addendum: String,
+    #[serde(default)]
+    pub tag: String,
 }
 
 /// How many lines of a red gate's log a round's evidence quotes.
@@ -219,6 +225,8 @@ impl<O: LaneOps> Runner<'_, O> {
             t.rebase = Some(RebaseRound {
                 merged: merged.clone(),
                 why: evidence.clone(),
+                addendum: String::new(),
+                tag: String::new(),
             });
             if !conflicts.is_empty() {
                 t.rebases += 1;
@@ -233,6 +241,7 @@ impl<O: LaneOps> Runner<'_, O> {
             let addendum = format!(
                 "Repair: {evidence}\nYour change alone is green, but not together with what landed since you started. drover has merged {branch} ({short}) into this worktree, so it now holds what your change lands on. Run the gate here (`{gate}`), fix your change until it is green, keep to the files in Scope, then report as usual.\n"
             );
+            self.remember_round(id, &addendum, "repair");
             return self.send_round(id, round, &evidence, &addendum, "repair");
         }
         let files = conflicts.join(", ");
@@ -249,7 +258,16 @@ impl<O: LaneOps> Runner<'_, O> {
         let addendum = format!(
             "Rebase: while you worked, {branch} moved on and your change no longer applies to it. drover has merged {branch} ({short}) into this worktree; the merge stopped with conflict markers in: {files}. The commits that changed them: {causes}.\nDo this: in each of those files, resolve every conflict — the lines between `<<<<<<<` and `=======` are your change, the lines between `=======` and `>>>>>>>` are what landed — by keeping what both changes need, and delete the marker lines (`<<<<<<<`, `=======`, `>>>>>>>`). Change nothing else, and do not run `git merge --abort` or `git reset`; you need not commit, drover concludes the merge. Then report as usual: run `{cmd} report done` (or `{cmd} report failed --reason \"<why>\"` if you cannot resolve them).\n"
         );
+        self.remember_round(id, &addendum, "rebase");
         self.send_round(id, round, &evidence, &addendum, "rebase")
+    }
+
+    /// Keep what a merge round is told, for a resume to tell it again.
+    fn remember_round(&mut self, id: &str, addendum: &str, tag: &str) {
+        if let Some(r) = self.task_mut(id).and_then(|t| t.rebase.as_mut()) {
+            r.addendum = addendum.to_string();
+            r.tag = tag.to_string();
+        }
     }
 
     /// After a round that began with a merge, before the candidate is

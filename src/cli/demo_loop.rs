@@ -1,7 +1,8 @@
 //! `drover demo --loop`: a three-task loop on simulated lanes in a temporary
 //! git repo with a Backlog.md board — one task lands cleanly, one is failed
 //! by its reviewer once and lands after a repair round, one conflicts at
-//! landing and is dropped and returned — then the close-out is printed. Runs
+//! landing, goes back to its lane for a rebase round (the integration head
+//! merged in, the markers resolved) and lands — then the close-out is printed. Runs
 //! its own supervisor in a temporary state dir; no API keys, no network.
 
 use super::{Ctx, client_err, fail};
@@ -24,6 +25,9 @@ steps = [{ work = 600 }, { write = { path = "README.md", content = "# greeter\n\
 [[turn]]
 match = "task=TASK-2 "
 steps = [{ work = 500 }, { write = { path = "greet.txt", content = "hello world\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-3 round=2 role=implementer rebase"
+steps = [{ work = 400 }, { write = { path = "README.md", content = "# greeter (v2)\n\nSays hello.\n" } }, { report = { path = "{report}" } }, "finish"]
 [[turn]]
 match = "task=TASK-3 "
 steps = [{ work = 2500 }, { write = { path = "README.md", content = "# greeter (v2)\n" } }, { report = { path = "{report}" } }, "finish"]

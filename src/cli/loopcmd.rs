@@ -87,6 +87,9 @@ pub struct RunArgs {
     /// Longest one run of --ship-cmd (seconds); it is then ended with its process group.
     #[arg(long, default_value_t = drover::loopctl::night::settings::DEFAULT_SHIP_TIMEOUT.as_secs(), value_name = "S")]
     pub ship_timeout: u64,
+    /// Most queued candidates one landing gates as one tree; a red batch is bisected to its culprits (at least 1).
+    #[arg(long, default_value_t = drover::loopctl::night::settings::DEFAULT_LAND_BATCH as u64, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub land_batch: u64,
     /// Leave jobs for an operator to complete (shadow decisions only); tasks then wait to time out.
     #[arg(long)]
     pub no_autocomplete: bool,
@@ -439,6 +442,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 http_timeout: None,
             },
             ship_timeout: Duration::from_secs(a.ship_timeout.max(1)),
+            land_batch: usize::try_from(a.land_batch).unwrap_or(usize::MAX),
             ..Default::default()
         },
     };

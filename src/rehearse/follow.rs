@@ -14,6 +14,9 @@
 //!   candidate ("the candidate is <path>"), checks each "X contains the
 //!   line `Y`" the task asks against the patch, and states the verdict in
 //!   that form: a missing line fails with "X must hold the line `Y`".
+//! - A rebase round ("the merge stopped with conflict markers in: X.")
+//!   resolves each file as it says — both sides kept, the marker lines
+//!   deleted (Claude: `Read` then `Write`; Codex: `sed -i`) — then reports.
 //! - A follow-up prompt (a reminder, an answer about the report) is
 //!   followed the same way: a JSON object to write, or a command to run.
 //!
@@ -313,6 +316,85 @@ fn verdict(prompt: &str, patch: Option<&str>, forms: &(String, String)) -> Strin
     }
 }
 
+/// The files a rebase round names ("the merge stopped with conflict markers
+/// in: X, Y.").
+fn conflicted(prompt: &str) -> Option<Vec<String>> {
+    const PHRASE: &str = "conflict markers in: ";
+    let i = prompt.find(PHRASE)?;
+    let rest = &prompt[i + PHRASE.len()..];
+    let end = rest
+        .find(". ")
+        .or_else(|| rest.find('\n'))
+        .unwrap_or(rest.len());
+    let files: Vec<String> = rest[..end]
+        .trim_end_matches('.')
+        .split(", ")
+        .map(|f| f.trim().trim_matches('`').to_string())
+        .filter(|f| !f.is_empty() && !f.contains(char::is_whitespace))
+        .collect();
+    (!files.is_empty()).then_some(files)
+}
+
+/// A file's text from a tool's output of it (Claude's `Read` numbers each
+/// line, `   1→text`; anything without a number — a note after it — is not
+/// the file), conflicts resolved as a rebase round asks: both sides kept,
+/// the marker lines deleted.
+fn resolved(output: &str) -> String {
+    let numbered = |l: &str| -> Option<String> {
+        let t = l.trim_start();
+        let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            return None;
+        }
+        let rest = &t[digits..];
+        rest.strip_prefix('→')
+            .or_else(|| rest.strip_prefix('\t'))
+            .map(str::to_string)
+    };
+    let lines: Vec<String> = if output.lines().any(|l| numbered(l).is_some()) {
+        output.lines().filter_map(numbered).collect()
+    } else {
+        output.lines().map(str::to_string).collect()
+    };
+    lines
+        .into_iter()
+        .filter(|l| !(l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>") || l == "======="))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// What a rebase round asks of `agent`: resolve each conflicted file
+/// (Claude reads it and writes it back resolved; Codex deletes the marker
+/// lines with `sed` in its worktree), then report as usual.
+fn rebase_acts(
+    prompt: &str,
+    pos: &Position,
+    agent: &str,
+    files: &[String],
+    reports: Reports,
+) -> Vec<Act> {
+    let mut acts = Vec::new();
+    for f in files {
+        if agent == "claude" {
+            let read_at = acts.len();
+            acts.push(Act::Read(f.clone()));
+            let content = pos
+                .results
+                .get(read_at)
+                .map(|r| resolved(r))
+                .unwrap_or_default();
+            acts.push(Act::Write(f.clone(), content));
+        } else {
+            acts.push(Act::Run(format!(
+                "sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' {}",
+                quote(f)
+            )));
+        }
+    }
+    acts.extend(report_act(prompt, reports, &[]));
+    acts
+}
+
 /// The step answering a request at `pos` from `agent`'s API (`claude` or
 /// `codex`).
 pub fn step(pos: &Position, agent: &str, reports: Reports) -> Step {
@@ -336,6 +418,20 @@ pub fn step(pos: &Position, agent: &str, reports: Reports) -> Step {
                 pos.results.first().map(String::as_str),
                 &forms,
             )),
+        };
+    }
+    if let Some(conflicts) = conflicted(prompt).filter(|_| is_brief(prompt)) {
+        let acts = rebase_acts(prompt, pos, agent, &conflicts, reports);
+        return match acts.get(pos.tool_results) {
+            Some(a) => {
+                let (text, tool) = call(a, agent);
+                Step {
+                    text,
+                    tool: Some(tool),
+                    ..Default::default()
+                }
+            }
+            None => Step::text("Done: the conflicts are resolved."),
         };
     }
     let files = if is_brief(prompt) {

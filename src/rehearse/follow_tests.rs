@@ -121,3 +121,39 @@ fn a_reviewer_reads_the_candidate_and_states_the_verdict_in_the_asked_form() {
         "a line in another file does not count: {v}"
     );
 }
+
+/// Guards issue 26: a rebase round's brief alone tells the model what to
+/// do — resolve the named files (both sides kept, the markers deleted),
+/// then run the report command — and the brief's "Create the file" is not
+/// done again over the other side's lines.
+#[test]
+fn a_rebase_round_resolves_the_named_files_then_reports() {
+    let prompt = format!(
+        "{BRIEF}\nRebase: while you worked, drover/integration/loop1 moved on. drover has merged drover/integration/loop1 (abc) into this worktree; the merge stopped with conflict markers in: TASK-2.txt. The commits that changed them: 1234567 TASK-1: Add one.\nDo this: … do not run `git merge --abort` or `git reset`; …\n[loop] task=TASK-2 round=2 role=implementer rebase"
+    );
+    let s0 = step(&at(&prompt, &[]), "claude", Reports::Command);
+    assert_eq!(tool(&s0), ("Read", &json!({"file_path": "TASK-2.txt"})));
+    let read = "     1→<<<<<<< HEAD\n     2→two\n     3→=======\n     4→one\n     5→>>>>>>> drover/integration/loop1\n\n<system-reminder>a note</system-reminder>";
+    let s1 = step(&at(&prompt, &[read]), "claude", Reports::Command);
+    assert_eq!(
+        tool(&s1),
+        (
+            "Write",
+            &json!({"file_path": "TASK-2.txt", "content": "two\none\n"})
+        )
+    );
+    let s2 = step(&at(&prompt, &[read, ""]), "claude", Reports::Command);
+    assert_eq!(tool(&s2).1["command"], "/bin/drover report done");
+    let c0 = step(&at(&prompt, &[]), "codex", Reports::Command);
+    let cmd = tool(&c0).1["cmd"].as_str().unwrap().to_string();
+    assert!(
+        cmd.starts_with("sed -i ") && cmd.ends_with(" 'TASK-2.txt'"),
+        "{cmd}"
+    );
+    let c1 = step(&at(&prompt, &[""]), "codex", Reports::Command);
+    assert_eq!(tool(&c1).1["cmd"], "/bin/drover report done");
+    assert_eq!(
+        resolved("a\n<<<<<<< x\nb\n=======\nc\n>>>>>>> y\n"),
+        "a\nb\nc\n"
+    );
+}

@@ -98,6 +98,7 @@ fn capture_and_land(
         task: "T-1".into(),
         title: "t".into(),
         patch: c.patch_path.clone(),
+        base: Some(c.base.clone()),
     }];
     let l = land::land(
         &integ,

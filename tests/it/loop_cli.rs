@@ -154,7 +154,8 @@ fn loop_run_on_sim_lanes_then_status() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// Guards `drover demo --loop`: three tasks on sim lanes, the close-out printed.
+/// Guards `drover demo --loop`: three tasks on sim lanes, every one landed
+/// (TASK-3 after a rebase round), the close-out printed.
 #[test]
 fn demo_loop_prints_the_closeout() {
     let d = Drover::new();
@@ -173,11 +174,17 @@ fn demo_loop_prints_the_closeout() {
         "{text}"
     );
     assert!(text.contains("- TASK-2 (Add a greeting), "), "{text}");
+    // Issue 26: the conflicting task is rebased by its lane and lands.
+    let landed = text.split("## Parked").next().unwrap_or("");
     assert!(
-        text.contains("## Parked\n- TASK-3, dropped at landing "),
+        landed
+            .lines()
+            .any(|l| l.starts_with("- TASK-3 (Retitle the README), ") && l.ends_with(", rebased")),
         "{text}"
     );
+    assert!(text.contains("## Parked\n- none\n"), "{text}");
     assert!(text.contains("TASK-2: repair round 2"), "{text}");
+    assert!(text.contains("TASK-3: rebase round 2"), "{text}");
 }
 
 /// Guards `--autotune-k`: a multiple under 1 is a usage error (exit 2, one

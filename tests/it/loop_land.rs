@@ -170,6 +170,7 @@ fn landing_drops_the_red_and_the_conflicting_and_keeps_the_rest() {
         task: t.into(),
         title: format!("{t} title"),
         patch: c.patch_path.clone(),
+        base: Some(c.base.clone()),
     };
     let queued = vec![
         q("T-1", &good),
@@ -190,6 +191,7 @@ fn landing_drops_the_red_and_the_conflicting_and_keeps_the_rest() {
                     Fate::Landed { .. } => "landed",
                     Fate::Dropped { .. } => "dropped",
                     Fate::Stopped { .. } => "stopped",
+                    Fate::TimedOut { .. } => "timed-out",
                 },
             )
         })
@@ -203,14 +205,14 @@ fn landing_drops_the_red_and_the_conflicting_and_keeps_the_rest() {
             ("T-4", "dropped")
         ]
     );
-    let Fate::Dropped { reason } = &l.fates[1].1 else {
+    let Fate::Dropped { reason, .. } = &l.fates[1].1 else {
         unreachable!()
     };
     assert!(
         reason.starts_with("turns the gate red (exit 1)"),
         "{reason}"
     );
-    let Fate::Dropped { reason } = &l.fates[3].1 else {
+    let Fate::Dropped { reason, .. } = &l.fates[3].1 else {
         unreachable!()
     };
     assert!(reason.starts_with("does not apply"), "{reason}");

@@ -35,6 +35,9 @@ steps = [{ work = 200 }, { write = { path = "c.txt", content = "gamma\n" } }, { 
 match = "task=TASK-4 "
 steps = [{ work = 200 }, { write = { path = "shared.txt", content = "four\n" } }, { report = { path = "{report}" } }, "finish"]
 [[turn]]
+match = "task=TASK-5 round=2 role=implementer rebase"
+steps = [{ work = 100 }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
 match = "task=TASK-5 "
 steps = [{ work = 2500 }, { write = { path = "shared.txt", content = "five\n" } }, { report = { path = "{report}" } }, "finish"]
 "#;
@@ -118,7 +121,9 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     let t5 = by("TASK-5");
     assert_eq!(t5.phase, Phase::Parked);
     assert!(
-        t5.reason.clone().unwrap().starts_with("dropped at landing"),
+        t5.reason.clone().unwrap().starts_with(
+            "conflict markers left in shared.txt after its rebase round (dropped at landing"
+        ),
         "{t5:?}"
     );
 
@@ -193,13 +198,13 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     );
     let rest = &lines[expect_head.len()..];
     assert!(
-        rest[0].starts_with("- TASK-5, dropped at landing ") && rest[0].contains("does not apply"),
+        rest[0].starts_with("- TASK-5, conflict markers left in shared.txt after its rebase round (dropped at landing ")
+            && rest[0].contains("does not apply, not even three-way: conflicts in shared.txt"),
         "{text}"
     );
     assert!(
-        rest[0].ends_with(&format!(
-            "resume: rebase the work of drover/loop1/TASK-5 onto {branch}, then rerun"
-        )),
+        rest[0].contains("resume: resolve the conflict markers in shared.txt in ")
+            && rest[0].ends_with(", then rerun"),
         "{text}"
     );
     assert_eq!(
@@ -243,7 +248,7 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     assert!(
         decisions
             .lines()
-            .any(|l| l.contains(" park: TASK-5: dropped at landing")),
+            .any(|l| l.contains(" park: TASK-5: conflict markers left in shared.txt")),
         "{decisions}"
     );
     let ev = std::fs::read_dir(run_dir.join("gate-evidence"))

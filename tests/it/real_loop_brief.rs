@@ -23,13 +23,13 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One task of the board: the Why asks for a file and its first line;
 /// the criteria may ask for more (a first review then fails).
-struct TaskSpec {
-    n: u32,
-    title: &'static str,
-    file: &'static str,
-    line: &'static str,
+pub(crate) struct TaskSpec {
+    pub(crate) n: u32,
+    pub(crate) title: &'static str,
+    pub(crate) file: &'static str,
+    pub(crate) line: &'static str,
     /// Lines the criteria ask for beyond the Why's.
-    more: &'static [&'static str],
+    pub(crate) more: &'static [&'static str],
 }
 
 fn task_file(dir: &Path, t: &TaskSpec) {
@@ -61,18 +61,18 @@ fn task_file(dir: &Path, t: &TaskSpec) {
 
 /// The agents' hermetic HOME for a mock on `port`, every one of `dirs`
 /// What a finished run left to look at.
-struct Ran {
-    out: String,
-    why: String,
-    repo: PathBuf,
-    run_dir: PathBuf,
-    secs: f64,
+pub(crate) struct Ran {
+    pub(crate) out: String,
+    pub(crate) why: String,
+    pub(crate) repo: PathBuf,
+    pub(crate) run_dir: PathBuf,
+    pub(crate) secs: f64,
     _tmp: Option<tempfile::TempDir>,
 }
 
 /// One loop over `tasks` on a real repository with Claude `claude_v` and
 /// Codex `codex_v`, the mock reporting `reports`; `extra` are more flags.
-fn run_loop(
+pub(crate) fn run_loop(
     claude_v: &str,
     codex_v: &str,
     reports: &str,
@@ -183,7 +183,7 @@ fn run_loop(
 
 /// Every task landed: named in the close-out's Landed, nothing parked,
 /// Done on the board, its file on the integration branch with its lines.
-fn all_landed(r: &Ran, tasks: &[TaskSpec]) {
+pub(crate) fn all_landed(r: &Ran, tasks: &[TaskSpec]) {
     let why = &r.why;
     assert!(
         r.out.starts_with("# Closeout: notes loop1 · Charter: "),
@@ -213,7 +213,7 @@ fn all_landed(r: &Ran, tasks: &[TaskSpec]) {
 }
 
 /// The version pairs under test: every Claude version with every Codex one.
-fn pairs() -> Vec<(String, String)> {
+pub(crate) fn pairs() -> Vec<(String, String)> {
     let claude = discover::versions(Agent::Claude);
     let codex = discover::versions(Agent::Codex);
     assert!(

@@ -12,12 +12,14 @@
 mod draw;
 mod input;
 mod model;
+mod resolve;
 mod script;
 mod trace;
 
 pub use draw::{Frame, frame, paint};
 pub use input::{Decoder, Key};
 pub use model::{Mode, Model, Osc};
+pub use resolve::{Keep, resolve};
 pub use script::{Script, Step, Turn};
 pub use trace::TRACE_ENV;
 

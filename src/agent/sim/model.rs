@@ -360,6 +360,15 @@ impl Model {
                         .and_then(|()| std::fs::write(&target, content.as_bytes()));
                     self.wrote(&path, r.map(|_| content.lines().count()));
                 }
+                Step::Resolve { path, keep } => {
+                    let path = self.expand(&path);
+                    let target = self.cwd.join(&path);
+                    let r = std::fs::read(&target).and_then(|t| {
+                        let out = crate::agent::sim::resolve(&t, keep);
+                        std::fs::write(&target, &out).map(|()| out.split(|b| *b == b'\n').count())
+                    });
+                    self.wrote(&path, r);
+                }
                 Step::Report {
                     path,
                     state,

@@ -53,6 +53,12 @@ pub enum Step {
         #[serde(default)]
         content: String,
     },
+    /// Resolve the conflict markers git left in a file (a relative path is
+    /// relative to the sim's cwd), keeping `ours`, `theirs` or `both`.
+    Resolve {
+        path: String,
+        keep: crate::agent::sim::Keep,
+    },
     /// Write a report JSON document (atomically) to `path`.
     Report {
         path: String,
@@ -119,7 +125,7 @@ impl Script {
     pub fn read_only(mut self) -> Self {
         for t in &mut self.turns {
             for s in &mut t.steps {
-                if let Step::Write { path, .. } = s {
+                if let Step::Write { path, .. } | Step::Resolve { path, .. } = s {
                     *s = Step::Say(format!("read-only: not writing {path}"));
                 }
             }
@@ -148,7 +154,9 @@ impl Script {
         for (i, t) in script.turns.iter().enumerate() {
             for s in &t.steps {
                 let path = match s {
-                    Step::Write { path, .. } | Step::Report { path, .. } => path,
+                    Step::Write { path, .. }
+                    | Step::Resolve { path, .. }
+                    | Step::Report { path, .. } => path,
                     Step::Heartbeat { status, .. } if status.is_empty() => {
                         return Err(bad(format!("turn #{}: empty heartbeat status", i + 1)));
                     }

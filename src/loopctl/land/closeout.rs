@@ -12,6 +12,9 @@ pub struct Closeout {
     pub charter_sha256: String,
     /// (id, title, sha)
     pub landed: Vec<(String, String, String)>,
+    /// The landed tasks their lane rebased first (a rebase round): their
+    /// line says `rebased`.
+    pub rebased: Vec<String>,
     /// (id, reason, resume condition)
     pub parked: Vec<(String, String, String)>,
     /// (item, recommendation)
@@ -36,7 +39,12 @@ pub fn render(c: &Closeout) -> String {
         t.push_str("- none\n");
     }
     for (id, title, sha) in &c.landed {
-        t.push_str(&format!("- {id} ({}), {sha}\n", one(title)));
+        let rebased = if c.rebased.contains(id) {
+            ", rebased"
+        } else {
+            ""
+        };
+        t.push_str(&format!("- {id} ({}), {sha}{rebased}\n", one(title)));
     }
     t.push_str("\n## Parked\n");
     if c.parked.is_empty() {
@@ -74,6 +82,7 @@ mod tests {
             run: 3,
             charter_sha256: "ab".repeat(32),
             landed: vec![("TASK-1".into(), "Greet".into(), "f00d".into())],
+            rebased: vec!["TASK-1".into()],
             parked: vec![(
                 "TASK-2".into(),
                 "touches files outside its claim".into(),
@@ -90,7 +99,7 @@ mod tests {
                 format!("# Closeout: greeter loop3 · Charter: {}", "ab".repeat(32)).as_str(),
                 "",
                 "## Landed",
-                "- TASK-1 (Greet), f00d",
+                "- TASK-1 (Greet), f00d, rebased",
                 "",
                 "## Parked",
                 "- TASK-2, touches files outside its claim, resume: widen the claim",

@@ -5,6 +5,9 @@ use crate::loopctl::LoopError;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The e-mail of the loop's commits ([`IDENTITY`]).
+pub const IDENTITY_EMAIL: &str = "loop@drover.invalid";
+
 /// The identity of the loop's commits on the integration branch.
 pub const IDENTITY: [&str; 4] = [
     "-c",
@@ -26,7 +29,22 @@ fn command(dir: &Path, args: &[&str]) -> Command {
 
 /// Run git and return its output whatever the exit.
 pub fn output(dir: &Path, args: &[&str]) -> Result<Output, LoopError> {
-    command(dir, args).output().map_err(|e| LoopError::Git {
+    output_with_index(dir, None, args)
+}
+
+/// Run git with its index at `index` (a temporary one, so nothing the
+/// worktree's own index holds is touched), returning its output whatever
+/// the exit.
+pub fn output_with_index(
+    dir: &Path,
+    index: Option<&Path>,
+    args: &[&str],
+) -> Result<Output, LoopError> {
+    let mut c = command(dir, args);
+    if let Some(i) = index {
+        c.env("GIT_INDEX_FILE", i);
+    }
+    c.output().map_err(|e| LoopError::Git {
         args: args.join(" "),
         message: format!("cannot run git: {e}"),
     })

@@ -28,6 +28,9 @@ pub struct Queued {
     pub task: String,
     pub title: String,
     pub patch: PathBuf,
+    /// The commit the candidate was captured on (its merge-base): a patch
+    /// that no longer applies is retried three-way against it.
+    pub base: Option<String>,
 }
 
 /// What became of one candidate.
@@ -36,16 +39,27 @@ pub struct Queued {
 pub enum Fate {
     Landed {
         sha: String,
+        /// Only a three-way apply took it (the integration head had moved).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        three_way: bool,
     },
     Dropped {
         reason: String,
+        /// The files a three-way apply left unmerged (empty when it was
+        /// dropped for another reason: a red gate).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        conflicts: Vec<String>,
+        /// The end of the gate's log when it turned the gate red.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gate_tail: Option<String>,
     },
     /// The run had to stop while the landing's gate ran (an emergency stop,
     /// the wall-clock budget): nothing of the landing is on the branch, the
     /// candidate stays queued.
-    Stopped {
-        reason: String,
-    },
+    Stopped { reason: String },
+    /// The gate timed out while its batch was bisected: undecided, so it is
+    /// parked (not sent back: the gate could not say it was at fault).
+    TimedOut { reason: String },
 }
 
 /// One gate run.
@@ -178,180 +192,27 @@ pub fn log_tail(log: &Path) -> String {
     String::from_utf8_lossy(&buf[skip..]).into_owned()
 }
 
-/// Apply one patch and commit it with its trailer; `Err(reason)` when it does not apply.
-fn apply_one(wt: &Path, q: &Queued) -> Result<Result<String, String>, LoopError> {
-    let p = q.patch.to_string_lossy();
-    let check = git::output(wt, &["apply", "--check", "--index", "--binary", &p])?;
-    if !check.status.success() {
-        let why = String::from_utf8_lossy(&check.stderr).trim().to_string();
-        return Ok(Err(format!("does not apply: {}", first_line(&why))));
+/// A candidate dropped because it does not apply.
+pub(super) fn dropped(reason: String, conflicts: Vec<String>) -> Fate {
+    Fate::Dropped {
+        reason,
+        conflicts,
+        gate_tail: None,
     }
-    git::run(wt, &["apply", "--index", "--binary", &p])?;
-    let msg = format!("{}: {}\n\nTask: {}\n", q.task, q.title, q.task);
-    git::run(wt, &["commit", "-q", "--no-verify", "-m", &msg])?;
-    Ok(Ok(git::line(wt, &["rev-parse", "HEAD"])?))
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").chars().take(200).collect()
-}
-
-/// Land the queued candidates on the integration worktree `wt` (pure git;
-/// the caller holds the one-landing-at-a-time rule), the gate bounded by
-/// [`GATE_TIMEOUT`] alone. `number` names the evidence dir under
-/// `evidence_root`.
-pub fn land(
-    wt: &Path,
-    branch: &str,
-    queued: &[Queued],
-    gate: &str,
-    evidence_root: &Path,
-    number: u32,
-) -> Result<Landing, LoopError> {
-    land_bounded(
-        wt,
-        branch,
-        queued,
-        gate,
-        evidence_root,
-        number,
-        &Bounds::timeout(GATE_TIMEOUT),
-    )
-}
-
-/// [`land`] with each gate run bounded by `bounds`. The commits are made on
-/// a detached HEAD and `branch` is moved to them (one atomic ref update)
-/// only once the gate is green: the branch never holds a candidate whose
-/// gate did not pass, and every `Task:` trailer on it is a landing. When
-/// the run must stop during a gate, nothing of this landing reaches the
-/// branch and every candidate not landed is [`Fate::Stopped`].
-pub fn land_bounded(
-    wt: &Path,
-    branch: &str,
-    queued: &[Queued],
-    gate: &str,
-    evidence_root: &Path,
-    number: u32,
-    bounds: &Bounds,
-) -> Result<Landing, LoopError> {
-    let dir = evidence_root.join(number.to_string());
-    crate::store::create_private_dir(&dir)?;
-    let reference = format!("refs/heads/{branch}");
-    let start = git::line(wt, &["rev-parse", "--verify", &reference])?;
-    git::run(wt, &["checkout", "-q", "--detach", &start])?;
-    let mut fates: Vec<(String, Fate)> = Vec::new();
-    let mut gates = Vec::new();
-    // First pass: everything that applies, one commit each, one gate run.
-    let mut applied = Vec::new();
-    for q in queued {
-        match apply_one(wt, q)? {
-            Ok(_) => applied.push(q.clone()),
-            Err(reason) => fates.push((q.task.clone(), Fate::Dropped { reason })),
-        }
+/// A candidate dropped because the gate is red with it: the gate's exit and
+/// the end of its log (the evidence a repair round is sent).
+pub(super) fn red(g: &GateRun) -> Fate {
+    let how = g.exit.map_or_else(
+        || g.ended.clone().unwrap_or_else(|| "killed".into()),
+        |c| format!("exit {c}"),
+    );
+    Fate::Dropped {
+        reason: format!("turns the gate red ({how})"),
+        conflicts: Vec::new(),
+        gate_tail: Some(g.log_tail.clone()),
     }
-    let mut shas: Vec<(String, String)> = Vec::new();
-    let mut stopped: Option<String> = None;
-    if !applied.is_empty() {
-        let g = run_gate(wt, gate, &dir.join("gate-1.log"), bounds)?;
-        let green = g.green;
-        if g.stopped {
-            stopped = g.ended.clone();
-        }
-        gates.push(g);
-        if stopped.is_some() {
-        } else if green {
-            let log = git::run(wt, &["log", "--format=%H", &format!("{start}..HEAD")])?;
-            let mut list: Vec<&str> = log.lines().collect();
-            list.reverse();
-            for (q, sha) in applied.iter().zip(list) {
-                shas.push((q.task.clone(), sha.to_string()));
-            }
-        } else {
-            // Red: rebuild one by one, dropping each candidate that turns it red.
-            git::run(wt, &["reset", "-q", "--hard", &start])?;
-            for q in &applied {
-                let before = git::line(wt, &["rev-parse", "HEAD"])?;
-                let sha = match apply_one(wt, q)? {
-                    Ok(sha) => sha,
-                    Err(reason) => {
-                        fates.push((q.task.clone(), Fate::Dropped { reason }));
-                        continue;
-                    }
-                };
-                let n = gates.len() + 1;
-                let g = run_gate(wt, gate, &dir.join(format!("gate-{n}.log")), bounds)?;
-                if g.stopped {
-                    stopped = g.ended.clone();
-                    gates.push(g);
-                    break;
-                }
-                if g.green {
-                    shas.push((q.task.clone(), sha));
-                } else {
-                    git::run(wt, &["reset", "-q", "--hard", &before])?;
-                    fates.push((
-                        q.task.clone(),
-                        Fate::Dropped {
-                            reason: format!(
-                                "turns the gate red ({})",
-                                g.exit.map_or_else(
-                                    || g.ended.clone().unwrap_or_else(|| "killed".into()),
-                                    |c| format!("exit {c}")
-                                )
-                            ),
-                        },
-                    ));
-                }
-                gates.push(g);
-            }
-        }
-    }
-    if let Some(why) = &stopped {
-        // A landing is its commits and its gate, one unit: none of it lands.
-        git::run(wt, &["reset", "-q", "--hard", &start])?;
-        shas.clear();
-        for q in queued {
-            if !fates.iter().any(|(t, _)| t == &q.task) {
-                fates.push((
-                    q.task.clone(),
-                    Fate::Stopped {
-                        reason: format!("its landing's gate was ended: {why}"),
-                    },
-                ));
-            }
-        }
-    }
-    let head = git::line(wt, &["rev-parse", "HEAD"])?;
-    if head != start {
-        git::run(
-            wt,
-            &[
-                "update-ref",
-                "-m",
-                &format!("drover loop landing {number}"),
-                &reference,
-                &head,
-                &start,
-            ],
-        )?;
-    }
-    git::run(wt, &["checkout", "-q", branch])?;
-    for (task, sha) in shas {
-        fates.push((task, Fate::Landed { sha }));
-    }
-    // Keep the queue's order in the report.
-    fates.sort_by_key(|(t, _)| queued.iter().position(|q| &q.task == t));
-    let landing = Landing {
-        number,
-        branch: branch.to_string(),
-        start,
-        head,
-        fates,
-        gates,
-        evidence_dir: dir,
-    };
-    write_evidence(&landing)?;
-    Ok(landing)
 }
 
 /// The tasks landed on `branch` since `base`, by their `Task:` trailers,
@@ -396,9 +257,18 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
     );
     for (t, f) in &l.fates {
         match f {
-            Fate::Landed { sha } => md.push_str(&format!("- {t}: landed as {sha}\n")),
-            Fate::Dropped { reason } => md.push_str(&format!("- {t}: dropped, {reason}\n")),
-            Fate::Stopped { reason } => md.push_str(&format!("- {t}: not landed, {reason}\n")),
+            Fate::Landed { sha, three_way } => md.push_str(&format!(
+                "- {t}: landed as {sha}{}\n",
+                if *three_way {
+                    " (applied three-way)"
+                } else {
+                    ""
+                }
+            )),
+            Fate::Dropped { reason, .. } => md.push_str(&format!("- {t}: dropped, {reason}\n")),
+            Fate::Stopped { reason } | Fate::TimedOut { reason } => {
+                md.push_str(&format!("- {t}: not landed, {reason}\n"))
+            }
         }
     }
     md.push_str("\n## Gate runs\n");

@@ -1,9 +1,14 @@
 //! Landing: the loop's git, a lane's candidate patch, the integration branch
 //! and the gate ([`integrate`], re-exported here), the close-out.
 
+pub mod apply;
+mod batch;
+pub mod bisect;
 pub mod capture;
 pub mod closeout;
 pub mod git;
 mod integrate;
+pub mod rebase;
 
+pub use batch::{land, land_bounded};
 pub use integrate::*;

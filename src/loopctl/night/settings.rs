@@ -42,7 +42,13 @@ pub struct Unattended {
     pub report_grace: Duration,
     /// Longest one run of `--ship-cmd` (`--ship-timeout`), cut to the budget left.
     pub ship_timeout: Duration,
+    /// Most queued candidates one landing gates as one tree (`--land-batch`;
+    /// a red batch is bisected). At least 1.
+    pub land_batch: usize,
 }
+
+/// Candidates a landing gates as one batch unless `--land-batch` says otherwise.
+pub const DEFAULT_LAND_BATCH: usize = 4;
 
 impl Default for Unattended {
     fn default() -> Self {
@@ -59,6 +65,7 @@ impl Default for Unattended {
             autotune_k: crate::loopctl::night::autotune::DEFAULT_K,
             report_grace: DEFAULT_REPORT_GRACE,
             ship_timeout: DEFAULT_SHIP_TIMEOUT,
+            land_batch: DEFAULT_LAND_BATCH,
         }
     }
 }

@@ -133,6 +133,11 @@ pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter)
                 first_dispatch: None,
                 excluded_s: 0,
                 findings: Default::default(),
+                candidate_base: None,
+                onto: None,
+                rebases: 0,
+                rebase: None,
+                prior_candidate: None,
             }
         })
         .collect()

@@ -155,11 +155,16 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         for t in &self.status.tasks {
             match t.phase {
-                Phase::Landed => c.landed.push((
-                    t.id.clone(),
-                    t.title.clone(),
-                    t.sha.clone().unwrap_or_default(),
-                )),
+                Phase::Landed => {
+                    c.landed.push((
+                        t.id.clone(),
+                        t.title.clone(),
+                        t.sha.clone().unwrap_or_default(),
+                    ));
+                    if t.rebases > 0 {
+                        c.rebased.push(t.id.clone());
+                    }
+                }
                 Phase::Parked | Phase::Held => {
                     let reason = t.reason.clone().unwrap_or_default();
                     if reason.contains("excluded by the charter") {

@@ -11,9 +11,16 @@ use chrono::Utc;
 use std::path::Path;
 
 impl<O: LaneOps> Runner<'_, O> {
-    /// One landing: everything queued, onto the integration branch.
+    /// One landing: the first `--land-batch` queued candidates, gated as
+    /// one tree (bisected when red), onto the integration branch.
     pub(in crate::loopctl) fn land(&mut self) -> Result<(), LoopError> {
-        let ids = std::mem::take(&mut self.landing_queue);
+        let n = self
+            .cfg
+            .unattended
+            .land_batch
+            .max(1)
+            .min(self.landing_queue.len());
+        let ids: Vec<String> = self.landing_queue.drain(..n).collect();
         let queued: Vec<Queued> = ids
             .iter()
             .filter_map(|id| {
@@ -23,6 +30,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     task: id.clone(),
                     title: t.title.clone(),
                     patch: self.run.path.join(lane).join("candidate.patch"),
+                    base: t.candidate_base.clone(),
                 })
             })
             .collect();
@@ -44,7 +52,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.status.landings = number;
         self.status.integration_head = Some(l.head.clone());
         for (id, fate) in &l.fates {
-            if let (Fate::Landed { sha }, Some(t)) = (fate, self.task_mut(id)) {
+            if let (Fate::Landed { sha, .. }, Some(t)) = (fate, self.task_mut(id)) {
                 t.phase = Phase::Landed;
                 t.sha = Some(sha.clone());
             }
@@ -53,9 +61,24 @@ impl<O: LaneOps> Runner<'_, O> {
         let mut landed = 0;
         for (id, fate) in &l.fates {
             match fate {
-                Fate::Landed { sha } => {
+                Fate::Landed { sha, three_way } => {
                     landed += 1;
+                    if *three_way {
+                        self.decide(
+                            "landing",
+                            &format!("{id}: its candidate no longer applied to the integration head; applied three-way against its base"),
+                        )?;
+                    }
                     self.landed(id, sha)?;
+                }
+                Fate::TimedOut { reason } => {
+                    // The gate could not say: parked, the run goes on.
+                    let reason = format!("not landed at landing {number}: {reason}");
+                    self.park(
+                        id,
+                        &reason,
+                        "make the gate finish within the charter's `gate-timeout:` (or raise it), then rerun",
+                    )?;
                 }
                 Fate::Stopped { reason } => {
                     // Still queued: the close-out (or a resume) says so.
@@ -65,7 +88,9 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                     self.say(&format!("{id}: not landed: {reason}"));
                 }
-                Fate::Dropped { reason } => {
+                Fate::Dropped {
+                    reason, gate_tail, ..
+                } => {
                     let lane_dir =
                         self.run
                             .lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;
@@ -73,22 +98,20 @@ impl<O: LaneOps> Runner<'_, O> {
                         std::fs::read_to_string(lane_dir.join("return.md")).unwrap_or_default();
                     let text = format!("{prior}- dropped at landing {number}: {reason}\n");
                     crate::store::write_bytes_atomic(&lane_dir.join("return.md"), text.as_bytes())?;
-                    let branch = self
-                        .task(id)
-                        .and_then(|t| t.branch.clone())
-                        .unwrap_or_default();
-                    let integ = self.status.integration_branch.clone();
-                    self.park(
-                        id,
-                        &format!("dropped at landing {number}: {reason}"),
-                        &format!("rebase the work of {branch} onto {integ}, then rerun"),
-                    )?;
+                    // Back to its lane (a rebase or repair round), not parked.
+                    self.send_back(id, number, reason, gate_tail.as_deref())?;
                 }
             }
         }
+        self.status.gate_runs += l.gates.len() as u32;
         self.decide(
             "landing",
-            &format!("landing {number}: {landed} landed, head {}", l.head),
+            &format!(
+                "landing {number}: {landed} landed of {} in {} gate run(s), head {}",
+                queued.len(),
+                l.gates.len(),
+                l.head
+            ),
         )?;
         if landed > 0 {
             self.ship(&l.head)?;
@@ -183,21 +206,29 @@ impl<O: LaneOps> Runner<'_, O> {
         t: &crate::loopctl::run::runner::TaskState,
         wt: &Path,
     ) -> Result<(), String> {
-        let (_, _, patch) = capture::diff(wt, &self.status.base_sha).map_err(|e| e.to_string())?;
+        // A task sent back from landing was captured against the
+        // integration head merged into it.
+        let base = t
+            .onto
+            .clone()
+            .unwrap_or_else(|| self.status.base_sha.clone());
+        let (_, _, patch) = capture::diff(wt, &base).map_err(|e| e.to_string())?;
         if Some(crate::loopctl::sha256::hex(&patch)) != t.candidate_sha256 {
             return Err("it changed since its candidate landed".into());
         }
         let branch = t.branch.clone().unwrap_or_default();
-        let own = git::line(
+        // Commits of its own: on its branch, not on the integration branch,
+        // and not drover's (the work committed before a merge, the merge).
+        let authors = git::run(
             wt,
             &[
-                "rev-list",
-                "--count",
-                &format!("{}..HEAD", self.status.base_sha),
+                "log",
+                "--format=%ae",
+                &format!("refs/heads/{}..HEAD", self.status.integration_branch),
             ],
         )
         .map_err(|e| e.to_string())?;
-        if own != "0" {
+        if authors.lines().any(|a| a.trim() != git::IDENTITY_EMAIL) {
             return Err(format!("{branch} has commits of its own"));
         }
         let p = wt.to_string_lossy();

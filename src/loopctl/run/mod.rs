@@ -10,6 +10,7 @@ mod landing;
 pub mod limits;
 pub mod nudge;
 pub mod resume;
+pub mod rounds;
 pub mod rundir;
 pub mod runner;
 mod stall;

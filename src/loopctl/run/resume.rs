@@ -405,7 +405,16 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             &format!("{id}: its round {round} is re-run in lane {lane} as job {job}"),
         )?;
         self.say(&format!("{id}: restarted in lane {lane} (round {round})"));
-        let prompt = format!("{text}\n[loop] task={id} round={round} role=implementer");
+        // A round that began with a merge is re-run with what it was told
+        // (the brief alone would have the lane redo the task over the
+        // other side of its conflicts).
+        let prompt = match self.task(id).and_then(|t| t.rebase.clone()) {
+            Some(r) if !r.addendum.is_empty() => format!(
+                "{text}{}[loop] task={id} round={round} role=implementer {}",
+                r.addendum, r.tag
+            ),
+            _ => format!("{text}\n[loop] task={id} round={round} role=implementer"),
+        };
         let report = lane_dir.join(format!("report-i{round}.json"));
         let spec = JobSpec {
             job_id: job.clone(),

@@ -106,6 +106,25 @@ pub struct TaskState {
     /// Classes of finding its failed rounds opened (the tripwire's count).
     #[serde(default)]
     pub findings: crate::loopctl::night::tripwire::Findings,
+    /// The commit its candidate was captured on (a candidate that no longer
+    /// applies is retried three-way against it).
+    #[serde(default)]
+    pub candidate_base: Option<String>,
+    /// The integration head last merged into its branch (a round sent back
+    /// from landing): its candidate is captured against it from then on.
+    #[serde(default)]
+    pub onto: Option<String>,
+    /// Rebase rounds it was sent (conflicts resolved by its lane).
+    #[serde(default)]
+    pub rebases: u32,
+    /// The round under way that began with a merge, until its candidate is
+    /// captured again.
+    #[serde(default)]
+    pub rebase: Option<crate::loopctl::run::rounds::RebaseRound>,
+    /// Its candidate before its last rebase round, shown to the reviewer
+    /// beside the new one.
+    #[serde(default)]
+    pub prior_candidate: Option<PathBuf>,
 }
 
 /// The run as `loop status` shows it (`run.json`).
@@ -124,6 +143,9 @@ pub struct RunStatus {
     pub pool: usize,
     pub lanes_cap: usize,
     pub landings: u32,
+    /// Gate runs the landings made (each landing's are in its evidence).
+    #[serde(default)]
+    pub gate_runs: u32,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub closeout: Option<PathBuf>,
@@ -276,6 +298,9 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) landing_queue: Vec<String>,
     /// Captured candidates waiting for their reviewer lane: (task, patch).
     pub(in crate::loopctl) pending_reviews: Vec<(String, PathBuf)>,
+    /// Tasks whose passed review stands after a rebase round, waiting for
+    /// their reviewer to be free (`rounds.rs`).
+    pub(in crate::loopctl) carried: Vec<String>,
     pub(in crate::loopctl) rulings: Vec<(String, String)>,
     /// Owner present or overnight, now.
     pub(in crate::loopctl) mode: crate::loopctl::night::overnight::Mode,
@@ -394,6 +419,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             pool,
             lanes_cap: cfg.charter.lanes,
             landings: 0,
+            gate_runs: 0,
             started_at: crate::loopctl::night::clock::rfc3339(cfg.unattended.clock.now()),
             finished_at: None,
             closeout: None,
@@ -499,6 +525,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             paused: None,
             landing_queue: Vec::new(),
             pending_reviews: Vec::new(),
+            carried: Vec::new(),
             rulings,
             mode,
             held: Default::default(),

@@ -138,7 +138,11 @@ impl<O: LaneOps> Runner<'_, O> {
         Ok(handle)
     }
 
-    fn dispatch_impl(&mut self, id: &str, prompt: &str) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn dispatch_impl(
+        &mut self,
+        id: &str,
+        prompt: &str,
+    ) -> Result<(), LoopError> {
         let (round, lane_dir) = match (self.task(id), self.lanes.get(id)) {
             (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
@@ -245,13 +249,42 @@ impl<O: LaneOps> Runner<'_, O> {
             lend::give_back(&self.cfg.state_dir, id, a, Utc::now())?;
         }
         let Some(wt) = wt else { return Ok(()) };
+        // A round that began with a merge: markers refused, the merge
+        // concluded, and whether it needs a new review.
+        let rebased = self.task(id).is_some_and(|t| t.rebase.is_some());
+        let conflicts = self
+            .task(id)
+            .and_then(|t| t.rebase.as_ref())
+            .is_some_and(|r| !r.merged.conflicts.is_empty());
+        let review = if rebased {
+            match self.finish_rebase(id)? {
+                Some(review) => review,
+                None => return Ok(()),
+            }
+        } else {
+            true
+        };
+        if conflicts && review {
+            // The reviewer is shown the candidate before the rebase too.
+            let round = self.task(id).map_or(0, |t| t.round);
+            let prior = lane_dir.join(format!("candidate-r{}.patch", round.saturating_sub(1)));
+            if std::fs::copy(lane_dir.join("candidate.patch"), &prior).is_ok()
+                && let Some(t) = self.task_mut(id)
+            {
+                t.prior_candidate = Some(prior);
+            }
+        }
         // The lease's claim is the authority (it may have been renewed with more files).
         let claimed = lease::list(&self.cfg.state_dir, Utc::now())?
             .into_iter()
             .find(|l| l.task_id.as_deref() == Some(id))
             .map(|l| l.claimed_files)
             .unwrap_or_default();
-        match capture::capture(id, &wt, &self.status.base_sha, &claimed, &lane_dir)? {
+        let base = self
+            .task(id)
+            .and_then(|t| t.onto.clone())
+            .unwrap_or_else(|| self.status.base_sha.clone());
+        match capture::capture(id, &wt, &base, &claimed, &lane_dir)? {
             Err(refusal) => {
                 let why = refusal.describe();
                 capture::write_return(&lane_dir, id, &[format!("blocked: {why}")])?;
@@ -281,11 +314,16 @@ impl<O: LaneOps> Runner<'_, O> {
                 capture::write_return(&lane_dir, id, &lines)?;
                 if let Some(t) = self.task_mut(id) {
                     t.candidate_sha256 = Some(c.raw_sha256.clone());
+                    t.candidate_base = Some(c.base.clone());
                 }
                 self.say(&format!(
                     "{id}: candidate captured ({})",
                     c.files.join(", ")
                 ));
+                if !review {
+                    self.carried.push(id.to_string());
+                    return self.start_carried();
+                }
                 // A (session, agent) lane reviews one task at a time, so one
                 // heartbeat can never answer for another task's review.
                 self.pending_reviews.push((id.to_string(), c.patch_path));
@@ -296,6 +334,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Start the queued reviews whose reviewer lane is free, within the cap.
     pub(in crate::loopctl) fn start_reviews(&mut self) -> Result<(), LoopError> {
+        self.start_carried()?;
         let mut i = 0;
         while i < self.pending_reviews.len() {
             let (id, patch) = self.pending_reviews[i].clone();
@@ -345,6 +384,18 @@ impl<O: LaneOps> Runner<'_, O> {
             capture::shown_copy(&std::fs::read(patch).map_err(|e| LoopError::io(patch, e))?);
         let patch = lane_dir.join(format!("candidate-v{}.patch", t.round));
         crate::store::write_bytes_atomic(&patch, &bytes)?;
+        // After a rebase round the reviewer sees both diffs: before and after.
+        let before = match t.prior_candidate.as_deref().map(std::fs::read) {
+            Some(Ok(b)) => {
+                let p = lane_dir.join(format!("candidate-v{}-before-rebase.patch", t.round));
+                crate::store::write_bytes_atomic(&p, &capture::shown_copy(&b))?;
+                format!(
+                    " It was rebased onto the integration branch and changed more than the conflicts' resolution; before the rebase it was {}.",
+                    p.display()
+                )
+            }
+            _ => String::new(),
+        };
         // The reviewer checks the candidate against what the task asks.
         let asks = self
             .board
@@ -361,7 +412,7 @@ impl<O: LaneOps> Runner<'_, O> {
             })
             .unwrap_or_default();
         let text = format!(
-            "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
+            "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.{before}\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
             brief::first_line(&lane, id, &t.title, tier),
             t.round,
             patch.display()
@@ -383,6 +434,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Reviewing;
             t.lane = Some(lane.clone());
+            t.prior_candidate = None;
         }
         self.say(&format!("{id}: review in lane {lane} ({reviewer})"));
         let job = format!(
@@ -445,81 +497,9 @@ impl<O: LaneOps> Runner<'_, O> {
         }
     }
 
-    /// Send a task back to its implementer lane with new evidence, or park it
-    /// when its repair rounds are spent.
-    fn repair(&mut self, id: &str, evidence: &str, class: &str) -> Result<(), LoopError> {
-        let tripped = self.task_mut(id).and_then(|t| {
-            t.findings.failed(class);
-            crate::loopctl::night::tripwire::check(&t.findings, std::time::Duration::ZERO)
-        });
-        if let Some(r) = tripped {
-            return self.trip_task(id, &r);
-        }
-        let Some(t) = self.task(id).cloned() else {
-            return Ok(());
-        };
-        let (Some(agent), Some(wt)) = (t.agent, t.worktree.clone()) else {
-            return Ok(());
-        };
-        if t.round > self.cfg.repair_rounds {
-            let d = self.decide(
-                "tripwire",
-                &format!("{id}: {} failed rounds; last: {evidence}", t.round),
-            )?;
-            self.rulings.push((
-                format!("{d} {id} parked after {} failed rounds", t.round),
-                "a new approach or a split of the task".into(),
-            ));
-            return self.park(
-                id,
-                &format!("{} failed rounds: {evidence}", t.round),
-                "a new approach or a split (see DECISIONS.md)",
-            );
-        }
-        let round = t.round + 1;
-        let lane = format!("l{}-impl-{}", self.run.n, slug(id));
-        let lane_dir = self.run.lane_dir(&lane)?;
-        let note = format!(
-            "- round {} → {round}: {}\n",
-            t.round,
-            evidence.replace('\n', " ")
-        );
-        let review = lane_dir.join("review.md");
-        let prior =
-            std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
-        crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
-        lend::borrow(&self.cfg.state_dir, id, agent, Utc::now())?;
-        let spec = LaneSpec {
-            id: lane.clone(),
-            role: Role::Implementer,
-            agent,
-            task: id.to_string(),
-            lane_dir: lane_dir.clone(),
-            worktree: None,
-            cwd: wt,
-            effort: None,
-        };
-        let handle = self.lane_up(spec)?;
-        self.lanes.insert(id.to_string(), handle);
-        if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Implementing;
-            t.round = round;
-            t.lane = Some(lane.clone());
-        }
-        self.decide("repair", &format!("{id}: round {round}: {evidence}"))?;
-        self.say(&format!("{id}: repair round {round} in lane {lane}"));
-        let brief = std::fs::read_to_string(lane_dir.join("brief.md")).unwrap_or_default();
-        self.dispatch_impl(
-            id,
-            &format!(
-                "{brief}Repair: {evidence}\n[loop] task={id} round={round} role=implementer repair"
-            ),
-        )
-    }
-
     /// The pre-land check: the charter's gate on the candidate's tree (reported
     /// as the CI/Eval Auditor), then `gate check --task`.
-    fn gate_check(&mut self, id: &str) -> Result<(), LoopError> {
+    pub(in crate::loopctl) fn gate_check(&mut self, id: &str) -> Result<(), LoopError> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
         };

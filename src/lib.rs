@@ -30,6 +30,7 @@ pub mod dispatch;
 pub mod engine;
 pub mod evidence;
 pub mod exit;
+pub mod fleet;
 pub mod gate;
 pub mod lane;
 pub mod loopctl;

@@ -14,6 +14,7 @@ pub mod feed;
 mod feed_client;
 mod feed_conn;
 mod feed_files;
+mod fleet_hook;
 mod hub;
 mod lost;
 mod observe;

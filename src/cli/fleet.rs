@@ -14,7 +14,7 @@ use std::time::Duration;
 pub enum FleetCmd {
     /// Attach this host's supervisor to a fleet on a NATS server (starts one if none runs).
     #[command(after_help = JOIN_HELP)]
-    Join(JoinArgs),
+    Join(Box<JoinArgs>),
     /// List the fleet's hosts: slots, lanes, age, last heartbeat, state.
     #[command(after_help = "Example:\n  drover fleet ls --json")]
     Ls(LsArgs),
@@ -77,7 +77,7 @@ pub struct LsArgs {
 
 pub fn run(cmd: FleetCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
-        FleetCmd::Join(a) => join(a, ctx),
+        FleetCmd::Join(a) => join(*a, ctx),
         FleetCmd::Ls(a) => ls(a, ctx),
         FleetCmd::Leave => leave(ctx),
     }
@@ -236,7 +236,9 @@ async fn connect(cfg: &FleetConfig) -> Result<async_nats::Client, FleetError> {
 }
 
 fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
-    let dir = ctx.state_dir().map_err(|_| fleet_fail(FleetError::NotJoined))?;
+    let dir = ctx
+        .state_dir()
+        .map_err(|_| fleet_fail(FleetError::NotJoined))?;
     let cfg = config::load(&dir)
         .map_err(fleet_fail)?
         .ok_or_else(|| fleet_fail(FleetError::NotJoined))?;

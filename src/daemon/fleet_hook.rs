@@ -111,9 +111,9 @@ pub(super) async fn leave(sup: &Arc<Sup>) -> Result<Value, Response> {
 /// supervisor has no free slots); the config stays, so the next start rejoins.
 pub(super) async fn shutdown(sup: &Arc<Sup>) {
     let member = lock(&sup.fleet).take();
-    if let Some(m) = member {
-        if let Err(e) = m.stop(true).await {
-            tracing::warn!(error = %e, "fleet presence not removed; it expires with the TTL");
-        }
+    if let Some(m) = member
+        && let Err(e) = m.stop(true).await
+    {
+        tracing::warn!(error = %e, "fleet presence not removed; it expires with the TTL");
     }
 }

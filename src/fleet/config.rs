@@ -168,7 +168,9 @@ mod tests {
         std::fs::write(&f, "s3cret\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let err = Secret::File { path: f.clone() }.load("password").unwrap_err();
+        let err = Secret::File { path: f.clone() }
+            .load("password")
+            .unwrap_err();
         assert!(err.to_string().contains("chmod 600"), "{err}");
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
         let s = Secret::File { path: f.clone() };

@@ -132,7 +132,9 @@ fn connect_error(url: &str, e: &async_nats::ConnectError) -> FleetError {
         K::AuthorizationViolation | K::Authentication => {
             "the server refused the credentials (authorization violation): check the user, password, token or creds file".to_string()
         }
-        K::Tls => format!("TLS failed ({e}): check --tls-ca and that the server's certificate names this host"),
+        K::Tls => tls_advice(&e.to_string()),
+        // rustls reports a certificate it does not trust as an I/O error.
+        K::Io if e.to_string().contains("certificate") => tls_advice(&e.to_string()),
         K::TimedOut => "timed out".to_string(),
         _ => e.to_string(),
     };
@@ -140,6 +142,12 @@ fn connect_error(url: &str, e: &async_nats::ConnectError) -> FleetError {
         url: url.to_string(),
         message,
     }
+}
+
+fn tls_advice(e: &str) -> String {
+    format!(
+        "TLS failed ({e}): check --tls-ca names the CA that signed the server's certificate, and that the certificate names the host in the URL"
+    )
 }
 
 /// The environment variables that hold NATS secrets: scrubbed from every

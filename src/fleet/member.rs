@@ -73,7 +73,11 @@ async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Bea
 impl Member {
     /// Join now: connect, write the first heartbeat, then keep it alive.
     /// Errors (refused credentials, TLS, no JetStream) come back at once.
-    pub async fn join(cfg: FleetConfig, handed: Handed, lanes: LanesFn) -> Result<Self, FleetError> {
+    pub async fn join(
+        cfg: FleetConfig,
+        handed: Handed,
+        lanes: LanesFn,
+    ) -> Result<Self, FleetError> {
         let beat = open(&cfg, &handed, &lanes).await?;
         let ttl = Some(beat.ttl);
         let (stop, stop_rx) = watch::channel(false);
@@ -133,11 +137,8 @@ impl Member {
             return Ok(());
         };
         let result = if leave {
-            match tokio::time::timeout(
-                LEAVE_TIMEOUT,
-                membership::remove(&link.kv, &self.cfg.host),
-            )
-            .await
+            match tokio::time::timeout(LEAVE_TIMEOUT, membership::remove(&link.kv, &self.cfg.host))
+                .await
             {
                 Ok(r) => r,
                 Err(_) => Err(FleetError::Bus {

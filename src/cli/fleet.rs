@@ -348,3 +348,58 @@ fn leave(ctx: &Ctx) -> anyhow::Result<u8> {
     ctx.said(format!("left fleet {} (host {})", cfg.fleet, cfg.host));
     Ok(exit::OK)
 }
+
+/// What `events --follow --fleet` asks for.
+pub struct FleetFollow<'a> {
+    pub fleet: &'a str,
+    pub since: Option<u64>,
+    pub pane: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub jsonl: bool,
+}
+
+/// `events --follow --fleet FLEET`: every host's events from the fleet's
+/// stream, in each host's order, until interrupted or stdout closes.
+pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
+    use super::events::{human, kind_matches, out};
+    use futures_util::StreamExt;
+    let (_, cfg) = joined(ctx)?;
+    if cfg.fleet != f.fleet {
+        return Err(fail(
+            exit::REFUSED,
+            format!("this host joined fleet {}, not {}", cfg.fleet, f.fleet),
+        ));
+    }
+    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    runtime()?.block_on(async {
+        let client = connect(&cfg).await.map_err(fleet_fail)?;
+        let js = async_nats::jetstream::new(client);
+        let mut msgs = drover::fleet::events::follow(&js, &names, f.since)
+            .await
+            .map_err(fleet_fail)?;
+        while let Some(m) = msgs.next().await {
+            let m = m.map_err(|e| fleet_fail(FleetError::bus("follow the event stream", e)))?;
+            let Some(ev) = drover::fleet::events::decode(&names, &m) else {
+                continue;
+            };
+            let kind = ev.event["kind"].as_str().unwrap_or_default();
+            if !kind_matches(f.kind, kind)
+                || f.pane.is_some_and(|p| ev.event["pane"].as_str() != Some(p))
+            {
+                continue;
+            }
+            let text = if f.jsonl {
+                ev.to_line()
+            } else {
+                format!("{:<16} {}", ev.host, human(&ev.event))
+            };
+            if !out(&(text + "\n")) {
+                return Ok(exit::OK);
+            }
+        }
+        Err(fail(
+            exit::TRANSPORT,
+            "the fleet's event stream ended; run `drover events --follow --fleet FLEET --since FLEET_SEQ` again to resume",
+        ))
+    })
+}

@@ -37,7 +37,43 @@ pub(super) async fn start_if_joined(sup: &Arc<Sup>) {
     };
     tracing::info!(fleet = %cfg.fleet, host = %cfg.host, "rejoining the fleet");
     let handed = Handed::from_env(&cfg);
-    *lock(&sup.fleet) = Some(Member::rejoin(cfg, handed, lanes_fn(sup)));
+    let member = Member::rejoin(cfg, handed, lanes_fn(sup));
+    forward_events(sup, &member);
+    *lock(&sup.fleet) = Some(member);
+}
+
+/// Every event of this supervisor's feed from now on, into the fleet's
+/// stream in order; a subscriber that fell behind sends a `missed` record,
+/// as `events --follow` does. Ends when the membership stops.
+fn forward_events(sup: &Arc<Sup>, member: &Member) {
+    let mut sink = match member.events_sink() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "fleet events not forwarded");
+            return;
+        }
+    };
+    let mut live = sup.feed.subscribe(None).live;
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut last = 0u64;
+        loop {
+            let line = tokio::select! {
+                r = live.recv() => match r {
+                    Ok(ev) => {
+                        last = ev.seq;
+                        ev.line.clone()
+                    }
+                    Err(RecvError::Lagged(n)) => super::feed::missed_line(last + 1, n),
+                    Err(RecvError::Closed) => return,
+                },
+                () = sink.stopped() => return,
+            };
+            if !sink.send(&line).await {
+                return;
+            }
+        }
+    });
 }
 
 /// `fleet.join {config, password?, token?}`: connect, write the first
@@ -76,6 +112,7 @@ pub(super) async fn join(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response
         return Err(fleet_err(e));
     }
     let ttl = member.ttl.map(|t| t.as_millis() as u64);
+    forward_events(sup, &member);
     *lock(&sup.fleet) = Some(member);
     tracing::info!(fleet = %cfg.fleet, host = %cfg.host, "joined the fleet");
     Ok(json!({"fleet": cfg.fleet, "host": cfg.host, "slots": cfg.slots, "ttl_ms": ttl}))

@@ -35,6 +35,7 @@ pub struct Member {
 struct Link {
     kv: async_nats::jetstream::kv::Store,
     client: async_nats::Client,
+    js: async_nats::jetstream::Context,
 }
 
 /// One connected heartbeat source.
@@ -61,9 +62,10 @@ async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Bea
         heartbeat_at: now,
         heartbeat_ms: membership::heartbeat_for(cfg.heartbeat_ms, ttl).as_millis() as u64,
     };
+    super::events::stream(&js, &names).await?;
     membership::put(&kv, &presence).await?;
     Ok(Beat {
-        link: Link { kv, client },
+        link: Link { kv, client, js },
         every: membership::heartbeat_for(cfg.heartbeat_ms, ttl),
         presence,
         ttl,
@@ -127,6 +129,16 @@ impl Member {
         }
     }
 
+    /// Where this supervisor's feed goes (this host's events subject).
+    pub fn events_sink(&self) -> Result<EventsSink, FleetError> {
+        Ok(EventsSink {
+            link: self.link.clone(),
+            stop: self.stop.subscribe(),
+            names: Names::new(&self.cfg.fleet)?,
+            host: self.cfg.host.clone(),
+        })
+    }
+
     /// Stop heartbeating; with `leave`, also remove this host's key at once
     /// (else it expires within the TTL). Bounded by [`LEAVE_TIMEOUT`].
     pub async fn stop(self, leave: bool) -> Result<(), FleetError> {
@@ -180,6 +192,55 @@ async fn heartbeat(
                 tracing::warn!(error = %e, "fleet heartbeat failed; retrying");
             }
             Err(_) => {}
+        }
+    }
+}
+
+/// A supervisor's feed on its way to the fleet's stream.
+pub struct EventsSink {
+    link: watch::Receiver<Option<Link>>,
+    stop: watch::Receiver<bool>,
+    names: Names,
+    host: String,
+}
+
+impl EventsSink {
+    /// Resolves once the membership stopped.
+    pub async fn stopped(&mut self) {
+        let _ = self.stop.wait_for(|s| *s).await;
+    }
+
+    /// Publish one event line, waiting for the connection and retrying
+    /// until the stream stored it, so the host's order is kept; false once
+    /// the membership stopped (the line is then not sent).
+    pub async fn send(&mut self, line: &str) -> bool {
+        let mut delay = RETRY_MIN;
+        let mut failing = false;
+        loop {
+            if *self.stop.borrow() {
+                return false;
+            }
+            let link = self.link.borrow().clone();
+            if let Some(l) = link {
+                match super::events::publish(&l.js, &self.names, &self.host, line).await {
+                    Ok(()) => {
+                        if failing {
+                            tracing::info!("fleet events flowing again");
+                        }
+                        return true;
+                    }
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e, "fleet event not stored; retrying");
+                    }
+                    Err(_) => {}
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = self.stop.wait_for(|s| *s) => return false,
+            }
+            delay = (delay * 2).min(RETRY_MAX);
         }
     }
 }

@@ -13,12 +13,15 @@
 //! - [`membership`]: presence, a key per host in a KV bucket whose TTL makes
 //!   a dead host disappear by itself.
 //! - [`member`]: the supervisor's task that heartbeats while it runs.
+//! - [`events`]: each host's event feed into the fleet's stream, and the
+//!   fleet-wide follower (`events --follow --fleet`).
 //!
 //! The supervisor runs this on its own runtime; the `fleet` commands make a
 //! small runtime of their own (the rest of drover is synchronous).
 
 pub mod config;
 pub mod connection;
+pub mod events;
 pub mod member;
 pub mod membership;
 pub mod subjects;
@@ -84,7 +87,7 @@ pub enum FleetError {
 
 impl FleetError {
     /// A failed call on the bus, with what was being done.
-    pub(crate) fn bus(op: &'static str, e: impl std::fmt::Display) -> Self {
+    pub fn bus(op: &'static str, e: impl std::fmt::Display) -> Self {
         FleetError::Bus {
             op,
             message: e.to_string(),

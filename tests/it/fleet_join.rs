@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const NEEDS: &str = "needs nats-server: scripts/install-nats.sh";
 
 /// Users of the test servers: one per host.
-fn users() -> Setup {
+pub(crate) fn users() -> Setup {
     Setup {
         users: vec![
             ("h1".into(), "pw-h1-Xq7".into()),
@@ -23,14 +23,14 @@ fn users() -> Setup {
 }
 
 /// A 0600 file holding `secret`, beside `d`'s state dir.
-fn secret_file(d: &Drover, name: &str, secret: &str) -> PathBuf {
+pub(crate) fn secret_file(d: &Drover, name: &str, secret: &str) -> PathBuf {
     let p = d.scratch().join(name);
     std::fs::write(&p, format!("{secret}\n")).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 
-fn run(d: &Drover, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn run(d: &Drover, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = d.cmd();
     c.args(args);
     for (k, v) in env {
@@ -40,7 +40,7 @@ fn run(d: &Drover, args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// `fleet join` as user `user` with its password in a file; asserts success.
-fn join(d: &Drover, nats: &Nats, host: &str, user: &str, pw: &str, extra: &[&str]) {
+pub(crate) fn join(d: &Drover, nats: &Nats, host: &str, user: &str, pw: &str, extra: &[&str]) {
     let f = secret_file(d, "nats.pw", pw);
     let url = nats.url("nats");
     let mut args = vec![

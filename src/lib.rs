@@ -18,6 +18,8 @@
 //!   framed protocol of `docs/protocol.md`, holding every pane for its life.
 //! - [`agent`] turns a screen into an observation (rules as data) and delivers
 //!   prompts; [`watch`] answers barriers from observation changes, never by polling.
+//! - [`fleet`] joins supervisors of many hosts over NATS JetStream; it runs
+//!   only when the state dir holds a fleet config (docs/fleet.md).
 //! - [`registry`], [`engine`] and [`gate`] keep the crash-safe state on disk, all
 //!   through [`store`] (atomic writes, locks beside documents, torn-tail-safe JSONL).
 //! - [`policy`] decides, purely, whether an attempt is finished.
@@ -30,6 +32,7 @@ pub mod dispatch;
 pub mod engine;
 pub mod evidence;
 pub mod exit;
+pub mod fleet;
 pub mod gate;
 pub mod lane;
 pub mod loopctl;

@@ -30,16 +30,19 @@ pub struct EventsArgs {
     /// Print one JSON object per event per line (also with --follow).
     #[arg(long)]
     jsonl: bool,
+    /// With --follow: every host of this fleet (joined with `fleet join`), a HOST column; --since is the fleet stream's seq (docs/fleet.md).
+    #[arg(long, value_name = "FLEET", requires = "follow")]
+    fleet: Option<String>,
 }
 
 /// Write to stdout; `false` once the reader has gone (a closed pipe).
-fn out(s: &str) -> bool {
+pub(super) fn out(s: &str) -> bool {
     let mut o = std::io::stdout().lock();
     o.write_all(s.as_bytes()).and_then(|()| o.flush()).is_ok()
 }
 
 /// `seq  at  kind  k=v …`, one line.
-fn human(v: &Value) -> String {
+pub(super) fn human(v: &Value) -> String {
     let Some(m) = v.as_object() else {
         return v.to_string();
     };
@@ -61,7 +64,7 @@ fn human(v: &Value) -> String {
     line.trim_end().to_string()
 }
 
-fn kind_matches(want: Option<&str>, kind: &str) -> bool {
+pub(super) fn kind_matches(want: Option<&str>, kind: &str) -> bool {
     want.is_none_or(|k| {
         kind == k || (kind.starts_with(k) && kind.as_bytes().get(k.len()) == Some(&b'.'))
     })
@@ -110,6 +113,16 @@ pub fn run(a: EventsArgs, state: &std::path::Path, ctx: &Ctx) -> anyhow::Result<
 }
 
 fn follow(a: EventsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    if let Some(fleet) = &a.fleet {
+        let spec = super::fleet::FleetFollow {
+            fleet,
+            since: a.since,
+            pane: a.pane.as_deref(),
+            kind: a.kind.as_deref(),
+            jsonl: a.jsonl,
+        };
+        return super::fleet::follow_events(&spec, ctx);
+    }
     let spec = FollowSpec {
         since: a.since,
         pane: a.pane,

@@ -9,6 +9,7 @@ mod completions;
 mod demo;
 mod demo_loop;
 mod events;
+mod fleet;
 mod fmt;
 mod job;
 mod lane;
@@ -149,6 +150,11 @@ pub enum Command {
     Report {
         #[command(subcommand)]
         cmd: report::ReportCmd,
+    },
+    /// The fleet: this host's supervisor joined to others over NATS (docs/fleet.md).
+    Fleet {
+        #[command(subcommand)]
+        cmd: fleet::FleetCmd,
     },
     /// A live dashboard of every pane and lane, the ones that need you first.
     #[command(after_help = "Example:\n  drover top")]
@@ -337,6 +343,7 @@ pub fn main() -> ExitCode {
         Command::Man(a) => completions::man(a),
         Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Top(a) => top::run(a, &ctx),
+        Command::Fleet { cmd } => fleet::run(cmd, &ctx),
         Command::Report { cmd } => report::run(cmd, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),

@@ -14,6 +14,7 @@ pub mod feed;
 mod feed_client;
 mod feed_conn;
 mod feed_files;
+mod fleet_hook;
 pub mod frame_limit;
 mod hub;
 mod lost;

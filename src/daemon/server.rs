@@ -81,6 +81,8 @@ pub(super) struct Sup {
     pub(super) feed: Arc<super::feed::Feed>,
     /// The backends' hosts (tmux server, …), started on first use.
     pub(super) hosts: Hosts,
+    /// This host's fleet membership, when it joined one (docs/fleet.md).
+    pub(super) fleet: Mutex<Option<crate::fleet::Member>>,
 }
 
 struct Events {
@@ -227,6 +229,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         lost: Mutex::new(HashMap::new()),
         feed: Arc::new(super::feed::Feed::default()),
         hosts: Hosts::new(&opts.state_dir),
+        fleet: Mutex::new(None),
     });
     super::feed_files::start(&opts.state_dir, sup.feed.clone());
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
@@ -241,6 +244,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     super::adopt::adopt(&sup).await;
     super::lost::recover(&sup).await;
     tokio::spawn(super::lost::refresher(sup.clone()));
+    super::fleet_hook::start_if_joined(&sup).await;
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(ServeError::Runtime)?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -292,6 +296,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         }
     }
     tracing::info!("shutting down: stopping panes");
+    super::fleet_hook::shutdown(&sup).await;
     drop(listener);
     let _ = std::fs::remove_file(&opts.socket);
     let entries: Vec<Arc<Entry>> = lock(&sup.panes).drain().map(|(_, e)| e).collect();
@@ -614,6 +619,8 @@ async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
         "deliver" => super::deliver::deliver(sup, args).await,
         "pane.answer" => super::answer::answer(sup, args).await,
         "evidence.watch" => super::evidence_watch::start(sup, args),
+        "fleet.join" => super::fleet_hook::join(sup, args).await,
+        "fleet.leave" => super::fleet_hook::leave(sup).await,
         "shutdown" => {
             let _ = sup.shutdown.send(true);
             Ok(json!({"stopping": true}))

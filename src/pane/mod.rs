@@ -19,6 +19,7 @@ pub mod reap;
 pub mod record;
 mod saved;
 mod spawn;
+pub use spawn::SCRUBBED_ENV;
 mod spec;
 pub mod tmux;
 

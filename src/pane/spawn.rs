@@ -74,6 +74,9 @@ pub(super) struct Spawned {
 /// inherited by descendants that leave the pane's session or process group,
 /// so they can still be found and ended (docs/architecture.md).
 pub const PANE_MARKER_ENV: &str = "DROVER_PANE";
+/// Variables a supervisor's environment may hold that no pane may see: the
+/// fleet's NATS secrets (docs/fleet.md).
+pub const SCRUBBED_ENV: [&str; 2] = ["DROVER_NATS_PASSWORD", "DROVER_NATS_TOKEN"];
 
 pub(super) fn spawn_process(spec: &PaneSpec, marker: &str) -> Result<Spawned, PaneError> {
     spec.validate()?;
@@ -101,6 +104,9 @@ pub(super) fn spawn_process(spec: &PaneSpec, marker: &str) -> Result<Spawned, Pa
     // The agent must not think it runs inside tmux (docs/architecture.md).
     cmd.env_remove("TMUX");
     cmd.env_remove("TMUX_PANE");
+    for k in SCRUBBED_ENV {
+        cmd.env_remove(k);
+    }
     if !spec.env.iter().any(|(k, _)| k == "TERM") {
         cmd.env("TERM", "xterm-256color");
     }

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 /// The longest the whole run may take on a loaded machine.
 const RUN_TIMEOUT: Duration = Duration::from_secs(240);
-/// How long the mock may take to bind its port.
 /// A phrase only the reviewers' replies hold: it must reach the lane
 /// reports and nothing else drover writes.
 const FINDINGS: &str = "the-findings-phrase-q7z";

@@ -199,6 +199,10 @@ impl TmuxHost {
         let mut c = Command::new(&self.binary);
         c.args(["-L", &self.socket, "-f", "/dev/null"]);
         c.env_remove("TMUX").env_remove("TMUX_PANE");
+        // The tmux server's environment is every tmux pane's.
+        for k in crate::pane::spawn::SCRUBBED_ENV {
+            c.env_remove(k);
+        }
         c.stdin(std::process::Stdio::null());
         c
     }

@@ -1,0 +1,405 @@
+//! `drover fleet join|ls|leave` (docs/fleet.md). The only commands that
+//! reach a NATS server; each makes a small runtime of its own for it.
+
+use super::{Ctx, client_err, fail};
+use drover::exit;
+use drover::fleet::config::{self, PASSWORD_ENV, TOKEN_ENV};
+use drover::fleet::membership::{self, Presence};
+use drover::fleet::{Auth, FleetConfig, FleetError, Handed, Names, Secret, connection};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum FleetCmd {
+    /// Attach this host's supervisor to a fleet on a NATS server (starts one if none runs).
+    #[command(after_help = JOIN_HELP)]
+    Join(Box<JoinArgs>),
+    /// List the fleet's hosts: slots, lanes, age, last heartbeat, state.
+    #[command(after_help = "Example:\n  drover fleet ls --json")]
+    Ls(LsArgs),
+    /// Take this host out of its fleet now (its key is removed, its config forgotten).
+    #[command(after_help = "Example:\n  drover fleet leave")]
+    Leave,
+}
+
+const JOIN_HELP: &str = "\
+Secrets never go in argv: a password comes from --password-file (mode 0600)
+or DROVER_NATS_PASSWORD, a token from --token-file or DROVER_NATS_TOKEN.
+A server that asks no authentication is refused without --insecure.
+
+Example:
+  drover fleet join lab --nats tls://nats.example:4222 --user h1 --password-file ~/.config/drover/nats.pw --tls-ca ca.pem";
+
+#[derive(Debug, clap::Args)]
+pub struct JoinArgs {
+    /// The fleet's id (1-64 of A-Z a-z 0-9 _ -).
+    fleet: String,
+    /// The NATS server URL (nats:// or tls://; several separated by commas).
+    #[arg(long, value_name = "URL")]
+    nats: String,
+    /// This host's id in the fleet (default: the hostname).
+    #[arg(long, value_name = "ID")]
+    host: Option<String>,
+    /// Lanes this host offers the fleet (default: the spawn budget).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    slots: Option<u16>,
+    /// A NATS credentials file (user JWT and nkey seed).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["user", "token_file"])]
+    creds: Option<PathBuf>,
+    /// A NATS user; its password from --password-file or DROVER_NATS_PASSWORD.
+    #[arg(long, value_name = "USER", conflicts_with = "token_file")]
+    user: Option<String>,
+    /// The file holding the user's password (mode 0600).
+    #[arg(long, value_name = "FILE", requires = "user")]
+    password_file: Option<PathBuf>,
+    /// The file holding a token (mode 0600); else DROVER_NATS_TOKEN if set.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Trust this CA (PEM) for the server's certificate; implies TLS.
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+    /// Join a server that asks no authentication (anyone who reaches it can write to the fleet).
+    #[arg(long)]
+    insecure: bool,
+    /// How often to heartbeat, in ms; a new fleet's hosts expire after 3 missed.
+    #[arg(long, value_name = "MS", default_value_t = config::DEFAULT_HEARTBEAT_MS,
+          value_parser = clap::value_parser!(u64).range(membership::MIN_HEARTBEAT_MS..))]
+    heartbeat_ms: u64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LsArgs {
+    /// Print one JSON document: the fleet and its hosts.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(cmd: FleetCmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    match cmd {
+        FleetCmd::Join(a) => join(*a, ctx),
+        FleetCmd::Ls(a) => ls(a, ctx),
+        FleetCmd::Leave => leave(ctx),
+    }
+}
+
+fn fleet_fail(e: FleetError) -> anyhow::Error {
+    fail(e.exit_code(), e.to_string())
+}
+
+/// The runtime of a fleet command: one thread, made only here.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fleet_fail(FleetError::Runtime(e)))
+}
+
+/// This machine's hostname as a host id.
+fn default_host() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    drover::fleet::subjects::host_id_from(name.trim())
+}
+
+/// A file given on the command line, made absolute (the supervisor that
+/// reads it later runs elsewhere) and checked private when it holds a secret.
+fn secret_file(path: &Path, what: &'static str) -> anyhow::Result<PathBuf> {
+    let abs = std::fs::canonicalize(path).map_err(|source| {
+        fleet_fail(FleetError::Secret {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })
+    })?;
+    config::check_private(&abs, what).map_err(fleet_fail)?;
+    Ok(abs)
+}
+
+/// The auth of a join, from its flags and this environment.
+fn auth(a: &JoinArgs) -> anyhow::Result<Auth> {
+    if let Some(f) = &a.creds {
+        return Ok(Auth::Creds {
+            file: secret_file(f, "credentials")?,
+        });
+    }
+    if let Some(user) = &a.user {
+        let password = match &a.password_file {
+            Some(f) => Secret::File {
+                path: secret_file(f, "password")?,
+            },
+            None => Secret::Env {
+                var: PASSWORD_ENV.into(),
+            },
+        };
+        return Ok(Auth::User {
+            user: user.clone(),
+            password,
+        });
+    }
+    if let Some(f) = &a.token_file {
+        return Ok(Auth::Token {
+            token: Secret::File {
+                path: secret_file(f, "token")?,
+            },
+        });
+    }
+    if std::env::var_os(TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
+        return Ok(Auth::Token {
+            token: Secret::Env {
+                var: TOKEN_ENV.into(),
+            },
+        });
+    }
+    Ok(Auth::None)
+}
+
+fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    Names::new(&a.fleet).map_err(fleet_fail)?;
+    let host = a.host.clone().unwrap_or_else(default_host);
+    drover::fleet::subjects::check_id("host", &host).map_err(fleet_fail)?;
+    config::check_url(&a.nats).map_err(fleet_fail)?;
+    let tls_ca = match &a.tls_ca {
+        Some(p) => Some(std::fs::canonicalize(p).map_err(|source| {
+            fleet_fail(FleetError::Secret {
+                what: "TLS CA",
+                path: p.clone(),
+                source,
+            })
+        })?),
+        None => None,
+    };
+    let cfg = FleetConfig {
+        fleet: a.fleet.clone(),
+        url: a.nats.clone(),
+        host,
+        slots: a
+            .slots
+            .map_or(drover::lane::spawn::DEFAULT_SPAWN_BUDGET, usize::from),
+        auth: auth(&a)?,
+        tls_ca,
+        insecure: a.insecure,
+        heartbeat_ms: a.heartbeat_ms,
+    };
+    if matches!(cfg.auth, Auth::None) && !cfg.insecure {
+        return Err(fleet_fail(FleetError::NoCredentials));
+    }
+    let handed = Handed::from_env(&cfg);
+    // A secret named by a variable that is not set is said here, not later
+    // in the supervisor's log.
+    for (s, got) in match &cfg.auth {
+        Auth::User { password, .. } => vec![(password, &handed.password)],
+        Auth::Token { token } => vec![(token, &handed.token)],
+        _ => vec![],
+    } {
+        if let Secret::Env { var } = s
+            && got.is_none()
+        {
+            return Err(fleet_fail(FleetError::SecretEnv {
+                what: "secret",
+                var: var.clone(),
+            }));
+        }
+    }
+    let state_dir = ctx.state_dir_create()?;
+    if let Some(old) = config::load(&state_dir).map_err(fleet_fail)?
+        && old.fleet != cfg.fleet
+    {
+        return Err(fail(
+            exit::REFUSED,
+            format!(
+                "this host is in fleet {}; run `drover fleet leave` first",
+                old.fleet
+            ),
+        ));
+    }
+    let mut c = ctx.client_or_start()?;
+    let r = c
+        .call(
+            "fleet.join",
+            json!({"config": cfg, "password": handed.password, "token": handed.token}),
+        )
+        .map_err(client_err)?;
+    let ttl = r["ttl_ms"].as_u64().unwrap_or(0);
+    ctx.said(format!(
+        "joined fleet {} as host {} ({} slots); a host is gone {}s after its last heartbeat",
+        cfg.fleet,
+        cfg.host,
+        cfg.slots,
+        ttl / 1000
+    ));
+    Ok(exit::OK)
+}
+
+/// Connect as this state dir's joined host.
+async fn connect(cfg: &FleetConfig) -> Result<async_nats::Client, FleetError> {
+    connection::connect(cfg, &Handed::from_env(cfg)).await
+}
+
+fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
+    let dir = ctx
+        .state_dir()
+        .map_err(|_| fleet_fail(FleetError::NotJoined))?;
+    let cfg = config::load(&dir)
+        .map_err(fleet_fail)?
+        .ok_or_else(|| fleet_fail(FleetError::NotJoined))?;
+    Ok((dir, cfg))
+}
+
+fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let (_, cfg) = joined(ctx)?;
+    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    let hosts: Vec<Presence> = runtime()?
+        .block_on(async {
+            let client = connect(&cfg).await?;
+            let js = async_nats::jetstream::new(client.clone());
+            let (kv, _) = membership::bucket(&js, &names, cfg.heartbeat_ms).await?;
+            let hosts = membership::list(&kv).await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), client.drain()).await;
+            hosts
+        })
+        .map_err(fleet_fail)?;
+    let now = drover::paths::now_ms();
+    let ms_of = |at: &str| {
+        chrono::DateTime::parse_from_rfc3339(at)
+            .ok()
+            .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
+            .unwrap_or(0)
+    };
+    if a.json {
+        let rows: Vec<_> = hosts
+            .iter()
+            .map(|p| {
+                let seen = now.saturating_sub(ms_of(&p.heartbeat_at));
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                v["this"] = json!(p.host == cfg.host);
+                v["seen_ms"] = json!(seen);
+                v["state"] = json!(membership::state_of(
+                    Duration::from_millis(seen),
+                    p.heartbeat_ms
+                ));
+                v
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"fleet": cfg.fleet, "hosts": rows}))?
+        );
+        return Ok(exit::OK);
+    }
+    println!(
+        "{:<24} {:>5} {:>5} {:>9} {:>9} {:<5} VERSION",
+        "HOST", "SLOTS", "LANES", "AGE", "SEEN", "STATE"
+    );
+    for p in &hosts {
+        let seen = now.saturating_sub(ms_of(&p.heartbeat_at));
+        let mark = if p.host == cfg.host { "*" } else { "" };
+        println!(
+            "{:<24} {:>5} {:>5} {:>9} {:>9} {:<5} {}",
+            format!("{}{mark}", p.host),
+            p.slots,
+            p.lanes,
+            super::fmt::ago(ms_of(&p.joined_at)).trim_end_matches(" ago"),
+            super::fmt::ago(ms_of(&p.heartbeat_at)),
+            membership::state_of(Duration::from_millis(seen), p.heartbeat_ms).as_str(),
+            p.version
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn leave(ctx: &Ctx) -> anyhow::Result<u8> {
+    // A running supervisor holds the heartbeat: it stops it and removes the key.
+    if let Ok(mut c) = ctx.client() {
+        let r = c.call("fleet.leave", json!({})).map_err(client_err)?;
+        if r["left"] == json!(true) {
+            if let Some(e) = r["error"].as_str() {
+                eprintln!("drover: warning: {e}; the host's entry expires with the fleet's TTL");
+            }
+            ctx.said(format!(
+                "left fleet {} (host {})",
+                r["fleet"].as_str().unwrap_or("-"),
+                r["host"].as_str().unwrap_or("-")
+            ));
+            return Ok(exit::OK);
+        }
+        if r["config_removed"] != json!(true) {
+            ctx.said("this host is in no fleet");
+            return Ok(exit::OK);
+        }
+    }
+    let Ok((dir, cfg)) = joined(ctx) else {
+        ctx.said("this host is in no fleet");
+        return Ok(exit::OK);
+    };
+    // No supervisor: remove the key ourselves, then the config.
+    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    let removed = runtime()?.block_on(async {
+        let client = connect(&cfg).await?;
+        let js = async_nats::jetstream::new(client.clone());
+        let (kv, _) = membership::bucket(&js, &names, cfg.heartbeat_ms).await?;
+        let r = membership::remove(&kv, &cfg.host).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), client.drain()).await;
+        r
+    });
+    config::remove(&dir).map_err(fleet_fail)?;
+    if let Err(e) = removed {
+        eprintln!("drover: warning: {e}; the host's entry expires with the fleet's TTL");
+    }
+    ctx.said(format!("left fleet {} (host {})", cfg.fleet, cfg.host));
+    Ok(exit::OK)
+}
+
+/// What `events --follow --fleet` asks for.
+pub struct FleetFollow<'a> {
+    pub fleet: &'a str,
+    pub since: Option<u64>,
+    pub pane: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub jsonl: bool,
+}
+
+/// `events --follow --fleet FLEET`: every host's events from the fleet's
+/// stream, in each host's order, until interrupted or stdout closes.
+pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
+    use super::events::{human, kind_matches, out};
+    use futures_util::StreamExt;
+    let (_, cfg) = joined(ctx)?;
+    if cfg.fleet != f.fleet {
+        return Err(fail(
+            exit::REFUSED,
+            format!("this host joined fleet {}, not {}", cfg.fleet, f.fleet),
+        ));
+    }
+    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    runtime()?.block_on(async {
+        let client = connect(&cfg).await.map_err(fleet_fail)?;
+        let js = async_nats::jetstream::new(client);
+        let mut msgs = drover::fleet::events::follow(&js, &names, f.since)
+            .await
+            .map_err(fleet_fail)?;
+        while let Some(m) = msgs.next().await {
+            let m = m.map_err(|e| fleet_fail(FleetError::bus("follow the event stream", e)))?;
+            let Some(ev) = drover::fleet::events::decode(&names, &m) else {
+                continue;
+            };
+            let kind = ev.event["kind"].as_str().unwrap_or_default();
+            if !kind_matches(f.kind, kind)
+                || f.pane.is_some_and(|p| ev.event["pane"].as_str() != Some(p))
+            {
+                continue;
+            }
+            let text = if f.jsonl {
+                ev.to_line()
+            } else {
+                format!("{:<16} {}", ev.host, human(&ev.event))
+            };
+            if !out(&(text + "\n")) {
+                return Ok(exit::OK);
+            }
+        }
+        Err(fail(
+            exit::TRANSPORT,
+            "the fleet's event stream ended; run `drover events --follow --fleet FLEET --since FLEET_SEQ` again to resume",
+        ))
+    })
+}

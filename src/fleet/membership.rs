@@ -1,0 +1,182 @@
+//! Presence: one key per host in the fleet's KV bucket, rewritten every
+//! heartbeat. The bucket's `max_age` is the fleet's TTL, so the key of a host
+//! that stops heartbeating (kill -9, power, a cut link) expires on the server
+//! by itself; nobody has to notice the death.
+
+use super::{FleetError, Names};
+use async_nats::jetstream;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A key lives this many heartbeats without a rewrite.
+pub const TTL_HEARTBEATS: u32 = 3;
+/// The shortest heartbeat accepted (the server's expiry timer is coarse below).
+pub const MIN_HEARTBEAT_MS: u64 = 200;
+
+/// What a host says about itself every heartbeat. Nothing secret, no paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Presence {
+    pub host: String,
+    pub slots: usize,
+    /// Panes the supervisor holds now.
+    pub lanes: usize,
+    pub pid: u32,
+    /// drover's version on that host.
+    pub version: String,
+    /// When this supervisor joined (RFC 3339).
+    pub joined_at: String,
+    /// When this record was written (RFC 3339).
+    pub heartbeat_at: String,
+    pub heartbeat_ms: u64,
+}
+
+/// How a listed host looks from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostState {
+    /// Heartbeats arrive.
+    Up,
+    /// A heartbeat is overdue; the key expires unless one comes.
+    Late,
+}
+
+impl HostState {
+    /// The word `fleet ls` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostState::Up => "up",
+            HostState::Late => "late",
+        }
+    }
+}
+
+/// A host is late once two heartbeats were missed (one may be in flight).
+pub fn state_of(since_heartbeat: Duration, heartbeat_ms: u64) -> HostState {
+    if since_heartbeat > Duration::from_millis(heartbeat_ms.saturating_mul(2)) {
+        HostState::Late
+    } else {
+        HostState::Up
+    }
+}
+
+/// The TTL of a bucket whose hosts heartbeat every `heartbeat_ms`.
+pub fn ttl_for(heartbeat_ms: u64) -> Duration {
+    Duration::from_millis(heartbeat_ms.max(MIN_HEARTBEAT_MS) * u64::from(TTL_HEARTBEATS))
+}
+
+/// The heartbeat a host uses in a bucket of TTL `ttl`: its own, but never
+/// so slow that its key could expire between two beats.
+pub fn heartbeat_for(own_ms: u64, ttl: Duration) -> Duration {
+    let own = Duration::from_millis(own_ms.max(MIN_HEARTBEAT_MS));
+    let cap = ttl / TTL_HEARTBEATS;
+    if cap.is_zero() { own } else { own.min(cap) }
+}
+
+/// The fleet's presence bucket, created when missing with a TTL of
+/// [`ttl_for`]`(heartbeat_ms)`. An existing bucket keeps its TTL (the fleet's,
+/// set by whoever created it); the second value is that TTL.
+pub async fn bucket(
+    js: &jetstream::Context,
+    names: &Names,
+    heartbeat_ms: u64,
+) -> Result<(jetstream::kv::Store, Duration), FleetError> {
+    let name = names.hosts_bucket();
+    let store = match js.get_key_value(name.clone()).await {
+        Ok(s) => s,
+        Err(_) => js
+            .create_key_value(jetstream::kv::Config {
+                bucket: name.clone(),
+                description: format!("drover fleet {}: one key per joined host", names.fleet),
+                history: 1,
+                max_age: ttl_for(heartbeat_ms),
+                storage: jetstream::stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| FleetError::bus("create the presence bucket", e))?,
+    };
+    let mut stream = js
+        .get_stream(names.hosts_stream())
+        .await
+        .map_err(|e| FleetError::bus("read the presence bucket", e))?;
+    let ttl = stream
+        .info()
+        .await
+        .map_err(|e| FleetError::bus("read the presence bucket", e))?
+        .config
+        .max_age;
+    Ok((store, ttl))
+}
+
+/// Write this host's presence.
+pub async fn put(kv: &jetstream::kv::Store, p: &Presence) -> Result<(), FleetError> {
+    let body = serde_json::to_vec(p).map_err(|e| FleetError::bus("encode presence", e))?;
+    kv.put(&p.host, body.into())
+        .await
+        .map_err(|e| FleetError::bus("write presence", e))?;
+    Ok(())
+}
+
+/// Remove a host's presence (it left).
+pub async fn remove(kv: &jetstream::kv::Store, host: &str) -> Result<(), FleetError> {
+    kv.purge(host)
+        .await
+        .map_err(|e| FleetError::bus("remove presence", e))
+}
+
+/// Every host present, sorted by id. A record that does not parse is skipped
+/// with a warning (another drover version may write more).
+pub async fn list(kv: &jetstream::kv::Store) -> Result<Vec<Presence>, FleetError> {
+    use futures_util::StreamExt;
+    let mut keys = kv
+        .keys()
+        .await
+        .map_err(|e| FleetError::bus("list hosts", e))?;
+    let mut out = Vec::new();
+    while let Some(k) = keys.next().await {
+        let k = k.map_err(|e| FleetError::bus("list hosts", e))?;
+        let Some(v) = kv
+            .get(k.clone())
+            .await
+            .map_err(|e| FleetError::bus("read a host", e))?
+        else {
+            continue; // expired between the two calls
+        };
+        match serde_json::from_slice::<Presence>(&v) {
+            Ok(p) => out.push(p),
+            Err(e) => tracing::warn!(host = %k, error = %e, "unreadable presence record skipped"),
+        }
+    }
+    out.sort_by(|a, b| a.host.cmp(&b.host));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_late_after_two_missed_heartbeats() {
+        assert_eq!(state_of(Duration::from_millis(900), 1000), HostState::Up);
+        assert_eq!(state_of(Duration::from_millis(2000), 1000), HostState::Up);
+        assert_eq!(state_of(Duration::from_millis(2001), 1000), HostState::Late);
+    }
+
+    #[test]
+    fn a_heartbeat_never_outlives_the_bucket_ttl() {
+        assert_eq!(ttl_for(5000), Duration::from_secs(15));
+        assert_eq!(ttl_for(1), Duration::from_millis(600));
+        assert_eq!(
+            heartbeat_for(5000, Duration::from_secs(3)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            heartbeat_for(500, Duration::from_secs(15)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            heartbeat_for(500, Duration::ZERO),
+            Duration::from_millis(500)
+        );
+    }
+}

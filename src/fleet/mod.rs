@@ -1,0 +1,109 @@
+//! The fleet (SPEC §17, docs/fleet.md): supervisors on many hosts joined
+//! over NATS with JetStream. Nothing here runs unless the state dir holds a
+//! fleet config written by `drover fleet join`; a single host never needs a
+//! NATS server.
+//!
+//! - [`subjects`]: every name on the bus, scoped `drover.<fleet>.…`, and the
+//!   permissions a host's NATS user needs.
+//! - [`config`]: what `fleet join` records (never a secret itself: files and
+//!   environment variables to read it from) and how credentials are loaded.
+//! - [`connection`]: connecting through the official `async-nats` client;
+//!   secrets are read at connect time and never leave it; a server that asks
+//!   no authentication is refused unless told.
+//! - [`membership`]: presence, a key per host in a KV bucket whose TTL makes
+//!   a dead host disappear by itself.
+//! - [`member`]: the supervisor's task that heartbeats while it runs.
+//! - [`events`]: each host's event feed into the fleet's stream, and the
+//!   fleet-wide follower (`events --follow --fleet`).
+//!
+//! The supervisor runs this on its own runtime; the `fleet` commands make a
+//! small runtime of their own (the rest of drover is synchronous).
+
+pub mod config;
+pub mod connection;
+pub mod events;
+pub mod member;
+pub mod membership;
+pub mod subjects;
+
+pub use config::{Auth, FleetConfig, Secret};
+pub use connection::Handed;
+pub use member::Member;
+pub use subjects::Names;
+
+use std::path::PathBuf;
+
+/// What can go wrong in the fleet.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// A fleet or host id that is not one plain subject token.
+    #[error("bad {what} id {id:?}: use 1-64 of A-Z a-z 0-9 _ -")]
+    BadId { what: &'static str, id: String },
+    /// A credentials file could not be read.
+    #[error("cannot read the {what} file {}: {source}", path.display())]
+    Secret {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A secret file that others may read.
+    #[error("the {what} file {} is readable by others (mode {mode:04o}): chmod 600 it", path.display())]
+    LooseSecret {
+        what: &'static str,
+        path: PathBuf,
+        mode: u32,
+    },
+    /// A secret named by an environment variable is missing or empty.
+    #[error("the environment variable {var} is not set (or empty): it holds the {what}")]
+    SecretEnv { what: &'static str, var: String },
+    /// The fleet config on disk.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The local state dir holds no fleet config.
+    #[error("this host has not joined a fleet (run `drover fleet join FLEET --nats URL`)")]
+    NotJoined,
+    /// The server asks for no authentication and `--insecure` was not given.
+    #[error(
+        "the NATS server at {url} asks no authentication: any process that reaches it could write to the fleet; give credentials the server requires, or --insecure to join anyway"
+    )]
+    Unauthenticated { url: String },
+    /// No credentials given and `--insecure` not given.
+    #[error(
+        "no credentials: give --creds FILE, --user U with --password-file F (or DROVER_NATS_PASSWORD), --token-file F (or DROVER_NATS_TOKEN), or --insecure for a server without authentication"
+    )]
+    NoCredentials,
+    /// Connecting failed (unreachable, TLS, authentication refused).
+    #[error("cannot connect to the NATS server at {url}: {message}")]
+    Connect { url: String, message: String },
+    /// A call on the bus failed.
+    #[error("NATS {op}: {message}")]
+    Bus { op: &'static str, message: String },
+    /// The runtime for the connection could not start.
+    #[error("cannot start the fleet's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl FleetError {
+    /// A failed call on the bus, with what was being done.
+    pub fn bus(op: &'static str, e: impl std::fmt::Display) -> Self {
+        FleetError::Bus {
+            op,
+            message: e.to_string(),
+        }
+    }
+
+    /// The exit code of docs/cli.md for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            FleetError::BadId { .. } => crate::exit::USAGE,
+            FleetError::Unauthenticated { .. }
+            | FleetError::NoCredentials
+            | FleetError::LooseSecret { .. } => crate::exit::REFUSED,
+            FleetError::NotJoined => crate::exit::REFUSED,
+            FleetError::Connect { .. } | FleetError::Bus { .. } => crate::exit::TRANSPORT,
+            _ => crate::exit::ERROR,
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! A real nats-server per test: free loopback port, JetStream on a private
+//! store dir, users with passwords (or none), TLS from a CA made here.
+//! Found through `DROVER_NATS_SERVER` (scripts/install-nats.sh), else
+//! `nats-server` on PATH or in /usr/sbin.
+#![allow(dead_code)]
+
+use crate::common::wait_until;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// How long a server may take to say it is ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Whether `bin` is a nats-server of 2.10 or newer (the client cannot read
+/// 2.9's JetStream replies).
+fn usable(bin: &Path) -> bool {
+    let Ok(out) = Command::new(bin).arg("--version").output() else {
+        return false;
+    };
+    let v = String::from_utf8_lossy(&out.stdout);
+    v.trim()
+        .strip_prefix("nats-server: v2.")
+        .and_then(|r| r.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok())
+        .is_some_and(|m| m >= 10)
+}
+
+/// The nats-server binary: `DROVER_NATS_SERVER`, else one on PATH, in
+/// /usr/sbin or in install-nats.sh's cache that is new enough; panics with
+/// how to get one.
+pub fn server_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("DROVER_NATS_SERVER").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"))
+        .join("drover/nats");
+    let cached = std::fs::read_dir(&cache)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"));
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .chain(cached)
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file() && usable(p))
+        .expect("needs nats-server 2.10+: export DROVER_NATS_SERVER=$(scripts/install-nats.sh)")
+}
+
+/// A CA and a server certificate for 127.0.0.1 and localhost, as PEM files.
+pub struct Pki {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Make a CA named `name` and a server certificate it signs, in `dir`.
+pub fn pki(dir: &Path, name: &str) -> Pki {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("drover test CA {name}"));
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let out = Pki {
+        ca: dir.join(format!("{name}-ca.pem")),
+        cert: dir.join(format!("{name}-cert.pem")),
+        key: dir.join(format!("{name}-key.pem")),
+    };
+    std::fs::write(&out.ca, ca.pem()).unwrap();
+    std::fs::write(&out.cert, leaf.pem()).unwrap();
+    std::fs::write(&out.key, leaf_key.serialize_pem()).unwrap();
+    out
+}
+
+/// How a test server is set up.
+#[derive(Default)]
+pub struct Setup {
+    /// (user, password) pairs; empty: no authentication at all.
+    pub users: Vec<(String, String)>,
+    /// Serve TLS with this certificate.
+    pub tls: Option<(PathBuf, PathBuf)>,
+}
+
+/// A running nats-server; stopped (SIGKILL) when dropped.
+pub struct Nats {
+    child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Nats {
+    /// Start a server as `setup` says and wait until it is ready.
+    pub fn start(setup: &Setup) -> Nats {
+        // A port taken between the probe and the bind: try another.
+        for _ in 0..5 {
+            if let Some(n) = Self::try_start(setup) {
+                return n;
+            }
+        }
+        panic!("nats-server did not start on any of 5 free ports");
+    }
+
+    fn try_start(setup: &Setup) -> Option<Nats> {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let store = dir.path().join("js");
+        let log = dir.path().join("nats.log");
+        let mut conf = format!(
+            "listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"{}\" }}\n",
+            store.display()
+        );
+        if !setup.users.is_empty() {
+            conf.push_str("authorization { users: [\n");
+            for (u, p) in &setup.users {
+                conf.push_str(&format!("  {{ user: \"{u}\", password: \"{p}\" }}\n"));
+            }
+            conf.push_str("] }\n");
+        }
+        if let Some((cert, key)) = &setup.tls {
+            conf.push_str(&format!(
+                "tls {{ cert_file: \"{}\", key_file: \"{}\" }}\n",
+                cert.display(),
+                key.display()
+            ));
+        }
+        let conf_file = dir.path().join("nats.conf");
+        std::fs::write(&conf_file, conf).unwrap();
+        let child = Command::new(server_bin())
+            .arg("-c")
+            .arg(&conf_file)
+            .arg("-l")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot run nats-server");
+        let mut n = Nats {
+            child,
+            port,
+            dir,
+            log,
+        };
+        let ready = wait_until(READY_TIMEOUT, || {
+            n.log_text().contains("Server is ready") || n.exited()
+        });
+        if ready && !n.exited() { Some(n) } else { None }
+    }
+
+    fn exited(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
+    /// The server's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `nats://127.0.0.1:PORT` (or `tls://` for a TLS server).
+    pub fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

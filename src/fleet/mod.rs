@@ -1,4 +1,4 @@
-//! The fleet (SPEC §17, docs/fleet.md): supervisors on many hosts joined
+//! The fleet (docs/fleet.md): supervisors on many hosts joined
 //! over NATS with JetStream. Nothing here runs unless the state dir holds a
 //! fleet config written by `drover fleet join`; a single host never needs a
 //! NATS server.

@@ -1,5 +1,5 @@
 //! Names on the bus: every subject, stream and bucket of a fleet is scoped
-//! `drover.<fleet>.…` (SPEC §17), and the permissions a host's NATS user needs
+//! `drover.<fleet>.…` (docs/fleet.md), and the permissions a host's NATS user needs
 //! are derived here, from the same names, so the server config an operator
 //! writes and the subjects drover uses cannot drift apart.
 

@@ -81,7 +81,7 @@ fn show(dir: &Path, what: &str) -> Vec<u8> {
     out.stdout
 }
 
-/// Guards SPEC §11 "Merge queue" (three-way first): a candidate whose
+/// Guards LOOP.md "The merge queue" (three-way first): a candidate whose
 /// context an earlier landing changed fails `git apply --check` but lands
 /// three-way against its recorded base, byte for byte (a Latin-1 line and a
 /// binary file); one that changes the same line conflicts and is dropped
@@ -175,7 +175,7 @@ fn a_candidate_that_no_longer_applies_lands_three_way_byte_for_byte() {
     );
 }
 
-/// Guards SPEC §11 "Merge queue" through the loop: two tasks edit one file
+/// Guards LOOP.md "The merge queue" through the loop: two tasks edit one file
 /// (different lines) from the same base; the slower one's candidate no
 /// longer applies once the first has landed, lands three-way, and the run
 /// says so. Nothing is parked.
@@ -251,7 +251,7 @@ fn kinds(l: &land::Landing) -> Vec<(String, &'static str)> {
         .collect()
 }
 
-/// Guards SPEC §11 "Merge queue" (batches that bisect): four candidates
+/// Guards LOOP.md "The merge queue" (batches that bisect): four candidates
 /// gated as one tree; red, the batch is bisected to its one culprit, which
 /// is dropped with the gate's evidence, and the other three land one commit
 /// each in queue order — in fewer gate runs than one per candidate plus one,

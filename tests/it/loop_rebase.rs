@@ -66,7 +66,7 @@ match = "task=TASK-2 "
 steps = [{ work = 2500 }, { write = { path = "b.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
 "#;
 
-/// Guards SPEC §11 "Merge queue" (gated on the tree it lands on): two
+/// Guards LOOP.md "The merge queue" (gated on the tree it lands on): two
 /// candidates each green on their own base and red together. The second
 /// is caught before it lands, goes back as a repair round with the gate's
 /// evidence and the integration head merged into its worktree, and lands
@@ -121,7 +121,7 @@ fn a_semantic_conflict_is_caught_before_landing_and_repaired() {
     assert_eq!(loop_common::trailers(&repo, 2), vec![(1, 1), (2, 1)]);
 }
 
-/// Guards SPEC §11 "Merge queue": with its rounds spent, a candidate red
+/// Guards LOOP.md "The merge queue": with its rounds spent, a candidate red
 /// together with what landed is parked with the gate's evidence, not landed.
 #[test]
 fn a_semantic_conflict_with_no_rounds_left_is_parked_with_the_evidence() {
@@ -158,7 +158,7 @@ steps = [{{ work = 2500 }}, {{ write = {{ path = "shared.txt", content = "one\nt
     )
 }
 
-/// Guards SPEC §11 "Merge queue" (a rebase round): a candidate that
+/// Guards LOOP.md "The merge queue" (a rebase round): a candidate that
 /// conflicts even three-way goes back to its lane with the integration head
 /// merged in; the lane resolves the markers as the brief says, the
 /// candidate is re-captured against that head, is not reviewed again (it
@@ -216,7 +216,7 @@ fn a_conflict_goes_back_to_its_lane_as_a_rebase_round_and_lands() {
     assert!(!d.state.join("worktrees/loop1-task-2").exists());
 }
 
-/// Guards SPEC §11 "Merge queue": a rebase round that changes more than the
+/// Guards LOOP.md "The merge queue": a rebase round that changes more than the
 /// conflict's resolution (a line neither side had) is reviewed again, and
 /// the reviewer is shown the candidate from before the rebase too.
 #[test]
@@ -263,7 +263,7 @@ steps = [{ work = 100 }, { heartbeat = { status = "pass" } }, { report = { path 
     );
 }
 
-/// Guards SPEC §11 "Merge queue": a lane that reports without resolving the
+/// Guards LOOP.md "The merge queue": a lane that reports without resolving the
 /// markers is refused — the task parked with the conflicted file named, its
 /// worktree kept — and nothing with markers lands.
 #[test]

@@ -110,7 +110,7 @@ mod tests {
     }
 
     proptest! {
-        /// Guards SPEC §11 "Merge queue" (batches that bisect): for random
+        /// Guards LOOP.md "The merge queue" (batches that bisect): for random
         /// conflict graphs and culprit sets, every candidate that one-at-a-time
         /// landing would land lands exactly once, no culprit lands, nothing
         /// is left undecided, and the tree that lands passes the gate.

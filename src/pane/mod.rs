@@ -68,6 +68,10 @@ pub enum PaneError {
     InvalidEnvName(String),
     #[error("env {0} has a NUL byte in its value")]
     InvalidEnvValue(String),
+    #[error(
+        "env {0} is drover's own (it marks every process of a pane so kill can end them): leave it out"
+    )]
+    ReservedEnv(String),
     #[error("invalid size {0:?}: use COLSxROWS, e.g. 120x40")]
     InvalidSize(String),
     #[error(

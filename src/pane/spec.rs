@@ -1,4 +1,4 @@
-use super::PaneError;
+use super::{PANE_MARKER_ENV, PaneError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -42,6 +42,9 @@ impl PaneSpec {
         validate_pane_name(&self.name)?;
         for (k, v) in &self.env {
             validate_env_name(k)?;
+            if k == PANE_MARKER_ENV {
+                return Err(PaneError::ReservedEnv(k.clone()));
+            }
             if v.contains('\0') {
                 return Err(PaneError::InvalidEnvValue(k.clone()));
             }
@@ -176,6 +179,19 @@ mod tests {
         for bad in ["1X", "", "A-B", "A=B", "=V"] {
             assert!(validate_env_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Regression: a declared `DROVER_PANE` (an environment copied from a
+    /// pane's process to resume it) overrode the marker on native panes, so
+    /// kill no longer found the pane's strays, and failed the env check on
+    /// tmux, where the marker is set last.
+    #[test]
+    fn the_pane_marker_cannot_be_declared() {
+        let mut s = spec();
+        s.env = vec![(PANE_MARKER_ENV.into(), "p1:1:0".into())];
+        let e = s.validate().unwrap_err();
+        assert!(matches!(e, PaneError::ReservedEnv(ref k) if k == PANE_MARKER_ENV));
+        assert!(!e.to_string().contains("p1:1:0"), "{e}");
     }
 
     #[test]

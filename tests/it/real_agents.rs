@@ -1281,12 +1281,14 @@ fn proc_argv_env(pid: u64) -> (Vec<String>, Vec<(String, String)>) {
             .collect()
     };
     let argv = split(std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline"));
+    // Without drover's own pane marker: the new pane gets its own.
     let env = split(std::fs::read(format!("/proc/{pid}/environ")).expect("environ"))
         .into_iter()
         .filter_map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         })
+        .filter(|(k, _)| k != "DROVER_PANE")
         .collect();
     (argv, env)
 }

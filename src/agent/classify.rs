@@ -36,6 +36,9 @@ pub const SHELL_EMPTY_MS: u64 = 3_000;
 pub struct Signals<'a> {
     /// Visible rows, top to bottom, trailing spaces trimmed (as `tmux capture-pane -p`).
     pub rows: &'a [String],
+    /// The pane's width in columns, which agents wrap their text to (0 when
+    /// unknown: each row is a line).
+    pub cols: u16,
     /// The last OSC 0/2 title.
     pub title: Option<&'a str>,
     /// Payload of the last OSC 7501, e.g. `state=working:app=codex`.
@@ -57,6 +60,7 @@ impl<'a> Signals<'a> {
     pub fn screen_only(rows: &'a [String]) -> Self {
         Signals {
             rows,
+            cols: 0,
             title: None,
             osc7501: None,
             exited: None,
@@ -228,7 +232,7 @@ impl Classifier {
             .iter()
             .any(|e| e.starts_with("rule:") && e.contains("usage_limit"));
         if o.kind == Some(BlockedKind::UsageLimit) || limit_rule {
-            let view = ScreenView::new(s.rows);
+            let view = ScreenView::new(s.rows, usize::from(s.cols));
             let text = view.bottom_rows(limit::LIMIT_ROWS).join(" ");
             if let Some(t) = limit::resets_at(&text, chrono::Utc::now(), &chrono::Local) {
                 let t = t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -250,10 +254,10 @@ impl Classifier {
                 ..Observation::new(State::Exited, vec![ev])
             };
         }
-        let view = ScreenView::new(s.rows);
         if kind == AgentKind::Shell {
-            return self.classify_shell(&view, s);
+            return self.classify_shell(&ScreenView::rows(s.rows), s);
         }
+        let view = ScreenView::new(s.rows, usize::from(s.cols));
 
         let mut evidence = Vec::new();
         let screen = view.first_match(&self.rules, kind);
@@ -402,6 +406,7 @@ mod tests {
     fn sig<'a>(rows: &'a [String]) -> Signals<'a> {
         Signals {
             rows,
+            cols: 0,
             title: None,
             osc7501: None,
             exited: None,

@@ -10,7 +10,9 @@
 //! label); Codex's approval (`y` approves, Esc denies) and its limit popup.
 
 use super::state::AgentKind;
+use super::wrap;
 use regex::Regex;
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// Rows from the bottom searched for a dialog.
@@ -126,14 +128,14 @@ fn choice(row: &str, cursor: char) -> Option<Choice> {
     None
 }
 
-fn bottom(rows: &[String]) -> Vec<&str> {
-    let nonblank: Vec<&str> = rows
-        .iter()
-        .map(|r| r.trim_end())
-        .filter(|r| !r.trim().is_empty())
-        .collect();
-    let from = nonblank.len().saturating_sub(DIALOG_ROWS);
-    nonblank[from..].to_vec()
+/// The bottom non-blank lines, the rows the agent word-wrapped to a pane
+/// `cols` wide (0: unknown, none) joined again (`super::wrap`).
+fn bottom(rows: &[String], cols: usize) -> Vec<Cow<'_, str>> {
+    let rows: Vec<&str> = rows.iter().map(|r| r.trim_end()).collect();
+    let mut lines = wrap::logical_lines(&rows, cols);
+    lines.retain(|r| !r.trim().is_empty());
+    let from = lines.len().saturating_sub(DIALOG_ROWS);
+    lines.split_off(from)
 }
 
 /// Numbered options below the row matching `title` (a question: all below).
@@ -164,10 +166,11 @@ fn unnumbered(rows: &[&str], from: usize) -> Vec<Choice> {
         .collect()
 }
 
-/// The dialog the screen shows, if any (bottom rows only: a dialog quoted in
-/// the transcript above is not one).
-pub fn parse(agent: AgentKind, rows: &[String]) -> Option<Dialog> {
-    let rows = bottom(rows);
+/// The dialog the screen (`cols` wide; 0: unknown) shows, if any (bottom
+/// rows only: a dialog quoted in the transcript above is not one).
+pub fn parse(agent: AgentKind, rows: &[String], cols: usize) -> Option<Dialog> {
+    let lines = bottom(rows, cols);
+    let rows: Vec<&str> = lines.iter().map(|l| &**l).collect();
     let last = *rows.last()?;
     let last = last.trim();
     let find = |pred: &dyn Fn(&str) -> bool| rows.iter().rposition(|r| pred(r.trim()));

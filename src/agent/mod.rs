@@ -17,6 +17,7 @@ pub mod rules;
 pub mod sim;
 pub mod state;
 pub mod version;
+pub mod wrap;
 
 pub use adapter::{
     Access, LaunchOptions, LaunchSpec, Write, delivery_plan, is_ready, launch, prompt_visible,

@@ -3,8 +3,10 @@
 
 use super::AgentError;
 use super::state::{AgentKind, BlockedKind, State};
+use super::wrap;
 use regex::Regex;
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::path::Path;
 
 /// The rules shipped in the binary.
@@ -230,10 +232,11 @@ pub fn load(state_dir: &Path) -> Result<Vec<Rule>, AgentError> {
     }
 }
 
-/// The rows of a screen (trailing spaces trimmed, whatever the caller did),
-/// with the indices of its non-blank rows.
+/// The lines of a screen: its rows, trailing spaces trimmed (whatever the
+/// caller did), with the rows an agent word-wrapped joined again
+/// ([`super::wrap`]); and the indices of its non-blank lines.
 pub struct ScreenView<'a> {
-    rows: Vec<&'a str>,
+    rows: Vec<Cow<'a, str>>,
     nonblank: Vec<usize>,
 }
 
@@ -241,23 +244,25 @@ fn is_blank(row: &str) -> bool {
     row.chars().all(char::is_whitespace)
 }
 
-/// A row made only of box-drawing rules (`────`, `╌╌╌╌`) and spaces.
-fn is_separator(row: &str) -> bool {
-    let mut any = false;
-    for c in row.chars() {
-        match c {
-            '─' | '━' | '╌' | '┄' | '═' => any = true,
-            c if c.is_whitespace() => {}
-            _ => return false,
-        }
-    }
-    any
-}
-
 impl<'a> ScreenView<'a> {
-    /// Index the non-blank rows of a screen.
-    pub fn new(rows: &'a [String]) -> Self {
+    /// Index the non-blank lines of an agent's screen `cols` wide (0: unknown, the
+    /// rows are its lines).
+    pub fn new(rows: &'a [String], cols: usize) -> Self {
         let rows: Vec<&'a str> = rows.iter().map(|r| r.trim_end_matches(' ')).collect();
+        Self::index(wrap::logical_lines(&rows, cols))
+    }
+
+    /// Index the rows as they are: a shell's lines are its rows (the
+    /// terminal wraps them, not the program, and a prompt is a row).
+    pub fn rows(rows: &'a [String]) -> Self {
+        Self::index(
+            rows.iter()
+                .map(|r| Cow::Borrowed(r.trim_end_matches(' ')))
+                .collect(),
+        )
+    }
+
+    fn index(rows: Vec<Cow<'a, str>>) -> Self {
         let nonblank = rows
             .iter()
             .enumerate()
@@ -272,8 +277,8 @@ impl<'a> ScreenView<'a> {
         self.nonblank.is_empty()
     }
 
-    fn bottom(&self, n: usize) -> impl Iterator<Item = &'a str> + '_ {
-        self.nonblank.iter().rev().take(n).map(|&i| self.rows[i])
+    fn bottom(&self, n: usize) -> impl Iterator<Item = &str> + '_ {
+        self.nonblank.iter().rev().take(n).map(|&i| &*self.rows[i])
     }
 
     /// Index into `nonblank` of the last row matching `anchor` among the bottom `anchor_rows`.
@@ -283,7 +288,7 @@ impl<'a> ScreenView<'a> {
             .iter()
             .rev()
             .take(anchor_rows)
-            .position(|&i| anchor.is_match(self.rows[i]))?;
+            .position(|&i| anchor.is_match(&self.rows[i]))?;
         Some(self.nonblank.len() - 1 - pos)
     }
 
@@ -293,34 +298,34 @@ impl<'a> ScreenView<'a> {
         anchor_rows: usize,
         n: usize,
         skip: Option<&Regex>,
-    ) -> Option<Vec<&'a str>> {
+    ) -> Option<Vec<&str>> {
         let k = self.anchor_at(anchor, anchor_rows)?;
         Some(
             self.nonblank[..k]
                 .iter()
                 .rev()
-                .map(|&i| self.rows[i])
-                .filter(|r| !is_separator(r) && !skip.is_some_and(|s| s.is_match(r)))
+                .map(|&i| &*self.rows[i])
+                .filter(|r| !wrap::is_rule(r) && !skip.is_some_and(|s| s.is_match(r)))
                 .take(n)
                 .collect(),
         )
     }
 
-    fn below(&self, anchor: &Regex, anchor_rows: usize, n: usize) -> Option<Vec<&'a str>> {
+    fn below(&self, anchor: &Regex, anchor_rows: usize, n: usize) -> Option<Vec<&str>> {
         let k = self.anchor_at(anchor, anchor_rows)?;
         Some(
             self.nonblank[k + 1..]
                 .iter()
-                .map(|&i| self.rows[i])
-                .filter(|r| !is_separator(r))
+                .map(|&i| &*self.rows[i])
+                .filter(|r| !wrap::is_rule(r))
                 .take(n)
                 .collect(),
         )
     }
 
-    /// The rows of the bottom `n` non-blank rows, top to bottom.
-    pub fn bottom_rows(&self, n: usize) -> Vec<&'a str> {
-        let mut v: Vec<&'a str> = self.bottom(n).collect();
+    /// The bottom `n` non-blank lines, top to bottom.
+    pub fn bottom_rows(&self, n: usize) -> Vec<&str> {
+        let mut v: Vec<&str> = self.bottom(n).collect();
         v.reverse();
         v
     }
@@ -406,7 +411,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let v = ScreenView::new(&rows);
+        let v = ScreenView::new(&rows, 0);
         let c = Cond {
             region: Region::Above {
                 anchor: Regex::new("^❯").unwrap(),

@@ -42,7 +42,7 @@ fn same(a: &Dialog, b: &Dialog) -> bool {
 fn current(entry: &Entry, kind: AgentKind) -> Option<Dialog> {
     entry
         .pane
-        .with_screen(|s, _| dialog::parse(kind, &s.rows()))
+        .with_screen(|s, _| dialog::parse(kind, &s.rows(), usize::from(s.size().0)))
 }
 
 /// Wait until `cond` holds for the pane's dialog (or its absence), woken by

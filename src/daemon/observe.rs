@@ -51,6 +51,7 @@ pub fn observe(
     };
     let signals = Signals {
         rows,
+        cols: screen.size().0,
         title: hooks.title(),
         osc7501: hooks.osc7501(),
         exited: meta.exit.as_ref().map(|e| e.code),

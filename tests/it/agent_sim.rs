@@ -116,6 +116,7 @@ impl Sim {
         let cb = self.parser.callbacks();
         let s = Signals {
             rows: &rows,
+            cols: self.parser.screen().size().1.get(),
             title: cb.title.as_deref(),
             osc7501: cb.osc7501.as_deref(),
             exited,

@@ -119,6 +119,7 @@ fn every_checkpoint_classifies_as_labelled() {
             let hooks = screen.hooks();
             let signals = Signals {
                 rows: &rows,
+                cols: screen.size().0,
                 title: hooks.title(),
                 osc7501: hooks.osc7501(),
                 exited: None,

@@ -9,7 +9,7 @@ fn screen(path: &str) -> Vec<String> {
 }
 
 fn dialog(agent: AgentKind, path: &str) -> Dialog {
-    parse(agent, &screen(path)).unwrap_or_else(|| panic!("{path}: no dialog"))
+    parse(agent, &screen(path), 0).unwrap_or_else(|| panic!("{path}: no dialog"))
 }
 
 fn keys(p: &Plan) -> Vec<&str> {
@@ -128,6 +128,6 @@ fn no_dialog_on_ready_screens_or_quoted_prose() {
         (AgentKind::Codex, "codex/idle-after-reply-1.txt"),
         (AgentKind::Codex, "codex/limit-1.txt"),
     ] {
-        assert_eq!(parse(agent, &screen(f)), None, "{f}");
+        assert_eq!(parse(agent, &screen(f), 0), None, "{f}");
     }
 }

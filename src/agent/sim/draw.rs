@@ -335,7 +335,7 @@ mod tests {
                 "{:#?}",
                 f.rows
             );
-            let d = crate::agent::dialog::parse(AgentKind::Sim, &f.rows);
+            let d = crate::agent::dialog::parse(AgentKind::Sim, &f.rows, 0);
             if popup {
                 let d = d.expect("the popup is a dialog");
                 assert_eq!(d.kind, crate::agent::dialog::DialogKind::CodexLimitPopup);

@@ -25,9 +25,19 @@ pub struct Findings {
     pub new_class_rounds: u32,
 }
 
+/// The class of a rebase round: a conflict with work that landed since
+/// the task's base, not a finding about the task's own work, so it never
+/// opens a class (it still counts for `--repair-rounds`).
+pub const REBASE_CLASS: &str = "rebase";
+
 impl Findings {
-    /// Record one failed round of class `class`; true when it was new.
+    /// Record one failed round of class `class`; true when it was new. A
+    /// rebase round records nothing: other tasks landing is not the task's
+    /// work failing to converge.
     pub fn failed(&mut self, class: &str) -> bool {
+        if class == REBASE_CLASS {
+            return false;
+        }
         let new = self.classes.insert(class.to_string());
         if new {
             self.new_class_rounds += 1;
@@ -148,6 +158,19 @@ mod tests {
                 classes: vec!["gate".into(), "review:naming".into()]
             })
         );
+    }
+
+    /// Regression: one failed review, then one conflict with a task that
+    /// landed meanwhile, tripped the task ("2 failed rounds each opened a
+    /// new class": `rebase` counted as a finding) and parked it overnight.
+    #[test]
+    fn a_rebase_round_opens_no_class() {
+        let mut f = Findings::default();
+        assert!(f.failed(&finding_class("review", Some("naming"))));
+        assert!(!f.failed(REBASE_CLASS));
+        assert!(!f.failed(REBASE_CLASS));
+        assert_eq!(check(&f, Duration::ZERO), None, "{f:?}");
+        assert!(!f.classes.contains(REBASE_CLASS));
     }
 
     #[test]

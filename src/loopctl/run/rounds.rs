@@ -189,7 +189,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let class = if gate_tail.is_some() {
             "gate"
         } else {
-            "rebase"
+            crate::loopctl::night::tripwire::REBASE_CLASS
         };
         let Some(round) = self.next_round(id, &evidence, class)? else {
             return Ok(());

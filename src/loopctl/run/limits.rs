@@ -206,8 +206,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 let parks = p.parks + 1;
                 let at = resume_at(self.now(), None, parks);
                 let resume = format!("resumes at {}", crate::loopctl::night::clock::rfc3339(at));
+                // The menu was answered all the same: the line says so.
                 let reason = format!(
-                    "usage limit on lane {} not over yet ({e}); limit #{parks}",
+                    "usage limit on lane {} not over yet ({menu}{e}); limit #{parks}",
                     lane.id
                 );
                 if let Some(t) = self.task_mut(&task) {

@@ -72,6 +72,10 @@ pub enum PaneError {
         "env {0} is drover's own (it marks every process of a pane so kill can end them): leave it out"
     )]
     ReservedEnv(String),
+    #[error(
+        "env {0} is herdr's own (herdr sets it in each of its panes, for that pane): leave it out on the herdr backend"
+    )]
+    HerdrOwnEnv(String),
     #[error("invalid size {0:?}: use COLSxROWS, e.g. 120x40")]
     InvalidSize(String),
     #[error(

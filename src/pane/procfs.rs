@@ -99,6 +99,27 @@ pub fn environ_has(pid: u32, entry: &[u8]) -> bool {
         .is_ok_and(|raw| raw.split(|b| *b == 0).any(|kv| kv == entry))
 }
 
+/// The terminal size (cols, rows) `pid` sees on its stdin, if
+/// that is a terminal.
+pub fn pty_size(pid: u32) -> Option<(u16, u16)> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK)
+        .open(format!("/proc/{pid}/fd/0"))
+        .ok()?;
+    let mut ws = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills one winsize through a valid pointer on a fd we own.
+    let r = unsafe { nix::libc::ioctl(f.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut ws) };
+    (r == 0).then_some((ws.ws_col, ws.ws_row))
+}
+
 /// This boot's id (`/proc/sys/kernel/random/boot_id`): a pid and start time
 /// mean the same process only within one boot.
 pub fn boot_id() -> String {

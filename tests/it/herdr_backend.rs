@@ -54,6 +54,36 @@ fn herdr_pane_gets_env_at_creation_and_no_value_in_any_argv() {
     assert!(text.contains("herdr"), "pane ls shows the backend: {text}");
 }
 
+/// Guards: a spec carrying herdr's own pane vars (copied from an agent
+/// that ran in another herdr pane) named the wrong pane in the new one.
+#[test]
+fn herdr_own_pane_vars_in_a_spec_are_refused_with_the_name() {
+    let fx = herdr();
+    let d = drover(&fx);
+    let out = d.run(&[
+        "pane",
+        "new",
+        "own",
+        "--backend",
+        "herdr",
+        "--env",
+        "HERDR_PANE_ID=w1:p9",
+        "--",
+        "sh",
+        "-c",
+        "exec sleep 600",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a usage error: {}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("HERDR_PANE_ID"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("w1:p9"), "never the value");
+    assert!(d.pane("own").is_none());
+}
+
 #[test]
 fn herdr_paste_and_keys_reach_the_pane() {
     let fx = herdr();

@@ -238,6 +238,89 @@ fn herdr_real_function_keys_reach_the_app() {
     d.wait_text("fk", "033   O   P", LONG);
 }
 
+/// Guards: the screen model had the spec's size (120x40) while herdr gave
+/// the pane's terminal its layout's (94x39 headless), so an agent's text
+/// wrapped at 94 was read as rows of a 120-column screen and detection
+/// joined none of them (Codex's limit sentence read idle).
+#[test]
+#[ignore = "needs the real herdr 0.8.2: scripts/install-herdr.sh, or DROVER_HERDR / herdr on PATH"]
+fn herdr_real_screen_model_has_the_panes_own_size() {
+    let fx = Real::require();
+    let d = drover(&fx);
+    herdr_pane(
+        &d,
+        "sz",
+        &[],
+        &["sh", "-c", "echo size: $(stty size); exec sleep 600"],
+    );
+    d.wait_text("sz", "size: ", LONG);
+    let text = read_json(&d, "sz")["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let line = text.lines().find(|l| l.starts_with("size: ")).unwrap_or("");
+    let mut words = line.split_whitespace().skip(1);
+    let rows: u64 = words.next().and_then(|w| w.parse().ok()).expect(line);
+    let cols: u64 = words.next().and_then(|w| w.parse().ok()).expect(line);
+    let v = read_json(&d, "sz");
+    assert_eq!(
+        (v["cols"].as_u64(), v["rows"].as_u64()),
+        (Some(cols), Some(rows)),
+        "{v}"
+    );
+    d.ok(&["pane", "kill", "sz"]);
+}
+
+/// Guards: the pane's shell looked the command up on the herdr server's
+/// `PATH`: a program the supervisor found on its own `PATH` (validated
+/// there) did not run in the herdr pane.
+#[test]
+#[ignore = "needs the real herdr 0.8.2: scripts/install-herdr.sh, or DROVER_HERDR / herdr on PATH"]
+fn herdr_real_the_command_found_on_the_supervisors_path_runs() {
+    let fx = Real::require();
+    let d = Drover::new();
+    let bin = tempfile::tempdir().unwrap();
+    let prog = bin.path().join("drover-only-here");
+    std::fs::write(
+        &prog,
+        "#!/bin/sh\necho ran-from-the-supervisors-path\nexec sleep 600\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Only the supervisor (and this CLI) have the directory on PATH, not
+    // the herdr server.
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = d
+        .cmd()
+        .envs(fx.env())
+        .env("PATH", &path)
+        .args(["serve", "--daemon"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "serve: {}", stderr(&out));
+    let out = d
+        .cmd()
+        .env("PATH", &path)
+        .args([
+            "pane",
+            "new",
+            "onpath",
+            "--backend",
+            "herdr",
+            "--",
+            "drover-only-here",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    d.wait_text("onpath", "ran-from-the-supervisors-path", LONG);
+    d.ok(&["pane", "kill", "onpath"]);
+}
+
 /// Guards the install: a binary whose sha256 is not the pinned one, or a
 /// `.sha256` beside it that disagrees with the pin, is not installed.
 #[test]

@@ -1281,14 +1281,17 @@ fn proc_argv_env(pid: u64) -> (Vec<String>, Vec<(String, String)>) {
             .collect()
     };
     let argv = split(std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline"));
-    // Without drover's own pane marker: the new pane gets its own.
+    // Without drover's own pane marker and herdr's pane vars: the new pane
+    // gets its own.
     let env = split(std::fs::read(format!("/proc/{pid}/environ")).expect("environ"))
         .into_iter()
         .filter_map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         })
-        .filter(|(k, _)| k != "DROVER_PANE")
+        .filter(|(k, _)| {
+            k != "DROVER_PANE" && !drover::pane::herdr::HERDR_OWN_ENV.contains(&k.as_str())
+        })
         .collect();
     (argv, env)
 }
@@ -1316,7 +1319,12 @@ fn resumes_the_conversation(agent: Agent, v: &str) {
         .find(|p| p["name"] == r.pane.as_str())
         .and_then(|p| p["pid"].as_u64())
         .expect("the agent's pid");
-    let (argv, env) = proc_argv_env(pid);
+    let (mut argv, env) = proc_argv_env(pid);
+    // A herdr pane's process is drover's wrapper, `/bin/sh -c SCRIPT STATUS
+    // CMD ARG…` (docs/herdr.md): the agent's argv follows its status file.
+    if common::backend() == "herdr" && argv.get(1).is_some_and(|a| a == "-c") {
+        argv.drain(..4);
+    }
     // The lane's resume form: the agent, its resume words, then its flags.
     // (A Node launcher shows as `node <script> …`: the program is both.)
     let prog = if argv[0].ends_with("node") { 2 } else { 1 };

@@ -196,6 +196,13 @@ impl HerdrHost {
         created_at: &str,
         place: &Place,
     ) -> Result<Created, PaneError> {
+        if let Some((k, _)) = spec
+            .env
+            .iter()
+            .find(|(k, _)| HERDR_OWN_ENV.contains(&k.as_str()))
+        {
+            return Err(PaneError::HerdrOwnEnv(k.clone()));
+        }
         self.check()?;
         // herdr starts a pane whose cwd does not exist in $HOME instead:
         // drover checks it (again on respawn: it may have gone since).
@@ -266,7 +273,7 @@ impl HerdrHost {
             )))
         })?;
         let status_file = self.status_file(&spec.name, generation).map_err(&fail)?;
-        let line = exec_line(&status_file, &spec.argv);
+        let line = exec_line(&status_file, &command_argv(spec, cwd.as_deref()));
         self.client
             .request(
                 "pane.send_text",
@@ -417,6 +424,38 @@ fn exec_line(status_file: &Path, argv: &[String]) -> String {
     format!(" {}", words.join(" "))
 }
 
+/// What herdr 0.8.2 sets in every pane it starts, naming that pane and its
+/// server: a value declared for it (copied from another pane) is wrong in
+/// this one.
+pub const HERDR_OWN_ENV: &[&str] = &[
+    "HERDR_ENV",
+    "HERDR_SOCKET_PATH",
+    "HERDR_CLIENT_SOCKET_PATH",
+    "HERDR_SESSION",
+    "HERDR_BIN_PATH",
+    "HERDR_WORKSPACE_ID",
+    "HERDR_TAB_ID",
+    "HERDR_PANE_ID",
+];
+
+/// The argv with its command as the absolute path it has on the
+/// supervisor's (or the spec's) `PATH`, as a native pane would run it: the
+/// pane's shell has the herdr server's `PATH`, which may find another
+/// program of that name or none.
+fn command_argv(spec: &PaneSpec, cwd: Option<&Path>) -> Vec<String> {
+    let mut argv = spec.argv.clone();
+    if let Some(first) = argv.first_mut()
+        && let Some(found) = crate::pane::spec::find_executable(first, &spec.path_var(), cwd)
+    {
+        let found = match (found.is_relative(), cwd) {
+            (true, Some(c)) => c.join(found),
+            _ => std::path::absolute(&found).unwrap_or(found),
+        };
+        *first = found.to_string_lossy().into_owned();
+    }
+    argv
+}
+
 /// Quote one word for a POSIX shell.
 pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
@@ -489,5 +528,30 @@ mod tests {
         let l = exec_line(Path::new("/s/x.1"), &["echo".into(), "it's $HOME".into()]);
         assert!(l.starts_with(" exec /bin/sh -c '"));
         assert!(l.ends_with(" '/s/x.1' 'echo' 'it'\\''s $HOME'"));
+    }
+
+    /// Regression: the pane's shell looked the command up on the herdr
+    /// server's `PATH`, so a program only the supervisor's (or the spec's)
+    /// `PATH` has did not run, or another one of that name did.
+    #[test]
+    fn the_command_runs_from_the_path_it_was_found_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("only-here");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let spec = |argv: &[&str]| PaneSpec {
+            name: "p1".into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            env: vec![("PATH".into(), dir.path().to_string_lossy().into_owned())],
+            cwd: None,
+            cols: 120,
+            rows: 40,
+            agent: "shell".into(),
+        };
+        let argv = command_argv(&spec(&["only-here", "-x"]), None);
+        assert_eq!(argv, [bin.to_string_lossy().as_ref(), "-x"]);
+        let argv = command_argv(&spec(&["/bin/sh"]), None);
+        assert_eq!(argv, ["/bin/sh"]);
     }
 }

@@ -104,7 +104,15 @@ impl HerdrPane {
         if g.generation != generation {
             return false;
         }
-        let changed = g.last_text.as_deref() != Some(text.as_str());
+        // The screen model has the size herdr gave the pane's terminal
+        // (its layout's, not the spec's): an agent wraps its text to it, and
+        // detection joins the rows it wrapped by that width.
+        let real = crate::pane::procfs::pty_size(g.pid).filter(|&(c, r)| c > 0 && r > 0);
+        let resized = real.filter(|&size| size != g.screen.size());
+        if let Some((cols, rows)) = resized {
+            g.screen.resize(cols, rows);
+        }
+        let changed = resized.is_some() || g.last_text.as_deref() != Some(text.as_str());
         let cleared = g.transport.take().is_some();
         if changed {
             let bytes = watch::draw(&text, g.screen.size());

@@ -517,27 +517,6 @@ fn start_writer(name: &str, host: Arc<TmuxHost>) -> std::sync::mpsc::SyncSender<
     tx
 }
 
-/// The terminal size (cols, rows) the pane's leader sees on its stdin, if
-/// that is a terminal.
-fn pty_size(pid: u32) -> Option<(u16, u16)> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK)
-        .open(format!("/proc/{pid}/fd/0"))
-        .ok()?;
-    let mut ws = nix::libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills one winsize through a valid pointer on a fd we own.
-    let r = unsafe { nix::libc::ioctl(f.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut ws) };
-    (r == 0).then_some((ws.ws_col, ws.ws_row))
-}
-
 /// Whether `pid` still leads its own process group and session, as a tmux
 /// pane's first process does: guards against signalling a reused pid.
 fn pid_is_pane_leader(pid: u32) -> bool {
@@ -702,7 +681,9 @@ impl PaneBackend for TmuxPane {
         // tmux applies a pane's new terminal size a little later (it
         // coalesces resizes): return once the app can see it, as native does.
         let deadline = Instant::now() + RESIZE_SETTLE;
-        while pty_size(pid).is_some_and(|s| s != (cols, rows)) && Instant::now() < deadline {
+        while crate::pane::procfs::pty_size(pid).is_some_and(|s| s != (cols, rows))
+            && Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(5));
         }
         lock(&self.inner).screen.resize(cols, rows);

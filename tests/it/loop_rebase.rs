@@ -441,3 +441,106 @@ fn a_rebase_round_cut_short_by_kill_9_is_resumed_as_a_rebase_round() {
         "TASK-1's line survives the resumed rebase round: {text}"
     );
 }
+
+/// Each alone passes; `a.txt` and `b.txt` both `on` turn the gate red. The
+/// gate takes two seconds, so reviews that end while one gate runs are
+/// taken in together and their candidates land as one batch.
+const BATCH_RED: &str = "sleep 2; ! { grep -qs on a.txt && grep -qs on b.txt; }";
+
+/// All three tasks work alike; whichever of TASK-1 and TASK-2 comes second
+/// in the batch is the culprit, and its repair round turns its file off.
+const BATCH: &str = r#"
+[[turn]]
+match = "task=TASK-1 round=2"
+steps = [{ work = 100 }, { write = { path = "a.txt", content = "off\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-2 round=2"
+steps = [{ work = 100 }, { write = { path = "b.txt", content = "off\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-1 "
+steps = [{ work = 100 }, { write = { path = "a.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-2 "
+steps = [{ work = 100 }, { write = { path = "b.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-3 "
+steps = [{ work = 100 }, { write = { path = "c.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
+"#;
+
+/// Guards LOOP.md "The merge queue" (batches that bisect) through the whole
+/// loop: candidates queued together land as one batch; a batch that is red
+/// (two candidates each green alone) is bisected, the rest land in that
+/// landing, and the culprit goes back to its lane as a repair round with
+/// the gate's evidence, then lands; no landed commit has the gate red.
+#[test]
+fn a_red_batch_in_the_loop_lands_the_rest_and_repairs_the_culprit() {
+    let d = Drover::new();
+    let root = d.scratch();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    task_file(&tasks, 1, "First", &["a.txt"]);
+    task_file(&tasks, 2, "Second", &["b.txt"]);
+    task_file(&tasks, 3, "Third", &["c.txt"]);
+    let charter = root.join("CHARTER.md");
+    std::fs::write(
+        &charter,
+        format!("# Batches\n\n- lanes: 6\n- pool: 3\n- gate: `{BATCH_RED}`\n"),
+    )
+    .unwrap();
+    let st = run(
+        &d,
+        &repo,
+        &charter,
+        BATCH,
+        REVIEWER_PASS,
+        runner::DEFAULT_REPAIR_ROUNDS,
+    );
+    for t in &st.tasks {
+        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+    }
+    let dec = decisions(&d);
+    // A landing of two or more in which fewer landed: a red batch, bisected.
+    let bisected = dec.lines().any(|l| {
+        let Some(rest) = l.split(" landing: landing ").nth(1) else {
+            return false;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let (landed, of) = (words.get(1), words.get(4));
+        matches!((landed.and_then(|w| w.parse::<u32>().ok()), of.and_then(|w| w.parse::<u32>().ok())),
+            (Some(l), Some(o)) if o >= 2 && l >= 1 && l < o)
+    });
+    assert!(bisected, "no red batch was bisected: {dec}");
+    let repaired: Vec<_> = st.tasks.iter().filter(|t| t.round == 2).collect();
+    assert_eq!(repaired.len(), 1, "one culprit: {:?}", st.tasks);
+    let culprit = &repaired[0].id;
+    assert!(culprit == "TASK-1" || culprit == "TASK-2", "{culprit}");
+    assert!(
+        dec.contains(&format!("{culprit}: round 2: dropped at landing "))
+            && dec.contains("turns the gate red (exit 1)"),
+        "{dec}"
+    );
+    let branch = "drover/integration/loop1";
+    let show = |sha: &str, f: &str| {
+        let o = std::process::Command::new("git")
+            .args(["-C", repo.to_str().unwrap(), "show", &format!("{sha}:{f}")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let log = git(&repo, &["log", "--format=%H", &format!("main..{branch}")]);
+    assert_eq!(log.lines().count(), 3, "one commit per task: {log}");
+    for sha in log.lines() {
+        assert!(
+            !(show(sha, "a.txt") == "on" && show(sha, "b.txt") == "on"),
+            "{sha} has the gate red"
+        );
+    }
+    assert_eq!(
+        loop_common::trailers(&repo, 3),
+        vec![(1, 1), (2, 1), (3, 1)]
+    );
+}

@@ -35,8 +35,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// How long a new lane's agent may take to become idle.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
-/// The longest one lease renewal runs (a turn longer than this is parked first).
-pub const RENEWAL_MAX_LIFE: Duration = Duration::from_secs(24 * 3600);
 
 /// The sim script text for a lane (TOML or JSON, docs/agents.md).
 pub type ScriptFor = Box<dyn FnMut(&LaneSpec) -> String>;
@@ -260,12 +258,11 @@ impl LaneOps for RealLanes {
         if spec.role == Role::Implementer {
             self.renewals.insert(
                 spec.id.clone(),
-                Renewal::start(
-                    &self.state_dir,
-                    &spec.task,
-                    self.opts.lease_ttl,
-                    RENEWAL_MAX_LIFE,
-                ),
+                // For as long as the lane lives: one kept up at a weekly
+                // usage limit waits days, and its lease, expired with the
+                // work in its worktree, parked the task at the gate check
+                // ("needs recovery") once a 24 h cap had stopped the renewal.
+                Renewal::start(&self.state_dir, &spec.task, self.opts.lease_ttl, None),
             );
         }
         Ok(LaneHandle {

@@ -2,8 +2,8 @@
 //! that extends the lease by its TTL every third of it, so it never expires
 //! under a live writer, and stops when the lane goes down (the handle is
 //! dropped), when the lease is no longer active (released, expired,
-//! recovery-needed: an expired lease is never brought back), or after a
-//! bounded life.
+//! recovery-needed: an expired lease is never brought back), or after the
+//! life it was given, if any.
 
 use crate::registry::lease::{self, ClaimRequest, LeaseState};
 use chrono::Utc;
@@ -24,8 +24,13 @@ pub struct Renewal {
 
 impl Renewal {
     /// Renew `task`'s lease to `ttl` from now, every `ttl / 3`, for at most
-    /// `max_life`.
-    pub fn start(state_dir: &Path, task: &str, ttl: Duration, max_life: Duration) -> Renewal {
+    /// `max_life` (`None`: until stopped).
+    pub fn start(
+        state_dir: &Path,
+        task: &str,
+        ttl: Duration,
+        max_life: Option<Duration>,
+    ) -> Renewal {
         let (tx, rx) = mpsc::channel::<()>();
         let state_dir: PathBuf = state_dir.to_path_buf();
         let task = task.to_string();
@@ -33,14 +38,14 @@ impl Renewal {
         let thread = std::thread::Builder::new()
             .name(format!("lease-renew-{task}"))
             .spawn(move || {
-                let end = Instant::now() + max_life;
+                let end = max_life.and_then(|l| Instant::now().checked_add(l));
                 let mut renewed = 0;
                 loop {
                     if !renew_once(&state_dir, &task, ttl) {
                         return renewed;
                     }
                     renewed += 1;
-                    let left = end.saturating_duration_since(Instant::now());
+                    let left = end.map_or(every, |e| e.saturating_duration_since(Instant::now()));
                     if left.is_zero() {
                         return renewed;
                     }
@@ -156,17 +161,13 @@ mod tests {
         d
     }
 
-    /// Guards renewal: a 2 s lease outlives 5 s of work while renewed, and
-    /// expires once the renewal stops (so without it, it would have).
+    /// Guards renewal: a 2 s lease outlives 5 s of work while renewed (with
+    /// no life cap, as the loop's lanes renew), and expires once the renewal
+    /// stops (so without it, it would have).
     #[test]
     fn a_short_lease_lives_while_renewed_and_expires_after() {
         let d = setup(2);
-        let r = Renewal::start(
-            d.path(),
-            "TASK-1",
-            Duration::from_secs(2),
-            Duration::from_secs(60),
-        );
+        let r = Renewal::start(d.path(), "TASK-1", Duration::from_secs(2), None);
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(5) {
             let l = lease_of(d.path(), "TASK-1").unwrap();
@@ -192,7 +193,7 @@ mod tests {
             d.path(),
             "TASK-1",
             Duration::from_secs(60),
-            Duration::from_secs(60),
+            Some(Duration::from_secs(60)),
         );
         assert_eq!(r.stop(), 0);
         let l = lease_of(d.path(), "TASK-1");

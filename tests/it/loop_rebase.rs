@@ -442,30 +442,24 @@ fn a_rebase_round_cut_short_by_kill_9_is_resumed_as_a_rebase_round() {
     );
 }
 
-/// Each alone passes; `a.txt` and `b.txt` both `on` turn the gate red. The
-/// gate takes two seconds, so reviews that end while one gate runs are
+/// Each alone passes; `f1.txt` and `f2.txt` both `on` turn the gate red.
+/// The gate takes two seconds, so reviews that end while one gate runs are
 /// taken in together and their candidates land as one batch.
-const BATCH_RED: &str = "sleep 2; ! { grep -qs on a.txt && grep -qs on b.txt; }";
+const BATCH_RED: &str = "sleep 2; ! { grep -qs on f1.txt && grep -qs on f2.txt; }";
 
-/// All three tasks work alike; whichever of TASK-1 and TASK-2 comes second
-/// in the batch is the culprit, and its repair round turns its file off.
-const BATCH: &str = r#"
-[[turn]]
-match = "task=TASK-1 round=2"
-steps = [{ work = 100 }, { write = { path = "a.txt", content = "off\n" } }, { report = { path = "{report}" } }, "finish"]
-[[turn]]
-match = "task=TASK-2 round=2"
-steps = [{ work = 100 }, { write = { path = "b.txt", content = "off\n" } }, { report = { path = "{report}" } }, "finish"]
-[[turn]]
-match = "task=TASK-1 "
-steps = [{ work = 100 }, { write = { path = "a.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
-[[turn]]
-match = "task=TASK-2 "
-steps = [{ work = 100 }, { write = { path = "b.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
-[[turn]]
-match = "task=TASK-3 "
-steps = [{ work = 100 }, { write = { path = "c.txt", content = "on\n" } }, { report = { path = "{report}" } }, "finish"]
-"#;
+/// TASK-k turns `f<k>.txt` on, all alike; in a repair round (whichever of
+/// TASK-1 and TASK-2 comes second in the batch is the culprit) it turns
+/// it off.
+fn batch_script() -> String {
+    let turn = |m: String, k: u32, content: &str| {
+        format!(
+            "[[turn]]\nmatch = \"{m}\"\nsteps = [{{ work = 100 }}, {{ write = {{ path = \"f{k}.txt\", content = \"{content}\\n\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n"
+        )
+    };
+    let repairs = (1..=2).map(|k| turn(format!("task=TASK-{k} round=2"), k, "off"));
+    let firsts = (1..=3).map(|k| turn(format!("task=TASK-{k} "), k, "on"));
+    repairs.chain(firsts).collect()
+}
 
 /// Guards LOOP.md "The merge queue" (batches that bisect) through the whole
 /// loop: candidates queued together land as one batch; a batch that is red
@@ -475,27 +469,16 @@ steps = [{ work = 100 }, { write = { path = "c.txt", content = "on\n" } }, { rep
 #[test]
 fn a_red_batch_in_the_loop_lands_the_rest_and_repairs_the_culprit() {
     let d = Drover::new();
-    let root = d.scratch();
-    let repo = root.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    let tasks = repo.join("backlog").join("tasks");
-    std::fs::create_dir_all(&tasks).unwrap();
-    task_file(&tasks, 1, "First", &["a.txt"]);
-    task_file(&tasks, 2, "Second", &["b.txt"]);
-    task_file(&tasks, 3, "Third", &["c.txt"]);
-    let charter = root.join("CHARTER.md");
-    std::fs::write(
-        &charter,
-        format!("# Batches\n\n- lanes: 6\n- pool: 3\n- gate: `{BATCH_RED}`\n"),
-    )
-    .unwrap();
+    let (repo, charter) = loop_common::board_repo(
+        &d,
+        3,
+        &format!("- lanes: 6\n- pool: 3\n- gate: `{BATCH_RED}`\n"),
+    );
     let st = run(
         &d,
         &repo,
         &charter,
-        BATCH,
+        &batch_script(),
         REVIEWER_PASS,
         runner::DEFAULT_REPAIR_ROUNDS,
     );
@@ -535,7 +518,7 @@ fn a_red_batch_in_the_loop_lands_the_rest_and_repairs_the_culprit() {
     assert_eq!(log.lines().count(), 3, "one commit per task: {log}");
     for sha in log.lines() {
         assert!(
-            !(show(sha, "a.txt") == "on" && show(sha, "b.txt") == "on"),
+            !(show(sha, "f1.txt") == "on" && show(sha, "f2.txt") == "on"),
             "{sha} has the gate red"
         );
     }

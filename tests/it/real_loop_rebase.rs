@@ -33,7 +33,7 @@ const SAME_FILE: [TaskSpec; 3] = [
     },
 ];
 
-/// Guards SPEC §11 "Merge queue" on real TUIs: a conflicting candidate is
+/// Guards LOOP.md "The merge queue" on real TUIs: a conflicting candidate is
 /// rebased by its lane through the brief alone (no permission asked) and
 /// lands, the close-out saying "rebased" — once by Claude, once by Codex.
 #[test]

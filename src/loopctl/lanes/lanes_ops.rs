@@ -262,7 +262,7 @@ impl LaneOps for RealLanes {
                 // usage limit waits days, and its lease, expired with the
                 // work in its worktree, parked the task at the gate check
                 // ("needs recovery") once a 24 h cap had stopped the renewal.
-                Renewal::start(&self.state_dir, &spec.task, self.opts.lease_ttl, None),
+                Renewal::start(&self.state_dir, &spec.task, self.opts.lease_ttl),
             );
         }
         Ok(LaneHandle {

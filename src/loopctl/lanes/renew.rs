@@ -2,15 +2,15 @@
 //! that extends the lease by its TTL every third of it, so it never expires
 //! under a live writer, and stops when the lane goes down (the handle is
 //! dropped), when the lease is no longer active (released, expired,
-//! recovery-needed: an expired lease is never brought back), or after the
-//! life it was given, if any.
+//! recovery-needed: an expired lease is never brought back) — never after
+//! some fixed time: a lane kept up at a weekly usage limit waits days.
 
 use crate::registry::lease::{self, ClaimRequest, LeaseState};
 use chrono::Utc;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The session that owns loop write leases.
 const OWNER: &str = "implementer";
@@ -23,14 +23,8 @@ pub struct Renewal {
 }
 
 impl Renewal {
-    /// Renew `task`'s lease to `ttl` from now, every `ttl / 3`, for at most
-    /// `max_life` (`None`: until stopped).
-    pub fn start(
-        state_dir: &Path,
-        task: &str,
-        ttl: Duration,
-        max_life: Option<Duration>,
-    ) -> Renewal {
+    /// Renew `task`'s lease to `ttl` from now, every `ttl / 3`, until stopped.
+    pub fn start(state_dir: &Path, task: &str, ttl: Duration) -> Renewal {
         let (tx, rx) = mpsc::channel::<()>();
         let state_dir: PathBuf = state_dir.to_path_buf();
         let task = task.to_string();
@@ -38,18 +32,13 @@ impl Renewal {
         let thread = std::thread::Builder::new()
             .name(format!("lease-renew-{task}"))
             .spawn(move || {
-                let end = max_life.and_then(|l| Instant::now().checked_add(l));
                 let mut renewed = 0;
                 loop {
                     if !renew_once(&state_dir, &task, ttl) {
                         return renewed;
                     }
                     renewed += 1;
-                    let left = end.map_or(every, |e| e.saturating_duration_since(Instant::now()));
-                    if left.is_zero() {
-                        return renewed;
-                    }
-                    match rx.recv_timeout(every.min(left)) {
+                    match rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {}
                         Ok(()) | Err(RecvTimeoutError::Disconnected) => return renewed,
                     }
@@ -116,6 +105,7 @@ fn renew_once(state_dir: &Path, task: &str, ttl: Duration) -> bool {
 mod tests {
     use super::*;
     use crate::registry::{InitRequest, Topology};
+    use std::time::Instant;
 
     fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
         let t = Instant::now();
@@ -161,13 +151,12 @@ mod tests {
         d
     }
 
-    /// Guards renewal: a 2 s lease outlives 5 s of work while renewed (with
-    /// no life cap, as the loop's lanes renew), and expires once the renewal
-    /// stops (so without it, it would have).
+    /// Guards renewal: a 2 s lease outlives 5 s of work while renewed, and
+    /// expires once the renewal stops (so without it, it would have).
     #[test]
     fn a_short_lease_lives_while_renewed_and_expires_after() {
         let d = setup(2);
-        let r = Renewal::start(d.path(), "TASK-1", Duration::from_secs(2), None);
+        let r = Renewal::start(d.path(), "TASK-1", Duration::from_secs(2));
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(5) {
             let l = lease_of(d.path(), "TASK-1").unwrap();
@@ -189,12 +178,7 @@ mod tests {
         assert!(wait_until(Duration::from_secs(10), || {
             lease_of(d.path(), "TASK-1").is_some_and(|l| l.past_expiry(Utc::now()))
         }));
-        let r = Renewal::start(
-            d.path(),
-            "TASK-1",
-            Duration::from_secs(60),
-            Some(Duration::from_secs(60)),
-        );
+        let r = Renewal::start(d.path(), "TASK-1", Duration::from_secs(60));
         assert_eq!(r.stop(), 0);
         let l = lease_of(d.path(), "TASK-1");
         assert!(l.is_none_or(|l| l.state != LeaseState::Active));

@@ -41,10 +41,7 @@ fn paste_shown(before: &str, now: &str, snippet: &str, tail: &str) -> bool {
 }
 
 async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), Response> {
-    // herdr pastes text by the app's own mode, which its screen model (drawn
-    // from text reads) never sees: the agents all enable bracketed paste.
-    let herdr_paste = entry.pane.info().backend == "herdr" && kind != AgentKind::Shell;
-    let bracketed = herdr_paste || entry.pane.with_screen(|s, _| s.bracketed_paste());
+    let bracketed = entry.pane.pastes_bracketed();
     let before = entry.pane.with_screen(|s, _| s.text());
     let snip = prompt_probe(text);
     let tail = prompt_tail(text);

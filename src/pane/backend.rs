@@ -80,6 +80,13 @@ pub trait PaneBackend: Send + Sync + std::fmt::Debug {
     fn resize(&self, cols: u16, rows: u16) -> Result<(), PaneError>;
     /// The size the pane was created with.
     fn spec_size(&self) -> (u16, u16);
+    /// Whether text written to the pane reaches the app as a bracketed
+    /// paste: the app switched the mode on, as the screen model saw.
+    fn pastes_bracketed(&self) -> bool {
+        let mut on = false;
+        self.with_screen_dyn(&mut |s, _| on = s.bracketed_paste());
+        on
+    }
     /// End the pane's processes (TERM, grace, KILL) and release the pane.
     fn kill(&self);
     /// Kill the current process and start the spec again as a new generation.

@@ -79,7 +79,13 @@ fn herdr_own_pane_vars_in_a_spec_are_refused_with_the_name() {
         "a usage error: {}",
         stderr(&out)
     );
-    assert!(stderr(&out).contains("HERDR_PANE_ID"), "{}", stderr(&out));
+    // Refused for what it is, before herdr is asked (an env check that
+    // found herdr's own value instead would name the variable too).
+    assert!(
+        stderr(&out).contains("HERDR_PANE_ID is herdr's own"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!stderr(&out).contains("w1:p9"), "never the value");
     assert!(d.pane("own").is_none());
 }

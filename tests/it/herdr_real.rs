@@ -239,8 +239,8 @@ fn herdr_real_function_keys_reach_the_app() {
 }
 
 /// Guards: the screen model had the spec's size (120x40) while herdr gave
-/// the pane's terminal its layout's (94x39 headless), so an agent's text
-/// wrapped at 94 was read as rows of a 120-column screen and detection
+/// the pane's terminal its layout's (93x39 for a headless server's first
+/// pane, 94x39 later), so an agent's text wrapped at 93 was read as rows of a 120-column screen and detection
 /// joined none of them (Codex's limit sentence read idle).
 #[test]
 #[ignore = "needs the real herdr 0.8.2: scripts/install-herdr.sh, or DROVER_HERDR / herdr on PATH"]
@@ -294,14 +294,7 @@ fn herdr_real_the_command_found_on_the_supervisors_path_runs() {
         bin.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = d
-        .cmd()
-        .envs(fx.env())
-        .env("PATH", &path)
-        .args(["serve", "--daemon"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "serve: {}", stderr(&out));
+    serve_with(&d, &fx, &[("PATH", &path)]);
     let out = d
         .cmd()
         .env("PATH", &path)

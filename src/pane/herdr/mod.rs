@@ -425,14 +425,12 @@ fn exec_line(status_file: &Path, argv: &[String]) -> String {
 }
 
 /// What herdr 0.8.2 sets in every pane it starts, naming that pane and its
-/// server: a value declared for it (copied from another pane) is wrong in
-/// this one.
+/// server, over any value the request declares: one declared (copied from
+/// another pane) would never arrive, and the env check would fail on it.
 pub const HERDR_OWN_ENV: &[&str] = &[
     "HERDR_ENV",
-    "HERDR_SOCKET_PATH",
-    "HERDR_CLIENT_SOCKET_PATH",
-    "HERDR_SESSION",
     "HERDR_BIN_PATH",
+    "HERDR_SOCKET_PATH",
     "HERDR_WORKSPACE_ID",
     "HERDR_TAB_ID",
     "HERDR_PANE_ID",
@@ -447,11 +445,15 @@ fn command_argv(spec: &PaneSpec, cwd: Option<&Path>) -> Vec<String> {
     if let Some(first) = argv.first_mut()
         && let Some(found) = crate::pane::spec::find_executable(first, &spec.path_var(), cwd)
     {
-        let found = match (found.is_relative(), cwd) {
-            (true, Some(c)) => c.join(found),
-            _ => std::path::absolute(&found).unwrap_or(found),
+        // A `PATH` entry may be relative: to the pane's cwd, as exec sees it.
+        let found = match cwd {
+            Some(c) => c.join(found),
+            None => found,
         };
-        *first = found.to_string_lossy().into_owned();
+        *first = std::path::absolute(&found)
+            .unwrap_or(found)
+            .to_string_lossy()
+            .into_owned();
     }
     argv
 }

@@ -104,17 +104,18 @@ impl HerdrPane {
         if g.generation != generation {
             return false;
         }
-        // The screen model has the size herdr gave the pane's terminal
-        // (its layout's, not the spec's): an agent wraps its text to it, and
-        // detection joins the rows it wrapped by that width.
-        let real = crate::pane::procfs::pty_size(g.pid).filter(|&(c, r)| c > 0 && r > 0);
-        let resized = real.filter(|&size| size != g.screen.size());
-        if let Some((cols, rows)) = resized {
-            g.screen.resize(cols, rows);
-        }
-        let changed = resized.is_some() || g.last_text.as_deref() != Some(text.as_str());
+        let changed = g.last_text.as_deref() != Some(text.as_str());
         let cleared = g.transport.take().is_some();
         if changed {
+            // The screen model has the size herdr gave the pane's terminal
+            // (its layout's, not the spec's): an agent wraps its text to it,
+            // and detection joins the rows it wrapped by that width. Read on
+            // a change only: an app redraws when its size changes.
+            if let Some((cols, rows)) = crate::pane::procfs::pty_size(g.pid)
+                .filter(|&(c, r)| c > 0 && r > 0 && (c, r) != g.screen.size())
+            {
+                g.screen.resize(cols, rows);
+            }
             let bytes = watch::draw(&text, g.screen.size());
             g.screen.process(&bytes);
             let _ = g.screen.take_replies();
@@ -288,6 +289,11 @@ impl PaneBackend for HerdrPane {
             ),
             None => f(screen, meta),
         })
+    }
+    fn pastes_bracketed(&self) -> bool {
+        // herdr pastes text by the app's own mode, which a screen drawn from
+        // text reads never shows: the agents all switch it on.
+        lock(&self.inner).spec.agent != "shell"
     }
     fn write_input(&self, bytes: &[u8]) -> Result<(), PaneError> {
         let (pane_id, _) = self.usable()?;

@@ -306,9 +306,15 @@ pub fn drover(fx: &(impl Server + ?Sized)) -> Drover {
 
 /// Start `d`'s supervisor (again) with `fx`'s env.
 pub fn serve(d: &Drover, fx: &(impl Server + ?Sized)) {
+    serve_with(d, fx, &[]);
+}
+
+/// [`serve`] with `extra` set in the supervisor's env too.
+pub fn serve_with(d: &Drover, fx: &(impl Server + ?Sized), extra: &[(&str, &str)]) {
     let out = d
         .cmd()
         .envs(fx.env())
+        .envs(extra.iter().copied())
         .args(["serve", "--daemon"])
         .output()
         .unwrap();

@@ -902,11 +902,26 @@ fn codex_turns(v: &str) {
         "the approved command did not run"
     );
 
+    // Codex says it is working (its OSC 7501) before its status row takes
+    // Esc as an interrupt: an Esc in that gap only arms the composer's "esc
+    // again to edit previous message" and the turn runs to its end (seen
+    // under four test threads). Interrupt once some reply is shown, as an
+    // operator would, and wait for the interrupt to land before asking for idle.
     r.prompt("take your time");
     r.expect_state("working");
+    r.expect_text("This reply");
     r.keys(&["Esc"]);
+    // The denied command's turn above already says "Conversation
+    // interrupted": only one after this prompt counts.
+    let after_prompt = |t: &str| {
+        t.rfind("take your time")
+            .is_some_and(|at| t[at..].contains("Conversation interrupted"))
+    };
+    r.wait_screen("interrupted after the prompt", |t| {
+        after_prompt(t).then_some(())
+    });
     let screen = r.expect_state("idle");
-    assert!(screen.contains("Conversation interrupted"), "{screen}");
+    assert!(after_prompt(&screen), "{screen}");
 }
 
 /// A wrong setup shows a setup dialog, which no prompt can answer.

@@ -21,6 +21,9 @@ pub enum FleetCmd {
     /// Take this host out of its fleet now (its key is removed, its config forgotten).
     #[command(after_help = "Example:\n  drover fleet leave")]
     Leave,
+    /// Pull the loop's steps from the fleet's work-queue and run them here (until stopped).
+    #[command(after_help = "Example:\n  drover fleet work --slots 4")]
+    Work(super::fleet_work::WorkArgs),
 }
 
 const JOIN_HELP: &str = "\
@@ -80,6 +83,7 @@ pub fn run(cmd: FleetCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         FleetCmd::Join(a) => join(*a, ctx),
         FleetCmd::Ls(a) => ls(a, ctx),
         FleetCmd::Leave => leave(ctx),
+        FleetCmd::Work(a) => super::fleet_work::run(a, ctx),
     }
 }
 

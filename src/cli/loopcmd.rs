@@ -3,8 +3,9 @@
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
+use drover::loopctl::lanes::fleet_lanes::FleetLanes;
 use drover::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
-use drover::loopctl::ops::{LaneSpec, Role};
+use drover::loopctl::ops::{LaneOps, LaneSpec, Role};
 use drover::loopctl::run::runner::{self, RunConfig, RunStatus};
 use drover::loopctl::{LoopError, board, board::charter, board::ready, run::rundir};
 use std::path::{Path, PathBuf};
@@ -168,6 +169,13 @@ pub struct RunArgs {
     /// Most agents being started at once on this state dir (every run and `lane up` share it).
     #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
     pub spawn_budget: usize,
+    /// Put each task's first implementer step on this fleet's work-queue for its hosts (`drover fleet work`); the rest runs here (docs/fleet.md). Needs --sim for now.
+    #[arg(long, value_name = "FLEET")]
+    pub fleet: Option<String>,
+    /// With --fleet: how long a host may go without acking its step before the step goes to another host.
+    #[arg(long, value_name = "MS", default_value_t = drover::fleet::work::ACK_WAIT.as_millis() as u64, requires = "fleet",
+          value_parser = clap::value_parser!(u64).range(1000..))]
+    pub fleet_ack_wait_ms: u64,
     /// Print one JSON document: the final status, instead of the close-out.
     #[arg(long)]
     pub json: bool,
@@ -342,6 +350,12 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             ),
         ));
     }
+    if a.fleet.is_some() && !sim {
+        return Err(fail(
+            exit::USAGE,
+            "--fleet runs simulated lanes only for now: add --sim (or --sim-implementer and --sim-reviewer); see docs/fleet.md",
+        ));
+    }
     if !sim {
         let missing = drover::loopctl::lanes::lanes_ops::missing_agents();
         if !missing.is_empty() {
@@ -395,23 +409,9 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     opts.backend = a.backend.clone();
     opts.spawn_budget = a.spawn_budget;
     opts.env = user_env;
-    if let Some((imp, rev)) = scripts {
-        opts.scripts = Some(Box::new(move |s: &LaneSpec| match s.role {
-            Role::Implementer => imp.clone(),
-            Role::Reviewer => rev.clone(),
-        }));
-    } else if sim {
-        // No scripts: each sim lane is a minimal obedient agent for its task.
-        let claimed: std::collections::BTreeMap<String, Vec<String>> =
-            drover::loopctl::board::load(&board_dir)
-                .map(|b| b.tasks.into_iter().map(|t| (t.id, t.files)).collect())
-                .unwrap_or_default();
-        opts.scripts = Some(Box::new(move |s: &LaneSpec| {
-            let files = claimed.get(&s.task).map(Vec::as_slice).unwrap_or_default();
-            drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
-        }));
-    }
-    let mut lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
+    opts.scripts = sim_scripts(scripts.as_ref(), sim, &board_dir);
+    let fleet_scripts = sim_scripts(scripts.as_ref(), sim, &board_dir);
+    let lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let cfg = RunConfig {
         state_dir,
         board_dir,
@@ -469,9 +469,45 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             eprintln!("loop: {m}");
         }
     };
-    let st = match &resumed {
-        Some(r) => drover::loopctl::run::resume::resume(&mut lanes, cfg, r.run, say),
-        None => runner::run(&mut lanes, cfg, say),
+    let run_no = resumed.as_ref().map(|r| r.run);
+    let st = match &a.fleet {
+        None => drive(lanes, cfg, run_no, say),
+        Some(fleet) => {
+            let fc = drover::fleet::config::load(&cfg.state_dir)
+                .map_err(|e| fail(e.exit_code(), e.to_string()))?
+                .ok_or_else(|| {
+                    fail(
+                        exit::REFUSED,
+                        drover::fleet::FleetError::NotJoined.to_string(),
+                    )
+                })?;
+            if &fc.fleet != fleet {
+                return Err(fail(
+                    exit::REFUSED,
+                    format!("--fleet {fleet}: this host joined fleet {}", fc.fleet),
+                ));
+            }
+            let key = format!("{}-{}", fc.host, chrono::Utc::now().format("%Y%m%dT%H%M%S"));
+            let log = cfg.state_dir.join("fleet").join(format!("{key}.jsonl"));
+            let mut fleet_scripts = fleet_scripts;
+            let lanes = FleetLanes::start(
+                &fc,
+                &drover::fleet::Handed::from_env(&fc),
+                &key,
+                &cfg.state_dir,
+                &log,
+                lanes,
+                Box::new(move |s: &LaneSpec| fleet_scripts.as_mut().map(|f| f(s))),
+                Duration::from_secs(drover::registry::lease::DEFAULT_LEASE_TTL_S),
+                Duration::from_millis(a.fleet_ack_wait_ms),
+            )
+            .map_err(lerr)?;
+            eprintln!(
+                "loop: fleet {fleet}: steps on the work-queue as run {key}; its record is {}",
+                log.display()
+            );
+            drive(lanes, cfg, run_no, say)
+        }
     }
     .map_err(lerr)?;
     let code = print_final(&st, json)?;
@@ -488,6 +524,45 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         return Ok(exit::REFUSED);
     }
     Ok(code)
+}
+
+/// Run (or resume run `resumed`) on `lanes`.
+fn drive<O: LaneOps>(
+    mut lanes: O,
+    cfg: RunConfig,
+    resumed: Option<u32>,
+    say: impl FnMut(&str),
+) -> Result<RunStatus, LoopError> {
+    match resumed {
+        Some(n) => drover::loopctl::run::resume::resume(&mut lanes, cfg, n, say),
+        None => runner::run(&mut lanes, cfg, say),
+    }
+}
+
+/// The script each sim lane follows: the given pair, or (no scripts) a
+/// minimal obedient agent for its task; none for real agents.
+fn sim_scripts(
+    scripts: Option<&(String, String)>,
+    sim: bool,
+    board_dir: &std::path::Path,
+) -> Option<drover::loopctl::lanes::lanes_ops::ScriptFor> {
+    if let Some((imp, rev)) = scripts.cloned() {
+        return Some(Box::new(move |s: &LaneSpec| match s.role {
+            Role::Implementer => imp.clone(),
+            Role::Reviewer => rev.clone(),
+        }));
+    }
+    if !sim {
+        return None;
+    }
+    let claimed: std::collections::BTreeMap<String, Vec<String>> =
+        drover::loopctl::board::load(board_dir)
+            .map(|b| b.tasks.into_iter().map(|t| (t.id, t.files)).collect())
+            .unwrap_or_default();
+    Some(Box::new(move |s: &LaneSpec| {
+        let files = claimed.get(&s.task).map(Vec::as_slice).unwrap_or_default();
+        drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
+    }))
 }
 
 /// `--overnight [--until HH:MM]` (the owner's local time) as a mode.

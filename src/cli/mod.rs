@@ -10,6 +10,7 @@ mod demo;
 mod demo_loop;
 mod events;
 mod fleet;
+mod fleet_work;
 mod fmt;
 mod job;
 mod lane;

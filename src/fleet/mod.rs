@@ -25,6 +25,7 @@ pub mod events;
 pub mod member;
 pub mod membership;
 pub mod subjects;
+pub mod work;
 
 pub use config::{Auth, FleetConfig, Secret};
 pub use connection::Handed;

@@ -44,6 +44,9 @@ pub enum LoopError {
     Registry(#[from] crate::registry::RegistryError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
+    /// The fleet's bus (`loop run --fleet`, `fleet work`).
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
 }
 
 impl LoopError {
@@ -84,6 +87,7 @@ impl LoopError {
                 _ => 130,
             },
             LoopError::Registry(e) => e.exit_code(),
+            LoopError::Fleet(e) => e.exit_code(),
             _ => crate::exit::ERROR,
         }
     }

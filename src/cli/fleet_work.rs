@@ -1,0 +1,39 @@
+//! `drover fleet work` (docs/fleet.md): this host pulls the loop's steps
+//! from its fleet's work-queue and runs them on its own supervisor.
+
+use super::{Ctx, fail};
+use drover::exit;
+use drover::fleet::{FleetError, Handed, config};
+use drover::loopctl::lanes::fleet_host::{self, HostOptions};
+use std::sync::Arc;
+
+#[derive(Debug, clap::Args)]
+pub struct WorkArgs {
+    /// Lanes this host runs at once (default: the slots it joined with).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    slots: Option<u16>,
+    /// The pane backend of its lanes: native, tmux or herdr.
+    #[arg(long, value_name = "BACKEND", default_value = "native")]
+    backend: String,
+}
+
+pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let state_dir = ctx.state_dir()?;
+    let cfg = config::load(&state_dir)
+        .map_err(|e| fail(e.exit_code(), e.to_string()))?
+        .ok_or_else(|| fail(exit::REFUSED, FleetError::NotJoined.to_string()))?;
+    // Its lanes run on this host's supervisor.
+    drop(ctx.client_or_start()?);
+    let handed = Handed::from_env(&cfg);
+    let opts = HostOptions {
+        state_dir,
+        exe: std::env::current_exe()?,
+        slots: a.slots.map_or(cfg.slots, usize::from),
+        cfg,
+        backend: a.backend,
+        ack_wait: drover::fleet::work::ACK_WAIT,
+    };
+    let say: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(|m: &str| eprintln!("fleet work: {m}"));
+    fleet_host::work(&opts, &handed, say).map_err(|e| fail(e.exit_code(), e.to_string()))?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,365 @@
+//! Work across hosts (docs/fleet.md): the loop's steps on a JetStream
+//! work-queue, the trees that travel with them in the object store, and the
+//! requests a host makes of the coordinator. Only names, documents and bus
+//! calls live here; the loop's side (what a step does) is in
+//! `loopctl::lanes::fleet_lanes` (the coordinator) and
+//! `loopctl::lanes::fleet_host` (a host that pulls).
+//!
+//! - A **work item** names one step: its job on the coordinator, the lane,
+//!   the agent, the task, the base commit and the bundle that holds it. It
+//!   carries no prompt body, no env value and no transcript.
+//! - The **work stream** `drover-<fleet>-work` keeps items until a host acks
+//!   one (work-queue retention, file storage). Every host pulls through one
+//!   durable consumer, so an item goes to one host at a time; an item whose
+//!   host stops acking (killed, frozen) is delivered again after `AckWait`.
+//! - The **object store** `drover-<fleet>-objects` holds the base bundles and
+//!   the candidates' binary patches, each checked by its sha256 on arrival.
+//! - A host asks the coordinator by request/reply on
+//!   `drover.<fleet>.coord.<run>`: `start` (an attempt for this delivery)
+//!   and `finish` (the result of that attempt). The coordinator's engine is
+//!   the only writer of the job; a result of a superseded attempt is refused.
+
+use super::{FleetError, Names};
+use async_nats::jetstream;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+use std::time::Duration;
+
+/// How long a delivered item may go without an ack or a progress ack
+/// before it is delivered again (to any host).
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+/// How often a host that works an item says so (well inside [`ACK_WAIT`]).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// The most times one item is delivered before it is given up.
+pub const MAX_DELIVER: i64 = 8;
+/// How long an object (a bundle, a patch) is kept.
+pub const OBJECTS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The durable consumer every host pulls through.
+pub const CONSUMER: &str = "hosts";
+/// How long a request to the coordinator may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Which step of a task an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    Implement,
+    Review,
+}
+
+/// An object in the fleet's store, as the sender hashed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRef {
+    pub name: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// One step of the loop, for any host with a free slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkItem {
+    /// The coordinator's run (`<coordinator host>-loop<N>`).
+    pub run: String,
+    /// The coordinator's job for this step.
+    pub job: String,
+    /// The lane id on the coordinator (a host's pane takes it plus the attempt).
+    pub lane: String,
+    pub step: Step,
+    /// `claude` or `codex`.
+    pub agent: String,
+    pub task: String,
+    /// The commit the lane starts from, and the bundle that holds it (under
+    /// the ref [`BUNDLE_REF`]).
+    pub base: String,
+    pub bundle: ObjectRef,
+    /// The files the task claims (the report lists them).
+    #[serde(default)]
+    pub report_files: Vec<String>,
+    /// For a simulated lane: its sim-agent script (what the simulated agent
+    /// does, not a prompt). A host runs only items it can run.
+    #[serde(default)]
+    pub sim_script: Option<String>,
+}
+
+/// The ref a base bundle carries its commit under.
+pub const BUNDLE_REF: &str = "refs/drover/base";
+
+/// What a host reports of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum Finished {
+    /// The lane completed; its candidate is this patch against the base.
+    Implemented { patch: ObjectRef },
+    /// The lane's job failed on the host.
+    Failed { status: String, reason: String },
+    /// The host's policy escalated (a human is needed).
+    Escalated { decision: String, reason: String },
+}
+
+/// A host's request to the coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum HostRequest {
+    /// An attempt for this delivery of the item (the idempotency key is the
+    /// stream sequence and delivery count: asking again gets the same one).
+    Start {
+        job: String,
+        host: String,
+        stream_seq: u64,
+        delivered: i64,
+    },
+    /// The result of `attempt` (the key is the attempt: asking again gets
+    /// the same answer).
+    Finish {
+        job: String,
+        host: String,
+        attempt: String,
+        finished: Finished,
+    },
+}
+
+/// The coordinator's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "kebab-case")]
+pub enum CoordReply {
+    Started {
+        attempt: String,
+    },
+    Accepted,
+    /// Not taken, and why (a superseded attempt, a job already done).
+    Refused {
+        why: String,
+    },
+}
+
+impl Names {
+    /// The fleet's work-queue stream.
+    pub fn work_stream(&self) -> String {
+        format!("drover-{}-work", self.fleet)
+    }
+
+    /// Where run `run`'s items are published.
+    pub fn work_subject(&self, run: &str) -> String {
+        format!("drover.{}.work.{run}", self.fleet)
+    }
+
+    /// The fleet's object store bucket.
+    pub fn objects_bucket(&self) -> String {
+        format!("drover-{}-objects", self.fleet)
+    }
+
+    /// Where run `run`'s coordinator answers hosts.
+    pub fn coord_subject(&self, run: &str) -> String {
+        format!("drover.{}.coord.{run}", self.fleet)
+    }
+}
+
+/// The fleet's work-queue stream, created when missing.
+pub async fn work_stream(
+    js: &jetstream::Context,
+    names: &Names,
+) -> Result<jetstream::stream::Stream, FleetError> {
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: names.work_stream(),
+        description: Some(format!("drover fleet {}: the loop's steps", names.fleet)),
+        subjects: vec![format!("drover.{}.work.>", names.fleet)],
+        retention: jetstream::stream::RetentionPolicy::WorkQueue,
+        storage: jetstream::stream::StorageType::File,
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| FleetError::bus("open the work stream", e))
+}
+
+/// The durable pull consumer every host shares.
+pub async fn consumer(
+    js: &jetstream::Context,
+    names: &Names,
+    ack_wait: Duration,
+) -> Result<jetstream::consumer::PullConsumer, FleetError> {
+    let stream = work_stream(js, names).await?;
+    stream
+        .get_or_create_consumer(
+            CONSUMER,
+            jetstream::consumer::pull::Config {
+                durable_name: Some(CONSUMER.into()),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait,
+                max_deliver: MAX_DELIVER,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| FleetError::bus("open the work consumer", e))
+}
+
+/// The fleet's object store, created when missing.
+pub async fn objects(
+    js: &jetstream::Context,
+    names: &Names,
+) -> Result<jetstream::object_store::ObjectStore, FleetError> {
+    let bucket = names.objects_bucket();
+    match js.get_object_store(&bucket).await {
+        Ok(s) => Ok(s),
+        Err(_) => js
+            .create_object_store(jetstream::object_store::Config {
+                bucket,
+                description: Some(format!(
+                    "drover fleet {}: base bundles and candidate patches",
+                    names.fleet
+                )),
+                max_age: OBJECTS_MAX_AGE,
+                storage: jetstream::stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| FleetError::bus("open the object store", e)),
+    }
+}
+
+/// The sha256 of `bytes`, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Store `bytes` as `name` (an object of that name already holding the
+/// same bytes is kept as it is).
+pub async fn put_bytes(
+    store: &jetstream::object_store::ObjectStore,
+    name: &str,
+    bytes: &[u8],
+) -> Result<ObjectRef, FleetError> {
+    let r = ObjectRef {
+        name: name.to_string(),
+        sha256: sha256_hex(bytes),
+        size: bytes.len() as u64,
+    };
+    if let Ok(have) = get_bytes(store, &r).await
+        && have.len() as u64 == r.size
+    {
+        return Ok(r);
+    }
+    let mut reader = bytes;
+    store
+        .put(name, &mut reader)
+        .await
+        .map_err(|e| FleetError::bus("store an object", e))?;
+    Ok(r)
+}
+
+/// The bytes of `r`, checked against its size and sha256.
+pub async fn get_bytes(
+    store: &jetstream::object_store::ObjectStore,
+    r: &ObjectRef,
+) -> Result<Vec<u8>, FleetError> {
+    use tokio::io::AsyncReadExt;
+    let mut obj = store
+        .get(&r.name)
+        .await
+        .map_err(|e| FleetError::bus("fetch an object", e))?;
+    let mut bytes = Vec::new();
+    obj.read_to_end(&mut bytes)
+        .await
+        .map_err(|e| FleetError::bus("fetch an object", e))?;
+    if bytes.len() as u64 != r.size || sha256_hex(&bytes) != r.sha256 {
+        return Err(FleetError::Bus {
+            op: "fetch an object",
+            message: format!(
+                "object {} is not what was stored ({} bytes, sha256 {}; want {} bytes, {})",
+                r.name,
+                bytes.len(),
+                sha256_hex(&bytes),
+                r.size,
+                r.sha256
+            ),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Put `item` on the work-queue; publishing the same job's item again
+/// within the stream's duplicate window stores it once.
+pub async fn publish(
+    js: &jetstream::Context,
+    names: &Names,
+    item: &WorkItem,
+) -> Result<(), FleetError> {
+    let body = serde_json::to_vec(item).map_err(|e| FleetError::bus("encode a work item", e))?;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", item.job.as_str());
+    js.publish_with_headers(names.work_subject(&item.run), headers, body.into())
+        .await
+        .map_err(|e| FleetError::bus("publish a work item", e))?
+        .await
+        .map_err(|e| FleetError::bus("publish a work item", e))?;
+    Ok(())
+}
+
+/// Ask run `run`'s coordinator; `Err` when it does not answer in time.
+pub async fn ask(
+    client: &async_nats::Client,
+    names: &Names,
+    run: &str,
+    req: &HostRequest,
+) -> Result<CoordReply, FleetError> {
+    let body = serde_json::to_vec(req).map_err(|e| FleetError::bus("encode a request", e))?;
+    let msg = tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        client.request(names.coord_subject(run), body.into()),
+    )
+    .await
+    .map_err(|_| FleetError::bus("ask the coordinator", "timed out"))?
+    .map_err(|e| FleetError::bus("ask the coordinator", e))?;
+    serde_json::from_slice(&msg.payload)
+        .map_err(|e| FleetError::bus("read the coordinator's reply", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_names_are_scoped_to_the_fleet() {
+        let n = Names::new("lab").unwrap();
+        assert_eq!(n.work_stream(), "drover-lab-work");
+        assert_eq!(n.work_subject("h1-loop3"), "drover.lab.work.h1-loop3");
+        assert_eq!(n.coord_subject("h1-loop3"), "drover.lab.coord.h1-loop3");
+        assert_eq!(n.objects_bucket(), "drover-lab-objects");
+    }
+
+    #[test]
+    fn requests_and_replies_round_trip_as_tagged_json() {
+        let r = HostRequest::Finish {
+            job: "j".into(),
+            host: "h2".into(),
+            attempt: "a".into(),
+            finished: Finished::Implemented {
+                patch: ObjectRef {
+                    name: "p".into(),
+                    sha256: sha256_hex(b""),
+                    size: 0,
+                },
+            },
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"op\":\"finish\""), "{text}");
+        assert!(text.contains("\"result\":\"implemented\""), "{text}");
+        assert_eq!(serde_json::from_str::<HostRequest>(&text).unwrap(), r);
+        let refused: CoordReply =
+            serde_json::from_str(r#"{"reply":"refused","why":"superseded"}"#).unwrap();
+        assert_eq!(
+            refused,
+            CoordReply::Refused {
+                why: "superseded".into()
+            }
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! `drover fleet work`: a host's side of work across hosts (docs/fleet.md).
+//! It pulls the loop's steps from the fleet's work-queue while it has free
+//! slots, and for each: asks the coordinator for an attempt, builds the
+//! lane's repository from the base bundle in the object store, runs the lane
+//! on this host's supervisor (the same lanes as `loop run`), keeps the item
+//! alive with progress acks while the lane works, sends the candidate back
+//! as a binary patch in the object store and reports the attempt's result.
+//! The item is acked only once the coordinator has answered; a host that
+//! dies before that leaves it to be delivered again, to any host.
+//!
+//! Nothing of the lane's prompt, environment or transcript leaves this host.
+
+use crate::daemon::Client;
+use crate::fleet::work::{self, CoordReply, Finished, HostRequest, WorkItem};
+use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
+use crate::loopctl::LoopError;
+use crate::loopctl::land::{capture, git};
+use crate::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
+use crate::loopctl::ops::{JobSpec, LaneOps, LaneSpec, Outcome, Role};
+use crate::registry::Agent;
+use async_nats::jetstream::AckKind;
+use futures_util::StreamExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long one pull waits for an item before it asks again.
+const PULL_EXPIRES: Duration = Duration::from_secs(5);
+/// How long one wait for a lane's outcome lasts (it is asked again).
+const POLL: Duration = Duration::from_secs(1);
+
+/// How a host works.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub state_dir: PathBuf,
+    /// The drover binary (its lanes run `<exe> sim-agent`).
+    pub exe: PathBuf,
+    pub cfg: FleetConfig,
+    /// Lanes this host runs at once.
+    pub slots: usize,
+    /// `native`, `tmux` or `herdr`.
+    pub backend: String,
+    /// How long a delivered item may go unacked (the fleet's consumer is
+    /// made with it by whoever makes it first).
+    pub ack_wait: Duration,
+}
+
+/// What one item came to on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worked {
+    pub job: String,
+    pub attempt: Option<String>,
+    pub reply: String,
+}
+
+type Say = Arc<dyn Fn(&str) + Send + Sync>;
+/// Said once an item is answered: its progress acks stop.
+type Done = tokio::sync::oneshot::Sender<()>;
+
+/// Work the fleet's queue until the connection fails for good; `say` gets
+/// one line per item started and finished.
+pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopError> {
+    let names = Names::new(&opts.cfg.fleet)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("drover-fleet-work")
+        .enable_all()
+        .build()
+        .map_err(FleetError::Runtime)?;
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        let client = connection::connect(&opts.cfg, handed).await?;
+        let js = async_nats::jetstream::new(client.clone());
+        let mut consumer = work::consumer(&js, &names, opts.ack_wait).await?;
+        // The consumer's AckWait is the one it was made with (by the
+        // coordinator, usually): progress is said three times within it.
+        let ack_wait = consumer
+            .info()
+            .await
+            .map(|i| i.config.ack_wait)
+            .unwrap_or(opts.ack_wait);
+        let progress = work::PROGRESS_EVERY.min(ack_wait / 3);
+        let objects = work::objects(&js, &names).await?;
+        let slots = Arc::new(tokio::sync::Semaphore::new(opts.slots.max(1)));
+        say(&format!(
+            "working fleet {} as {} with {} slot(s)",
+            opts.cfg.fleet,
+            opts.cfg.host,
+            opts.slots.max(1)
+        ));
+        loop {
+            let permit = Arc::clone(&slots)
+                .acquire_owned()
+                .await
+                .map_err(|e| FleetError::bus("wait for a slot", e))?;
+            let batch = consumer
+                .fetch()
+                .max_messages(1)
+                .expires(PULL_EXPIRES)
+                .messages()
+                .await;
+            let mut batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot pull from the work-queue; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            let Some(Ok(msg)) = batch.next().await else {
+                continue;
+            };
+            let ctx = ItemCtx {
+                h: h.clone(),
+                client: client.clone(),
+                objects: objects.clone(),
+                names: names.clone(),
+                opts: opts.clone(),
+                say: Arc::clone(&say),
+            };
+            // Progress is said from the moment the item is taken until it
+            // is answered, whatever its thread is doing (fetching the bundle,
+            // waiting for the agent to start): a slow start is not a dead host.
+            let (done, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+            let beat = msg.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(progress) => {
+                            let _ = beat.ack_with(AckKind::Progress).await;
+                        }
+                        _ = &mut done_rx => return,
+                    }
+                }
+            });
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                let worked = ctx.run(&msg, done);
+                (ctx.say)(&format!(
+                    "{}: {} ({})",
+                    worked.job,
+                    worked.reply,
+                    worked.attempt.as_deref().unwrap_or("no attempt")
+                ));
+            });
+        }
+        #[allow(unreachable_code)]
+        Ok::<(), LoopError>(())
+    })
+}
+
+/// Everything one item's thread needs.
+struct ItemCtx {
+    h: tokio::runtime::Handle,
+    client: async_nats::Client,
+    objects: async_nats::jetstream::object_store::ObjectStore,
+    names: Names,
+    opts: HostOptions,
+    say: Say,
+}
+
+impl ItemCtx {
+    fn ask(&self, run: &str, req: &HostRequest) -> Result<CoordReply, FleetError> {
+        self.h
+            .block_on(work::ask(&self.client, &self.names, run, req))
+    }
+
+    /// Run one delivered item to its end; acks it once the coordinator
+    /// answered (or the item cannot be run by anyone).
+    fn run(&self, msg: &async_nats::jetstream::Message, done: Done) -> Worked {
+        let worked = self.run_item(msg);
+        // The item is answered (acked, nak'd or termed): no more progress.
+        let _ = done.send(());
+        worked
+    }
+
+    fn run_item(&self, msg: &async_nats::jetstream::Message) -> Worked {
+        let item: WorkItem = match serde_json::from_slice(&msg.payload) {
+            Ok(i) => i,
+            Err(e) => {
+                let _ = self.h.block_on(msg.ack_with(AckKind::Term));
+                return Worked {
+                    job: "?".into(),
+                    attempt: None,
+                    reply: format!("not a work item, dropped: {e}"),
+                };
+            }
+        };
+        let (seq, delivered) = match msg.info() {
+            Ok(i) => (i.stream_sequence, i.delivered),
+            Err(_) => (0, 1),
+        };
+        let started = self.ask(
+            &item.run,
+            &HostRequest::Start {
+                job: item.job.clone(),
+                host: self.opts.cfg.host.clone(),
+                stream_seq: seq,
+                delivered,
+            },
+        );
+        let attempt = match started {
+            Ok(CoordReply::Started { attempt }) => attempt,
+            Ok(other) => {
+                // The job has its outcome, or is not the coordinator's any more.
+                let _ = self.h.block_on(msg.ack_with(AckKind::Term));
+                return Worked {
+                    job: item.job,
+                    attempt: None,
+                    reply: format!("not started: {}", describe(&other)),
+                };
+            }
+            Err(e) => {
+                // No coordinator answered: leave the item to be delivered again.
+                let _ = self
+                    .h
+                    .block_on(msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))));
+                return Worked {
+                    job: item.job,
+                    attempt: None,
+                    reply: format!("not started: {e}"),
+                };
+            }
+        };
+        (self.say)(&format!(
+            "{}: started attempt {attempt} (delivery {delivered})",
+            item.job
+        ));
+        let finished = self
+            .lane(&item, &attempt)
+            .unwrap_or_else(|e| Finished::Failed {
+                status: "failed".into(),
+                reason: e.to_string(),
+            });
+        let reply = self.ask(
+            &item.run,
+            &HostRequest::Finish {
+                job: item.job.clone(),
+                host: self.opts.cfg.host.clone(),
+                attempt: attempt.clone(),
+                finished,
+            },
+        );
+        let reply = match reply {
+            Ok(r) => {
+                let _ = self.h.block_on(msg.double_ack());
+                describe(&r)
+            }
+            Err(e) => format!("result not taken ({e}); the item will be delivered again"),
+        };
+        Worked {
+            job: item.job,
+            attempt: Some(attempt),
+            reply,
+        }
+    }
+
+    /// The lane of one attempt, from the bundle to the result.
+    fn lane(&self, item: &WorkItem, attempt: &str) -> Result<Finished, LoopError> {
+        let Some(script) = item.sim_script.clone() else {
+            return Ok(Finished::Failed {
+                status: "refused".into(),
+                reason: "this host runs simulated lanes from the fleet only".into(),
+            });
+        };
+        let agent: Agent = match item.agent.as_str() {
+            "claude" => Agent::Claude,
+            "codex" => Agent::Codex,
+            other => {
+                return Err(LoopError::usage(
+                    "agent",
+                    format!("unknown agent {other:?}"),
+                ));
+            }
+        };
+        let short: String = attempt
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(8)
+            .collect();
+        let id = format!("{}-{short}", item.lane);
+        let root = self
+            .opts
+            .state_dir
+            .join("fleet")
+            .join("work")
+            .join(&item.run);
+        let dir = root.join(&id);
+        let lane_dir = root.join(format!("{id}.lane"));
+        let bundle = self
+            .h
+            .block_on(work::get_bytes(&self.objects, &item.bundle))?;
+        let result = self.lane_in(item, agent, &id, &dir, &lane_dir, &bundle, script);
+        // The clone is this host's scratch copy of the coordinator's tree.
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&lane_dir);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lane_in(
+        &self,
+        item: &WorkItem,
+        agent: Agent,
+        id: &str,
+        dir: &Path,
+        lane_dir: &Path,
+        bundle: &[u8],
+        script: String,
+    ) -> Result<Finished, LoopError> {
+        let _ = std::fs::remove_dir_all(dir);
+        crate::store::create_private_dir(dir)?;
+        crate::store::create_private_dir(lane_dir)?;
+        let bundle_file = lane_dir.join("base.bundle");
+        crate::store::write_bytes_atomic(&bundle_file, bundle)?;
+        git::run(dir, &["init", "-q"])?;
+        git::run(
+            dir,
+            &[
+                "fetch",
+                "-q",
+                &bundle_file.to_string_lossy(),
+                "+refs/*:refs/fleet-bundle/*",
+            ],
+        )?;
+        git::run(
+            dir,
+            &[
+                "checkout",
+                "-q",
+                "-b",
+                &format!("drover/fleet/{id}"),
+                &item.base,
+            ],
+        )?;
+        let socket = crate::paths::socket_path(&self.opts.state_dir)
+            .map_err(|e| LoopError::usage("state dir", e.to_string()))?;
+        let connect = || {
+            Client::connect(&socket).map_err(|e| LoopError::Lane {
+                lane: id.to_string(),
+                message: format!("this host's supervisor: {e}"),
+            })
+        };
+        let mut opts = LaneOptions::new(&self.opts.exe);
+        opts.sim = true;
+        opts.backend = self.opts.backend.clone();
+        opts.scripts = Some(Box::new(move |_: &LaneSpec| script.clone()));
+        let mut lanes = RealLanes::new(&self.opts.state_dir, connect()?, connect()?, opts);
+        let spec = LaneSpec {
+            id: id.to_string(),
+            role: Role::Implementer,
+            agent,
+            task: item.task.clone(),
+            lane_dir: lane_dir.to_path_buf(),
+            worktree: None,
+            cwd: dir.to_path_buf(),
+            effort: None,
+        };
+        let handle = lanes.up(&spec)?;
+        let job = format!("{}-{}", item.job, id.rsplit('-').next().unwrap_or("a"));
+        let mut run = || -> Result<Finished, LoopError> {
+            lanes.dispatch(
+                &handle,
+                &JobSpec {
+                    job_id: job.clone(),
+                    prompt: format!(
+                        "Implement task {} of this repository's board.\n[loop] task={} round=1 role=implementer",
+                        item.task, item.task
+                    ),
+                    report_path: lane_dir.join("report.json"),
+                    autocomplete: true,
+                    report_files: item.report_files.clone(),
+                },
+            )?;
+            let outcome = loop {
+                if let Some((_, o)) = lanes
+                    .wait_decision(std::slice::from_ref(&job), POLL)?
+                    .into_iter()
+                    .next()
+                {
+                    break o;
+                }
+            };
+            Ok(match outcome {
+                Outcome::Completed => {
+                    let (_, _, patch) = capture::diff(dir, &item.base)?;
+                    let name = format!("patch-{}-{}.patch", item.job, job);
+                    let patch = self
+                        .h
+                        .block_on(work::put_bytes(&self.objects, &name, &patch))?;
+                    Finished::Implemented { patch }
+                }
+                Outcome::Failed { status, reason } => Finished::Failed { status, reason },
+                Outcome::Escalated { decision, reason } => Finished::Escalated { decision, reason },
+            })
+        };
+        let result = run();
+        let _ = lanes.down(&handle);
+        result
+    }
+}
+
+fn describe(r: &CoordReply) -> String {
+    match r {
+        CoordReply::Started { attempt } => format!("started {attempt}"),
+        CoordReply::Accepted => "accepted".into(),
+        CoordReply::Refused { why } => format!("refused: {why}"),
+    }
+}

@@ -1,0 +1,593 @@
+//! [`LaneOps`] for `drover loop run --fleet FLEET`: the coordinator's side
+//! of work across hosts (docs/fleet.md). A task's first implementer step
+//! goes on the fleet's work-queue; a host with a free slot pulls it, builds
+//! the lane from the base bundle, runs it and sends back the candidate as a
+//! binary patch, which is applied here, in the task's own worktree, before
+//! the job completes. Everything after that — review, repair and rebase
+//! rounds, the gate, landing — runs on this host's own lanes (`local`), as
+//! on one host.
+//!
+//! This process alone writes the jobs: a host asks for an attempt (`start`)
+//! and reports its result (`finish`) by request/reply, and the engine's CAS
+//! on the attempt refuses the result of a superseded one (a host that was
+//! given up and came back). Every request and answer is recorded in
+//! `<state>/fleet/<run>.jsonl`.
+
+use crate::engine::{Action, Actor, Engine, Request, Status};
+use crate::fleet::work::{self, CoordReply, Finished, HostRequest, ObjectRef, Step, WorkItem};
+use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
+use crate::loopctl::LoopError;
+use crate::loopctl::land::git;
+use crate::loopctl::lanes::renew::Renewal;
+use crate::loopctl::lanes::simlanes::lane_err;
+use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The sim script of a lane sent to the fleet (None: real agents).
+pub type ItemScript = Box<dyn FnMut(&LaneSpec) -> Option<String>>;
+
+/// How often remote outcomes are looked for while waiting.
+const POLL: Duration = Duration::from_millis(50);
+
+/// One step on the fleet, as the coordinator keeps it.
+struct Remote {
+    lane: LaneHandle,
+    worktree: PathBuf,
+    /// Attempts given out, by (stream seq, delivery count).
+    starts: BTreeMap<(u64, i64), String>,
+    /// Answers given to finished attempts, by attempt.
+    finished: BTreeMap<String, CoordReply>,
+    outcome: Option<Outcome>,
+}
+
+/// What the request handler and the runner share.
+struct Shared {
+    state_dir: PathBuf,
+    log: PathBuf,
+    remotes: BTreeMap<String, Remote>,
+}
+
+/// The coordinator's lanes: the fleet for first implementer rounds, `local`
+/// for the rest.
+pub struct FleetLanes<L: LaneOps> {
+    local: L,
+    rt: tokio::runtime::Runtime,
+    js: async_nats::jetstream::Context,
+    objects: async_nats::jetstream::object_store::ObjectStore,
+    names: Names,
+    run: String,
+    state_dir: PathBuf,
+    scripts: ItemScript,
+    shared: Arc<Mutex<Shared>>,
+    /// Remote lanes that are up (not yet down), by lane id.
+    up: BTreeSet<String>,
+    /// Remote lanes' jobs, by lane id.
+    jobs: BTreeMap<String, String>,
+    bundles: BTreeMap<String, ObjectRef>,
+    renewals: BTreeMap<String, Renewal>,
+    lease_ttl: Duration,
+}
+
+fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn record(log: &Path, entry: serde_json::Value) {
+    let mut e = entry;
+    e["at"] = json!(crate::paths::now_rfc3339());
+    if let Err(err) = crate::store::append_jsonl(log, &e, true) {
+        tracing::warn!(error = %err, "fleet.jsonl not written");
+    }
+}
+
+impl<L: LaneOps> FleetLanes<L> {
+    /// Connect as this host of `cfg`'s fleet and answer run `run`'s hosts;
+    /// `log` is the run's record (`<state>/fleet/<run>.jsonl`); the work consumer, when this makes
+    /// it, redelivers a step unacked for `ack_wait`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        cfg: &FleetConfig,
+        handed: &Handed,
+        run: &str,
+        state_dir: &Path,
+        log: &Path,
+        local: L,
+        scripts: ItemScript,
+        lease_ttl: Duration,
+        ack_wait: Duration,
+    ) -> Result<Self, LoopError> {
+        let names = Names::new(&cfg.fleet)?;
+        crate::fleet::subjects::check_id("run", run)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("drover-fleet")
+            .enable_all()
+            .build()
+            .map_err(FleetError::Runtime)?;
+        let shared = Arc::new(Mutex::new(Shared {
+            state_dir: state_dir.to_path_buf(),
+            log: log.to_path_buf(),
+            remotes: BTreeMap::new(),
+        }));
+        let (js, objects) = rt.block_on(async {
+            let client = connection::connect(cfg, handed).await?;
+            let js = async_nats::jetstream::new(client.clone());
+            work::work_stream(&js, &names).await?;
+            work::consumer(&js, &names, ack_wait).await?;
+            let objects = work::objects(&js, &names).await?;
+            let sub = client
+                .subscribe(names.coord_subject(run))
+                .await
+                .map_err(|e| FleetError::bus("answer the hosts", e))?;
+            tokio::spawn(serve(client, sub, objects.clone(), Arc::clone(&shared)));
+            Ok::<_, FleetError>((js, objects))
+        })?;
+        Ok(FleetLanes {
+            local,
+            rt,
+            js,
+            objects,
+            names,
+            run: run.to_string(),
+            state_dir: state_dir.to_path_buf(),
+            scripts,
+            shared,
+            up: BTreeSet::new(),
+            jobs: BTreeMap::new(),
+            bundles: BTreeMap::new(),
+            renewals: BTreeMap::new(),
+            lease_ttl,
+        })
+    }
+
+    fn is_remote(&self, lane: &LaneHandle) -> bool {
+        self.up.contains(&lane.id) || self.jobs.contains_key(&lane.id)
+    }
+
+    /// The bundle of `base` in the object store (made once per base).
+    fn bundle(&mut self, repo: &Path, base: &str) -> Result<ObjectRef, LoopError> {
+        if let Some(r) = self.bundles.get(base) {
+            return Ok(r.clone());
+        }
+        let refname = format!("{}/{base}", work::BUNDLE_REF);
+        git::run(repo, &["update-ref", &refname, base])?;
+        let file = self
+            .state_dir
+            .join("fleet")
+            .join(format!("base-{base}.bundle"));
+        crate::store::create_private_dir(file.parent().unwrap_or(&self.state_dir))?;
+        let made = git::run(
+            repo,
+            &["bundle", "create", "-q", &file.to_string_lossy(), &refname],
+        );
+        let _ = git::run(repo, &["update-ref", "-d", &refname]);
+        made?;
+        let bytes = std::fs::read(&file).map_err(|e| LoopError::io(&file, e))?;
+        let _ = std::fs::remove_file(&file);
+        let r = self.rt.block_on(work::put_bytes(
+            &self.objects,
+            &format!("base-{base}.bundle"),
+            &bytes,
+        ))?;
+        self.bundles.insert(base.to_string(), r.clone());
+        Ok(r)
+    }
+}
+
+impl<L: LaneOps> LaneOps for FleetLanes<L> {
+    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        // A fresh implementer worktree: the step goes to the fleet. The
+        // worktree is made here, from the base, for the candidate to land in.
+        let (Role::Implementer, Some(w)) = (spec.role, &spec.worktree) else {
+            return self.local.up(spec);
+        };
+        git::add_worktree(&w.repo, &w.path, &w.branch, &w.base)?;
+        self.up.insert(spec.id.clone());
+        self.renewals.insert(
+            spec.id.clone(),
+            Renewal::start(&self.state_dir, &spec.task, self.lease_ttl),
+        );
+        Ok(LaneHandle {
+            id: spec.id.clone(),
+            role: spec.role,
+            agent: spec.agent,
+            task: spec.task.clone(),
+            pane: format!("fleet:{}", spec.id),
+            cwd: w.path.clone(),
+            lane_dir: spec.lane_dir.clone(),
+        })
+    }
+
+    fn live(&mut self) -> Result<Vec<String>, LoopError> {
+        let mut live = self.local.live()?;
+        live.extend(self.up.iter().cloned());
+        Ok(live)
+    }
+
+    fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {
+        if !self.up.contains(&lane.id) {
+            return self.local.dispatch(lane, job);
+        }
+        let repo = git::line(
+            &lane.cwd,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )?;
+        let repo = PathBuf::from(repo);
+        let repo = repo.parent().map(Path::to_path_buf).unwrap_or(repo);
+        let base = git::line(&lane.cwd, &["rev-parse", "HEAD"])?;
+        let bundle = self.bundle(&repo, &base)?;
+        let spec = LaneSpec {
+            id: lane.id.clone(),
+            role: lane.role,
+            agent: lane.agent,
+            task: lane.task.clone(),
+            lane_dir: lane.lane_dir.clone(),
+            worktree: None,
+            cwd: lane.cwd.clone(),
+            effort: None,
+        };
+        let item = WorkItem {
+            run: self.run.clone(),
+            job: job.job_id.clone(),
+            lane: lane.id.clone(),
+            step: Step::Implement,
+            agent: lane.agent.as_str().to_string(),
+            task: lane.task.clone(),
+            base,
+            bundle,
+            report_files: job.report_files.clone(),
+            sim_script: (self.scripts)(&spec),
+        };
+        Engine::open(&self.state_dir)?.transition(&Request::new(
+            job.job_id.clone(),
+            Action::Create { deadline: None },
+            Actor::operator(),
+        ))?;
+        lock(&self.shared).remotes.insert(
+            job.job_id.clone(),
+            Remote {
+                lane: lane.clone(),
+                worktree: lane.cwd.clone(),
+                starts: BTreeMap::new(),
+                finished: BTreeMap::new(),
+                outcome: None,
+            },
+        );
+        self.jobs.insert(lane.id.clone(), job.job_id.clone());
+        self.rt
+            .block_on(work::publish(&self.js, &self.names, &item))?;
+        let log = lock(&self.shared).log.clone();
+        record(
+            &log,
+            json!({"event": "queued", "job": item.job, "task": item.task, "lane": item.lane}),
+        );
+        // The attempt is the host's to ask for when it pulls the item.
+        Ok(String::new())
+    }
+
+    fn wait_decision(
+        &mut self,
+        jobs: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(String, Outcome)>, LoopError> {
+        let (remote, local): (Vec<String>, Vec<String>) = {
+            let s = lock(&self.shared);
+            jobs.iter()
+                .cloned()
+                .partition(|j| s.remotes.contains_key(j))
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut out: Vec<(String, Outcome)> = {
+                let s = lock(&self.shared);
+                remote
+                    .iter()
+                    .filter_map(|j| Some((j.clone(), s.remotes.get(j)?.outcome.clone()?)))
+                    .collect()
+            };
+            if out.is_empty() && !local.is_empty() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let slice = if remote.is_empty() {
+                    left
+                } else {
+                    POLL.min(left)
+                };
+                out = self.local.wait_decision(&local, slice)?;
+            } else if out.is_empty() {
+                std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
+            }
+            if !out.is_empty() || Instant::now() >= deadline {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn down(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        if !self.is_remote(lane) {
+            return self.local.down(lane);
+        }
+        self.up.remove(&lane.id);
+        self.jobs.remove(&lane.id);
+        if let Some(r) = self.renewals.remove(&lane.id) {
+            r.stop();
+        }
+        Ok(())
+    }
+
+    fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
+        if self.is_remote(lane) {
+            // The lane's screen is on its host: nothing to park or stall on here.
+            return Ok(None);
+        }
+        self.local.observe(lane)
+    }
+
+    fn answer(&mut self, lane: &LaneHandle, label: &str) -> Result<bool, LoopError> {
+        if self.is_remote(lane) {
+            return Ok(false);
+        }
+        self.local.answer(lane, label)
+    }
+
+    fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {
+        self.local.reap(prefix)
+    }
+
+    fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
+        if self.is_remote(lane) {
+            return Ok(());
+        }
+        self.local.interrupt(lane)
+    }
+
+    fn prompt(&mut self, lane: &LaneHandle, text: &str) -> Result<bool, LoopError> {
+        if self.is_remote(lane) {
+            return Ok(false);
+        }
+        self.local.prompt(lane, text)
+    }
+
+    fn report_command(&self) -> String {
+        self.local.report_command()
+    }
+}
+
+/// Answer the hosts of one run, one request at a time (so no two requests
+/// about a job interleave), until the connection closes.
+async fn serve(
+    client: async_nats::Client,
+    mut sub: async_nats::Subscriber,
+    objects: async_nats::jetstream::object_store::ObjectStore,
+    shared: Arc<Mutex<Shared>>,
+) {
+    while let Some(msg) = sub.next().await {
+        let Some(reply_to) = msg.reply.clone() else {
+            continue;
+        };
+        let reply = match serde_json::from_slice::<HostRequest>(&msg.payload) {
+            Ok(req) => {
+                let patch = match &req {
+                    HostRequest::Finish {
+                        finished: Finished::Implemented { patch },
+                        ..
+                    } => Some(work::get_bytes(&objects, patch).await),
+                    _ => None,
+                };
+                let sh = Arc::clone(&shared);
+                tokio::task::spawn_blocking(move || handle(&sh, &req, patch))
+                    .await
+                    .unwrap_or_else(|e| CoordReply::Refused {
+                        why: format!("the coordinator failed: {e}"),
+                    })
+            }
+            Err(e) => CoordReply::Refused {
+                why: format!("not a request: {e}"),
+            },
+        };
+        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        let _ = client.publish(reply_to, body.into()).await;
+    }
+}
+
+fn refused(why: impl Into<String>) -> CoordReply {
+    CoordReply::Refused { why: why.into() }
+}
+
+/// One request: the engine decides; the answer is recorded.
+fn handle(
+    shared: &Mutex<Shared>,
+    req: &HostRequest,
+    patch: Option<Result<Vec<u8>, FleetError>>,
+) -> CoordReply {
+    let mut s = lock(shared);
+    let (state_dir, log) = (s.state_dir.clone(), s.log.clone());
+    let reply = match req {
+        HostRequest::Start {
+            job,
+            host,
+            stream_seq,
+            delivered,
+        } => match s.remotes.get_mut(job) {
+            None => refused(format!("no job {job} in this run")),
+            Some(r) => start(&state_dir, r, job, host, (*stream_seq, *delivered)),
+        },
+        HostRequest::Finish {
+            job,
+            host,
+            attempt,
+            finished,
+        } => match s.remotes.get_mut(job) {
+            None => refused(format!("no job {job} in this run")),
+            Some(r) => match r.finished.get(attempt) {
+                Some(again) => again.clone(),
+                None => {
+                    let reply = finish(&state_dir, r, job, host, attempt, finished, patch);
+                    r.finished.insert(attempt.clone(), reply.clone());
+                    reply
+                }
+            },
+        },
+    };
+    let (op, job, host) = match req {
+        HostRequest::Start { job, host, .. } => ("start", job, host),
+        HostRequest::Finish { job, host, .. } => ("finish", job, host),
+    };
+    let attempt = match (req, &reply) {
+        (_, CoordReply::Started { attempt }) => Some(attempt.clone()),
+        (HostRequest::Finish { attempt, .. }, _) => Some(attempt.clone()),
+        _ => None,
+    };
+    let delivered = match req {
+        HostRequest::Start { delivered, .. } => Some(*delivered),
+        HostRequest::Finish { .. } => None,
+    };
+    record(
+        &log,
+        json!({"event": op, "job": job, "host": host, "attempt": attempt,
+               "delivered": delivered, "reply": reply}),
+    );
+    reply
+}
+
+/// An attempt for one delivery: the same one when asked again; a new one,
+/// superseding the attempt of an earlier delivery (its host was given up).
+fn start(state_dir: &Path, r: &mut Remote, job: &str, host: &str, key: (u64, i64)) -> CoordReply {
+    if let Some(a) = r.starts.get(&key) {
+        return CoordReply::Started { attempt: a.clone() };
+    }
+    if r.outcome.is_some() {
+        return refused(format!("job {job} has its outcome"));
+    }
+    let engine = match Engine::open(state_dir) {
+        Ok(e) => e,
+        Err(e) => return refused(e.to_string()),
+    };
+    let session = r.lane.role.session_id().to_string();
+    let go = || -> Result<String, crate::engine::EngineError> {
+        let rec = engine.show(job)?;
+        if rec.status == Status::Running {
+            // An earlier delivery's attempt: its host stopped acking.
+            let old = rec.attempt_id.clone().unwrap_or_default();
+            let failed = engine.transition(
+                &Request::new(
+                    job,
+                    Action::Fail {
+                        reason: Some(format!(
+                            "attempt {old} given up: the item was delivered again (to {host})"
+                        )),
+                    },
+                    Actor::operator(),
+                )
+                .expect_attempt(old),
+            )?;
+            engine.transition(&Request::new(
+                job,
+                Action::Redispatch {
+                    iteration: failed.record().iteration + 1,
+                },
+                Actor::operator(),
+            ))?;
+        }
+        let claimed = engine.transition(&Request::new(
+            job,
+            Action::Claim { session },
+            Actor::operator(),
+        ))?;
+        Ok(claimed.record().attempt_id.clone().unwrap_or_default())
+    };
+    match go() {
+        Ok(attempt) => {
+            r.starts.insert(key, attempt.clone());
+            CoordReply::Started { attempt }
+        }
+        Err(e) => refused(e.to_string()),
+    }
+}
+
+/// The result of one attempt. A candidate is applied to the task's
+/// worktree only when the engine's record still has this attempt running;
+/// the completion then goes through the engine under the same attempt.
+fn finish(
+    state_dir: &Path,
+    r: &mut Remote,
+    job: &str,
+    host: &str,
+    attempt: &str,
+    finished: &Finished,
+    patch: Option<Result<Vec<u8>, FleetError>>,
+) -> CoordReply {
+    let engine = match Engine::open(state_dir) {
+        Ok(e) => e,
+        Err(e) => return refused(e.to_string()),
+    };
+    let current = engine.show(job).ok();
+    let live = current
+        .as_ref()
+        .is_some_and(|c| c.status == Status::Running && c.attempt_id.as_deref() == Some(attempt));
+    let (action, outcome) = match finished {
+        Finished::Implemented { .. } => (
+            Action::Complete {
+                reason: Some(format!("candidate from {host}")),
+            },
+            Outcome::Completed,
+        ),
+        Finished::Failed { status, reason } => (
+            Action::Fail {
+                reason: Some(format!("on {host}: {status}: {reason}")),
+            },
+            Outcome::Failed {
+                status: status.clone(),
+                reason: format!("on {host}: {reason}"),
+            },
+        ),
+        Finished::Escalated { decision, reason } => {
+            if !live {
+                return refused(format!(
+                    "attempt {attempt} is not the job's running attempt"
+                ));
+            }
+            r.outcome = Some(Outcome::Escalated {
+                decision: decision.clone(),
+                reason: format!("on {host}: {reason}"),
+            });
+            return CoordReply::Accepted;
+        }
+    };
+    if live && let Some(p) = patch {
+        let applied = p.map_err(|e| e.to_string()).and_then(|bytes| {
+            apply(&r.worktree, &r.lane.lane_dir, attempt, &bytes).map_err(|e| e.to_string())
+        });
+        if let Err(why) = applied {
+            return refused(format!(
+                "the candidate of attempt {attempt} does not apply: {why}"
+            ));
+        }
+    }
+    // The engine decides (and audits) even when the attempt is stale: a
+    // superseded attempt's result is refused there, by its CAS.
+    match engine.transition(&Request::new(job, action, Actor::operator()).expect_attempt(attempt)) {
+        Ok(_) => {
+            r.outcome = Some(outcome);
+            CoordReply::Accepted
+        }
+        Err(e) => refused(e.to_string()),
+    }
+}
+
+/// Apply a candidate patch (bytes exactly as the host's git wrote them) to
+/// the task's worktree, which is at the base.
+fn apply(worktree: &Path, lane_dir: &Path, attempt: &str, bytes: &[u8]) -> Result<(), LoopError> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let file = lane_dir.join(format!("fleet-{attempt}.patch"));
+    crate::store::write_bytes_atomic(&file, bytes)?;
+    git::run(worktree, &["apply", "--binary", &file.to_string_lossy()])
+        .map(|_| ())
+        .map_err(|e| lane_err("-", e))
+}

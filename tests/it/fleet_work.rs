@@ -1,0 +1,324 @@
+//! Work across hosts (docs/fleet.md): `loop run --sim --fleet lab` on a
+//! coordinator puts each task's implementer step on the fleet's work-queue,
+//! hosts running `fleet work` pull and run them and send back the candidate,
+//! and the coordinator lands it — against a real nats-server, with the hosts
+//! separate supervisors with their own state dirs on this machine.
+
+use crate::common::{self, Drover, git, stderr, wait_until};
+use crate::fleet_join::join;
+use crate::nats_common::{Nats, Setup};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The coordinator `c` and hosts `h1`, `h2`, each its own NATS user.
+fn users() -> Setup {
+    Setup {
+        users: ["c", "h1", "h2"]
+            .iter()
+            .map(|u| (u.to_string(), format!("pw-{u}-Kp3")))
+            .collect(),
+        tls: None,
+    }
+}
+
+fn joined(nats: &Nats, host: &str) -> Drover {
+    let d = Drover::new();
+    join(&d, nats, host, host, &format!("pw-{host}-Kp3"), &[]);
+    d
+}
+
+/// A running `fleet work` and what it said.
+struct Worker {
+    child: Child,
+    err: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Worker {
+    fn start(d: &Drover) -> Worker {
+        let mut child = d
+            .cmd()
+            .args(["fleet", "work", "--slots", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = common::collect_output(Box::new(child.stderr.take().unwrap()));
+        Worker { child, err }
+    }
+
+    fn said(&self) -> String {
+        String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn task(dir: &Path, id: &str, file: &str) {
+    std::fs::write(
+        dir.join(format!("{} - T.md", id.to_lowercase())),
+        format!("---\nid: {id}\ntitle: Task {id}\nstatus: To Do\nlabels: []\ndependencies: []\nmodified_files: [{file}]\n---\n\n## Description\nDo {id}.\n"),
+    )
+    .unwrap();
+}
+
+/// A repo whose board holds `n` tasks, TASK-i claiming `TASK-i.txt`; (repo, charter).
+fn board(d: &Drover, n: usize) -> (PathBuf, PathBuf) {
+    let root = d.scratch();
+    let repo = root.join("r");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "base\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    for i in 1..=n {
+        task(&tasks, &format!("TASK-{i}"), &format!("TASK-{i}.txt"));
+    }
+    let charter = root.join("CHARTER.md");
+    std::fs::write(&charter, "# Fleet\nlanes: 8\npool: 8\ngate: true\n").unwrap();
+    (repo, charter)
+}
+
+/// Sim scripts: an implementer that works `work_ms` then writes the file
+/// its task claims (`{task}` is the prompt's `task=` token) and reports; a
+/// passing reviewer.
+fn scripts(d: &Drover, work_ms: u64) -> (PathBuf, PathBuf) {
+    let imp = d.scratch().join("imp.toml");
+    std::fs::write(
+        &imp,
+        format!(
+            "[[turn]]\nsteps = [{{ work = {work_ms} }}, {{ write = {{ path = \"{{task}}.txt\", content = \"written on a fleet host\\n\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n"
+        ),
+    )
+    .unwrap();
+    let rev = d.scratch().join("rev.toml");
+    std::fs::write(
+        &rev,
+        "[[turn]]\nsteps = [{ work = 100 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n",
+    )
+    .unwrap();
+    (imp, rev)
+}
+
+/// `loop run --fleet lab` on `d` in the background.
+fn loop_run(d: &Drover, repo: &Path, charter: &Path, imp: &Path, rev: &Path) -> Child {
+    d.cmd()
+        .args([
+            "loop",
+            "run",
+            "--charter",
+            charter.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--sim",
+            "--sim-implementer",
+            imp.to_str().unwrap(),
+            "--sim-reviewer",
+            rev.to_str().unwrap(),
+            "--fleet",
+            "lab",
+            "--fleet-ack-wait-ms",
+            "3000",
+            "--turn-timeout-s",
+            "120",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The coordinator's record of the fleet's requests (`fleet/<run>.jsonl`).
+fn record(d: &Drover) -> Vec<Value> {
+    let dir = d.state.clone().join("fleet");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        if e.path().extension().is_some_and(|x| x == "jsonl") {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            out.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+        }
+    }
+    out
+}
+
+fn starts_by(d: &Drover, host: &str) -> Vec<Value> {
+    record(d)
+        .into_iter()
+        .filter(|e| e["event"] == "start" && e["host"] == host && e["reply"]["reply"] == "started")
+        .collect()
+}
+
+fn at_integration(repo: &Path, path: &str) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["show", &format!("drover/integration/loop1:{path}")])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// How many commits on the integration branch touch `path`.
+fn commits_touching(repo: &Path, path: &str) -> usize {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["log", "--format=%H", "drover/integration/loop1", "--", path])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+fn finish(child: Child) -> (bool, String) {
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), stderr(&out))
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn two_hosts_implement_and_the_coordinator_lands_every_task_once() {
+    let nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 4);
+    let (imp, rev) = scripts(&c, 300);
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    for i in 1..=4 {
+        let f = format!("TASK-{i}.txt");
+        assert_eq!(
+            at_integration(&repo, &f).as_deref(),
+            Some("written on a fleet host\n"),
+            "{f} landed: {err}"
+        );
+        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
+    }
+    // Every implementer step ran on a host, none on the coordinator.
+    let (s1, s2) = (starts_by(&c, "h1").len(), starts_by(&c, "h2").len());
+    assert_eq!(s1 + s2, 4, "{:#?}", record(&c));
+    let accepted = record(&c)
+        .into_iter()
+        .filter(|e| e["event"] == "finish" && e["reply"]["reply"] == "accepted")
+        .count();
+    assert_eq!(accepted, 4, "{:#?}", record(&c));
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_host_killed_mid_implement_is_given_up_and_the_step_lands_once_from_another() {
+    let nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (repo, charter) = board(&c, 1);
+    // Long enough a step that h1 dies in the middle of it.
+    let (imp, rev) = scripts(&c, 4000);
+    let w1 = Worker::start(&h1);
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
+        "h1 never started the step: {}",
+        w1.said()
+    );
+    // The host dies: its worker and its supervisor, kill -9.
+    w1.signal("-KILL");
+    if let Some(pid) = h1.server_pid() {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let w2 = Worker::start(&h2);
+    let (ok, err) = finish(run);
+    assert!(ok, "loop run: {err}\nh2: {}", w2.said());
+    assert_eq!(
+        at_integration(&repo, "TASK-1.txt").as_deref(),
+        Some("written on a fleet host\n"),
+        "{err}"
+    );
+    assert_eq!(commits_touching(&repo, "TASK-1.txt"), 1, "landed once");
+    let (a1, a2) = (starts_by(&c, "h1"), starts_by(&c, "h2"));
+    assert_eq!((a1.len(), a2.len()), (1, 1), "{:#?}", record(&c));
+    assert_ne!(a1[0]["attempt"], a2[0]["attempt"], "a new attempt on h2");
+    assert!(a2[0]["delivered"].as_i64() > Some(1), "{:#?}", a2[0]);
+    // The engine gave h1's attempt up and redispatched the job once.
+    let job = a2[0]["job"].as_str().unwrap().to_string();
+    let out = c.run(&["job", "show", &job, "--json"]);
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["status"], "completed", "{rec}");
+    // A job starts at iteration 1; h1's attempt given up, it was redispatched once.
+    assert_eq!(rec["iteration"], 2, "{rec}");
+    assert_eq!(rec["attempt_id"], a2[0]["attempt"], "{rec}");
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_host_frozen_past_ack_wait_comes_back_and_its_late_result_is_refused() {
+    let nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (repo, charter) = board(&c, 1);
+    let (imp, rev) = scripts(&c, 6000);
+    let w1 = Worker::start(&h1);
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
+        "h1 never started the step: {}",
+        w1.said()
+    );
+    // Frozen: no progress acks; its lane goes on in its supervisor.
+    w1.signal("-STOP");
+    let w2 = Worker::start(&h2);
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(&c, "h2").is_empty()),
+        "the step was not delivered again to h2: {}",
+        w2.said()
+    );
+    w1.signal("-CONT");
+    let refused = || {
+        record(&c).into_iter().find(|e| {
+            e["event"] == "finish" && e["host"] == "h1" && e["reply"]["reply"] == "refused"
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || refused().is_some()),
+        "h1's late result was not refused: {:#?}\nh1: {}",
+        record(&c),
+        w1.said()
+    );
+    let why = refused().unwrap()["reply"]["why"].to_string();
+    assert!(
+        why.contains("expected attempt"),
+        "the engine's CAS refused it: {why}"
+    );
+    let (ok, err) = finish(run);
+    assert!(ok, "loop run: {err}\nh2: {}", w2.said());
+    assert_eq!(commits_touching(&repo, "TASK-1.txt"), 1, "landed once");
+    // The engine's audit has the refusal too.
+    let audit = std::fs::read_to_string(c.state.join("jobs").join("audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("refused") && l.contains("expected_attempt")),
+        "{audit}"
+    );
+}

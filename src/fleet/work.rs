@@ -299,6 +299,32 @@ pub async fn publish(
     Ok(())
 }
 
+/// How long a call on the bus is retried while the server is away (a
+/// restart, a failover in a cluster) before it is given up.
+pub const RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// `call` until it succeeds or [`RETRY_FOR`] has passed, backing off from
+/// 200 ms to 2 s; the client reconnects by itself meanwhile.
+pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T, FleetError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, FleetError>>,
+{
+    let deadline = tokio::time::Instant::now() + RETRY_FOR;
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match call().await {
+            Ok(v) => return Ok(v),
+            Err(e) if tokio::time::Instant::now() + delay >= deadline => return Err(e),
+            Err(e) => {
+                tracing::debug!(error = %e, "fleet call failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
 /// Ask run `run`'s coordinator; `Err` when it does not answer in time.
 pub async fn ask(
     client: &async_nats::Client,

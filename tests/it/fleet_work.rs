@@ -322,3 +322,38 @@ fn a_host_frozen_past_ack_wait_comes_back_and_its_late_result_is_refused() {
         "{audit}"
     );
 }
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_nats_server_restarted_mid_run_loses_nothing_and_every_task_lands_once() {
+    let mut nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 4);
+    let (imp, rev) = scripts(&c, 2500);
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            starts_by(&c, "h1").len() + starts_by(&c, "h2").len() >= 2
+        }),
+        "no step started: {:#?}\nh1: {}\nh2: {}",
+        record(&c),
+        w1.said(),
+        w2.said()
+    );
+    // Killed (no clean shutdown) while steps are in flight, and started
+    // again on its file storage.
+    nats.restart();
+    let (ok, err) = finish(run);
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    for i in 1..=4 {
+        let f = format!("TASK-{i}.txt");
+        assert_eq!(
+            at_integration(&repo, &f).as_deref(),
+            Some("written on a fleet host\n"),
+            "{f}: {err}"
+        );
+        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
+    }
+}

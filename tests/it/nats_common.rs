@@ -170,6 +170,39 @@ impl Nats {
         if ready && !n.exited() { Some(n) } else { None }
     }
 
+    /// Kill the server (SIGKILL: no clean shutdown) and start it again on
+    /// the same port with the same config and JetStream store dir; waits
+    /// until it is ready again.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let before = self.log_text().matches("Server is ready").count();
+        let conf_file = self.dir.path().join("nats.conf");
+        // The port is free again once the old process is gone; a new
+        // listener may take a moment to bind it.
+        let started = wait_until(READY_TIMEOUT, || {
+            self.child = Command::new(server_bin())
+                .arg("-c")
+                .arg(&conf_file)
+                .arg("-l")
+                .arg(&self.log)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("cannot run nats-server");
+            let up = wait_until(READY_TIMEOUT, || {
+                self.log_text().matches("Server is ready").count() > before || self.exited()
+            });
+            up && !self.exited()
+        });
+        assert!(
+            started,
+            "nats-server did not start again: {}",
+            self.log_text()
+        );
+    }
+
     fn exited(&mut self) -> bool {
         self.child.try_wait().ok().flatten().is_some()
     }

@@ -160,9 +160,12 @@ struct ItemCtx {
 }
 
 impl ItemCtx {
+    /// Ask the coordinator, retried while the server or the coordinator is
+    /// away (the requests are idempotent: asking again gets the same answer).
     fn ask(&self, run: &str, req: &HostRequest) -> Result<CoordReply, FleetError> {
-        self.h
-            .block_on(work::ask(&self.client, &self.names, run, req))
+        self.h.block_on(work::retrying(|| {
+            work::ask(&self.client, &self.names, run, req)
+        }))
     }
 
     /// Run one delivered item to its end; acks it once the coordinator
@@ -287,9 +290,9 @@ impl ItemCtx {
             .join(&item.run);
         let dir = root.join(&id);
         let lane_dir = root.join(format!("{id}.lane"));
-        let bundle = self
-            .h
-            .block_on(work::get_bytes(&self.objects, &item.bundle))?;
+        let bundle = self.h.block_on(work::retrying(|| {
+            work::get_bytes(&self.objects, &item.bundle)
+        }))?;
         let result = self.lane_in(item, agent, &id, &dir, &lane_dir, &bundle, script);
         // The clone is this host's scratch copy of the coordinator's tree.
         let _ = std::fs::remove_dir_all(&dir);
@@ -385,9 +388,9 @@ impl ItemCtx {
                 Outcome::Completed => {
                     let (_, _, patch) = capture::diff(dir, &item.base)?;
                     let name = format!("patch-{}-{}.patch", item.job, job);
-                    let patch = self
-                        .h
-                        .block_on(work::put_bytes(&self.objects, &name, &patch))?;
+                    let patch = self.h.block_on(work::retrying(|| {
+                        work::put_bytes(&self.objects, &name, &patch)
+                    }))?;
                     Finished::Implemented { patch }
                 }
                 Outcome::Failed { status, reason } => Finished::Failed { status, reason },

@@ -169,11 +169,10 @@ impl<L: LaneOps> FleetLanes<L> {
         made?;
         let bytes = std::fs::read(&file).map_err(|e| LoopError::io(&file, e))?;
         let _ = std::fs::remove_file(&file);
-        let r = self.rt.block_on(work::put_bytes(
-            &self.objects,
-            &format!("base-{base}.bundle"),
-            &bytes,
-        ))?;
+        let name = format!("base-{base}.bundle");
+        let r = self.rt.block_on(work::retrying(|| {
+            work::put_bytes(&self.objects, &name, &bytes)
+        }))?;
         self.bundles.insert(base.to_string(), r.clone());
         Ok(r)
     }
@@ -259,8 +258,10 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             },
         );
         self.jobs.insert(lane.id.clone(), job.job_id.clone());
-        self.rt
-            .block_on(work::publish(&self.js, &self.names, &item))?;
+        // Retried while the server is away; the job id dedupes a repeat.
+        self.rt.block_on(work::retrying(|| {
+            work::publish(&self.js, &self.names, &item)
+        }))?;
         let log = lock(&self.shared).log.clone();
         record(
             &log,
@@ -375,7 +376,7 @@ async fn serve(
                     HostRequest::Finish {
                         finished: Finished::Implemented { patch },
                         ..
-                    } => Some(work::get_bytes(&objects, patch).await),
+                    } => Some(work::retrying(|| work::get_bytes(&objects, patch)).await),
                     _ => None,
                 };
                 let sh = Arc::clone(&shared);

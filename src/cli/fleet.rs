@@ -69,6 +69,9 @@ pub struct JoinArgs {
     #[arg(long, value_name = "MS", default_value_t = config::DEFAULT_HEARTBEAT_MS,
           value_parser = clap::value_parser!(u64).range(membership::MIN_HEARTBEAT_MS..))]
     heartbeat_ms: u64,
+    /// Copies JetStream keeps of the fleet's streams this host makes (3 on a three-node cluster).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
+    replicas: u8,
 }
 
 #[derive(Debug, clap::Args)]
@@ -183,6 +186,7 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         tls_ca,
         insecure: a.insecure,
         heartbeat_ms: a.heartbeat_ms,
+        replicas: usize::from(a.replicas),
     };
     if matches!(cfg.auth, Auth::None) && !cfg.insecure {
         return Err(fleet_fail(FleetError::NoCredentials));
@@ -251,7 +255,7 @@ fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
 
 fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let (_, cfg) = joined(ctx)?;
-    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    let names = Names::of(&cfg).map_err(fleet_fail)?;
     let hosts: Vec<Presence> = runtime()?
         .block_on(async {
             let client = connect(&cfg).await?;
@@ -336,7 +340,7 @@ fn leave(ctx: &Ctx) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     };
     // No supervisor: remove the key ourselves, then the config.
-    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    let names = Names::of(&cfg).map_err(fleet_fail)?;
     let removed = runtime()?.block_on(async {
         let client = connect(&cfg).await?;
         let js = async_nats::jetstream::new(client.clone());
@@ -374,7 +378,7 @@ pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
             format!("this host joined fleet {}, not {}", cfg.fleet, f.fleet),
         ));
     }
-    let names = Names::new(&cfg.fleet).map_err(fleet_fail)?;
+    let names = Names::of(&cfg).map_err(fleet_fail)?;
     runtime()?.block_on(async {
         let client = connect(&cfg).await.map_err(fleet_fail)?;
         let js = async_nats::jetstream::new(client);

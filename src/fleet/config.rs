@@ -30,6 +30,14 @@ pub struct FleetConfig {
     #[serde(default)]
     pub insecure: bool,
     pub heartbeat_ms: u64,
+    /// Copies JetStream keeps of each of the fleet's streams, buckets and
+    /// objects when this host makes them (3 on a three-node cluster).
+    #[serde(default = "one_replica")]
+    pub replicas: usize,
+}
+
+fn one_replica() -> usize {
+    1
 }
 
 /// How to authenticate; each secret is read from a file or the environment.

@@ -29,6 +29,7 @@ pub async fn stream(
         max_age: EVENTS_MAX_AGE,
         max_bytes: EVENTS_MAX_BYTES,
         storage: jetstream::stream::StorageType::File,
+        num_replicas: names.replicas,
         ..Default::default()
     })
     .await

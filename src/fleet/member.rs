@@ -47,7 +47,7 @@ struct Beat {
 }
 
 async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Beat, FleetError> {
-    let names = Names::new(&cfg.fleet)?;
+    let names = Names::of(cfg)?;
     let client = connection::connect(cfg, handed).await?;
     let js = async_nats::jetstream::new(client.clone());
     let (kv, ttl) = membership::bucket(&js, &names, cfg.heartbeat_ms).await?;
@@ -134,7 +134,7 @@ impl Member {
         Ok(EventsSink {
             link: self.link.clone(),
             stop: self.stop.subscribe(),
-            names: Names::new(&self.cfg.fleet)?,
+            names: Names::of(&self.cfg)?,
             host: self.cfg.host.clone(),
         })
     }

@@ -90,6 +90,7 @@ pub async fn bucket(
                 history: 1,
                 max_age: ttl_for(heartbeat_ms),
                 storage: jetstream::stream::StorageType::File,
+                num_replicas: names.replicas,
                 ..Default::default()
             })
             .await

@@ -43,18 +43,29 @@ pub fn host_id_from(hostname: &str) -> String {
     if s.is_empty() { "host".into() } else { s }
 }
 
-/// The names of one fleet.
+/// The names of one fleet, and how many copies its streams are made with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Names {
     pub fleet: String,
+    /// Replicas of each stream, bucket and object store this host makes.
+    pub replicas: usize,
 }
 
 impl Names {
-    /// The names of `fleet` (checked).
+    /// The names of `fleet` (checked), its streams made with one copy.
     pub fn new(fleet: &str) -> Result<Self, FleetError> {
         check_id("fleet", fleet)?;
         Ok(Names {
             fleet: fleet.to_string(),
+            replicas: 1,
+        })
+    }
+
+    /// The names of a joined host's fleet, with the replicas it joined with.
+    pub fn of(cfg: &super::FleetConfig) -> Result<Self, FleetError> {
+        Ok(Names {
+            replicas: cfg.replicas.max(1),
+            ..Names::new(&cfg.fleet)?
         })
     }
 

@@ -166,6 +166,7 @@ pub async fn work_stream(
         retention: jetstream::stream::RetentionPolicy::WorkQueue,
         storage: jetstream::stream::StorageType::File,
         duplicate_window: Duration::from_secs(120),
+        num_replicas: names.replicas,
         ..Default::default()
     })
     .await
@@ -211,6 +212,7 @@ pub async fn objects(
                 )),
                 max_age: OBJECTS_MAX_AGE,
                 storage: jetstream::stream::StorageType::File,
+                num_replicas: names.replicas,
                 ..Default::default()
             })
             .await

@@ -5,8 +5,8 @@
 //! separate supervisors with their own state dirs on this machine.
 
 use crate::common::{self, Drover, git, stderr, wait_until};
-use crate::fleet_join::join;
-use crate::nats_common::{Nats, Setup};
+use crate::fleet_join::{join, run as drover_run, secret_file};
+use crate::nats_common::{Nats, NatsCluster, Setup};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,6 +27,34 @@ fn users() -> Setup {
 fn joined(nats: &Nats, host: &str) -> Drover {
     let d = Drover::new();
     join(&d, nats, host, host, &format!("pw-{host}-Kp3"), &[]);
+    d
+}
+
+/// A host joined to the servers at `urls` (comma-separated), its streams
+/// made with `replicas` copies.
+fn joined_at(urls: &str, host: &str, replicas: &str) -> Drover {
+    let d = Drover::new();
+    let pw = secret_file(&d, "nats.pw", &format!("pw-{host}-Kp3"));
+    let out = drover_run(
+        &d,
+        &[
+            "fleet",
+            "join",
+            "lab",
+            "--nats",
+            urls,
+            "--host",
+            host,
+            "--user",
+            host,
+            "--password-file",
+            pw.to_str().unwrap(),
+            "--replicas",
+            replicas,
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "join {host}: {}", stderr(&out));
     d
 }
 
@@ -356,4 +384,66 @@ fn a_nats_server_restarted_mid_run_loses_nothing_and_every_task_lands_once() {
         );
         assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
     }
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_finishes() {
+    let mut cluster = NatsCluster::start(&users());
+    let urls = cluster.urls();
+    let c = joined_at(&urls, "c", "3");
+    let (h1, h2) = (joined_at(&urls, "h1", "3"), joined_at(&urls, "h2", "3"));
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 4);
+    let (imp, rev) = scripts(&c, 2500);
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            starts_by(&c, "h1").len() + starts_by(&c, "h2").len() >= 2
+        }),
+        "no step started: {:#?}\nh1: {}\nh2: {}",
+        record(&c),
+        w1.said(),
+        w2.said()
+    );
+    // Every stream of the fleet is kept on all three nodes.
+    for stream in [
+        "drover-lab-work",
+        "drover-lab-events",
+        "KV_drover-lab-hosts",
+        "OBJ_drover-lab-objects",
+    ] {
+        assert_eq!(replicas(&urls, stream), 3, "{stream}");
+    }
+    cluster.kill(0);
+    let (ok, err) = finish(run);
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    for i in 1..=4 {
+        let f = format!("TASK-{i}.txt");
+        assert_eq!(
+            at_integration(&repo, &f).as_deref(),
+            Some("written on a fleet host\n"),
+            "{f}: {err}"
+        );
+        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
+    }
+}
+
+/// The replicas stream `stream` is configured with, asked of the cluster as `c`.
+fn replicas(urls: &str, stream: &str) -> usize {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let servers: Vec<String> = urls.split(',').map(str::to_string).collect();
+        let client =
+            async_nats::ConnectOptions::with_user_and_password("c".into(), "pw-c-Kp3".into())
+                .connect(servers.as_slice())
+                .await
+                .unwrap();
+        let js = async_nats::jetstream::new(client);
+        let mut s = js.get_stream(stream).await.unwrap();
+        s.info().await.unwrap().config.num_replicas
+    })
 }

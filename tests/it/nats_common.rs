@@ -224,3 +224,88 @@ impl Drop for Nats {
         let _ = self.child.wait();
     }
 }
+
+/// Three nats-servers in one cluster, JetStream on each (its own store
+/// dir), the same users on each; stopped when dropped.
+pub struct NatsCluster {
+    pub nodes: Vec<Nats>,
+}
+
+impl NatsCluster {
+    pub fn start(setup: &Setup) -> NatsCluster {
+        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let routes: Vec<String> = ports
+            .iter()
+            .map(|(_, r)| format!("\"nats-route://127.0.0.1:{r}\""))
+            .collect();
+        let mut nodes = Vec::new();
+        for (i, (port, route)) in ports.iter().enumerate() {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("nats.log");
+            let mut conf = format!(
+                "server_name: \"n{i}\"\nlisten: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"{}\" }}\ncluster {{ name: \"c\", listen: \"127.0.0.1:{route}\", routes: [{}] }}\n",
+                dir.path().join("js").display(),
+                routes.join(", ")
+            );
+            conf.push_str("authorization { users: [\n");
+            for (u, p) in &setup.users {
+                conf.push_str(&format!("  {{ user: \"{u}\", password: \"{p}\" }}\n"));
+            }
+            conf.push_str("] }\n");
+            let conf_file = dir.path().join("nats.conf");
+            std::fs::write(&conf_file, conf).unwrap();
+            let child = Command::new(server_bin())
+                .arg("-c")
+                .arg(&conf_file)
+                .arg("-l")
+                .arg(&log)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("cannot run nats-server");
+            nodes.push(Nats {
+                child,
+                port: *port,
+                dir,
+                log,
+            });
+        }
+        // JetStream is up in a cluster once a meta leader is elected.
+        let up = wait_until(Duration::from_secs(60), || {
+            nodes
+                .iter()
+                .all(|n| n.log_text().contains("Server is ready"))
+                && nodes.iter().any(|n| {
+                    let t = n.log_text();
+                    t.contains("JetStream cluster new metadata leader")
+                        || t.contains("Self is new JetStream cluster metadata leader")
+                })
+        });
+        assert!(
+            up,
+            "the cluster did not come up: {}",
+            nodes
+                .iter()
+                .map(Nats::log_text)
+                .collect::<Vec<_>>()
+                .join("\n---\n")
+        );
+        NatsCluster { nodes }
+    }
+
+    /// Every node's client URL, comma-separated (what `fleet join --nats` takes).
+    pub fn urls(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.url("nats"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Kill node `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) {
+        let _ = self.nodes[i].child.kill();
+        let _ = self.nodes[i].child.wait();
+    }
+}

@@ -60,7 +60,7 @@ type Done = tokio::sync::oneshot::Sender<()>;
 /// Work the fleet's queue until the connection fails for good; `say` gets
 /// one line per item started and finished.
 pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopError> {
-    let names = Names::new(&opts.cfg.fleet)?;
+    let names = Names::of(&opts.cfg)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("drover-fleet-work")

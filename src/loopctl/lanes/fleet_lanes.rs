@@ -101,7 +101,7 @@ impl<L: LaneOps> FleetLanes<L> {
         lease_ttl: Duration,
         ack_wait: Duration,
     ) -> Result<Self, LoopError> {
-        let names = Names::new(&cfg.fleet)?;
+        let names = Names::of(cfg)?;
         crate::fleet::subjects::check_id("run", run)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

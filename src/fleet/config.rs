@@ -201,6 +201,14 @@ mod tests {
     }
 
     #[test]
+    fn a_config_written_before_replicas_reads_as_one_copy() {
+        let old = r#"{"fleet":"lab","url":"nats://127.0.0.1:4222","host":"h1","slots":4,
+            "auth":{"kind":"none"},"insecure":true,"heartbeat_ms":5000}"#;
+        let cfg: FleetConfig = serde_json::from_str(old).unwrap();
+        assert_eq!(cfg.replicas, 1);
+    }
+
+    #[test]
     fn the_config_round_trips_and_holds_no_secret() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = FleetConfig {
@@ -217,6 +225,7 @@ mod tests {
             tls_ca: None,
             insecure: false,
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
+            replicas: 3,
         };
         save(dir.path(), &cfg).unwrap();
         assert_eq!(load(dir.path()).unwrap(), Some(cfg));

@@ -447,3 +447,65 @@ fn replicas(urls: &str, stream: &str) -> usize {
         s.info().await.unwrap().config.num_replicas
     })
 }
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
+    let nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 4);
+    let (imp, rev) = scripts(&c, 3000);
+    let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            starts_by(&c, "h1").len() + starts_by(&c, "h2").len() >= 2
+        }),
+        "no step started: {:#?}",
+        record(&c)
+    );
+    // kill -9 the coordinator's loop (its supervisor stays, as after a crash
+    // of the loop process alone).
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let resumed = c
+        .cmd()
+        .args([
+            "loop",
+            "run",
+            "--resume",
+            "1",
+            "--sim",
+            "--sim-implementer",
+            imp.to_str().unwrap(),
+            "--sim-reviewer",
+            rev.to_str().unwrap(),
+            "--fleet",
+            "lab",
+            "--fleet-ack-wait-ms",
+            "3000",
+            "--turn-timeout-s",
+            "120",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (ok, err) = finish(resumed);
+    assert!(
+        ok,
+        "loop run --resume: {err}\nh1: {}\nh2: {}",
+        w1.said(),
+        w2.said()
+    );
+    for i in 1..=4 {
+        let f = format!("TASK-{i}.txt");
+        assert_eq!(
+            at_integration(&repo, &f).as_deref(),
+            Some("written on a fleet host\n"),
+            "{f}: {err}"
+        );
+        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
+    }
+}

@@ -214,10 +214,10 @@ impl ItemCtx {
                 };
             }
             Err(e) => {
-                // No coordinator answered: leave the item to be delivered again.
-                let _ = self
-                    .h
-                    .block_on(msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))));
+                // No coordinator answered for a minute: its run is gone (a
+                // resumed run answers under a new name and runs such a step
+                // itself). Nobody can take this item's result: give it up.
+                let _ = self.h.block_on(msg.ack_with(AckKind::Term));
                 return Worked {
                     job: item.job,
                     attempt: None,

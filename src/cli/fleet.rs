@@ -1,5 +1,6 @@
-//! `drover fleet join|ls|leave` (docs/fleet.md). The only commands that
-//! reach a NATS server; each makes a small runtime of its own for it.
+//! `drover fleet join|ls|leave|server-config` (docs/fleet.md). join, ls and
+//! leave are the only commands that reach a NATS server; each makes a small
+//! runtime of its own for it. server-config only prints.
 
 use super::{Ctx, client_err, fail};
 use drover::exit;
@@ -24,6 +25,37 @@ pub enum FleetCmd {
     /// Pull the loop's steps from the fleet's work-queue and run them here (until stopped).
     #[command(after_help = "Example:\n  drover fleet work --slots 4")]
     Work(super::fleet_work::WorkArgs),
+    /// Print the nats-server `authorization` block for a fleet's hosts: a user per host, no secrets.
+    #[command(name = "server-config", after_help = SERVER_CONFIG_HELP)]
+    ServerConfig(ServerConfigArgs),
+}
+
+const SERVER_CONFIG_HELP: &str = "\
+One user per host, named as the host. A host's user may publish only its own
+events and presence, read the fleet, and follow its events; the --creator's
+user may also create the fleet's two streams (join it first). Each password
+is a variable reference, $DROVER_NATS_PW_<HOST> (upper case, - as _), that
+nats-server resolves from its environment or from a file given with
+--include; no secret is printed. nats-server reads an include path relative
+to the including file's directory, so it must be relative.
+
+Example:
+  drover fleet server-config lab --host h1 --host h2 --creator h1 \\
+    --include drover-lab-passwords.conf > /etc/nats/drover-lab.conf";
+
+#[derive(Debug, clap::Args)]
+pub struct ServerConfigArgs {
+    /// The fleet's id.
+    fleet: String,
+    /// A host of the fleet (repeat for each); its NATS user is named as the host.
+    #[arg(long = "host", value_name = "ID", required = true)]
+    hosts: Vec<String>,
+    /// The host whose user may create the fleet's streams (one of the --host ids).
+    #[arg(long, value_name = "ID")]
+    creator: String,
+    /// A file defining password variables, included before the block (relative to the config's directory; repeatable).
+    #[arg(long = "include", value_name = "FILE")]
+    includes: Vec<String>,
 }
 
 const JOIN_HELP: &str = "\
@@ -87,7 +119,18 @@ pub fn run(cmd: FleetCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         FleetCmd::Ls(a) => ls(a, ctx),
         FleetCmd::Leave => leave(ctx),
         FleetCmd::Work(a) => super::fleet_work::run(a, ctx),
+        FleetCmd::ServerConfig(a) => server_config(a),
     }
+}
+
+/// `fleet server-config`: talks to no server, needs no state dir.
+fn server_config(a: ServerConfigArgs) -> anyhow::Result<u8> {
+    let names = Names::new(&a.fleet).map_err(fleet_fail)?;
+    let block = names
+        .authorization(&a.hosts, &a.creator, &a.includes)
+        .map_err(fleet_fail)?;
+    print!("{block}");
+    Ok(exit::OK)
 }
 
 fn fleet_fail(e: FleetError) -> anyhow::Error {

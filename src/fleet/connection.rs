@@ -97,6 +97,13 @@ async fn options(
     }
     let names = super::Names::new(&cfg.fleet)?;
     Ok(o.name(format!("drover {}/{}", cfg.fleet, cfg.host))
+        .event_callback(|ev| async move {
+            // A permissions violation is otherwise only a request that
+            // times out: say what the server refused (a subject, no secret).
+            if let async_nats::Event::ServerError(async_nats::ServerError::Other(e)) = ev {
+                tracing::warn!(error = %e, "the NATS server refused an operation");
+            }
+        })
         .custom_inbox_prefix(names.inbox_prefix(&cfg.host))
         .connection_timeout(CONNECT_TIMEOUT)
         .request_timeout(Some(REQUEST_TIMEOUT)))

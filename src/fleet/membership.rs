@@ -75,6 +75,11 @@ pub fn heartbeat_for(own_ms: u64, ttl: Duration) -> Duration {
 /// The fleet's presence bucket, created when missing with a TTL of
 /// [`ttl_for`]`(heartbeat_ms)`. An existing bucket keeps its TTL (the fleet's,
 /// set by whoever created it); the second value is that TTL.
+///
+/// The bucket is made as its stream directly, as a KV bucket of history 1
+/// but with rollups refused: a KV bucket made by the client allows a
+/// `Nats-Rollup: all` header, with which any host publishing its own key
+/// would erase every host's key. Leaving deletes the key instead of purging it.
 pub async fn bucket(
     js: &jetstream::Context,
     names: &Names,
@@ -83,30 +88,55 @@ pub async fn bucket(
     let name = names.hosts_bucket();
     let store = match js.get_key_value(name.clone()).await {
         Ok(s) => s,
-        Err(_) => js
-            .create_key_value(jetstream::kv::Config {
-                bucket: name.clone(),
-                description: format!("drover fleet {}: one key per joined host", names.fleet),
-                history: 1,
-                max_age: ttl_for(heartbeat_ms),
+        Err(_) => {
+            let ttl = ttl_for(heartbeat_ms);
+            js.create_stream(jetstream::stream::Config {
+                name: names.hosts_stream(),
+                description: Some(format!(
+                    "drover fleet {}: one key per joined host",
+                    names.fleet
+                )),
+                subjects: vec![format!("$KV.{name}.>")],
+                max_messages_per_subject: 1,
+                max_age: ttl,
+                duplicate_window: ttl.min(Duration::from_secs(120)),
                 storage: jetstream::stream::StorageType::File,
                 num_replicas: names.replicas,
+                discard: jetstream::stream::DiscardPolicy::New,
+                allow_rollup: false,
+                deny_delete: true,
+                allow_direct: true,
                 ..Default::default()
             })
             .await
-            .map_err(|e| FleetError::bus("create the presence bucket", e))?,
+            .map_err(|e| FleetError::Bus {
+                op: "create the presence bucket",
+                message: format!(
+                    "{e} (the fleet has no presence bucket yet; a host whose user may not create it joins after the fleet's creator host)"
+                ),
+            })?;
+            js.get_key_value(name.clone())
+                .await
+                .map_err(|e| FleetError::bus("open the presence bucket", e))?
+        }
     };
     let mut stream = js
         .get_stream(names.hosts_stream())
         .await
         .map_err(|e| FleetError::bus("read the presence bucket", e))?;
-    let ttl = stream
+    let config = stream
         .info()
         .await
         .map_err(|e| FleetError::bus("read the presence bucket", e))?
         .config
-        .max_age;
-    Ok((store, ttl))
+        .clone();
+    if config.allow_rollup {
+        tracing::warn!(
+            bucket = %name,
+            "the presence bucket allows rollups (an older drover made it): any host could erase every host's key; delete the bucket and let the fleet's creator host make it again"
+        );
+    }
+    Ok((store, config.max_age))
 }
 
 /// Write this host's presence.
@@ -118,9 +148,10 @@ pub async fn put(kv: &jetstream::kv::Store, p: &Presence) -> Result<(), FleetErr
     Ok(())
 }
 
-/// Remove a host's presence (it left).
+/// Remove a host's presence (it left): a delete marker, which in a bucket
+/// of history 1 replaces the key's record (a purge would need a rollup).
 pub async fn remove(kv: &jetstream::kv::Store, host: &str) -> Result<(), FleetError> {
-    kv.purge(host)
+    kv.delete(host)
         .await
         .map_err(|e| FleetError::bus("remove presence", e))
 }

@@ -41,6 +41,22 @@ pub enum FleetError {
     /// A fleet or host id that is not one plain subject token.
     #[error("bad {what} id {id:?}: use 1-64 of A-Z a-z 0-9 _ -")]
     BadId { what: &'static str, id: String },
+    /// The same host given twice to the server config.
+    #[error("host {host:?} is given twice")]
+    HostTwice { host: String },
+    /// Two host ids whose password variables would be the same.
+    #[error(
+        "hosts {a:?} and {b:?} would share the password variable {var}: use ids that differ in more than case or - and _"
+    )]
+    PasswordVarClash { a: String, b: String, var: String },
+    /// A `--creator` that is not one of the `--host`s.
+    #[error("the creator {creator:?} is not one of the --host ids")]
+    CreatorNotAHost { creator: String },
+    /// An include path the server config cannot quote.
+    #[error(
+        "cannot include {path:?} in the server config: give a non-empty path without quotes or line breaks"
+    )]
+    BadInclude { path: String },
     /// A credentials file could not be read.
     #[error("cannot read the {what} file {}: {source}", path.display())]
     Secret {
@@ -98,7 +114,11 @@ impl FleetError {
     /// The exit code of docs/cli.md for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            FleetError::BadId { .. } => crate::exit::USAGE,
+            FleetError::BadId { .. }
+            | FleetError::HostTwice { .. }
+            | FleetError::PasswordVarClash { .. }
+            | FleetError::CreatorNotAHost { .. }
+            | FleetError::BadInclude { .. } => crate::exit::USAGE,
             FleetError::Unauthenticated { .. }
             | FleetError::NoCredentials
             | FleetError::LooseSecret { .. } => crate::exit::REFUSED,

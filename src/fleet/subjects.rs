@@ -114,31 +114,142 @@ impl Names {
         format!("_INBOX_drover_{}_{host}", self.fleet)
     }
 
-    /// What host `host`'s NATS user may publish and subscribe to: its own
-    /// event subject and presence key, the JetStream API calls drover makes
-    /// on this fleet's two streams (info, create, ephemeral consumers, direct
-    /// reads), and replies on its own inbox. Never another host's subjects,
-    /// and no stream delete, purge or message delete.
+    /// What host `host`'s NATS user may publish and subscribe to: exactly
+    /// the calls drover makes on a fleet whose streams exist, measured
+    /// against a real nats-server (tests/it/fleet_authz.rs). One list; a new
+    /// call on the bus adds its subject here.
+    ///
+    /// - its own events subject and presence key (a KV put, or delete on
+    ///   leave), and nothing of another host's;
+    /// - stream info on the fleet's two streams (join opens them);
+    /// - reads of every host's presence (`fleet ls`: direct gets, and an
+    ///   ephemeral consumer that lists the keys, with its flow-control
+    ///   replies);
+    /// - an ephemeral consumer on the event stream and pulls from it
+    ///   (`events --follow --fleet`);
+    /// - replies on its own inbox only.
+    ///
+    /// No stream create, update, purge or delete, no message delete, no
+    /// consumer delete: see [`Names::creator_permissions`] for who creates.
     pub fn host_permissions(&self, host: &str) -> Permissions {
         let ev = self.events_stream();
         let kv = self.hosts_stream();
-        let mut publish = vec![self.events_subject(host), self.presence_subject(host)];
-        for s in [&ev, &kv] {
-            publish.push(format!("$JS.API.STREAM.INFO.{s}"));
-            publish.push(format!("$JS.API.STREAM.CREATE.{s}"));
-        }
-        publish.push(format!("$JS.API.STREAM.MSG.GET.{kv}"));
-        publish.push(format!("$JS.API.DIRECT.GET.{kv}.>"));
-        publish.push(format!("$JS.API.CONSUMER.CREATE.{ev}"));
-        publish.push(format!("$JS.API.CONSUMER.CREATE.{ev}.>"));
-        publish.push(format!("$JS.API.CONSUMER.DELETE.{ev}.>"));
-        publish.push(format!("$JS.API.CONSUMER.INFO.{ev}.>"));
-        publish.push(format!("$JS.FC.{ev}.>"));
+        let publish = vec![
+            self.events_subject(host),
+            self.presence_subject(host),
+            format!("$JS.API.STREAM.INFO.{ev}"),
+            format!("$JS.API.STREAM.INFO.{kv}"),
+            format!("$JS.API.DIRECT.GET.{kv}.>"),
+            format!("$JS.API.CONSUMER.CREATE.{kv}"),
+            format!("$JS.FC.{kv}.>"),
+            format!("$JS.API.CONSUMER.CREATE.{ev}"),
+            format!("$JS.API.CONSUMER.MSG.NEXT.{ev}.>"),
+        ];
         Permissions {
             publish,
             subscribe: vec![format!("{}.>", self.inbox_prefix(host))],
         }
     }
+
+    /// The creator host's permissions: [`Names::host_permissions`] and the
+    /// creation of the fleet's two streams when they are missing. Whoever
+    /// creates a stream chooses its config (a republish rule could copy its
+    /// own subject onto another host's), so one trusted host does; once the
+    /// streams exist, a create with another config is refused and nobody's
+    /// user may update them.
+    pub fn creator_permissions(&self, host: &str) -> Permissions {
+        let mut p = self.host_permissions(host);
+        for s in [self.events_stream(), self.hosts_stream()] {
+            p.publish.push(format!("$JS.API.STREAM.CREATE.{s}"));
+        }
+        p
+    }
+
+    /// nats-server's `authorization` block for `hosts`: one user per host,
+    /// named as the host, with exactly [`Names::host_permissions`] (the
+    /// `creator` with [`Names::creator_permissions`]), its password a
+    /// reference to [`password_var`], never a secret. Each of `includes`
+    /// (files defining those variables) is included before the block: the
+    /// server resolves a variable from a file included in the same file, or
+    /// from its environment.
+    pub fn authorization(
+        &self,
+        hosts: &[String],
+        creator: &str,
+        includes: &[String],
+    ) -> Result<String, FleetError> {
+        let mut vars: Vec<(String, &str)> = Vec::new();
+        for h in hosts {
+            check_id("host", h)?;
+            let var = password_var(h);
+            if let Some((_, other)) = vars.iter().find(|(v, _)| *v == var) {
+                return Err(if *other == h.as_str() {
+                    FleetError::HostTwice { host: h.clone() }
+                } else {
+                    FleetError::PasswordVarClash {
+                        a: other.to_string(),
+                        b: h.clone(),
+                        var,
+                    }
+                });
+            }
+            vars.push((var, h));
+        }
+        if !hosts.iter().any(|h| h == creator) {
+            return Err(FleetError::CreatorNotAHost {
+                creator: creator.to_string(),
+            });
+        }
+        let mut out = format!(
+            "# drover fleet {}: one NATS user per host (drover fleet server-config).\n\
+             # Each password is the variable named, from nats-server's environment\n\
+             # or from a private file included here (docs/fleet.md, \"Per-host users\").\n",
+            self.fleet
+        );
+        for f in includes {
+            if f.is_empty() || f.starts_with('/') || f.contains(['"', '\n', '\r']) {
+                return Err(FleetError::BadInclude { path: f.clone() });
+            }
+            out.push_str(&format!("include \"{f}\"\n"));
+        }
+        out.push_str("authorization {\n  users: [\n");
+        for (var, h) in &vars {
+            let (perms, note) = if *h == creator {
+                (
+                    self.creator_permissions(h),
+                    "      # creates the fleet's streams: join this host first\n",
+                )
+            } else {
+                (self.host_permissions(h), "")
+            };
+            out.push_str(&format!(
+                "    {{\n      user: \"{h}\"\n      password: ${var}\n{note}"
+            ));
+            for line in perms.to_server_config().lines() {
+                out.push_str(&format!("      {line}\n"));
+            }
+            out.push_str("    }\n");
+        }
+        out.push_str("  ]\n}\n");
+        Ok(out)
+    }
+}
+
+/// The nats-server variable that holds host `host`'s password in the config
+/// [`Names::authorization`] prints: `DROVER_NATS_PW_` and the id upper-cased,
+/// `-` written `_` (`box-1` → `DROVER_NATS_PW_BOX_1`).
+pub fn password_var(host: &str) -> String {
+    let id: String = host
+        .chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect();
+    format!("DROVER_NATS_PW_{id}")
 }
 
 /// A NATS user's allow lists.
@@ -149,16 +260,17 @@ pub struct Permissions {
 }
 
 impl Permissions {
-    /// The `permissions` block of a user in nats-server's config syntax.
+    /// The `permissions` block of a user in nats-server's config syntax,
+    /// one subject a line.
     pub fn to_server_config(&self) -> String {
         let list = |v: &[String]| {
             v.iter()
-                .map(|s| format!("\"{s}\""))
+                .map(|s| format!("    \"{s}\""))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(",\n")
         };
         format!(
-            "permissions: {{ publish: {{ allow: [{}] }}, subscribe: {{ allow: [{}] }} }}",
+            "permissions: {{\n  publish: {{ allow: [\n{}\n  ] }}\n  subscribe: {{ allow: [\n{}\n  ] }}\n}}",
             list(&self.publish),
             list(&self.subscribe)
         )
@@ -189,17 +301,96 @@ mod tests {
         assert_eq!(n.host_of("drover.other.events.h1"), None);
         assert_eq!(n.host_of("drover.lab.events.h1.x"), None);
         assert_eq!(n.host_of("drover.labx.events.h1"), None);
+    }
+
+    #[test]
+    fn a_host_may_touch_only_its_own_subjects_and_never_manage_streams() {
+        let n = Names::new("lab").unwrap();
         let p = n.host_permissions("h1");
         assert!(p.publish.contains(&"drover.lab.events.h1".to_string()));
-        assert!(p.publish.iter().all(|s| !s.contains("h2")));
-        // Nothing that deletes, purges or writes another host's subjects.
-        assert!(
-            p.publish
-                .iter()
-                .all(|s| !s.contains("DELETE.drover-lab-events")
-                    || s.starts_with("$JS.API.CONSUMER.DELETE"))
+        assert!(p.publish.contains(&"$KV.drover-lab-hosts.h1".to_string()));
+        assert_eq!(p.subscribe, ["_INBOX_drover_lab_h1.>"]);
+        for s in p.publish.iter().chain(&p.subscribe) {
+            assert!(!s.contains("h2"), "{s}");
+            // Nothing that would also match another host's subject.
+            assert!(!s.starts_with("drover.lab.events.") || s == "drover.lab.events.h1");
+            assert!(!s.starts_with("$KV.") || s == "$KV.drover-lab-hosts.h1");
+            for verb in [
+                "CREATE.drover",
+                "CREATE.KV",
+                "UPDATE",
+                "PURGE",
+                "DELETE",
+                "MSG.GET",
+            ] {
+                assert!(!s.contains(&format!("STREAM.{verb}")), "{s}");
+            }
+            assert!(!s.contains("CONSUMER.DELETE"), "{s}");
+            assert!(
+                !s.starts_with("_INBOX.") && s != ">" && s != "$JS.API.>",
+                "{s}"
+            );
+        }
+        // The creator adds exactly the creation of the fleet's two streams.
+        let c = n.creator_permissions("h1");
+        assert_eq!(c.subscribe, p.subscribe);
+        let added: Vec<_> = c
+            .publish
+            .iter()
+            .filter(|s| !p.publish.contains(s))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                "$JS.API.STREAM.CREATE.drover-lab-events",
+                "$JS.API.STREAM.CREATE.KV_drover-lab-hosts"
+            ]
         );
-        assert!(p.publish.iter().all(|s| !s.contains("PURGE")));
-        assert!(p.publish.iter().all(|s| s != "drover.lab.events.>"));
+    }
+
+    #[test]
+    fn the_server_config_names_each_password_by_variable_and_refuses_clashes() {
+        let n = Names::new("lab").unwrap();
+        let hosts = ["h1".to_string(), "box-2".to_string()];
+        let c = n.authorization(&hosts, "h1", &["pw.conf".into()]).unwrap();
+        assert!(c.contains("include \"pw.conf\"\nauthorization {"), "{c}");
+        assert!(
+            c.contains("user: \"h1\"\n      password: $DROVER_NATS_PW_H1\n"),
+            "{c}"
+        );
+        assert!(c.contains("password: $DROVER_NATS_PW_BOX_2\n"), "{c}");
+        assert_eq!(
+            c.matches("STREAM.CREATE").count(),
+            2,
+            "only the creator creates"
+        );
+        assert_eq!(password_var("a-b_C"), "DROVER_NATS_PW_A_B_C");
+        let err = |hosts: &[&str], creator: &str, inc: &[&str]| {
+            let hosts: Vec<String> = hosts.iter().map(|s| s.to_string()).collect();
+            let inc: Vec<String> = inc.iter().map(|s| s.to_string()).collect();
+            n.authorization(&hosts, creator, &inc).unwrap_err()
+        };
+        assert!(matches!(
+            err(&["h1", "h1"], "h1", &[]),
+            FleetError::HostTwice { .. }
+        ));
+        assert!(matches!(
+            err(&["a-b", "A_b"], "a-b", &[]),
+            FleetError::PasswordVarClash { .. }
+        ));
+        assert!(matches!(
+            err(&["h1"], "h2", &[]),
+            FleetError::CreatorNotAHost { .. }
+        ));
+        assert!(matches!(
+            err(&["h.1"], "h.1", &[]),
+            FleetError::BadId { .. }
+        ));
+        for bad in ["", "/etc/pw.conf", "a\"b", "a\nb"] {
+            assert!(matches!(
+                err(&["h1"], "h1", &[bad]),
+                FleetError::BadInclude { .. }
+            ));
+        }
     }
 }

@@ -22,6 +22,7 @@ mod engine_table;
 mod env_without_argv;
 mod events_feed;
 mod first_hour;
+mod fleet_authz;
 mod fleet_events;
 mod fleet_join;
 mod fleet_work;

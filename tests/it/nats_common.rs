@@ -114,17 +114,31 @@ fn free_port() -> u16 {
 impl Nats {
     /// Start a server as `setup` says and wait until it is ready.
     pub fn start(setup: &Setup) -> Nats {
+        Self::start_with(setup, "", &[])
+    }
+
+    /// Start a server as `setup` says with `extra` appended to its config
+    /// (an `authorization` block of its own, say) and each of `files`
+    /// (name, text) written beside the config, private, for its `include`s
+    /// (nats-server reads them relative to the config's directory).
+    pub fn start_with(setup: &Setup, extra: &str, files: &[(&str, &str)]) -> Nats {
         // A port taken between the probe and the bind: try another.
         for _ in 0..5 {
-            if let Some(n) = Self::try_start(setup) {
+            if let Some(n) = Self::try_start(setup, extra, files) {
                 return n;
             }
         }
         panic!("nats-server did not start on any of 5 free ports");
     }
 
-    fn try_start(setup: &Setup) -> Option<Nats> {
+    fn try_start(setup: &Setup, extra: &str, files: &[(&str, &str)]) -> Option<Nats> {
         let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            use std::os::unix::fs::PermissionsExt;
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         let port = free_port();
         let store = dir.path().join("js");
         let log = dir.path().join("nats.log");
@@ -146,6 +160,7 @@ impl Nats {
                 key.display()
             ));
         }
+        conf.push_str(extra);
         let conf_file = dir.path().join("nats.conf");
         std::fs::write(&conf_file, conf).unwrap();
         let child = Command::new(server_bin())

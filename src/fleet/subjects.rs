@@ -145,10 +145,36 @@ impl Names {
             format!("$JS.API.CONSUMER.CREATE.{ev}"),
             format!("$JS.API.CONSUMER.MSG.NEXT.{ev}.>"),
         ];
-        Permissions {
+        let mut p = Permissions {
             publish,
             subscribe: vec![format!("{}.>", self.inbox_prefix(host))],
-        }
+            allow_responses: false,
+        };
+        p.publish.extend(self.worker_publish());
+        p
+    }
+
+    /// What `fleet work` does on the bus: pull the loop's steps through the
+    /// shared consumer and ack them, read and write objects (bundles in,
+    /// patches out; each checked by the sha256 its sender states), and ask a
+    /// run's coordinator. Nothing that creates, deletes or purges.
+    fn worker_publish(&self) -> Vec<String> {
+        let work = self.work_stream();
+        let obj = self.objects_stream();
+        let c = super::work::CONSUMER;
+        vec![
+            format!("$JS.API.STREAM.INFO.{work}"),
+            format!("$JS.API.CONSUMER.INFO.{work}.{c}"),
+            format!("$JS.API.CONSUMER.MSG.NEXT.{work}.{c}"),
+            format!("$JS.ACK.{work}.{c}.>"),
+            format!("$JS.API.STREAM.INFO.{obj}"),
+            format!("$JS.API.DIRECT.GET.{obj}.>"),
+            format!("$JS.API.CONSUMER.CREATE.{obj}"),
+            format!("$JS.API.CONSUMER.CREATE.{obj}.>"),
+            format!("$JS.FC.{obj}.>"),
+            format!("$O.{}.>", self.objects_bucket()),
+            format!("drover.{}.coord.*", self.fleet),
+        ]
     }
 
     /// The creator host's permissions: [`Names::host_permissions`] and the
@@ -162,6 +188,22 @@ impl Names {
         for s in [self.events_stream(), self.hosts_stream()] {
             p.publish.push(format!("$JS.API.STREAM.CREATE.{s}"));
         }
+        // It coordinates `loop run --fleet`: it makes the work stream, its
+        // consumer and the object store, puts the steps on the queue, and
+        // answers the hosts' requests (replies only to a request received).
+        let work = self.work_stream();
+        p.publish.extend([
+            format!("$JS.API.STREAM.CREATE.{work}"),
+            format!("$JS.API.CONSUMER.CREATE.{work}.{}", super::work::CONSUMER),
+            format!(
+                "$JS.API.CONSUMER.DURABLE.CREATE.{work}.{}",
+                super::work::CONSUMER
+            ),
+            format!("$JS.API.STREAM.CREATE.{}", self.objects_stream()),
+            format!("drover.{}.work.>", self.fleet),
+        ]);
+        p.subscribe.push(format!("drover.{}.coord.>", self.fleet));
+        p.allow_responses = true;
         p
     }
 
@@ -257,6 +299,8 @@ pub fn password_var(host: &str) -> String {
 pub struct Permissions {
     pub publish: Vec<String>,
     pub subscribe: Vec<String>,
+    /// May reply to a request it received (the coordinator answering hosts).
+    pub allow_responses: bool,
 }
 
 impl Permissions {
@@ -270,9 +314,14 @@ impl Permissions {
                 .join(",\n")
         };
         format!(
-            "permissions: {{\n  publish: {{ allow: [\n{}\n  ] }}\n  subscribe: {{ allow: [\n{}\n  ] }}\n}}",
+            "permissions: {{\n  publish: {{ allow: [\n{}\n  ] }}\n  subscribe: {{ allow: [\n{}\n  ] }}{}\n}}",
             list(&self.publish),
-            list(&self.subscribe)
+            list(&self.subscribe),
+            if self.allow_responses {
+                "\n  allow_responses: true"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -331,9 +380,13 @@ mod tests {
                 "{s}"
             );
         }
-        // The creator adds exactly the creation of the fleet's two streams.
+        // A host may ask a coordinator, never answer as one or queue steps.
+        assert!(p.publish.contains(&"drover.lab.coord.*".to_string()));
+        assert!(!p.allow_responses);
+        assert!(p.publish.iter().all(|s| !s.starts_with("drover.lab.work")));
+        // The creator adds the creation of the fleet's streams, and what a
+        // coordinator does: queue steps, take the hosts' requests, answer them.
         let c = n.creator_permissions("h1");
-        assert_eq!(c.subscribe, p.subscribe);
         let added: Vec<_> = c
             .publish
             .iter()
@@ -343,9 +396,21 @@ mod tests {
             added,
             [
                 "$JS.API.STREAM.CREATE.drover-lab-events",
-                "$JS.API.STREAM.CREATE.KV_drover-lab-hosts"
+                "$JS.API.STREAM.CREATE.KV_drover-lab-hosts",
+                "$JS.API.STREAM.CREATE.drover-lab-work",
+                "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts",
+                "$JS.API.CONSUMER.DURABLE.CREATE.drover-lab-work.hosts",
+                "$JS.API.STREAM.CREATE.OBJ_drover-lab-objects",
+                "drover.lab.work.>",
             ]
         );
+        assert_eq!(
+            c.subscribe,
+            ["_INBOX_drover_lab_h1.>", "drover.lab.coord.>"]
+        );
+        assert!(c.allow_responses);
+        assert!(c.to_server_config().contains("allow_responses: true"));
+        assert!(!p.to_server_config().contains("allow_responses"));
     }
 
     #[test]
@@ -361,8 +426,8 @@ mod tests {
         assert!(c.contains("password: $DROVER_NATS_PW_BOX_2\n"), "{c}");
         assert_eq!(
             c.matches("STREAM.CREATE").count(),
-            2,
-            "only the creator creates"
+            4,
+            "only the creator creates (events, hosts, work, objects)"
         );
         assert_eq!(password_var("a-b_C"), "DROVER_NATS_PW_A_B_C");
         let err = |hosts: &[&str], creator: &str, inc: &[&str]| {

@@ -148,6 +148,11 @@ impl Names {
         format!("drover-{}-objects", self.fleet)
     }
 
+    /// The stream under the object store.
+    pub fn objects_stream(&self) -> String {
+        format!("OBJ_{}", self.objects_bucket())
+    }
+
     /// Where run `run`'s coordinator answers hosts.
     pub fn coord_subject(&self, run: &str) -> String {
         format!("drover.{}.coord.{run}", self.fleet)
@@ -193,6 +198,33 @@ pub async fn consumer(
         )
         .await
         .map_err(|e| FleetError::bus("open the work consumer", e))
+}
+
+/// The work consumer and the object store as a host finds them: made by a
+/// coordinator (the fleet's creator), never by a host.
+pub async fn open_for_host(
+    js: &jetstream::Context,
+    names: &Names,
+) -> Result<
+    (
+        jetstream::consumer::PullConsumer,
+        jetstream::object_store::ObjectStore,
+    ),
+    FleetError,
+> {
+    let stream = js
+        .get_stream(names.work_stream())
+        .await
+        .map_err(|e| FleetError::bus("find the work stream", e))?;
+    let consumer = stream
+        .get_consumer(CONSUMER)
+        .await
+        .map_err(|e| FleetError::bus("find the work consumer", e))?;
+    let objects = js
+        .get_object_store(names.objects_bucket())
+        .await
+        .map_err(|e| FleetError::bus("find the object store", e))?;
+    Ok((consumer, objects))
 }
 
 /// The fleet's object store, created when missing.

@@ -509,3 +509,111 @@ fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
         assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
     }
 }
+
+/// A server whose only users are what `fleet server-config lab --host c
+/// --host h1 --host h2 --creator c` prints (passwords in private files it
+/// includes), and the server's permission refusals so far.
+fn per_host_server(d: &Drover) -> Nats {
+    let out = drover_run(
+        d,
+        &[
+            "fleet",
+            "server-config",
+            "lab",
+            "--host",
+            "c",
+            "--host",
+            "h1",
+            "--host",
+            "h2",
+            "--creator",
+            "c",
+            "--include",
+            "pw.conf",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let conf = String::from_utf8_lossy(&out.stdout).into_owned();
+    let pw = "DROVER_NATS_PW_C: \"pw-c-Kp3\"\nDROVER_NATS_PW_H1: \"pw-h1-Kp3\"\nDROVER_NATS_PW_H2: \"pw-h2-Kp3\"\n";
+    Nats::start_with(&Setup::default(), &conf, &[("pw.conf", pw)])
+}
+
+fn violations(nats: &Nats) -> Vec<String> {
+    nats.log_text()
+        .lines()
+        .filter(|l| l.contains("Violation"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn per_host_users_are_enough_for_work_across_hosts_and_a_host_cannot_act_as_the_coordinator() {
+    let c = Drover::new();
+    let nats = per_host_server(&c);
+    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    // Hosts started before any run wait for the work-queue the coordinator makes.
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 3);
+    let (imp, rev) = scripts(&c, 300);
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    for i in 1..=3 {
+        assert_eq!(
+            commits_touching(&repo, &format!("TASK-{i}.txt")),
+            1,
+            "{err}
+refused by the server: {:#?}",
+            violations(&nats)
+        );
+    }
+    assert_eq!(starts_by(&c, "h1").len() + starts_by(&c, "h2").len(), 3);
+    assert!(
+        violations(&nats).is_empty(),
+        "drover's own calls were refused: {:#?}",
+        violations(&nats)
+    );
+    // h1's user may not put steps on the queue, answer as the coordinator,
+    // or create the fleet's streams.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client =
+            async_nats::ConnectOptions::with_user_and_password("h1".into(), "pw-h1-Kp3".into())
+                .custom_inbox_prefix("_INBOX_drover_lab_h1")
+                .connect(nats.url("nats"))
+                .await
+                .unwrap();
+        let js = async_nats::jetstream::new(client.clone());
+        let put = js
+            .publish("drover.lab.work.forged", "{}".into())
+            .await
+            .unwrap()
+            .await;
+        assert!(put.is_err(), "h1 put a step on the queue");
+        let sub = client.subscribe("drover.lab.coord.c-1").await;
+        client.flush().await.unwrap();
+        let created = js
+            .create_stream(async_nats::jetstream::stream::Config {
+                name: "drover-lab-work2".into(),
+                subjects: vec!["drover.lab.work2.>".into()],
+                ..Default::default()
+            })
+            .await;
+        assert!(created.is_err(), "h1 created a stream");
+        drop(sub);
+    });
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            violations(&nats)
+                .iter()
+                .any(|v| v.contains("drover.lab.coord.c-1"))
+        }),
+        "h1 subscribed to the coordinator's requests: {:#?}",
+        violations(&nats)
+    );
+}

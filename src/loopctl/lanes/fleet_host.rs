@@ -71,7 +71,23 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
     rt.block_on(async {
         let client = connection::connect(&opts.cfg, handed).await?;
         let js = async_nats::jetstream::new(client.clone());
-        let mut consumer = work::consumer(&js, &names, opts.ack_wait).await?;
+        // Made by the first `loop run --fleet` (a host's user may not create).
+        let mut waiting = false;
+        let (mut consumer, objects) = loop {
+            match work::open_for_host(&js, &names).await {
+                Ok(found) => break found,
+                Err(e) => {
+                    if !waiting {
+                        waiting = true;
+                        say(&format!(
+                            "waiting for the fleet's work-queue (the first `loop run --fleet {}` makes it): {e}",
+                            opts.cfg.fleet
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        };
         // The consumer's AckWait is the one it was made with (by the
         // coordinator, usually): progress is said three times within it.
         let ack_wait = consumer
@@ -80,8 +96,8 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
             .map(|i| i.config.ack_wait)
             .unwrap_or(opts.ack_wait);
         let progress = work::PROGRESS_EVERY.min(ack_wait / 3);
-        let objects = work::objects(&js, &names).await?;
         let slots = Arc::new(tokio::sync::Semaphore::new(opts.slots.max(1)));
+        let running: Running = Arc::default();
         say(&format!(
             "working fleet {} as {} with {} slot(s)",
             opts.cfg.fleet,
@@ -117,6 +133,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
                 names: names.clone(),
                 opts: opts.clone(),
                 say: Arc::clone(&say),
+                running: Arc::clone(&running),
             };
             // Progress is said from the moment the item is taken until it
             // is answered, whatever its thread is doing (fetching the bundle,
@@ -157,7 +174,12 @@ struct ItemCtx {
     names: Names,
     opts: HostOptions,
     say: Say,
+    /// The attempts whose lanes run on this host now.
+    running: Running,
 }
+
+/// Attempts at work on this host.
+type Running = Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>;
 
 impl ItemCtx {
     /// Ask the coordinator, retried while the server or the coordinator is
@@ -225,6 +247,30 @@ impl ItemCtx {
                 };
             }
         };
+        let first = self
+            .running
+            .lock()
+            .map(|mut r| r.insert(attempt.clone()))
+            .unwrap_or(false);
+        if !first {
+            // The same delivery again (the server came back and handed it
+            // out anew): its lane already runs here. Ack this copy once
+            // that lane is answered; its progress is said meanwhile.
+            while self
+                .running
+                .lock()
+                .map(|r| r.contains(&attempt))
+                .unwrap_or(false)
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = self.h.block_on(msg.double_ack());
+            return Worked {
+                job: item.job,
+                attempt: Some(attempt),
+                reply: "a repeat of a delivery at work here, acked with it".into(),
+            };
+        }
         (self.say)(&format!(
             "{}: started attempt {attempt} (delivery {delivered})",
             item.job
@@ -251,6 +297,9 @@ impl ItemCtx {
             }
             Err(e) => format!("result not taken ({e}); the item will be delivered again"),
         };
+        if let Ok(mut r) = self.running.lock() {
+            r.remove(&attempt);
+        }
         Worked {
             job: item.job,
             attempt: Some(attempt),

@@ -1,0 +1,337 @@
+//! Dispatch throughput of the fleet (docs/fleet.md, docs/performance.md):
+//! one board of N sim tasks worked by `loop run --sim` on one host with L
+//! lanes, then by `loop run --sim --fleet` with H hosts running `fleet work
+//! --slots L`, against a real nats-server on loopback (a user per host).
+//! Every host is a supervisor with its own state dir on this machine, so the
+//! hosts share its cores: the machine's CPU use over each run is printed
+//! beside the times.
+//!
+//! `cargo bench --bench fleet_loop [-- --tasks 64 --hosts 4 --lanes 8 --work-ms 2000]`
+//! (needs nats-server 2.10+: `DROVER_NATS_SERVER=$(scripts/install-nats.sh)`).
+
+#[path = "support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{EXE, arg};
+
+/// A nats-server on a free loopback port with JetStream and a user per host.
+struct Nats {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    fn start(users: &[String]) -> Result<Nats, String> {
+        let bin = std::env::var("DROVER_NATS_SERVER")
+            .map_err(|_| "set DROVER_NATS_SERVER=$(scripts/install-nats.sh)".to_string())?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let mut conf = format!(
+            "listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"{}\" }}\nauthorization {{ users: [\n",
+            dir.path().join("js").display()
+        );
+        for u in users {
+            conf.push_str(&format!("  {{ user: \"{u}\", password: \"pw-{u}\" }}\n"));
+        }
+        conf.push_str("] }\n");
+        let conf_file = dir.path().join("nats.conf");
+        let log = dir.path().join("nats.log");
+        std::fs::write(&conf_file, conf).map_err(|e| e.to_string())?;
+        let child = Command::new(bin)
+            .arg("-c")
+            .arg(&conf_file)
+            .arg("-l")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("nats-server: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("Server is ready")
+        {
+            if Instant::now() > deadline {
+                return Err("nats-server did not start".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Nats {
+            child,
+            port,
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A state dir of its own; its supervisor is stopped when dropped.
+struct Host {
+    dir: tempfile::TempDir,
+    state: PathBuf,
+    workers: Vec<Child>,
+}
+
+impl Host {
+    fn new() -> Result<Host, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
+        Ok(Host {
+            dir,
+            state,
+            workers: Vec::new(),
+        })
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(EXE.as_str());
+        c.arg("--state-dir").arg(&self.state);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.cmd().args(args).output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "drover {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    fn join(&self, nats: &Nats, id: &str, slots: usize) -> Result<(), String> {
+        let pw = self.dir.path().join("nats.pw");
+        std::fs::write(&pw, format!("pw-{id}\n")).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(
+            &pw,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
+        )
+        .map_err(|e| e.to_string())?;
+        let url = format!("nats://127.0.0.1:{}", nats.port);
+        let slots = slots.to_string();
+        self.run(&[
+            "fleet",
+            "join",
+            "lab",
+            "--nats",
+            &url,
+            "--host",
+            id,
+            "--user",
+            id,
+            "--password-file",
+            pw.to_str().unwrap_or_default(),
+            "--slots",
+            &slots,
+        ])
+        .map(|_| ())
+    }
+
+    fn work(&mut self, slots: usize) -> Result<(), String> {
+        let child = self
+            .cmd()
+            .args(["fleet", "work", "--slots", &slots.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        self.workers.push(child);
+        Ok(())
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.invalid")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
+        .status()
+        .map_err(|e| e.to_string())?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("git {}", args.join(" ")))
+    }
+}
+
+/// A repo with `n` tasks (TASK-i claims TASK-i.txt), a charter of `lanes`
+/// lanes, and the sim scripts; (repo, charter, implementer, reviewer).
+fn board(root: &Path, n: usize, lanes: usize, work_ms: u64) -> Result<[PathBuf; 4], String> {
+    let repo = root.join("r");
+    let tasks = repo.join("backlog").join("tasks");
+    std::fs::create_dir_all(&tasks).map_err(|e| e.to_string())?;
+    git(&repo, &["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.join("README"), "base\n").map_err(|e| e.to_string())?;
+    git(&repo, &["add", "README"])?;
+    git(&repo, &["commit", "-q", "-m", "initial"])?;
+    for i in 1..=n {
+        let id = format!("TASK-{i}");
+        std::fs::write(
+            tasks.join(format!("task-{i} - T.md")),
+            format!("---\nid: {id}\ntitle: Task {id}\nstatus: To Do\nlabels: []\ndependencies: []\nmodified_files: [{id}.txt]\n---\n\n## Description\nDo {id}.\n"),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    let charter = root.join("CHARTER.md");
+    std::fs::write(
+        &charter,
+        format!("# Bench\nlanes: {lanes}\npool: {lanes}\ngate: true\n"),
+    )
+    .map_err(|e| e.to_string())?;
+    let imp = root.join("imp.toml");
+    std::fs::write(&imp, format!("[[turn]]\nsteps = [{{ work = {work_ms} }}, {{ write = {{ path = \"{{task}}.txt\", content = \"done\\n\" }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n")).map_err(|e| e.to_string())?;
+    let rev = root.join("rev.toml");
+    std::fs::write(&rev, "[[turn]]\nsteps = [{ work = 100 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n").map_err(|e| e.to_string())?;
+    Ok([repo, charter, imp, rev])
+}
+
+/// Busy and total jiffies of the whole machine (`/proc/stat`).
+fn machine_cpu() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = s
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = f.iter().sum();
+    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+struct Measured {
+    secs: f64,
+    landed: usize,
+    cpu: f64,
+}
+
+/// Run the loop on `coord` and time it.
+fn timed(coord: &Host, files: &[PathBuf; 4], extra: &[&str]) -> Result<Measured, String> {
+    let [repo, charter, imp, rev] = files;
+    let mut args = vec![
+        "loop",
+        "run",
+        "--charter",
+        charter.to_str().unwrap_or_default(),
+        "--repo",
+        repo.to_str().unwrap_or_default(),
+        "--sim",
+        "--sim-implementer",
+        imp.to_str().unwrap_or_default(),
+        "--sim-reviewer",
+        rev.to_str().unwrap_or_default(),
+        "--turn-timeout-s",
+        "600",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let (b0, t0) = machine_cpu();
+    let start = Instant::now();
+    let out = coord.run(&args)?;
+    let secs = start.elapsed().as_secs_f64();
+    let (b1, t1) = machine_cpu();
+    let st: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+    let landed = st["tasks"]
+        .as_array()
+        .map(|t| t.iter().filter(|t| t["phase"] == "landed").count())
+        .unwrap_or(0);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpu = (b1 - b0) as f64 / (t1 - t0).max(1) as f64 * cores;
+    Ok(Measured { secs, landed, cpu })
+}
+
+fn main() -> Result<(), String> {
+    let tasks: usize = arg("--tasks", 64);
+    let hosts: usize = arg("--hosts", 4);
+    let lanes: usize = arg("--lanes", 8);
+    let work_ms: u64 = arg("--work-ms", 2000);
+    println!(
+        "fleet_loop: {tasks} sim tasks (implementer works {work_ms} ms), 1 host x {lanes} lanes vs {hosts} hosts x {lanes} slots; {} cores",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+
+    // One host.
+    let one = Host::new()?;
+    let files = board(one.dir.path(), tasks, lanes, work_ms)?;
+    let single = timed(&one, &files, &[])?;
+    drop(one);
+
+    // The fleet: a coordinator and `hosts` hosts on one server.
+    let mut users = vec!["c".to_string()];
+    users.extend((1..=hosts).map(|i| format!("h{i}")));
+    let nats = Nats::start(&users)?;
+    let coord = Host::new()?;
+    coord.join(&nats, "c", lanes)?;
+    let mut fleet = Vec::new();
+    for i in 1..=hosts {
+        let mut h = Host::new()?;
+        h.join(&nats, &format!("h{i}"), lanes)?;
+        h.work(lanes)?;
+        fleet.push(h);
+    }
+    // The coordinator's cap counts the hosts' lanes in flight too.
+    let files = board(coord.dir.path(), tasks, lanes * (hosts + 1), work_ms)?;
+    let many = timed(
+        &coord,
+        &files,
+        &["--fleet", "lab", "--fleet-ack-wait-ms", "30000"],
+    )?;
+
+    let rate = |m: &Measured| m.landed as f64 / m.secs * 60.0;
+    println!("| run | landed | wall s | tasks/min | machine CPU (cores busy) |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| 1 host x {lanes} lanes | {}/{tasks} | {:.1} | {:.1} | {:.2} |",
+        single.landed,
+        single.secs,
+        rate(&single),
+        single.cpu
+    );
+    println!(
+        "| {hosts} hosts x {lanes} slots (fleet) | {}/{tasks} | {:.1} | {:.1} | {:.2} |",
+        many.landed,
+        many.secs,
+        rate(&many),
+        many.cpu
+    );
+    println!(
+        "ratio: {:.2}x tasks/minute (goal >= 3.2x on hosts with cores of their own)",
+        rate(&many) / rate(&single).max(f64::MIN_POSITIVE)
+    );
+    Ok(())
+}

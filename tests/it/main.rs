@@ -24,6 +24,7 @@ mod events_feed;
 mod first_hour;
 mod fleet_events;
 mod fleet_join;
+mod fleet_top;
 mod herdr_attach;
 mod herdr_backend;
 mod herdr_common;

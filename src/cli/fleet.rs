@@ -5,6 +5,7 @@
 use super::{Ctx, client_err, fail};
 use drover::exit;
 use drover::fleet::config::{self, PASSWORD_ENV, TOKEN_ENV};
+use drover::fleet::follow::{self, Start, Watch};
 use drover::fleet::membership::{self, Presence};
 use drover::fleet::{Auth, FleetConfig, FleetError, Handed, Names, Secret, connection};
 use serde_json::json;
@@ -298,14 +299,11 @@ fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
 
 fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let (_, cfg) = joined(ctx)?;
-    let names = Names::of(&cfg).map_err(fleet_fail)?;
     let hosts: Vec<Presence> = runtime()?
         .block_on(async {
-            let client = connect(&cfg).await?;
-            let js = async_nats::jetstream::new(client.clone());
-            let (kv, _) = membership::bucket(&js, &names, cfg.heartbeat_ms).await?;
-            let hosts = membership::list(&kv).await;
-            let _ = tokio::time::timeout(Duration::from_secs(1), client.drain()).await;
+            let mut watch = Watch::connect(&cfg, &Handed::from_env(&cfg)).await?;
+            let hosts = watch.hosts().await;
+            watch.close().await;
             hosts
         })
         .map_err(fleet_fail)?;
@@ -409,30 +407,28 @@ pub struct FleetFollow<'a> {
     pub jsonl: bool,
 }
 
+/// This state dir's fleet config, which must be of `fleet` (else exit 3).
+pub(super) fn joined_as(ctx: &Ctx, fleet: &str) -> anyhow::Result<FleetConfig> {
+    let (_, cfg) = joined(ctx)?;
+    follow::check_fleet(&cfg, fleet).map_err(fleet_fail)?;
+    Ok(cfg)
+}
+
 /// `events --follow --fleet FLEET`: every host's events from the fleet's
 /// stream, in each host's order, until interrupted or stdout closes.
 pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
     use super::events::{human, kind_matches, out};
-    use futures_util::StreamExt;
-    let (_, cfg) = joined(ctx)?;
-    if cfg.fleet != f.fleet {
-        return Err(fail(
-            exit::REFUSED,
-            format!("this host joined fleet {}, not {}", cfg.fleet, f.fleet),
-        ));
-    }
-    let names = Names::of(&cfg).map_err(fleet_fail)?;
+    let cfg = joined_as(ctx, f.fleet)?;
     runtime()?.block_on(async {
-        let client = connect(&cfg).await.map_err(fleet_fail)?;
-        let js = async_nats::jetstream::new(client);
-        let mut msgs = drover::fleet::events::follow(&js, &names, f.since)
+        let watch = Watch::connect(&cfg, &Handed::from_env(&cfg))
             .await
             .map_err(fleet_fail)?;
-        while let Some(m) = msgs.next().await {
-            let m = m.map_err(|e| fleet_fail(FleetError::bus("follow the event stream", e)))?;
-            let Some(ev) = drover::fleet::events::decode(&names, &m) else {
-                continue;
-            };
+        let mut events = watch
+            .follow(Start::from_since(f.since))
+            .await
+            .map_err(fleet_fail)?;
+        while let Some(ev) = events.next().await {
+            let ev = ev.map_err(fleet_fail)?;
             let kind = ev.event["kind"].as_str().unwrap_or_default();
             if !kind_matches(f.kind, kind)
                 || f.pane.is_some_and(|p| ev.event["pane"].as_str() != Some(p))

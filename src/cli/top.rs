@@ -1,13 +1,26 @@
-//! `drover top`: the live dashboard.
+//! `drover top`: the live dashboard; `--fleet`: every joined host's panes.
 
 use super::{Ctx, fail};
 use drover::exit;
 use drover::top::{CliActions, TopError, TopOptions};
 
 #[derive(Debug, clap::Args)]
-pub struct TopArgs {}
+pub struct TopArgs {
+    /// Every host of this fleet (joined with `fleet join`): their panes with a HOST column, from the fleet's event stream; view only (docs/fleet.md).
+    #[arg(long, value_name = "FLEET")]
+    fleet: Option<String>,
+}
 
-pub fn run(_a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+fn top_err(e: TopError) -> anyhow::Error {
+    match e {
+        TopError::Client(e) => super::client_err(e),
+        e @ TopError::SupervisorGone => fail(exit::TRANSPORT, e.to_string()),
+        TopError::Fleet(e) => fail(e.exit_code(), e.to_string()),
+        e => fail(exit::ERROR, e.to_string()),
+    }
+}
+
+fn need_terminal() -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(fail(
@@ -15,6 +28,20 @@ pub fn run(_a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             "top needs a terminal; for scripts use `drover status --json` or `drover events --follow`",
         ));
     }
+    Ok(())
+}
+
+pub fn run(a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    if let Some(fleet) = &a.fleet {
+        // The fleet is checked first: a wrong name is refused anywhere.
+        let cfg = super::fleet::joined_as(ctx, fleet)?;
+        need_terminal()?;
+        let handed = drover::fleet::Handed::from_env(&cfg);
+        return drover::top::fleet::run(&cfg, &handed)
+            .map(|()| exit::OK)
+            .map_err(top_err);
+    }
+    need_terminal()?;
     let state_dir = ctx.state_dir()?;
     let socket = ctx.socket(&state_dir)?;
     // Start the supervisor as any command does (unless --no-autostart).
@@ -26,10 +53,7 @@ pub fn run(_a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         state_dir: state_dir.clone(),
         socket: socket.clone(),
     };
-    match drover::top::run(TopOptions { state_dir, socket }, &mut actions) {
-        Ok(()) => Ok(exit::OK),
-        Err(TopError::Client(e)) => Err(super::client_err(e)),
-        Err(e @ TopError::SupervisorGone) => Err(fail(exit::TRANSPORT, e.to_string())),
-        Err(e) => Err(fail(exit::ERROR, e.to_string())),
-    }
+    drover::top::run(TopOptions { state_dir, socket }, &mut actions)
+        .map(|()| exit::OK)
+        .map_err(top_err)
 }

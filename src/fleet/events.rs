@@ -73,20 +73,24 @@ impl FleetEvent {
     }
 }
 
-/// Follow every host's events: after stream sequence `since` (0: all the
-/// stream holds), or only new ones.
+/// Follow every host's events from `start`.
 pub async fn follow(
     js: &jetstream::Context,
     names: &Names,
-    since: Option<u64>,
+    start: super::follow::Start,
 ) -> Result<jetstream::consumer::pull::Ordered, FleetError> {
+    use super::follow::Start;
     use jetstream::consumer::DeliverPolicy;
     let s = stream(js, names).await?;
-    let deliver_policy = match since {
-        None => DeliverPolicy::New,
-        Some(0) => DeliverPolicy::All,
-        Some(n) => DeliverPolicy::ByStartSequence {
+    let deliver_policy = match start {
+        Start::New => DeliverPolicy::New,
+        Start::After(0) => DeliverPolicy::All,
+        Start::After(n) => DeliverPolicy::ByStartSequence {
             start_sequence: n + 1,
+        },
+        Start::SinceMs(ms) => DeliverPolicy::ByStartTime {
+            start_time: async_nats::datetime::from_nanos(i128::from(ms) * 1_000_000)
+                .map_err(|e| FleetError::bus("follow the event stream", e))?,
         },
     };
     s.create_consumer(jetstream::consumer::pull::OrderedConfig {

@@ -13,8 +13,9 @@
 //! - [`membership`]: presence, a key per host in a KV bucket whose TTL makes
 //!   a dead host disappear by itself.
 //! - [`member`]: the supervisor's task that heartbeats while it runs.
-//! - [`events`]: each host's event feed into the fleet's stream, and the
-//!   fleet-wide follower (`events --follow --fleet`).
+//! - [`events`]: each host's event feed into the fleet's stream.
+//! - [`follow`]: watching the fleet from a joined host, the hosts present
+//!   and every host's events (`events --follow --fleet`, `top --fleet`).
 //!
 //! The supervisor runs this on its own runtime; the `fleet` commands make a
 //! small runtime of their own (the rest of drover is synchronous).
@@ -22,6 +23,7 @@
 pub mod config;
 pub mod connection;
 pub mod events;
+pub mod follow;
 pub mod member;
 pub mod membership;
 pub mod subjects;
@@ -78,6 +80,9 @@ pub enum FleetError {
     /// The fleet config on disk.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// A fleet named that is not the one this host joined.
+    #[error("this host joined fleet {joined}, not {asked}")]
+    OtherFleet { joined: String, asked: String },
     /// The local state dir holds no fleet config.
     #[error("this host has not joined a fleet (run `drover fleet join FLEET --nats URL`)")]
     NotJoined,
@@ -122,7 +127,7 @@ impl FleetError {
             FleetError::Unauthenticated { .. }
             | FleetError::NoCredentials
             | FleetError::LooseSecret { .. } => crate::exit::REFUSED,
-            FleetError::NotJoined => crate::exit::REFUSED,
+            FleetError::NotJoined | FleetError::OtherFleet { .. } => crate::exit::REFUSED,
             FleetError::Connect { .. } | FleetError::Bus { .. } => crate::exit::TRANSPORT,
             _ => crate::exit::ERROR,
         }

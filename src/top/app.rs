@@ -33,6 +33,9 @@ pub enum TopError {
     Terminal(#[from] std::io::Error),
     #[error("the supervisor stopped; start it again and rerun `drover top`")]
     SupervisorGone,
+    /// `top --fleet`: the fleet could not be read.
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
 }
 
 type Term = ratatui::Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
@@ -64,6 +67,101 @@ impl Drop for Restore {
     }
 }
 
+/// The terminal as `top` holds it (both `top` and `top --fleet`): raw mode
+/// on the alternate screen, given back on every way out; the signals that
+/// end it (TERM, HUP, INT) or resize it (WINCH) arrive on a pipe that
+/// [`Screen::wait`] watches beside the terminal and a feed.
+pub(super) struct Screen {
+    pub term: Term,
+    sig_rd: UnixStream,
+    quit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    _restore: Restore,
+}
+
+/// Which of the terminal, the feed and the signal pipe spoke.
+pub(super) struct Ready {
+    pub tty: bool,
+    pub feed: bool,
+    pub signal: bool,
+}
+
+impl Screen {
+    /// Take the terminal.
+    pub fn open() -> Result<Screen, TopError> {
+        let (sig_rd, sig_wr) = UnixStream::pair()?;
+        sig_rd.set_nonblocking(true)?;
+        let quit = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+            signal_hook::consts::SIGINT,
+        ] {
+            signal_hook::flag::register(sig, quit.clone())?;
+            signal_hook::low_level::pipe::register(sig, sig_wr.try_clone()?)?;
+        }
+        signal_hook::low_level::pipe::register(signal_hook::consts::SIGWINCH, sig_wr)?;
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            prev(info);
+        }));
+        enter()?;
+        let restore = Restore;
+        let term =
+            ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+        Ok(Screen {
+            term,
+            sig_rd,
+            quit,
+            _restore: restore,
+        })
+    }
+
+    /// Sleep in poll(2) until the terminal, `feed` or a signal speaks.
+    pub fn wait(&self, feed: std::os::fd::BorrowedFd<'_>) -> Result<Ready, TopError> {
+        let stdin = std::io::stdin();
+        let mut fds = [
+            PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+            PollFd::new(feed, PollFlags::POLLIN),
+            PollFd::new(self.sig_rd.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(TopError::Terminal(e.into())),
+        }
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        Ok(Ready {
+            tty: ready(0),
+            feed: ready(1),
+            signal: ready(2),
+        })
+    }
+
+    /// A signal asked `top` to end.
+    pub fn quitting(&self) -> bool {
+        self.quit.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// After a signal: empty the pipe; SIGWINCH: the next draw takes the new size.
+    pub fn on_signal(&mut self) -> Result<(), TopError> {
+        let mut buf = [0u8; 64];
+        while matches!(self.sig_rd.read(&mut buf), Ok(n) if n > 0) {}
+        self.term.autoresize()?;
+        Ok(())
+    }
+}
+
+/// The keys the terminal sent; `None` once it closed.
+pub(super) fn read_keys() -> Result<Option<Vec<super::ui::Key>>, TopError> {
+    let mut buf = [0u8; 1024];
+    match nix::unistd::read(std::io::stdin().as_fd(), &mut buf) {
+        Ok(0) => Ok(None),
+        Ok(n) => Ok(Some(super::input::parse(&buf[..n]))),
+        Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => Ok(Some(Vec::new())),
+        Err(e) => Err(TopError::Terminal(e.into())),
+    }
+}
+
 struct App {
     opts: TopOptions,
     client: Client,
@@ -83,7 +181,7 @@ struct App {
 }
 
 /// This process and its parents, up to a few levels (from /proc).
-fn ancestors() -> Vec<u32> {
+pub(super) fn ancestors() -> Vec<u32> {
     let mut out = vec![std::process::id()];
     for _ in 0..8 {
         let Some(&pid) = out.last() else { break };
@@ -159,27 +257,7 @@ impl App {
 pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> {
     let client = Client::connect(&opts.socket)?;
     let mut feed = EventStream::open(Client::connect(&opts.socket)?, &FollowSpec::default())?;
-    let (mut sig_rd, sig_wr) = UnixStream::pair()?;
-    sig_rd.set_nonblocking(true)?;
-    let term_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGINT,
-    ] {
-        signal_hook::flag::register(sig, term_flag.clone())?;
-        signal_hook::low_level::pipe::register(sig, sig_wr.try_clone()?)?;
-    }
-    signal_hook::low_level::pipe::register(signal_hook::consts::SIGWINCH, sig_wr.try_clone()?)?;
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        restore();
-        prev(info);
-    }));
-    enter()?;
-    let _restore = Restore;
-    let mut term: Term =
-        ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+    let mut screen = Screen::open()?;
     let mut app = App {
         opts,
         client,
@@ -206,32 +284,20 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
     let mut redraw = true;
     loop {
         if std::mem::take(&mut redraw) {
-            term.draw(|f| render(f, &app.view, &app.ui))?;
+            screen.term.draw(|f| render(f, &app.view, &app.ui))?;
         }
-        let (tty, ev, sig) = {
-            let stdin = std::io::stdin();
-            let mut fds = [
-                PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
-                PollFd::new(feed.as_fd(), PollFlags::POLLIN),
-                PollFd::new(sig_rd.as_fd(), PollFlags::POLLIN),
-            ];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(TopError::Terminal(e.into())),
-            }
-            let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
-            (ready(0), ready(1), ready(2))
-        };
-        if term_flag.load(std::sync::atomic::Ordering::Relaxed) {
+        let Ready {
+            tty,
+            feed: ev,
+            signal: sig,
+        } = screen.wait(feed.as_fd())?;
+        if screen.quitting() {
             return Ok(());
         }
         let mut dirty = false;
         let mut moved = false;
         if sig {
-            let mut buf = [0u8; 64];
-            while matches!(sig_rd.read(&mut buf), Ok(n) if n > 0) {}
-            // SIGWINCH: the next draw picks up the new size.
-            term.autoresize()?;
+            screen.on_signal()?;
             redraw = true;
         }
         if ev {
@@ -258,14 +324,10 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
             }
         }
         if tty {
-            let mut buf = [0u8; 1024];
-            let n = match nix::unistd::read(std::io::stdin().as_fd(), &mut buf) {
-                Ok(0) => return Ok(()),
-                Ok(n) => n,
-                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => 0,
-                Err(e) => return Err(TopError::Terminal(e.into())),
+            let Some(keys) = read_keys()? else {
+                return Ok(());
             };
-            for key in super::input::parse(&buf[..n]) {
+            for key in keys {
                 redraw = true;
                 let before = app.ui.selected_pane(&app.view);
                 match app.ui.on_key(&app.view, key) {
@@ -275,13 +337,13 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
                         restore();
                         let res = actions.attach(&p);
                         enter()?;
-                        term.clear()?;
+                        screen.term.clear()?;
                         app.ui.message = res.err();
                         dirty = true;
                     }
                     Command::Act(verb, p) => {
                         app.ui.message = Some(format!("{}ing {p}…", verb_ing(verb)));
-                        term.draw(|f| render(f, &app.view, &app.ui))?;
+                        screen.term.draw(|f| render(f, &app.view, &app.ui))?;
                         app.ui.message = Some(match actions.act(verb, &p) {
                             Ok(m) | Err(m) => m,
                         });
@@ -289,7 +351,7 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
                     }
                     Command::Send(p, text) => {
                         app.ui.message = Some(format!("sending to {p}…"));
-                        term.draw(|f| render(f, &app.view, &app.ui))?;
+                        screen.term.draw(|f| render(f, &app.view, &app.ui))?;
                         app.ui.message = Some(match actions.send(&p, &text) {
                             Ok(m) | Err(m) => m,
                         });

@@ -2,9 +2,12 @@
 //! a human first. The data is a plain view struct ([`view`]), drawn by a pure
 //! function ([`render`]); keys are a pure function too ([`ui`]); only
 //! [`app`] touches the terminal, and it redraws on supervisor events.
+//! [`fleet`] is `top --fleet`: every joined host's panes, from the fleet's
+//! event stream, in the same shape.
 
 pub mod actions;
 pub mod app;
+pub mod fleet;
 pub mod gather;
 pub mod input;
 pub mod render;

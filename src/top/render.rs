@@ -16,7 +16,7 @@ pub const MIN_DETAIL: u16 = 5;
 /// The keys, as the footer lists them.
 pub const KEYS_HELP: &str = "enter attach  a approve  d deny  s send  n next  / filter  q quit";
 
-fn clip(s: &str, n: usize) -> String {
+pub(super) fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
     } else {
@@ -26,7 +26,7 @@ fn clip(s: &str, n: usize) -> String {
 
 /// A name cut to `n` characters in the middle, so the tail that tells
 /// lanes apart (`-claude`, `-codex`) stays visible.
-fn clip_middle(s: &str, n: usize) -> String {
+pub(super) fn clip_middle(s: &str, n: usize) -> String {
     let len = s.chars().count();
     if len <= n || n < 5 {
         return clip(s, n);
@@ -46,7 +46,7 @@ fn state_text(r: &ViewRow) -> String {
     }
 }
 
-fn clock(ms: u64) -> String {
+pub(super) fn clock(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(ms as i64)
         .map(|t| t.format("%H:%M:%S").to_string())
         .unwrap_or_else(|| "--:--:--".into())

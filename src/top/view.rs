@@ -221,14 +221,22 @@ pub fn attention(row: &Row, seen_since: Option<u64>) -> Attention {
     if row.parked_until.is_some() {
         return Attention::Parked;
     }
-    match row.state.as_str() {
-        "blocked" => Attention::Blocked,
-        "done" if seen_since != Some(row.since_ms) => Attention::Done,
-        "exited" => Attention::Exited,
-        "unknown" => Attention::Stalled,
-        _ if row.job.is_some() && row.heartbeat.as_ref().is_some_and(|h| h.stale) => {
+    match state_attention(&row.state, seen_since == Some(row.since_ms)) {
+        Attention::None if row.job.is_some() && row.heartbeat.as_ref().is_some_and(|h| h.stale) => {
             Attention::Stalled
         }
+        a => a,
+    }
+}
+
+/// The need a pane's state alone tells (pure): `done` needs a human until
+/// it was seen.
+pub fn state_attention(state: &str, done_seen: bool) -> Attention {
+    match state {
+        "blocked" => Attention::Blocked,
+        "done" if !done_seen => Attention::Done,
+        "exited" => Attention::Exited,
+        "unknown" => Attention::Stalled,
         _ => Attention::None,
     }
 }

@@ -25,6 +25,7 @@ mod first_hour;
 mod fleet_authz;
 mod fleet_events;
 mod fleet_join;
+mod fleet_top;
 mod fleet_work;
 mod herdr_attach;
 mod herdr_backend;

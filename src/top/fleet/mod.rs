@@ -1,0 +1,93 @@
+//! `drover top --fleet FLEET`: every joined host's panes, a HOST column
+//! first, built from the fleet's event stream and its presence bucket
+//! (docs/fleet.md). The same shape as `top`: a feed ([`feed`]) folded into
+//! a model, a view built from it by a pure function ([`model`]), drawn by a
+//! pure function ([`render`]), keys a pure function too ([`ui`]); only
+//! [`run`] touches the terminal. It watches only: acting on a remote pane
+//! (attach, approve, send) is done by `drover top` on its host.
+
+pub mod feed;
+pub mod model;
+pub mod render;
+pub mod ui;
+
+use super::app::{Ready, Screen, TopError, ancestors, read_keys};
+use crate::fleet::{FleetConfig, Handed};
+use feed::{FleetFeed, Msg};
+use model::{BuildArgs, FleetModel, FleetView, build};
+use ui::{FleetCommand, FleetUi};
+
+/// Run the fleet dashboard until `q`, Ctrl-C, SIGTERM/SIGHUP or the fleet's
+/// event stream ends. Reaching the fleet fails before the screen is taken.
+pub fn run(cfg: &FleetConfig, handed: &Handed) -> Result<(), TopError> {
+    let (mut feed, hosts) = FleetFeed::open(cfg, handed)?;
+    let mut model = FleetModel::default();
+    model.set_present(hosts);
+    let mut ui = FleetUi::default();
+    let ancestors = ancestors();
+    let mut warning: Option<String> = None;
+    let view_of = |model: &FleetModel, ui: &FleetUi, warning: &Option<String>| -> FleetView {
+        let mut v = build(
+            model,
+            &BuildArgs {
+                fleet: &cfg.fleet,
+                this_host: &cfg.host,
+                ancestors: &ancestors,
+                seen: &ui.seen,
+                now_ms: crate::paths::now_ms(),
+            },
+        );
+        v.warning = warning.clone();
+        v
+    };
+    let mut screen = Screen::open()?;
+    let mut view = view_of(&model, &ui, &warning);
+    let mut redraw = true;
+    loop {
+        if std::mem::take(&mut redraw) {
+            screen.term.draw(|f| render::render(f, &view, &ui))?;
+        }
+        let Ready {
+            tty,
+            feed: ev,
+            signal,
+        } = screen.wait(feed.fd())?;
+        if screen.quitting() {
+            return Ok(());
+        }
+        if signal {
+            screen.on_signal()?;
+            redraw = true;
+        }
+        let mut dirty = false;
+        if ev {
+            for msg in feed.drain() {
+                match msg {
+                    Msg::Event(e) => model.apply(&e),
+                    Msg::Hosts(Ok(h)) => {
+                        model.set_present(h);
+                        warning = None;
+                    }
+                    Msg::Hosts(Err(e)) => warning = Some(format!("hosts: {e}")),
+                    Msg::Ended(e) => return Err(TopError::Fleet(e)),
+                }
+                dirty = true;
+            }
+        }
+        if tty {
+            let Some(keys) = read_keys()? else {
+                return Ok(());
+            };
+            for key in keys {
+                if ui.on_key(&view, key) == FleetCommand::Quit {
+                    return Ok(());
+                }
+                dirty = true;
+            }
+        }
+        if dirty {
+            view = view_of(&model, &ui, &warning);
+            redraw = true;
+        }
+    }
+}

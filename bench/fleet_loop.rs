@@ -9,75 +9,17 @@
 //! `cargo bench --bench fleet_loop [-- --tasks 64 --hosts 4 --lanes 8 --work-ms 2000]`
 //! (needs nats-server 2.10+: `DROVER_NATS_SERVER=$(scripts/install-nats.sh)`).
 
+#[path = "nats.rs"]
+#[allow(dead_code)]
+mod nats;
 #[path = "support.rs"]
 mod support;
 
+use nats::Nats;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use support::{EXE, arg};
-
-/// A nats-server on a free loopback port with JetStream and a user per host.
-struct Nats {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Nats {
-    fn start(users: &[String]) -> Result<Nats, String> {
-        let bin = std::env::var("DROVER_NATS_SERVER")
-            .map_err(|_| "set DROVER_NATS_SERVER=$(scripts/install-nats.sh)".to_string())?;
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let mut conf = format!(
-            "listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"{}\" }}\nauthorization {{ users: [\n",
-            dir.path().join("js").display()
-        );
-        for u in users {
-            conf.push_str(&format!("  {{ user: \"{u}\", password: \"pw-{u}\" }}\n"));
-        }
-        conf.push_str("] }\n");
-        let conf_file = dir.path().join("nats.conf");
-        let log = dir.path().join("nats.log");
-        std::fs::write(&conf_file, conf).map_err(|e| e.to_string())?;
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(&conf_file)
-            .arg("-l")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("nats-server: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("Server is ready")
-        {
-            if Instant::now() > deadline {
-                return Err("nats-server did not start".into());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(Nats {
-            child,
-            port,
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A state dir of its own; its supervisor is stopped when dropped.
 struct Host {
@@ -125,7 +67,7 @@ impl Host {
             <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
         )
         .map_err(|e| e.to_string())?;
-        let url = format!("nats://127.0.0.1:{}", nats.port);
+        let url = nats.url();
         let slots = slots.to_string();
         self.run(&[
             "fleet",
@@ -292,8 +234,14 @@ fn main() -> Result<(), String> {
     drop(one);
 
     // The fleet: a coordinator and `hosts` hosts on one server.
-    let mut users = vec!["c".to_string()];
-    users.extend((1..=hosts).map(|i| format!("h{i}")));
+    let mut ids = vec!["c".to_string()];
+    ids.extend((1..=hosts).map(|i| format!("h{i}")));
+    let pws: Vec<String> = ids.iter().map(|u| format!("pw-{u}")).collect();
+    let users: Vec<(&str, &str)> = ids
+        .iter()
+        .map(String::as_str)
+        .zip(pws.iter().map(String::as_str))
+        .collect();
     let nats = Nats::start(&users)?;
     let coord = Host::new()?;
     coord.join(&nats, "c", lanes)?;

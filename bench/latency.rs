@@ -37,12 +37,12 @@ mod herdr_fake;
 mod support;
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Seek};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{EXE, Supervisor, percentile};
+use support::{EXE, Supervisor, TraceCursor, percentile};
 
 const TARGET_P50_MS: f64 = 10.0;
 const TARGET_P99_MS: f64 = 50.0;
@@ -375,66 +375,6 @@ fn report(
         "load (1 min) before {load_before}, after {}",
         support::loadavg()
     );
-}
-
-/// Reads a sim trace file as it grows.
-struct TraceCursor {
-    path: PathBuf,
-    offset: u64,
-}
-
-impl TraceCursor {
-    fn new(path: PathBuf) -> Self {
-        TraceCursor { path, offset: 0 }
-    }
-
-    /// The stamp of the next traced change to `state` (earlier lines are
-    /// skipped); waits for the sim to append it.
-    fn next(&mut self, state: &str, timeout: Duration) -> Result<i128, String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(ns) = self.scan(state)? {
-                return Ok(ns);
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "{}: no `{state}` line after byte {}",
-                    self.path.display(),
-                    self.offset
-                ));
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-
-    fn scan(&mut self, state: &str) -> Result<Option<i128>, String> {
-        let mut f = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.to_string()),
-        };
-        f.seek(std::io::SeekFrom::Start(self.offset))
-            .map_err(|e| e.to_string())?;
-        let mut text = String::new();
-        f.read_to_string(&mut text).map_err(|e| e.to_string())?;
-        let mut used = 0usize;
-        for line in text.split_inclusive('\n') {
-            if !line.ends_with('\n') {
-                break;
-            }
-            used += line.len();
-            let mut it = line.split_whitespace();
-            let ns = it.next().and_then(|n| n.parse::<i128>().ok());
-            if let (Some(ns), Some(st)) = (ns, it.next())
-                && st == state
-            {
-                self.offset += used as u64;
-                return Ok(Some(ns));
-            }
-        }
-        self.offset += used as u64;
-        Ok(None)
-    }
 }
 
 /// Wait until the thread at `task` (`/proc/<pid>` or `/proc/<pid>/task/<tid>`)

@@ -1,11 +1,12 @@
-//! Shared by the benchmarks (`latency`, `idle`, `engine`): a supervisor in its
-//! own temp state dir that is shut down when dropped, sim panes, `/proc` readings
-//! and percentiles. Included with `#[path]`; not a bench target itself.
+//! Shared by the benchmarks (`latency`, `idle`, `engine`, `fleet`): a supervisor in its
+//! own temp state dir that is shut down when dropped, sim panes, sim traces,
+//! `/proc` readings and percentiles. Included with `#[path]`; not a bench target itself.
 
 #![allow(dead_code)]
 
 use drover::daemon::Client;
 use serde_json::{Value, json};
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -300,4 +301,64 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// The backend benchmark panes go on: `$DROVER_BENCH_BACKEND` (native).
 pub fn backend() -> String {
     std::env::var("DROVER_BENCH_BACKEND").unwrap_or_else(|_| "native".into())
+}
+
+/// Reads a sim trace file as it grows.
+pub struct TraceCursor {
+    path: PathBuf,
+    offset: u64,
+}
+
+impl TraceCursor {
+    pub fn new(path: PathBuf) -> Self {
+        TraceCursor { path, offset: 0 }
+    }
+
+    /// The stamp of the next traced change to `state` (earlier lines are
+    /// skipped); waits for the sim to append it.
+    pub fn next(&mut self, state: &str, timeout: Duration) -> Result<i128, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(ns) = self.scan(state)? {
+                return Ok(ns);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{}: no `{state}` line after byte {}",
+                    self.path.display(),
+                    self.offset
+                ));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn scan(&mut self, state: &str) -> Result<Option<i128>, String> {
+        let mut f = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        f.seek(std::io::SeekFrom::Start(self.offset))
+            .map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        f.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        let mut used = 0usize;
+        for line in text.split_inclusive('\n') {
+            if !line.ends_with('\n') {
+                break;
+            }
+            used += line.len();
+            let mut it = line.split_whitespace();
+            let ns = it.next().and_then(|n| n.parse::<i128>().ok());
+            if let (Some(ns), Some(st)) = (ns, it.next())
+                && st == state
+            {
+                self.offset += used as u64;
+                return Ok(Some(ns));
+            }
+        }
+        self.offset += used as u64;
+        Ok(None)
+    }
 }

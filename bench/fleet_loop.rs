@@ -91,6 +91,8 @@ impl Host {
         let child = self
             .cmd()
             .args(["fleet", "work", "--slots", &slots.to_string()])
+            // Sim lanes: both agents' steps, whatever is installed.
+            .args(["--agent", "claude", "--agent", "codex"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -89,6 +89,15 @@ pub fn version(bin: &Path) -> Result<String, VersionError> {
     Ok(v)
 }
 
+/// The agents (`claude`, `codex`) whose programs are on `PATH`, each with
+/// its version; one whose version cannot be read is left out.
+pub fn installed() -> std::collections::BTreeMap<String, String> {
+    ["claude", "codex"]
+        .into_iter()
+        .filter_map(|a| version(Path::new(a)).ok().map(|v| (a.to_string(), v)))
+        .collect()
+}
+
 fn run_version(bin: &Path) -> Result<String, VersionError> {
     let mut child = Command::new(bin)
         .arg("--version")

@@ -336,21 +336,27 @@ fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     println!(
-        "{:<24} {:>5} {:>5} {:>9} {:>9} {:<5} VERSION",
-        "HOST", "SLOTS", "LANES", "AGE", "SEEN", "STATE"
+        "{:<24} {:>5} {:>5} {:>9} {:>9} {:<5} {:<9} AGENTS",
+        "HOST", "SLOTS", "LANES", "AGE", "SEEN", "STATE", "VERSION"
     );
     for p in &hosts {
         let seen = now.saturating_sub(ms_of(&p.heartbeat_at));
         let mark = if p.host == cfg.host { "*" } else { "" };
+        let agents: Vec<String> = p.agents.iter().map(|(a, v)| format!("{a} {v}")).collect();
         println!(
-            "{:<24} {:>5} {:>5} {:>9} {:>9} {:<5} {}",
+            "{:<24} {:>5} {:>5} {:>9} {:>9} {:<5} {:<9} {}",
             format!("{}{mark}", p.host),
             p.slots,
             p.lanes,
             super::fmt::ago(ms_of(&p.joined_at)).trim_end_matches(" ago"),
             super::fmt::ago(ms_of(&p.heartbeat_at)),
             membership::state_of(Duration::from_millis(seen), p.heartbeat_ms).as_str(),
-            p.version
+            p.version,
+            if agents.is_empty() {
+                "-".to_string()
+            } else {
+                agents.join(", ")
+            }
         );
     }
     Ok(exit::OK)

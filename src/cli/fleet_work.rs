@@ -15,6 +15,9 @@ pub struct WorkArgs {
     /// The pane backend of its lanes: native, tmux or herdr.
     #[arg(long, value_name = "BACKEND", default_value = "native")]
     backend: String,
+    /// An agent whose steps this host takes (repeatable; default: claude and codex if on PATH).
+    #[arg(long = "agent", value_name = "NAME", value_parser = ["claude", "codex"])]
+    agents: Vec<String>,
 }
 
 pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -25,12 +28,27 @@ pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     // Its lanes run on this host's supervisor.
     drop(ctx.client_or_start()?);
     let handed = Handed::from_env(&cfg);
+    let agents = if a.agents.is_empty() {
+        drover::agent::version::installed().into_keys().collect()
+    } else {
+        let mut v = a.agents;
+        v.sort();
+        v.dedup();
+        v
+    };
+    if agents.is_empty() {
+        return Err(fail(
+            exit::REFUSED,
+            "no agent on this PATH (claude, codex): install one, or name the agents this host takes with --agent",
+        ));
+    }
     let opts = HostOptions {
         state_dir,
         exe: std::env::current_exe()?,
         slots: a.slots.map_or(cfg.slots, usize::from),
         cfg,
         backend: a.backend,
+        agents,
         ack_wait: drover::fleet::work::ACK_WAIT,
     };
     let say: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(|m: &str| eprintln!("fleet work: {m}"));

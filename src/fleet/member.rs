@@ -61,6 +61,10 @@ async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Bea
         joined_at: now.clone(),
         heartbeat_at: now,
         heartbeat_ms: membership::heartbeat_for(cfg.heartbeat_ms, ttl).as_millis() as u64,
+        // What is installed here, for `fleet ls` (each `--version` bounded).
+        agents: tokio::task::spawn_blocking(crate::agent::version::installed)
+            .await
+            .unwrap_or_default(),
     };
     super::events::stream(&js, &names).await?;
     membership::put(&kv, &presence).await?;

@@ -28,6 +28,10 @@ pub struct Presence {
     /// When this record was written (RFC 3339).
     pub heartbeat_at: String,
     pub heartbeat_ms: u64,
+    /// The agents installed on that host (`claude`, `codex`), each with
+    /// its version.
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, String>,
 }
 
 /// How a listed host looks from here.

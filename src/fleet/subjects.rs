@@ -161,12 +161,14 @@ impl Names {
     fn worker_publish(&self) -> Vec<String> {
         let work = self.work_stream();
         let obj = self.objects_stream();
-        let c = super::work::CONSUMER;
-        vec![
-            format!("$JS.API.STREAM.INFO.{work}"),
-            format!("$JS.API.CONSUMER.INFO.{work}.{c}"),
-            format!("$JS.API.CONSUMER.MSG.NEXT.{work}.{c}"),
-            format!("$JS.ACK.{work}.{c}.>"),
+        let mut p = vec![format!("$JS.API.STREAM.INFO.{work}")];
+        for agent in super::work::AGENTS {
+            let c = super::work::consumer_name(agent);
+            p.push(format!("$JS.API.CONSUMER.INFO.{work}.{c}"));
+            p.push(format!("$JS.API.CONSUMER.MSG.NEXT.{work}.{c}"));
+            p.push(format!("$JS.ACK.{work}.{c}.>"));
+        }
+        p.extend([
             format!("$JS.API.STREAM.INFO.{obj}"),
             format!("$JS.API.DIRECT.GET.{obj}.>"),
             format!("$JS.API.CONSUMER.CREATE.{obj}"),
@@ -174,7 +176,8 @@ impl Names {
             format!("$JS.FC.{obj}.>"),
             format!("$O.{}.>", self.objects_bucket()),
             format!("drover.{}.coord.*", self.fleet),
-        ]
+        ]);
+        p
     }
 
     /// The creator host's permissions: [`Names::host_permissions`] and the
@@ -192,13 +195,17 @@ impl Names {
         // consumer and the object store, puts the steps on the queue, and
         // answers the hosts' requests (replies only to a request received).
         let work = self.work_stream();
+        p.publish.push(format!("$JS.API.STREAM.CREATE.{work}"));
+        for agent in super::work::AGENTS {
+            let c = super::work::consumer_name(agent);
+            p.publish
+                .push(format!("$JS.API.CONSUMER.CREATE.{work}.{c}"));
+            p.publish
+                .push(format!("$JS.API.CONSUMER.CREATE.{work}.{c}.>"));
+            p.publish
+                .push(format!("$JS.API.CONSUMER.DURABLE.CREATE.{work}.{c}"));
+        }
         p.publish.extend([
-            format!("$JS.API.STREAM.CREATE.{work}"),
-            format!("$JS.API.CONSUMER.CREATE.{work}.{}", super::work::CONSUMER),
-            format!(
-                "$JS.API.CONSUMER.DURABLE.CREATE.{work}.{}",
-                super::work::CONSUMER
-            ),
             format!("$JS.API.STREAM.CREATE.{}", self.objects_stream()),
             format!("drover.{}.work.>", self.fleet),
         ]);
@@ -398,8 +405,12 @@ mod tests {
                 "$JS.API.STREAM.CREATE.drover-lab-events",
                 "$JS.API.STREAM.CREATE.KV_drover-lab-hosts",
                 "$JS.API.STREAM.CREATE.drover-lab-work",
-                "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts",
-                "$JS.API.CONSUMER.DURABLE.CREATE.drover-lab-work.hosts",
+                "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts-claude",
+                "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts-claude.>",
+                "$JS.API.CONSUMER.DURABLE.CREATE.drover-lab-work.hosts-claude",
+                "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts-codex",
+                "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts-codex.>",
+                "$JS.API.CONSUMER.DURABLE.CREATE.drover-lab-work.hosts-codex",
                 "$JS.API.STREAM.CREATE.OBJ_drover-lab-objects",
                 "drover.lab.work.>",
             ]

@@ -34,8 +34,14 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 pub const MAX_DELIVER: i64 = 8;
 /// How long an object (a bundle, a patch) is kept.
 pub const OBJECTS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
-/// The durable consumer every host pulls through.
-pub const CONSUMER: &str = "hosts";
+/// The agents a step can be for; each has its own consumer, so a host
+/// pulls only the steps of the agents it offers.
+pub const AGENTS: [&str; 2] = ["claude", "codex"];
+
+/// The durable consumer every host that offers `agent` pulls through.
+pub fn consumer_name(agent: &str) -> String {
+    format!("hosts-{agent}")
+}
 /// How long a request to the coordinator may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -138,9 +144,14 @@ impl Names {
         format!("drover-{}-work", self.fleet)
     }
 
-    /// Where run `run`'s items are published.
-    pub fn work_subject(&self, run: &str) -> String {
-        format!("drover.{}.work.{run}", self.fleet)
+    /// Where run `run`'s items for `agent` are published.
+    pub fn work_subject(&self, run: &str, agent: &str) -> String {
+        format!("drover.{}.work.{run}.{agent}", self.fleet)
+    }
+
+    /// Every run's items for `agent` (a consumer's filter).
+    pub fn work_filter(&self, agent: &str) -> String {
+        format!("drover.{}.work.*.{agent}", self.fleet)
     }
 
     /// The fleet's object store bucket.
@@ -178,36 +189,44 @@ pub async fn work_stream(
     .map_err(|e| FleetError::bus("open the work stream", e))
 }
 
-/// The durable pull consumer every host shares.
-pub async fn consumer(
+/// The durable pull consumers every host shares, one per agent (their
+/// filters do not overlap, as a work-queue stream requires), made when
+/// missing.
+pub async fn consumers(
     js: &jetstream::Context,
     names: &Names,
     ack_wait: Duration,
-) -> Result<jetstream::consumer::PullConsumer, FleetError> {
+) -> Result<(), FleetError> {
     let stream = work_stream(js, names).await?;
-    stream
-        .get_or_create_consumer(
-            CONSUMER,
-            jetstream::consumer::pull::Config {
-                durable_name: Some(CONSUMER.into()),
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait,
-                max_deliver: MAX_DELIVER,
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(|e| FleetError::bus("open the work consumer", e))
+    for agent in AGENTS {
+        let name = consumer_name(agent);
+        stream
+            .get_or_create_consumer(
+                &name,
+                jetstream::consumer::pull::Config {
+                    durable_name: Some(name.clone()),
+                    filter_subject: names.work_filter(agent),
+                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                    ack_wait,
+                    max_deliver: MAX_DELIVER,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| FleetError::bus("open the work consumer", e))?;
+    }
+    Ok(())
 }
 
-/// The work consumer and the object store as a host finds them: made by a
-/// coordinator (the fleet's creator), never by a host.
+/// The work consumers of `agents` and the object store as a host finds
+/// them: made by a coordinator (the fleet's creator), never by a host.
 pub async fn open_for_host(
     js: &jetstream::Context,
     names: &Names,
+    agents: &[String],
 ) -> Result<
     (
-        jetstream::consumer::PullConsumer,
+        Vec<jetstream::consumer::PullConsumer>,
         jetstream::object_store::ObjectStore,
     ),
     FleetError,
@@ -216,15 +235,20 @@ pub async fn open_for_host(
         .get_stream(names.work_stream())
         .await
         .map_err(|e| FleetError::bus("find the work stream", e))?;
-    let consumer = stream
-        .get_consumer(CONSUMER)
-        .await
-        .map_err(|e| FleetError::bus("find the work consumer", e))?;
+    let mut consumers = Vec::new();
+    for agent in agents {
+        consumers.push(
+            stream
+                .get_consumer(&consumer_name(agent))
+                .await
+                .map_err(|e| FleetError::bus("find the work consumer", e))?,
+        );
+    }
     let objects = js
         .get_object_store(names.objects_bucket())
         .await
         .map_err(|e| FleetError::bus("find the object store", e))?;
-    Ok((consumer, objects))
+    Ok((consumers, objects))
 }
 
 /// The fleet's object store, created when missing.
@@ -325,11 +349,15 @@ pub async fn publish(
     let body = serde_json::to_vec(item).map_err(|e| FleetError::bus("encode a work item", e))?;
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Msg-Id", item.job.as_str());
-    js.publish_with_headers(names.work_subject(&item.run), headers, body.into())
-        .await
-        .map_err(|e| FleetError::bus("publish a work item", e))?
-        .await
-        .map_err(|e| FleetError::bus("publish a work item", e))?;
+    js.publish_with_headers(
+        names.work_subject(&item.run, &item.agent),
+        headers,
+        body.into(),
+    )
+    .await
+    .map_err(|e| FleetError::bus("publish a work item", e))?
+    .await
+    .map_err(|e| FleetError::bus("publish a work item", e))?;
     Ok(())
 }
 
@@ -386,7 +414,12 @@ mod tests {
     fn work_names_are_scoped_to_the_fleet() {
         let n = Names::new("lab").unwrap();
         assert_eq!(n.work_stream(), "drover-lab-work");
-        assert_eq!(n.work_subject("h1-loop3"), "drover.lab.work.h1-loop3");
+        assert_eq!(
+            n.work_subject("h1-loop3", "codex"),
+            "drover.lab.work.h1-loop3.codex"
+        );
+        assert_eq!(n.work_filter("codex"), "drover.lab.work.*.codex");
+        assert_eq!(consumer_name("claude"), "hosts-claude");
         assert_eq!(n.coord_subject("h1-loop3"), "drover.lab.coord.h1-loop3");
         assert_eq!(n.objects_bucket(), "drover-lab-objects");
     }

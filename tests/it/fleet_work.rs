@@ -65,10 +65,19 @@ struct Worker {
 }
 
 impl Worker {
+    /// `fleet work` taking both agents' steps (sim lanes: no agent installed).
     fn start(d: &Drover) -> Worker {
-        let mut child = d
-            .cmd()
-            .args(["fleet", "work", "--slots", "2"])
+        Worker::spawn(d, &["--agent", "claude", "--agent", "codex"], None)
+    }
+
+    /// `fleet work` with `args`, and PATH `path` when given.
+    fn spawn(d: &Drover, args: &[&str], path: Option<&str>) -> Worker {
+        let mut cmd = d.cmd();
+        cmd.args(["fleet", "work", "--slots", "2"]).args(args);
+        if let Some(p) = path {
+            cmd.env("PATH", p);
+        }
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -616,4 +625,123 @@ refused by the server: {:#?}",
         "h1 subscribed to the coordinator's requests: {:#?}",
         violations(&nats)
     );
+}
+
+/// A PATH holding this machine's real `agents` (agent, version) from
+/// scripts/install-agents.sh's cache, then the test's own PATH.
+fn path_with(d: &Drover, name: &str, agents: &[(drover::rehearse::Agent, &str)]) -> String {
+    let bin = d.scratch().join(name);
+    std::fs::create_dir_all(&bin).unwrap();
+    for (agent, version) in agents {
+        let real = drover::rehearse::discover::cached_version(*agent, version)
+            .unwrap_or_else(|| panic!("needs {agent:?} {version}: scripts/install-agents.sh"));
+        std::os::unix::fs::symlink(real, bin.join(agent.name())).unwrap();
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+#[ignore = "needs nats-server and the supported real agents: scripts/install-nats.sh, scripts/install-agents.sh"]
+fn a_host_with_other_agent_versions_is_listed_so_and_takes_only_the_steps_of_agents_it_has() {
+    use drover::rehearse::Agent::{Claude, Codex};
+    let nats = Nats::start(&users());
+    // The coordinator has Claude 2.1.332 and Codex; h1 only Codex; h2 an
+    // older Claude and Codex.
+    let (c, h1, h2) = (Drover::new(), Drover::new(), Drover::new());
+    let paths = [
+        path_with(&c, "bin", &[(Claude, "2.1.332"), (Codex, "0.171.0")]),
+        path_with(&h1, "bin", &[(Codex, "0.171.0")]),
+        path_with(&h2, "bin", &[(Claude, "2.1.197"), (Codex, "0.171.0")]),
+    ];
+    for ((d, host), path) in [(&c, "c"), (&h1, "h1"), (&h2, "h2")].iter().zip(&paths) {
+        let pw = secret_file(d, "nats.pw", &format!("pw-{host}-Kp3"));
+        let url = nats.url("nats");
+        let out = drover_run(
+            d,
+            &[
+                "fleet",
+                "join",
+                "lab",
+                "--nats",
+                &url,
+                "--host",
+                host,
+                "--user",
+                host,
+                "--password-file",
+                pw.to_str().unwrap(),
+            ],
+            &[("PATH", path)],
+        );
+        assert!(out.status.success(), "join {host}: {}", stderr(&out));
+    }
+    let out = c.run(&["fleet", "ls", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let agents = |host: &str| {
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["host"] == host)
+            .map(|h| h["agents"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        agents("c"),
+        serde_json::json!({"claude": "2.1.332", "codex": "0.171.0"})
+    );
+    assert_eq!(agents("h1"), serde_json::json!({"codex": "0.171.0"}));
+    assert_eq!(
+        agents("h2"),
+        serde_json::json!({"claude": "2.1.197", "codex": "0.171.0"})
+    );
+    let text = String::from_utf8_lossy(&c.run(&["fleet", "ls"]).stdout).into_owned();
+    assert!(
+        text.contains("codex 0.171.0") && text.contains("claude 2.1.197"),
+        "{text}"
+    );
+
+    // Each worker takes the agents on its own PATH.
+    let w1 = Worker::spawn(&h1, &[], Some(&paths[1]));
+    let w2 = Worker::spawn(&h2, &[], Some(&paths[2]));
+    let (repo, charter) = board(&c, 4);
+    let (imp, rev) = scripts(&c, 300);
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    for i in 1..=4 {
+        assert_eq!(
+            commits_touching(&repo, &format!("TASK-{i}.txt")),
+            1,
+            "{err}"
+        );
+    }
+    let rec = record(&c);
+    let agent_of = |job: &Value| {
+        rec.iter()
+            .find(|e| e["event"] == "queued" && e["job"] == *job)
+            .map(|e| e["agent"].as_str().unwrap_or_default().to_string())
+            .unwrap()
+    };
+    let (s1, s2) = (starts_by(&c, "h1"), starts_by(&c, "h2"));
+    assert!(
+        s1.iter().all(|s| agent_of(&s["job"]) == "codex"),
+        "h1 took a step of an agent it does not have: {rec:#?}"
+    );
+    let claude_steps = rec
+        .iter()
+        .filter(|e| e["event"] == "queued" && e["agent"] == "claude")
+        .count();
+    assert!(claude_steps > 0, "the board had Claude steps: {rec:#?}");
+    assert_eq!(
+        s2.iter()
+            .filter(|s| agent_of(&s["job"]) == "claude")
+            .count(),
+        claude_steps,
+        "every Claude step ran on h2"
+    );
+    assert!(w1.said().contains("for codex"), "{}", w1.said());
 }

@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long one pull waits for an item before it asks again.
-const PULL_EXPIRES: Duration = Duration::from_secs(5);
+/// How long one pull waits for an item before it asks again (a slot held
+/// by one agent's pull is free for the other's within it).
+const PULL_EXPIRES: Duration = Duration::from_secs(2);
 /// How long one wait for a lane's outcome lasts (it is asked again).
 const POLL: Duration = Duration::from_secs(1);
 
@@ -40,6 +41,8 @@ pub struct HostOptions {
     pub slots: usize,
     /// `native`, `tmux` or `herdr`.
     pub backend: String,
+    /// The agents whose steps this host takes (`claude`, `codex`).
+    pub agents: Vec<String>,
     /// How long a delivered item may go unacked (the fleet's consumer is
     /// made with it by whoever makes it first).
     pub ack_wait: Duration,
@@ -73,8 +76,8 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
         let js = async_nats::jetstream::new(client.clone());
         // Made by the first `loop run --fleet` (a host's user may not create).
         let mut waiting = false;
-        let (mut consumer, objects) = loop {
-            match work::open_for_host(&js, &names).await {
+        let (mut consumers, objects) = loop {
+            match work::open_for_host(&js, &names, &opts.agents).await {
                 Ok(found) => break found,
                 Err(e) => {
                     if !waiting {
@@ -88,82 +91,101 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
                 }
             }
         };
-        // The consumer's AckWait is the one it was made with (by the
-        // coordinator, usually): progress is said three times within it.
-        let ack_wait = consumer
-            .info()
-            .await
-            .map(|i| i.config.ack_wait)
-            .unwrap_or(opts.ack_wait);
+        // The consumers' AckWait is the one they were made with (by the
+        // coordinator): progress is said three times within it.
+        let mut ack_wait = opts.ack_wait;
+        for c in &mut consumers {
+            if let Ok(i) = c.info().await {
+                ack_wait = ack_wait.min(i.config.ack_wait);
+            }
+        }
         let progress = work::PROGRESS_EVERY.min(ack_wait / 3);
         let slots = Arc::new(tokio::sync::Semaphore::new(opts.slots.max(1)));
         let running: Running = Arc::default();
         say(&format!(
-            "working fleet {} as {} with {} slot(s)",
+            "working fleet {} as {} with {} slot(s) for {}",
             opts.cfg.fleet,
             opts.cfg.host,
-            opts.slots.max(1)
+            opts.slots.max(1),
+            opts.agents.join(", ")
         ));
-        loop {
-            let permit = Arc::clone(&slots)
-                .acquire_owned()
-                .await
-                .map_err(|e| FleetError::bus("wait for a slot", e))?;
-            let batch = consumer
-                .fetch()
-                .max_messages(1)
-                .expires(PULL_EXPIRES)
-                .messages()
-                .await;
-            let mut batch = match batch {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot pull from the work-queue; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            };
-            let Some(Ok(msg)) = batch.next().await else {
-                continue;
-            };
-            let ctx = ItemCtx {
-                h: h.clone(),
-                client: client.clone(),
-                objects: objects.clone(),
-                names: names.clone(),
-                opts: opts.clone(),
-                say: Arc::clone(&say),
-                running: Arc::clone(&running),
-            };
-            // Progress is said from the moment the item is taken until it
-            // is answered, whatever its thread is doing (fetching the bundle,
-            // waiting for the agent to start): a slow start is not a dead host.
-            let (done, mut done_rx) = tokio::sync::oneshot::channel::<()>();
-            let beat = msg.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = tokio::time::sleep(progress) => {
-                            let _ = beat.ack_with(AckKind::Progress).await;
-                        }
-                        _ = &mut done_rx => return,
-                    }
-                }
-            });
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                let worked = ctx.run(&msg, done);
-                (ctx.say)(&format!(
-                    "{}: {} ({})",
-                    worked.job,
-                    worked.reply,
-                    worked.attempt.as_deref().unwrap_or("no attempt")
-                ));
-            });
+        let ctx = ItemCtx {
+            h: h.clone(),
+            client,
+            objects,
+            names,
+            opts: opts.clone(),
+            say: Arc::clone(&say),
+            running,
+        };
+        let ctx = Arc::new(ctx);
+        let pullers: Vec<_> = consumers
+            .into_iter()
+            .map(|c| tokio::spawn(pull(c, Arc::clone(&slots), Arc::clone(&ctx), progress)))
+            .collect();
+        for p in pullers {
+            let _ = p.await;
         }
-        #[allow(unreachable_code)]
         Ok::<(), LoopError>(())
     })
+}
+
+/// Pull one agent's steps, one whenever a slot is free, each run on a
+/// thread of its own.
+async fn pull(
+    consumer: async_nats::jetstream::consumer::PullConsumer,
+    slots: Arc<tokio::sync::Semaphore>,
+    ctx: Arc<ItemCtx>,
+    progress: Duration,
+) {
+    loop {
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
+        let batch = consumer
+            .fetch()
+            .max_messages(1)
+            .expires(PULL_EXPIRES)
+            .messages()
+            .await;
+        let mut batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot pull from the work-queue; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let Some(Ok(msg)) = batch.next().await else {
+            continue;
+        };
+        // Progress is said from the moment the item is taken until it
+        // is answered, whatever its thread is doing (fetching the bundle,
+        // waiting for the agent to start): a slow start is not a dead host.
+        let (done, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+        let beat = msg.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(progress) => {
+                        let _ = beat.ack_with(AckKind::Progress).await;
+                    }
+                    _ = &mut done_rx => return,
+                }
+            }
+        });
+        let ctx = Arc::clone(&ctx);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let worked = ctx.run(&msg, done);
+            (ctx.say)(&format!(
+                "{}: {} ({})",
+                worked.job,
+                worked.reply,
+                worked.attempt.as_deref().unwrap_or("no attempt")
+            ));
+        });
+    }
 }
 
 /// Everything one item's thread needs.

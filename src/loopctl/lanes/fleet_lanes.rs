@@ -118,7 +118,7 @@ impl<L: LaneOps> FleetLanes<L> {
             let client = connection::connect(cfg, handed).await?;
             let js = async_nats::jetstream::new(client.clone());
             work::work_stream(&js, &names).await?;
-            work::consumer(&js, &names, ack_wait).await?;
+            work::consumers(&js, &names, ack_wait).await?;
             let objects = work::objects(&js, &names).await?;
             let sub = client
                 .subscribe(names.coord_subject(run))
@@ -265,7 +265,8 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         let log = lock(&self.shared).log.clone();
         record(
             &log,
-            json!({"event": "queued", "job": item.job, "task": item.task, "lane": item.lane}),
+            json!({"event": "queued", "job": item.job, "task": item.task, "lane": item.lane,
+                   "agent": item.agent}),
         );
         // The attempt is the host's to ask for when it pulls the item.
         Ok(String::new())

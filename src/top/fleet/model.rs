@@ -290,6 +290,7 @@ mod tests {
             joined_at: "2030-01-01T00:00:00.000Z".into(),
             heartbeat_at: "2030-01-01T00:00:10.000Z".into(),
             heartbeat_ms: 5000,
+            agents: Default::default(),
         }
     }
 

@@ -169,7 +169,7 @@ pub struct RunArgs {
     /// Most agents being started at once on this state dir (every run and `lane up` share it).
     #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
     pub spawn_budget: usize,
-    /// Put each task's first implementer step on this fleet's work-queue for its hosts (`drover fleet work`); the rest runs here (docs/fleet.md). Needs --sim for now.
+    /// Put each task's first implementer step and its reviews on this fleet's work-queue for its hosts (`drover fleet work`); the rest runs here (docs/fleet.md). Needs --sim for now.
     #[arg(long, value_name = "FLEET")]
     pub fleet: Option<String>,
     /// With --fleet: how long a host may go without acking its step before the step goes to another host.

@@ -99,6 +99,9 @@ pub enum FleetError {
     /// Connecting failed (unreachable, TLS, authentication refused).
     #[error("cannot connect to the NATS server at {url}: {message}")]
     Connect { url: String, message: String },
+    /// Nobody listens for a run's requests: its coordinator is gone.
+    #[error("no coordinator answers for run {run}")]
+    NoCoordinator { run: String },
     /// A call on the bus failed.
     #[error("NATS {op}: {message}")]
     Bus { op: &'static str, message: String },
@@ -128,7 +131,9 @@ impl FleetError {
             | FleetError::NoCredentials
             | FleetError::LooseSecret { .. } => crate::exit::REFUSED,
             FleetError::NotJoined | FleetError::OtherFleet { .. } => crate::exit::REFUSED,
-            FleetError::Connect { .. } | FleetError::Bus { .. } => crate::exit::TRANSPORT,
+            FleetError::Connect { .. }
+            | FleetError::Bus { .. }
+            | FleetError::NoCoordinator { .. } => crate::exit::TRANSPORT,
             _ => crate::exit::ERROR,
         }
     }

@@ -85,6 +85,13 @@ pub struct WorkItem {
     /// does, not a prompt). A host runs only items it can run.
     #[serde(default)]
     pub sim_script: Option<String>,
+    /// A review's candidate: the binary patch against `base` to review.
+    #[serde(default)]
+    pub candidate: Option<ObjectRef>,
+    /// A review goes to a host other than this one (its implementer's)
+    /// when one is free.
+    #[serde(default)]
+    pub avoid_host: Option<String>,
 }
 
 /// The ref a base bundle carries its commit under.
@@ -96,6 +103,8 @@ pub const BUNDLE_REF: &str = "refs/drover/base";
 pub enum Finished {
     /// The lane completed; its candidate is this patch against the base.
     Implemented { patch: ObjectRef },
+    /// The review completed with this verdict (`reason`: why it failed).
+    Reviewed { pass: bool, reason: String },
     /// The lane's job failed on the host.
     Failed { status: String, reason: String },
     /// The host's policy escalated (a human is needed).
@@ -387,7 +396,40 @@ where
     }
 }
 
-/// Ask run `run`'s coordinator; `Err` when it does not answer in time.
+/// How long a run with no coordinator listening is asked again before it
+/// is taken for gone (a coordinator that reconnects after a server restart
+/// listens again within seconds).
+pub const NO_COORDINATOR_FOR: Duration = Duration::from_secs(10);
+
+/// Ask run `run`'s coordinator, retried while the server is away
+/// ([`RETRY_FOR`]) or nobody listens for the run ([`NO_COORDINATOR_FOR`]).
+pub async fn ask_retrying(
+    client: &async_nats::Client,
+    names: &Names,
+    run: &str,
+    req: &HostRequest,
+) -> Result<CoordReply, FleetError> {
+    let start = tokio::time::Instant::now();
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match ask(client, names, run, req).await {
+            Ok(r) => return Ok(r),
+            Err(e) => {
+                let budget = match e {
+                    FleetError::NoCoordinator { .. } => NO_COORDINATOR_FOR,
+                    _ => RETRY_FOR,
+                };
+                if start.elapsed() + delay >= budget {
+                    return Err(e);
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+/// Ask run `run`'s coordinator once; `Err` when it does not answer in time.
 pub async fn ask(
     client: &async_nats::Client,
     names: &Names,
@@ -401,7 +443,12 @@ pub async fn ask(
     )
     .await
     .map_err(|_| FleetError::bus("ask the coordinator", "timed out"))?
-    .map_err(|e| FleetError::bus("ask the coordinator", e))?;
+    .map_err(|e| match e.kind() {
+        async_nats::client::RequestErrorKind::NoResponders => FleetError::NoCoordinator {
+            run: run.to_string(),
+        },
+        _ => FleetError::bus("ask the coordinator", e),
+    })?;
     serde_json::from_slice(&msg.payload)
         .map_err(|e| FleetError::bus("read the coordinator's reply", e))
 }

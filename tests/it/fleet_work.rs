@@ -196,7 +196,22 @@ fn record(d: &Drover) -> Vec<Value> {
     out
 }
 
+/// The implementer steps `host` was given an attempt for.
 fn starts_by(d: &Drover, host: &str) -> Vec<Value> {
+    let rec = record(d);
+    let implement: Vec<&Value> = rec
+        .iter()
+        .filter(|e| e["event"] == "queued" && e["step"] == "implement")
+        .map(|e| &e["job"])
+        .collect();
+    all_starts_by(d, host)
+        .into_iter()
+        .filter(|e| implement.contains(&&e["job"]))
+        .collect()
+}
+
+/// Every step (implement or review) `host` was given an attempt for.
+fn all_starts_by(d: &Drover, host: &str) -> Vec<Value> {
     record(d)
         .into_iter()
         .filter(|e| e["event"] == "start" && e["host"] == host && e["reply"]["reply"] == "started")
@@ -251,14 +266,43 @@ fn two_hosts_implement_and_the_coordinator_lands_every_task_once() {
         );
         assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
     }
-    // Every implementer step ran on a host, none on the coordinator.
-    let (s1, s2) = (starts_by(&c, "h1").len(), starts_by(&c, "h2").len());
-    assert_eq!(s1 + s2, 4, "{:#?}", record(&c));
-    let accepted = record(&c)
-        .into_iter()
+    // Every implementer step and every review ran on a host, none on the
+    // coordinator; a review went to the host that did not implement the
+    // task, unless that one left it long enough that its own took it.
+    let rec = record(&c);
+    let queued = |step: &str| -> Vec<Value> {
+        rec.iter()
+            .filter(|e| e["event"] == "queued" && e["step"] == step)
+            .cloned()
+            .collect()
+    };
+    let started = |job: &Value| -> Vec<Value> {
+        rec.iter()
+            .filter(|e| {
+                e["event"] == "start" && e["job"] == *job && e["reply"]["reply"] == "started"
+            })
+            .cloned()
+            .collect()
+    };
+    let (imps, revs) = (queued("implement"), queued("review"));
+    assert_eq!((imps.len(), revs.len()), (4, 4), "{rec:#?}");
+    for r in &revs {
+        let imp = imps.iter().find(|i| i["task"] == r["task"]).unwrap();
+        let by = &started(&imp["job"])[0]["host"];
+        assert_eq!(&r["avoid_host"], by, "{rec:#?}");
+        let s = started(&r["job"]);
+        assert_eq!(s.len(), 1, "{rec:#?}");
+        assert!(s[0]["host"] == "h1" || s[0]["host"] == "h2", "{rec:#?}");
+        assert!(
+            s[0]["host"] != *by || s[0]["delivered"].as_i64() > Some(3),
+            "a review taken by its implementer's host without leaving it: {rec:#?}"
+        );
+    }
+    let accepted = rec
+        .iter()
         .filter(|e| e["event"] == "finish" && e["reply"]["reply"] == "accepted")
         .count();
-    assert_eq!(accepted, 4, "{:#?}", record(&c));
+    assert_eq!(accepted, 8, "{rec:#?}");
 }
 
 #[test]
@@ -726,7 +770,7 @@ fn a_host_with_other_agent_versions_is_listed_so_and_takes_only_the_steps_of_age
             .map(|e| e["agent"].as_str().unwrap_or_default().to_string())
             .unwrap()
     };
-    let (s1, s2) = (starts_by(&c, "h1"), starts_by(&c, "h2"));
+    let (s1, s2) = (all_starts_by(&c, "h1"), all_starts_by(&c, "h2"));
     assert!(
         s1.iter().all(|s| agent_of(&s["job"]) == "codex"),
         "h1 took a step of an agent it does not have: {rec:#?}"

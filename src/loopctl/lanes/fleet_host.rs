@@ -11,13 +11,14 @@
 //! Nothing of the lane's prompt, environment or transcript leaves this host.
 
 use crate::daemon::Client;
-use crate::fleet::work::{self, CoordReply, Finished, HostRequest, WorkItem};
+use crate::fleet::work::{self, CoordReply, Finished, HostRequest, Step, WorkItem};
 use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
 use crate::loopctl::land::{capture, git};
 use crate::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
 use crate::loopctl::ops::{JobSpec, LaneOps, LaneSpec, Outcome, Role};
 use crate::registry::Agent;
+use crate::registry::heartbeat::{self, SessionVerdict};
 use async_nats::jetstream::AckKind;
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,9 @@ use std::time::Duration;
 /// How long one pull waits for an item before it asks again (a slot held
 /// by one agent's pull is free for the other's within it).
 const PULL_EXPIRES: Duration = Duration::from_secs(2);
+/// How many deliveries of a review its implementer's host hands back
+/// before it takes the review itself (no other host was free).
+const AVOID_TRIES: i64 = 3;
 /// How long one wait for a lane's outcome lasts (it is asked again).
 const POLL: Duration = Duration::from_secs(1);
 
@@ -64,6 +68,21 @@ type Done = tokio::sync::oneshot::Sender<()>;
 /// one line per item started and finished.
 pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopError> {
     let names = Names::of(&opts.cfg)?;
+    // Its lanes report to this host's registry (a reviewer's verdict is read
+    // there), made as `loop run` makes one when there is none.
+    let made = crate::registry::init(
+        &opts.state_dir,
+        &crate::registry::InitRequest {
+            topology: crate::registry::Topology::FourRole,
+            agent_mix: None,
+            force: false,
+        },
+    );
+    if let Err(e) = made
+        && crate::registry::load(&opts.state_dir)?.is_none()
+    {
+        return Err(e.into());
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("drover-fleet-work")
@@ -207,9 +226,8 @@ impl ItemCtx {
     /// Ask the coordinator, retried while the server or the coordinator is
     /// away (the requests are idempotent: asking again gets the same answer).
     fn ask(&self, run: &str, req: &HostRequest) -> Result<CoordReply, FleetError> {
-        self.h.block_on(work::retrying(|| {
-            work::ask(&self.client, &self.names, run, req)
-        }))
+        self.h
+            .block_on(work::ask_retrying(&self.client, &self.names, run, req))
     }
 
     /// Run one delivered item to its end; acks it once the coordinator
@@ -237,6 +255,20 @@ impl ItemCtx {
             Ok(i) => (i.stream_sequence, i.delivered),
             Err(_) => (0, 1),
         };
+        // A review goes to another host than its implementer's: handed back
+        // for a while, then taken here if no other host took it meanwhile.
+        if item.avoid_host.as_deref() == Some(self.opts.cfg.host.as_str())
+            && delivered <= AVOID_TRIES
+        {
+            let _ = self
+                .h
+                .block_on(msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500)))));
+            return Worked {
+                job: item.job,
+                attempt: None,
+                reply: "left to another host (this one implemented it)".into(),
+            };
+        }
         let started = self.ask(
             &item.run,
             &HostRequest::Start {
@@ -382,6 +414,13 @@ impl ItemCtx {
         bundle: &[u8],
         script: String,
     ) -> Result<Finished, LoopError> {
+        let candidate = match &item.candidate {
+            Some(r) => Some(
+                self.h
+                    .block_on(work::retrying(|| work::get_bytes(&self.objects, r)))?,
+            ),
+            None => None,
+        };
         let _ = std::fs::remove_dir_all(dir);
         crate::store::create_private_dir(dir)?;
         crate::store::create_private_dir(lane_dir)?;
@@ -407,6 +446,19 @@ impl ItemCtx {
                 &item.base,
             ],
         )?;
+        // A review reads the candidate: the patch applied on the base.
+        if let Some(bytes) = candidate.as_ref().filter(|b| !b.is_empty()) {
+            let file = lane_dir.join("candidate.patch");
+            crate::store::write_bytes_atomic(&file, bytes)?;
+            git::run(
+                dir,
+                &["apply", "--binary", "--index", &file.to_string_lossy()],
+            )?;
+        }
+        let role = match item.step {
+            Step::Implement => Role::Implementer,
+            Step::Review => Role::Reviewer,
+        };
         let socket = crate::paths::socket_path(&self.opts.state_dir)
             .map_err(|e| LoopError::usage("state dir", e.to_string()))?;
         let connect = || {
@@ -422,7 +474,7 @@ impl ItemCtx {
         let mut lanes = RealLanes::new(&self.opts.state_dir, connect()?, connect()?, opts);
         let spec = LaneSpec {
             id: id.to_string(),
-            role: Role::Implementer,
+            role,
             agent,
             task: item.task.clone(),
             lane_dir: lane_dir.to_path_buf(),
@@ -437,10 +489,16 @@ impl ItemCtx {
                 &handle,
                 &JobSpec {
                     job_id: job.clone(),
-                    prompt: format!(
-                        "Implement task {} of this repository's board.\n[loop] task={} round=1 role=implementer",
-                        item.task, item.task
-                    ),
+                    prompt: match role {
+                        Role::Implementer => format!(
+                            "Implement task {} of this repository's board.\n[loop] task={} round=1 role=implementer",
+                            item.task, item.task
+                        ),
+                        Role::Reviewer => format!(
+                            "Review the change in this repository for task {} of its board; end with `VERDICT: pass` or `VERDICT: fail: <reason>`.\n[loop] task={} role=reviewer",
+                            item.task, item.task
+                        ),
+                    },
                     report_path: lane_dir.join("report.json"),
                     autocomplete: true,
                     report_files: item.report_files.clone(),
@@ -456,6 +514,25 @@ impl ItemCtx {
                 }
             };
             Ok(match outcome {
+                Outcome::Completed if role == Role::Reviewer => {
+                    let reg = crate::registry::load_required(&self.opts.state_dir)?;
+                    let verdict = reg
+                        .session(Role::Reviewer.session_id())
+                        .map(|s| heartbeat::verdict(s, &item.task, chrono::Utc::now()))
+                        .unwrap_or(SessionVerdict::NoPass("no reviewer session".into()));
+                    match verdict {
+                        SessionVerdict::Pass => Finished::Reviewed {
+                            pass: true,
+                            reason: String::new(),
+                        },
+                        SessionVerdict::Fail(why) | SessionVerdict::NoPass(why) => {
+                            Finished::Reviewed {
+                                pass: false,
+                                reason: why,
+                            }
+                        }
+                    }
+                }
                 Outcome::Completed => {
                     let (_, _, patch) = capture::diff(dir, &item.base)?;
                     let name = format!("patch-{}-{}.patch", item.job, job);

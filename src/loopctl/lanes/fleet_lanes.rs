@@ -1,11 +1,13 @@
 //! [`LaneOps`] for `drover loop run --fleet FLEET`: the coordinator's side
 //! of work across hosts (docs/fleet.md). A task's first implementer step
-//! goes on the fleet's work-queue; a host with a free slot pulls it, builds
-//! the lane from the base bundle, runs it and sends back the candidate as a
-//! binary patch, which is applied here, in the task's own worktree, before
-//! the job completes. Everything after that — review, repair and rebase
-//! rounds, the gate, landing — runs on this host's own lanes (`local`), as
-//! on one host.
+//! goes on the fleet's work-queue; a host with a free slot that takes its
+//! agent pulls it, builds the lane from the base bundle, runs it and sends
+//! back the candidate as a binary patch, which is applied here, in the
+//! task's own worktree, before the job completes. Its review goes on the
+//! queue as well, with the candidate as a patch, for a host other than the
+//! implementer's when one is free; the verdict comes back and is recorded
+//! here. Repair and rebase rounds, the gate and landing run on this host's
+//! own lanes (`local`), as on one host.
 //!
 //! This process alone writes the jobs: a host asks for an attempt (`start`)
 //! and reports its result (`finish`) by request/reply, and the engine's CAS
@@ -17,7 +19,7 @@ use crate::engine::{Action, Actor, Engine, Request, Status};
 use crate::fleet::work::{self, CoordReply, Finished, HostRequest, ObjectRef, Step, WorkItem};
 use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
-use crate::loopctl::land::git;
+use crate::loopctl::land::{capture, git};
 use crate::loopctl::lanes::renew::Renewal;
 use crate::loopctl::lanes::simlanes::lane_err;
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
@@ -50,6 +52,9 @@ struct Shared {
     state_dir: PathBuf,
     log: PathBuf,
     remotes: BTreeMap<String, Remote>,
+    /// The host whose candidate of a task was taken, by task: its review
+    /// goes elsewhere when another host is free.
+    implemented_by: BTreeMap<String, String>,
 }
 
 /// The coordinator's lanes: the fleet for first implementer rounds, `local`
@@ -113,6 +118,7 @@ impl<L: LaneOps> FleetLanes<L> {
             state_dir: state_dir.to_path_buf(),
             log: log.to_path_buf(),
             remotes: BTreeMap::new(),
+            implemented_by: BTreeMap::new(),
         }));
         let (js, objects) = rt.block_on(async {
             let client = connection::connect(cfg, handed).await?;
@@ -180,6 +186,19 @@ impl<L: LaneOps> FleetLanes<L> {
 
 impl<L: LaneOps> LaneOps for FleetLanes<L> {
     fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        // A review goes to the fleet: its candidate travels as a patch.
+        if spec.role == Role::Reviewer {
+            self.up.insert(spec.id.clone());
+            return Ok(LaneHandle {
+                id: spec.id.clone(),
+                role: spec.role,
+                agent: spec.agent,
+                task: spec.task.clone(),
+                pane: format!("fleet:{}", spec.id),
+                cwd: spec.cwd.clone(),
+                lane_dir: spec.lane_dir.clone(),
+            });
+        }
         // A fresh implementer worktree: the step goes to the fleet. The
         // worktree is made here, from the base, for the candidate to land in.
         let (Role::Implementer, Some(w)) = (spec.role, &spec.worktree) else {
@@ -220,6 +239,19 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         let repo = repo.parent().map(Path::to_path_buf).unwrap_or(repo);
         let base = git::line(&lane.cwd, &["rev-parse", "HEAD"])?;
         let bundle = self.bundle(&repo, &base)?;
+        // A review's candidate: the worktree against its HEAD, bytes exact.
+        let (step, candidate, avoid_host) = match lane.role {
+            Role::Implementer => (Step::Implement, None, None),
+            Role::Reviewer => {
+                let (_, _, patch) = capture::diff(&lane.cwd, &base)?;
+                let name = format!("cand-{}.patch", job.job_id);
+                let r = self.rt.block_on(work::retrying(|| {
+                    work::put_bytes(&self.objects, &name, &patch)
+                }))?;
+                let by = lock(&self.shared).implemented_by.get(&lane.task).cloned();
+                (Step::Review, Some(r), by)
+            }
+        };
         let spec = LaneSpec {
             id: lane.id.clone(),
             role: lane.role,
@@ -234,13 +266,15 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             run: self.run.clone(),
             job: job.job_id.clone(),
             lane: lane.id.clone(),
-            step: Step::Implement,
+            step,
             agent: lane.agent.as_str().to_string(),
             task: lane.task.clone(),
             base,
             bundle,
             report_files: job.report_files.clone(),
             sim_script: (self.scripts)(&spec),
+            candidate,
+            avoid_host,
         };
         Engine::open(&self.state_dir)?.transition(&Request::new(
             job.job_id.clone(),
@@ -266,7 +300,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         record(
             &log,
             json!({"event": "queued", "job": item.job, "task": item.task, "lane": item.lane,
-                   "agent": item.agent}),
+                   "agent": item.agent, "step": item.step, "avoid_host": item.avoid_host}),
         );
         // The attempt is the host's to ask for when it pulls the item.
         Ok(String::new())
@@ -430,6 +464,12 @@ fn handle(
                 None => {
                     let reply = finish(&state_dir, r, job, host, attempt, finished, patch);
                     r.finished.insert(attempt.clone(), reply.clone());
+                    if reply == CoordReply::Accepted
+                        && matches!(finished, Finished::Implemented { .. })
+                    {
+                        let task = r.lane.task.clone();
+                        s.implemented_by.insert(task, host.clone());
+                    }
                     reply
                 }
             },
@@ -538,6 +578,35 @@ fn finish(
             },
             Outcome::Completed,
         ),
+        Finished::Reviewed { pass, reason } => {
+            // The verdict goes where the runner reads it: this registry's
+            // reviewer session, as a reviewer here would have said it.
+            if live {
+                let said = crate::registry::heartbeat::heartbeat(
+                    state_dir,
+                    &crate::registry::heartbeat::HeartbeatRequest {
+                        session_id: Role::Reviewer.session_id().into(),
+                        task: Some(r.lane.task.clone()),
+                        status: if *pass { "pass" } else { "fail" }.into(),
+                        agent: Some(r.lane.agent),
+                        ..Default::default()
+                    },
+                    chrono::Utc::now(),
+                );
+                if let Err(e) = said {
+                    return refused(format!("the verdict could not be recorded: {e}"));
+                }
+            }
+            (
+                Action::Complete {
+                    reason: Some(format!(
+                        "review on {host}: {}",
+                        if *pass { "pass" } else { reason }
+                    )),
+                },
+                Outcome::Completed,
+            )
+        }
         Finished::Failed { status, reason } => (
             Action::Fail {
                 reason: Some(format!("on {host}: {status}: {reason}")),

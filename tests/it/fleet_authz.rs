@@ -5,6 +5,7 @@
 //! another host: the server refuses, and nothing appears under the other.
 
 use crate::common::{self, Drover, wait_until};
+use crate::fleet_events::Follower;
 use crate::fleet_join::{join, run, secret_file};
 use crate::nats_common::{Nats, Setup};
 use async_nats::jetstream::{self, stream};
@@ -12,7 +13,6 @@ use drover::fleet::Names;
 use futures_util::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -81,48 +81,6 @@ fn hosts(d: &Drover) -> Vec<String> {
         .collect()
 }
 
-/// `events --follow --fleet lab --since 0 --jsonl` and what it printed.
-struct Follower {
-    child: Child,
-    out: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Follower {
-    fn start(d: &Drover) -> Follower {
-        let mut child = d
-            .cmd()
-            .args([
-                "events", "--follow", "--fleet", "lab", "--since", "0", "--jsonl",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = common::collect_output(Box::new(child.stdout.take().unwrap()));
-        Follower { child, out }
-    }
-
-    fn events(&self) -> Vec<Value> {
-        String::from_utf8_lossy(&self.out.lock().unwrap())
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    fn saw(&self, host: &str, kind: &str, pane: &str) -> bool {
-        self.events()
-            .iter()
-            .any(|e| e["host"] == host && e["kind"] == kind && e["pane"] == pane)
-    }
-}
-
-impl Drop for Follower {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn per_host_users_are_enough_for_joining_heartbeats_events_listing_and_leaving() {
@@ -170,7 +128,7 @@ fn per_host_users_are_enough_for_joining_heartbeats_events_listing_and_leaving()
 
     // Each host's events reach a follower (on the host that did not create
     // the streams) under its own HOST.
-    let follow = Follower::start(&d2);
+    let follow = Follower::start(&d2, Some("0"));
     d1.ok(&["pane", "new", "a1", "--", "sh", "-c", "sleep 60"]);
     d2.ok(&["pane", "new", "b1", "--", "sh", "-c", "sleep 60"]);
     assert!(

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A running `events --follow --fleet lab` and what it printed so far.
-struct Follower {
+pub(crate) struct Follower {
     child: Child,
     out: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Follower {
-    fn start(d: &Drover, since: Option<&str>) -> Follower {
+    pub(crate) fn start(d: &Drover, since: Option<&str>) -> Follower {
         let mut c = d.cmd();
         c.args(["events", "--follow", "--fleet", "lab", "--jsonl"]);
         if let Some(s) = since {
@@ -32,11 +32,18 @@ impl Follower {
         Follower { child, out }
     }
 
-    fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         String::from_utf8_lossy(&self.out.lock().unwrap())
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+
+    /// Whether an event of `kind` about `pane` from `host` was printed.
+    pub(crate) fn saw(&self, host: &str, kind: &str, pane: &str) -> bool {
+        self.events()
+            .iter()
+            .any(|e| e["host"] == host && e["kind"] == kind && e["pane"] == pane)
     }
 
     /// Wait until an event of `kind` about `pane` from `host` was printed.
@@ -45,11 +52,7 @@ impl Follower {
     }
 
     fn wait_for_in(&self, t: Duration, host: &str, kind: &str, pane: &str) -> bool {
-        wait_until(t, || {
-            self.events()
-                .iter()
-                .any(|e| e["host"] == host && e["kind"] == kind && e["pane"] == pane)
-        })
+        wait_until(t, || self.saw(host, kind, pane))
     }
 }
 

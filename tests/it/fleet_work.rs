@@ -58,6 +58,44 @@ fn joined_at(urls: &str, host: &str, replicas: &str) -> Drover {
     d
 }
 
+/// The coordinator `c` and hosts `h1`, `h2`, joined.
+fn trio(nats: &Nats) -> (Drover, Drover, Drover) {
+    (joined(nats, "c"), joined(nats, "h1"), joined(nats, "h2"))
+}
+
+/// Wait until `host` was given an implementer step.
+fn wait_started(c: &Drover, host: &str, w: &Worker) {
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(c, host).is_empty()),
+        "{host} never started the step: {}",
+        w.said()
+    );
+}
+
+/// Wait until the hosts were given `n` implementer steps.
+fn wait_steps(c: &Drover, n: usize) {
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            starts_by(c, "h1").len() + starts_by(c, "h2").len() >= n
+        }),
+        "not {n} steps started: {:#?}",
+        record(c)
+    );
+}
+
+/// TASK-1 … TASK-n each landed once, with the hosts' content.
+fn assert_landed_once(repo: &Path, n: usize, err: &str) {
+    for i in 1..=n {
+        let f = format!("TASK-{i}.txt");
+        assert_eq!(
+            at_integration(repo, &f).as_deref(),
+            Some("written on a fleet host\n"),
+            "{f}: {err}"
+        );
+        assert_eq!(commits_touching(repo, &f), 1, "{f} landed once");
+    }
+}
+
 /// A running `fleet work` and what it said.
 struct Worker {
     child: Child,
@@ -250,22 +288,13 @@ fn finish(child: Child) -> (bool, String) {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn two_hosts_implement_and_the_coordinator_lands_every_task_once() {
     let nats = Nats::start(&users());
-    let c = joined(&nats, "c");
-    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (c, h1, h2) = trio(&nats);
     let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 300);
     let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
     assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
-    for i in 1..=4 {
-        let f = format!("TASK-{i}.txt");
-        assert_eq!(
-            at_integration(&repo, &f).as_deref(),
-            Some("written on a fleet host\n"),
-            "{f} landed: {err}"
-        );
-        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
-    }
+    assert_landed_once(&repo, 4, &err);
     // Every implementer step and every review ran on a host, none on the
     // coordinator; a review went to the host that did not implement the
     // task, unless that one left it long enough that its own took it.
@@ -309,18 +338,13 @@ fn two_hosts_implement_and_the_coordinator_lands_every_task_once() {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_host_killed_mid_implement_is_given_up_and_the_step_lands_once_from_another() {
     let nats = Nats::start(&users());
-    let c = joined(&nats, "c");
-    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (c, h1, h2) = trio(&nats);
     let (repo, charter) = board(&c, 1);
     // Long enough a step that h1 dies in the middle of it.
     let (imp, rev) = scripts(&c, 4000);
     let w1 = Worker::start(&h1);
     let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
-        "h1 never started the step: {}",
-        w1.said()
-    );
+    wait_started(&c, "h1", &w1);
     // The host dies: its worker and its supervisor, kill -9.
     w1.signal("-KILL");
     if let Some(pid) = h1.server_pid() {
@@ -355,17 +379,12 @@ fn a_host_killed_mid_implement_is_given_up_and_the_step_lands_once_from_another(
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_host_frozen_past_ack_wait_comes_back_and_its_late_result_is_refused() {
     let nats = Nats::start(&users());
-    let c = joined(&nats, "c");
-    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (c, h1, h2) = trio(&nats);
     let (repo, charter) = board(&c, 1);
     let (imp, rev) = scripts(&c, 6000);
     let w1 = Worker::start(&h1);
     let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
-        "h1 never started the step: {}",
-        w1.said()
-    );
+    wait_started(&c, "h1", &w1);
     // Frozen: no progress acks; its lane goes on in its supervisor.
     w1.signal("-STOP");
     let w2 = Worker::start(&h2);
@@ -408,35 +427,18 @@ fn a_host_frozen_past_ack_wait_comes_back_and_its_late_result_is_refused() {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_nats_server_restarted_mid_run_loses_nothing_and_every_task_lands_once() {
     let mut nats = Nats::start(&users());
-    let c = joined(&nats, "c");
-    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (c, h1, h2) = trio(&nats);
     let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 2500);
     let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            starts_by(&c, "h1").len() + starts_by(&c, "h2").len() >= 2
-        }),
-        "no step started: {:#?}\nh1: {}\nh2: {}",
-        record(&c),
-        w1.said(),
-        w2.said()
-    );
+    wait_steps(&c, 2);
     // Killed (no clean shutdown) while steps are in flight, and started
     // again on its file storage.
     nats.restart();
     let (ok, err) = finish(run);
     assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
-    for i in 1..=4 {
-        let f = format!("TASK-{i}.txt");
-        assert_eq!(
-            at_integration(&repo, &f).as_deref(),
-            Some("written on a fleet host\n"),
-            "{f}: {err}"
-        );
-        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
-    }
+    assert_landed_once(&repo, 4, &err);
 }
 
 #[test]
@@ -450,15 +452,7 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 2500);
     let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            starts_by(&c, "h1").len() + starts_by(&c, "h2").len() >= 2
-        }),
-        "no step started: {:#?}\nh1: {}\nh2: {}",
-        record(&c),
-        w1.said(),
-        w2.said()
-    );
+    wait_steps(&c, 2);
     // Every stream of the fleet is kept on all three nodes.
     for stream in [
         "drover-lab-work",
@@ -471,15 +465,7 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
     cluster.kill(0);
     let (ok, err) = finish(run);
     assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
-    for i in 1..=4 {
-        let f = format!("TASK-{i}.txt");
-        assert_eq!(
-            at_integration(&repo, &f).as_deref(),
-            Some("written on a fleet host\n"),
-            "{f}: {err}"
-        );
-        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
-    }
+    assert_landed_once(&repo, 4, &err);
 }
 
 /// The replicas stream `stream` is configured with, asked of the cluster as `c`.
@@ -505,19 +491,12 @@ fn replicas(urls: &str, stream: &str) -> usize {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
     let nats = Nats::start(&users());
-    let c = joined(&nats, "c");
-    let (h1, h2) = (joined(&nats, "h1"), joined(&nats, "h2"));
+    let (c, h1, h2) = trio(&nats);
     let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 3000);
     let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            starts_by(&c, "h1").len() + starts_by(&c, "h2").len() >= 2
-        }),
-        "no step started: {:#?}",
-        record(&c)
-    );
+    wait_steps(&c, 2);
     // kill -9 the coordinator's loop (its supervisor stays, as after a crash
     // of the loop process alone).
     run.kill().unwrap();
@@ -552,15 +531,7 @@ fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
         w1.said(),
         w2.said()
     );
-    for i in 1..=4 {
-        let f = format!("TASK-{i}.txt");
-        assert_eq!(
-            at_integration(&repo, &f).as_deref(),
-            Some("written on a fleet host\n"),
-            "{f}: {err}"
-        );
-        assert_eq!(commits_touching(&repo, &f), 1, "{f} landed once");
-    }
+    assert_landed_once(&repo, 4, &err);
 }
 
 /// A server whose only users are what `fleet server-config lab --host c

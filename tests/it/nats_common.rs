@@ -103,6 +103,20 @@ pub struct Nats {
     pub log: PathBuf,
 }
 
+/// nats-server with config `conf`, logging to `log`.
+fn spawn(conf: &Path, log: &Path) -> Child {
+    Command::new(server_bin())
+        .arg("-c")
+        .arg(conf)
+        .arg("-l")
+        .arg(log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cannot run nats-server")
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -163,16 +177,7 @@ impl Nats {
         conf.push_str(extra);
         let conf_file = dir.path().join("nats.conf");
         std::fs::write(&conf_file, conf).unwrap();
-        let child = Command::new(server_bin())
-            .arg("-c")
-            .arg(&conf_file)
-            .arg("-l")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot run nats-server");
+        let child = spawn(&conf_file, &log);
         let mut n = Nats {
             child,
             port,
@@ -196,16 +201,7 @@ impl Nats {
         // The port is free again once the old process is gone; a new
         // listener may take a moment to bind it.
         let started = wait_until(READY_TIMEOUT, || {
-            self.child = Command::new(server_bin())
-                .arg("-c")
-                .arg(&conf_file)
-                .arg("-l")
-                .arg(&self.log)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("cannot run nats-server");
+            self.child = spawn(&conf_file, &self.log);
             let up = wait_until(READY_TIMEOUT, || {
                 self.log_text().matches("Server is ready").count() > before || self.exited()
             });
@@ -269,16 +265,7 @@ impl NatsCluster {
             conf.push_str("] }\n");
             let conf_file = dir.path().join("nats.conf");
             std::fs::write(&conf_file, conf).unwrap();
-            let child = Command::new(server_bin())
-                .arg("-c")
-                .arg(&conf_file)
-                .arg("-l")
-                .arg(&log)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("cannot run nats-server");
+            let child = spawn(&conf_file, &log);
             nodes.push(Nats {
                 child,
                 port: *port,

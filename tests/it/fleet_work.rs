@@ -195,6 +195,18 @@ fn scripts(d: &Drover, work_ms: u64) -> (PathBuf, PathBuf) {
 
 /// `loop run --fleet lab` on `d` in the background.
 fn loop_run(d: &Drover, repo: &Path, charter: &Path, imp: &Path, rev: &Path) -> Child {
+    loop_run_with(d, repo, charter, imp, rev, &[])
+}
+
+/// The same with `extra` arguments.
+fn loop_run_with(
+    d: &Drover,
+    repo: &Path,
+    charter: &Path,
+    imp: &Path,
+    rev: &Path,
+    extra: &[&str],
+) -> Child {
     d.cmd()
         .args([
             "loop",
@@ -215,6 +227,7 @@ fn loop_run(d: &Drover, repo: &Path, charter: &Path, imp: &Path, rev: &Path) -> 
             "--turn-timeout-s",
             "120",
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -759,4 +772,145 @@ fn a_host_with_other_agent_versions_is_listed_so_and_takes_only_the_steps_of_age
         "every Claude step ran on h2"
     );
     assert!(w1.said().contains("for codex"), "{}", w1.said());
+}
+
+/// Every message published on the server while it runs (subject, headers
+/// and payload as text), read by a client of its own.
+struct Spy {
+    seen: Arc<Mutex<Vec<String>>>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spy {
+    fn start(nats: &Nats) -> Spy {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (ready, is_ready) = std::sync::mpsc::channel::<()>();
+        let url = nats.url("nats");
+        let out = Arc::clone(&seen);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                use futures_util::StreamExt;
+                let client = async_nats::ConnectOptions::with_user_and_password(
+                    "c".into(),
+                    "pw-c-Kp3".into(),
+                )
+                .connect(url)
+                .await
+                .unwrap();
+                let mut sub = client.subscribe(">").await.unwrap();
+                client.flush().await.unwrap();
+                let _ = ready.send(());
+                loop {
+                    if stopped.try_recv().is_ok() {
+                        return;
+                    }
+                    let next = tokio::time::timeout(Duration::from_millis(200), sub.next()).await;
+                    if let Ok(Some(m)) = next {
+                        let headers = m
+                            .headers
+                            .as_ref()
+                            .map(|h| format!("{h:?}"))
+                            .unwrap_or_default();
+                        out.lock().unwrap().push(format!(
+                            "{} {headers} {}",
+                            m.subject,
+                            String::from_utf8_lossy(&m.payload)
+                        ));
+                    }
+                }
+            });
+        });
+        is_ready
+            .recv_timeout(Duration::from_secs(20))
+            .expect("spy subscribed");
+        Spy {
+            seen,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stop and return every message seen.
+    fn finish(mut self) -> Vec<String> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn no_env_value_prompt_transcript_or_password_goes_on_the_bus() {
+    let nats = Nats::start(&users());
+    let spy = Spy::start(&nats);
+    let (c, h1, h2) = trio(&nats);
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 2);
+    let (imp, rev) = scripts(&c, 300);
+    let secret = "s3cr3t-value-Qw7Zp";
+    // The run's lanes get an env value (`--env`, its value only in memory).
+    let env = format!("DROVER_FLEET_TEST_SECRET={secret}");
+    let run = loop_run_with(&c, &repo, &charter, &imp, &rev, &["--env", &env]);
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\nh1: {}\nh2: {}",
+        stderr(&out),
+        w1.said(),
+        w2.said()
+    );
+    assert_landed_once(&repo, 2, &stderr(&out));
+    let seen = spy.finish();
+    // The spy reads payloads: it saw the steps, naming their tasks.
+    assert!(
+        seen.iter()
+            .any(|m| m.starts_with("drover.lab.work.") && m.contains("\"task\":\"TASK-1\"")),
+        "the spy saw the run's steps"
+    );
+    // What must never travel: the env value, the briefs the coordinator
+    // wrote, the sim agents' transcript lines, the NATS passwords.
+    let mut never: Vec<String> = vec![secret.to_string(), "Report written to".into()];
+    never.extend(["pw-c-Kp3", "pw-h1-Kp3", "pw-h2-Kp3"].map(String::from));
+    for brief in glob_briefs(&c.state) {
+        let text = std::fs::read_to_string(&brief).unwrap();
+        never.extend(
+            text.lines()
+                .filter(|l| l.starts_with("Why: ") || l.starts_with("Done when: "))
+                .map(str::to_string),
+        );
+    }
+    assert!(never.len() > 5, "briefs found: {never:?}");
+    for m in &seen {
+        for n in &never {
+            assert!(!m.contains(n.as_str()), "{n:?} went on the bus: {m}");
+        }
+    }
+}
+
+/// The briefs under a state dir's loop run dirs.
+fn glob_briefs(state: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for run in std::fs::read_dir(state).into_iter().flatten().flatten() {
+        for lane in std::fs::read_dir(run.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let b = lane.path().join("brief.md");
+            if b.is_file() {
+                out.push(b);
+            }
+        }
+    }
+    out
 }

@@ -8,6 +8,13 @@
 //!
 //! `cargo bench --bench fleet_loop [-- --tasks 64 --hosts 4 --lanes 8 --work-ms 2000]`
 //! (needs nats-server 2.10+: `DROVER_NATS_SERVER=$(scripts/install-nats.sh)`).
+//!
+//! `--fault kill-host|freeze-host|restart-nats` injects that fault into the
+//! fleet run once an eighth of the steps have started (host h1's worker and
+//! supervisor killed with SIGKILL; its worker stopped with SIGSTOP past
+//! AckWait, then continued; the server killed and started again on its
+//! store), and the run is checked: every task landed, each in exactly one
+//! commit. `--only-fleet` skips the one-host run.
 
 #[path = "nats.rs"]
 #[allow(dead_code)]
@@ -184,6 +191,83 @@ struct Measured {
     cpu: f64,
 }
 
+/// How many steps the coordinator's record says hosts started.
+fn started(coord: &Host) -> usize {
+    std::fs::read_dir(coord.state.join("fleet"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| {
+                    l.contains("\"event\":\"start\"") && l.contains("\"reply\":\"started\"")
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Steps started again after a delivery that was not acked (delivery > 1),
+/// and results the coordinator refused, from its record.
+fn redone(coord: &Host) -> (usize, usize) {
+    let mut again = 0;
+    let mut refused = 0;
+    for e in std::fs::read_dir(coord.state.join("fleet"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.path().extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        for l in std::fs::read_to_string(e.path())
+            .unwrap_or_default()
+            .lines()
+        {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
+                continue;
+            };
+            if v["event"] == "start"
+                && v["reply"]["reply"] == "started"
+                && v["delivered"].as_i64() > Some(1)
+            {
+                again += 1;
+            }
+            if v["event"] == "finish" && v["reply"]["reply"] == "refused" {
+                refused += 1;
+            }
+        }
+    }
+    (again, refused)
+}
+
+/// Commits on the run's integration branch that touch `path`.
+fn commits_touching(repo: &Path, path: &str) -> usize {
+    Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["log", "--format=%H", "drover/integration/loop1", "--", path])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .unwrap_or(0)
+}
+
+/// The pid a state dir's supervisor holds its lock with.
+fn supervisor_pid(state: &Path) -> Option<u32> {
+    std::fs::read_to_string(state.join("supervisor.lock"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
+}
+
 /// Run the loop on `coord` and time it.
 fn timed(coord: &Host, files: &[PathBuf; 4], extra: &[&str]) -> Result<Measured, String> {
     let [repo, charter, imp, rev] = files;
@@ -229,11 +313,22 @@ fn main() -> Result<(), String> {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
 
+    let fault: String = arg("--fault", "none".to_string());
+    let only_fleet = std::env::args().any(|a| a == "--only-fleet");
+    if !["none", "kill-host", "freeze-host", "restart-nats"].contains(&fault.as_str()) {
+        return Err(format!(
+            "--fault {fault:?}: use none, kill-host, freeze-host or restart-nats"
+        ));
+    }
+
     // One host.
-    let one = Host::new()?;
-    let files = board(one.dir.path(), tasks, lanes, work_ms)?;
-    let single = timed(&one, &files, &[])?;
-    drop(one);
+    let single = if only_fleet {
+        None
+    } else {
+        let one = Host::new()?;
+        let files = board(one.dir.path(), tasks, lanes, work_ms)?;
+        Some(timed(&one, &files, &[])?)
+    };
 
     // The fleet: a coordinator and `hosts` hosts on one server.
     let mut ids = vec!["c".to_string()];
@@ -244,7 +339,7 @@ fn main() -> Result<(), String> {
         .map(String::as_str)
         .zip(pws.iter().map(String::as_str))
         .collect();
-    let nats = Nats::start(&users)?;
+    let mut nats = Nats::start(&users)?;
     let coord = Host::new()?;
     coord.join(&nats, "c", lanes)?;
     let mut fleet = Vec::new();
@@ -256,22 +351,67 @@ fn main() -> Result<(), String> {
     }
     // The coordinator's cap counts the hosts' lanes in flight too.
     let files = board(coord.dir.path(), tasks, lanes * (hosts + 1), work_ms)?;
-    let many = timed(
-        &coord,
-        &files,
-        &["--fleet", "lab", "--fleet-ack-wait-ms", "30000"],
-    )?;
+    let ack_wait = if fault == "none" { "30000" } else { "3000" };
+    let h1 = (
+        fleet[0].workers.first().map(|w| w.id()),
+        supervisor_pid(&fleet[0].state),
+    );
+    let (many, injected) = std::thread::scope(|s| {
+        let injector = s.spawn(|| -> Result<String, String> {
+            if fault == "none" {
+                return Ok(String::new());
+            }
+            let deadline = Instant::now() + std::time::Duration::from_secs(600);
+            while started(&coord) < tasks.div_ceil(8) {
+                if Instant::now() > deadline {
+                    return Err("no steps started".into());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let at = started(&coord);
+            match fault.as_str() {
+                "kill-host" => {
+                    for pid in [h1.0, h1.1].into_iter().flatten() {
+                        signal(pid, "-KILL");
+                    }
+                }
+                "freeze-host" => {
+                    if let Some(pid) = h1.0 {
+                        signal(pid, "-STOP");
+                        std::thread::sleep(std::time::Duration::from_secs(6));
+                        signal(pid, "-CONT");
+                    }
+                }
+                _ => nats.restart()?,
+            }
+            Ok(format!("{fault} after {at} steps started"))
+        });
+        let many = timed(
+            &coord,
+            &files,
+            &["--fleet", "lab", "--fleet-ack-wait-ms", ack_wait],
+        );
+        (many, injector.join())
+    });
+    let many = many?;
+    let injected = injected.map_err(|_| "the fault thread panicked".to_string())??;
+    let repo = &files[0];
+    let once = (1..=tasks)
+        .filter(|i| commits_touching(repo, &format!("TASK-{i}.txt")) == 1)
+        .count();
 
     let rate = |m: &Measured| m.landed as f64 / m.secs * 60.0;
     println!("| run | landed | wall s | tasks/min | machine CPU (cores busy) |");
     println!("|---|---|---|---|---|");
-    println!(
-        "| 1 host x {lanes} lanes | {}/{tasks} | {:.1} | {:.1} | {:.2} |",
-        single.landed,
-        single.secs,
-        rate(&single),
-        single.cpu
-    );
+    if let Some(single) = &single {
+        println!(
+            "| 1 host x {lanes} lanes | {}/{tasks} | {:.1} | {:.1} | {:.2} |",
+            single.landed,
+            single.secs,
+            rate(single),
+            single.cpu
+        );
+    }
     println!(
         "| {hosts} hosts x {lanes} slots (fleet) | {}/{tasks} | {:.1} | {:.1} | {:.2} |",
         many.landed,
@@ -279,9 +419,24 @@ fn main() -> Result<(), String> {
         rate(&many),
         many.cpu
     );
-    println!(
-        "ratio: {:.2}x tasks/minute (goal >= 3.2x on hosts with cores of their own)",
-        rate(&many) / rate(&single).max(f64::MIN_POSITIVE)
-    );
+    if let Some(single) = &single {
+        println!(
+            "ratio: {:.2}x tasks/minute (goal >= 3.2x on hosts with cores of their own)",
+            rate(&many) / rate(single).max(f64::MIN_POSITIVE)
+        );
+    }
+    if !injected.is_empty() {
+        let (again, refused) = redone(&coord);
+        println!(
+            "fault: {injected}; steps started on a later delivery (a lost host's, and reviews their implementer's host handed back): {again}; late results refused: {refused}"
+        );
+    }
+    println!("landed in exactly one commit: {once}/{tasks}");
+    if once != tasks || many.landed != tasks {
+        return Err(format!(
+            "{} of {tasks} landed, {once} in exactly one commit",
+            many.landed
+        ));
+    }
     Ok(())
 }

@@ -66,6 +66,27 @@ impl Nats {
         Ok(n)
     }
 
+    /// Kill the server (SIGKILL) and start it again on its port, config and
+    /// JetStream store dir (a restart that loses nothing on file storage).
+    #[allow(dead_code)]
+    pub fn restart(&mut self) -> Result<(), String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let log = self._dir.path().join("nats.log");
+        let _ = std::fs::remove_file(&log);
+        self.child = Command::new(binary()?)
+            .arg("-c")
+            .arg(self._dir.path().join("nats.conf"))
+            .arg("-l")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("nats-server: {e}"))?;
+        self.wait_ready(&log)
+    }
+
     fn wait_ready(&mut self, log: &Path) -> Result<(), String> {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {

@@ -9,12 +9,16 @@
 //! `cargo bench --bench fleet_loop [-- --tasks 64 --hosts 4 --lanes 8 --work-ms 2000]`
 //! (needs nats-server 2.10+: `DROVER_NATS_SERVER=$(scripts/install-nats.sh)`).
 //!
-//! `--fault kill-host|freeze-host|restart-nats` injects that fault into the
-//! fleet run once an eighth of the steps have started (host h1's worker and
-//! supervisor killed with SIGKILL; its worker stopped with SIGSTOP past
-//! AckWait, then continued; the server killed and started again on its
-//! store), and the run is checked: every task landed, each in exactly one
-//! commit. `--only-fleet` skips the one-host run.
+//! `--fault kill-host|freeze-host|restart-nats|kill-coordinator|kill-node|mixed-agents` injects
+//! that fault into the fleet run once an eighth of the steps have started
+//! (host h1's worker and supervisor killed with SIGKILL; its worker stopped
+//! with SIGSTOP past AckWait, then continued; the server killed and started
+//! again on its store; the coordinator's `loop run` killed with SIGKILL and
+//! resumed with `--resume`; `kill-node`: the fleet on a three-node cluster
+//! with three replicas, one node killed with SIGKILL; `mixed-agents`: h1
+//! takes only Codex's steps, checked), and the run is
+//! checked: every task landed,
+//! each in exactly one commit. `--only-fleet` skips the one-host run.
 
 #[path = "nats.rs"]
 #[allow(dead_code)]
@@ -66,7 +70,8 @@ impl Host {
         }
     }
 
-    fn join(&self, nats: &Nats, id: &str, slots: usize) -> Result<(), String> {
+    /// Join the servers at `url` (comma-separated), streams made with `replicas` copies.
+    fn join(&self, url: &str, replicas: usize, id: &str, slots: usize) -> Result<(), String> {
         let pw = self.dir.path().join("nats.pw");
         std::fs::write(&pw, format!("pw-{id}\n")).map_err(|e| e.to_string())?;
         std::fs::set_permissions(
@@ -74,14 +79,16 @@ impl Host {
             <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
         )
         .map_err(|e| e.to_string())?;
-        let url = nats.url();
         let slots = slots.to_string();
+        let replicas = replicas.to_string();
         self.run(&[
             "fleet",
             "join",
             "lab",
             "--nats",
-            &url,
+            url,
+            "--replicas",
+            &replicas,
             "--host",
             id,
             "--user",
@@ -94,12 +101,15 @@ impl Host {
         .map(|_| ())
     }
 
-    fn work(&mut self, slots: usize) -> Result<(), String> {
-        let child = self
-            .cmd()
-            .args(["fleet", "work", "--slots", &slots.to_string()])
-            // Sim lanes: both agents' steps, whatever is installed.
-            .args(["--agent", "claude", "--agent", "codex"])
+    /// `fleet work` taking the steps of `agents` (sim lanes: nothing needs
+    /// to be installed).
+    fn work(&mut self, slots: usize, agents: &[&str]) -> Result<(), String> {
+        let mut cmd = self.cmd();
+        cmd.args(["fleet", "work", "--slots", &slots.to_string()]);
+        for a in agents {
+            cmd.args(["--agent", a]);
+        }
+        let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -244,6 +254,41 @@ fn redone(coord: &Host) -> (usize, usize) {
     (again, refused)
 }
 
+/// Steps of each agent `host` was started on, from the coordinator's record.
+fn agents_started_by(coord: &Host, host: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut queued = std::collections::BTreeMap::new();
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(coord.state.join("fleet"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let recs: Vec<serde_json::Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        for v in &recs {
+            if v["event"] == "queued" {
+                queued.insert(
+                    v["job"].to_string(),
+                    v["agent"].as_str().unwrap_or("").to_string(),
+                );
+            }
+        }
+        for v in &recs {
+            if v["event"] == "start" && v["host"] == host && v["reply"]["reply"] == "started" {
+                let a = queued
+                    .get(&v["job"].to_string())
+                    .cloned()
+                    .unwrap_or_default();
+                *out.entry(a).or_insert(0) += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Commits on the run's integration branch that touch `path`.
 fn commits_touching(repo: &Path, path: &str) -> usize {
     Command::new("git")
@@ -253,6 +298,21 @@ fn commits_touching(repo: &Path, path: &str) -> usize {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
         .unwrap_or(0)
+}
+
+/// The pid of the `loop run` working on state dir `state`.
+fn loop_pid(state: &Path) -> Option<u32> {
+    let want = state.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_loop = args.iter().any(|a| a == "loop") && args.iter().any(|a| a == "run");
+        (is_loop && args.contains(&want)).then_some(pid)
+    })
 }
 
 /// The pid a state dir's supervisor holds its lock with.
@@ -288,9 +348,14 @@ fn timed(coord: &Host, files: &[PathBuf; 4], extra: &[&str]) -> Result<Measured,
         "--json",
     ];
     args.extend_from_slice(extra);
+    timed_args(coord, &args)
+}
+
+/// Run `drover ARGS` (a `loop run … --json`) on `coord` and time it.
+fn timed_args(coord: &Host, args: &[&str]) -> Result<Measured, String> {
     let (b0, t0) = machine_cpu();
     let start = Instant::now();
-    let out = coord.run(&args)?;
+    let out = coord.run(args)?;
     let secs = start.elapsed().as_secs_f64();
     let (b1, t1) = machine_cpu();
     let st: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
@@ -315,9 +380,19 @@ fn main() -> Result<(), String> {
 
     let fault: String = arg("--fault", "none".to_string());
     let only_fleet = std::env::args().any(|a| a == "--only-fleet");
-    if !["none", "kill-host", "freeze-host", "restart-nats"].contains(&fault.as_str()) {
+    let faults = [
+        "none",
+        "kill-host",
+        "freeze-host",
+        "restart-nats",
+        "kill-coordinator",
+        "kill-node",
+        "mixed-agents",
+    ];
+    if !faults.contains(&fault.as_str()) {
         return Err(format!(
-            "--fault {fault:?}: use none, kill-host, freeze-host or restart-nats"
+            "--fault {fault:?}: use one of {}",
+            faults.join(", ")
         ));
     }
 
@@ -339,14 +414,28 @@ fn main() -> Result<(), String> {
         .map(String::as_str)
         .zip(pws.iter().map(String::as_str))
         .collect();
-    let mut nats = Nats::start(&users)?;
+    // `kill-node`: a three-node cluster, every stream with three copies.
+    let mut servers = if fault == "kill-node" {
+        Nats::cluster(&users)?
+    } else {
+        vec![Nats::start(&users)?]
+    };
+    let url: Vec<String> = servers.iter().map(Nats::url).collect();
+    let url = url.join(",");
+    let replicas = servers.len();
     let coord = Host::new()?;
-    coord.join(&nats, "c", lanes)?;
+    coord.join(&url, replicas, "c", lanes)?;
     let mut fleet = Vec::new();
     for i in 1..=hosts {
         let mut h = Host::new()?;
-        h.join(&nats, &format!("h{i}"), lanes)?;
-        h.work(lanes)?;
+        h.join(&url, replicas, &format!("h{i}"), lanes)?;
+        // `mixed-agents`: h1 takes only Codex's steps.
+        let agents: &[&str] = if fault == "mixed-agents" && i == 1 {
+            &["codex"]
+        } else {
+            &["claude", "codex"]
+        };
+        h.work(lanes, agents)?;
         fleet.push(h);
     }
     // The coordinator's cap counts the hosts' lanes in flight too.
@@ -356,6 +445,7 @@ fn main() -> Result<(), String> {
         fleet[0].workers.first().map(|w| w.id()),
         supervisor_pid(&fleet[0].state),
     );
+    let start = Instant::now();
     let (many, injected) = std::thread::scope(|s| {
         let injector = s.spawn(|| -> Result<String, String> {
             if fault == "none" {
@@ -375,6 +465,10 @@ fn main() -> Result<(), String> {
                         signal(pid, "-KILL");
                     }
                 }
+                "kill-coordinator" => {
+                    let pid = loop_pid(&coord.state).ok_or("no loop run to kill")?;
+                    signal(pid, "-KILL");
+                }
                 "freeze-host" => {
                     if let Some(pid) = h1.0 {
                         signal(pid, "-STOP");
@@ -382,7 +476,10 @@ fn main() -> Result<(), String> {
                         signal(pid, "-CONT");
                     }
                 }
-                _ => nats.restart()?,
+                "kill-node" => servers[0].kill(),
+                // Nothing to do mid-run: h1 has taken only Codex from the start.
+                "mixed-agents" => {}
+                _ => servers[0].restart()?,
             }
             Ok(format!("{fault} after {at} steps started"))
         });
@@ -393,8 +490,41 @@ fn main() -> Result<(), String> {
         );
         (many, injector.join())
     });
-    let many = many?;
     let injected = injected.map_err(|_| "the fault thread panicked".to_string())??;
+    let many = if fault == "kill-coordinator" {
+        // The coordinator's loop died (its run failed); resume it.
+        let first = many.err().unwrap_or_default();
+        let [_, _, imp, rev] = &files;
+        let resumed = timed_args(
+            &coord,
+            &[
+                "loop",
+                "run",
+                "--resume",
+                "1",
+                "--sim",
+                "--sim-implementer",
+                imp.to_str().unwrap_or_default(),
+                "--sim-reviewer",
+                rev.to_str().unwrap_or_default(),
+                "--turn-timeout-s",
+                "600",
+                "--json",
+                "--fleet",
+                "lab",
+                "--fleet-ack-wait-ms",
+                ack_wait,
+            ],
+        )
+        .map_err(|e| format!("resume after: {first}: {e}"))?;
+        // The wall time from the first start; the CPU is the resumed part's.
+        Measured {
+            secs: start.elapsed().as_secs_f64(),
+            ..resumed
+        }
+    } else {
+        many?
+    };
     let repo = &files[0];
     let once = (1..=tasks)
         .filter(|i| commits_touching(repo, &format!("TASK-{i}.txt")) == 1)
@@ -432,6 +562,15 @@ fn main() -> Result<(), String> {
         );
     }
     println!("landed in exactly one commit: {once}/{tasks}");
+    if fault == "mixed-agents" {
+        let h1 = agents_started_by(&coord, "h1");
+        println!("h1 (Codex only) started: {h1:?}");
+        if h1.keys().any(|a| a != "codex") {
+            return Err(format!(
+                "h1 took a step of an agent it does not take: {h1:?}"
+            ));
+        }
+    }
     if once != tasks || many.landed != tasks {
         return Err(format!(
             "{} of {tasks} landed, {once} in exactly one commit",

@@ -16,6 +16,13 @@ pub struct Nats {
     _dir: tempfile::TempDir,
 }
 
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("free port: {e}"))
+}
+
 fn binary() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("DROVER_NATS_SERVER").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
@@ -31,14 +38,65 @@ fn binary() -> Result<PathBuf, String> {
 impl Nats {
     /// Start a server with these (user, password) pairs and wait until it is ready.
     pub fn start(users: &[(&str, &str)]) -> Result<Nats, String> {
+        let mut n = Nats::spawn(users, free_port()?, "")?;
+        let log = n._dir.path().join("nats.log");
+        n.wait_ready(&log)?;
+        Ok(n)
+    }
+
+    /// Three servers in one cluster, JetStream on each; ready once every
+    /// node is and a JetStream meta leader is elected.
+    #[allow(dead_code)]
+    pub fn cluster(users: &[(&str, &str)]) -> Result<Vec<Nats>, String> {
+        let routes: Vec<u16> = (0..3).map(|_| free_port()).collect::<Result<_, _>>()?;
+        let list: Vec<String> = routes
+            .iter()
+            .map(|r| format!("\"nats-route://127.0.0.1:{r}\""))
+            .collect();
+        let mut nodes = Vec::new();
+        for (i, r) in routes.iter().enumerate() {
+            let extra = format!(
+                "server_name: \"n{i}\"\ncluster {{ name: \"bench\", listen: \"127.0.0.1:{r}\", routes: [{}] }}\n",
+                list.join(", ")
+            );
+            nodes.push(Nats::spawn(users, free_port()?, &extra)?);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let logs: Vec<String> = nodes
+                .iter()
+                .map(|n| {
+                    std::fs::read_to_string(n._dir.path().join("nats.log")).unwrap_or_default()
+                })
+                .collect();
+            if logs.iter().all(|l| l.contains("Server is ready"))
+                && logs.iter().any(|l| {
+                    l.contains("JetStream cluster new metadata leader")
+                        || l.contains("Self is new JetStream cluster metadata leader")
+                })
+            {
+                return Ok(nodes);
+            }
+            if Instant::now() >= deadline {
+                return Err("the cluster did not come up in 60 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kill the server (SIGKILL) for good.
+    #[allow(dead_code)]
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A server on `port` (not yet waited for), `extra` added to its config.
+    fn spawn(users: &[(&str, &str)], port: u16, extra: &str) -> Result<Nats, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("free port: {e}"))?
-            .port();
         let log = dir.path().join("nats.log");
         let mut conf = format!(
-            "listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"{}\" }}\nauthorization {{ users: [\n",
+            "{extra}listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"{}\" }}\nauthorization {{ users: [\n",
             dir.path().join("js").display()
         );
         for (u, p) in users {
@@ -57,13 +115,11 @@ impl Nats {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("nats-server: {e}"))?;
-        let mut n = Nats {
+        Ok(Nats {
             child,
             port,
             _dir: dir,
-        };
-        n.wait_ready(&log)?;
-        Ok(n)
+        })
     }
 
     /// Kill the server (SIGKILL) and start it again on its port, config and

@@ -18,9 +18,16 @@ pub struct WorkArgs {
     /// An agent whose steps this host takes (repeatable; default: claude and codex if on PATH).
     #[arg(long = "agent", value_name = "NAME", value_parser = ["claude", "codex"])]
     agents: Vec<String>,
+    /// Set K=V in every lane this host runs (repeatable; the value stays on this host, never on the bus).
+    #[arg(long = "env", value_name = "K=V")]
+    env: Vec<String>,
+    /// Read K=V lines for every lane from FILE (values never on the bus).
+    #[arg(long = "env-file", value_name = "FILE")]
+    env_file: Vec<std::path::PathBuf>,
 }
 
 pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let env = super::loopcmd::lane_env(&a.env, &a.env_file)?;
     let state_dir = ctx.state_dir()?;
     let cfg = config::load(&state_dir)
         .map_err(|e| fail(e.exit_code(), e.to_string()))?
@@ -50,6 +57,7 @@ pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         backend: a.backend,
         agents,
         ack_wait: drover::fleet::work::ACK_WAIT,
+        env,
     };
     let say: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(|m: &str| eprintln!("fleet work: {m}"));
     fleet_host::work(&opts, &handed, say).map_err(|e| fail(e.exit_code(), e.to_string()))?;

@@ -3,7 +3,7 @@
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
-use drover::loopctl::lanes::fleet_lanes::FleetLanes;
+use drover::loopctl::lanes::fleet_lanes::{FleetLanes, RemoteSteps};
 use drover::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
 use drover::loopctl::ops::{LaneOps, LaneSpec, Role};
 use drover::loopctl::run::runner::{self, RunConfig, RunStatus};
@@ -169,7 +169,7 @@ pub struct RunArgs {
     /// Most agents being started at once on this state dir (every run and `lane up` share it).
     #[arg(long, default_value_t = drover::lane::spawn::DEFAULT_SPAWN_BUDGET, value_name = "N")]
     pub spawn_budget: usize,
-    /// Put each task's first implementer step and its reviews on this fleet's work-queue for its hosts (`drover fleet work`); the rest runs here (docs/fleet.md). Needs --sim for now.
+    /// Put each task's first implementer step and its reviews on this fleet's work-queue for its hosts (`drover fleet work`); the rest runs here (docs/fleet.md). With real agents the board must be committed in the repository at the base: hosts build their briefs from it.
     #[arg(long, value_name = "FLEET")]
     pub fleet: Option<String>,
     /// With --fleet: how long a host may go without acking its step before the step goes to another host.
@@ -207,6 +207,25 @@ pub struct StatusArgs {
 
 fn lerr(e: LoopError) -> anyhow::Error {
     fail(e.exit_code(), e.to_string())
+}
+
+/// `--env K=V` and `--env-file F` for every lane of a run (or of a fleet
+/// host): a name drover sets for every lane is refused.
+pub(super) fn lane_env(
+    pairs: &[String],
+    files: &[PathBuf],
+) -> anyhow::Result<Vec<(String, String)>> {
+    let env = super::pane::env_args(pairs, files)?;
+    if let Some((k, _)) = env
+        .iter()
+        .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
+    {
+        return Err(fail(
+            exit::USAGE,
+            format!("--env {k}: set by drover for every lane; pick another name"),
+        ));
+    }
+    Ok(env)
 }
 
 fn toplevel() -> anyhow::Result<PathBuf> {
@@ -265,6 +284,57 @@ fn need_board(dir: &Path, given: bool) -> anyhow::Result<()> {
             dir.join("backlog").join("tasks").display()
         ),
     ))
+}
+
+/// The board's directory relative to the repository, for the fleet's hosts
+/// (they build each lane's brief from the task there, at the base). Real
+/// agents need it committed there at the base; simulated lanes do without.
+fn fleet_board(
+    repo: &Path,
+    board_dir: &Path,
+    base: Option<&str>,
+    sim: bool,
+) -> anyhow::Result<Option<String>> {
+    let abs = std::fs::canonicalize(board_dir).unwrap_or_else(|_| board_dir.to_path_buf());
+    let rel = abs
+        .strip_prefix(repo)
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned());
+    if sim {
+        return Ok(rel);
+    }
+    let Some(rel) = rel else {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "--fleet with real agents: the board {} is not in the repository {}; the fleet's hosts build each brief from the board at the base, so keep it in the repository (or pass --sim)",
+                board_dir.display(),
+                repo.display()
+            ),
+        ));
+    };
+    let git = drover::loopctl::land::git::line;
+    let base = base.unwrap_or("HEAD");
+    let spec = if rel.is_empty() {
+        ".".to_string()
+    } else {
+        rel.clone()
+    };
+    let changed = git(repo, &["diff", "--name-only", base, "--", &spec]).unwrap_or_default();
+    let untracked = git(
+        repo,
+        &["ls-files", "--others", "--exclude-standard", "--", &spec],
+    )
+    .unwrap_or_default();
+    if let Some(first) = changed.lines().chain(untracked.lines()).next() {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "--fleet with real agents: the board differs from {base} ({first}); the fleet's hosts build each brief from the board at the base: commit it first"
+            ),
+        ));
+    }
+    Ok(Some(rel))
 }
 
 fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
@@ -330,16 +400,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         _ => None,
     };
     let sim = a.sim || scripts.is_some();
-    let user_env = super::pane::env_args(&a.env, &a.env_file)?;
-    if let Some((k, _)) = user_env
-        .iter()
-        .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
-    {
-        return Err(fail(
-            exit::USAGE,
-            format!("--env {k}: set by drover for every lane; pick another name"),
-        ));
-    }
+    let user_env = lane_env(&a.env, &a.env_file)?;
     if !drover::lane::up::BACKENDS.contains(&a.backend.as_str()) {
         return Err(fail(
             exit::USAGE,
@@ -348,12 +409,6 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 a.backend,
                 drover::lane::up::BACKENDS.join(", ")
             ),
-        ));
-    }
-    if a.fleet.is_some() && !sim {
-        return Err(fail(
-            exit::USAGE,
-            "--fleet runs simulated lanes only for now: add --sim (or --sim-implementer and --sim-reviewer); see docs/fleet.md",
         ));
     }
     if !sim {
@@ -488,6 +543,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 ));
             }
             let key = format!("{}-{}", fc.host, chrono::Utc::now().format("%Y%m%dT%H%M%S"));
+            let board = fleet_board(&cfg.repo, &cfg.board_dir, cfg.base.as_deref(), sim)?;
             let log = cfg.state_dir.join("fleet").join(format!("{key}.jsonl"));
             let mut fleet_scripts = fleet_scripts;
             let lanes = FleetLanes::start(
@@ -500,6 +556,11 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 Box::new(move |s: &LaneSpec| fleet_scripts.as_mut().map(|f| f(s))),
                 Duration::from_secs(drover::registry::lease::DEFAULT_LEASE_TTL_S),
                 Duration::from_millis(a.fleet_ack_wait_ms),
+                RemoteSteps {
+                    board,
+                    turn_timeout: cfg.turn_timeout,
+                    report_grace: cfg.unattended.report_grace,
+                },
             )
             .map_err(lerr)?;
             eprintln!(

@@ -92,6 +92,36 @@ pub struct WorkItem {
     /// when one is free.
     #[serde(default)]
     pub avoid_host: Option<String>,
+    /// Where the board lies in the repository (`backlog`): the host builds
+    /// the lane's brief from the task there, at `base`, so no prompt body
+    /// travels. None: the board is not in the repository.
+    #[serde(default)]
+    pub board: Option<String>,
+    /// The task's round (a review's brief names it).
+    #[serde(default = "round_one")]
+    pub round: u32,
+    /// The task's tier (`routine`, `guarded`), from the coordinator's charter.
+    #[serde(default)]
+    pub tier: Option<String>,
+    /// The files other live lanes work in (an implementer's brief names
+    /// them); paths only.
+    #[serde(default)]
+    pub others: Vec<String>,
+    /// A review's candidate before its rebase round (shown beside it).
+    #[serde(default)]
+    pub before_rebase: Option<ObjectRef>,
+    /// How long the lane's turn may take; the host gives it up after that,
+    /// as the coordinator does.
+    #[serde(default)]
+    pub turn_timeout_s: Option<u64>,
+    /// How long an implementer may sit at the end of its turn with no
+    /// report before its one reminder (and as long again before it fails).
+    #[serde(default)]
+    pub report_grace_s: Option<u64>,
+}
+
+fn round_one() -> u32 {
+    1
 }
 
 /// The ref a base bundle carries its commit under.

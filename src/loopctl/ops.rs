@@ -93,6 +93,22 @@ pub struct JobSpec {
     /// The files the task claims: the trailer's report example lists them
     /// (an implementer's job; a reviewer reports by its verdict).
     pub report_files: Vec<String>,
+    /// What else the lane's brief was built from: a fleet host builds it
+    /// again, from the board at the base (docs/fleet.md).
+    pub brief: BriefFacts,
+}
+
+/// What a lane's brief was built from besides the board's task.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BriefFacts {
+    /// The task's round.
+    pub round: u32,
+    /// `routine` or `guarded`.
+    pub tier: Option<String>,
+    /// The files other live lanes work in (an implementer's Scope).
+    pub others: Vec<String>,
+    /// A review's candidate before its rebase round (its shown copy).
+    pub before_rebase: Option<PathBuf>,
 }
 
 /// How a dispatched job ended, as far as the loop is concerned.

@@ -136,6 +136,65 @@ pub fn build(lane: &str, task: &Task, tier: Tier, others: &[String], report_cmd:
     }
 }
 
+/// How much of the task's criteria a review brief quotes (it stays ≤ 2 KB).
+pub const REVIEW_CRITERIA_CHARS: usize = 600;
+
+/// What a reviewer's brief is built from, besides the board's task: the
+/// coordinator and a fleet host build the same text from it.
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewOf<'a> {
+    pub lane: &'a str,
+    pub task: &'a str,
+    pub title: &'a str,
+    pub tier: Tier,
+    pub round: u32,
+    pub reviewer: &'a str,
+    /// The reviewer's own copy of the candidate.
+    pub patch: &'a std::path::Path,
+    /// The candidate before its rebase round, when it changed more than the
+    /// conflicts' resolution.
+    pub before: Option<&'a std::path::Path>,
+}
+
+/// A reviewer's brief (pure): it checks the candidate against what the
+/// task asks (its criteria, cut to [`REVIEW_CRITERIA_CHARS`]) and ends
+/// with its stated verdict.
+pub fn review(r: &ReviewOf<'_>, criteria: &[crate::loopctl::board::Criterion]) -> String {
+    let asks = if criteria.is_empty() {
+        String::new()
+    } else {
+        let c: Vec<String> = criteria
+            .iter()
+            .map(|c| format!("#{} {}", c.number, c.text))
+            .collect();
+        let c: String = c.join("; ").chars().take(REVIEW_CRITERIA_CHARS).collect();
+        format!(" The task asks: {c}")
+    };
+    let before = r.before.map_or(String::new(), |p| {
+        format!(
+            " It was rebased onto the integration branch and changed more than the conflicts' resolution; before the rebase it was {}.",
+            p.display()
+        )
+    });
+    format!(
+        "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.{before}\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
+        first_line(r.lane, r.task, r.title, r.tier),
+        r.round,
+        r.reviewer,
+        r.patch.display(),
+        id = r.task,
+    )
+}
+
+/// A tier by its name (`routine` unless `guarded`).
+pub fn tier_named(name: Option<&str>) -> Tier {
+    if name == Some("guarded") {
+        Tier::Guarded
+    } else {
+        Tier::Routine
+    }
+}
+
 /// The brief's text (pure).
 pub fn render(b: &Brief) -> String {
     format!(

@@ -11,14 +11,18 @@
 //! Nothing of the lane's prompt, environment or transcript leaves this host.
 
 use crate::daemon::Client;
+use crate::engine::{Action, Actor, Engine, Request};
 use crate::fleet::work::{self, CoordReply, Finished, HostRequest, Step, WorkItem};
 use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
+use crate::loopctl::board::{self, brief};
 use crate::loopctl::land::{capture, git};
 use crate::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
-use crate::loopctl::ops::{JobSpec, LaneOps, LaneSpec, Outcome, Role};
+use crate::loopctl::night::nudge::{self, Nudge};
+use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role};
 use crate::registry::Agent;
 use crate::registry::heartbeat::{self, SessionVerdict};
+use crate::report::schema::Expect;
 use async_nats::jetstream::AckKind;
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
@@ -33,6 +37,11 @@ const PULL_EXPIRES: Duration = Duration::from_secs(2);
 const AVOID_TRIES: i64 = 3;
 /// How long one wait for a lane's outcome lasts (it is asked again).
 const POLL: Duration = Duration::from_secs(1);
+/// A lane's turn timeout when its item names none (an older coordinator):
+/// the loop's default.
+const TURN_TIMEOUT_S: u64 = 30 * 60;
+/// The report grace when its item names none: the loop's default.
+const REPORT_GRACE_S: u64 = crate::loopctl::night::settings::DEFAULT_REPORT_GRACE.as_secs();
 
 /// How a host works.
 #[derive(Debug, Clone)]
@@ -50,6 +59,9 @@ pub struct HostOptions {
     /// How long a delivered item may go unacked (the fleet's consumer is
     /// made with it by whoever makes it first).
     pub ack_wait: Duration,
+    /// `--env K=V` for this host's lanes: values only in memory, never on
+    /// the bus (the coordinator's `--env` reaches only its own lanes).
+    pub env: Vec<(String, String)>,
 }
 
 /// What one item came to on this host.
@@ -363,12 +375,6 @@ impl ItemCtx {
 
     /// The lane of one attempt, from the bundle to the result.
     fn lane(&self, item: &WorkItem, attempt: &str) -> Result<Finished, LoopError> {
-        let Some(script) = item.sim_script.clone() else {
-            return Ok(Finished::Failed {
-                status: "refused".into(),
-                reason: "this host runs simulated lanes from the fleet only".into(),
-            });
-        };
         let agent: Agent = match item.agent.as_str() {
             "claude" => Agent::Claude,
             "codex" => Agent::Codex,
@@ -379,6 +385,19 @@ impl ItemCtx {
                 ));
             }
         };
+        if item.sim_script.is_none() {
+            let path = std::env::var("PATH").unwrap_or_default();
+            if crate::pane::find_executable(agent.as_str(), &path, None).is_none() {
+                return Ok(Finished::Failed {
+                    status: "refused".into(),
+                    reason: format!(
+                        "{} is not on host {}'s PATH",
+                        agent.as_str(),
+                        self.opts.cfg.host
+                    ),
+                });
+            }
+        }
         let short: String = attempt
             .chars()
             .filter(char::is_ascii_alphanumeric)
@@ -396,14 +415,24 @@ impl ItemCtx {
         let bundle = self.h.block_on(work::retrying(|| {
             work::get_bytes(&self.objects, &item.bundle)
         }))?;
-        let result = self.lane_in(item, agent, &id, &dir, &lane_dir, &bundle, script);
+        let result = self.lane_in(item, agent, &id, &dir, &lane_dir, &bundle);
         // The clone is this host's scratch copy of the coordinator's tree.
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&lane_dir);
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// An object of the item's, fetched and checked.
+    fn object(&self, r: &Option<work::ObjectRef>) -> Result<Option<Vec<u8>>, LoopError> {
+        Ok(match r {
+            Some(r) => Some(
+                self.h
+                    .block_on(work::retrying(|| work::get_bytes(&self.objects, r)))?,
+            ),
+            None => None,
+        })
+    }
+
     fn lane_in(
         &self,
         item: &WorkItem,
@@ -412,15 +441,9 @@ impl ItemCtx {
         dir: &Path,
         lane_dir: &Path,
         bundle: &[u8],
-        script: String,
     ) -> Result<Finished, LoopError> {
-        let candidate = match &item.candidate {
-            Some(r) => Some(
-                self.h
-                    .block_on(work::retrying(|| work::get_bytes(&self.objects, r)))?,
-            ),
-            None => None,
-        };
+        let candidate = self.object(&item.candidate)?;
+        let before = self.object(&item.before_rebase)?;
         let _ = std::fs::remove_dir_all(dir);
         crate::store::create_private_dir(dir)?;
         crate::store::create_private_dir(lane_dir)?;
@@ -468,10 +491,23 @@ impl ItemCtx {
             })
         };
         let mut opts = LaneOptions::new(&self.opts.exe);
-        opts.sim = true;
         opts.backend = self.opts.backend.clone();
-        opts.scripts = Some(Box::new(move |_: &LaneSpec| script.clone()));
+        opts.env = self.opts.env.clone();
+        if let Some(script) = item.sim_script.clone() {
+            opts.sim = true;
+            opts.scripts = Some(Box::new(move |_: &LaneSpec| script.clone()));
+        }
         let mut lanes = RealLanes::new(&self.opts.state_dir, connect()?, connect()?, opts);
+        let prompt = prompt(
+            item,
+            role,
+            id,
+            dir,
+            lane_dir,
+            candidate.as_deref(),
+            before.as_deref(),
+            &lanes.report_command(),
+        )?;
         let spec = LaneSpec {
             id: id.to_string(),
             role,
@@ -484,35 +520,20 @@ impl ItemCtx {
         };
         let handle = lanes.up(&spec)?;
         let job = format!("{}-{}", item.job, id.rsplit('-').next().unwrap_or("a"));
-        let mut run = || -> Result<Finished, LoopError> {
+        let report = lane_dir.join("report.json");
+        let run = || -> Result<Finished, LoopError> {
             lanes.dispatch(
                 &handle,
                 &JobSpec {
                     job_id: job.clone(),
-                    prompt: match role {
-                        Role::Implementer => format!(
-                            "Implement task {} of this repository's board.\n[loop] task={} round=1 role=implementer",
-                            item.task, item.task
-                        ),
-                        Role::Reviewer => format!(
-                            "Review the change in this repository for task {} of its board; end with `VERDICT: pass` or `VERDICT: fail: <reason>`.\n[loop] task={} role=reviewer",
-                            item.task, item.task
-                        ),
-                    },
-                    report_path: lane_dir.join("report.json"),
+                    prompt,
+                    report_path: report.clone(),
                     autocomplete: true,
                     report_files: item.report_files.clone(),
+                    brief: Default::default(),
                 },
             )?;
-            let outcome = loop {
-                if let Some((_, o)) = lanes
-                    .wait_decision(std::slice::from_ref(&job), POLL)?
-                    .into_iter()
-                    .next()
-                {
-                    break o;
-                }
-            };
+            let outcome = self.outcome(&mut lanes, &handle, item, &job, &report)?;
             Ok(match outcome {
                 Outcome::Completed if role == Role::Reviewer => {
                     let reg = crate::registry::load_required(&self.opts.state_dir)?;
@@ -528,7 +549,7 @@ impl ItemCtx {
                         SessionVerdict::Fail(why) | SessionVerdict::NoPass(why) => {
                             Finished::Reviewed {
                                 pass: false,
-                                reason: why,
+                                reason: stated_reason(&report).unwrap_or(why),
                             }
                         }
                     }
@@ -549,6 +570,229 @@ impl ItemCtx {
         let _ = lanes.down(&handle);
         result
     }
+
+    /// Wait for the outcome of the lane's job, within the run's turn
+    /// timeout; an implementer at the end of its turn with no report that
+    /// counts is answered or reminded once, as on the coordinator
+    /// ([`crate::loopctl::night::nudge`]), then failed.
+    fn outcome(
+        &self,
+        lanes: &mut RealLanes,
+        lane: &LaneHandle,
+        item: &WorkItem,
+        job: &str,
+        report: &Path,
+    ) -> Result<Outcome, LoopError> {
+        let turn = Duration::from_secs(item.turn_timeout_s.unwrap_or(TURN_TIMEOUT_S).max(1));
+        let grace = Duration::from_secs(item.report_grace_s.unwrap_or(REPORT_GRACE_S).max(1));
+        let started = std::time::Instant::now();
+        let mut said = Nudge::default();
+        loop {
+            if let Some((_, o)) = lanes
+                .wait_decision(&[job.to_string()], POLL)?
+                .into_iter()
+                .next()
+            {
+                return Ok(o);
+            }
+            if started.elapsed() >= turn {
+                self.cancel(job, "the turn timed out on this host");
+                return Ok(Outcome::Failed {
+                    status: "timed-out".into(),
+                    reason: format!("no outcome within {} s", turn.as_secs()),
+                });
+            }
+            if lane.role != Role::Implementer {
+                continue;
+            }
+            let Some(obs) = lanes.observe(lane)? else {
+                continue;
+            };
+            let now = chrono::Utc::now();
+            if !matches!(obs.state.as_str(), "idle" | "done") {
+                said.ended_since = None;
+                continue;
+            }
+            let since = *said.ended_since.get_or_insert(now);
+            let attempt = Engine::open(&self.opts.state_dir)
+                .ok()
+                .and_then(|e| e.show(job).ok())
+                .and_then(|r| r.attempt_id)
+                .unwrap_or_default();
+            let expect = Expect {
+                attempt_id: &attempt,
+                session_id: Role::Implementer.session_id(),
+            };
+            let found = nudge::found(report, &expect);
+            let ended = crate::loopctl::night::clock::since(since, now);
+            let cmd = lanes.report_command();
+            let shown = report.display().to_string();
+            match nudge::step(&said, &found, ended, grace) {
+                nudge::Step::Nothing => {}
+                nudge::Step::Answer(problems) => {
+                    let files: Vec<&str> = item.report_files.iter().map(String::as_str).collect();
+                    let example = crate::report::schema::example(&expect, &files);
+                    let text = nudge::answer(job, &shown, &problems, &example, &cmd);
+                    let sent = lanes.prompt(lane, &text)?;
+                    (self.say)(&format!(
+                        "{}: the report of {job} does not fit; {}",
+                        item.job,
+                        if sent {
+                            "answered once"
+                        } else {
+                            "could not be answered"
+                        }
+                    ));
+                    said.answered = true;
+                    said.ended_since = None;
+                }
+                nudge::Step::Remind => {
+                    let sent = lanes.prompt(lane, &nudge::reminder(job, &cmd, &shown))?;
+                    (self.say)(&format!(
+                        "{}: no report from {job}; {}",
+                        item.job,
+                        if sent {
+                            "reminded once"
+                        } else {
+                            "could not be reminded"
+                        }
+                    ));
+                    said.reminded = Some(now);
+                    said.ended_since = None;
+                }
+                nudge::Step::Park => {
+                    self.cancel(job, "no report after a reminder");
+                    return Ok(Outcome::Failed {
+                        status: "no-report".into(),
+                        reason: format!(
+                            "no report from lane {} after a reminder; its agent must run `{cmd} report done`",
+                            lane.id
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Cancel this host's job of a lane given up.
+    fn cancel(&self, job: &str, why: &str) {
+        if let Ok(engine) = Engine::open(&self.opts.state_dir) {
+            let _ = engine.transition(&Request::new(
+                job.to_string(),
+                Action::Cancel {
+                    reason: Some(why.to_string()),
+                },
+                Actor::operator(),
+            ));
+        }
+    }
+}
+
+/// A reviewer's stated one-line reason, from the report its verdict was
+/// written to (the findings stay on this host).
+fn stated_reason(report: &Path) -> Option<String> {
+    let v: serde_json::Value = crate::store::read_json(report).ok().flatten()?;
+    v["reason"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .map(str::to_string)
+}
+
+/// The lane's first prompt, built here from the board at the base, as the
+/// coordinator builds it (no prompt body travels): the implementer's brief
+/// or the reviewer's, with its copies of the candidate in the lane dir. A
+/// simulated lane whose task is not on the board at the base gets a short
+/// prompt naming the task; a real agent's is an error.
+#[allow(clippy::too_many_arguments)]
+fn prompt(
+    item: &WorkItem,
+    role: Role,
+    id: &str,
+    dir: &Path,
+    lane_dir: &Path,
+    candidate: Option<&[u8]>,
+    before: Option<&[u8]>,
+    report_cmd: &str,
+) -> Result<String, LoopError> {
+    let task = item
+        .board
+        .as_deref()
+        .and_then(|rel| board::load(&dir.join(rel)).ok())
+        .and_then(|b| b.task(&item.task).cloned());
+    let Some(task) = task else {
+        if item.sim_script.is_none() {
+            return Err(LoopError::usage(
+                "board",
+                format!(
+                    "task {} is not on the board ({}) at {}: commit the board before `loop run --fleet`",
+                    item.task,
+                    item.board.as_deref().unwrap_or("outside the repository"),
+                    item.base
+                ),
+            ));
+        }
+        return Ok(match role {
+            Role::Implementer => format!(
+                "Implement task {} of this repository's board.\n[loop] task={} round={} role=implementer",
+                item.task, item.task, item.round
+            ),
+            Role::Reviewer => format!(
+                "Review the change in this repository for task {} of its board; end with `VERDICT: pass` or `VERDICT: fail: <reason>`.\n[loop] task={} role=reviewer",
+                item.task, item.task
+            ),
+        });
+    };
+    let tier = brief::tier_named(item.tier.as_deref());
+    let (text, tail) = match role {
+        Role::Implementer => {
+            let b = brief::build(id, &task, tier, &item.others, report_cmd);
+            let text = brief::render(&b);
+            let tail = format!(
+                "\n[loop] task={} round={} role=implementer",
+                item.task, item.round
+            );
+            (text, tail)
+        }
+        Role::Reviewer => {
+            // The reviewer reads its own copies, in its lane dir (a real
+            // Claude reviewer's added directory), so reading asks nothing.
+            let patch = lane_dir.join(format!("candidate-v{}.patch", item.round));
+            crate::store::write_bytes_atomic(
+                &patch,
+                &capture::shown_copy(candidate.unwrap_or_default()),
+            )?;
+            let before = match before {
+                Some(b) => {
+                    let p = lane_dir.join(format!("candidate-v{}-before-rebase.patch", item.round));
+                    crate::store::write_bytes_atomic(&p, &capture::shown_copy(b))?;
+                    Some(p)
+                }
+                None => None,
+            };
+            let text = brief::review(
+                &brief::ReviewOf {
+                    lane: id,
+                    task: &item.task,
+                    title: &task.title,
+                    tier,
+                    round: item.round,
+                    reviewer: &item.agent,
+                    patch: &patch,
+                    before: before.as_deref(),
+                },
+                &task.criteria,
+            );
+            let tail = format!(
+                "[loop] task={} round={} role=reviewer patch={}",
+                item.task,
+                item.round,
+                patch.display()
+            );
+            (text, tail)
+        }
+    };
+    crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
+    Ok(format!("{text}{tail}"))
 }
 
 fn describe(r: &CoordReply) -> String {

@@ -33,6 +33,17 @@ use std::time::{Duration, Instant};
 /// The sim script of a lane sent to the fleet (None: real agents).
 pub type ItemScript = Box<dyn FnMut(&LaneSpec) -> Option<String>>;
 
+/// What every step the coordinator puts on the fleet carries besides its
+/// job: where the board is and the run's timings.
+#[derive(Debug, Clone)]
+pub struct RemoteSteps {
+    /// The board's directory relative to the repository (a host builds the
+    /// brief from it); None when the board is outside the repository.
+    pub board: Option<String>,
+    pub turn_timeout: Duration,
+    pub report_grace: Duration,
+}
+
 /// How often remote outcomes are looked for while waiting.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -40,6 +51,8 @@ const POLL: Duration = Duration::from_millis(50);
 struct Remote {
     lane: LaneHandle,
     worktree: PathBuf,
+    /// Where the job's report goes here (a review's verdict and reason).
+    report: PathBuf,
     /// Attempts given out, by (stream seq, delivery count).
     starts: BTreeMap<(u64, i64), String>,
     /// Answers given to finished attempts, by attempt.
@@ -76,6 +89,7 @@ pub struct FleetLanes<L: LaneOps> {
     bundles: BTreeMap<String, ObjectRef>,
     renewals: BTreeMap<String, Renewal>,
     lease_ttl: Duration,
+    steps: RemoteSteps,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -105,6 +119,7 @@ impl<L: LaneOps> FleetLanes<L> {
         scripts: ItemScript,
         lease_ttl: Duration,
         ack_wait: Duration,
+        steps: RemoteSteps,
     ) -> Result<Self, LoopError> {
         let names = Names::of(cfg)?;
         crate::fleet::subjects::check_id("run", run)?;
@@ -148,6 +163,7 @@ impl<L: LaneOps> FleetLanes<L> {
             bundles: BTreeMap::new(),
             renewals: BTreeMap::new(),
             lease_ttl,
+            steps,
         })
     }
 
@@ -252,6 +268,17 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                 (Step::Review, Some(r), by)
             }
         };
+        // After a rebase round the reviewer sees the candidate before it too.
+        let before_rebase = match &job.brief.before_rebase {
+            Some(p) => {
+                let bytes = std::fs::read(p).map_err(|e| LoopError::io(p, e))?;
+                let name = format!("before-{}.patch", job.job_id);
+                Some(self.rt.block_on(work::retrying(|| {
+                    work::put_bytes(&self.objects, &name, &bytes)
+                }))?)
+            }
+            None => None,
+        };
         let spec = LaneSpec {
             id: lane.id.clone(),
             role: lane.role,
@@ -275,6 +302,13 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             sim_script: (self.scripts)(&spec),
             candidate,
             avoid_host,
+            board: self.steps.board.clone(),
+            round: job.brief.round.max(1),
+            tier: job.brief.tier.clone(),
+            others: job.brief.others.clone(),
+            before_rebase,
+            turn_timeout_s: Some(self.steps.turn_timeout.as_secs().max(1)),
+            report_grace_s: Some(self.steps.report_grace.as_secs().max(1)),
         };
         Engine::open(&self.state_dir)?.transition(&Request::new(
             job.job_id.clone(),
@@ -286,6 +320,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             Remote {
                 lane: lane.clone(),
                 worktree: lane.cwd.clone(),
+                report: job.report_path.clone(),
                 starts: BTreeMap::new(),
                 finished: BTreeMap::new(),
                 outcome: None,
@@ -595,6 +630,16 @@ fn finish(
                 );
                 if let Err(e) = said {
                     return refused(format!("the verdict could not be recorded: {e}"));
+                }
+                // A failed review's reason is the repair round's evidence.
+                let report = json!({
+                    "source": "fleet",
+                    "host": host,
+                    "verdict": if *pass { "pass" } else { "fail" },
+                    "findings": if *pass { "" } else { reason.as_str() },
+                });
+                if let Err(e) = crate::store::write_json_atomic(&r.report, &report) {
+                    tracing::warn!(error = %e, "the review's report not written");
                 }
             }
             (

@@ -160,6 +160,8 @@ impl ReviewWatch {
         let report = serde_json::json!({
             "source": "stated-verdict",
             "verdict": v.status(),
+            // The stated one-line reason alone (a fleet host sends it back).
+            "reason": reason,
             "findings": match v {
                 Stated::Pass => String::new(),
                 Stated::Fail(_) => format!("{reason} (review: {})", md.display()),

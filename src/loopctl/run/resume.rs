@@ -18,7 +18,7 @@
 
 use crate::loopctl::LoopError;
 use crate::loopctl::board::brief;
-use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, Outcome, Role};
+use crate::loopctl::ops::{BriefFacts, JobSpec, LaneHandle, LaneOps, Outcome, Role};
 use crate::loopctl::run::rundir::RunDir;
 use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner, slug};
 use crate::loopctl::{board, land, land::git};
@@ -422,6 +422,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             report_path: report,
             autocomplete: self.cfg.autocomplete,
             report_files: task.files.clone(),
+            brief: BriefFacts {
+                round,
+                tier: Some(tier.as_str().to_string()),
+                ..Default::default()
+            },
         };
         self.ops.dispatch(&handle, &spec)?;
         let at = self.now();

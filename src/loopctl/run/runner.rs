@@ -322,7 +322,7 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) iteration_of: BTreeMap<String, u32>,
     /// Implementer jobs at the end of their turn with no report: what was
     /// said to them ([`crate::loopctl::run::nudge`]).
-    pub(in crate::loopctl) nudges: BTreeMap<String, crate::loopctl::run::nudge::Nudge>,
+    pub(in crate::loopctl) nudges: BTreeMap<String, crate::loopctl::night::nudge::Nudge>,
     /// The board's problems already recorded by this process.
     pub(in crate::loopctl) board_reported: std::collections::BTreeSet<String>,
     say: Box<dyn FnMut(&str) + 'a>,

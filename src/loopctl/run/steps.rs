@@ -7,7 +7,9 @@ use crate::loopctl::LoopError;
 use crate::loopctl::board::brief::{self, Tier};
 use crate::loopctl::land;
 use crate::loopctl::land::capture;
-use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec};
+use crate::loopctl::ops::{
+    BriefFacts, JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec,
+};
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::registry::heartbeat::{self, HeartbeatRequest, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
@@ -16,8 +18,6 @@ use std::path::Path;
 
 /// The CI/Eval Auditor's session: the loop reports the pre-land gate run as it.
 const CI_SESSION: &str = "ci-eval-auditor";
-/// How much of the task's criteria a review brief quotes (it stays ≤ 2 KB).
-const REVIEW_CRITERIA_CHARS: usize = 600;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// The next implementer's agent: the one that reduces the mix's skew,
@@ -64,14 +64,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.reclaim(id)?;
         lend::borrow(&self.cfg.state_dir, id, agent, Utc::now())?;
         let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
-        let others: Vec<String> = self
-            .status
-            .tasks
-            .iter()
-            .filter(|t| matches!(t.phase, Phase::Implementing | Phase::Reviewing))
-            .filter_map(|t| self.board.task(&t.id))
-            .flat_map(|t| t.files.clone())
-            .collect();
+        let others = self.others(id);
         let b = brief::build(&lane, &task, tier, &others, &self.ops.report_command());
         let text = brief::render(&b);
         brief::parse(&text, &self.cfg.charter.guarded_paths)?;
@@ -85,6 +78,19 @@ impl<O: LaneOps> Runner<'_, O> {
             id,
             &format!("{text}\n[loop] task={id} round=1 role=implementer"),
         )
+    }
+
+    /// The files of the tasks other than `id` whose lanes are live (an
+    /// implementer's brief names them).
+    fn others(&self, id: &str) -> Vec<String> {
+        self.status
+            .tasks
+            .iter()
+            .filter(|t| t.id != id)
+            .filter(|t| matches!(t.phase, Phase::Implementing | Phase::Reviewing))
+            .filter_map(|t| self.board.task(&t.id))
+            .flat_map(|t| t.files.clone())
+            .collect()
     }
 
     /// Task `id`'s implementer lane.
@@ -158,6 +164,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &job,
             prompt,
             &lane_dir.join(format!("report-i{round}.json")),
+            None,
         )
     }
 
@@ -167,6 +174,7 @@ impl<O: LaneOps> Runner<'_, O> {
         job: &str,
         prompt: &str,
         report: &Path,
+        before_rebase: Option<&Path>,
     ) -> Result<(), LoopError> {
         let lane = self
             .lanes
@@ -181,12 +189,28 @@ impl<O: LaneOps> Runner<'_, O> {
                 .unwrap_or_default(),
             Role::Reviewer => Vec::new(),
         };
+        let facts = {
+            let t = self.task(id);
+            BriefFacts {
+                round: t.map_or(1, |t| t.round),
+                tier: t.and_then(|t| t.tier.clone()),
+                others: match lane.role {
+                    Role::Implementer => self.others(id),
+                    Role::Reviewer => Vec::new(),
+                },
+                before_rebase: None,
+            }
+        };
         let spec = JobSpec {
             job_id: job.to_string(),
             prompt: prompt.to_string(),
             report_path: report.to_path_buf(),
             autocomplete: self.cfg.autocomplete,
             report_files,
+            brief: BriefFacts {
+                before_rebase: before_rebase.map(Path::to_path_buf),
+                ..facts
+            },
         };
         self.ops.dispatch(&lane, &spec)?;
         let now = self.now();
@@ -373,11 +397,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let lane = format!("l{}-rev-{}", self.run.n, slug(id));
         let lane_dir = self.run.lane_dir(&lane)?;
-        let tier = if t.tier.as_deref() == Some("guarded") {
-            Tier::Guarded
-        } else {
-            Tier::Routine
-        };
+        let tier = brief::tier_named(t.tier.as_deref());
         // The reviewer reads its own copy, in its lane dir (a real Claude
         // reviewer's added directory), so reading it asks nothing.
         let bytes =
@@ -389,33 +409,28 @@ impl<O: LaneOps> Runner<'_, O> {
             Some(Ok(b)) => {
                 let p = lane_dir.join(format!("candidate-v{}-before-rebase.patch", t.round));
                 crate::store::write_bytes_atomic(&p, &capture::shown_copy(&b))?;
-                format!(
-                    " It was rebased onto the integration branch and changed more than the conflicts' resolution; before the rebase it was {}.",
-                    p.display()
-                )
+                Some(p)
             }
-            _ => String::new(),
+            _ => None,
         };
         // The reviewer checks the candidate against what the task asks.
-        let asks = self
+        let criteria = self
             .board
             .task(id)
-            .map(|task| {
-                let c: Vec<String> = task
-                    .criteria
-                    .iter()
-                    .map(|c| format!("#{} {}", c.number, c.text))
-                    .collect();
-                let c = c.join("; ");
-                let c: String = c.chars().take(REVIEW_CRITERIA_CHARS).collect();
-                format!(" The task asks: {c}")
-            })
+            .map(|task| task.criteria.clone())
             .unwrap_or_default();
-        let text = format!(
-            "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {reviewer} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.{before}\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
-            brief::first_line(&lane, id, &t.title, tier),
-            t.round,
-            patch.display()
+        let text = brief::review(
+            &brief::ReviewOf {
+                lane: &lane,
+                task: id,
+                title: &t.title,
+                tier,
+                round: t.round,
+                reviewer: reviewer.as_str(),
+                patch: &patch,
+                before: before.as_deref(),
+            },
+            &criteria,
         );
         brief::parse(&text, &self.cfg.charter.guarded_paths)?;
         crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
@@ -454,6 +469,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 patch.display()
             ),
             &report,
+            before.as_deref(),
         )
     }
 

@@ -167,6 +167,12 @@ pub trait LaneOps {
     fn prompt(&mut self, _lane: &LaneHandle, _text: &str) -> Result<bool, LoopError> {
         Ok(false)
     }
+    /// Whether a lane waiting for a human stays up here for the owner to
+    /// answer (false: it is gone — a fleet host's lane, taken down by its
+    /// host — so its task is parked instead of held).
+    fn holds_for_owner(&self, _lane: &LaneHandle) -> bool {
+        true
+    }
     /// How the lane runs `drover` (the brief names `<this> report done`).
     fn report_command(&self) -> String {
         "drover".into()

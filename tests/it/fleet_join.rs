@@ -41,6 +41,20 @@ pub(crate) fn run(d: &Drover, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// `fleet join` as user `user` with its password in a file; asserts success.
 pub(crate) fn join(d: &Drover, nats: &Nats, host: &str, user: &str, pw: &str, extra: &[&str]) {
+    join_env(d, nats, host, user, pw, extra, &[]);
+}
+
+/// [`join`] with `env` set for the command (and so for the supervisor it
+/// starts: the PATH its lanes find their agents on).
+pub(crate) fn join_env(
+    d: &Drover,
+    nats: &Nats,
+    host: &str,
+    user: &str,
+    pw: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) {
     let f = secret_file(d, "nats.pw", pw);
     let url = nats.url("nats");
     let mut args = vec![
@@ -57,7 +71,7 @@ pub(crate) fn join(d: &Drover, nats: &Nats, host: &str, user: &str, pw: &str, ex
         f.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = run(d, &args, &[]);
+    let out = run(d, &args, env);
     assert!(
         out.status.success(),
         "join {host}: {}",

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The coordinator `c` and hosts `h1`, `h2`, each its own NATS user.
-fn users() -> Setup {
+pub(crate) fn users() -> Setup {
     Setup {
         users: ["c", "h1", "h2"]
             .iter()
@@ -97,7 +97,7 @@ fn assert_landed_once(repo: &Path, n: usize, err: &str) {
 }
 
 /// A running `fleet work` and what it said.
-struct Worker {
+pub(crate) struct Worker {
     child: Child,
     err: Arc<Mutex<Vec<u8>>>,
 }
@@ -109,7 +109,7 @@ impl Worker {
     }
 
     /// `fleet work` with `args`, and PATH `path` when given.
-    fn spawn(d: &Drover, args: &[&str], path: Option<&str>) -> Worker {
+    pub(crate) fn spawn(d: &Drover, args: &[&str], path: Option<&str>) -> Worker {
         let mut cmd = d.cmd();
         cmd.args(["fleet", "work", "--slots", "2"]).args(args);
         if let Some(p) = path {
@@ -124,7 +124,7 @@ impl Worker {
         Worker { child, err }
     }
 
-    fn said(&self) -> String {
+    pub(crate) fn said(&self) -> String {
         String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
     }
 
@@ -235,7 +235,7 @@ fn loop_run_with(
 }
 
 /// The coordinator's record of the fleet's requests (`fleet/<run>.jsonl`).
-fn record(d: &Drover) -> Vec<Value> {
+pub(crate) fn record(d: &Drover) -> Vec<Value> {
     let dir = d.state.clone().join("fleet");
     let mut out = Vec::new();
     for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
@@ -269,7 +269,7 @@ fn all_starts_by(d: &Drover, host: &str) -> Vec<Value> {
         .collect()
 }
 
-fn at_integration(repo: &Path, path: &str) -> Option<String> {
+pub(crate) fn at_integration(repo: &Path, path: &str) -> Option<String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)
@@ -282,7 +282,7 @@ fn at_integration(repo: &Path, path: &str) -> Option<String> {
 }
 
 /// How many commits on the integration branch touch `path`.
-fn commits_touching(repo: &Path, path: &str) -> usize {
+pub(crate) fn commits_touching(repo: &Path, path: &str) -> usize {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)
@@ -913,4 +913,53 @@ fn glob_briefs(state: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// A step of an agent no host takes (no `fleet work` pulls for it, none
+/// works one) runs on the coordinator instead of waiting out its turn on
+/// the queue; the other agent's steps still go to the host.
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_step_of_an_agent_no_host_takes_runs_on_the_coordinator() {
+    let nats = Nats::start(&users());
+    let (c, h1) = (joined(&nats, "c"), joined(&nats, "h1"));
+    let w1 = Worker::spawn(&h1, &["--agent", "codex"], None);
+    let (repo, charter) = board(&c, 4);
+    let (imp, rev) = scripts(&c, 300);
+    let started = std::time::Instant::now();
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    let secs = started.elapsed().as_secs();
+    assert!(ok, "loop run: {err}\nh1: {}", w1.said());
+    assert_landed_once(&repo, 4, &err);
+    let rec = record(&c);
+    let local: Vec<&Value> = rec.iter().filter(|e| e["event"] == "local").collect();
+    let queued: Vec<&Value> = rec.iter().filter(|e| e["event"] == "queued").collect();
+    // Every Claude step (implement or review) ran here, recorded so; every
+    // step queued was Codex's and ran on h1.
+    assert!(
+        local.iter().any(|e| e["agent"] == "claude"),
+        "some Claude step: {rec:#?}"
+    );
+    assert!(
+        local
+            .iter()
+            .all(|e| e["agent"] == "claude" && e["why"] == "no host takes claude steps"),
+        "{rec:#?}"
+    );
+    assert!(
+        !queued.is_empty() && queued.iter().all(|e| e["agent"] == "codex"),
+        "{rec:#?}"
+    );
+    for q in &queued {
+        assert!(
+            rec.iter().any(|e| e["event"] == "start"
+                && e["job"] == q["job"]
+                && e["host"] == "h1"
+                && e["reply"]["reply"] == "started"),
+            "{} ran on h1: {rec:#?}",
+            q["job"]
+        );
+    }
+    // Nothing waited out its turn (120 s) on the queue.
+    assert!(secs < 100, "the run took {secs} s: {err}");
 }

@@ -99,7 +99,7 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
         t1.reason
             .as_deref()
             .unwrap()
-            .starts_with("permission escalation held in QUESTIONS.md overnight"),
+            .starts_with("permission escalation held in QUESTIONS.md (overnight)"),
         "{t1:?}"
     );
     assert_eq!(st.tasks[1].phase, Phase::Landed, "{:?}", st.tasks[1]);

@@ -76,6 +76,7 @@ mod policy_cli;
 mod policy_props;
 mod readme_tour;
 mod real_agents;
+mod real_fleet;
 mod real_loop;
 mod real_loop_brief;
 mod real_loop_common;

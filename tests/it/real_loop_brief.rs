@@ -32,7 +32,7 @@ pub(crate) struct TaskSpec {
     pub(crate) more: &'static [&'static str],
 }
 
-fn task_file(dir: &Path, t: &TaskSpec) {
+pub(crate) fn task_file(dir: &Path, t: &TaskSpec) {
     let mut criteria = vec![format!(
         "- [ ] #1 {} contains the line `{}`",
         t.file, t.line

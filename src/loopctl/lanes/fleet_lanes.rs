@@ -44,6 +44,12 @@ pub struct RemoteSteps {
     pub report_grace: Duration,
 }
 
+/// How long the work consumer of an agent is watched for a host pulling
+/// or working before a step of that agent runs here instead.
+const TAKER_WINDOW: Duration = Duration::from_secs(5);
+/// How long what was seen of an agent's takers holds.
+const TAKER_MEMORY: Duration = Duration::from_secs(10);
+
 /// How often remote outcomes are looked for while waiting.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -90,6 +96,8 @@ pub struct FleetLanes<L: LaneOps> {
     renewals: BTreeMap<String, Renewal>,
     lease_ttl: Duration,
     steps: RemoteSteps,
+    /// Whether a host took each agent's steps, and when that was seen.
+    takers: BTreeMap<crate::registry::Agent, (Instant, bool)>,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -164,11 +172,50 @@ impl<L: LaneOps> FleetLanes<L> {
             renewals: BTreeMap::new(),
             lease_ttl,
             steps,
+            takers: BTreeMap::new(),
         })
     }
 
     fn is_remote(&self, lane: &LaneHandle) -> bool {
         self.up.contains(&lane.id) || self.jobs.contains_key(&lane.id)
+    }
+
+    /// Whether some host takes `agent`'s steps: one pulls for them (a host
+    /// with a free slot always has a pull waiting) or is working one, seen
+    /// within [`TAKER_WINDOW`]. A bus that cannot be asked says yes (the
+    /// step is queued, as when the server is away).
+    fn taken(&mut self, agent: crate::registry::Agent) -> bool {
+        if let Some((at, yes)) = self.takers.get(&agent)
+            && at.elapsed() < TAKER_MEMORY
+        {
+            return *yes;
+        }
+        let yes = self.rt.block_on(async {
+            let name = work::consumer_name(agent.as_str());
+            let Ok(stream) = self.js.get_stream(self.names.work_stream()).await else {
+                return true;
+            };
+            let Ok(mut c) = stream
+                .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&name)
+                .await
+            else {
+                return true;
+            };
+            let until = tokio::time::Instant::now() + TAKER_WINDOW;
+            loop {
+                match c.info().await {
+                    Ok(i) if i.num_waiting > 0 || i.num_ack_pending > 0 => return true,
+                    Ok(_) => {}
+                    Err(_) => return true,
+                }
+                if tokio::time::Instant::now() >= until {
+                    return false;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        self.takers.insert(agent, (Instant::now(), yes));
+        yes
     }
 
     /// The bundle of `base` in the object store (made once per base).
@@ -202,6 +249,19 @@ impl<L: LaneOps> FleetLanes<L> {
 
 impl<L: LaneOps> LaneOps for FleetLanes<L> {
     fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        let fleet = spec.role == Role::Reviewer || spec.worktree.is_some();
+        if fleet && !self.taken(spec.agent) {
+            // No host pulls or works this agent's steps: it would wait out
+            // its turn on the queue. It runs here instead.
+            let log = lock(&self.shared).log.clone();
+            record(
+                &log,
+                json!({"event": "local", "task": spec.task, "lane": spec.id,
+                       "agent": spec.agent.as_str(), "role": spec.role.as_str(),
+                       "why": format!("no host takes {} steps", spec.agent.as_str())}),
+            );
+            return self.local.up(spec);
+        }
         // A review goes to the fleet: its candidate travels as a patch.
         if spec.role == Role::Reviewer {
             self.up.insert(spec.id.clone());
@@ -425,6 +485,10 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
 
     fn report_command(&self) -> String {
         self.local.report_command()
+    }
+
+    fn holds_for_owner(&self, lane: &LaneHandle) -> bool {
+        !self.is_remote(lane) && self.local.holds_for_owner(lane)
     }
 }
 

@@ -91,7 +91,19 @@ impl<O: LaneOps> Runner<'_, O> {
         let rec = overnight::recommendation(kind.as_deref(), &lane_id, id, overnight);
         let q = format!("lane {lane_id} is waiting for a human ({what}): {reason}");
         self.ask(id, &q, &rec, job)?;
-        match overnight::route(self.mode) {
+        // A lane that is not here to answer (a fleet host's) is not held.
+        let gone = lane.as_ref().is_some_and(|l| !self.ops.holds_for_owner(l));
+        let route = if gone {
+            Route::Park
+        } else {
+            overnight::route(self.mode)
+        };
+        let when = if gone {
+            "its fleet host took the lane down"
+        } else {
+            "overnight"
+        };
+        match route {
             Route::Hold => {
                 self.held.insert(job.to_string(), self.now());
                 self.jobs
@@ -108,7 +120,7 @@ impl<O: LaneOps> Runner<'_, O> {
             Route::Park => {
                 self.decide(
                     "question",
-                    &format!("{id}: {q}; held in QUESTIONS.md overnight, task parked; recommendation: {rec}"),
+                    &format!("{id}: {q}; held in QUESTIONS.md ({when}), task parked; recommendation: {rec}"),
                 )?;
                 self.cancel_job(job);
                 if let Some(h) = self.lanes.remove(id) {
@@ -116,7 +128,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
                 self.park_question(
                     id,
-                    &format!("{what} escalation held in QUESTIONS.md overnight: {reason}"),
+                    &format!("{what} escalation held in QUESTIONS.md ({when}): {reason}"),
                     "the owner answers its question in QUESTIONS.md, then rerun",
                 )
             }

@@ -65,6 +65,19 @@ impl Drover {
         }
     }
 
+    /// A fresh state dir under `parent` (the real agents' suites keep out
+    /// of /tmp: Codex warns about helper binaries in temporary dirs).
+    pub fn new_in(parent: &std::path::Path) -> Self {
+        let tmp = tempfile::tempdir_in(parent).unwrap();
+        let state = tmp.path().canonicalize().unwrap().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        Drover {
+            tmp,
+            state,
+            pinned: None,
+        }
+    }
+
     /// The same harness, creating its panes on the native backend: for the
     /// assertions about drover's own PTY (run in every backend's suite).
     pub fn native(mut self) -> Self {

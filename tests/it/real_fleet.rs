@@ -94,10 +94,11 @@ fn env_args(env: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-/// The hosts' lanes work in clones under `<state>/fleet/work`: trusted
-/// there, as docs/fleet.md tells an operator to.
+/// The hosts' lanes work in worktrees of `<state>/fleet/repo`: trusted
+/// there once, as docs/fleet.md tells an operator to (both agents trust a
+/// worktree of a trusted repository).
 fn host_trusted(d: &Drover) -> Vec<PathBuf> {
-    vec![d.state.join("fleet").join("work")]
+    vec![drover::loopctl::lanes::fleet_host::host_repo(&d.state)]
 }
 
 fn one_run(claude_v: &str, codex_v: &str) {
@@ -227,6 +228,18 @@ fn one_run(claude_v: &str, codex_v: &str) {
             !hosts.is_empty() && hosts.iter().all(|h| h == "h1" || h == "h2"),
             "{} ran on a host: {hosts:?}: {why}",
             q["job"]
+        );
+    }
+    // Each host's lanes asked that host's own model: the env they got
+    // was its `fleet work --env`, not the coordinator's `loop run --env`.
+    for (h, name) in [(&h1, "h1"), (&h2, "h2")] {
+        let ran = rec.iter().any(|e| {
+            e["event"] == "start" && e["host"] == name && e["reply"]["reply"] == "started"
+        });
+        let asked = text(&h.d.scratch().join("mock.log")).lines().count() > 1;
+        assert_eq!(
+            ran, asked,
+            "{name} ran steps and its model was asked: {why}"
         );
     }
     // The reason a host's reviewer stated reached the coordinator's repair

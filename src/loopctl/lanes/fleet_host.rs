@@ -134,11 +134,12 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
         let slots = Arc::new(tokio::sync::Semaphore::new(opts.slots.max(1)));
         let running: Running = Arc::default();
         say(&format!(
-            "working fleet {} as {} with {} slot(s) for {}",
+            "working fleet {} as {} with {} slot(s) for {}; lanes work in worktrees of {} (trust it in your agents)",
             opts.cfg.fleet,
             opts.cfg.host,
             opts.slots.max(1),
-            opts.agents.join(", ")
+            opts.agents.join(", "),
+            host_repo(&opts.state_dir).display()
         ));
         let ctx = ItemCtx {
             h: h.clone(),
@@ -148,6 +149,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
             opts: opts.clone(),
             say: Arc::clone(&say),
             running,
+            repo: std::sync::Mutex::new(()),
         };
         let ctx = Arc::new(ctx);
         let pullers: Vec<_> = consumers
@@ -229,6 +231,9 @@ struct ItemCtx {
     say: Say,
     /// The attempts whose lanes run on this host now.
     running: Running,
+    /// Held while the host's repository changes (a fetch, a worktree added
+    /// or removed): one item's thread at a time.
+    repo: std::sync::Mutex<()>,
 }
 
 /// Attempts at work on this host.
@@ -411,15 +416,91 @@ impl ItemCtx {
             .join("work")
             .join(&item.run);
         let dir = root.join(&id);
-        let lane_dir = root.join(format!("{id}.lane"));
+        // The lane dir (brief, report, the reviewer's copies of the
+        // candidate: an added directory of the agent's) lies in the host
+        // repository's own checkout, so trusting that repository covers it.
+        let lane_dir = host_repo(&self.opts.state_dir)
+            .join("lanes")
+            .join(&item.run)
+            .join(&id);
         let bundle = self.h.block_on(work::retrying(|| {
             work::get_bytes(&self.objects, &item.bundle)
         }))?;
-        let result = self.lane_in(item, agent, &id, &dir, &lane_dir, &bundle);
-        // The clone is this host's scratch copy of the coordinator's tree.
+        let branch = format!("drover/fleet/{id}");
+        let result = self
+            .checkout(item, &dir, &lane_dir, &branch, &bundle)
+            .and_then(|()| self.lane_in(item, agent, &id, &dir, &lane_dir));
+        // The worktree is this host's scratch copy of the coordinator's
+        // tree: its candidate went back as a patch.
+        {
+            let _held = self.repo.lock().unwrap_or_else(|p| p.into_inner());
+            let repo = host_repo(&self.opts.state_dir);
+            let _ = git::run(
+                &repo,
+                &["worktree", "remove", "--force", &dir.to_string_lossy()],
+            );
+            let _ = git::run(&repo, &["worktree", "prune"]);
+            let _ = git::run(&repo, &["branch", "-q", "-D", &branch]);
+        }
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&lane_dir);
+        // The run's dirs go with its last lane here (removed only empty).
+        for d in [dir.parent(), lane_dir.parent()].into_iter().flatten() {
+            let _ = std::fs::remove_dir(d);
+        }
         result
+    }
+
+    /// The lane's worktree of this host's repository ([`host_repo`]) on a
+    /// branch of its own at the item's base, fetched from the bundle. Its
+    /// agents trust it as a worktree of that repository, as they trust a
+    /// worktree of a repository on one host (docs/fleet.md).
+    fn checkout(
+        &self,
+        item: &WorkItem,
+        dir: &Path,
+        lane_dir: &Path,
+        branch: &str,
+        bundle: &[u8],
+    ) -> Result<(), LoopError> {
+        let _ = std::fs::remove_dir_all(dir);
+        crate::store::create_private_dir(lane_dir)?;
+        if let Some(parent) = dir.parent() {
+            crate::store::create_private_dir(parent)?;
+        }
+        let bundle_file = lane_dir.join("base.bundle");
+        crate::store::write_bytes_atomic(&bundle_file, bundle)?;
+        let _held = self.repo.lock().unwrap_or_else(|p| p.into_inner());
+        let repo = host_repo(&self.opts.state_dir);
+        if !repo.join(".git").exists() {
+            crate::store::create_private_dir(&repo)?;
+            git::run(&repo, &["init", "-q"])?;
+        }
+        git::run(
+            &repo,
+            &[
+                "fetch",
+                "-q",
+                &bundle_file.to_string_lossy(),
+                &format!("+{}/*:refs/drover/fleet-base/*", work::BUNDLE_REF),
+            ],
+        )?;
+        let _ = std::fs::remove_file(&bundle_file);
+        // A worktree of a host that died mid-lane is registered still.
+        let _ = git::run(&repo, &["worktree", "prune"]);
+        git::run(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-B",
+                branch,
+                &dir.to_string_lossy(),
+                &item.base,
+            ],
+        )?;
+        Ok(())
     }
 
     /// An object of the item's, fetched and checked.
@@ -440,35 +521,9 @@ impl ItemCtx {
         id: &str,
         dir: &Path,
         lane_dir: &Path,
-        bundle: &[u8],
     ) -> Result<Finished, LoopError> {
         let candidate = self.object(&item.candidate)?;
         let before = self.object(&item.before_rebase)?;
-        let _ = std::fs::remove_dir_all(dir);
-        crate::store::create_private_dir(dir)?;
-        crate::store::create_private_dir(lane_dir)?;
-        let bundle_file = lane_dir.join("base.bundle");
-        crate::store::write_bytes_atomic(&bundle_file, bundle)?;
-        git::run(dir, &["init", "-q"])?;
-        git::run(
-            dir,
-            &[
-                "fetch",
-                "-q",
-                &bundle_file.to_string_lossy(),
-                "+refs/*:refs/fleet-bundle/*",
-            ],
-        )?;
-        git::run(
-            dir,
-            &[
-                "checkout",
-                "-q",
-                "-b",
-                &format!("drover/fleet/{id}"),
-                &item.base,
-            ],
-        )?;
         // A review reads the candidate: the patch applied on the base.
         if let Some(bytes) = candidate.as_ref().filter(|b| !b.is_empty()) {
             let file = lane_dir.join("candidate.patch");
@@ -686,6 +741,15 @@ impl ItemCtx {
             ));
         }
     }
+}
+
+/// The repository every lane on this host works in a worktree of
+/// (`<state>/fleet/repo`): the coordinators' bases are fetched into it, and
+/// its own checkout holds the lanes' dirs (`lanes/<run>/<lane>`). An
+/// operator trusts it once in Claude Code and Codex, as a repository of
+/// their own, and every lane's worktree and dir is trusted with it.
+pub fn host_repo(state_dir: &Path) -> PathBuf {
+    state_dir.join("fleet").join("repo")
 }
 
 /// A reviewer's stated one-line reason, from the report its verdict was

@@ -85,7 +85,8 @@ pub struct WorkItem {
     /// does, not a prompt). A host runs only items it can run.
     #[serde(default)]
     pub sim_script: Option<String>,
-    /// A review's candidate: the binary patch against `base` to review.
+    /// A review's candidate, or a later implementer round's work so far:
+    /// the binary patch against `base`.
     #[serde(default)]
     pub candidate: Option<ObjectRef>,
     /// A review goes to a host other than this one (its implementer's)
@@ -110,6 +111,11 @@ pub struct WorkItem {
     /// A review's candidate before its rebase round (shown beside it).
     #[serde(default)]
     pub before_rebase: Option<ObjectRef>,
+    /// A repair round's evidence (a failed review's reason): the round is
+    /// told `Repair: <evidence>` after the brief, as on the coordinator.
+    /// Its work so far is `candidate`.
+    #[serde(default)]
+    pub repair: Option<String>,
     /// How long the lane's turn may take; the host gives it up after that,
     /// as the coordinator does.
     #[serde(default)]

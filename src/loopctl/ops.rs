@@ -67,6 +67,11 @@ pub struct LaneSpec {
     /// The effort level the agent starts at (`--lane-autotune`; `None`: the
     /// agent's own default, and no flag in its launch).
     pub effort: Option<String>,
+    /// Whether the lane's step may run on a fleet host: all it is told can
+    /// be built there (a task's first round, a review, a repair round for a
+    /// failed review). A round told what only this host has (a red gate's
+    /// output, a merge of the integration branch) runs here.
+    pub portable: bool,
 }
 
 /// A lane that is up.
@@ -109,6 +114,9 @@ pub struct BriefFacts {
     pub others: Vec<String>,
     /// A review's candidate before its rebase round (its shown copy).
     pub before_rebase: Option<PathBuf>,
+    /// A repair round's evidence (a failed review's): the round is told
+    /// `Repair: <evidence>` after the brief.
+    pub repair: Option<String>,
 }
 
 /// How a dispatched job ended, as far as the loop is concerned.

@@ -29,7 +29,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(360);
 
 /// TASK-1 passes its first review; TASK-2's criteria ask for a line its Why
 /// does not, so its first review (on a host) fails naming it in backticks
-/// and the repair round (on the coordinator) adds it.
+/// and the repair round (on a host too, told the stated reason) adds it.
 const TASKS: [TaskSpec; 2] = [
     TaskSpec {
         n: 1,
@@ -206,9 +206,8 @@ fn one_run(claude_v: &str, codex_v: &str) {
         assert_eq!(commits_touching(&repo, t.file), 1, "{} landed once", t.file);
     }
 
-    // The first implementer step of each task and every review ran on a
-    // host (the coordinator ran only the repair round); each review on the
-    // host that did not implement its task, when that one was free.
+    // Every step ran on a host: each task's implementer, TASK-2's repair
+    // round and every review.
     let rec = record(&c.d);
     let started = |job: &Value| -> Vec<String> {
         rec.iter()
@@ -220,7 +219,7 @@ fn one_run(claude_v: &str, codex_v: &str) {
     };
     let queued: Vec<&Value> = rec.iter().filter(|e| e["event"] == "queued").collect();
     let steps = |s: &str| queued.iter().filter(|e| e["step"] == s).count();
-    assert_eq!(steps("implement"), 2, "{rec:#?}");
+    assert_eq!(steps("implement"), 3, "TASK-2 repaired once: {rec:#?}");
     assert_eq!(steps("review"), 3, "TASK-2 reviewed twice: {rec:#?}");
     for q in &queued {
         let hosts = started(&q["job"]);
@@ -242,8 +241,13 @@ fn one_run(claude_v: &str, codex_v: &str) {
             "{name} ran steps and its model was asked: {why}"
         );
     }
-    // The reason a host's reviewer stated reached the coordinator's repair
-    // round byte for byte (else the repair misses the line and it parks).
+    assert_eq!(
+        text(&c.d.scratch().join("mock.log")).lines().count(),
+        1,
+        "no lane ran on the coordinator: {why}"
+    );
+    // The reason a host's reviewer stated reached the repair round byte
+    // for byte (else the repair misses the line and it parks).
     assert!(
         decisions.contains(
             "repair: TASK-2: round 2: the review failed: TASK-2.txt must hold the line `reviewed: yes`"

@@ -186,6 +186,11 @@ pub fn review(r: &ReviewOf<'_>, criteria: &[crate::loopctl::board::Criterion]) -
     )
 }
 
+/// What a repair round is told after the brief (pure).
+pub fn repair_addendum(evidence: &str) -> String {
+    format!("Repair: {evidence}\n")
+}
+
 /// A tier by its name (`routine` unless `guarded`).
 pub fn tier_named(name: Option<&str>) -> Tier {
     if name == Some("guarded") {

@@ -524,7 +524,9 @@ impl ItemCtx {
     ) -> Result<Finished, LoopError> {
         let candidate = self.object(&item.candidate)?;
         let before = self.object(&item.before_rebase)?;
-        // A review reads the candidate: the patch applied on the base.
+        // A review reads the candidate, a later round goes on from its work
+        // so far: the patch applied on the base. What a round adds is
+        // what it sends back, against the tree it started from.
         if let Some(bytes) = candidate.as_ref().filter(|b| !b.is_empty()) {
             let file = lane_dir.join("candidate.patch");
             crate::store::write_bytes_atomic(&file, bytes)?;
@@ -533,6 +535,7 @@ impl ItemCtx {
                 &["apply", "--binary", "--index", &file.to_string_lossy()],
             )?;
         }
+        let start_tree = git::line(dir, &["write-tree"])?;
         let role = match item.step {
             Step::Implement => Role::Implementer,
             Step::Review => Role::Reviewer,
@@ -572,6 +575,7 @@ impl ItemCtx {
             worktree: None,
             cwd: dir.to_path_buf(),
             effort: None,
+            portable: false,
         };
         let handle = lanes.up(&spec)?;
         let job = format!("{}-{}", item.job, id.rsplit('-').next().unwrap_or("a"));
@@ -610,7 +614,11 @@ impl ItemCtx {
                     }
                 }
                 Outcome::Completed => {
-                    let (_, _, patch) = capture::diff(dir, &item.base)?;
+                    git::run(dir, &["add", "-A"])?;
+                    let patch = git::run_bytes(
+                        dir,
+                        &["diff", "--cached", "--binary", "--full-index", &start_tree],
+                    )?;
                     let name = format!("patch-{}-{}.patch", item.job, job);
                     let patch = self.h.block_on(work::retrying(|| {
                         work::put_bytes(&self.objects, &name, &patch)
@@ -811,10 +819,20 @@ fn prompt(
         Role::Implementer => {
             let b = brief::build(id, &task, tier, &item.others, report_cmd);
             let text = brief::render(&b);
-            let tail = format!(
-                "\n[loop] task={} round={} role=implementer",
-                item.task, item.round
-            );
+            // A repair round is told its evidence after the brief, as the
+            // coordinator tells it.
+            let tail = match &item.repair {
+                Some(evidence) => format!(
+                    "{}[loop] task={} round={} role=implementer repair",
+                    brief::repair_addendum(evidence),
+                    item.task,
+                    item.round
+                ),
+                None => format!(
+                    "\n[loop] task={} round={} role=implementer",
+                    item.task, item.round
+                ),
+            };
             (text, tail)
         }
         Role::Reviewer => {

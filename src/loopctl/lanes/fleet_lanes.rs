@@ -249,8 +249,12 @@ impl<L: LaneOps> FleetLanes<L> {
 
 impl<L: LaneOps> LaneOps for FleetLanes<L> {
     fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
-        let fleet = spec.role == Role::Reviewer || spec.worktree.is_some();
-        if fleet && !self.taken(spec.agent) {
+        // A round whose worktree is in a merge is told of the merge: here.
+        let merging = spec.worktree.is_none() && crate::loopctl::land::rebase::in_merge(&spec.cwd);
+        if !spec.portable || merging {
+            return self.local.up(spec);
+        }
+        if !self.taken(spec.agent) {
             // No host pulls or works this agent's steps: it would wait out
             // its turn on the queue. It runs here instead.
             let log = lock(&self.shared).log.clone();
@@ -275,12 +279,16 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                 lane_dir: spec.lane_dir.clone(),
             });
         }
-        // A fresh implementer worktree: the step goes to the fleet. The
-        // worktree is made here, from the base, for the candidate to land in.
-        let (Role::Implementer, Some(w)) = (spec.role, &spec.worktree) else {
-            return self.local.up(spec);
+        // An implementer's step goes to the fleet. A fresh worktree is made
+        // here, from the base, for the candidate to land in; a later round's
+        // is the task's own, its work so far travelling with the step.
+        let cwd = match &spec.worktree {
+            Some(w) => {
+                git::add_worktree(&w.repo, &w.path, &w.branch, &w.base)?;
+                w.path.clone()
+            }
+            None => spec.cwd.clone(),
         };
-        git::add_worktree(&w.repo, &w.path, &w.branch, &w.base)?;
         self.up.insert(spec.id.clone());
         self.renewals.insert(
             spec.id.clone(),
@@ -292,7 +300,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             agent: spec.agent,
             task: spec.task.clone(),
             pane: format!("fleet:{}", spec.id),
-            cwd: w.path.clone(),
+            cwd,
             lane_dir: spec.lane_dir.clone(),
         })
     }
@@ -315,17 +323,22 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         let repo = repo.parent().map(Path::to_path_buf).unwrap_or(repo);
         let base = git::line(&lane.cwd, &["rev-parse", "HEAD"])?;
         let bundle = self.bundle(&repo, &base)?;
-        // A review's candidate: the worktree against its HEAD, bytes exact.
-        let (step, candidate, avoid_host) = match lane.role {
-            Role::Implementer => (Step::Implement, None, None),
+        // The worktree against its HEAD, bytes exact: a review's candidate,
+        // or a later round's work so far (none for a fresh worktree).
+        let (_, _, patch) = capture::diff(&lane.cwd, &base)?;
+        let candidate = if patch.is_empty() && lane.role == Role::Implementer {
+            None
+        } else {
+            let name = format!("cand-{}.patch", job.job_id);
+            Some(self.rt.block_on(work::retrying(|| {
+                work::put_bytes(&self.objects, &name, &patch)
+            }))?)
+        };
+        let (step, avoid_host) = match lane.role {
+            Role::Implementer => (Step::Implement, None),
             Role::Reviewer => {
-                let (_, _, patch) = capture::diff(&lane.cwd, &base)?;
-                let name = format!("cand-{}.patch", job.job_id);
-                let r = self.rt.block_on(work::retrying(|| {
-                    work::put_bytes(&self.objects, &name, &patch)
-                }))?;
                 let by = lock(&self.shared).implemented_by.get(&lane.task).cloned();
-                (Step::Review, Some(r), by)
+                (Step::Review, by)
             }
         };
         // After a rebase round the reviewer sees the candidate before it too.
@@ -348,6 +361,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             worktree: None,
             cwd: lane.cwd.clone(),
             effort: None,
+            portable: true,
         };
         let item = WorkItem {
             run: self.run.clone(),
@@ -367,6 +381,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             tier: job.brief.tier.clone(),
             others: job.brief.others.clone(),
             before_rebase,
+            repair: job.brief.repair.clone(),
             turn_timeout_s: Some(self.steps.turn_timeout.as_secs().max(1)),
             report_grace_s: Some(self.steps.report_grace.as_secs().max(1)),
         };

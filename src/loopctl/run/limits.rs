@@ -201,7 +201,7 @@ impl<O: LaneOps> Runner<'_, O> {
             let prompt = format!(
                 "The usage limit has reset: continue the interrupted work.\n[loop] task={task} round={round} role={role} continue"
             );
-            if let Err(e) = self.dispatch(&task, &job, &prompt, &report, None) {
+            if let Err(e) = self.dispatch(&task, &job, &prompt, &report, Default::default()) {
                 // Still at its limit (the lane refuses a prompt): park again, backing off.
                 let parks = p.parks + 1;
                 let at = resume_at(self.now(), None, parks);

@@ -8,6 +8,7 @@
 //! tripwire and `--repair-rounds`; a task whose rounds are spent is parked.
 
 use crate::loopctl::LoopError;
+use crate::loopctl::board::brief;
 use crate::loopctl::land::rebase::{self, Merged};
 use crate::loopctl::ops::{LaneOps, LaneSpec, Role};
 use crate::loopctl::run::runner::{Runner, slug};
@@ -34,11 +35,14 @@ const GATE_TAIL_LINES: usize = 5;
 impl<O: LaneOps> Runner<'_, O> {
     /// Send a task back to its implementer lane with new evidence, or park it
     /// when its repair rounds are spent.
+    /// `portable`: the evidence is a failed review's (it may travel to the
+    /// fleet host that runs the round; a red gate's output stays here).
     pub(in crate::loopctl) fn repair(
         &mut self,
         id: &str,
         evidence: &str,
         class: &str,
+        portable: bool,
     ) -> Result<(), LoopError> {
         let Some(round) = self.next_round(id, evidence, class)? else {
             return Ok(());
@@ -48,8 +52,9 @@ impl<O: LaneOps> Runner<'_, O> {
             id,
             round,
             evidence,
-            &format!("Repair: {evidence}\n"),
+            &brief::repair_addendum(evidence),
             "repair",
+            portable.then_some(evidence),
         )
     }
 
@@ -96,7 +101,8 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Bring the task's implementer lane up again in its worktree and
     /// dispatch round `round`: its brief, then `addendum`, then the trailer
-    /// tagged `tag` (`repair`, `rebase`).
+    /// tagged `tag` (`repair`, `rebase`). `repair`: the evidence of a round
+    /// that may run on a fleet host (built there as `addendum` is here).
     fn send_round(
         &mut self,
         id: &str,
@@ -104,6 +110,7 @@ impl<O: LaneOps> Runner<'_, O> {
         evidence: &str,
         addendum: &str,
         tag: &str,
+        repair: Option<&str>,
     ) -> Result<(), LoopError> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
@@ -132,6 +139,7 @@ impl<O: LaneOps> Runner<'_, O> {
             worktree: None,
             cwd: wt,
             effort: None,
+            portable: repair.is_some(),
         };
         let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle);
@@ -145,6 +153,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.dispatch_impl(
             id,
             &format!("{brief}{addendum}[loop] task={id} round={round} role=implementer {tag}"),
+            repair.map(str::to_string),
         )
     }
 
@@ -242,7 +251,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 "Repair: {evidence}\nYour change alone is green, but not together with what landed since you started. drover has merged {branch} ({short}) into this worktree, so it now holds what your change lands on. Run the gate here (`{gate}`), fix your change until it is green, keep to the files in Scope, then report as usual.\n"
             );
             self.remember_round(id, &addendum, "repair");
-            return self.send_round(id, round, &evidence, &addendum, "repair");
+            return self.send_round(id, round, &evidence, &addendum, "repair", None);
         }
         let files = conflicts.join(", ");
         let causes = if merged.causes.is_empty() {
@@ -259,7 +268,7 @@ impl<O: LaneOps> Runner<'_, O> {
             "Rebase: while you worked, {branch} moved on and your change no longer applies to it. drover has merged {branch} ({short}) into this worktree; the merge stopped with conflict markers in: {files}. The commits that changed them: {causes}.\nDo this: in each of those files, resolve every conflict — the lines between `<<<<<<<` and `=======` are your change, the lines between `=======` and `>>>>>>>` are what landed — by keeping what both changes need, and delete the marker lines (`<<<<<<<`, `=======`, `>>>>>>>`). Change nothing else, and do not run `git merge --abort` or `git reset`; you need not commit, drover concludes the merge. Then report as usual: run `{cmd} report done` (or `{cmd} report failed --reason \"<why>\"` if you cannot resolve them).\n"
         );
         self.remember_round(id, &addendum, "rebase");
-        self.send_round(id, round, &evidence, &addendum, "rebase")
+        self.send_round(id, round, &evidence, &addendum, "rebase", None)
     }
 
     /// Keep what a merge round is told, for a resume to tell it again.

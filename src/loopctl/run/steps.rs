@@ -77,6 +77,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.dispatch_impl(
             id,
             &format!("{text}\n[loop] task={id} round=1 role=implementer"),
+            None,
         )
     }
 
@@ -128,6 +129,9 @@ impl<O: LaneOps> Runner<'_, O> {
             worktree,
             cwd: wt.clone(),
             effort: None,
+            // A first round, or a round re-run after a resume that merged
+            // nothing in: all it is told is built from the board.
+            portable: fresh || self.task(id).is_none_or(|t| t.rebase.is_none()),
         };
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Implementing;
@@ -144,10 +148,12 @@ impl<O: LaneOps> Runner<'_, O> {
         Ok(handle)
     }
 
+    /// `repair`: a portable repair round's evidence ([`BriefFacts::repair`]).
     pub(in crate::loopctl) fn dispatch_impl(
         &mut self,
         id: &str,
         prompt: &str,
+        repair: Option<String>,
     ) -> Result<(), LoopError> {
         let (round, lane_dir) = match (self.task(id), self.lanes.get(id)) {
             (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
@@ -164,7 +170,10 @@ impl<O: LaneOps> Runner<'_, O> {
             &job,
             prompt,
             &lane_dir.join(format!("report-i{round}.json")),
-            None,
+            BriefFacts {
+                repair,
+                ..Default::default()
+            },
         )
     }
 
@@ -174,7 +183,7 @@ impl<O: LaneOps> Runner<'_, O> {
         job: &str,
         prompt: &str,
         report: &Path,
-        before_rebase: Option<&Path>,
+        told: BriefFacts,
     ) -> Result<(), LoopError> {
         let lane = self
             .lanes
@@ -199,6 +208,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     Role::Reviewer => Vec::new(),
                 },
                 before_rebase: None,
+                repair: None,
             }
         };
         let spec = JobSpec {
@@ -208,7 +218,8 @@ impl<O: LaneOps> Runner<'_, O> {
             autocomplete: self.cfg.autocomplete,
             report_files,
             brief: BriefFacts {
-                before_rebase: before_rebase.map(Path::to_path_buf),
+                before_rebase: told.before_rebase,
+                repair: told.repair,
                 ..facts
             },
         };
@@ -443,6 +454,7 @@ impl<O: LaneOps> Runner<'_, O> {
             worktree: None,
             cwd: wt,
             effort: None,
+            portable: true,
         };
         let handle = self.lane_up(spec)?;
         self.lanes.insert(id.to_string(), handle);
@@ -469,7 +481,10 @@ impl<O: LaneOps> Runner<'_, O> {
                 patch.display()
             ),
             &report,
-            before.as_deref(),
+            BriefFacts {
+                before_rebase: before,
+                ..Default::default()
+            },
         )
     }
 
@@ -508,7 +523,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.say(&format!("{id}: review failed: {evidence}"));
                 let class =
                     crate::loopctl::night::tripwire::finding_class("review", class.as_deref());
-                self.repair(id, &format!("the review failed: {evidence}"), &class)
+                self.repair(id, &format!("the review failed: {evidence}"), &class, true)
             }
         }
     }
@@ -554,6 +569,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     g.exit
                 ),
                 "gate",
+                false,
             );
         }
         let report = crate::gate::check(

@@ -545,6 +545,20 @@ fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
         w2.said()
     );
     assert_landed_once(&repo, 4, &err);
+    // The steps in flight at the kill ran again on the fleet, under the
+    // resumed run, not on the coordinator: every task's candidate came
+    // from a host (the killed run's attempts were never answered).
+    let rec = record(&c);
+    assert!(!rec.iter().any(|e| e["event"] == "local"), "{rec:#?}");
+    for i in 1..=4 {
+        let prefix = format!("loop1-task-{i}-i");
+        assert!(
+            rec.iter().any(|e| e["event"] == "finish"
+                && e["job"].as_str().is_some_and(|j| j.starts_with(&prefix))
+                && e["reply"]["reply"] == "accepted"),
+            "TASK-{i}'s implementer result came from a host: {rec:#?}"
+        );
+    }
 }
 
 /// A server whose only users are what `fleet server-config lab --host c
@@ -962,4 +976,50 @@ fn a_step_of_an_agent_no_host_takes_runs_on_the_coordinator() {
     }
     // Nothing waited out its turn (120 s) on the queue.
     assert!(secs < 100, "the run took {secs} s: {err}");
+}
+
+/// With real agents the hosts build every brief from the board at the
+/// base: a coordinator whose board is not committed there refuses to start
+/// (exit 2), naming the first file that differs, and starts once it is.
+#[test]
+#[ignore = "needs nats-server and the supported real agents: scripts/install-nats.sh, scripts/install-agents.sh"]
+fn real_agents_on_the_fleet_need_the_board_committed_at_the_base() {
+    use drover::rehearse::Agent::{Claude, Codex};
+    use drover::rehearse::discover::versions;
+    let nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (claude, codex) = (versions(Claude), versions(Codex));
+    let path = path_with(&c, "bin", &[(Claude, &claude[0]), (Codex, &codex[0])]);
+    let (repo, charter) = board(&c, 1);
+    let run = |extra: &[&str]| {
+        let mut cmd = c.cmd();
+        cmd.args(["loop", "run", "--charter", charter.to_str().unwrap()])
+            .args(["--repo", repo.to_str().unwrap(), "--fleet", "lab"])
+            .args(extra)
+            .env("PATH", &path);
+        cmd.output().unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("the board differs from HEAD (backlog/tasks/task-1 - T.md)")
+            && err.contains("commit it first"),
+        "{err}"
+    );
+    assert!(
+        !c.state.join("loop1").exists(),
+        "nothing started: no run dir"
+    );
+    // Committed, it starts (and, with no host, runs the step itself: the
+    // agents are real but have no model, so the run is only begun here).
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "board"]);
+    let out = run(&["--max-iterations", "1", "--turn-timeout-s", "1"]);
+    assert!(
+        !stderr(&out).contains("the board differs"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(c.state.join("loop1").exists(), "{}", stderr(&out));
 }

@@ -34,8 +34,23 @@ pub struct Turn {
     /// When set, the turn is chosen for any prompt containing this text.
     #[serde(default, rename = "match")]
     pub matches: Option<String>,
+    /// When set (`NAME=VALUE`), the turn is chosen only in a sim whose
+    /// environment has it: what differs between hosts or accounts (one
+    /// whose login is at its usage limit), which no prompt says.
+    #[serde(default)]
+    pub env: Option<String>,
     /// The steps, in order. A turn whose steps run out finishes.
     pub steps: Vec<Step>,
+}
+
+impl Turn {
+    /// Whether the turn's `env` condition holds in the environment `get`.
+    pub fn applies(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+        match self.env.as_deref().map(|c| c.split_once('=').unwrap_or((c, ""))) {
+            None => true,
+            Some((k, v)) => get(k).as_deref() == Some(v),
+        }
+    }
 }
 
 /// One step of a turn.
@@ -110,6 +125,7 @@ impl Default for Script {
             osc_blocked_lead_ms: 0,
             turns: vec![Turn {
                 matches: None,
+                env: None,
                 steps: vec![Step::Work(500), Step::Finish],
             }],
             effort: None,
@@ -191,14 +207,21 @@ impl Script {
     /// text the prompt contains, else the `n`th turn without `match` (the last
     /// such turn repeats), else the default (work 500 ms, finish).
     pub fn turn_for(&self, n: usize, prompt: &str) -> Turn {
+        let here = |t: &&Turn| t.applies(|k| std::env::var(k).ok());
         if let Some(t) = self
             .turns
             .iter()
+            .filter(here)
             .find(|t| t.matches.as_deref().is_some_and(|m| prompt.contains(m)))
         {
             return t.clone();
         }
-        let plain: Vec<&Turn> = self.turns.iter().filter(|t| t.matches.is_none()).collect();
+        let plain: Vec<&Turn> = self
+            .turns
+            .iter()
+            .filter(here)
+            .filter(|t| t.matches.is_none())
+            .collect();
         match plain.get(n).or(plain.last()) {
             Some(t) => (*t).clone(),
             None => Script::default().turns.remove(0),
@@ -295,6 +318,22 @@ steps = [ { work = 3 } ]
             empty.turn_for(0, "x").steps,
             vec![Step::Work(500), Step::Finish]
         );
+    }
+
+    #[test]
+    fn a_turn_with_an_env_condition_applies_only_where_it_holds() {
+        let s = Script::parse(
+            "[[turn]]\nenv = \"ACCOUNT=limited\"\nsteps = [ { work = 1 } ]\n[[turn]]\nsteps = [ { work = 2 } ]\n",
+            "t",
+        )
+        .unwrap();
+        let t = &s.turns[0];
+        assert!(t.applies(|k| (k == "ACCOUNT").then(|| "limited".into())));
+        assert!(!t.applies(|k| (k == "ACCOUNT").then(|| "fresh".into())));
+        assert!(!t.applies(|_| None));
+        assert!(s.turns[1].applies(|_| None), "no condition: always");
+        // This test's process has no ACCOUNT: the plain turn is chosen.
+        assert_eq!(s.turn_for(0, "x").steps, vec![Step::Work(2)]);
     }
 
     #[test]

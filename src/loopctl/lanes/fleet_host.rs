@@ -37,6 +37,14 @@ const PULL_EXPIRES: Duration = Duration::from_secs(2);
 const AVOID_TRIES: i64 = 3;
 /// How long one wait for a lane's outcome lasts (it is asked again).
 const POLL: Duration = Duration::from_secs(1);
+/// How often a paused agent's puller looks again.
+const PAUSE_CHECK: Duration = Duration::from_secs(5);
+/// The first pause of an agent at its limit with no reset time on screen.
+const LIMIT_BACKOFF_FIRST: Duration = Duration::from_secs(15 * 60);
+/// The longest such pause (it doubles each time).
+const LIMIT_BACKOFF_MAX: Duration = Duration::from_secs(60 * 60);
+/// The longest pause until a reset time on screen.
+const LIMIT_PAUSE_MAX: Duration = Duration::from_secs(12 * 3600);
 /// A lane's turn timeout when its item names none (an older coordinator):
 /// the loop's default.
 const TURN_TIMEOUT_S: u64 = 30 * 60;
@@ -150,11 +158,15 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
             say: Arc::clone(&say),
             running,
             repo: std::sync::Mutex::new(()),
+            paused: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         };
         let ctx = Arc::new(ctx);
         let pullers: Vec<_> = consumers
             .into_iter()
-            .map(|c| tokio::spawn(pull(c, Arc::clone(&slots), Arc::clone(&ctx), progress)))
+            .zip(opts.agents.clone())
+            .map(|(c, agent)| {
+                tokio::spawn(pull(c, agent, Arc::clone(&slots), Arc::clone(&ctx), progress))
+            })
             .collect();
         for p in pullers {
             let _ = p.await;
@@ -167,11 +179,18 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
 /// thread of its own.
 async fn pull(
     consumer: async_nats::jetstream::consumer::PullConsumer,
+    agent: String,
     slots: Arc<tokio::sync::Semaphore>,
     ctx: Arc<ItemCtx>,
     progress: Duration,
 ) {
     loop {
+        // This host's login of the agent is at its usage limit: its steps
+        // are left to the other hosts until the limit resets.
+        if let Some(left) = ctx.paused_for(&agent) {
+            tokio::time::sleep(left.min(PAUSE_CHECK)).await;
+            continue;
+        }
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             return;
         };
@@ -234,12 +253,68 @@ struct ItemCtx {
     /// Held while the host's repository changes (a fetch, a worktree added
     /// or removed): one item's thread at a time.
     repo: std::sync::Mutex<()>,
+    /// The agents whose login here is at its usage limit, by agent.
+    paused: std::sync::Mutex<std::collections::BTreeMap<String, Pause>>,
+}
+
+/// An agent this host takes no steps of for now.
+#[derive(Debug, Clone, Copy)]
+struct Pause {
+    until: std::time::Instant,
+    /// The pause without a reset time on screen; doubled each time.
+    backoff: Duration,
+}
+
+/// How the wait for a lane's job ended.
+enum Ended {
+    Outcome(Outcome),
+    /// At this host's usage limit (`resets_at` when the screen gave one).
+    Limited(Option<String>),
+}
+
+/// How a lane of this host ended.
+enum LaneEnd {
+    /// Its result, for the coordinator.
+    Finished(Finished),
+    /// Its agent hit this host's usage limit (`resets_at`, RFC 3339, when
+    /// the screen gave one): the step goes to another host.
+    Limited(Option<String>),
 }
 
 /// Attempts at work on this host.
 type Running = Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>;
 
 impl ItemCtx {
+    /// How long `agent`'s steps are still left to other hosts (None: not).
+    fn paused_for(&self, agent: &str) -> Option<Duration> {
+        let p = self.paused.lock().unwrap_or_else(|p| p.into_inner());
+        let left = p.get(agent)?.until.checked_duration_since(std::time::Instant::now())?;
+        (!left.is_zero()).then_some(left)
+    }
+
+    /// Leave `agent`'s steps to other hosts until its limit resets here: a
+    /// minute past `resets_at`, or, with no time on screen, a backoff from
+    /// [`LIMIT_BACKOFF_FIRST`] doubling to [`LIMIT_BACKOFF_MAX`].
+    fn pause(&self, agent: &str, resets_at: Option<&str>) -> Duration {
+        let mut p = self.paused.lock().unwrap_or_else(|p| p.into_inner());
+        let backoff = p
+            .get(agent)
+            .map_or(LIMIT_BACKOFF_FIRST, |x| (x.backoff * 2).min(LIMIT_BACKOFF_MAX));
+        let until_reset = resets_at
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .and_then(|t| (t.with_timezone(&chrono::Utc) - chrono::Utc::now()).to_std().ok())
+            .map(|d| (d + Duration::from_secs(60)).min(LIMIT_PAUSE_MAX));
+        let wait = until_reset.unwrap_or(backoff);
+        p.insert(
+            agent.to_string(),
+            Pause {
+                until: std::time::Instant::now() + wait,
+                backoff,
+            },
+        );
+        wait
+    }
+
     /// Ask the coordinator, retried while the server or the coordinator is
     /// away (the requests are idempotent: asking again gets the same answer).
     fn ask(&self, run: &str, req: &HostRequest) -> Result<CoordReply, FleetError> {
@@ -284,6 +359,17 @@ impl ItemCtx {
                 job: item.job,
                 attempt: None,
                 reply: "left to another host (this one implemented it)".into(),
+            };
+        }
+        // Taken by a pull made before this host's limit was seen.
+        if self.paused_for(&item.agent).is_some() {
+            let _ = self
+                .h
+                .block_on(msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))));
+            return Worked {
+                job: item.job,
+                attempt: None,
+                reply: format!("left to another host ({} is at its usage limit here)", item.agent),
             };
         }
         let started = self.ask(
@@ -346,12 +432,31 @@ impl ItemCtx {
             "{}: started attempt {attempt} (delivery {delivered})",
             item.job
         ));
-        let finished = self
-            .lane(&item, &attempt)
-            .unwrap_or_else(|e| Finished::Failed {
+        let finished = match self.lane(&item, &attempt) {
+            Ok(LaneEnd::Finished(f)) => f,
+            Ok(LaneEnd::Limited(resets_at)) => {
+                // Not a result: the step goes back on the queue at once for
+                // another host (its `start` supersedes this attempt).
+                let wait = self.pause(&item.agent, resets_at.as_deref());
+                let _ = self.h.block_on(msg.ack_with(AckKind::Nak(None)));
+                if let Ok(mut r) = self.running.lock() {
+                    r.remove(&attempt);
+                }
+                return Worked {
+                    job: item.job,
+                    attempt: Some(attempt),
+                    reply: format!(
+                        "{} is at its usage limit on this host: handed back for another host; its steps wait here {} s",
+                        item.agent,
+                        wait.as_secs()
+                    ),
+                };
+            }
+            Err(e) => Finished::Failed {
                 status: "failed".into(),
                 reason: e.to_string(),
-            });
+            },
+        };
         let reply = self.ask(
             &item.run,
             &HostRequest::Finish {
@@ -379,7 +484,7 @@ impl ItemCtx {
     }
 
     /// The lane of one attempt, from the bundle to the result.
-    fn lane(&self, item: &WorkItem, attempt: &str) -> Result<Finished, LoopError> {
+    fn lane(&self, item: &WorkItem, attempt: &str) -> Result<LaneEnd, LoopError> {
         let agent: Agent = match item.agent.as_str() {
             "claude" => Agent::Claude,
             "codex" => Agent::Codex,
@@ -393,14 +498,14 @@ impl ItemCtx {
         if item.sim_script.is_none() {
             let path = std::env::var("PATH").unwrap_or_default();
             if crate::pane::find_executable(agent.as_str(), &path, None).is_none() {
-                return Ok(Finished::Failed {
+                return Ok(LaneEnd::Finished(Finished::Failed {
                     status: "refused".into(),
                     reason: format!(
                         "{} is not on host {}'s PATH",
                         agent.as_str(),
                         self.opts.cfg.host
                     ),
-                });
+                }));
             }
         }
         let short: String = attempt
@@ -521,7 +626,7 @@ impl ItemCtx {
         id: &str,
         dir: &Path,
         lane_dir: &Path,
-    ) -> Result<Finished, LoopError> {
+    ) -> Result<LaneEnd, LoopError> {
         let candidate = self.object(&item.candidate)?;
         let before = self.object(&item.before_rebase)?;
         // A review reads the candidate, a later round goes on from its work
@@ -580,7 +685,7 @@ impl ItemCtx {
         let handle = lanes.up(&spec)?;
         let job = format!("{}-{}", item.job, id.rsplit('-').next().unwrap_or("a"));
         let report = lane_dir.join("report.json");
-        let run = || -> Result<Finished, LoopError> {
+        let run = || -> Result<LaneEnd, LoopError> {
             lanes.dispatch(
                 &handle,
                 &JobSpec {
@@ -592,8 +697,14 @@ impl ItemCtx {
                     brief: Default::default(),
                 },
             )?;
-            let outcome = self.outcome(&mut lanes, &handle, item, &job, &report)?;
-            Ok(match outcome {
+            let outcome = match self.outcome(&mut lanes, &handle, item, &job, &report)? {
+                Ended::Outcome(o) => o,
+                Ended::Limited(resets_at) => {
+                    self.cancel(&job, "its agent is at its usage limit on this host");
+                    return Ok(LaneEnd::Limited(resets_at));
+                }
+            };
+            Ok(LaneEnd::Finished(match outcome {
                 Outcome::Completed if role == Role::Reviewer => {
                     let reg = crate::registry::load_required(&self.opts.state_dir)?;
                     let verdict = reg
@@ -627,7 +738,7 @@ impl ItemCtx {
                 }
                 Outcome::Failed { status, reason } => Finished::Failed { status, reason },
                 Outcome::Escalated { decision, reason } => Finished::Escalated { decision, reason },
-            })
+            }))
         };
         let result = run();
         let _ = lanes.down(&handle);
@@ -645,7 +756,7 @@ impl ItemCtx {
         item: &WorkItem,
         job: &str,
         report: &Path,
-    ) -> Result<Outcome, LoopError> {
+    ) -> Result<Ended, LoopError> {
         let turn = Duration::from_secs(item.turn_timeout_s.unwrap_or(TURN_TIMEOUT_S).max(1));
         let grace = Duration::from_secs(item.report_grace_s.unwrap_or(REPORT_GRACE_S).max(1));
         let started = std::time::Instant::now();
@@ -656,14 +767,23 @@ impl ItemCtx {
                 .into_iter()
                 .next()
             {
-                return Ok(o);
+                // The policy escalates a lane at a usage limit: on a fleet
+                // that is this host's login, not the task's; another host's
+                // may have room.
+                if matches!(o, Outcome::Escalated { .. })
+                    && let Some(obs) = lanes.observe(lane)?
+                    && obs.kind.as_deref() == Some("usage_limit")
+                {
+                    return Ok(Ended::Limited(obs.resets_at));
+                }
+                return Ok(Ended::Outcome(o));
             }
             if started.elapsed() >= turn {
                 self.cancel(job, "the turn timed out on this host");
-                return Ok(Outcome::Failed {
+                return Ok(Ended::Outcome(Outcome::Failed {
                     status: "timed-out".into(),
                     reason: format!("no outcome within {} s", turn.as_secs()),
-                });
+                }));
             }
             if lane.role != Role::Implementer {
                 continue;
@@ -725,13 +845,13 @@ impl ItemCtx {
                 }
                 nudge::Step::Park => {
                     self.cancel(job, "no report after a reminder");
-                    return Ok(Outcome::Failed {
+                    return Ok(Ended::Outcome(Outcome::Failed {
                         status: "no-report".into(),
                         reason: format!(
                             "no report from lane {} after a reminder; its agent must run `{cmd} report done`",
                             lane.id
                         ),
-                    });
+                    }));
                 }
             }
         }

@@ -1023,3 +1023,76 @@ fn real_agents_on_the_fleet_need_the_board_committed_at_the_base() {
     );
     assert!(c.state.join("loop1").exists(), "{}", stderr(&out));
 }
+
+/// A host whose login is at an agent's usage limit hands the step back at
+/// once for another host (each host has its own login), and takes no more
+/// of that agent's steps; the task lands once, from the other host.
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_host_at_its_usage_limit_hands_the_step_to_another_and_takes_no_more_of_it() {
+    let nats = Nats::start(&users());
+    let (c, h1, h2) = trio(&nats);
+    // h1's lanes are at their limit: its sim turns see ACCOUNT=limited.
+    let w1 = Worker::spawn(
+        &h1,
+        &[
+            "--agent",
+            "claude",
+            "--agent",
+            "codex",
+            "--env",
+            "ACCOUNT=limited",
+        ],
+        None,
+    );
+    let (repo, charter) = board(&c, 2);
+    let (imp, rev) = scripts(&c, 300);
+    let normal = std::fs::read_to_string(&imp).unwrap();
+    std::fs::write(
+        &imp,
+        format!(
+            "[[turn]]\nenv = \"ACCOUNT=limited\"\nsteps = [{{ work = 200 }}, {{ limit = {{ ms = 600000 }} }}]\n{normal}"
+        ),
+    )
+    .unwrap();
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    wait_started(&c, "h1", &w1);
+    // h1 hands the step back; h2, started now, takes it and the rest.
+    assert!(
+        wait_until(Duration::from_secs(60), || w1.said().contains(
+            "at its usage limit on this host: handed back for another host"
+        )),
+        "h1 never saw its limit: {}",
+        w1.said()
+    );
+    let w2 = Worker::start(&h2);
+    let (ok, err) = finish(run);
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    assert_landed_once(&repo, 2, &err);
+    let rec = record(&c);
+    // Every implementer result came from h2; h1's attempt was superseded
+    // by h2's start of the same step, delivered again.
+    for e in rec.iter().filter(|e| e["event"] == "finish") {
+        if e["reply"]["reply"] == "accepted" {
+            assert_eq!(e["host"], "h2", "{rec:#?}");
+        }
+    }
+    let first = starts_by(&c, "h1");
+    assert!(!first.is_empty(), "{rec:#?}");
+    for s in &first {
+        assert!(
+            rec.iter().any(|e| e["event"] == "start"
+                && e["job"] == s["job"]
+                && e["host"] == "h2"
+                && e["delivered"].as_i64() > s["delivered"].as_i64()
+                && e["reply"]["reply"] == "started"),
+            "{} went to h2: {rec:#?}",
+            s["job"]
+        );
+    }
+    assert!(
+        w1.said().contains("its steps wait here"),
+        "h1 paused the agent: {}",
+        w1.said()
+    );
+}

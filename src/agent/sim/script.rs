@@ -46,7 +46,11 @@ pub struct Turn {
 impl Turn {
     /// Whether the turn's `env` condition holds in the environment `get`.
     pub fn applies(&self, get: impl Fn(&str) -> Option<String>) -> bool {
-        match self.env.as_deref().map(|c| c.split_once('=').unwrap_or((c, ""))) {
+        match self
+            .env
+            .as_deref()
+            .map(|c| c.split_once('=').unwrap_or((c, "")))
+        {
             None => true,
             Some((k, v)) => get(k).as_deref() == Some(v),
         }

@@ -288,7 +288,10 @@ impl ItemCtx {
     /// How long `agent`'s steps are still left to other hosts (None: not).
     fn paused_for(&self, agent: &str) -> Option<Duration> {
         let p = self.paused.lock().unwrap_or_else(|p| p.into_inner());
-        let left = p.get(agent)?.until.checked_duration_since(std::time::Instant::now())?;
+        let left = p
+            .get(agent)?
+            .until
+            .checked_duration_since(std::time::Instant::now())?;
         (!left.is_zero()).then_some(left)
     }
 
@@ -297,12 +300,16 @@ impl ItemCtx {
     /// [`LIMIT_BACKOFF_FIRST`] doubling to [`LIMIT_BACKOFF_MAX`].
     fn pause(&self, agent: &str, resets_at: Option<&str>) -> Duration {
         let mut p = self.paused.lock().unwrap_or_else(|p| p.into_inner());
-        let backoff = p
-            .get(agent)
-            .map_or(LIMIT_BACKOFF_FIRST, |x| (x.backoff * 2).min(LIMIT_BACKOFF_MAX));
+        let backoff = p.get(agent).map_or(LIMIT_BACKOFF_FIRST, |x| {
+            (x.backoff * 2).min(LIMIT_BACKOFF_MAX)
+        });
         let until_reset = resets_at
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .and_then(|t| (t.with_timezone(&chrono::Utc) - chrono::Utc::now()).to_std().ok())
+            .and_then(|t| {
+                (t.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                    .to_std()
+                    .ok()
+            })
             .map(|d| (d + Duration::from_secs(60)).min(LIMIT_PAUSE_MAX));
         let wait = until_reset.unwrap_or(backoff);
         p.insert(
@@ -369,7 +376,10 @@ impl ItemCtx {
             return Worked {
                 job: item.job,
                 attempt: None,
-                reply: format!("left to another host ({} is at its usage limit here)", item.agent),
+                reply: format!(
+                    "left to another host ({} is at its usage limit here)",
+                    item.agent
+                ),
             };
         }
         let started = self.ask(

@@ -870,6 +870,9 @@ fn no_env_value_prompt_transcript_or_password_goes_on_the_bus() {
     let (c, h1, h2) = trio(&nats);
     let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
     let (repo, charter) = board(&c, 2);
+    // The board committed at the base: the hosts build the briefs from it.
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "board"]);
     let (imp, rev) = scripts(&c, 300);
     let secret = "s3cr3t-value-Qw7Zp";
     // The run's lanes get an env value (`--env`, its value only in memory).
@@ -884,6 +887,15 @@ fn no_env_value_prompt_transcript_or_password_goes_on_the_bus() {
         w2.said()
     );
     assert_landed_once(&repo, 2, &stderr(&out));
+    // Each lane's brief was built on its host, from the board.
+    let said = format!("{}{}", w1.said(), w2.said());
+    assert_eq!(
+        said.matches("its brief built here from the board at the base")
+            .count(),
+        4,
+        "two implementers and two reviewers: {said}"
+    );
+    assert!(!said.contains("a short prompt"), "{said}");
     let seen = spy.finish();
     // The spy reads payloads: it saw the steps, naming their tasks.
     assert!(

@@ -671,7 +671,7 @@ impl ItemCtx {
             opts.scripts = Some(Box::new(move |_: &LaneSpec| script.clone()));
         }
         let mut lanes = RealLanes::new(&self.opts.state_dir, connect()?, connect()?, opts);
-        let prompt = prompt(
+        let (prompt, from_board) = prompt(
             item,
             role,
             id,
@@ -681,6 +681,17 @@ impl ItemCtx {
             before.as_deref(),
             &lanes.report_command(),
         )?;
+        (self.say)(&format!(
+            "{}: lane {id} ({}, {}): {}",
+            item.job,
+            item.agent,
+            role.as_str(),
+            if from_board {
+                "its brief built here from the board at the base"
+            } else {
+                "its task is not on the board at the base: a short prompt naming it"
+            }
+        ));
         let spec = LaneSpec {
             id: id.to_string(),
             role,
@@ -915,7 +926,7 @@ fn prompt(
     candidate: Option<&[u8]>,
     before: Option<&[u8]>,
     report_cmd: &str,
-) -> Result<String, LoopError> {
+) -> Result<(String, bool), LoopError> {
     let task = item
         .board
         .as_deref()
@@ -933,7 +944,7 @@ fn prompt(
                 ),
             ));
         }
-        return Ok(match role {
+        let short = match role {
             Role::Implementer => format!(
                 "Implement task {} of this repository's board.\n[loop] task={} round={} role=implementer",
                 item.task, item.task, item.round
@@ -942,7 +953,8 @@ fn prompt(
                 "Review the change in this repository for task {} of its board; end with `VERDICT: pass` or `VERDICT: fail: <reason>`.\n[loop] task={} role=reviewer",
                 item.task, item.task
             ),
-        });
+        };
+        return Ok((short, false));
     };
     let tier = brief::tier_named(item.tier.as_deref());
     let (text, tail) = match role {
@@ -1004,7 +1016,7 @@ fn prompt(
         }
     };
     crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
-    Ok(format!("{text}{tail}"))
+    Ok((format!("{text}{tail}"), true))
 }
 
 fn describe(r: &CoordReply) -> String {

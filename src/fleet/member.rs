@@ -67,7 +67,7 @@ async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Bea
             .unwrap_or_default(),
     };
     super::events::stream(&js, &names).await?;
-    membership::put(&kv, &presence).await?;
+    membership::put_first(&kv, &presence).await?;
     Ok(Beat {
         link: Link { kv, client, js },
         every: membership::heartbeat_for(cfg.heartbeat_ms, ttl),

@@ -152,6 +152,44 @@ pub async fn put(kv: &jetstream::kv::Store, p: &Presence) -> Result<(), FleetErr
     Ok(())
 }
 
+/// How long a host's first presence is retried while its bucket's stream
+/// is not ready: on a cluster, a bucket another host just made with
+/// replicas takes a moment to elect its leader ("no stream found").
+pub const FIRST_PUT_WAIT: Duration = Duration::from_secs(15);
+
+/// Write this host's first presence, retried within [`FIRST_PUT_WAIT`]
+/// while the bucket's stream is not ready; any other error at once.
+pub async fn put_first(kv: &jetstream::kv::Store, p: &Presence) -> Result<(), FleetError> {
+    let deadline = tokio::time::Instant::now() + FIRST_PUT_WAIT;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let body = serde_json::to_vec(p).map_err(|e| FleetError::bus("encode presence", e))?;
+        match kv.put(&p.host, body.into()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if not_ready(&e) && tokio::time::Instant::now() + delay < deadline => {
+                tracing::debug!(error = %e, "presence bucket not ready; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(1));
+            }
+            Err(e) => return Err(FleetError::bus("write presence", e)),
+        }
+    }
+}
+
+/// Whether a put failed because the bucket's stream is not (yet) there to
+/// store it: no stream for the subject, or no ack in time.
+fn not_ready(e: &jetstream::kv::PutError) -> bool {
+    use async_nats::jetstream::context::{PublishError, PublishErrorKind};
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<PublishError>())
+        .is_some_and(|p| {
+            matches!(
+                p.kind(),
+                PublishErrorKind::StreamNotFound | PublishErrorKind::TimedOut
+            )
+        })
+}
+
 /// Remove a host's presence (it left): a delete marker, which in a bucket
 /// of history 1 replaces the key's record (a purge would need a rollup).
 pub async fn remove(kv: &jetstream::kv::Store, host: &str) -> Result<(), FleetError> {

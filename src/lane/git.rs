@@ -221,9 +221,24 @@ pub struct WorktreeEntry {
     pub branch: Option<String>,
 }
 
-/// The repository's worktrees.
+/// How many times `git worktree list` is asked before its failure counts.
+const LIST_TRIES: u32 = 4;
+
+/// The repository's worktrees. A listing that races a `git worktree add`
+/// of another process (its admin dir made, its `commondir` not yet
+/// written: "failed to read .git/worktrees/…") is asked again.
 pub fn worktrees(repo: &Path) -> Result<Vec<WorktreeEntry>, LaneError> {
-    let out = ok(repo, &["worktree", "list", "--porcelain"])?;
+    let mut tries = 0;
+    let out = loop {
+        tries += 1;
+        match ok(repo, &["worktree", "list", "--porcelain"]) {
+            Ok(out) => break out,
+            Err(e) if tries < LIST_TRIES && e.to_string().contains("worktrees/") => {
+                std::thread::sleep(std::time::Duration::from_millis(50 << tries));
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let mut list = Vec::new();
     let mut cur: Option<WorktreeEntry> = None;
     for line in out.lines() {

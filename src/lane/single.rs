@@ -184,8 +184,13 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
             .cloned(),
     );
     let now = crate::paths::now_rfc3339();
-    // A worktree that already exists is used as it is (the lane never made it).
-    let _ = git::worktree_prune(&l.repo);
+    // A worktree that already exists is used as it is (the lane never made
+    // it), and nothing is pruned then: a prune beside another process's
+    // `git worktree add` in the same repository (a fleet host's lanes) can
+    // take the half-made worktree's admin dir from under it.
+    if !l.worktree.exists() {
+        let _ = git::worktree_prune(&l.repo);
+    }
     LaneRecord {
         lane_id: l.lane_id.clone(),
         session_id: l.session_id.clone(),

@@ -91,6 +91,11 @@ impl Watch {
         Ok(Follower {
             names: self.names.clone(),
             msgs: events::follow(&self.js, &self.names, start).await?,
+            last: match start {
+                Start::After(n) => Some(n),
+                Start::New | Start::SinceMs(_) => None,
+            },
+            held: None,
         })
     }
 
@@ -104,21 +109,61 @@ impl Watch {
 pub struct Follower {
     names: Names,
     msgs: jetstream::consumer::pull::Ordered,
+    /// The stream sequence of the last message seen (or the one `--since`
+    /// named): a later one that skips some means the stream no longer held
+    /// them (its age or size limit took them first).
+    last: Option<u64>,
+    /// An event read after a gap, given after its `missed` record.
+    held: Option<FleetEvent>,
 }
 
 impl Follower {
     /// The next event of this fleet; `None` once the stream ended. A message
-    /// that is not one of this fleet's events is skipped.
+    /// that is not one of this fleet's events is skipped. Events the stream
+    /// dropped before this follower read them come as one `missed` record
+    /// ([`missed`]), as the local feed tells a subscriber that fell behind.
     pub async fn next(&mut self) -> Option<Result<FleetEvent, FleetError>> {
         use futures_util::StreamExt;
+        if let Some(ev) = self.held.take() {
+            return Some(Ok(ev));
+        }
         loop {
             let m = match self.msgs.next().await? {
                 Ok(m) => m,
                 Err(e) => return Some(Err(FleetError::bus("follow the event stream", e))),
             };
-            if let Some(ev) = events::decode(&self.names, &m) {
+            let seq = m.info().ok().map(|i| i.stream_sequence);
+            let gap = match (self.last, seq) {
+                (Some(last), Some(seq)) if seq > last + 1 => Some((last + 1, seq - last - 1)),
+                _ => None,
+            };
+            if let Some(seq) = seq {
+                self.last = Some(seq);
+            }
+            let ev = events::decode(&self.names, &m);
+            if let Some((first, n)) = gap {
+                self.held = ev;
+                return Some(Ok(missed(first, n)));
+            }
+            if let Some(ev) = ev {
                 return Some(Ok(ev));
             }
         }
+    }
+}
+
+/// The record a fleet follower gets for `n` events from the stream's
+/// `first` on that the stream no longer held: its `fleet_seq` is the last
+/// one missed, its host `-` (they may be any host's).
+pub fn missed(first: u64, n: u64) -> FleetEvent {
+    FleetEvent {
+        fleet_seq: first + n - 1,
+        host: "-".into(),
+        event: serde_json::json!({
+            "at": crate::paths::now_rfc3339(),
+            "kind": "missed",
+            "missed": n,
+            "first": first,
+        }),
     }
 }

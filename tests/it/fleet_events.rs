@@ -148,3 +148,75 @@ fn every_hosts_events_reach_a_fleet_follower_in_order_and_replay_with_since() {
     let out = run(&d1, &["events", "--follow", "--fleet", "other"], &[]);
     assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
 }
+
+/// Events the fleet's stream no longer holds (its age or size limit took
+/// them; here a purge of the oldest, as the limit would) come to a
+/// follower replaying from before them as one `missed` record, host `-`,
+/// with how many and from which fleet_seq, then the events it does hold —
+/// as the local feed tells a subscriber that fell behind.
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn events_the_stream_dropped_come_as_one_missed_record() {
+    let nats = Nats::start(&users());
+    let d = Drover::new();
+    join(&d, &nats, "h1", "h1", "pw-h1-Xq7", &[]);
+    let live = Follower::start(&d, Some("0"));
+    for i in 1..=4 {
+        d.ok(&[
+            "pane",
+            "new",
+            &format!("p{i}"),
+            "--",
+            "sh",
+            "-c",
+            "sleep 60",
+        ]);
+    }
+    assert!(live.wait_for("h1", "pane.created", "p4"));
+    assert!(
+        !live.events().iter().any(|e| e["kind"] == "missed"),
+        "nothing missed while the stream held it all"
+    );
+    let p3 = live
+        .events()
+        .iter()
+        .find(|e| e["kind"] == "pane.created" && e["pane"] == "p3")
+        .and_then(|e| e["fleet_seq"].as_u64())
+        .unwrap();
+    // The stream drops everything before p3's event.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client =
+            async_nats::ConnectOptions::with_user_and_password("h1".into(), "pw-h1-Xq7".into())
+                .connect(nats.url("nats"))
+                .await
+                .unwrap();
+        let js = async_nats::jetstream::new(client);
+        let s = js.get_stream("drover-lab-events").await.unwrap();
+        s.purge().sequence(p3).await.unwrap();
+    });
+    let replay = Follower::start(&d, Some("0"));
+    assert!(replay.wait_for("h1", "pane.created", "p4"));
+    let evs = replay.events();
+    assert_eq!(evs[0]["kind"], "missed", "{evs:?}");
+    assert_eq!(evs[0]["host"], "-", "{evs:?}");
+    assert_eq!(evs[0]["missed"].as_u64(), Some(p3 - 1), "{evs:?}");
+    assert_eq!(evs[0]["first"].as_u64(), Some(1), "{evs:?}");
+    assert_eq!(evs[0]["fleet_seq"].as_u64(), Some(p3 - 1), "{evs:?}");
+    assert_eq!(evs[1]["fleet_seq"].as_u64(), Some(p3), "{evs:?}");
+    assert!(
+        !evs.iter().any(|e| e["pane"] == "p1" || e["pane"] == "p2"),
+        "{evs:?}"
+    );
+    // A follower that starts inside what is held misses nothing.
+    let inside = Follower::start(&d, Some(&p3.to_string()));
+    assert!(inside.wait_for("h1", "pane.created", "p4"));
+    assert!(
+        !inside.events().iter().any(|e| e["kind"] == "missed"),
+        "{:?}",
+        inside.events()
+    );
+}

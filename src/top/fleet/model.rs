@@ -50,6 +50,9 @@ pub struct FleetModel {
     present: Vec<Presence>,
     /// The newest stream seq folded in.
     pub fleet_seq: u64,
+    /// Events the stream no longer held when they were to be read (its age
+    /// or size limit took them first): any host's panes may be stale.
+    pub stream_missed: u64,
 }
 
 fn ms_of(at: Option<&str>) -> Option<u64> {
@@ -67,6 +70,11 @@ impl FleetModel {
     pub fn apply(&mut self, ev: &FleetEvent) {
         self.fleet_seq = self.fleet_seq.max(ev.fleet_seq);
         let e = &ev.event;
+        if ev.host == "-" {
+            // The follower's own `missed` record: the stream dropped them.
+            self.stream_missed += e.get("missed").and_then(Value::as_u64).unwrap_or(1);
+            return;
+        }
         let feed = self.feeds.entry(ev.host.clone()).or_default();
         if let Some(seq) = e.get("seq").and_then(Value::as_u64) {
             if seq <= feed.last_seq {
@@ -203,6 +211,8 @@ pub struct FleetView {
     pub now_ms: u64,
     /// A problem reading the fleet (the footer shows it).
     pub warning: Option<String>,
+    /// Events the stream dropped before they were read.
+    pub stream_missed: u64,
 }
 
 /// What [`build`] needs besides the model.
@@ -262,6 +272,7 @@ pub fn build(m: &FleetModel, a: &BuildArgs) -> FleetView {
         hosts,
         rows,
         fleet_seq: m.fleet_seq,
+        stream_missed: m.stream_missed,
         now_ms: a.now_ms,
         warning: None,
     }
@@ -311,6 +322,18 @@ mod tests {
 
     fn at(s: u64) -> String {
         format!("2030-01-01T00:00:{s:02}.000Z")
+    }
+
+    #[test]
+    fn a_missed_record_of_the_stream_is_counted_for_the_fleet_not_a_host() {
+        let mut m = FleetModel::default();
+        m.set_present(vec![presence("h1")]);
+        m.apply(&crate::fleet::follow::missed(1, 5));
+        assert_eq!(m.stream_missed, 5);
+        let v = view(&m, &[]);
+        assert_eq!(v.stream_missed, 5);
+        assert_eq!(v.hosts.len(), 1, "no host `-`");
+        assert_eq!(v.hosts[0].missed, 0);
     }
 
     #[test]

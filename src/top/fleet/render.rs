@@ -28,8 +28,16 @@ fn header(view: &FleetView, ui: &FleetUi) -> String {
     } else {
         format!("  filter /{}", ui.filter)
     };
+    let dropped = if view.stream_missed > 0 {
+        format!(
+            "  the stream dropped {} events before they were read: panes may be stale",
+            view.stream_missed
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "drover top --fleet {}  {} hosts  {} panes  {need} need you  as of {}{filter}",
+        "drover top --fleet {}  {} hosts  {} panes  {need} need you  as of {}{filter}{dropped}",
         view.fleet,
         view.hosts.len(),
         view.rows.len(),

@@ -135,10 +135,21 @@ pub async fn bucket(
         .config
         .clone();
     if config.allow_rollup {
-        tracing::warn!(
-            bucket = %name,
-            "the presence bucket allows rollups (an older drover made it): any host could erase every host's key; delete the bucket and let the fleet's creator host make it again"
-        );
+        // Made by an older drover: turned off in place where this host may
+        // (the fleet's creator), else said.
+        let mut fixed = config.clone();
+        fixed.allow_rollup = false;
+        match js.update_stream(&fixed).await {
+            Ok(_) => tracing::info!(
+                bucket = %name,
+                "the presence bucket allowed rollups (an older drover made it); it refuses them now"
+            ),
+            Err(e) => tracing::warn!(
+                bucket = %name,
+                error = %e,
+                "the presence bucket allows rollups (an older drover made it): any host could erase every host's key; join the fleet's creator host once (it turns them off), or delete the bucket and let the creator make it again"
+            ),
+        }
     }
     Ok((store, config.max_age))
 }

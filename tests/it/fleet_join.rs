@@ -401,3 +401,45 @@ fn a_password_never_reaches_argv_logs_errors_or_panes() {
         assert!(!seen.contains(pw), "{pw} leaked: {seen}");
     }
 }
+
+/// A presence bucket an older drover made (a client-made KV bucket, which
+/// allows `Nats-Rollup`) is turned to refuse rollups in place when a host
+/// that may (here any user) joins: no host can then erase every host's key.
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_presence_bucket_that_allows_rollups_is_turned_to_refuse_them() {
+    let nats = Nats::start(&users());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let js = rt.block_on(async {
+        let client =
+            async_nats::ConnectOptions::with_user_and_password("h1".into(), "pw-h1-Xq7".into())
+                .connect(nats.url("nats"))
+                .await
+                .unwrap();
+        async_nats::jetstream::new(client)
+    });
+    let allows = |js: &async_nats::jetstream::Context| {
+        rt.block_on(async {
+            let mut s = js.get_stream("KV_drover-lab-hosts").await.unwrap();
+            s.info().await.unwrap().config.allow_rollup
+        })
+    };
+    rt.block_on(async {
+        js.create_key_value(async_nats::jetstream::kv::Config {
+            bucket: "drover-lab-hosts".into(),
+            history: 1,
+            max_age: Duration::from_secs(15),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    });
+    assert!(allows(&js), "a client-made bucket allows rollups");
+    let d = Drover::new();
+    join(&d, &nats, "h1", "h1", "pw-h1-Xq7", &[]);
+    assert!(!allows(&js), "the join turned rollups off");
+    assert_eq!(hosts(&d), vec!["h1".to_string()]);
+}

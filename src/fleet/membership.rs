@@ -135,8 +135,8 @@ pub async fn bucket(
         .config
         .clone();
     if config.allow_rollup {
-        // Made by an older drover: turned off in place where this host may
-        // (the fleet's creator), else said.
+        // Made by an older drover: turned off in place where this host's
+        // user may update streams (no per-host users), else said.
         let mut fixed = config.clone();
         fixed.allow_rollup = false;
         match js.update_stream(&fixed).await {
@@ -147,7 +147,7 @@ pub async fn bucket(
             Err(e) => tracing::warn!(
                 bucket = %name,
                 error = %e,
-                "the presence bucket allows rollups (an older drover made it): any host could erase every host's key; join the fleet's creator host once (it turns them off), or delete the bucket and let the creator make it again"
+                "the presence bucket allows rollups (an older drover made it): any host could erase every host's key; delete the stream KV_<bucket> with the server's admin user and let the fleet's creator host make it again"
             ),
         }
     }

@@ -184,17 +184,8 @@ fn events_the_stream_dropped_come_as_one_missed_record() {
         .and_then(|e| e["fleet_seq"].as_u64())
         .unwrap();
     // The stream drops everything before p3's event.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (rt, js) = crate::nats_common::js_as(&nats, "h1", "pw-h1-Xq7");
     rt.block_on(async {
-        let client =
-            async_nats::ConnectOptions::with_user_and_password("h1".into(), "pw-h1-Xq7".into())
-                .connect(nats.url("nats"))
-                .await
-                .unwrap();
-        let js = async_nats::jetstream::new(client);
         let s = js.get_stream("drover-lab-events").await.unwrap();
         s.purge().sequence(p3).await.unwrap();
     });

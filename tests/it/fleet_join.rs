@@ -409,18 +409,7 @@ fn a_password_never_reaches_argv_logs_errors_or_panes() {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_presence_bucket_that_allows_rollups_is_turned_to_refuse_them() {
     let nats = Nats::start(&users());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let js = rt.block_on(async {
-        let client =
-            async_nats::ConnectOptions::with_user_and_password("h1".into(), "pw-h1-Xq7".into())
-                .connect(nats.url("nats"))
-                .await
-                .unwrap();
-        async_nats::jetstream::new(client)
-    });
+    let (rt, js) = crate::nats_common::js_as(&nats, "h1", "pw-h1-Xq7");
     let allows = |js: &async_nats::jetstream::Context| {
         rt.block_on(async {
             let mut s = js.get_stream("KV_drover-lab-hosts").await.unwrap();

@@ -1024,10 +1024,21 @@ fn real_agents_on_the_fleet_need_the_board_committed_at_the_base() {
         "nothing started: no run dir"
     );
     // Committed, it starts (and, with no host, runs the step itself: the
-    // agents are real but have no model, so the run is only begun here).
+    // agents are real but have no model, so the run is only begun here,
+    // in a HOME of its own: the tester's agent config is never touched).
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "board"]);
-    let out = run(&["--max-iterations", "1", "--turn-timeout-s", "1"]);
+    let home = c.scratch().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let home = format!("HOME={}", home.display());
+    let out = run(&[
+        "--max-iterations",
+        "1",
+        "--turn-timeout-s",
+        "1",
+        "--env",
+        &home,
+    ]);
     assert!(
         !stderr(&out).contains("the board differs"),
         "{}",

@@ -229,6 +229,29 @@ impl Nats {
     }
 }
 
+/// A JetStream context as `user` on `nats` (for what drover itself never
+/// does: a stream's config read, a purge, a bucket made the old way), and
+/// the runtime that drives it.
+pub fn js_as(
+    nats: &Nats,
+    user: &str,
+    pw: &str,
+) -> (tokio::runtime::Runtime, async_nats::jetstream::Context) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The context is made inside the runtime (it needs one).
+    let js = rt.block_on(async {
+        let client = async_nats::ConnectOptions::with_user_and_password(user.into(), pw.into())
+            .connect(nats.url("nats"))
+            .await
+            .unwrap();
+        async_nats::jetstream::new(client)
+    });
+    (rt, js)
+}
+
 impl Drop for Nats {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -17,9 +17,8 @@ use crate::common::{Drover, git, wait_until};
 use crate::fleet_join::join_env;
 use crate::fleet_work::{Worker, at_integration, commits_touching, record, users};
 use crate::nats_common::Nats;
-use crate::real_loop_brief::{TaskSpec, pairs, task_file};
-use crate::real_loop_common::{Reaped, Supervisor, bin_dir, hermetic_home, mock};
-use drover::rehearse::Agent;
+use crate::real_loop_brief::{THREE, TaskSpec, pairs, task_file};
+use crate::real_loop_common::{Reaped, Supervisor, agents_path, hermetic_home, mock};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -30,22 +29,10 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(360);
 /// TASK-1 passes its first review; TASK-2's criteria ask for a line its Why
 /// does not, so its first review (on a host) fails naming it in backticks
 /// and the repair round (on a host too, told the stated reason) adds it.
-const TASKS: [TaskSpec; 2] = [
-    TaskSpec {
-        n: 1,
-        title: "Add one",
-        file: "TASK-1.txt",
-        line: "one",
-        more: &[],
-    },
-    TaskSpec {
-        n: 2,
-        title: "Add two",
-        file: "TASK-2.txt",
-        line: "two",
-        more: &["reviewed: yes"],
-    },
-];
+/// (THREE's first two.)
+fn tasks() -> &'static [TaskSpec] {
+    &THREE[..2]
+}
 
 /// One side of the fleet: its supervisor, its mock model and the env its
 /// lanes get (a hermetic HOME trusting `trusted`).
@@ -102,12 +89,7 @@ fn host_trusted(d: &Drover) -> Vec<PathBuf> {
 }
 
 fn one_run(claude_v: &str, codex_v: &str) {
-    let path = format!(
-        "{}:{}:{}",
-        bin_dir(Agent::Claude, claude_v).display(),
-        bin_dir(Agent::Codex, codex_v).display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = agents_path(claude_v, codex_v);
     // Not under /tmp: Codex warns about helper binaries in temporary dirs.
     let root = tempfile::Builder::new()
         .prefix("rf")
@@ -116,7 +98,7 @@ fn one_run(claude_v: &str, codex_v: &str) {
     let nats = Nats::start(&users());
     let c = side(&nats, root.path(), "c", &path, |d| {
         let mut t = vec![d.scratch().join("notes"), d.state.clone()];
-        t.extend(TASKS.iter().map(|t| {
+        t.extend(tasks().iter().map(|t| {
             d.state
                 .join("worktrees")
                 .join(format!("loop1-task-{}", t.n))
@@ -140,7 +122,7 @@ fn one_run(claude_v: &str, codex_v: &str) {
     std::fs::create_dir_all(repo.join("backlog/tasks")).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     std::fs::write(repo.join("README.md"), "notes\n").unwrap();
-    for t in &TASKS {
+    for t in tasks() {
         task_file(&repo.join("backlog/tasks"), t);
     }
     git(&repo, &["add", "-A"]);
@@ -194,7 +176,7 @@ fn one_run(claude_v: &str, codex_v: &str) {
     assert!(closeout.contains("## Parked\n- none"), "{why}");
 
     // Every task landed once, with every line its criteria ask for.
-    for t in &TASKS {
+    for t in tasks() {
         let body = at_integration(&repo, t.file).unwrap_or_else(|| panic!("{}: {why}", t.file));
         for l in std::iter::once(&t.line).chain(t.more.iter()) {
             assert!(

@@ -10,7 +10,7 @@
 //! (`scripts/agent-versions`, or `DROVER_AGENT_VERSIONS`).
 
 use crate::common;
-use crate::real_loop_common::{Reaped, Supervisor, bin_dir, hermetic_home, mock};
+use crate::real_loop_common::{Reaped, Supervisor, agents_path, hermetic_home, mock};
 
 use common::git;
 use drover::rehearse::{Agent, discover};
@@ -144,12 +144,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// One loop over three tasks with Claude `claude_v` and Codex `codex_v`.
 fn loop_lands_two_tasks_and_holds_one(claude_v: &str, codex_v: &str) {
-    let path = format!(
-        "{}:{}:{}",
-        bin_dir(Agent::Claude, claude_v).display(),
-        bin_dir(Agent::Codex, codex_v).display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = agents_path(claude_v, codex_v);
     // Not under /tmp: Codex warns about helper binaries in temporary dirs.
     let tmp = tempfile::Builder::new()
         .prefix("rl")

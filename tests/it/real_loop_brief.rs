@@ -10,7 +10,7 @@
 //! agents from `scripts/install-agents.sh`), run in CI with `--include-ignored`.
 
 use crate::common;
-use crate::real_loop_common::{Reaped, Supervisor, bin_dir, hermetic_home, mock};
+use crate::real_loop_common::{Reaped, Supervisor, agents_path, hermetic_home, mock};
 
 use common::git;
 use drover::rehearse::{Agent, discover};
@@ -79,12 +79,7 @@ pub(crate) fn run_loop(
     tasks: &[TaskSpec],
     extra: &[&str],
 ) -> Ran {
-    let path = format!(
-        "{}:{}:{}",
-        bin_dir(Agent::Claude, claude_v).display(),
-        bin_dir(Agent::Codex, codex_v).display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = agents_path(claude_v, codex_v);
     // Not under /tmp: Codex warns about helper binaries in temporary dirs.
     let tmp = tempfile::Builder::new()
         .prefix("rb")
@@ -237,7 +232,7 @@ fn reviewer(r: &Ran, lane: &str, round: u32) -> String {
         .to_string()
 }
 
-const THREE: [TaskSpec; 3] = [
+pub(crate) static THREE: [TaskSpec; 3] = [
     TaskSpec {
         n: 1,
         title: "Add one",

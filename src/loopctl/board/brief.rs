@@ -186,6 +186,25 @@ pub fn review(r: &ReviewOf<'_>, criteria: &[crate::loopctl::board::Criterion]) -
     )
 }
 
+/// The `[loop]` line that ends an implementer's prompt (pure): the task,
+/// the round and, for a round sent back, its tag (`repair`, `rebase`).
+pub fn implementer_trailer(task: &str, round: u32, tag: &str) -> String {
+    let tag = if tag.is_empty() {
+        String::new()
+    } else {
+        format!(" {tag}")
+    };
+    format!("[loop] task={task} round={round} role=implementer{tag}")
+}
+
+/// The `[loop]` line that ends a reviewer's prompt (pure).
+pub fn review_trailer(task: &str, round: u32, patch: &std::path::Path) -> String {
+    format!(
+        "[loop] task={task} round={round} role=reviewer patch={}",
+        patch.display()
+    )
+}
+
 /// What a repair round is told after the brief (pure).
 pub fn repair_addendum(evidence: &str) -> String {
     format!("Repair: {evidence}\n")

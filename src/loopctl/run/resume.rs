@@ -410,10 +410,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         // other side of its conflicts).
         let prompt = match self.task(id).and_then(|t| t.rebase.clone()) {
             Some(r) if !r.addendum.is_empty() => format!(
-                "{text}{}[loop] task={id} round={round} role=implementer {}",
-                r.addendum, r.tag
+                "{text}{}{}",
+                r.addendum,
+                brief::implementer_trailer(id, round, &r.tag)
             ),
-            _ => format!("{text}\n[loop] task={id} round={round} role=implementer"),
+            _ => format!("{text}\n{}", brief::implementer_trailer(id, round, "")),
         };
         let report = lane_dir.join(format!("report-i{round}.json"));
         let spec = JobSpec {

@@ -152,7 +152,10 @@ impl<O: LaneOps> Runner<'_, O> {
         let brief = std::fs::read_to_string(lane_dir.join("brief.md")).unwrap_or_default();
         self.dispatch_impl(
             id,
-            &format!("{brief}{addendum}[loop] task={id} round={round} role=implementer {tag}"),
+            &format!(
+                "{brief}{addendum}{}",
+                brief::implementer_trailer(id, round, tag)
+            ),
             repair.map(str::to_string),
         )
     }

@@ -76,7 +76,7 @@ impl<O: LaneOps> Runner<'_, O> {
         ));
         self.dispatch_impl(
             id,
-            &format!("{text}\n[loop] task={id} round=1 role=implementer"),
+            &format!("{text}\n{}", brief::implementer_trailer(id, 1, "")),
             None,
         )
     }
@@ -475,11 +475,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.dispatch(
             id,
             &job,
-            &format!(
-                "{text}[loop] task={id} round={} role=reviewer patch={}",
-                t.round,
-                patch.display()
-            ),
+            &format!("{text}{}", brief::review_trailer(id, t.round, &patch)),
             &report,
             BriefFacts {
                 before_rebase: before,

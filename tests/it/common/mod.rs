@@ -55,20 +55,16 @@ impl Default for Drover {
 impl Drover {
     /// A fresh state dir; the supervisor auto-starts on the first command.
     pub fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let state = tmp.path().canonicalize().unwrap().join("state");
-        std::fs::create_dir_all(&state).unwrap();
-        Drover {
-            tmp,
-            state,
-            pinned: None,
-        }
+        Self::in_tmp(tempfile::tempdir().unwrap())
     }
 
     /// A fresh state dir under `parent` (the real agents' suites keep out
     /// of /tmp: Codex warns about helper binaries in temporary dirs).
     pub fn new_in(parent: &std::path::Path) -> Self {
-        let tmp = tempfile::tempdir_in(parent).unwrap();
+        Self::in_tmp(tempfile::tempdir_in(parent).unwrap())
+    }
+
+    fn in_tmp(tmp: tempfile::TempDir) -> Self {
         let state = tmp.path().canonicalize().unwrap().join("state");
         std::fs::create_dir_all(&state).unwrap();
         Drover {

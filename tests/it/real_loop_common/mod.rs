@@ -49,6 +49,16 @@ pub fn bin_dir(agent: Agent, version: &str) -> PathBuf {
     bin.parent().unwrap().to_path_buf()
 }
 
+/// `PATH` with Claude `claude_v` and Codex `codex_v` first.
+pub fn agents_path(claude_v: &str, codex_v: &str) -> String {
+    format!(
+        "{}:{}:{}",
+        bin_dir(Agent::Claude, claude_v).display(),
+        bin_dir(Agent::Codex, codex_v).display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// `drover mock-model --port 0 ARGS…` on a free port, its stdout to `log`;
 /// returns it (ended on drop) and its port once written to `port_file`.
 pub fn mock<I, S>(args: I, port_file: &Path, log: &Path) -> (Reaped, u16)

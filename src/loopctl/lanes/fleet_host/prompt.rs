@@ -62,14 +62,13 @@ pub(super) fn prompt(
             // coordinator tells it.
             let tail = match &item.repair {
                 Some(evidence) => format!(
-                    "{}[loop] task={} round={} role=implementer repair",
+                    "{}{}",
                     brief::repair_addendum(evidence),
-                    item.task,
-                    item.round
+                    brief::implementer_trailer(&item.task, item.round, "repair")
                 ),
                 None => format!(
-                    "\n[loop] task={} round={} role=implementer",
-                    item.task, item.round
+                    "\n{}",
+                    brief::implementer_trailer(&item.task, item.round, "")
                 ),
             };
             (text, tail)
@@ -103,12 +102,7 @@ pub(super) fn prompt(
                 },
                 &task.criteria,
             );
-            let tail = format!(
-                "[loop] task={} round={} role=reviewer patch={}",
-                item.task,
-                item.round,
-                patch.display()
-            );
+            let tail = brief::review_trailer(&item.task, item.round, &patch);
             (text, tail)
         }
     };

@@ -34,6 +34,7 @@ pub mod evidence;
 pub mod exit;
 pub mod fleet;
 pub mod gate;
+pub mod git;
 pub mod lane;
 pub mod loopctl;
 pub mod pane;

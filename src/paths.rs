@@ -1,7 +1,6 @@
 //! Where drover keeps its state and its socket (docs/cli.md "State dir").
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Errors resolving the state dir or the socket path.
 #[derive(Debug, thiserror::Error)]
@@ -37,10 +36,9 @@ pub enum PathError {
 
 /// The top of the git checkout containing `dir`, if any.
 pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = crate::git::Git::new(dir)
         .args(["rev-parse", "--show-toplevel"])
+        .command()
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;

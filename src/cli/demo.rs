@@ -14,7 +14,6 @@ use drover::shadow::ShadowDecision;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
@@ -75,15 +74,8 @@ impl Demo {
 }
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=drover demo",
-            "-c",
-            "user.email=demo@drover.invalid",
-        ])
+    let out = drover::git::Git::new(dir)
+        .identity("drover demo", "demo@drover.invalid")
         .args(args)
         .output()
         .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;

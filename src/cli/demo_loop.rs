@@ -12,7 +12,6 @@ use drover::loopctl::lanes::simlanes::SimLanes;
 use drover::loopctl::ops::{LaneSpec, Role};
 use drover::loopctl::run::runner::{self, RunConfig};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const IMPLEMENTER: &str = r##"
@@ -63,10 +62,8 @@ const TASKS: [(u32, &str, &str, &str); 3] = [
 ];
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(drover::loopctl::land::git::IDENTITY)
+    let out = drover::git::Git::new(dir)
+        .drover_identity()
         .args(args)
         .output()
         .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;

@@ -205,13 +205,7 @@ fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16>
 
 /// Best effort: without git the project is a plain folder.
 fn git_init(dir: &Path) {
-    let _ = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+    let _ = drover::git::Git::new(dir).args(["init", "-q"]).succeeds();
 }
 
 fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {

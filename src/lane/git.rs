@@ -4,43 +4,27 @@
 //! other than its own `drover/*`.
 
 use super::LaneError;
+use crate::git::{Git, GitError};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn command(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.arg("-C")
-        .arg(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_COMMON_DIR")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    c
-}
-
-fn spawn_err(e: std::io::Error) -> LaneError {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        LaneError::Git("git not found on PATH: lanes need git; install it or fix PATH".into())
-    } else {
-        LaneError::Git(format!("cannot run git: {e}"))
+fn lane_err(e: GitError) -> LaneError {
+    match e {
+        GitError::NotFound => {
+            LaneError::Git("git not found on PATH: lanes need git; install it or fix PATH".into())
+        }
+        other => LaneError::Git(other.to_string()),
     }
 }
 
-/// Run git in `dir`; a failure to start it is an error, a non-zero exit is not.
+/// Run git in `dir` (through [`crate::git`]); a failure to start it is an
+/// error, a non-zero exit is not.
 pub fn run(dir: &Path, args: &[&str]) -> Result<Output, LaneError> {
-    command(dir).args(args).output().map_err(spawn_err)
+    Git::new(dir).args(args).output().map_err(lane_err)
 }
 
 fn first_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
-        .to_string()
+    crate::git::first_line(bytes)
 }
 
 /// Run git and return its trimmed stdout; a non-zero exit is an error with

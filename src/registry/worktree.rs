@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// What `git` says about a worktree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,18 +48,12 @@ impl WorktreeCheck {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<std::process::Output, String> {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    // A hook's environment must not redirect us to another repository.
+    crate::git::Git::new(dir)
         .args(args)
-        // A hook's environment must not redirect us to another repository.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
+        .read_only()
         .output()
-        .map_err(|e| format!("cannot run git: {e}"))
+        .map_err(|e| e.to_string())
 }
 
 fn first_line(bytes: &[u8]) -> String {

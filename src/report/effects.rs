@@ -5,7 +5,6 @@
 
 use super::ReportError;
 use std::path::Path;
-use std::process::Command;
 
 /// One file the work changed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -16,17 +15,14 @@ pub struct FileChange {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, ReportError> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    // Never write the index: a sandboxed agent cannot, and a report is a read.
+    let out = crate::git::Git::new(dir)
         .args(args)
-        // Never write the index: a sandboxed agent cannot, and a report is a read.
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(std::process::Stdio::null())
+        .read_only()
         .output()
         .map_err(|e| ReportError::Git {
             worktree: dir.to_path_buf(),
-            message: format!("cannot run git: {e}"),
+            message: e.to_string(),
         })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -35,7 +31,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, ReportError> {
             message: format!(
                 "git {} failed: {}",
                 args.first().copied().unwrap_or(""),
-                err.lines().next().unwrap_or("").trim()
+                crate::git::first_line(err.as_bytes())
             ),
         });
     }
@@ -88,6 +84,7 @@ pub fn changes(worktree: &Path, base: Option<&str>) -> Result<Vec<FileChange>, R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn sh(dir: &Path, args: &[&str]) -> String {
         let o = Command::new("git")

@@ -12,7 +12,6 @@
 
 use serde::Deserialize;
 use std::path::{Component, Path};
-use std::process::Command;
 
 /// A lane's report.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -157,15 +156,10 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
         if c.is_empty() || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
             return no(format!("declared commit {c:?} is not a commit id"));
         }
-        let on_branch = Command::new("git")
-            .arg("-C")
-            .arg(wt)
+        let on_branch = crate::git::Git::new(wt)
             .args(["merge-base", "--is-ancestor", c, "HEAD"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
+            .read_only()
+            .succeeds();
         if !on_branch {
             return no(format!("declared commit {c} is not on the lane branch"));
         }
@@ -183,6 +177,7 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn report(manifest: Option<Manifest>) -> Report {
         Report {

@@ -1,14 +1,16 @@
 //! Running git for the loop: every call names its directory, a failure is an
 //! error carrying git's own message, commits carry drover's identity.
 
+use crate::git::Git;
 use crate::loopctl::LoopError;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The e-mail of the loop's commits ([`IDENTITY`]).
-pub const IDENTITY_EMAIL: &str = "loop@drover.invalid";
+pub const IDENTITY_EMAIL: &str = crate::git::IDENTITY_EMAIL;
 
-/// The identity of the loop's commits on the integration branch.
+/// The identity of the loop's commits on the integration branch, as `-c`
+/// arguments (for a caller building its own command).
 pub const IDENTITY: [&str; 4] = [
     "-c",
     "user.name=drover loop",
@@ -16,15 +18,19 @@ pub const IDENTITY: [&str; 4] = [
     "user.email=loop@drover.invalid",
 ];
 
-fn command(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(dir).args(IDENTITY).args(args);
-    // The caller's repository variables must not redirect a worktree's git.
-    for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
-        c.env_remove(v);
-    }
-    c.stdin(std::process::Stdio::null());
-    c
+static SIGN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the loop's commits sign (`drover loop run --sign`); off unless
+/// asked, for the whole process.
+pub fn set_sign(on: bool) {
+    SIGN.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn command(dir: &Path, args: &[&str]) -> Git {
+    Git::new(dir)
+        .drover_identity()
+        .sign(SIGN.load(std::sync::atomic::Ordering::SeqCst))
+        .args(args)
 }
 
 /// Run git and return its output whatever the exit.
@@ -42,11 +48,11 @@ pub fn output_with_index(
 ) -> Result<Output, LoopError> {
     let mut c = command(dir, args);
     if let Some(i) = index {
-        c.env("GIT_INDEX_FILE", i);
+        c = c.index(i);
     }
     c.output().map_err(|e| LoopError::Git {
         args: args.join(" "),
-        message: format!("cannot run git: {e}"),
+        message: e.to_string(),
     })
 }
 
@@ -56,7 +62,7 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, LoopError> {
     if !out.status.success() {
         return Err(LoopError::Git {
             args: args.join(" "),
-            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            message: crate::git::first_line(&out.stderr),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -69,7 +75,7 @@ pub fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>, LoopError> {
     if !out.status.success() {
         return Err(LoopError::Git {
             args: args.join(" "),
-            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            message: crate::git::first_line(&out.stderr),
         });
     }
     Ok(out.stdout)

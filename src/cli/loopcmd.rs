@@ -176,6 +176,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = drover::fleet::work::ACK_WAIT.as_millis() as u64, requires = "fleet",
           value_parser = clap::value_parser!(u64).range(1000..))]
     pub fleet_ack_wait_ms: u64,
+    /// Sign the loop's commits with your signing setup (`user.signingKey`); checked up front with a dry sign, never prompts. Off: drover's commits never sign.
+    #[arg(long)]
+    pub sign: bool,
     /// Print one JSON document: the final status, instead of the close-out.
     #[arg(long)]
     pub json: bool,
@@ -456,6 +459,12 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let charter = charter::load(&charter_path).map_err(lerr)?;
     let board_dir = a.board.clone().unwrap_or_else(|| repo.join("backlog"));
     need_board(&board_dir, a.board.is_some())?;
+    // Signing that cannot work is said before any lane starts, not at the
+    // first landing in the night.
+    if a.sign {
+        drover::git::check_signing(&repo).map_err(|m| fail(exit::USAGE, format!("--sign: {m}")))?;
+    }
+    drover::loopctl::land::git::set_sign(a.sign);
     let client = ctx.client_or_start()?;
     let jobs_client = ctx.client()?;
     let exe = std::env::current_exe()?;
@@ -525,6 +534,12 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     };
     let run_no = resumed.as_ref().map(|r| r.run);
+    say(&format!(
+        "commits on the integration branch are by {} <{}>, {}",
+        drover::git::IDENTITY_NAME,
+        drover::git::IDENTITY_EMAIL,
+        if a.sign { "signed with your key" } else { "unsigned" }
+    ));
     let st = match &a.fleet {
         None => drive(lanes, cfg, run_no, say),
         Some(fleet) => {

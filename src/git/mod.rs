@@ -361,6 +361,19 @@ pub fn first_line(bytes: &[u8]) -> String {
         .to_string()
 }
 
+/// Every non-empty line of `bytes`, joined (at most 400 characters): a
+/// signing program's own words follow git's.
+fn all_lines(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let joined = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    joined.chars().take(400).collect()
+}
+
 /// Whether signing works here: sign a throwaway commit object (the empty
 /// tree, no parent, referenced by nothing) in `repo` with the user's own
 /// setup, never prompting. `Err` carries the sentence to show.
@@ -376,13 +389,14 @@ pub fn check_signing(repo: &Path) -> Result<(), String> {
         return Err("cannot write an empty tree to test signing".into());
     }
     let g = Git::new(repo)
+        .drover_identity()
         .sign(true)
         .args(["commit-tree", "-S", "-m", "drover: a dry sign", &tree]);
     match g.output() {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(format!(
             "signing does not work here (a dry sign failed: {}); fix the signing key, program or agent, or run without --sign",
-            first_line(&o.stderr)
+            all_lines(&o.stderr)
         )),
         Err(e) => Err(e.to_string()),
     }

@@ -64,6 +64,7 @@ mod loop_rebase;
 mod loop_resume;
 mod loop_run;
 mod loop_sim_default;
+mod field_git;
 mod loop_stop;
 mod loop_unattended;
 mod nats_common;

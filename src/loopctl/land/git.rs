@@ -26,6 +26,11 @@ pub fn set_sign(on: bool) {
     SIGN.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// Whether the loop's commits sign.
+pub fn signing() -> bool {
+    SIGN.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 fn command(dir: &Path, args: &[&str]) -> Git {
     Git::new(dir)
         .drover_identity()

@@ -202,6 +202,13 @@ impl<O: LaneOps> Runner<'_, O> {
             self.status.integration_branch
         ));
         c.notes.push(format!(
+            "drover's commits on {} are by {} <{}>, {} (your own git identity is not used)",
+            self.status.integration_branch,
+            crate::git::IDENTITY_NAME,
+            crate::git::IDENTITY_EMAIL,
+            if crate::loopctl::land::git::signing() { "signed" } else { "unsigned" }
+        ));
+        c.notes.push(format!(
             "{} landing(s); gate evidence under {}",
             self.status.landings,
             self.run.file("gate-evidence").display()

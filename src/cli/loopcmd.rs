@@ -538,7 +538,11 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         "commits on the integration branch are by {} <{}>, {}",
         drover::git::IDENTITY_NAME,
         drover::git::IDENTITY_EMAIL,
-        if a.sign { "signed with your key" } else { "unsigned" }
+        if a.sign {
+            "signed with your key"
+        } else {
+            "unsigned"
+        }
     ));
     let st = match &a.fleet {
         None => drive(lanes, cfg, run_no, say),

@@ -388,10 +388,13 @@ pub fn check_signing(repo: &Path) -> Result<(), String> {
     if tree.is_empty() {
         return Err("cannot write an empty tree to test signing".into());
     }
-    let g = Git::new(repo)
-        .drover_identity()
-        .sign(true)
-        .args(["commit-tree", "-S", "-m", "drover: a dry sign", &tree]);
+    let g = Git::new(repo).drover_identity().sign(true).args([
+        "commit-tree",
+        "-S",
+        "-m",
+        "drover: a dry sign",
+        &tree,
+    ]);
     match g.output() {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(format!(

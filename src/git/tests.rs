@@ -8,7 +8,12 @@ fn sh(dir: &Path, args: &[&str]) -> String {
         .arg("-C")
         .arg(dir)
         .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"])
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "commit.gpgSign=false",
+        ])
         .args(args)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -18,7 +23,11 @@ fn sh(dir: &Path, args: &[&str]) -> String {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
@@ -31,7 +40,9 @@ fn repo(dir: &Path) {
 }
 
 fn args_of(c: &Command) -> Vec<String> {
-    c.get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+    c.get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 #[test]
@@ -45,15 +56,27 @@ fn every_call_pins_the_hardening_flags() {
         "diff.noprefix=false",
         "color.ui=never",
     ] {
-        let i = a.iter().position(|x| x == kv).unwrap_or_else(|| panic!("{kv} in {a:?}"));
+        let i = a
+            .iter()
+            .position(|x| x == kv)
+            .unwrap_or_else(|| panic!("{kv} in {a:?}"));
         assert_eq!(a[i - 1], "-c");
     }
     assert_eq!(&a[..3], ["--no-pager", "-C", "/x"]);
-    let d = args_of(&Git::new(Path::new("/x")).args(["diff", "--cached"]).command());
+    let d = args_of(
+        &Git::new(Path::new("/x"))
+            .args(["diff", "--cached"])
+            .command(),
+    );
     let i = d.iter().position(|x| x == "diff").unwrap();
     assert_eq!(d[i + 1..i + 1 + DIFF_FLAGS.len()], DIFF_FLAGS);
     assert_eq!(d.last().map(String::as_str), Some("--cached"));
-    let s = args_of(&Git::new(Path::new("/x")).sign(true).args(["commit"]).command());
+    let s = args_of(
+        &Git::new(Path::new("/x"))
+            .sign(true)
+            .args(["commit"])
+            .command(),
+    );
     let on = s.iter().rposition(|x| x == "commit.gpgSign=true").unwrap();
     let off = s.iter().position(|x| x == "commit.gpgSign=false").unwrap();
     assert!(on > off, "the opt-in comes after the pin: {s:?}");
@@ -72,7 +95,10 @@ fn child_sees_the_repository_it_names() {
         .args(["rev-parse", "--show-toplevel"])
         .line()
         .unwrap();
-    assert_eq!(fs::canonicalize(top).unwrap(), fs::canonicalize(&mine).unwrap());
+    assert_eq!(
+        fs::canonicalize(top).unwrap(),
+        fs::canonicalize(&mine).unwrap()
+    );
     fs::write(mine.join("new.txt"), "x\n").unwrap();
     Git::new(&mine).args(["add", "-A"]).run().unwrap();
     let staged = Git::new(&mine)
@@ -107,7 +133,11 @@ fn a_parents_repository_variables_are_ignored() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(text.contains("1 passed"), "{text}");
     // Nothing reached the other repository.
     assert_eq!(sh(&other, &["status", "--porcelain"]), "");
@@ -174,7 +204,8 @@ fn a_hostile_repository_runs_nothing_and_the_users_filter_runs() {
     .unwrap();
     let g = |args: &[&str]| {
         let mut g = Git::new(&r).args(args.iter().copied()).drover_identity();
-        g.env.push(("GIT_CONFIG_GLOBAL".into(), global.clone().into()));
+        g.env
+            .push(("GIT_CONFIG_GLOBAL".into(), global.clone().into()));
         g
     };
     fs::write(r.join("a.txt"), "one\nTWO\nthree\n").unwrap();
@@ -185,7 +216,9 @@ fn a_hostile_repository_runs_nothing_and_the_users_filter_runs() {
     assert!(patch.starts_with("diff --git a/"), "{patch}");
     assert!(patch.contains("+TWO"), "{patch}");
     g(&["commit", "-q", "-m", "side"]).run().unwrap();
-    g(&["checkout", "-q", "-b", "other", "HEAD~1"]).run().unwrap();
+    g(&["checkout", "-q", "-b", "other", "HEAD~1"])
+        .run()
+        .unwrap();
     fs::write(r.join("a.txt"), "one\n2\nthree\n").unwrap();
     g(&["commit", "-q", "-am", "other"]).run().unwrap();
     let merged = g(&["merge", "-q", "--no-edit", "main"]).output().unwrap();
@@ -217,7 +250,10 @@ fn a_failure_carries_gits_first_line() {
 fn signing_that_cannot_work_is_told_up_front() {
     let d = tempfile::tempdir().unwrap();
     repo(d.path());
-    sh(d.path(), &["config", "user.signingKey", "nobody@nowhere.invalid"]);
+    sh(
+        d.path(),
+        &["config", "user.signingKey", "nobody@nowhere.invalid"],
+    );
     let e = check_signing(d.path()).unwrap_err();
     assert!(e.contains("signing does not work here"), "{e}");
 }

@@ -75,7 +75,10 @@ fn field(d: &Drover) -> Field {
         "post-index-change",
         "pre-auto-gc",
     ] {
-        exec(&repo.join(".husky").join(h), &format!("touch '{m}'\nexit 1"));
+        exec(
+            &repo.join(".husky").join(h),
+            &format!("touch '{m}'\nexit 1"),
+        );
     }
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "--no-verify", "-m", "initial"]);
@@ -137,8 +140,17 @@ fn landed(repo: &Path, path: &str) -> Option<Vec<u8>> {
     let o = std::process::Command::new("git")
         .arg("-C")
         .arg(repo)
-        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"])
-        .args(["cat-file", "blob", &format!("drover/integration/loop1:{path}")])
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
+        .args([
+            "cat-file",
+            "blob",
+            &format!("drover/integration/loop1:{path}"),
+        ])
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .unwrap();
@@ -155,7 +167,10 @@ fn assert_all_landed(d: &Drover, f: &Field, out: &Output) {
         std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap_or_default()
     );
     assert!(text.contains("## Parked\n- none\n"), "{text}");
-    assert!(text.contains(", rebased"), "TASK-2 went through a rebase round: {text}");
+    assert!(
+        text.contains(", rebased"),
+        "TASK-2 went through a rebase round: {text}"
+    );
     let shared = landed(&f.repo, "shared.txt").unwrap();
     assert_eq!(
         String::from_utf8_lossy(&shared),
@@ -165,11 +180,18 @@ fn assert_all_landed(d: &Drover, f: &Field, out: &Output) {
     assert!(landed(&f.repo, "café ü.txt").is_some(), "{text}");
     let who = git(
         &f.repo,
-        &["log", "-1", "--format=%an <%ae> %G?", "drover/integration/loop1"],
+        &[
+            "log",
+            "-1",
+            "--format=%an <%ae> %G?",
+            "drover/integration/loop1",
+        ],
     );
     assert_eq!(who, "drover loop <loop@drover.invalid> N");
     assert!(
-        stderr(out).contains("commits on the integration branch are by drover loop <loop@drover.invalid>, unsigned"),
+        stderr(out).contains(
+            "commits on the integration branch are by drover loop <loop@drover.invalid>, unsigned"
+        ),
         "{}",
         stderr(out)
     );
@@ -227,12 +249,20 @@ fn a_repository_that_runs_programs_runs_none_and_the_users_filter_runs() {
 /// written as `[section]` text into `file`.
 fn users_config(f: &Field) -> String {
     let gpg = f.root.join("gpg-no-key");
-    exec(&gpg, "echo 'gpg: signing failed: No secret key' >&2\nexit 2");
+    exec(
+        &gpg,
+        "echo 'gpg: signing failed: No secret key' >&2\nexit 2",
+    );
     let difft = f.root.join("difft");
     exec(&difft, "echo \"$1 --- 1/1 --- Text (difftastic-like)\"");
     let hooks = f.root.join("global-hooks");
     std::fs::create_dir_all(&hooks).unwrap();
-    for h in ["pre-commit", "post-commit", "reference-transaction", "post-checkout"] {
+    for h in [
+        "pre-commit",
+        "post-commit",
+        "reference-transaction",
+        "post-checkout",
+    ] {
         exec(&hooks.join(h), "exit 1");
     }
     format!(
@@ -294,8 +324,7 @@ fn sign_that_cannot_work_is_refused_before_any_lane_starts() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("--sign: signing does not work here")
-            && err.contains("No secret key"),
+        err.contains("--sign: signing does not work here") && err.contains("No secret key"),
         "{err}"
     );
     assert!(!d.state.join("loop1").exists(), "no run started");

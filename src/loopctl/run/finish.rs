@@ -206,7 +206,11 @@ impl<O: LaneOps> Runner<'_, O> {
             self.status.integration_branch,
             crate::git::IDENTITY_NAME,
             crate::git::IDENTITY_EMAIL,
-            if crate::loopctl::land::git::signing() { "signed" } else { "unsigned" }
+            if crate::loopctl::land::git::signing() {
+                "signed"
+            } else {
+                "unsigned"
+            }
         ));
         c.notes.push(format!(
             "{} landing(s); gate evidence under {}",

@@ -116,7 +116,9 @@ fn serve_box(sup: &Sup, dir: &Path, pane: &str) {
             reply(dir, &resp);
             line.clear();
         }
-        let alive = super::report::pane_roots(sup).iter().any(|p| p.name == pane);
+        let alive = super::report::pane_roots(sup)
+            .iter()
+            .any(|p| p.name == pane);
         if !alive {
             let _ = std::fs::remove_file(&req_path);
             let _ = std::fs::remove_file(dir.join(ANSWER));
@@ -141,9 +143,8 @@ fn tree_holds(leader: u32, id: (u64, u64)) -> bool {
     }
     tree.iter().any(|pid| {
         std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|rd| {
-            rd.filter_map(|e| e.ok()).any(|e| {
-                std::fs::metadata(e.path()).is_ok_and(|m| (m.dev(), m.ino()) == id)
-            })
+            rd.filter_map(|e| e.ok())
+                .any(|e| std::fs::metadata(e.path()).is_ok_and(|m| (m.dev(), m.ino()) == id))
         })
     })
 }
@@ -183,7 +184,10 @@ fn reply(dir: &Path, resp: &Response) {
         return;
     }
     // Blocking from here on: an answer may be longer than the pipe holds.
-    let _ = nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()));
+    let _ = nix::fcntl::fcntl(
+        &f,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    );
     let mut line = serde_json::to_vec(resp).unwrap_or_default();
     line.push(b'\n');
     let _ = f.write_all(&line);

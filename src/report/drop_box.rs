@@ -101,11 +101,10 @@ pub fn send(args: &Value, claims: &LaneEnv, why: &std::io::Error) -> Result<Valu
     let resp: Response = serde_json::from_slice(&buf)
         .map_err(|e| unreachable(format!("the drop box answered no response: {e}")))?;
     if !resp.ok {
-        let (code, message) = resp
-            .error
-            .map_or((ErrorCode::Internal, "error without a message".into()), |e| {
-                (e.code, e.message)
-            });
+        let (code, message) = resp.error.map_or(
+            (ErrorCode::Internal, "error without a message".into()),
+            |e| (e.code, e.message),
+        );
         return Err(ReportError::Remote {
             code: code.exit_code(),
             message,

@@ -293,8 +293,7 @@ pub fn write_for_lane(
     bounds: &Bounds,
     said: &Said,
 ) -> Result<Written, ReportError> {
-    let job =
-        lane_job(state_dir, lane)?.ok_or_else(|| ReportError::NoJob { lane: lane.into() })?;
+    let job = lane_job(state_dir, lane)?.ok_or_else(|| ReportError::NoJob { lane: lane.into() })?;
     if job.status != Status::Running {
         return Err(ReportError::Finished {
             job: job.job_id,
@@ -317,7 +316,10 @@ pub fn write_for_lane(
     // through a link: a record naming anything else is refused.
     let path = resolved(&recorded)
         .filter(|p| inside(p, state_dir))
-        .filter(|p| p.symlink_metadata().map_or(true, |m| m.file_type().is_file()))
+        .filter(|p| {
+            p.symlink_metadata()
+                .map_or(true, |m| m.file_type().is_file())
+        })
         .ok_or_else(|| outside("report file", &recorded))?;
     let text = match said {
         Said::Done { summary } => summary.as_deref().map(one_line),
@@ -391,7 +393,9 @@ pub fn write_for_lane(
     let replaced = engine
         .with_record_locked(&job.job_id, |rec| {
             match rec {
-                Some(r) if r.status == Status::Running && r.attempt_id.as_deref() == Some(job.attempt_id.as_str()) => {}
+                Some(r)
+                    if r.status == Status::Running
+                        && r.attempt_id.as_deref() == Some(job.attempt_id.as_str()) => {}
                 Some(r) => {
                     return Err(ReportError::Finished {
                         job: job.job_id.clone(),
@@ -449,4 +453,34 @@ pub fn own_command_word() -> String {
     std::env::current_exe()
         .map(|e| command_word(&e))
         .unwrap_or_else(|_| "drover".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards issue 35: the brief said `drover` when drover was on the
+    /// loop's PATH, and Codex's login shell (whose profile resets PATH)
+    /// found no `drover`. The word is the absolute path, always.
+    #[test]
+    fn the_command_word_is_always_the_absolute_path() {
+        let me = std::env::current_exe().unwrap();
+        let word = command_word(&me);
+        assert_eq!(word, me.display().to_string());
+        assert!(word.starts_with('/'), "{word}");
+        assert_eq!(own_command_word(), word);
+        assert_eq!(
+            command_word(Path::new("/opt/my tools/drover")),
+            "'/opt/my tools/drover'"
+        );
+        assert_eq!(
+            command_word(Path::new("/opt/it's/drover")),
+            r"'/opt/it'\''s/drover'"
+        );
+        let rel = command_word(Path::new("bin/drover"));
+        assert!(
+            rel.starts_with('/') && rel.ends_with("/bin/drover"),
+            "{rel}"
+        );
+    }
 }

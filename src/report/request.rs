@@ -63,15 +63,30 @@ pub fn said_from(args: &Value) -> Option<Said> {
 
 /// The sockets to try, the hinted one first, each once.
 fn candidates(hint: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
-    let dir = crate::paths::socket_dir().map_err(|e| ReportError::Unreachable {
-        why: format!("the socket dir: {e}"),
-    })?;
+    // Looked at, never created: a report makes nothing.
+    let dir = crate::paths::socket_dir_path();
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let md = dir
+            .symlink_metadata()
+            .map_err(|e| ReportError::Unreachable {
+                why: format!("no socket dir {}: {e}", dir.display()),
+            })?;
+        let me = nix::unistd::getuid().as_raw();
+        if !md.is_dir() || md.uid() != me || md.permissions().mode() & 0o077 != 0 {
+            return Err(ReportError::Unreachable {
+                why: format!("the socket dir {} is not yours and private", dir.display()),
+            });
+        }
+    }
     let mut out = Vec::new();
     if let Some(h) = hint {
         let h = h.canonicalize().unwrap_or_else(|_| h.to_path_buf());
-        if let Ok(s) = crate::paths::socket_path(&h) {
-            out.push(s);
-        }
+        let name = format!(
+            "{:016x}.sock",
+            crate::paths::fnv1a64(h.as_os_str().as_encoded_bytes())
+        );
+        out.push(dir.join(name));
     }
     let rd = std::fs::read_dir(&dir).map_err(|e| ReportError::Unreachable {
         why: format!("cannot list {}: {e}", dir.display()),

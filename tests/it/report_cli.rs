@@ -104,7 +104,8 @@ pub(crate) fn lane_with_report_at(report: Option<PathBuf>) -> Lane {
     let state = d.state.clone();
     let wt = root.join("wt");
     worktree(&wt);
-    let report = report.unwrap_or_else(|| state.join("lanes").join("lane-a").join("report-i1.json"));
+    let report =
+        report.unwrap_or_else(|| state.join("lanes").join("lane-a").join("report-i1.json"));
     if let Some(dir) = report.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -144,7 +145,10 @@ pub(crate) fn in_pane(d: &Drover, pane: &str, dir: &Path, n: u32, line: &str) ->
         rc.display()
     );
     d.ok(&["pane", "send", pane, &cmd]);
-    assert!(common::wait_until(T, || rc.exists()), "{line}: no exit status");
+    assert!(
+        common::wait_until(T, || rc.exists()),
+        "{line}: no exit status"
+    );
     Ran {
         code: std::fs::read_to_string(&rc).unwrap().trim().parse().ok(),
         stdout: std::fs::read_to_string(&out).unwrap_or_default(),
@@ -266,7 +270,11 @@ fn a_finished_job_is_refused_with_exit_3_and_its_report_is_kept() {
         .unwrap();
     let o = l.report(&["failed", "--reason", "changed my mind"]);
     assert_eq!(o.code, Some(3));
-    assert!(o.stderr.contains("job J1 is already completed"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("job J1 is already completed"),
+        "{}",
+        o.stderr
+    );
     assert_eq!(std::fs::read(&l.report).unwrap(), before, "nothing written");
 }
 
@@ -280,7 +288,9 @@ fn a_report_path_outside_the_state_dir_exits_1_and_writes_nothing() {
     let o = l.report(&["done"]);
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     assert!(
-        o.stderr.contains("names the report file /sys/drover-report-i1.json, which is not inside the state dir"),
+        o.stderr.contains(
+            "names the report file /sys/drover-report-i1.json, which is not inside the state dir"
+        ),
         "{}",
         o.stderr
     );

@@ -19,7 +19,11 @@ fn fake_state(root: &Path, target: &Path, marker: &Path) -> std::path::PathBuf {
     worktree(&evil);
     common::git(
         &evil,
-        &["config", "core.fsmonitor", &format!("touch {}", marker.display())],
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}", marker.display()),
+        ],
     );
     running_job(&fake, "F1", "lane-a", target, &evil);
     fake
@@ -38,22 +42,40 @@ fn a_fake_state_dir_is_refused_and_runs_nothing() {
     let fake = fake_state(&root, &target, &marker);
     let bin = common::BIN;
     let fk = fake.display();
-    let o = in_pane(&l.d, "lane-a", &root, 1, &format!(
-        "{bin} report failed --reason '$(touch {m})' --state-dir {fk}",
-        m = marker.display()
-    ));
-    assert_eq!(o.code, Some(2), "{}", o.stderr);
-    assert!(o.stderr.contains("takes no state dir from its caller"), "{}", o.stderr);
-    let o = in_pane(&l.d, "lane-a", &root, 2, &format!(
-        "DROVER_STATE_DIR={fk} {bin} report failed --reason x"
-    ));
+    let o = in_pane(
+        &l.d,
+        "lane-a",
+        &root,
+        1,
+        &format!(
+            "{bin} report failed --reason '$(touch {m})' --state-dir {fk}",
+            m = marker.display()
+        ),
+    );
     assert_eq!(o.code, Some(2), "{}", o.stderr);
     assert!(
-        o.stderr.contains("report takes no lane or state dir from its caller"),
+        o.stderr.contains("takes no state dir from its caller"),
         "{}",
         o.stderr
     );
-    assert!(!target.exists(), "the file the fake record names was written");
+    let o = in_pane(
+        &l.d,
+        "lane-a",
+        &root,
+        2,
+        &format!("DROVER_STATE_DIR={fk} {bin} report failed --reason x"),
+    );
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("report takes no lane or state dir from its caller"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !target.exists(),
+        "the file the fake record names was written"
+    );
     assert!(!marker.exists(), "git ran in the fake's worktree");
     assert!(!l.report.exists(), "the real lane's report was written");
 }
@@ -70,12 +92,19 @@ fn a_forged_lane_id_is_refused_and_the_other_lane_is_untouched() {
     std::fs::create_dir_all(report_b.parent().unwrap()).unwrap();
     running_job(&l.state, "J2", "lane-b", &report_b, &wt_b);
     shell_pane(&l.d, "lane-b", &wt_b, "lane-b");
-    let o = in_pane(&l.d, "lane-a", &root, 1, &format!(
-        "DROVER_LANE_ID=lane-b {} report done",
-        common::BIN
-    ));
+    let o = in_pane(
+        &l.d,
+        "lane-a",
+        &root,
+        1,
+        &format!("DROVER_LANE_ID=lane-b {} report done", common::BIN),
+    );
     assert_eq!(o.code, Some(2), "{}", o.stderr);
-    assert!(o.stderr.contains("this process is in lane lane-a"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("this process is in lane lane-a"),
+        "{}",
+        o.stderr
+    );
     assert!(!report_b.exists(), "lane-b's report was written by lane-a");
     assert!(!l.report.exists());
 }
@@ -112,16 +141,29 @@ fn a_worktree_outside_the_state_dir_is_refused() {
     worktree(&other);
     common::git(
         &other,
-        &["config", "core.fsmonitor", &format!("touch {}", marker.display())],
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}", marker.display()),
+        ],
     );
     let report = d.state.join("lanes").join("lane-a").join("report-i1.json");
     std::fs::create_dir_all(report.parent().unwrap()).unwrap();
     running_job(&d.state, "J1", "lane-a", &report, &other);
     shell_pane(&d, "lane-a", &wt, "lane-a");
-    let o = in_pane(&d, "lane-a", &root, 1, &format!("{} report done", common::BIN));
+    let o = in_pane(
+        &d,
+        "lane-a",
+        &root,
+        1,
+        &format!("{} report done", common::BIN),
+    );
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     assert!(
-        o.stderr.contains(&format!("names the worktree {}, which is not inside the state dir", other.display())),
+        o.stderr.contains(&format!(
+            "names the worktree {}, which is not inside the state dir",
+            other.display()
+        )),
         "{}",
         o.stderr
     );
@@ -185,7 +227,10 @@ fn a_report_never_changes_after_completion() {
             })
         };
         // Let the writer get going (a first report), then complete.
-        assert!(common::wait_until(std::time::Duration::from_secs(10), || report.exists()));
+        assert!(common::wait_until(
+            std::time::Duration::from_secs(10),
+            || report.exists()
+        ));
         std::thread::sleep(std::time::Duration::from_micros(100 * (round % 7)));
         Engine::open(&state)
             .unwrap()
@@ -222,7 +267,10 @@ fn the_drop_box_answers_only_the_lanes_own_tree() {
     let dir = l.report.parent().unwrap().to_path_buf();
     let req = dir.join(drover::report::drop_box::REQUEST);
     let ans = dir.join(drover::report::drop_box::ANSWER);
-    assert!(common::wait_until(std::time::Duration::from_secs(10), || req.exists()));
+    assert!(common::wait_until(
+        std::time::Duration::from_secs(10),
+        || req.exists()
+    ));
     let line = r#"{"outcome":"done","summary":"via the box","claims":{}}"#;
     // From outside the tree (a child of this test): refused.
     let py = |who: &str| {
@@ -238,7 +286,11 @@ fn the_drop_box_answers_only_the_lanes_own_tree() {
         .output()
         .unwrap();
     let s = common::stdout(&out);
-    assert!(s.contains("not in any lane's pane"), "{s}{}", common::stderr(&out));
+    assert!(
+        s.contains("not in any lane's pane"),
+        "{s}{}",
+        common::stderr(&out)
+    );
     assert!(!l.report.exists());
     // From the lane's shell: written.
     let o = in_pane(&l.d, "lane-a", &l.d.scratch(), 9, &py(&words(&[line])));

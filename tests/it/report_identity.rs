@@ -197,6 +197,23 @@ fn no_supervisor_to_reach_is_exit_5() {
     let o = go();
     assert_eq!(o.status.code(), Some(5), "{}", common::stderr(&o));
     assert!(common::stderr(&o).contains("cannot reach a drover supervisor"));
+    // A socket dir others may enter is not trusted with the request.
+    std::fs::set_permissions(run.join("drover"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = go();
+    assert_eq!(o.status.code(), Some(5), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("is not yours and private"),
+        "{}",
+        common::stderr(&o)
+    );
+    // No socket dir at all: said so, and none is made.
+    std::fs::remove_dir_all(run.join("drover")).unwrap();
+    let o = go();
+    assert_eq!(o.status.code(), Some(5), "{}", common::stderr(&o));
+    assert!(
+        !run.join("drover").exists(),
+        "drover report made the socket dir"
+    );
 }
 
 /// Attack (c), raced: `write_for_lane` (the supervisor's side) keeps

@@ -46,7 +46,7 @@ pub enum ReportBy {
 impl Default for ReportBy {
     fn default() -> Self {
         ReportBy::Command {
-            cmd: "drover".into(),
+            cmd: crate::report::own_command_word(),
             files: Vec::new(),
         }
     }

@@ -160,10 +160,7 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 pub fn socket_dir() -> Result<PathBuf, PathError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = nix::unistd::getuid().as_raw();
-    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
-        Some(x) => PathBuf::from(x).join("drover"),
-        None => PathBuf::from(format!("/tmp/drover-{uid}")),
-    };
+    let dir = socket_dir_path();
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -183,6 +180,14 @@ pub fn socket_dir() -> Result<PathBuf, PathError> {
         });
     }
     Ok(dir)
+}
+
+/// Where [`socket_dir`] is, without creating or checking it.
+pub fn socket_dir_path() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
+        Some(x) => PathBuf::from(x).join("drover"),
+        None => PathBuf::from(format!("/tmp/drover-{}", nix::unistd::getuid().as_raw())),
+    }
 }
 
 /// `name (uid N)`, or `uid N` when the user has no name.

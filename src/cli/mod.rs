@@ -178,6 +178,8 @@ pub enum Command {
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub state_dir_arg: Option<PathBuf>,
+    /// `--state-dir` was given on the command line (not only by `DROVER_STATE_DIR`).
+    pub state_dir_flag: bool,
     pub verbose: u8,
     pub quiet: bool,
     pub autostart: bool,
@@ -299,14 +301,27 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
+/// Whether `--state-dir` itself was given (at the top or under a
+/// subcommand), as against filled in from `DROVER_STATE_DIR`.
+fn state_dir_on_command_line(m: &clap::ArgMatches) -> bool {
+    let here = m.value_source("state_dir") == Some(clap::parser::ValueSource::CommandLine);
+    here || m
+        .subcommand()
+        .is_some_and(|(_, sub)| state_dir_on_command_line(sub))
+}
+
 pub fn main() -> ExitCode {
     quiet_on_closed_stdout();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = <Cli as clap::CommandFactory>::command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m).map(|c| (c, m)));
+    let (cli, matches) = match parsed {
+        Ok(x) => x,
         Err(e) => return values::report_parse_error(e),
     };
     let ctx = Ctx {
         state_dir_arg: cli.state_dir.clone(),
+        state_dir_flag: state_dir_on_command_line(&matches),
         verbose: cli.verbose,
         quiet: cli.quiet,
         autostart: !cli.no_autostart,

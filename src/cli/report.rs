@@ -1,8 +1,9 @@
-//! `drover report done|failed|blocked`: the lane reports its turn (the
-//! library's `report` module does the work; this file parses and prints).
+//! `drover report done|failed|blocked`: the lane reports its turn. This
+//! command only asks: the supervisor that runs the caller's lane writes the
+//! report (the library's `report` module); this file parses and prints.
 
 use super::{Ctx, fail};
-use drover::report::{LaneEnv, Said};
+use drover::report::{LaneEnv, ReportError, Said};
 
 /// What the agent says of its turn.
 #[derive(Debug, clap::Subcommand)]
@@ -44,34 +45,34 @@ pub enum ReportCmd {
 }
 
 pub fn run(cmd: ReportCmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    // The lane is established by the supervisor, never named by the caller.
+    if ctx.state_dir_flag {
+        let e = ReportError::StateDirGiven;
+        return Err(fail(e.exit_code(), e.to_string()));
+    }
     let (said, json_out) = match cmd {
         ReportCmd::Done { summary, json } => (Said::Done { summary }, json),
         ReportCmd::Failed { reason, json } => (Said::Failed { reason }, json),
         ReportCmd::Blocked { reason, json } => (Said::Blocked { reason }, json),
     };
-    let mut env = LaneEnv::from_env();
-    // `--state-dir` (or `DROVER_STATE_DIR`, which clap reads) names the lane's state dir.
-    if let Some(d) = &ctx.state_dir_arg {
-        env.state_dir = Some(d.clone());
-    }
-    let w = drover::report::submit(&env, &said).map_err(|e| fail(e.exit_code(), e.to_string()))?;
+    let claims = LaneEnv::from_env();
+    let w = drover::report::request::send(&said, &claims)
+        .map_err(|e| fail(e.exit_code(), e.to_string()))?;
     if json_out {
-        let doc = serde_json::json!({"path": w.path, "job_id": w.job_id, "replaced": w.replaced, "report": w.doc});
+        let doc = serde_json::json!({"path": w["path"], "job_id": w["job_id"], "replaced": w["replaced"], "report": w["report"]});
         println!("{doc:#}");
     } else if !ctx.quiet {
-        println!(
-            "report for job {} {} {}:",
-            w.job_id,
-            if w.replaced {
-                "replaced at"
-            } else {
-                "written to"
-            },
-            w.path.display()
-        );
+        let path = w["path"].as_str().unwrap_or("?");
+        let job = w["job_id"].as_str().unwrap_or("?");
+        let how = if w["replaced"].as_bool() == Some(true) {
+            "replaced at"
+        } else {
+            "written to"
+        };
+        println!("report for job {job} {how} {path}:");
         println!(
             "{}",
-            serde_json::to_string_pretty(&w.doc).unwrap_or_default()
+            serde_json::to_string_pretty(&w["report"]).unwrap_or_default()
         );
     }
     Ok(drover::exit::OK)

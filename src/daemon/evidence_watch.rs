@@ -206,6 +206,7 @@ pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protoc
         autocomplete: a.autocomplete,
     };
     sup.entry(&spec.pane)?;
+    super::report::on_dispatch(sup, &spec.pane, &spec.job_id);
     let out = json!({"job_id": spec.job_id, "pane": spec.pane, "watching": true});
     tokio::spawn(watch(sup.clone(), spec));
     Ok(out)

@@ -21,6 +21,8 @@ mod lost;
 mod observe;
 mod pace;
 pub mod protocol;
+mod report;
+mod report_box;
 mod server;
 mod server_attach;
 mod server_watch;

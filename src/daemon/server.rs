@@ -325,6 +325,8 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
 }
 
 async fn connection(sup: Arc<Sup>, stream: UnixStream) {
+    // Who is at the other end, as the kernel says (for `report`).
+    let peer = stream.peer_cred().ok();
     let (rd, mut wr) = stream.into_split();
     // Buffered so a hang-up can be noticed without consuming a frame.
     let mut rd = tokio::io::BufReader::new(rd);
@@ -387,6 +389,14 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
                     return;
                 }
             }
+        } else if req.op == crate::report::request::OP {
+            let id = req.id;
+            let mut r = match super::report::report(&sup, &req.args, peer).await {
+                Ok(v) => Response::ok(id, v),
+                Err(r) => r,
+            };
+            r.id = id;
+            r
         } else {
             handle(&sup, req).await
         };

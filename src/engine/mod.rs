@@ -203,6 +203,22 @@ impl Engine {
         Ok((record, decision))
     }
 
+    /// Run `f` on a job's record under the lock every transition takes, so
+    /// nothing `f` does can interleave with a transition of any job: a lane's
+    /// report is written only while its job is still running, and once the
+    /// job has left `running` it cannot be written any more (`f` keeps to
+    /// one atomic file write: no subprocess, socket or sleep).
+    pub fn with_record_locked<R>(
+        &self,
+        job_id: &str,
+        f: impl FnOnce(Option<&JobRecord>) -> R,
+    ) -> Result<R, EngineError> {
+        record::validate_job_id(job_id)?;
+        let _guard = LockGuard::exclusive(&self.lock_path())?;
+        let record = record::read_record(&self.record_path(job_id), job_id)?;
+        Ok(f(record.as_ref()))
+    }
+
     /// Recovery when `seq.json` is missing: the highest seq of any record.
     fn max_record_seq(&self) -> Result<u64, EngineError> {
         Ok(self

@@ -142,6 +142,18 @@ pub fn version(program: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// Claude's allow rule names exactly the path the brief tells the
+    /// agent to run: the running binary's, absolute.
+    #[test]
+    fn the_allow_rule_names_the_absolute_command() {
+        let word = crate::report::own_command_word();
+        assert!(word.starts_with('/'), "{word}");
+        assert_eq!(
+            super::report_allow_arg(&word),
+            format!("--allowedTools=Bash({word} report:*)")
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -181,9 +181,10 @@ pub trait LaneOps {
     fn holds_for_owner(&self, _lane: &LaneHandle) -> bool {
         true
     }
-    /// How the lane runs `drover` (the brief names `<this> report done`).
+    /// How the lane runs `drover` (the brief names `<this> report done`):
+    /// the running binary's absolute path ([`crate::report::command_word`]).
     fn report_command(&self) -> String {
-        "drover".into()
+        crate::report::own_command_word()
     }
 }
 

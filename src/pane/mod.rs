@@ -14,7 +14,7 @@ mod input;
 mod keys;
 mod native;
 mod native_backend;
-mod procfs;
+pub(crate) mod procfs;
 pub mod reap;
 pub mod record;
 mod saved;

@@ -93,6 +93,23 @@ pub fn own_descendants() -> Option<Vec<(u32, Stat)>> {
     Some(out)
 }
 
+/// `pid` and its ancestors, nearest first, up to (not including) pid 1,
+/// read from each process's `stat` (at most `max` of them; a process that
+/// exits meanwhile ends the walk).
+pub fn lineage(pid: u32, max: usize) -> Vec<(u32, Stat)> {
+    let mut out = Vec::new();
+    let mut p = pid;
+    while p > 1 && out.len() < max {
+        let Some(st) = stat(p) else { break };
+        out.push((p, st));
+        match u32::try_from(st.ppid) {
+            Ok(pp) if pp != p => p = pp,
+            _ => break,
+        }
+    }
+    out
+}
+
 /// Whether `pid`'s initial environment holds `NAME=value` exactly.
 pub fn environ_has(pid: u32, entry: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))

@@ -91,6 +91,7 @@ mod rehearse_cli;
 mod rehearse_mock;
 mod rehearse_replay;
 mod report_cli;
+mod report_identity;
 mod request_validation;
 mod shadow_e2e;
 mod shell_lib;

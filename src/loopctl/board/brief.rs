@@ -340,7 +340,7 @@ mod tests {
             &t,
             tier_of(&t.files, &[]),
             &["a.txt".into()],
-            "drover",
+            "/opt/drover/bin/drover",
         );
         let text = render(&b);
         assert_eq!(
@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(parse(&text, &[]).unwrap(), b);
         assert!(
             text.trim_end()
-                .ends_with("run `drover report done` (or `drover report failed --reason \"<why>\"` if you cannot finish)."),
+                .ends_with("run `/opt/drover/bin/drover report done` (or `/opt/drover/bin/drover report failed --reason \"<why>\"` if you cannot finish)."),
             "the last rule names the command verbatim: {text}"
         );
         let long = Task {

@@ -218,7 +218,15 @@ impl RealLanes {
             exe: self.opts.exe.clone(),
             backend: self.opts.backend.clone(),
             socket,
-            env: vec![("DROVER_AGENT".into(), spec.agent.as_str().into())],
+            env: vec![
+                ("DROVER_AGENT".into(), spec.agent.as_str().into()),
+                // Where `drover report` finds the lane's drop box when a
+                // sandbox keeps it off the socket (a hint; never trusted).
+                (
+                    "DROVER_LANE_DIR".into(),
+                    spec.lane_dir.display().to_string(),
+                ),
+            ],
             // An implementer writes its report in its lane dir, outside the
             // worktree: both agents take it as a writable directory.
             // A Claude reviewer reads its copy of the candidate there (Codex's

@@ -122,19 +122,26 @@ mod tests {
 
     #[test]
     fn the_reminder_and_the_answer_name_the_command_and_the_file() {
-        let r = reminder("J1", "drover", "/lane/report-i1.json");
-        assert!(r.contains("run `drover report done`"), "{r}");
+        let r = reminder("J1", "/opt/drover/bin/drover", "/lane/report-i1.json");
+        assert!(
+            r.contains("run `/opt/drover/bin/drover report done`"),
+            "{r}"
+        );
         let a = answer(
             "J1",
             "/lane/r.json",
             &["add `x`".into(), "remove `y`".into()],
             "{\"a\":1}",
-            "drover",
+            "/opt/drover/bin/drover",
         );
         assert!(
             a.contains("does not count yet: add `x`; remove `y`."),
             "{a}"
         );
         assert!(a.contains("{\"a\":1}"), "{a}");
+        assert!(
+            a.contains("(or run `/opt/drover/bin/drover report done`)"),
+            "{a}"
+        );
     }
 }

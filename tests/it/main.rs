@@ -82,6 +82,8 @@ mod real_loop_brief;
 mod real_loop_common;
 mod real_loop_rebase;
 mod redteam_pass2;
+mod redteam_pass3;
+mod redteam_pass3_resume;
 mod registry_cli;
 mod registry_common;
 mod registry_lease;

@@ -84,6 +84,7 @@ mod real_loop_rebase;
 mod redteam_pass2;
 mod redteam_pass3;
 mod redteam_pass3_resume;
+mod redteam_pass3_tmux;
 mod registry_cli;
 mod registry_common;
 mod registry_lease;

@@ -54,7 +54,7 @@ impl Refusal {
                 files.join(", ")
             ),
             Refusal::Uncapturable { why } => {
-                format!("the candidate cannot be captured: git add -A: {why}")
+                format!("the candidate cannot be captured: {why}")
             }
             Refusal::Nested { paths } => format!(
                 "the candidate holds nested git repositories, which would land as bare gitlinks without their files: {}",
@@ -91,7 +91,7 @@ fn stage(worktree: &Path) -> Result<Result<(), Refusal>, LoopError> {
         .take(3)
         .collect();
     Ok(Err(Refusal::Uncapturable {
-        why: crate::registry::redact::redact_secrets(&why.join(" / ")).0,
+        why: crate::registry::redact::redact_shown(&format!("git add -A: {}", why.join(" / "))),
     }))
 }
 
@@ -128,9 +128,13 @@ fn gitlinks(worktree: &Path, mb: &str) -> Result<Vec<String>, LoopError> {
 /// The raw capture: merge-base, changed files, patch bytes (no writes but the index).
 pub fn diff(worktree: &Path, base: &str) -> Result<(String, Vec<String>, Vec<u8>), LoopError> {
     if let Err(r) = stage(worktree)? {
+        let message = match r {
+            Refusal::Uncapturable { why } => why.trim_start_matches("git add -A: ").to_string(),
+            other => other.describe(),
+        };
         return Err(LoopError::Git {
             args: "add -A".into(),
-            message: r.describe(),
+            message,
         });
     }
     diff_staged(worktree, base)

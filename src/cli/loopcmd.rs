@@ -219,6 +219,8 @@ pub(super) fn lane_env(
     files: &[PathBuf],
 ) -> anyhow::Result<Vec<(String, String)>> {
     let env = super::pane::env_args(pairs, files)?;
+    // Every copy the run shows or stores is redacted of these values.
+    drover::registry::redact::remember_given(env.iter().map(|(_, v)| v));
     if let Some((k, _)) = env
         .iter()
         .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
@@ -669,7 +671,8 @@ fn overnight_mode(
 /// Print a finished run: its close-out, or its status as JSON.
 pub fn print_final(st: &RunStatus, json: bool) -> anyhow::Result<u8> {
     if json {
-        println!("{}", serde_json::to_string_pretty(st)?);
+        let text = serde_json::to_string_pretty(st)?;
+        println!("{}", drover::loopctl::run::rundir::shown_json(&text));
     } else if let Some(p) = &st.closeout {
         let text = std::fs::read_to_string(p)
             .map_err(|e| fail(exit::ERROR, format!("{}: {e}", p.display())))?;

@@ -170,24 +170,59 @@ impl Client {
         exe: Option<&Path>,
         verbose: u8,
     ) -> Result<Self, ClientError> {
-        match UnixStream::connect(socket) {
-            Ok(stream) => return Ok(Client { stream, next_id: 1 }),
-            Err(e) if is_absent(&e) && exe.is_some() => {}
-            Err(e) if is_absent(&e) => {
-                return Err(ClientError::NotRunning {
+        let Some(exe) = exe else {
+            return match UnixStream::connect(socket) {
+                Ok(stream) => Ok(Client { stream, next_id: 1 }),
+                Err(e) if is_absent(&e) => Err(ClientError::NotRunning {
                     state_dir: state_dir.to_path_buf(),
-                });
-            }
-            Err(source) => {
-                return Err(ClientError::Unreachable {
+                }),
+                Err(source) => Err(ClientError::Unreachable {
                     socket: socket.to_path_buf(),
                     source,
-                });
+                }),
+            };
+        };
+        // Only a supervisor that answers is one: the socket of one killed a
+        // moment ago may still take a connection (then resets it), and its
+        // lock is held until the process is gone. Until the deadline: an
+        // answer is taken, a free lock is a supervisor to start (once more
+        // if ours lost the lock to the dying one), a held one is waited out.
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut last = None;
+        loop {
+            match UnixStream::connect(socket) {
+                Ok(stream) => {
+                    if let Some(c) = answer_ping(stream) {
+                        return Ok(c);
+                    }
+                }
+                Err(e) if is_absent(&e) => {}
+                Err(source) => {
+                    return Err(ClientError::Unreachable {
+                        socket: socket.to_path_buf(),
+                        source,
+                    });
+                }
             }
+            let free = wait_stopped(state_dir, Duration::ZERO).unwrap_or(true);
+            if free {
+                let child = start_daemon_verbose(exe, state_dir, verbose)?;
+                let left = deadline.saturating_duration_since(Instant::now());
+                match wait_started(child, state_dir, socket, left.max(RACE_GRACE)) {
+                    Ok(c) => return Ok(c),
+                    Err(e) => last = Some(e),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(last.unwrap_or_else(|| {
+                    ClientError::StartFailed(format!(
+                        "the supervisor of {} holds its lock but does not answer",
+                        state_dir.display()
+                    ))
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        let exe = exe.unwrap_or(Path::new("drover"));
-        let child = start_daemon_verbose(exe, state_dir, verbose)?;
-        wait_started(child, state_dir, socket, START_TIMEOUT)
     }
 
     /// Send a request and wait for its answer.

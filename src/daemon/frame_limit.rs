@@ -19,16 +19,25 @@ pub const FRAME_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes that the partial frames of every connection may hold together:
 /// three frames of the largest size.
 pub const FRAME_BUDGET: usize = 3 * super::protocol::MAX_FRAME;
+/// Bytes past [`FRAME_BUDGET`] that only small frames may hold: while slow
+/// clients hold the whole budget with large partial frames, a small request
+/// (`pane ls`, a ping) is still read.
+pub const SMALL_RESERVE: usize = 4 * 1024 * 1024;
+/// The largest frame the reserve takes.
+pub const SMALL_FRAME: usize = 64 * 1024;
 /// A frame's body is read in pieces of at most this many bytes.
 const READ_CHUNK: usize = 64 * 1024;
 
 /// The supervisor's budget for partial frames.
-pub static BUDGET: Budget = Budget::new(FRAME_BUDGET);
+pub static BUDGET: Budget = Budget::with_reserve(FRAME_BUDGET, SMALL_RESERVE, SMALL_FRAME);
 
 /// Bytes reserved by frames being read, against a limit.
 #[derive(Debug)]
 pub struct Budget {
     limit: usize,
+    /// Bytes past `limit` for frames of at most `small` bytes.
+    reserve: usize,
+    small: usize,
     held: AtomicUsize,
 }
 
@@ -47,8 +56,16 @@ impl Drop for Share<'_> {
 impl Budget {
     /// A budget of `limit` bytes, none held.
     pub const fn new(limit: usize) -> Self {
+        Budget::with_reserve(limit, 0, 0)
+    }
+
+    /// A budget of `limit` bytes and `reserve` more that only frames of at
+    /// most `small` bytes may take.
+    pub const fn with_reserve(limit: usize, reserve: usize, small: usize) -> Self {
         Budget {
             limit,
+            reserve,
+            small,
             held: AtomicUsize::new(0),
         }
     }
@@ -62,7 +79,12 @@ impl Budget {
     fn reserve(&self, n: usize) -> Option<Share<'_>> {
         self.held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
-                h.checked_add(n).filter(|t| *t <= self.limit)
+                let cap = if n <= self.small {
+                    self.limit.saturating_add(self.reserve)
+                } else {
+                    self.limit
+                };
+                h.checked_add(n).filter(|t| *t <= cap)
             })
             .ok()
             .map(|_| Share { budget: self, n })
@@ -188,6 +210,47 @@ mod tests {
                 c3.write_all(&small).await.unwrap();
                 let f = read_frame_within(&mut s3, &budget, Duration::from_secs(1)).await;
                 assert_eq!(f.unwrap().unwrap().payload, b"{}");
+            };
+            let (held, ()) = tokio::join!(hold, other);
+            assert!(matches!(held, Err(FrameError::Incomplete(_))));
+            assert_eq!(budget.held(), 0);
+        });
+    }
+
+    /// Guards issue 37 item 10: while slow clients hold the whole budget,
+    /// a small whole frame (a 40-byte `pane ls`) is still read from the
+    /// reserve; a large one, or a small one past the reserve, is refused.
+    #[test]
+    fn a_small_frame_is_read_while_the_budget_is_held() {
+        rt().block_on(async {
+            let budget = Budget::with_reserve(3000, 600, 256);
+            let (mut c1, mut s1) = tokio::io::duplex(1 << 16);
+            let big = encode(FrameKind::Json, &[b'y'; 2999]);
+            c1.write_all(&big[..100]).await.unwrap();
+            let hold =
+                async { read_frame_within(&mut s1, &budget, Duration::from_millis(400)).await };
+            let other = async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                assert_eq!(budget.held(), 3000, "the budget is held whole");
+                let ls = encode(
+                    FrameKind::Json,
+                    br#"{"v":1,"id":1,"op":"pane.ls","args":{}}"#,
+                );
+                let (mut c2, mut s2) = tokio::io::duplex(1 << 16);
+                c2.write_all(&ls).await.unwrap();
+                let f = read_frame_within(&mut s2, &budget, Duration::from_secs(1)).await;
+                assert!(matches!(f, Ok(Some(_))), "a small frame is read: {f:?}");
+                for len in [299, 700] {
+                    let (mut c3, mut s3) = tokio::io::duplex(1 << 16);
+                    c3.write_all(&encode(FrameKind::Json, &vec![b'z'; len]))
+                        .await
+                        .unwrap();
+                    let r = read_frame_within(&mut s3, &budget, Duration::from_secs(1)).await;
+                    assert!(
+                        matches!(r, Err(FrameError::OverBudget { .. })),
+                        "{len}: {r:?}"
+                    );
+                }
             };
             let (held, ()) = tokio::join!(hold, other);
             assert!(matches!(held, Err(FrameError::Incomplete(_))));

@@ -702,6 +702,14 @@ async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
         let (events, notify, output) = sup2.events();
         let name = spec.name.clone();
         let env_count = spec.env.len();
+        // The values a pane is given are redacted from every copy the
+        // supervisor shows or stores (drover's own names are not secrets).
+        crate::registry::redact::remember_given(
+            spec.env
+                .iter()
+                .filter(|(k, _)| !k.starts_with("DROVER_"))
+                .map(|(_, v)| v),
+        );
         let pane = match split {
             None => sup2.hosts.spawn(backend, spec, events),
             Some((of, direction)) => sup2.hosts.spawn_herdr_split(spec, of, direction, events),

@@ -7,6 +7,7 @@
 
 mod attach;
 pub mod backend;
+pub mod cgroup;
 mod core;
 pub mod herdr;
 mod hosts;

@@ -113,6 +113,9 @@ pub struct TreeKey {
     pub marker_entry: Vec<u8>,
     /// Known members (e.g. from a record); matched by pid and start time.
     pub known: Vec<Member>,
+    /// The generation's cgroup (a tmux pane's, where the host has one):
+    /// every process in it is a member, whatever its session or environment.
+    pub cgroup: Option<std::path::PathBuf>,
 }
 
 impl TreeKey {
@@ -128,6 +131,7 @@ impl TreeKey {
                 format!("{PANE_MARKER_ENV}={marker}").into_bytes()
             },
             known: Vec::new(),
+            cgroup: super::cgroup::dir_for(marker).filter(|d| d.is_dir()),
         }
     }
 
@@ -185,6 +189,13 @@ fn members_in(key: &TreeKey, deep: bool, all: &[(u32, Stat)]) -> Vec<Member> {
     let me = i64::from(std::process::id());
     let mut set: HashSet<u32> = HashSet::new();
     let own = |st: &Stat| st.starttime >= key.start_time;
+    let grouped: HashSet<u32> = key
+        .cgroup
+        .as_deref()
+        .map(super::cgroup::pids)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
     for (pid, st) in all {
         if i64::from(*pid) == me || *pid == 1 || !own(st) {
             continue;
@@ -199,7 +210,7 @@ fn members_in(key: &TreeKey, deep: bool, all: &[(u32, Stat)]) -> Vec<Member> {
         let marked = !key.marker_entry.is_empty()
             && (deep || st.ppid == me)
             && procfs::environ_has(*pid, &key.marker_entry);
-        if leader || session || known || marked {
+        if leader || session || known || marked || grouped.contains(pid) {
             set.insert(*pid);
         }
     }
@@ -351,6 +362,11 @@ pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
         let live: Vec<Member> = now.into_iter().filter(running).collect();
         if live.is_empty() || Instant::now() >= deadline {
             reap_orphans();
+            if live.is_empty()
+                && let Some(dir) = &key.cgroup
+            {
+                super::cgroup::remove(dir);
+            }
             return;
         }
         signal_all(&live, Signal::SIGKILL);

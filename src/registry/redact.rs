@@ -7,7 +7,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock};
 
 /// What replaces a redacted value.
 pub const REDACTED: &str = "[redacted]";
@@ -78,12 +78,80 @@ fn rules() -> &'static [Rule] {
     })
 }
 
-/// Redact only the secret rules (keys, tokens), not env assignments or
-/// paths: for text that is code, such as a candidate patch, where `FOO=bar`
-/// and `/usr/bin/env` are content. Returns the names of the rules that fired.
+/// What replaces a value drover was given with `--env`/`--env-file`.
+pub const GIVEN_REDACTED: &str = "[redacted:env]";
+/// Given values shorter than this are not looked for in text: they would
+/// hit ordinary words and numbers.
+pub const MIN_GIVEN_LEN: usize = 6;
+
+fn given() -> &'static RwLock<Vec<String>> {
+    static GIVEN: OnceLock<RwLock<Vec<String>>> = OnceLock::new();
+    GIVEN.get_or_init(|| RwLock::new(Vec::new()))
+}
+
+/// Remember environment values this process was given for its lanes or
+/// panes (`--env K=V`, `--env K`, `--env-file`): from now on every copy it
+/// shows or stores is redacted of them ([`redact_secrets`], [`redact_shown`],
+/// [`Redactor::redact_str`]). A value shorter than [`MIN_GIVEN_LEN`] or an
+/// absolute path is not remembered.
+pub fn remember_given<I, S>(values: I)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let Ok(mut g) = given().write() else { return };
+    for v in values {
+        let v = v.as_ref().trim();
+        if v.len() >= MIN_GIVEN_LEN && !v.starts_with('/') && !g.iter().any(|x| x == v) {
+            g.push(v.to_string());
+        }
+    }
+    // The longest first, so a value that holds another goes whole.
+    g.sort_by_key(|v| std::cmp::Reverse(v.len()));
+}
+
+/// Replace every remembered value in `s`; whether one was there.
+fn redact_given(s: &str) -> (String, bool) {
+    let Ok(g) = given().read() else {
+        return (s.to_string(), false);
+    };
+    let mut out = s.to_string();
+    let mut hit = false;
+    for v in g.iter() {
+        if out.contains(v.as_str()) {
+            hit = true;
+            out = out.replace(v.as_str(), GIVEN_REDACTED);
+        }
+    }
+    (out, hit)
+}
+
+/// The one redaction of every copy drover shows or stores (its decisions,
+/// close-out, run and state files, gate logs, what it prints, its logs and
+/// records), never of what it lands: the values it was given and the secret
+/// rules (keys, tokens, bearer credentials).
+pub fn redact_shown(s: &str) -> String {
+    redact_secrets(s).0
+}
+
+/// [`redact_shown`] of bytes (a log): `None` when nothing in them is secret,
+/// so a clean log keeps its bytes exactly.
+pub fn redact_shown_bytes(b: &[u8]) -> Option<Vec<u8>> {
+    let text = String::from_utf8_lossy(b);
+    let (out, fired) = redact_secrets(&text);
+    (!fired.is_empty()).then(|| out.into_bytes())
+}
+
+/// Redact only the secret rules (keys, tokens) and the given values, not
+/// env assignments or paths: for text that is code, such as a candidate
+/// patch, where `FOO=bar` and `/usr/bin/env` are content. Returns the names
+/// of the rules that fired.
 pub fn redact_secrets(s: &str) -> (String, Vec<&'static str>) {
     let mut fired = Vec::new();
-    let mut out = s.to_string();
+    let (mut out, hit) = redact_given(s);
+    if hit {
+        fired.push("given-env-value");
+    }
     for r in rules().iter().filter(|r| r.name != "env-value") {
         if r.re.is_match(&out) {
             fired.push(r.name);
@@ -135,7 +203,10 @@ impl Redactor {
     /// Redact one string; returns the names of the rules that fired.
     pub fn redact_str(&self, s: &str) -> (String, Vec<&'static str>) {
         let mut fired = Vec::new();
-        let mut out = s.to_string();
+        let (mut out, hit) = redact_given(s);
+        if hit {
+            fired.push("given-env-value");
+        }
         for r in rules() {
             if r.re.is_match(&out) {
                 fired.push(r.name);

@@ -145,10 +145,12 @@ fn prepare(runner: &Runner, d: &ShadowDecision) -> Result<Result<Prepared, Outco
     // The lane's own account decides which terminal: a lane that says it
     // failed or is blocked is not completed.
     let failed = match rep.outcome.as_deref() {
-        Some(o @ ("failed" | "blocked")) => Some(format!(
+        // Its words go to the job's record, the audit log, the decisions
+        // log and the supervisor's log: redacted of secrets first.
+        Some(o @ ("failed" | "blocked")) => Some(crate::registry::redact::redact_shown(&format!(
             "the lane reported {o}: {}",
             rep.reason.as_deref().unwrap_or("no reason given")
-        )),
+        ))),
         _ => None,
     };
     let action = match &failed {

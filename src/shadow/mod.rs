@@ -209,7 +209,10 @@ impl Runner {
 
     /// Append a decision to the log.
     pub fn record(&self, d: &ShadowDecision) -> Result<(), StoreError> {
-        append_jsonl(&self.decisions, d, true)
+        let mut d = d.clone();
+        d.reason = crate::registry::redact::redact_shown(&d.reason);
+        d.action = d.action.map(|a| crate::registry::redact::redact_shown(&a));
+        append_jsonl(&self.decisions, &d, true)
     }
 }
 

@@ -36,6 +36,13 @@ pub enum Refusal {
     Empty,
     /// Files outside the lease's claim.
     OutOfScope { files: Vec<String> },
+    /// The worktree cannot be captured as files: git refused to stage it
+    /// (a nested repository without a commit, a path git may not hold such
+    /// as `.GIT/…`); git's own words.
+    Uncapturable { why: String },
+    /// Nested repositories: they would land as bare gitlinks (no
+    /// `.gitmodules` entry, none of their files).
+    Nested { paths: Vec<String> },
 }
 
 impl Refusal {
@@ -46,13 +53,95 @@ impl Refusal {
                 "the candidate touches files outside its claim: {}",
                 files.join(", ")
             ),
+            Refusal::Uncapturable { why } => {
+                format!("the candidate cannot be captured: {why}")
+            }
+            Refusal::Nested { paths } => format!(
+                "the candidate holds nested git repositories, which would land as bare gitlinks without their files: {}",
+                paths.join(", ")
+            ),
         }
     }
 }
 
+impl Refusal {
+    /// What the owner does before the task is rerun.
+    pub fn resume(&self) -> &'static str {
+        match self {
+            Refusal::Uncapturable { .. } | Refusal::Nested { .. } => {
+                "remove the nested repository or the path git refuses from its worktree (or make it a declared submodule), then rerun"
+            }
+            _ => "claim the files in modified_files or narrow the change, then rerun",
+        }
+    }
+}
+
+/// Stage the worktree (`git add -A`); what git refuses to stage is a
+/// refusal of the candidate, not an error of the run.
+fn stage(worktree: &Path) -> Result<Result<(), Refusal>, LoopError> {
+    let out = git::output(worktree, &["add", "-A"])?;
+    if out.status.success() {
+        return Ok(Ok(()));
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    let why: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(3)
+        .collect();
+    Ok(Err(Refusal::Uncapturable {
+        why: crate::registry::redact::redact_shown(&format!("git add -A: {}", why.join(" / "))),
+    }))
+}
+
+/// The paths the staged change makes (or changes into) gitlinks that
+/// `.gitmodules` does not declare: a repository nested in the worktree, not
+/// a submodule (an existing gitlink's new commit is a submodule's bump).
+fn gitlinks(worktree: &Path, mb: &str) -> Result<Vec<String>, LoopError> {
+    let declared: Vec<String> = std::fs::read_to_string(worktree.join(".gitmodules"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "path").then(|| v.trim().to_string())
+        })
+        .collect();
+    let raw = git::run(
+        worktree,
+        &["diff", "--cached", "--raw", "-z", "--no-renames", mb],
+    )?;
+    // `:<old mode> <new mode> <old> <new> <status>\0<path>\0`, repeated.
+    let mut out = Vec::new();
+    let mut parts = raw.split('\0');
+    while let Some(meta) = parts.next() {
+        let Some(path) = parts.next() else { break };
+        let mut modes = meta.trim_start_matches(':').split(' ');
+        let (old, new) = (modes.next(), modes.next());
+        if new == Some("160000") && old != Some("160000") && !declared.iter().any(|d| d == path) {
+            out.push(path.to_string());
+        }
+    }
+    Ok(out)
+}
+
 /// The raw capture: merge-base, changed files, patch bytes (no writes but the index).
 pub fn diff(worktree: &Path, base: &str) -> Result<(String, Vec<String>, Vec<u8>), LoopError> {
-    git::run(worktree, &["add", "-A"])?;
+    if let Err(r) = stage(worktree)? {
+        let message = match r {
+            Refusal::Uncapturable { why } => why.trim_start_matches("git add -A: ").to_string(),
+            other => other.describe(),
+        };
+        return Err(LoopError::Git {
+            args: "add -A".into(),
+            message,
+        });
+    }
+    diff_staged(worktree, base)
+}
+
+/// [`diff`] of what is staged already.
+fn diff_staged(worktree: &Path, base: &str) -> Result<(String, Vec<String>, Vec<u8>), LoopError> {
     let mb = git::line(worktree, &["merge-base", "HEAD", base]).map_err(|e| LoopError::Git {
         args: format!("merge-base HEAD {base}"),
         message: format!("no merge-base, capture refused (fails closed): {e}"),
@@ -84,7 +173,14 @@ pub fn capture(
     claimed: &[String],
     lane_dir: &Path,
 ) -> Result<Result<Candidate, Refusal>, LoopError> {
-    let (mb, files, patch) = diff(worktree, base)?;
+    if let Err(r) = stage(worktree)? {
+        return Ok(Err(r));
+    }
+    let (mb, files, patch) = diff_staged(worktree, base)?;
+    let nested = gitlinks(worktree, &mb)?;
+    if !nested.is_empty() {
+        return Ok(Err(Refusal::Nested { paths: nested }));
+    }
     if files.is_empty() {
         return Ok(Err(Refusal::Empty));
     }
@@ -130,6 +226,7 @@ pub fn write_return(lane_dir: &Path, task: &str, lines: &[String]) -> Result<(),
     for l in lines {
         t.push_str(&format!("- {}\n", l.replace('\n', " ")));
     }
+    let t = crate::registry::redact::redact_shown(&t);
     crate::store::write_bytes_atomic(&lane_dir.join("return.md"), t.as_bytes())?;
     Ok(())
 }

@@ -121,6 +121,7 @@ pub fn run_gate(
         .stderr(err);
     let ended = child::run(&mut c, bounds).map_err(|e| LoopError::io(worktree, e))?;
     cap_log(log, MAX_GATE_LOG_BYTES)?;
+    redact_log(log)?;
     let exit = ended.code();
     Ok(GateRun {
         command: cmd.to_string(),
@@ -133,6 +134,18 @@ pub fn run_gate(
         ended: (!matches!(ended, Ended::Exited(_))).then(|| ended.describe(bounds.timeout)),
         stopped: matches!(ended, Ended::Stopped(_)),
     })
+}
+
+/// A gate's log is a copy drover stores: the values it was given and
+/// secrets are redacted from it (a clean log keeps its bytes).
+pub fn redact_log(log: &Path) -> Result<(), LoopError> {
+    let Ok(bytes) = std::fs::read(log) else {
+        return Ok(());
+    };
+    if let Some(clean) = crate::registry::redact::redact_shown_bytes(&bytes) {
+        crate::store::write_bytes_atomic(log, &clean)?;
+    }
+    Ok(())
 }
 
 /// Keep at most `cap` bytes of a log: its end, streamed into a new file

@@ -6,6 +6,7 @@ mod batch;
 pub mod bisect;
 pub mod capture;
 pub mod closeout;
+pub mod gate_checkout;
 pub mod git;
 mod integrate;
 pub mod rebase;

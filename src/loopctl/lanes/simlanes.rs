@@ -234,15 +234,8 @@ impl LaneOps for SimLanes {
                 let outcome = match rec.status {
                     Status::Completed => Some(Outcome::Completed),
                     Status::Failed | Status::Cancelled | Status::TimedOut => {
-                        Some(Outcome::Failed {
-                            status: rec.status.as_str().to_string(),
-                            reason: rec
-                                .metadata
-                                .get("reason")
-                                .and_then(|r| r.as_str())
-                                .unwrap_or("")
-                                .to_string(),
-                        })
+                        let (status, reason) = failed_outcome(&rec);
+                        Some(Outcome::Failed { status, reason })
                     }
                     _ => self
                         .decision_of(job, rec.attempt_id.as_deref())
@@ -368,3 +361,50 @@ impl LaneOps for SimLanes {
 
 /// How long a reminder waits for an idle lane to take it.
 const PROMPT_READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A failed job's status and reason as the loop shows them: the lane's own
+/// words when it reported `failed` or `blocked` (the engine's record keeps
+/// them as `the lane reported <outcome>: <reason>`), a `blocked` report
+/// shown as `blocked`; else the record's reason, else its metadata's.
+pub(crate) fn failed_outcome(rec: &crate::engine::JobRecord) -> (String, String) {
+    let status = rec.status.as_str().to_string();
+    let reason = rec
+        .reason
+        .clone()
+        .filter(|r| !r.trim().is_empty())
+        .or_else(|| {
+            rec.metadata
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    for said in ["failed", "blocked"] {
+        if let Some(words) = reason.strip_prefix(&format!("the lane reported {said}: ")) {
+            return (said.to_string(), words.to_string());
+        }
+    }
+    (status, reason)
+}
+
+#[cfg(test)]
+mod failed_outcome_tests {
+    use super::failed_outcome;
+
+    #[test]
+    fn the_lanes_own_words_and_its_blocked_are_kept() {
+        let mut rec: crate::engine::JobRecord = serde_json::from_value(serde_json::json!({
+            "job_id": "j", "status": "failed", "iteration": 1, "attempt_id": null,
+            "session_id": null, "deadline": null, "metadata": {}, "created_at": "",
+            "updated_at": "", "transition_seq": 1,
+            "reason": "the lane reported blocked: needs the staging database URL"
+        }))
+        .unwrap();
+        assert_eq!(
+            failed_outcome(&rec),
+            ("blocked".into(), "needs the staging database URL".into())
+        );
+        rec.reason = Some("exhausted".into());
+        assert_eq!(failed_outcome(&rec), ("failed".into(), "exhausted".into()));
+    }
+}

@@ -225,7 +225,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         c.notes.extend(self.status.notes.iter().cloned());
         c.notes.extend(notes);
-        let text = closeout::render(&c);
+        let text = crate::loopctl::run::rundir::shown(&closeout::render(&c));
         let path = self.run.file("closeout.md");
         crate::store::write_bytes_atomic(&path, text.as_bytes())?;
         if unclosed.is_some() {

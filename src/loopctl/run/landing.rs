@@ -96,7 +96,9 @@ impl<O: LaneOps> Runner<'_, O> {
                             .lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;
                     let prior =
                         std::fs::read_to_string(lane_dir.join("return.md")).unwrap_or_default();
-                    let text = format!("{prior}- dropped at landing {number}: {reason}\n");
+                    let text = crate::loopctl::run::rundir::shown(&format!(
+                        "{prior}- dropped at landing {number}: {reason}\n"
+                    ));
                     crate::store::write_bytes_atomic(&lane_dir.join("return.md"), text.as_bytes())?;
                     // Back to its lane (a rebase or repair round), not parked.
                     self.send_back(id, number, reason, gate_tail.as_deref())?;
@@ -208,6 +210,9 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), String> {
         // A task sent back from landing was captured against the
         // integration head merged into it.
+        if !wt.exists() {
+            return self.forget_removed_worktree(t);
+        }
         let base = t
             .onto
             .clone()
@@ -235,6 +240,44 @@ impl<O: LaneOps> Runner<'_, O> {
         git::run(&self.cfg.repo, &["worktree", "remove", "--force", &p])
             .map_err(|e| e.to_string())?;
         git::run(&self.cfg.repo, &["branch", "-D", &branch]).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// A landed task whose worktree is gone already (an earlier close-out of
+    /// the run, cut short, removed it): git forgets it, and its branch goes
+    /// too when it has no commits of its own; nothing is kept that is not there.
+    fn forget_removed_worktree(
+        &self,
+        t: &crate::loopctl::run::runner::TaskState,
+    ) -> Result<(), String> {
+        let repo = &self.cfg.repo;
+        git::run(repo, &["worktree", "prune"]).map_err(|e| e.to_string())?;
+        let Some(branch) = t.branch.clone() else {
+            return Ok(());
+        };
+        let r = format!("refs/heads/{branch}");
+        if !git::output(repo, &["rev-parse", "-q", "--verify", &r])
+            .map_err(|e| e.to_string())?
+            .status
+            .success()
+        {
+            return Ok(());
+        }
+        let authors = git::run(
+            repo,
+            &[
+                "log",
+                "--format=%ae",
+                &format!("refs/heads/{}..{r}", self.status.integration_branch),
+            ],
+        )
+        .map_err(|e| e.to_string())?;
+        if authors.lines().any(|a| a.trim() != git::IDENTITY_EMAIL) {
+            return Err(format!(
+                "it is gone, but {branch} has commits of its own: kept"
+            ));
+        }
+        git::run(repo, &["branch", "-D", &branch]).map_err(|e| e.to_string())?;
         Ok(())
     }
 }

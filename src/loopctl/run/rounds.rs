@@ -321,12 +321,30 @@ impl<O: LaneOps> Runner<'_, O> {
                 )
                 .map(|()| None);
         }
-        let beyond = if r.merged.conflicts.is_empty() {
-            vec!["(a repair round)".to_string()]
+        // What git cannot stage (a nested repository, a path it refuses)
+        // parks the task, as at a capture; the run goes on.
+        let concluded = if r.merged.conflicts.is_empty() {
+            Ok(vec!["(a repair round)".to_string()])
         } else {
-            rebase::beyond_resolution(&wt, &r.merged, &lane_dir)?
+            rebase::beyond_resolution(&wt, &r.merged, &lane_dir)
+        }
+        .and_then(|b| rebase::conclude(&wt).map(|()| b));
+        let beyond = match concluded {
+            Ok(b) => b,
+            Err(e @ LoopError::Git { .. }) => {
+                let refusal = crate::loopctl::land::capture::Refusal::Uncapturable {
+                    why: crate::registry::redact::redact_shown(&e.to_string()),
+                };
+                return self
+                    .park(
+                        id,
+                        &format!("blocked: {}", refusal.describe()),
+                        refusal.resume(),
+                    )
+                    .map(|()| None);
+            }
+            Err(e) => return Err(e),
         };
-        rebase::conclude(&wt)?;
         if let Some(t) = self.task_mut(id) {
             t.rebase = None;
         }

@@ -125,7 +125,7 @@ impl RunDir {
         hold: &[(String, String)],
         landing: &[(String, String)],
     ) -> Result<(), LoopError> {
-        let text = render_queue(self.n, ready, hold, landing);
+        let text = shown(&render_queue(self.n, ready, hold, landing));
         crate::store::write_bytes_atomic(&self.file("QUEUE.md"), text.as_bytes())?;
         Ok(())
     }
@@ -143,7 +143,7 @@ impl RunDir {
             }
             text.push('\n');
         }
-        crate::store::write_bytes_atomic(&self.file("LANES.md"), text.as_bytes())?;
+        crate::store::write_bytes_atomic(&self.file("LANES.md"), shown(&text).as_bytes())?;
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl RunDir {
         let existing = std::fs::read_to_string(&path).unwrap_or_default();
         let k = existing.lines().filter(|l| l.starts_with("- D")).count() + 1;
         let id = format!("D{k}");
-        let line = format!("- {id} {at} {kind}: {}\n", text.replace('\n', " "));
+        let line = format!("- {id} {at} {kind}: {}\n", shown(&text.replace('\n', " ")));
         append(&path, &line)?;
         Ok(id)
     }
@@ -177,18 +177,18 @@ impl RunDir {
         recommendation: &str,
         at: &str,
     ) -> Result<(), LoopError> {
-        let line = format!(
+        let line = shown(&format!(
             "- {at} {task}: {} — recommendation: {}\n",
             question.replace('\n', " "),
             recommendation.replace('\n', " ")
-        );
+        ));
         append(&self.file("QUESTIONS.md"), &line)
     }
 
     /// Write STATE.md (atomic), keeping it under [`MAX_STATE_BYTES`] by
     /// dropping the oldest rulings.
     pub fn write_state(&self, mode: &str, wave: u32, rulings: &[String]) -> Result<(), LoopError> {
-        let text = render_state(self.n, mode, wave, rulings);
+        let text = shown(&render_state(self.n, mode, wave, rulings));
         crate::store::write_bytes_atomic(&self.file("STATE.md"), text.as_bytes())?;
         Ok(())
     }
@@ -228,6 +228,51 @@ pub fn note_board_holder(lock: &crate::store::LockGuard, run: u32) {
     let note = format!("loop{run} (pid {})\n", std::process::id());
     if lock.file().write_at(note.as_bytes(), 0).is_ok() {
         let _ = lock.file().set_len(note.len() as u64);
+    }
+}
+
+/// Every copy the run shows or stores is redacted of the values it was
+/// given and of secrets (`registry::redact::redact_shown`).
+pub fn shown(text: &str) -> String {
+    crate::registry::redact::redact_shown(text)
+}
+
+/// Write a JSON document of the run (atomic), its strings redacted as
+/// [`shown`] says.
+pub fn write_json_shown<T: serde::Serialize>(path: &Path, doc: &T) -> Result<(), LoopError> {
+    let mut v = serde_json::to_value(doc).map_err(|e| {
+        LoopError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })?;
+    redact_strings(&mut v);
+    crate::store::write_json_atomic(path, &v)?;
+    Ok(())
+}
+
+/// A JSON text as [`write_json_shown`] would store it (for printing).
+pub fn shown_json(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(mut v) => {
+            redact_strings(&mut v);
+            serde_json::to_string_pretty(&v).unwrap_or_else(|_| shown(text))
+        }
+        Err(_) => shown(text),
+    }
+}
+
+fn redact_strings(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            let r = shown(s);
+            if r != *s {
+                *s = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(redact_strings),
+        serde_json::Value::Object(m) => m.values_mut().for_each(redact_strings),
+        _ => {}
     }
 }
 

@@ -547,7 +547,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     }
 
     pub(in crate::loopctl) fn say(&mut self, msg: &str) {
-        (self.say)(msg);
+        (self.say)(&crate::loopctl::run::rundir::shown(msg));
     }
 
     pub(in crate::loopctl) fn decide(
@@ -636,7 +636,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.persisted = std::time::Instant::now();
         self.run
             .write_state(&self.status.mode, self.status.landings + 1, &live)?;
-        crate::store::write_json_atomic(&self.run.file("run.json"), &self.status)?;
+        crate::loopctl::run::rundir::write_json_shown(&self.run.file("run.json"), &self.status)?;
         Ok(())
     }
 

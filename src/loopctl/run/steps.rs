@@ -263,11 +263,18 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             Outcome::Failed { status, reason } => {
                 self.lane_down(id)?;
-                self.park(
-                    id,
-                    &format!("job {job} {status}: {reason}"),
-                    "rerun the task",
-                )
+                let reason = if reason.trim().is_empty() {
+                    "no reason given".to_string()
+                } else {
+                    reason
+                };
+                // The lane's own words: a blocked lane asked for something.
+                let resume = if status == "blocked" {
+                    "give the task what its lane asked for, then rerun it"
+                } else {
+                    "rerun the task"
+                };
+                self.park(id, &format!("job {job} {status}: {reason}"), resume)
             }
             Outcome::Completed if phase == Some(Phase::Implementing) => self.after_implement(id),
             Outcome::Completed => self.after_review(id),
@@ -323,11 +330,7 @@ impl<O: LaneOps> Runner<'_, O> {
             Err(refusal) => {
                 let why = refusal.describe();
                 capture::write_return(&lane_dir, id, &[format!("blocked: {why}")])?;
-                self.park(
-                    id,
-                    &format!("blocked: {why}"),
-                    "claim the files in modified_files or narrow the change, then rerun",
-                )
+                self.park(id, &format!("blocked: {why}"), refusal.resume())
             }
             Ok(c) => {
                 let mut lines = vec![format!(
@@ -535,7 +538,35 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let lane_dir = self.run.lane_dir(t.lane.as_deref().unwrap_or(id))?;
         let bounds = self.child_bounds(self.gate_timeout());
-        let g = land::run_gate(&wt, &gate, &lane_dir.join("gate.log"), &bounds)?;
+        // The gate runs on a checkout of the candidate of its own, so what
+        // it writes never enters the task's worktree (and its next capture).
+        let patch = self
+            .run
+            .path
+            .join(format!("l{}-impl-{}", self.run.n, slug(id)))
+            .join("candidate.patch");
+        let base = t
+            .candidate_base
+            .clone()
+            .unwrap_or_else(|| self.status.base_sha.clone());
+        let g = match land::gate_checkout::run_gate_on_candidate(
+            &wt,
+            &base,
+            &patch,
+            &gate,
+            &lane_dir.join("gate.log"),
+            &bounds,
+        ) {
+            Ok(g) => g,
+            Err(e @ LoopError::Git { .. }) => {
+                return self.park(
+                    id,
+                    &format!("its gate could not run on a checkout of its candidate: {e}"),
+                    "fix the cause, then rerun the task",
+                );
+            }
+            Err(e) => return Err(e),
+        };
         if g.stopped {
             let why = g.ended.unwrap_or_default();
             return self.park(id, &format!("its gate was ended: {why}"), "rerun the task");

@@ -592,6 +592,9 @@ impl TmuxHost {
                 return Err(tmux_err(e));
             }
         };
+        // While it waits at the gate it has started nothing: in its
+        // generation's cgroup, so is everything it ever starts.
+        crate::pane::cgroup::join(marker, pid);
         if let Err(e) = gate.open(pid) {
             crate::pane::native::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let _ = ctl.command(format!("kill-window -t {pane_id}"));

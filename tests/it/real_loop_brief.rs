@@ -209,8 +209,9 @@ fn run(
     let out = std::fs::read_to_string(root.join("run.out")).unwrap_or_default();
     let err = std::fs::read_to_string(root.join("run.err")).unwrap_or_default();
     let decisions = std::fs::read_to_string(state.join("loop1/DECISIONS.md")).unwrap_or_default();
+    let failed = failed_codex_commands(&home.join(".codex/sessions"));
     let why = format!(
-        "claude {claude_v} + codex {codex_v} ({reports}{how}) after {secs:.1} s\n--- stdout\n{out}\n--- stderr\n{err}\n--- decisions\n{decisions}"
+        "claude {claude_v} + codex {codex_v} ({reports}{how}) after {secs:.1} s\n--- stdout\n{out}\n--- stderr\n{err}\n--- decisions\n{decisions}\n--- codex commands that failed\n{failed}"
     );
     let status = status.unwrap_or_else(|| panic!("loop run did not finish: {why}"));
     eprintln!("brief-only loop ({reports}{how}), claude {claude_v} + codex {codex_v}: {secs:.1} s");
@@ -223,6 +224,50 @@ fn run(
         secs,
         _tmp: tmp,
     }
+}
+
+/// What Codex's commands that exited non-zero printed (from its session
+/// logs under `dir`), one a line: where a lane's `drover report` failed
+/// (`drover: command not found`, exit 127), this says so.
+fn failed_codex_commands(dir: &Path) -> String {
+    fn outputs(v: &serde_json::Value, found: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    match x.as_str() {
+                        Some(t)
+                            if k == "output"
+                                && t.contains("Process exited with code ")
+                                && !t.contains("Process exited with code 0\n") =>
+                        {
+                            found.push(t.replace('\n', " | ").chars().take(300).collect());
+                        }
+                        _ => outputs(x, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| outputs(x, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                for l in text.lines() {
+                    if let Ok(v) = serde_json::from_str(l) {
+                        outputs(&v, &mut found);
+                    }
+                }
+            }
+        }
+    }
+    found.join("\n")
 }
 
 /// Every task landed: named in the close-out's Landed, nothing parked,

@@ -18,8 +18,9 @@
 #   every supported version, into their ~/.cache/drover/agents).
 # - The tests run with that user's HOME, USER, SHELL, an XDG_RUNTIME_DIR of
 #   their own (/run/user/<uid>, 0700), a state dir of their own, and the PATH
-#   their interactive shell has; nothing else of root's environment but what
-#   npm needs to reach its registry (proxy and CA variables).
+#   their interactive shell has; of root's environment only what npm needs
+#   to reach its registry (proxy and CA variables, for the install) and what
+#   picks the run (DROVER_TEST_BACKEND, DROVER_HERDR, DROVER_AGENT_VERSIONS, TERM).
 # The test binary and the drover binary stay where cargo built them (their
 # paths are compiled into the tests); the user is given an ACL to traverse
 # their parent dirs and to write the tests' scratch dir (CARGO_TARGET_TMPDIR,
@@ -61,6 +62,8 @@ reach() { # path...
 target_tmp="$(dirname "$(dirname "$(dirname "$test_bin")")")/tmp"
 mkdir -p "$target_tmp"
 reach "$test_bin" "$drover_bin" "$repo/Cargo.toml" "$target_tmp/x"
+# herdr for a pass on its backend (DROVER_TEST_BACKEND=herdr); tmux is a system binary.
+[ -n "${DROVER_HERDR:-}" ] && reach "$DROVER_HERDR"
 as_user test -w "$target_tmp" || setfacl -m "u:$user:rwx" "$target_tmp"
 
 # drover, as `cargo install` puts it, on PATH through ~/.bashrc only.

@@ -10,7 +10,10 @@
 //! agents from `scripts/install-agents.sh`), run in CI with `--include-ignored`.
 
 use crate::common;
-use crate::real_loop_common::{Reaped, Supervisor, agents_path, hermetic_home, mock};
+use crate::real_loop_common::{
+    DroverOnPath, Reaped, Supervisor, agents_path, hermetic_home, install_drover_via_bashrc, mock,
+    skeleton_dotfiles, without_drover,
+};
 
 use common::git;
 use drover::rehearse::{Agent, discover};
@@ -79,7 +82,33 @@ pub(crate) fn run_loop(
     tasks: &[TaskSpec],
     extra: &[&str],
 ) -> Ran {
-    let path = agents_path(claude_v, codex_v);
+    run(claude_v, codex_v, reports, tasks, extra, None)
+}
+
+/// [`run_loop`] the way users run drover: the agents' HOME has the
+/// distribution's skeleton dotfiles, and drover is where `on_path` says
+/// (run from `~/.cargo/bin` on the PATH, or by its absolute path with no
+/// `drover` on the PATH at all).
+pub(crate) fn run_loop_as(
+    claude_v: &str,
+    codex_v: &str,
+    reports: &str,
+    tasks: &[TaskSpec],
+    extra: &[&str],
+    on_path: DroverOnPath,
+) -> Ran {
+    run(claude_v, codex_v, reports, tasks, extra, Some(on_path))
+}
+
+fn run(
+    claude_v: &str,
+    codex_v: &str,
+    reports: &str,
+    tasks: &[TaskSpec],
+    extra: &[&str],
+    on_path: Option<DroverOnPath>,
+) -> Ran {
+    let mut path = agents_path(claude_v, codex_v);
     // Not under /tmp: Codex warns about helper binaries in temporary dirs.
     let tmp = tempfile::Builder::new()
         .prefix("rb")
@@ -120,10 +149,30 @@ pub(crate) fn run_loop(
         .map(|t| state.join("worktrees").join(format!("loop1-task-{}", t.n)))
         .collect();
     trusted.extend([repo.clone(), state.clone()]);
-    let env = hermetic_home(&root.join("home"), &trusted, port);
+    let home = root.join("home");
+    let env = hermetic_home(&home, &trusted, port);
+    let mut exe = PathBuf::from(common::BIN);
+    if let Some(on_path) = on_path {
+        skeleton_dotfiles(&home);
+        path = without_drover(&path);
+        if on_path == DroverOnPath::Bashrc {
+            exe = install_drover_via_bashrc(&home);
+            path = format!("{}:{path}", exe.parent().unwrap().display());
+        }
+        let found = drover::pane::find_executable("drover", &path, None);
+        assert_eq!(
+            found.as_deref(),
+            (on_path == DroverOnPath::Bashrc).then_some(exe.as_path()),
+            "the loop's PATH: {path}"
+        );
+    }
+    let how = match on_path {
+        None => String::new(),
+        Some(p) => format!(", drover on PATH: {p:?}"),
+    };
 
     let _sup = Supervisor(state.clone());
-    let mut cmd = Command::new(common::BIN);
+    let mut cmd = Command::new(&exe);
     cmd.arg("--state-dir")
         .arg(&state)
         .args(["loop", "run", "--charter"])
@@ -160,11 +209,12 @@ pub(crate) fn run_loop(
     let out = std::fs::read_to_string(root.join("run.out")).unwrap_or_default();
     let err = std::fs::read_to_string(root.join("run.err")).unwrap_or_default();
     let decisions = std::fs::read_to_string(state.join("loop1/DECISIONS.md")).unwrap_or_default();
+    let failed = failed_codex_commands(&home.join(".codex/sessions"));
     let why = format!(
-        "claude {claude_v} + codex {codex_v} ({reports}) after {secs:.1} s\n--- stdout\n{out}\n--- stderr\n{err}\n--- decisions\n{decisions}"
+        "claude {claude_v} + codex {codex_v} ({reports}{how}) after {secs:.1} s\n--- stdout\n{out}\n--- stderr\n{err}\n--- decisions\n{decisions}\n--- codex commands that failed\n{failed}"
     );
     let status = status.unwrap_or_else(|| panic!("loop run did not finish: {why}"));
-    eprintln!("brief-only loop ({reports}), claude {claude_v} + codex {codex_v}: {secs:.1} s");
+    eprintln!("brief-only loop ({reports}{how}), claude {claude_v} + codex {codex_v}: {secs:.1} s");
     assert!(status.success(), "{why}");
     Ran {
         out,
@@ -174,6 +224,50 @@ pub(crate) fn run_loop(
         secs,
         _tmp: tmp,
     }
+}
+
+/// What Codex's commands that exited non-zero printed (from its session
+/// logs under `dir`), one a line: where a lane's `drover report` failed
+/// (`drover: command not found`, exit 127), this says so.
+fn failed_codex_commands(dir: &Path) -> String {
+    fn outputs(v: &serde_json::Value, found: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    match x.as_str() {
+                        Some(t)
+                            if k == "output"
+                                && t.contains("Process exited with code ")
+                                && !t.contains("Process exited with code 0\n") =>
+                        {
+                            found.push(t.replace('\n', " | ").chars().take(300).collect());
+                        }
+                        _ => outputs(x, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| outputs(x, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                for l in text.lines() {
+                    if let Ok(v) = serde_json::from_str(l) {
+                        outputs(&v, &mut found);
+                    }
+                }
+            }
+        }
+    }
+    found.join("\n")
 }
 
 /// Every task landed: named in the close-out's Landed, nothing parked,
@@ -263,53 +357,74 @@ pub(crate) static THREE: [TaskSpec; 3] = [
 /// tasks land — Claude implementing with Codex reviewing and the reverse;
 /// TASK-2's first review fails with a reason ending in inline code, which
 /// reaches the repair round byte for byte (else its repair misses the line
-/// and it parks).
+/// and it parks). Here drover is not on the PATH at all.
 #[test]
 #[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn brief_only_model_lands_every_task_on_real_tuis() {
     for (c, x) in pairs() {
-        let r = run_loop(&c, &x, "command", &THREE, &[]);
-        all_landed(&r, &THREE);
-        let decisions = std::fs::read_to_string(r.run_dir.join("DECISIONS.md")).unwrap();
-        assert!(
-            decisions.contains("repair: TASK-2: round 2: the review failed: TASK-2.txt must hold the line `reviewed: yes`"),
-            "the stated reason, byte for byte, is the repair's evidence: {}",
-            r.why
-        );
-        assert!(
-            !decisions.contains("reminder:"),
-            "no reminder was needed: {}",
-            r.why
-        );
-        // No permission dialog on either TUI: one would be a question for
-        // the owner or a needs-human stall, never a landing.
-        assert!(
-            !decisions.contains(" question: ") && !decisions.contains(" stall: "),
-            "a lane asked for something: {}",
-            r.why
-        );
-        // Both orders: each agent reviewed a task the other implemented.
-        let revs: Vec<String> = [
-            ("l1-rev-task-1", 1),
-            ("l1-rev-task-2", 2),
-            ("l1-rev-task-3", 1),
-        ]
-        .iter()
-        .map(|(l, n)| reviewer(&r, l, *n))
-        .collect();
-        assert!(
-            revs.iter().any(|v| v == "claude") && revs.iter().any(|v| v == "codex"),
-            "both agents reviewed: {revs:?}"
-        );
-        // The reports were drover's: written by `drover report`, files computed.
-        let rep: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(r.run_dir.join("l1-impl-task-1/report-i1.json")).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(rep["outcome"], "done", "{rep}");
-        assert_eq!(rep["side_effects"][0]["path"], "TASK-1.txt", "{rep}");
-        eprintln!("three tasks landed in {:.1} s", r.secs);
+        let r = run_loop_as(&c, &x, "command", &THREE, &[], DroverOnPath::No);
+        three_landed_from_the_brief(&r);
     }
+}
+
+/// Guards issue 35: the same with drover installed where a user has it —
+/// on the PATH of their terminal through `~/.bashrc` only, the loop run from
+/// there. Codex runs its commands with a login shell's PATH (`/etc/profile`
+/// resets it), so a brief naming the bare word `drover` parked every task
+/// Codex implemented (`drover: command not found`, exit 127).
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn brief_only_model_lands_every_task_with_drover_on_the_path_through_bashrc() {
+    for (c, x) in pairs() {
+        let r = run_loop_as(&c, &x, "command", &THREE, &[], DroverOnPath::Bashrc);
+        three_landed_from_the_brief(&r);
+    }
+}
+
+/// What a brief-only run of [`THREE`] shows when it worked: every task
+/// landed, TASK-2 repaired from the stated reason, no reminder, no question,
+/// each agent reviewed, and the reports were `drover report`'s.
+fn three_landed_from_the_brief(r: &Ran) {
+    all_landed(r, &THREE);
+    let decisions = std::fs::read_to_string(r.run_dir.join("DECISIONS.md")).unwrap();
+    assert!(
+        decisions.contains("repair: TASK-2: round 2: the review failed: TASK-2.txt must hold the line `reviewed: yes`"),
+        "the stated reason, byte for byte, is the repair's evidence: {}",
+        r.why
+    );
+    assert!(
+        !decisions.contains("reminder:"),
+        "no reminder was needed: {}",
+        r.why
+    );
+    // No permission dialog on either TUI: one would be a question for
+    // the owner or a needs-human stall, never a landing.
+    assert!(
+        !decisions.contains(" question: ") && !decisions.contains(" stall: "),
+        "a lane asked for something: {}",
+        r.why
+    );
+    // Both orders: each agent reviewed a task the other implemented.
+    let revs: Vec<String> = [
+        ("l1-rev-task-1", 1),
+        ("l1-rev-task-2", 2),
+        ("l1-rev-task-3", 1),
+    ]
+    .iter()
+    .map(|(l, n)| reviewer(r, l, *n))
+    .collect();
+    assert!(
+        revs.iter().any(|v| v == "claude") && revs.iter().any(|v| v == "codex"),
+        "both agents reviewed: {revs:?}"
+    );
+    // The reports were drover's: written by `drover report`, files computed.
+    let rep: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(r.run_dir.join("l1-impl-task-1/report-i1.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rep["outcome"], "done", "{rep}");
+    assert_eq!(rep["side_effects"][0]["path"], "TASK-1.txt", "{rep}");
+    eprintln!("three tasks landed in {:.1} s", r.secs);
 }
 
 const TWO: [TaskSpec; 2] = [
@@ -375,11 +490,20 @@ fn a_misfit_report_is_answered_once_and_lands_once_corrected() {
 
 /// An implementer that ends its turn with no report gets one reminder
 /// naming the command (a `reminder` line), runs it, and lands.
+/// With drover on the PATH through `~/.bashrc` (issue 35: the reminder
+/// named the same bare word the brief did).
 #[test]
 #[ignore = "needs the supported real agents: scripts/install-agents.sh"]
 fn a_silent_implementer_is_reminded_once_and_lands() {
     for (c, x) in pairs() {
-        let r = run_loop(&c, &x, "forget", &TWO, &["--report-grace-s", "3"]);
+        let r = run_loop_as(
+            &c,
+            &x,
+            "forget",
+            &TWO,
+            &["--report-grace-s", "3"],
+            DroverOnPath::Bashrc,
+        );
         all_landed(&r, &TWO);
         let decisions = std::fs::read_to_string(r.run_dir.join("DECISIONS.md")).unwrap();
         for t in ["TASK-1", "TASK-2"] {

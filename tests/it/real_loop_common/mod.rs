@@ -119,3 +119,79 @@ pub fn hermetic_home(home_dir: &Path, dirs: &[PathBuf], port: u16) -> Vec<(Strin
     std::fs::write(home_dir.join(".codex/config.toml"), toml).unwrap();
     env
 }
+
+/// Where `drover` is for a loop run and its agents' shells (issue 35: a user
+/// has it on the PATH their terminal gives them; the agents' shells may not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DroverOnPath {
+    /// Not on the loop's PATH at all: the loop is run by its absolute path.
+    No,
+    /// Installed in the agents' HOME as `cargo install` would (`~/.cargo/bin`),
+    /// that dir put on PATH by a line appended to `~/.bashrc` only, and the
+    /// loop run from there with its PATH holding the dir, as from the user's
+    /// terminal. A login shell does not get it: Debian's skeleton `.profile`
+    /// adds `~/bin` and `~/.local/bin`, and its `.bashrc` returns at once when
+    /// not interactive — so Codex, whose commands take a login shell's PATH
+    /// (`/etc/profile` resets it), finds no `drover` there.
+    Bashrc,
+}
+
+/// The line appended to `~/.bashrc` for [`DroverOnPath::Bashrc`].
+pub const BASHRC_PATH_LINE: &str = "export PATH=\"$HOME/.cargo/bin:$PATH\"";
+
+/// Gives `home` a new user's dotfiles: every file of the distribution's
+/// skeleton (`/etc/skel`), or, where there is none, a `.bashrc` that stops
+/// when not interactive and a `.profile` that reads it, as Debian's do.
+pub fn skeleton_dotfiles(home: &Path) {
+    std::fs::create_dir_all(home).unwrap();
+    let mut copied = false;
+    if let Ok(rd) = std::fs::read_dir("/etc/skel") {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::copy(e.path(), home.join(e.file_name())).unwrap();
+                copied = true;
+            }
+        }
+    }
+    if !copied {
+        std::fs::write(
+            home.join(".bashrc"),
+            "case $- in\n    *i*) ;;\n      *) return;;\nesac\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.join(".profile"),
+            "if [ -n \"$BASH_VERSION\" ] && [ -f \"$HOME/.bashrc\" ]; then\n    . \"$HOME/.bashrc\"\nfi\n",
+        )
+        .unwrap();
+    }
+}
+
+/// Installs the drover under test into `home/.cargo/bin` (a hard link where
+/// it may, else a copy) and appends [`BASHRC_PATH_LINE`] to `home/.bashrc`;
+/// returns the installed binary.
+pub fn install_drover_via_bashrc(home: &Path) -> PathBuf {
+    use std::io::Write;
+    let bin = home.join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("drover");
+    let _ = std::fs::remove_file(&exe);
+    if std::fs::hard_link(common::BIN, &exe).is_err() {
+        std::fs::copy(common::BIN, &exe).unwrap();
+    }
+    let mut rc = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join(".bashrc"))
+        .unwrap();
+    writeln!(rc, "\n{BASHRC_PATH_LINE}").unwrap();
+    exe
+}
+
+/// `path` without the dirs that hold a `drover` executable.
+pub fn without_drover(path: &str) -> String {
+    path.split(':')
+        .filter(|d| drover::pane::find_executable("drover", d, None).is_none())
+        .collect::<Vec<_>>()
+        .join(":")
+}

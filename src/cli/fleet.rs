@@ -447,10 +447,17 @@ pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
             {
                 continue;
             }
+            // Another host's fields reach this terminal: no control
+            // character of theirs does (JSON escapes them itself).
             let text = if f.jsonl {
                 ev.to_line()
             } else {
-                format!("{:<16} {}", ev.host, human(&ev.event))
+                use drover::screen::sanitize_line;
+                format!(
+                    "{:<16} {}",
+                    sanitize_line(&ev.host),
+                    sanitize_line(&human(&ev.event))
+                )
             };
             if !out(&(text + "\n")) {
                 return Ok(exit::OK);

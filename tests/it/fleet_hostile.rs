@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sha2::Digest;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 /// The coordinator's run key (its record's name).
@@ -320,4 +321,146 @@ fn a_step_is_delivered_again_after_its_holder_dies_however_many_partitions_came_
     let (ok, err) = finish(run);
     assert!(ok, "loop run: {err}\nh1: {}", w1.said());
     assert_eq!(commits_touching(&repo, "TASK-1.txt"), 1, "landed once");
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn one_hostile_request_neither_stalls_the_coordinator_nor_grows_its_record() {
+    let c = Drover::new();
+    let nats = per_host_server(&c);
+    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let h1 = joined(&nats, "h1");
+    let w1 = Worker::start(&h1);
+    let (repo, charter) = board(&c, 1);
+    let (imp, rev) = scripts(&c, 4000);
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
+        "h1 never started: {}",
+        w1.said()
+    );
+    let key = run_key(&c);
+    let log = c.state.join("fleet").join(format!("{key}.jsonl"));
+    let before = std::fs::metadata(&log).unwrap().len();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let h2 = hostile(&nats, "h2").await;
+        // A finish of a job that does not exist, naming a missing object:
+        // answered at once, not after a minute of fetching.
+        let missing = json!({"op": "finish", "job": "nope", "host": "h2", "attempt": "a",
+            "finished": {"result": "implemented",
+                         "patch": {"name": "missing", "sha256": "00", "size": 10}}});
+        let t = std::time::Instant::now();
+        let r = h2
+            .request(
+                format!("drover.lab.coord.{key}.h2"),
+                missing.to_string().into(),
+            )
+            .await;
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "answered after {:?}",
+            t.elapsed()
+        );
+        let r: Value = serde_json::from_slice(&r.unwrap().payload).unwrap();
+        assert_eq!(r["reply"], "refused", "{r}");
+        // Twenty requests with 900 KB job names: refused unread.
+        let big = "j".repeat(900_000);
+        for _ in 0..20 {
+            let body = json!({"op": "start", "job": big, "host": "h2",
+                              "stream_seq": 1, "delivered": 1});
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                h2.request(
+                    format!("drover.lab.coord.{key}.h2"),
+                    body.to_string().into(),
+                ),
+            )
+            .await;
+        }
+    });
+    let grown = std::fs::metadata(&log).unwrap().len() - before;
+    assert!(grown < 64 * 1024, "the record grew by {grown} bytes");
+    let (ok, err) = finish(run);
+    assert!(ok, "loop run: {err}\nh1: {}", w1.said());
+    assert_eq!(commits_touching(&repo, "TASK-1.txt"), 1);
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn two_coordinators_on_one_fleet_each_land_their_own_run() {
+    let nats = Nats::start(&users());
+    let (c1, h1, c2) = trio(&nats);
+    let w1 = Worker::start(&h1);
+    let (repo1, charter1) = board(&c1, 1);
+    let (imp1, rev1) = scripts(&c1, 300);
+    let (repo2, charter2) = board(&c2, 1);
+    let (imp2, rev2) = scripts(&c2, 300);
+    let r1 = loop_run(&c1, &repo1, &charter1, &imp1, &rev1);
+    let r2 = loop_run(&c2, &repo2, &charter2, &imp2, &rev2);
+    let (ok1, err1) = finish(r1);
+    let (ok2, err2) = finish(r2);
+    assert!(ok1 && ok2, "c1: {err1}\nc2: {err2}\nh1: {}", w1.said());
+    for (c, repo) in [(&c1, &repo1), (&c2, &repo2)] {
+        assert_eq!(commits_touching(repo, "TASK-1.txt"), 1, "{:#?}", record(c));
+        // Each step ran on the host, not parked or run locally.
+        assert!(!starts_by(c, "h1").is_empty(), "{:#?}", record(c));
+    }
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn another_hosts_escapes_never_reach_the_fleet_followers_terminal() {
+    let c = Drover::new();
+    let nats = per_host_server(&c);
+    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let h2 = hostile(&nats, "h2").await;
+        let js = async_nats::jetstream::new(h2);
+        let ev = json!({"seq": 1, "at": "\u{1b}[2J", "kind": "pane.\u{1b}]0;title\u{7}",
+                        "pane": "\u{1b}]52;c;aGk=\u{7}", "job": "x\u{1b}[10A\u{9b}2J"});
+        js.publish("drover.lab.events.h2", ev.to_string().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    });
+    let out = c
+        .cmd()
+        .args(["events", "--follow", "--fleet", "lab", "--since", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = out;
+    let text = crate::common::collect_output(Box::new(out.stdout.take().unwrap()));
+    let seen = wait_until(Duration::from_secs(20), || {
+        String::from_utf8_lossy(&text.lock().unwrap()).contains("title")
+    });
+    let _ = out.kill();
+    let _ = out.wait();
+    let got = text.lock().unwrap().clone();
+    assert!(seen, "{}", String::from_utf8_lossy(&got));
+    let s = String::from_utf8_lossy(&got);
+    assert!(
+        !s.chars()
+            .any(|ch| (ch < ' ' && ch != '\n' && ch != '\t') || ('\u{7f}'..'\u{a0}').contains(&ch)),
+        "a control character reached the terminal: {s:?}"
+    );
+}
+
+#[test]
+fn join_help_says_what_a_shared_token_gives_every_holder() {
+    let d = Drover::new();
+    let out = d.cmd().args(["fleet", "join", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("shared token"), "{help}");
+    assert!(help.contains("one NATS user per host"), "{help}");
 }

@@ -64,6 +64,12 @@ Secrets never go in argv: a password comes from --password-file (mode 0600)
 or DROVER_NATS_PASSWORD, a token from --token-file or DROVER_NATS_TOKEN.
 A server that asks no authentication is refused without --insecure.
 
+A shared token (or one user for every host) is not safe between hosts you do
+not all trust: every holder can publish events as any host, delete its
+presence, answer or take any coordinator's requests, queue steps and read or
+replace any host's patches. Use one NATS user per host (`drover fleet
+server-config`) for anything but one operator's own machines.
+
 Example:
   drover fleet join lab --nats tls://nats.example:4222 --user h1 --password-file ~/.config/drover/nats.pw --tls-ca ca.pem";
 
@@ -89,7 +95,7 @@ pub struct JoinArgs {
     /// The file holding the user's password (mode 0600).
     #[arg(long, value_name = "FILE", requires = "user")]
     password_file: Option<PathBuf>,
-    /// The file holding a token (mode 0600); else DROVER_NATS_TOKEN if set.
+    /// The file holding a token (mode 0600); else DROVER_NATS_TOKEN if set. Every token holder has every host's powers: see below.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// Trust this CA (PEM) for the server's certificate; implies TLS.
@@ -441,10 +447,17 @@ pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
             {
                 continue;
             }
+            // Another host's fields reach this terminal: no control
+            // character of theirs does (JSON escapes them itself).
             let text = if f.jsonl {
                 ev.to_line()
             } else {
-                format!("{:<16} {}", ev.host, human(&ev.event))
+                use drover::screen::sanitize_line;
+                format!(
+                    "{:<16} {}",
+                    sanitize_line(&ev.host),
+                    sanitize_line(&human(&ev.event))
+                )
             };
             if !out(&(text + "\n")) {
                 return Ok(exit::OK);

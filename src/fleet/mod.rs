@@ -14,12 +14,15 @@
 //!   a dead host disappear by itself.
 //! - [`member`]: the supervisor's task that heartbeats while it runs.
 //! - [`events`]: each host's event feed into the fleet's stream.
+//! - [`candidate`]: the check of a candidate applied from another host: no
+//!   symlink that points outside the tree.
 //! - [`follow`]: watching the fleet from a joined host, the hosts present
 //!   and every host's events (`events --follow --fleet`, `top --fleet`).
 //!
 //! The supervisor runs this on its own runtime; the `fleet` commands make a
 //! small runtime of their own (the rest of drover is synchronous).
 
+pub mod candidate;
 pub mod config;
 pub mod connection;
 pub mod events;

@@ -147,18 +147,24 @@ impl Names {
         ];
         let mut p = Permissions {
             publish,
-            subscribe: vec![format!("{}.>", self.inbox_prefix(host))],
+            subscribe: vec![
+                format!("{}.>", self.inbox_prefix(host)),
+                format!("drover.{}.deliver.{host}.*", self.fleet),
+            ],
             allow_responses: false,
         };
-        p.publish.extend(self.worker_publish());
+        p.publish.extend(self.worker_publish(host));
         p
     }
 
     /// What `fleet work` does on the bus: pull the loop's steps through the
-    /// shared consumer and ack them, read and write objects (bundles in,
-    /// patches out; each checked by the sha256 its sender states), and ask a
-    /// run's coordinator. Nothing that creates, deletes or purges.
-    fn worker_publish(&self) -> Vec<String> {
+    /// shared consumer (delivered on its own subject, which the coordinator
+    /// sees), read and write objects (bundles in, patches out; each checked
+    /// by the sha256 its sender states), and ask a run's coordinator on its
+    /// own request subject. No ack: the coordinator acks for the host that
+    /// holds a delivery, so no host can ack, nak or term another's. Nothing
+    /// that creates, deletes or purges.
+    fn worker_publish(&self, host: &str) -> Vec<String> {
         let work = self.work_stream();
         let obj = self.objects_stream();
         let mut p = vec![format!("$JS.API.STREAM.INFO.{work}")];
@@ -166,7 +172,6 @@ impl Names {
             let c = super::work::consumer_name(agent);
             p.push(format!("$JS.API.CONSUMER.INFO.{work}.{c}"));
             p.push(format!("$JS.API.CONSUMER.MSG.NEXT.{work}.{c}"));
-            p.push(format!("$JS.ACK.{work}.{c}.>"));
         }
         p.extend([
             format!("$JS.API.STREAM.INFO.{obj}"),
@@ -175,7 +180,7 @@ impl Names {
             format!("$JS.API.CONSUMER.CREATE.{obj}.>"),
             format!("$JS.FC.{obj}.>"),
             format!("$O.{}.>", self.objects_bucket()),
-            format!("drover.{}.coord.*", self.fleet),
+            format!("drover.{}.coord.*.{host}", self.fleet),
         ]);
         p
     }
@@ -208,8 +213,13 @@ impl Names {
         p.publish.extend([
             format!("$JS.API.STREAM.CREATE.{}", self.objects_stream()),
             format!("drover.{}.work.>", self.fleet),
+            // It acks, nacks and terms the items for the hosts.
+            format!("$JS.ACK.{work}.>"),
         ]);
         p.subscribe.push(format!("drover.{}.coord.>", self.fleet));
+        // It sees every delivery, and to which host it went.
+        p.subscribe
+            .push(format!("drover.{}.deliver.*.*", self.fleet));
         p.allow_responses = true;
         p
     }
@@ -365,7 +375,10 @@ mod tests {
         let p = n.host_permissions("h1");
         assert!(p.publish.contains(&"drover.lab.events.h1".to_string()));
         assert!(p.publish.contains(&"$KV.drover-lab-hosts.h1".to_string()));
-        assert_eq!(p.subscribe, ["_INBOX_drover_lab_h1.>"]);
+        assert_eq!(
+            p.subscribe,
+            ["_INBOX_drover_lab_h1.>", "drover.lab.deliver.h1.*"]
+        );
         for s in p.publish.iter().chain(&p.subscribe) {
             assert!(!s.contains("h2"), "{s}");
             // Nothing that would also match another host's subject.
@@ -387,8 +400,10 @@ mod tests {
                 "{s}"
             );
         }
-        // A host may ask a coordinator, never answer as one or queue steps.
-        assert!(p.publish.contains(&"drover.lab.coord.*".to_string()));
+        // A host may ask a coordinator on its own subject only, never answer
+        // as one, queue steps or ack.
+        assert!(p.publish.contains(&"drover.lab.coord.*.h1".to_string()));
+        assert!(p.publish.iter().all(|s| !s.starts_with("$JS.ACK")), "{p:?}");
         assert!(!p.allow_responses);
         assert!(p.publish.iter().all(|s| !s.starts_with("drover.lab.work")));
         // The creator adds the creation of the fleet's streams, and what a
@@ -413,11 +428,17 @@ mod tests {
                 "$JS.API.CONSUMER.DURABLE.CREATE.drover-lab-work.hosts-codex",
                 "$JS.API.STREAM.CREATE.OBJ_drover-lab-objects",
                 "drover.lab.work.>",
+                "$JS.ACK.drover-lab-work.>",
             ]
         );
         assert_eq!(
             c.subscribe,
-            ["_INBOX_drover_lab_h1.>", "drover.lab.coord.>"]
+            [
+                "_INBOX_drover_lab_h1.>",
+                "drover.lab.deliver.h1.*",
+                "drover.lab.coord.>",
+                "drover.lab.deliver.*.*"
+            ]
         );
         assert!(c.allow_responses);
         assert!(c.to_server_config().contains("allow_responses: true"));

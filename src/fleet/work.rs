@@ -14,10 +14,18 @@
 //!   host stops acking (killed, frozen) is delivered again after `AckWait`.
 //! - The **object store** `drover-<fleet>-objects` holds the base bundles and
 //!   the candidates' binary patches, each checked by its sha256 on arrival.
+//! - A host pulls with its deliveries addressed to
+//!   `drover.<fleet>.deliver.<host>.<agent>`, a subject only the server
+//!   publishes on and only that host and the coordinator receive: the
+//!   coordinator sees every delivery and to which host it went.
 //! - A host asks the coordinator by request/reply on
-//!   `drover.<fleet>.coord.<run>`: `start` (an attempt for this delivery)
-//!   and `finish` (the result of that attempt). The coordinator's engine is
-//!   the only writer of the job; a result of a superseded attempt is refused.
+//!   `drover.<fleet>.coord.<run>.<host>`, a subject only its own user may
+//!   publish on: `start` (an attempt for a delivery the coordinator saw go
+//!   to that host), `progress` (keep the delivery alive), `release` (hand it
+//!   back) and `finish` (the result of that attempt). The coordinator
+//!   answers only on the host's own inbox, and alone acks the items: a
+//!   host's user may not ack at all. The coordinator's engine is the only
+//!   writer of the job; a result of a superseded attempt is refused.
 
 use super::{FleetError, Names};
 use async_nats::jetstream;
@@ -44,6 +52,17 @@ pub fn consumer_name(agent: &str) -> String {
 }
 /// How long a request to the coordinator may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest request a coordinator reads (a bigger one is refused unread).
+pub const MAX_REQUEST: usize = 64 * 1024;
+/// The largest work item a coordinator or host reads.
+pub const MAX_ITEM: usize = 256 * 1024;
+/// The longest id (job, attempt, run, lane) a request may name.
+pub const MAX_FIELD: usize = 200;
+/// The longest reason or status a request may carry (longer is cut).
+pub const MAX_REASON: usize = 4096;
+/// The largest object (a bundle, a patch) fetched from the store; a
+/// request naming a bigger one is refused before anything is fetched.
+pub const MAX_OBJECT: u64 = 256 * 1024 * 1024;
 
 /// Which step of a task an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,26 +166,80 @@ pub enum Finished {
     Escalated { decision: String, reason: String },
 }
 
-/// A host's request to the coordinator.
+/// A host's request to the coordinator. Who asks is the host whose
+/// subject it came on (`drover.<fleet>.coord.<run>.<host>`, only that
+/// host's user may publish there); a `host` field, if an older host sends
+/// one, is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum HostRequest {
     /// An attempt for this delivery of the item (the idempotency key is the
     /// stream sequence and delivery count: asking again gets the same one).
+    /// Given only for a delivery the coordinator saw go to this host.
     Start {
         job: String,
-        host: String,
         stream_seq: u64,
         delivered: i64,
     },
+    /// This host still works its delivery: the coordinator keeps the item
+    /// alive (a progress ack), only while the delivery is the item's latest
+    /// and this host's; refused once the item went to another host.
+    Progress {
+        job: String,
+        stream_seq: u64,
+        delivered: i64,
+    },
+    /// Hand the delivery back for another host, after `delay_ms`.
+    Release {
+        job: String,
+        stream_seq: u64,
+        delivered: i64,
+        #[serde(default)]
+        delay_ms: u64,
+    },
     /// The result of `attempt` (the key is the attempt: asking again gets
-    /// the same answer).
+    /// the same answer). Taken only from the host the attempt was given to.
     Finish {
         job: String,
-        host: String,
         attempt: String,
         finished: Finished,
     },
+}
+
+impl HostRequest {
+    /// The job it is about.
+    pub fn job(&self) -> &str {
+        match self {
+            HostRequest::Start { job, .. }
+            | HostRequest::Progress { job, .. }
+            | HostRequest::Release { job, .. }
+            | HostRequest::Finish { job, .. } => job,
+        }
+    }
+
+    /// Why it cannot be a request of an honest host (an id too long, an
+    /// object too large), checked before anything is fetched or recorded.
+    pub fn unfit(&self) -> Option<String> {
+        if self.job().len() > MAX_FIELD {
+            return Some(format!("a job id longer than {MAX_FIELD} bytes"));
+        }
+        if let HostRequest::Finish {
+            attempt, finished, ..
+        } = self
+        {
+            if attempt.len() > MAX_FIELD {
+                return Some(format!("an attempt id longer than {MAX_FIELD} bytes"));
+            }
+            if let Finished::Implemented { patch } = finished
+                && (patch.size > MAX_OBJECT || patch.name.len() > MAX_FIELD)
+            {
+                return Some(format!(
+                    "a patch larger than {MAX_OBJECT} bytes or with a name longer than {MAX_FIELD}"
+                ));
+            }
+        }
+        None
+    }
 }
 
 /// The coordinator's answer.
@@ -209,9 +282,48 @@ impl Names {
         format!("OBJ_{}", self.objects_bucket())
     }
 
-    /// Where run `run`'s coordinator answers hosts.
-    pub fn coord_subject(&self, run: &str) -> String {
-        format!("drover.{}.coord.{run}", self.fleet)
+    /// Where host `host` asks run `run`'s coordinator (only its user may
+    /// publish there).
+    pub fn coord_subject(&self, run: &str, host: &str) -> String {
+        format!("drover.{}.coord.{run}.{host}", self.fleet)
+    }
+
+    /// Every host's requests to run `run`'s coordinator.
+    pub fn coord_filter(&self, run: &str) -> String {
+        format!("drover.{}.coord.{run}.*", self.fleet)
+    }
+
+    /// The host a request subject of run `run` names.
+    pub fn coord_host<'a>(&self, run: &str, subject: &'a str) -> Option<&'a str> {
+        let rest = subject
+            .strip_prefix("drover.")?
+            .strip_prefix(self.fleet.as_str())?
+            .strip_prefix(".coord.")?
+            .strip_prefix(run)?
+            .strip_prefix('.')?;
+        (!rest.is_empty() && !rest.contains('.')).then_some(rest)
+    }
+
+    /// Where the server delivers the items host `host` pulls for `agent`:
+    /// only that host and the coordinator receive there, and only the
+    /// server publishes there.
+    pub fn deliver_subject(&self, host: &str, agent: &str) -> String {
+        format!("drover.{}.deliver.{host}.{agent}", self.fleet)
+    }
+
+    /// Every host's deliveries (the coordinator's view).
+    pub fn deliver_filter(&self) -> String {
+        format!("drover.{}.deliver.*.*", self.fleet)
+    }
+
+    /// The host a delivery subject names.
+    pub fn deliver_host<'a>(&self, subject: &'a str) -> Option<&'a str> {
+        let rest = subject
+            .strip_prefix("drover.")?
+            .strip_prefix(self.fleet.as_str())?
+            .strip_prefix(".deliver.")?;
+        let (host, agent) = rest.split_once('.')?;
+        (!host.is_empty() && !agent.is_empty() && !agent.contains('.')).then_some(host)
     }
 }
 
@@ -384,26 +496,91 @@ pub async fn get_bytes(
     Ok(bytes)
 }
 
-/// Put `item` on the work-queue; publishing the same job's item again
-/// within the stream's duplicate window stores it once.
+/// Put `item` on the work-queue; publishing the same item again within
+/// the stream's duplicate window stores it once. Its id on the bus is the
+/// run and the job (`<run>.<job>`): two coordinators' jobs of the same name
+/// are two items. Returns the item's stream sequence.
 pub async fn publish(
     js: &jetstream::Context,
     names: &Names,
     item: &WorkItem,
-) -> Result<(), FleetError> {
+) -> Result<u64, FleetError> {
     let body = serde_json::to_vec(item).map_err(|e| FleetError::bus("encode a work item", e))?;
     let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Nats-Msg-Id", item.job.as_str());
-    js.publish_with_headers(
-        names.work_subject(&item.run, &item.agent),
-        headers,
-        body.into(),
-    )
-    .await
-    .map_err(|e| FleetError::bus("publish a work item", e))?
-    .await
-    .map_err(|e| FleetError::bus("publish a work item", e))?;
-    Ok(())
+    headers.insert("Nats-Msg-Id", msg_id(item).as_str());
+    let ack = js
+        .publish_with_headers(
+            names.work_subject(&item.run, &item.agent),
+            headers,
+            body.into(),
+        )
+        .await
+        .map_err(|e| FleetError::bus("publish a work item", e))?
+        .await
+        .map_err(|e| FleetError::bus("publish a work item", e))?;
+    Ok(ack.sequence)
+}
+
+/// An item's id on the bus: unique per run, not per state dir.
+pub fn msg_id(item: &WorkItem) -> String {
+    format!("{}.{}", item.run, item.job)
+}
+
+/// One delivery of an item, as its ack subject
+/// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.…`) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckInfo {
+    pub stream: String,
+    pub consumer: String,
+    pub delivered: i64,
+    pub stream_seq: u64,
+}
+
+/// The delivery an ack subject names (both the short form and the one with
+/// a domain and account hash); None for anything else.
+pub fn ack_info(subject: &str) -> Option<AckInfo> {
+    let t: Vec<&str> = subject.split('.').collect();
+    if t.len() < 9 || t[0] != "$JS" || t[1] != "ACK" {
+        return None;
+    }
+    // $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<cseq>.<ts>.<pending>, or
+    // $JS.ACK.<domain>.<hash>.<stream>.<consumer>.<dc>.<sseq>.… (12 tokens).
+    let at = if t.len() == 9 { 2 } else { 4 };
+    if t.len() < at + 7 {
+        return None;
+    }
+    Some(AckInfo {
+        stream: t[at].to_string(),
+        consumer: t[at + 1].to_string(),
+        delivered: t[at + 2].parse().ok()?,
+        stream_seq: t[at + 3].parse().ok()?,
+    })
+}
+
+/// Ask `consumer` of the work stream for one item, delivered on `deliver`
+/// (a subject this host listens on), waiting at most `expires`.
+pub async fn pull_one(
+    client: &async_nats::Client,
+    names: &Names,
+    consumer: &str,
+    deliver: &str,
+    expires: Duration,
+) -> Result<(), FleetError> {
+    let body = serde_json::json!({
+        "batch": 1,
+        "expires": expires.as_nanos() as u64,
+    });
+    client
+        .publish_with_reply(
+            format!(
+                "$JS.API.CONSUMER.MSG.NEXT.{}.{consumer}",
+                names.work_stream()
+            ),
+            deliver.to_string(),
+            body.to_string().into(),
+        )
+        .await
+        .map_err(|e| FleetError::bus("pull from the work-queue", e))
 }
 
 /// How long a call on the bus is retried while the server is away (a
@@ -437,18 +614,19 @@ where
 /// listens again within seconds).
 pub const NO_COORDINATOR_FOR: Duration = Duration::from_secs(10);
 
-/// Ask run `run`'s coordinator, retried while the server is away
-/// ([`RETRY_FOR`]) or nobody listens for the run ([`NO_COORDINATOR_FOR`]).
+/// Ask run `run`'s coordinator as `host`, retried while the server is
+/// away ([`RETRY_FOR`]) or nobody listens for the run ([`NO_COORDINATOR_FOR`]).
 pub async fn ask_retrying(
     client: &async_nats::Client,
     names: &Names,
     run: &str,
+    host: &str,
     req: &HostRequest,
 ) -> Result<CoordReply, FleetError> {
     let start = tokio::time::Instant::now();
     let mut delay = Duration::from_millis(200);
     loop {
-        match ask(client, names, run, req).await {
+        match ask(client, names, run, host, req).await {
             Ok(r) => return Ok(r),
             Err(e) => {
                 let budget = match e {
@@ -465,17 +643,19 @@ pub async fn ask_retrying(
     }
 }
 
-/// Ask run `run`'s coordinator once; `Err` when it does not answer in time.
+/// Ask run `run`'s coordinator once as `host` (on its own subject); `Err`
+/// when it does not answer in time.
 pub async fn ask(
     client: &async_nats::Client,
     names: &Names,
     run: &str,
+    host: &str,
     req: &HostRequest,
 ) -> Result<CoordReply, FleetError> {
     let body = serde_json::to_vec(req).map_err(|e| FleetError::bus("encode a request", e))?;
     let msg = tokio::time::timeout(
         REQUEST_TIMEOUT,
-        client.request(names.coord_subject(run), body.into()),
+        client.request(names.coord_subject(run, host), body.into()),
     )
     .await
     .map_err(|_| FleetError::bus("ask the coordinator", "timed out"))?
@@ -503,7 +683,29 @@ mod tests {
         );
         assert_eq!(n.work_filter("codex"), "drover.lab.work.*.codex");
         assert_eq!(consumer_name("claude"), "hosts-claude");
-        assert_eq!(n.coord_subject("h1-loop3"), "drover.lab.coord.h1-loop3");
+        assert_eq!(
+            n.coord_subject("h1-loop3", "h2"),
+            "drover.lab.coord.h1-loop3.h2"
+        );
+        assert_eq!(
+            n.coord_host("h1-loop3", "drover.lab.coord.h1-loop3.h2"),
+            Some("h2")
+        );
+        assert_eq!(n.coord_host("h1-loop3", "drover.lab.coord.h1-loop3"), None);
+        assert_eq!(
+            n.coord_host("h1-loop3", "drover.lab.coord.h1-loop3x.h2"),
+            None
+        );
+        assert_eq!(n.deliver_host("drover.lab.deliver.h2.claude"), Some("h2"));
+        assert_eq!(n.deliver_host("drover.lab.deliver.h2"), None);
+        let a =
+            ack_info("$JS.ACK.drover-lab-work.hosts-claude.2.17.30.1700000000000000000.0").unwrap();
+        assert_eq!((a.delivered, a.stream_seq), (2, 17));
+        assert_eq!(a.stream, "drover-lab-work");
+        let b = ack_info("$JS.ACK.dom.hash.drover-lab-work.hosts-claude.3.18.31.17.0.tok").unwrap();
+        assert_eq!((b.delivered, b.stream_seq), (3, 18));
+        assert_eq!(ack_info("$JS.ACK.x.y"), None);
+        assert_eq!(ack_info("_INBOX.x.y.1.2.3.4.5.6"), None);
         assert_eq!(n.objects_bucket(), "drover-lab-objects");
     }
 
@@ -511,7 +713,6 @@ mod tests {
     fn requests_and_replies_round_trip_as_tagged_json() {
         let r = HostRequest::Finish {
             job: "j".into(),
-            host: "h2".into(),
             attempt: "a".into(),
             finished: Finished::Implemented {
                 patch: ObjectRef {

@@ -24,7 +24,7 @@ pub(crate) fn users() -> Setup {
     }
 }
 
-fn joined(nats: &Nats, host: &str) -> Drover {
+pub(crate) fn joined(nats: &Nats, host: &str) -> Drover {
     let d = Drover::new();
     join(&d, nats, host, host, &format!("pw-{host}-Kp3"), &[]);
     d
@@ -59,7 +59,7 @@ fn joined_at(urls: &str, host: &str, replicas: &str) -> Drover {
 }
 
 /// The coordinator `c` and hosts `h1`, `h2`, joined.
-fn trio(nats: &Nats) -> (Drover, Drover, Drover) {
+pub(crate) fn trio(nats: &Nats) -> (Drover, Drover, Drover) {
     (joined(nats, "c"), joined(nats, "h1"), joined(nats, "h2"))
 }
 
@@ -104,7 +104,7 @@ pub(crate) struct Worker {
 
 impl Worker {
     /// `fleet work` taking both agents' steps (sim lanes: no agent installed).
-    fn start(d: &Drover) -> Worker {
+    pub(crate) fn start(d: &Drover) -> Worker {
         Worker::spawn(d, &["--agent", "claude", "--agent", "codex"], None)
     }
 
@@ -128,7 +128,7 @@ impl Worker {
         String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
     }
 
-    fn signal(&self, sig: &str) {
+    pub(crate) fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
             .args([sig, &self.child.id().to_string()])
             .status()
@@ -154,7 +154,7 @@ fn task(dir: &Path, id: &str, file: &str) {
 }
 
 /// A repo whose board holds `n` tasks, TASK-i claiming `TASK-i.txt`; (repo, charter).
-fn board(d: &Drover, n: usize) -> (PathBuf, PathBuf) {
+pub(crate) fn board(d: &Drover, n: usize) -> (PathBuf, PathBuf) {
     let root = d.scratch();
     let repo = root.join("r");
     std::fs::create_dir_all(&repo).unwrap();
@@ -175,7 +175,7 @@ fn board(d: &Drover, n: usize) -> (PathBuf, PathBuf) {
 /// Sim scripts: an implementer that works `work_ms` then writes the file
 /// its task claims (`{task}` is the prompt's `task=` token) and reports; a
 /// passing reviewer.
-fn scripts(d: &Drover, work_ms: u64) -> (PathBuf, PathBuf) {
+pub(crate) fn scripts(d: &Drover, work_ms: u64) -> (PathBuf, PathBuf) {
     let imp = d.scratch().join("imp.toml");
     std::fs::write(
         &imp,
@@ -194,12 +194,12 @@ fn scripts(d: &Drover, work_ms: u64) -> (PathBuf, PathBuf) {
 }
 
 /// `loop run --fleet lab` on `d` in the background.
-fn loop_run(d: &Drover, repo: &Path, charter: &Path, imp: &Path, rev: &Path) -> Child {
+pub(crate) fn loop_run(d: &Drover, repo: &Path, charter: &Path, imp: &Path, rev: &Path) -> Child {
     loop_run_with(d, repo, charter, imp, rev, &[])
 }
 
 /// The same with `extra` arguments.
-fn loop_run_with(
+pub(crate) fn loop_run_with(
     d: &Drover,
     repo: &Path,
     charter: &Path,
@@ -248,7 +248,7 @@ pub(crate) fn record(d: &Drover) -> Vec<Value> {
 }
 
 /// The implementer steps `host` was given an attempt for.
-fn starts_by(d: &Drover, host: &str) -> Vec<Value> {
+pub(crate) fn starts_by(d: &Drover, host: &str) -> Vec<Value> {
     let rec = record(d);
     let implement: Vec<&Value> = rec
         .iter()
@@ -262,7 +262,7 @@ fn starts_by(d: &Drover, host: &str) -> Vec<Value> {
 }
 
 /// Every step (implement or review) `host` was given an attempt for.
-fn all_starts_by(d: &Drover, host: &str) -> Vec<Value> {
+pub(crate) fn all_starts_by(d: &Drover, host: &str) -> Vec<Value> {
     record(d)
         .into_iter()
         .filter(|e| e["event"] == "start" && e["host"] == host && e["reply"]["reply"] == "started")
@@ -292,7 +292,7 @@ pub(crate) fn commits_touching(repo: &Path, path: &str) -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
-fn finish(child: Child) -> (bool, String) {
+pub(crate) fn finish(child: Child) -> (bool, String) {
     let out = child.wait_with_output().unwrap();
     (out.status.success(), stderr(&out))
 }
@@ -564,7 +564,7 @@ fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
 /// A server whose only users are what `fleet server-config lab --host c
 /// --host h1 --host h2 --creator c` prints (passwords in private files it
 /// includes), and the server's permission refusals so far.
-fn per_host_server(d: &Drover) -> Nats {
+pub(crate) fn per_host_server(d: &Drover) -> Nats {
     let out = drover_run(
         d,
         &[
@@ -590,7 +590,7 @@ fn per_host_server(d: &Drover) -> Nats {
     Nats::start_with(&Setup::default(), &conf, &[("pw.conf", pw)])
 }
 
-fn violations(nats: &Nats) -> Vec<String> {
+pub(crate) fn violations(nats: &Nats) -> Vec<String> {
     nats.log_text()
         .lines()
         .filter(|l| l.contains("Violation"))

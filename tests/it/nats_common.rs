@@ -252,6 +252,29 @@ pub fn js_as(
     (rt, js)
 }
 
+/// The same as host `user` of fleet `lab` with per-host users: its
+/// replies on its own inbox (`_INBOX_drover_lab_<user>`), the only one its
+/// user may listen on.
+pub fn js_as_host(
+    nats: &Nats,
+    user: &str,
+    pw: &str,
+) -> (tokio::runtime::Runtime, async_nats::jetstream::Context) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let js = rt.block_on(async {
+        let client = async_nats::ConnectOptions::with_user_and_password(user.into(), pw.into())
+            .custom_inbox_prefix(format!("_INBOX_drover_lab_{user}"))
+            .connect(nats.url("nats"))
+            .await
+            .unwrap();
+        async_nats::jetstream::new(client)
+    });
+    (rt, js)
+}
+
 impl Drop for Nats {
     fn drop(&mut self) {
         let _ = self.child.kill();

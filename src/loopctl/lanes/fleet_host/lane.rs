@@ -188,10 +188,19 @@ impl ItemCtx {
         if let Some(bytes) = candidate.as_ref().filter(|b| !b.is_empty()) {
             let file = lane_dir.join("candidate.patch");
             crate::store::write_bytes_atomic(&file, bytes)?;
-            git::run(
+            let file = file.to_string_lossy();
+            let touched = git::run_bytes(dir, &["apply", "--numstat", "-z", &file])?;
+            git::run(dir, &["apply", "--binary", "--index", &file])?;
+            let bad = crate::fleet::candidate::escaping_symlinks(
                 dir,
-                &["apply", "--binary", "--index", &file.to_string_lossy()],
-            )?;
+                &crate::fleet::candidate::patch_paths(&touched),
+            );
+            if !bad.is_empty() {
+                return Err(LoopError::Lane {
+                    lane: id.to_string(),
+                    message: crate::fleet::candidate::describe(&bad),
+                });
+            }
         }
         let start_tree = git::line(dir, &["write-tree"])?;
         let role = match item.step {

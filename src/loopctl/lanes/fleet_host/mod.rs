@@ -3,10 +3,11 @@
 //! slots, and for each: asks the coordinator for an attempt, builds the
 //! lane's repository from the base bundle in the object store, runs the lane
 //! on this host's supervisor (the same lanes as `loop run`), keeps the item
-//! alive with progress acks while the lane works, sends the candidate back
-//! as a binary patch in the object store and reports the attempt's result.
-//! The item is acked only once the coordinator has answered; a host that
-//! dies before that leaves it to be delivered again, to any host.
+//! alive while the lane works (through the coordinator, which keeps only its
+//! holder's delivery alive), sends the candidate back as a binary patch in
+//! the object store and reports the attempt's result. Only the coordinator
+//! acks: once it took the result; a host that dies before that, or is
+//! superseded, leaves the item to be delivered again, to any host.
 //!
 //! Nothing of the lane's prompt, environment or transcript leaves this host.
 
@@ -16,7 +17,6 @@ mod prompt;
 use crate::fleet::work::{self, CoordReply, Finished, HostRequest, WorkItem};
 use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
-use async_nats::jetstream::AckKind;
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -147,12 +147,12 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
             paused: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         };
         let ctx = Arc::new(ctx);
-        let pullers: Vec<_> = consumers
+        drop(consumers);
+        let pullers: Vec<_> = opts
+            .agents
+            .clone()
             .into_iter()
-            .zip(opts.agents.clone())
-            .map(|(c, agent)| {
-                tokio::spawn(pull(c, agent, Arc::clone(&slots), Arc::clone(&ctx), progress))
-            })
+            .map(|agent| tokio::spawn(pull(agent, Arc::clone(&slots), Arc::clone(&ctx), progress)))
             .collect();
         for p in pullers {
             let _ = p.await;
@@ -161,15 +161,34 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
     })
 }
 
+/// One delivery to this host, as its ack subject says.
+#[derive(Debug, Clone, Copy)]
+struct Delivered {
+    seq: u64,
+    delivered: i64,
+}
+
 /// Pull one agent's steps, one whenever a slot is free, each run on a
-/// thread of its own.
+/// thread of its own. Deliveries come on this host's own subject, which the
+/// coordinator sees too.
 async fn pull(
-    consumer: async_nats::jetstream::consumer::PullConsumer,
     agent: String,
     slots: Arc<tokio::sync::Semaphore>,
     ctx: Arc<ItemCtx>,
     progress: Duration,
 ) {
+    let host = ctx.opts.cfg.host.clone();
+    let deliver = ctx.names.deliver_subject(&host, &agent);
+    let consumer = work::consumer_name(&agent);
+    let mut sub = loop {
+        match ctx.client.subscribe(deliver.clone()).await {
+            Ok(s) => break s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for deliveries; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    };
     loop {
         // This host's login of the agent is at its usage limit: its steps
         // are left to the other hosts until the limit resets.
@@ -180,42 +199,76 @@ async fn pull(
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             return;
         };
-        let batch = consumer
-            .fetch()
-            .max_messages(1)
-            .expires(PULL_EXPIRES)
-            .messages()
-            .await;
-        let mut batch = match batch {
-            Ok(b) => b,
+        if let Err(e) =
+            work::pull_one(&ctx.client, &ctx.names, &consumer, &deliver, PULL_EXPIRES).await
+        {
+            tracing::warn!(error = %e, "cannot pull from the work-queue; retrying");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        // The item, or the pull's end (a status, no ack subject).
+        let msg =
+            match tokio::time::timeout(PULL_EXPIRES + Duration::from_secs(1), sub.next()).await {
+                Ok(Some(m)) => m,
+                Ok(None) => return,
+                Err(_) => continue,
+            };
+        let Some(info) = msg.reply.as_ref().and_then(|r| work::ack_info(r.as_str())) else {
+            continue;
+        };
+        let at = Delivered {
+            seq: info.stream_seq,
+            delivered: info.delivered,
+        };
+        let item = if msg.payload.len() > work::MAX_ITEM {
+            Err(format!("an item larger than {} bytes", work::MAX_ITEM))
+        } else {
+            serde_json::from_slice::<WorkItem>(&msg.payload).map_err(|e| e.to_string())
+        };
+        let item = match item {
+            Ok(i) => i,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot pull from the work-queue; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                (ctx.say)(&format!("not a work item, left alone: {e}"));
                 continue;
             }
-        };
-        let Some(Ok(msg)) = batch.next().await else {
-            continue;
         };
         // Progress is said from the moment the item is taken until it
         // is answered, whatever its thread is doing (fetching the bundle,
         // waiting for the agent to start): a slow start is not a dead host.
+        // The coordinator keeps the item alive only while this delivery is
+        // its latest: once it went to another host, the beat stops.
         let (done, mut done_rx) = tokio::sync::oneshot::channel::<()>();
-        let beat = msg.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(progress) => {
-                        let _ = beat.ack_with(AckKind::Progress).await;
+        {
+            let ctx = Arc::clone(&ctx);
+            let (run, job) = (item.run.clone(), item.job.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(progress) => {
+                            let req = HostRequest::Progress {
+                                job: job.clone(),
+                                stream_seq: at.seq,
+                                delivered: at.delivered,
+                            };
+                            let said = tokio::time::timeout(
+                                progress,
+                                work::ask(&ctx.client, &ctx.names, &run, &ctx.opts.cfg.host, &req),
+                            )
+                            .await;
+                            if let Ok(Ok(CoordReply::Refused { why })) = said {
+                                (ctx.say)(&format!("{job}: no longer this host's: {why}"));
+                                return;
+                            }
+                        }
+                        _ = &mut done_rx => return,
                     }
-                    _ = &mut done_rx => return,
                 }
-            }
-        });
+            });
+        }
         let ctx = Arc::clone(&ctx);
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let worked = ctx.run(&msg, done);
+            let worked = ctx.run(item, at, done);
             (ctx.say)(&format!(
                 "{}: {} ({})",
                 worked.job,
@@ -304,43 +357,46 @@ impl ItemCtx {
     /// Ask the coordinator, retried while the server or the coordinator is
     /// away (the requests are idempotent: asking again gets the same answer).
     fn ask(&self, run: &str, req: &HostRequest) -> Result<CoordReply, FleetError> {
-        self.h
-            .block_on(work::ask_retrying(&self.client, &self.names, run, req))
+        self.h.block_on(work::ask_retrying(
+            &self.client,
+            &self.names,
+            run,
+            &self.opts.cfg.host,
+            req,
+        ))
     }
 
-    /// Run one delivered item to its end; acks it once the coordinator
-    /// answered (or the item cannot be run by anyone).
-    fn run(&self, msg: &async_nats::jetstream::Message, done: Done) -> Worked {
-        let worked = self.run_item(msg);
-        // The item is answered (acked, nak'd or termed): no more progress.
+    /// Hand a delivery back for another host after `delay` (the
+    /// coordinator naks it; a host may not).
+    fn release(&self, item: &WorkItem, at: Delivered, delay: Duration) {
+        let _ = self.ask(
+            &item.run,
+            &HostRequest::Release {
+                job: item.job.clone(),
+                stream_seq: at.seq,
+                delivered: at.delivered,
+                delay_ms: delay.as_millis() as u64,
+            },
+        );
+    }
+
+    /// Run one delivered item to its end; the coordinator acks it once it
+    /// took the result (or terms it when nobody can run it).
+    fn run(&self, item: WorkItem, at: Delivered, done: Done) -> Worked {
+        let worked = self.run_item(item, at);
+        // The item is answered: no more progress.
         let _ = done.send(());
         worked
     }
 
-    fn run_item(&self, msg: &async_nats::jetstream::Message) -> Worked {
-        let item: WorkItem = match serde_json::from_slice(&msg.payload) {
-            Ok(i) => i,
-            Err(e) => {
-                let _ = self.h.block_on(msg.ack_with(AckKind::Term));
-                return Worked {
-                    job: "?".into(),
-                    attempt: None,
-                    reply: format!("not a work item, dropped: {e}"),
-                };
-            }
-        };
-        let (seq, delivered) = match msg.info() {
-            Ok(i) => (i.stream_sequence, i.delivered),
-            Err(_) => (0, 1),
-        };
+    fn run_item(&self, item: WorkItem, at: Delivered) -> Worked {
+        let (seq, delivered) = (at.seq, at.delivered);
         // A review goes to another host than its implementer's: handed back
         // for a while, then taken here if no other host took it meanwhile.
         if item.avoid_host.as_deref() == Some(self.opts.cfg.host.as_str())
             && delivered <= AVOID_TRIES
         {
-            let _ = self
-                .h
-                .block_on(msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500)))));
+            self.release(&item, at, Duration::from_millis(500));
             return Worked {
                 job: item.job,
                 attempt: None,
@@ -349,9 +405,7 @@ impl ItemCtx {
         }
         // Taken by a pull made before this host's limit was seen.
         if self.paused_for(&item.agent).is_some() {
-            let _ = self
-                .h
-                .block_on(msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))));
+            self.release(&item, at, Duration::from_secs(1));
             return Worked {
                 job: item.job,
                 attempt: None,
@@ -365,7 +419,6 @@ impl ItemCtx {
             &item.run,
             &HostRequest::Start {
                 job: item.job.clone(),
-                host: self.opts.cfg.host.clone(),
                 stream_seq: seq,
                 delivered,
             },
@@ -373,8 +426,9 @@ impl ItemCtx {
         let attempt = match started {
             Ok(CoordReply::Started { attempt }) => attempt,
             Ok(other) => {
-                // The job has its outcome, or is not the coordinator's any more.
-                let _ = self.h.block_on(msg.ack_with(AckKind::Term));
+                // The job has its outcome, or is not the coordinator's any
+                // more (it terms the item), or this delivery is not the
+                // item's latest.
                 return Worked {
                     job: item.job,
                     attempt: None,
@@ -384,8 +438,8 @@ impl ItemCtx {
             Err(e) => {
                 // No coordinator answered for a minute: its run is gone (a
                 // resumed run answers under a new name and runs such a step
-                // itself). Nobody can take this item's result: give it up.
-                let _ = self.h.block_on(msg.ack_with(AckKind::Term));
+                // itself, and terms this item when it sees it again).
+                // Nobody here can take this item's result: leave it.
                 return Worked {
                     job: item.job,
                     attempt: None,
@@ -400,7 +454,7 @@ impl ItemCtx {
             .unwrap_or(false);
         if !first {
             // The same delivery again (the server came back and handed it
-            // out anew): its lane already runs here. Ack this copy once
+            // out anew): its lane already runs here. This copy ends when
             // that lane is answered; its progress is said meanwhile.
             while self
                 .running
@@ -410,11 +464,10 @@ impl ItemCtx {
             {
                 std::thread::sleep(Duration::from_millis(200));
             }
-            let _ = self.h.block_on(msg.double_ack());
             return Worked {
                 job: item.job,
                 attempt: Some(attempt),
-                reply: "a repeat of a delivery at work here, acked with it".into(),
+                reply: "a repeat of a delivery at work here, answered with it".into(),
             };
         }
         (self.say)(&format!(
@@ -427,7 +480,7 @@ impl ItemCtx {
                 // Not a result: the step goes back on the queue at once for
                 // another host (its `start` supersedes this attempt).
                 let wait = self.pause(&item.agent, resets_at.as_deref());
-                let _ = self.h.block_on(msg.ack_with(AckKind::Nak(None)));
+                self.release(&item, at, Duration::ZERO);
                 if let Ok(mut r) = self.running.lock() {
                     r.remove(&attempt);
                 }
@@ -450,16 +503,14 @@ impl ItemCtx {
             &item.run,
             &HostRequest::Finish {
                 job: item.job.clone(),
-                host: self.opts.cfg.host.clone(),
                 attempt: attempt.clone(),
                 finished,
             },
         );
         let reply = match reply {
-            Ok(r) => {
-                let _ = self.h.block_on(msg.double_ack());
-                describe(&r)
-            }
+            // Taken (the coordinator acked the item) or refused (it stays
+            // with the host it went to since).
+            Ok(r) => describe(&r),
             Err(e) => format!("result not taken ({e}); the item will be delivered again"),
         };
         if let Ok(mut r) = self.running.lock() {

@@ -1,12 +1,15 @@
-//! The coordinator's answers to its hosts (`start`, `finish`), one request
-//! at a time: the engine decides each, a candidate is applied to the task's
-//! worktree only under the job's running attempt, and every request and
-//! answer is recorded.
+//! The coordinator's answers to its hosts (`start`, `progress`, `release`,
+//! `finish`), each on a task of its own: who asks is the host whose subject the
+//! request came on, and the answer goes only to that host's own inbox; the
+//! engine decides each, a candidate is applied to the task's worktree only
+//! under the job's running attempt and only from the host it was given to,
+//! and every request and answer is recorded.
 
+use super::deliveries::{self, SEEN_WITHIN};
 use super::{Remote, Shared, lock, record};
 use crate::engine::{Action, Actor, Engine, Request, Status};
-use crate::fleet::FleetError;
 use crate::fleet::work::{self, CoordReply, Finished, HostRequest};
+use crate::fleet::{FleetError, Names};
 use crate::loopctl::LoopError;
 use crate::loopctl::land::git;
 use crate::loopctl::lanes::simlanes::lane_err;
@@ -16,106 +19,295 @@ use serde_json::json;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Answer the hosts of one run, one request at a time (so no two requests
-/// about a job interleave), until the connection closes.
+/// What the coordinator says on the work-queue after an answer: an ack
+/// subject and its body (`+ACK`, `+WPI`, `-NAK …`, `+TERM`).
+type AckSay = Option<(String, String)>;
+
+/// Answer the hosts of run `run` until the connection closes.
 pub(super) async fn serve(
     client: async_nats::Client,
     mut sub: async_nats::Subscriber,
     objects: async_nats::jetstream::object_store::ObjectStore,
     shared: Arc<Mutex<Shared>>,
+    names: Names,
+    run: String,
 ) {
+    let log = lock(&shared).log.clone();
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
     while let Some(msg) = sub.next().await {
+        let Some(host) = names.coord_host(&run, &msg.subject).map(str::to_string) else {
+            continue;
+        };
         let Some(reply_to) = msg.reply.clone() else {
             continue;
         };
-        let reply = match serde_json::from_slice::<HostRequest>(&msg.payload) {
-            Ok(req) => {
-                let patch = match &req {
-                    HostRequest::Finish {
-                        finished: Finished::Implemented { patch },
-                        ..
-                    } => Some(work::retrying(|| work::get_bytes(&objects, patch)).await),
-                    _ => None,
-                };
-                let sh = Arc::clone(&shared);
-                tokio::task::spawn_blocking(move || handle(&sh, &req, patch))
-                    .await
-                    .unwrap_or_else(|e| CoordReply::Refused {
-                        why: format!("the coordinator failed: {e}"),
-                    })
-            }
-            Err(e) => CoordReply::Refused {
-                why: format!("not a request: {e}"),
-            },
+        // The answer goes to the asking host's own inbox, nowhere else.
+        if !reply_to
+            .as_str()
+            .starts_with(&format!("{}.", names.inbox_prefix(&host)))
+        {
+            record(
+                &log,
+                json!({"event": "dropped", "host": host,
+                       "why": "its reply subject is not its own inbox"}),
+            );
+            continue;
+        }
+        // Each request on a task of its own, so one slow request (a patch
+        // to fetch, a delivery not seen yet) holds no other; at most
+        // [`IN_FLIGHT`] at once. Two about one job are still decided one
+        // at a time, under the shared lock.
+        let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+            return;
         };
-        let body = serde_json::to_vec(&reply).unwrap_or_default();
-        let _ = client.publish(reply_to, body.into()).await;
+        let (client, objects, shared, log) = (
+            client.clone(),
+            objects.clone(),
+            Arc::clone(&shared),
+            log.clone(),
+        );
+        tokio::spawn(async move {
+            let _permit = permit;
+            let req = if msg.payload.len() > work::MAX_REQUEST {
+                Err(format!("a request larger than {} bytes", work::MAX_REQUEST))
+            } else {
+                serde_json::from_slice::<HostRequest>(&msg.payload)
+                    .map_err(|_| "not a request".to_string())
+                    .and_then(|r| match r.unfit() {
+                        Some(why) => Err(why),
+                        None => Ok(r),
+                    })
+            };
+            let (reply, say) = match req {
+                Ok(req) => respond(&shared, &objects, &host, req).await,
+                Err(why) => {
+                    record(&log, json!({"event": "refused", "host": host, "why": why}));
+                    (refused(why), None)
+                }
+            };
+            let body = serde_json::to_vec(&reply).unwrap_or_default();
+            let _ = client.publish(reply_to, body.into()).await;
+            if let Some((ack, body)) = say {
+                let _ = client.publish(ack, body.into()).await;
+            }
+        });
     }
+}
+
+/// How many requests are answered at once.
+const IN_FLIGHT: usize = 32;
+
+/// One well-formed request of `host`'s.
+async fn respond(
+    shared: &Arc<Mutex<Shared>>,
+    objects: &async_nats::jetstream::object_store::ObjectStore,
+    host: &str,
+    req: HostRequest,
+) -> (CoordReply, AckSay) {
+    let log = {
+        let mut s = lock(shared);
+        if !s.asked.contains(host) {
+            s.asked.insert(host.to_string());
+        }
+        s.log.clone()
+    };
+    let (reply, say) = match &req {
+        HostRequest::Start {
+            job,
+            stream_seq,
+            delivered,
+        } => {
+            let again = {
+                let s = lock(shared);
+                s.remotes.get(job).and_then(|r| {
+                    let a = r.starts.get(&(*stream_seq, *delivered))?;
+                    (r.given.get(a).map(String::as_str) == Some(host)).then(|| a.clone())
+                })
+            };
+            match again {
+                Some(attempt) => (CoordReply::Started { attempt }, None),
+                None => {
+                    let known = lock(shared).remotes.contains_key(job);
+                    let ack = if known {
+                        deliveries::seen(shared, job, *stream_seq, host, *delivered, SEEN_WITHIN)
+                            .await
+                    } else {
+                        None
+                    };
+                    match ack {
+                        None if !known => (refused(format!("no job {job} in this run")), None),
+                        None => (
+                            refused(format!(
+                                "no delivery {delivered} of job {job}'s item to host {host} was seen here (or a later one went elsewhere)"
+                            )),
+                            None,
+                        ),
+                        Some(ack) => {
+                            let sh = Arc::clone(shared);
+                            let (job, host, key) =
+                                (job.clone(), host.to_string(), (*stream_seq, *delivered));
+                            let reply = tokio::task::spawn_blocking(move || {
+                                let mut s = lock(&sh);
+                                let state_dir = s.state_dir.clone();
+                                match s.remotes.get_mut(&job) {
+                                    None => refused(format!("no job {job} in this run")),
+                                    Some(r) => start(&state_dir, r, &job, &host, key),
+                                }
+                            })
+                            .await
+                            .unwrap_or_else(|e| refused(format!("the coordinator failed: {e}")));
+                            // A job with its outcome takes no more deliveries.
+                            let say = match &reply {
+                                CoordReply::Started { .. } => None,
+                                _ => Some((ack, "+TERM".to_string())),
+                            };
+                            (reply, say)
+                        }
+                    }
+                }
+            }
+        }
+        HostRequest::Progress {
+            job,
+            stream_seq,
+            delivered,
+        } => {
+            let live = lock(shared)
+                .remotes
+                .get(job)
+                .is_some_and(|r| r.outcome.is_none());
+            match deliveries::latest(shared, job, *stream_seq, host, *delivered) {
+                Some(ack) if live => (CoordReply::Accepted, Some((ack, "+WPI".to_string()))),
+                _ => (
+                    refused(format!(
+                        "delivery {delivered} of job {job} is not host {host}'s to keep (superseded, or the job has its outcome)"
+                    )),
+                    None,
+                ),
+            }
+        }
+        HostRequest::Release {
+            job,
+            stream_seq,
+            delivered,
+            delay_ms,
+        } => match deliveries::latest(shared, job, *stream_seq, host, *delivered) {
+            Some(ack) => {
+                let delay = (*delay_ms).min(60_000) * 1_000_000;
+                (
+                    CoordReply::Accepted,
+                    Some((ack, format!("-NAK {{\"delay\": {delay}}}"))),
+                )
+            }
+            None => (
+                refused(format!(
+                    "delivery {delivered} of job {job} is not host {host}'s to hand back"
+                )),
+                None,
+            ),
+        },
+        HostRequest::Finish {
+            job,
+            attempt,
+            finished,
+        } => {
+            // Checked before anything is fetched: the job is this run's and
+            // the attempt was given to the host that asks.
+            let known = {
+                let s = lock(shared);
+                match s.remotes.get(job) {
+                    None => Err(refused(format!("no job {job} in this run"))),
+                    Some(r) if r.given.get(attempt).map(String::as_str) != Some(host) => {
+                        Err(refused(format!(
+                            "attempt {attempt} of job {job} was not given to host {host}"
+                        )))
+                    }
+                    Some(r) => Ok(r.finished.get(attempt).cloned()),
+                }
+            };
+            match known {
+                Err(r) => (r, None),
+                Ok(Some(again)) => (again, None),
+                Ok(None) => {
+                    let patch = match finished {
+                        Finished::Implemented { patch } => {
+                            Some(work::retrying(|| work::get_bytes(objects, patch)).await)
+                        }
+                        _ => None,
+                    };
+                    let sh = Arc::clone(shared);
+                    let (job2, host2, attempt2, finished2) = (
+                        job.clone(),
+                        host.to_string(),
+                        attempt.clone(),
+                        finished.clone(),
+                    );
+                    let reply = tokio::task::spawn_blocking(move || {
+                        handle_finish(&sh, &job2, &host2, &attempt2, &finished2, patch)
+                    })
+                    .await
+                    .unwrap_or_else(|e| refused(format!("the coordinator failed: {e}")));
+                    // Acked only once taken, never after a refusal.
+                    let say = (reply == CoordReply::Accepted)
+                        .then(|| {
+                            let mut s = lock(shared);
+                            let seq = s.remotes.get(job).and_then(|r| r.seq)?;
+                            s.deliveries
+                                .remove(&seq)
+                                .map(|d| (d.ack, "+ACK".to_string()))
+                        })
+                        .flatten();
+                    (reply, say)
+                }
+            }
+        }
+    };
+    if !matches!(req, HostRequest::Progress { .. }) || reply != CoordReply::Accepted {
+        let (op, attempt, delivered) = match (&req, &reply) {
+            (HostRequest::Start { delivered, .. }, CoordReply::Started { attempt }) => {
+                ("start", Some(attempt.clone()), Some(*delivered))
+            }
+            (HostRequest::Start { delivered, .. }, _) => ("start", None, Some(*delivered)),
+            (HostRequest::Progress { delivered, .. }, _) => ("progress", None, Some(*delivered)),
+            (HostRequest::Release { delivered, .. }, _) => ("release", None, Some(*delivered)),
+            (HostRequest::Finish { attempt, .. }, _) => ("finish", Some(attempt.clone()), None),
+        };
+        record(
+            &log,
+            json!({"event": op, "job": req.job(), "host": host, "attempt": attempt,
+                   "delivered": delivered, "reply": reply}),
+        );
+    }
+    (reply, say)
 }
 
 fn refused(why: impl Into<String>) -> CoordReply {
     CoordReply::Refused { why: why.into() }
 }
 
-/// One request: the engine decides; the answer is recorded.
-fn handle(
+/// A `finish` of an attempt given to `host`: the engine decides.
+fn handle_finish(
     shared: &Mutex<Shared>,
-    req: &HostRequest,
+    job: &str,
+    host: &str,
+    attempt: &str,
+    finished: &Finished,
     patch: Option<Result<Vec<u8>, FleetError>>,
 ) -> CoordReply {
     let mut s = lock(shared);
-    let (state_dir, log) = (s.state_dir.clone(), s.log.clone());
-    let reply = match req {
-        HostRequest::Start {
-            job,
-            host,
-            stream_seq,
-            delivered,
-        } => match s.remotes.get_mut(job) {
-            None => refused(format!("no job {job} in this run")),
-            Some(r) => start(&state_dir, r, job, host, (*stream_seq, *delivered)),
-        },
-        HostRequest::Finish {
-            job,
-            host,
-            attempt,
-            finished,
-        } => match s.remotes.get_mut(job) {
-            None => refused(format!("no job {job} in this run")),
-            Some(r) => match r.finished.get(attempt) {
-                Some(again) => again.clone(),
-                None => {
-                    let reply = finish(&state_dir, r, job, host, attempt, finished, patch);
-                    r.finished.insert(attempt.clone(), reply.clone());
-                    if reply == CoordReply::Accepted
-                        && matches!(finished, Finished::Implemented { .. })
-                    {
-                        let task = r.lane.task.clone();
-                        s.implemented_by.insert(task, host.clone());
-                    }
-                    reply
-                }
-            },
-        },
+    let state_dir = s.state_dir.clone();
+    let Some(r) = s.remotes.get_mut(job) else {
+        return refused(format!("no job {job} in this run"));
     };
-    let (op, job, host) = match req {
-        HostRequest::Start { job, host, .. } => ("start", job, host),
-        HostRequest::Finish { job, host, .. } => ("finish", job, host),
-    };
-    let attempt = match (req, &reply) {
-        (_, CoordReply::Started { attempt }) => Some(attempt.clone()),
-        (HostRequest::Finish { attempt, .. }, _) => Some(attempt.clone()),
-        _ => None,
-    };
-    let delivered = match req {
-        HostRequest::Start { delivered, .. } => Some(*delivered),
-        HostRequest::Finish { .. } => None,
-    };
-    record(
-        &log,
-        json!({"event": op, "job": job, "host": host, "attempt": attempt,
-               "delivered": delivered, "reply": reply}),
-    );
+    if let Some(again) = r.finished.get(attempt) {
+        return again.clone();
+    }
+    let reply = finish(&state_dir, r, job, host, attempt, finished, patch);
+    r.finished.insert(attempt.to_string(), reply.clone());
+    if reply == CoordReply::Accepted && matches!(finished, Finished::Implemented { .. }) {
+        let task = r.lane.task.clone();
+        s.implemented_by.insert(task, host.to_string());
+    }
     reply
 }
 
@@ -168,6 +360,7 @@ fn start(state_dir: &Path, r: &mut Remote, job: &str, host: &str, key: (u64, i64
     match go() {
         Ok(attempt) => {
             r.starts.insert(key, attempt.clone());
+            r.given.insert(attempt.clone(), host.to_string());
             CoordReply::Started { attempt }
         }
         Err(e) => refused(e.to_string()),
@@ -284,14 +477,25 @@ fn finish(
 }
 
 /// Apply a candidate patch (bytes exactly as the host's git wrote them) to
-/// the task's worktree, which is at the base.
+/// the task's worktree, which is at the base; a candidate that makes a
+/// symlink pointing outside the tree is taken back out and refused.
 fn apply(worktree: &Path, lane_dir: &Path, attempt: &str, bytes: &[u8]) -> Result<(), LoopError> {
     if bytes.is_empty() {
         return Ok(());
     }
     let file = lane_dir.join(format!("fleet-{attempt}.patch"));
     crate::store::write_bytes_atomic(&file, bytes)?;
-    git::run(worktree, &["apply", "--binary", &file.to_string_lossy()])
-        .map(|_| ())
-        .map_err(|e| lane_err("-", e))
+    let file = file.to_string_lossy();
+    let touched = git::run_bytes(worktree, &["apply", "--numstat", "-z", &file])
+        .map_err(|e| lane_err("-", e))?;
+    git::run(worktree, &["apply", "--binary", &file]).map_err(|e| lane_err("-", e))?;
+    let bad = crate::fleet::candidate::escaping_symlinks(
+        worktree,
+        &crate::fleet::candidate::patch_paths(&touched),
+    );
+    if !bad.is_empty() {
+        let _ = git::run(worktree, &["apply", "-R", "--binary", &file]);
+        return Err(lane_err("-", crate::fleet::candidate::describe(&bad)));
+    }
+    Ok(())
 }

@@ -10,12 +10,18 @@
 //! own lanes (`local`), as on one host.
 //!
 //! This process alone writes the jobs: a host asks for an attempt (`start`)
-//! and reports its result (`finish`) by request/reply, and the engine's CAS
-//! on the attempt refuses the result of a superseded one (a host that was
-//! given up and came back). Every request and answer is recorded in
+//! and reports its result (`finish`) by request/reply, on a subject only its
+//! own user may publish on, and is answered only on its own inbox. An
+//! attempt is given only for a delivery this process saw go to that host
+//! (every delivery comes here too), and only this process acks the items:
+//! it keeps a delivery alive for its holder alone, acks it once its result
+//! is taken, and never after a refusal. The engine's CAS on the attempt
+//! refuses the result of a superseded one (a host that was given up and
+//! came back). Every request and answer is recorded in
 //! `<state>/fleet/<run>.jsonl`.
 
 mod answer;
+mod deliveries;
 
 use crate::engine::{Action, Actor, Engine, Request};
 use crate::fleet::work::{self, CoordReply, ObjectRef, Step, WorkItem};
@@ -68,7 +74,20 @@ struct Remote {
     starts: BTreeMap<(u64, i64), String>,
     /// Answers given to finished attempts, by attempt.
     finished: BTreeMap<String, CoordReply>,
+    /// The host each attempt was given to.
+    given: BTreeMap<String, String>,
+    /// The item's stream sequence, once published.
+    seq: Option<u64>,
     outcome: Option<Outcome>,
+}
+
+/// The latest delivery of one of this run's items, as this process saw it
+/// go out: to which host, the how-manieth, and its ack subject.
+#[derive(Debug, Clone)]
+struct Delivery {
+    host: String,
+    delivered: i64,
+    ack: String,
 }
 
 /// What the request handler and the runner share.
@@ -79,6 +98,11 @@ struct Shared {
     /// The host whose candidate of a task was taken, by task: its review
     /// goes elsewhere when another host is free.
     implemented_by: BTreeMap<String, String>,
+    /// The latest delivery of each of this run's items, by stream sequence.
+    deliveries: BTreeMap<u64, Delivery>,
+    /// Hosts that asked: their deliveries are watched even before their
+    /// presence is seen.
+    asked: BTreeSet<String>,
 }
 
 /// The coordinator's lanes: the fleet for first implementer rounds, `local`
@@ -147,7 +171,21 @@ impl<L: LaneOps> FleetLanes<L> {
             log: log.to_path_buf(),
             remotes: BTreeMap::new(),
             implemented_by: BTreeMap::new(),
+            deliveries: BTreeMap::new(),
+            asked: BTreeSet::new(),
         }));
+        // The runs this state dir made before (a coordinator that died): their
+        // items nobody answers any more are termed when they are delivered.
+        let earlier: BTreeSet<String> = std::fs::read_dir(state_dir.join("fleet"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".jsonl").map(str::to_string)
+            })
+            .filter(|r| r != run)
+            .collect();
         let (js, objects) = rt.block_on(async {
             let client = connection::connect(cfg, handed).await?;
             let js = async_nats::jetstream::new(client.clone());
@@ -155,14 +193,24 @@ impl<L: LaneOps> FleetLanes<L> {
             work::consumers(&js, &names, ack_wait).await?;
             let objects = work::objects(&js, &names).await?;
             let sub = client
-                .subscribe(names.coord_subject(run))
+                .subscribe(names.coord_filter(run))
                 .await
                 .map_err(|e| FleetError::bus("answer the hosts", e))?;
+            tokio::spawn(deliveries::watch(
+                client.clone(),
+                js.clone(),
+                Arc::clone(&shared),
+                names.clone(),
+                run.to_string(),
+                earlier,
+            ));
             tokio::spawn(answer::serve(
                 client,
                 sub,
                 objects.clone(),
                 Arc::clone(&shared),
+                names.clone(),
+                run.to_string(),
             ));
             Ok::<_, FleetError>((js, objects))
         })?;
@@ -413,14 +461,19 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                 report: job.report_path.clone(),
                 starts: BTreeMap::new(),
                 finished: BTreeMap::new(),
+                given: BTreeMap::new(),
+                seq: None,
                 outcome: None,
             },
         );
         self.jobs.insert(lane.id.clone(), job.job_id.clone());
-        // Retried while the server is away; the job id dedupes a repeat.
-        self.rt.block_on(work::retrying(|| {
+        // Retried while the server is away; the run and job id dedupe a repeat.
+        let seq = self.rt.block_on(work::retrying(|| {
             work::publish(&self.js, &self.names, &item)
         }))?;
+        if let Some(r) = lock(&self.shared).remotes.get_mut(&job.job_id) {
+            r.seq = Some(seq);
+        }
         let log = lock(&self.shared).log.clone();
         record(
             &log,

@@ -117,6 +117,20 @@ pub const PINNED: &[&str] = &[
 /// [`DIFF_FLAGS`] right after its name.
 const DIFF_COMMANDS: [&str; 4] = ["diff", "log", "show", "format-patch"];
 
+/// Subcommands that read refs and objects only: no filter, merge driver or
+/// signing program can run in them, so the repository's own configuration
+/// is not read for overrides (one `git config` call fewer each).
+const READS_REFS_ONLY: [&str; 8] = [
+    "rev-parse",
+    "cat-file",
+    "merge-base",
+    "rev-list",
+    "symbolic-ref",
+    "for-each-ref",
+    "update-ref",
+    "--version",
+];
+
 /// Flags for every diff drover reads: no external diff, no textconv, no
 /// colour, the prefixes `git apply` expects.
 pub const DIFF_FLAGS: [&str; 5] = [
@@ -245,7 +259,12 @@ impl Git {
         if self.sign {
             c.args(["-c", "commit.gpgSign=true", "-c", "tag.gpgSign=true"]);
         }
+        let reads_refs_only = self
+            .args
+            .first()
+            .is_some_and(|a| READS_REFS_ONLY.iter().any(|r| a == *r));
         if !self.trust_repo
+            && !reads_refs_only
             && let Some(d) = &self.dir
         {
             for kv in untrusted::overrides(d, &self.env) {

@@ -261,6 +261,10 @@ fn a_hostile_repository_runs_nothing_and_the_users_filter_runs() {
     g(&["worktree", "add", "-q", "../w", "main"]).run().unwrap();
     g(&["log", "-p", "-1"]).run().unwrap();
     g(&["show", "HEAD:a.txt"]).run().unwrap();
+    // The other modules' git: a report's effects, a lease's worktree check.
+    let effects = crate::report::effects::changes(&r, Some("main")).unwrap();
+    assert!(effects.iter().any(|c| c.path == "a.txt"), "{effects:?}");
+    let _ = crate::registry::worktree::inspect(&r, Some("other"));
     assert!(!marker.exists(), "a repository-defined program ran");
     assert!(ran.exists(), "the user's global filter did not run");
 }

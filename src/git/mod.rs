@@ -117,6 +117,20 @@ pub const PINNED: &[&str] = &[
 /// [`DIFF_FLAGS`] right after its name.
 const DIFF_COMMANDS: [&str; 4] = ["diff", "log", "show", "format-patch"];
 
+/// Subcommands that read refs and objects only: no filter, merge driver or
+/// signing program can run in them, so the repository's own configuration
+/// is not read for overrides (one `git config` call fewer each).
+const READS_REFS_ONLY: [&str; 8] = [
+    "rev-parse",
+    "cat-file",
+    "merge-base",
+    "rev-list",
+    "symbolic-ref",
+    "for-each-ref",
+    "update-ref",
+    "--version",
+];
+
 /// Flags for every diff drover reads: no external diff, no textconv, no
 /// colour, the prefixes `git apply` expects.
 pub const DIFF_FLAGS: [&str; 5] = [
@@ -135,32 +149,22 @@ pub const IDENTITY_EMAIL: &str = "loop@drover.invalid";
 /// One git command, built then run.
 #[derive(Debug, Clone)]
 pub struct Git {
-    dir: Option<PathBuf>,
+    dir: PathBuf,
     args: Vec<OsString>,
     env: Vec<(String, OsString)>,
     config: Vec<String>,
     sign: bool,
-    trust_repo: bool,
 }
 
 impl Git {
     /// git in `dir` (`git -C dir`), hardened.
     pub fn new(dir: &Path) -> Git {
         Git {
-            dir: Some(dir.to_path_buf()),
+            dir: dir.to_path_buf(),
             args: Vec::new(),
             env: Vec::new(),
             config: Vec::new(),
             sign: false,
-            trust_repo: false,
-        }
-    }
-
-    /// git in no repository (`git --version`, `git init` with `-C` in args).
-    pub fn global() -> Git {
-        Git {
-            dir: None,
-            ..Git::new(Path::new("."))
         }
     }
 
@@ -216,13 +220,6 @@ impl Git {
         self
     }
 
-    /// The repository's own filters and merge drivers are the user's (a
-    /// repository no agent has touched, such as a fresh demo repository).
-    pub fn trust_repo(mut self) -> Git {
-        self.trust_repo = true;
-        self
-    }
-
     fn words(&self) -> String {
         self.args
             .iter()
@@ -236,19 +233,19 @@ impl Git {
     pub fn command(&self) -> Command {
         let mut c = Command::new("git");
         c.arg("--no-pager");
-        if let Some(d) = &self.dir {
-            c.arg("-C").arg(d);
-        }
+        c.arg("-C").arg(&self.dir);
         for kv in PINNED {
             c.arg("-c").arg(kv);
         }
         if self.sign {
             c.args(["-c", "commit.gpgSign=true", "-c", "tag.gpgSign=true"]);
         }
-        if !self.trust_repo
-            && let Some(d) = &self.dir
-        {
-            for kv in untrusted::overrides(d, &self.env) {
+        let reads_refs_only = self
+            .args
+            .first()
+            .is_some_and(|a| READS_REFS_ONLY.iter().any(|r| a == *r));
+        if !reads_refs_only {
+            for kv in untrusted::overrides(&self.dir, &self.env) {
                 c.arg("-c").arg(kv);
             }
         }
@@ -302,11 +299,7 @@ impl Git {
     pub fn failed(&self, out: &Output) -> GitError {
         GitError::Failed {
             args: self.words(),
-            dir: self
-                .dir
-                .as_ref()
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|| ".".into()),
+            dir: self.dir.display().to_string(),
             message: first_line(&out.stderr),
         }
     }
@@ -349,6 +342,39 @@ fn scrub(c: &mut Command) {
         .env("GIT_MERGE_AUTOEDIT", "no")
         .env("LC_ALL", "C")
         .env("LANGUAGE", "C");
+}
+
+/// The variables that point git at a repository, an index, objects or
+/// configuration other than the directory it runs in.
+pub const REPOSITORY_ENV: [&str; 12] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_QUARANTINE_PATH",
+];
+
+/// For a command that is not drover's git but runs in a worktree (the
+/// gate): none of [`REPOSITORY_ENV`] (nor `GIT_CONFIG_KEY_n`/`VALUE_n`)
+/// reaches it, so its own git works on the worktree it runs in.
+pub fn scrub_repository_env(c: &mut Command) {
+    for v in REPOSITORY_ENV {
+        c.env_remove(v);
+    }
+    for (k, _) in std::env::vars_os() {
+        if let Some(k) = k.to_str()
+            && (k.starts_with("GIT_CONFIG_KEY_") || k.starts_with("GIT_CONFIG_VALUE_"))
+        {
+            c.env_remove(k);
+        }
+    }
 }
 
 /// The first non-empty line of `bytes`, trimmed.

@@ -106,11 +106,42 @@ fn child_sees_the_repository_it_names() {
         .line()
         .unwrap();
     assert_eq!(staged, "new.txt");
+    // Its objects went to its own object store.
+    let blob = Git::new(&mine)
+        .args(["rev-parse", ":new.txt"])
+        .line()
+        .unwrap();
+    assert!(
+        mine.join(".git/objects")
+            .join(&blob[..2])
+            .join(&blob[2..])
+            .is_file(),
+        "GIT_OBJECT_DIRECTORY was not scrubbed"
+    );
+    for probe in ["drover.probe", "drover.probe2"] {
+        let leaked = Git::new(&mine)
+            .args(["config", "--get", probe])
+            .output()
+            .unwrap();
+        assert!(
+            !leaked.status.success(),
+            "{probe} reached git from the environment"
+        );
+    }
     let hooks = Git::new(&mine)
         .args(["config", "core.hooksPath"])
         .line()
         .unwrap();
     assert_eq!(hooks, "/dev/null", "GIT_CONFIG_PARAMETERS was not scrubbed");
+    // A command that is not drover's git (the gate) loses them too.
+    let mut gate = Command::new("sh");
+    gate.args([
+        "-c",
+        "echo ${GIT_DIR-no}${GIT_INDEX_FILE-no}${GIT_CONFIG_KEY_0-no}",
+    ]);
+    scrub_repository_env(&mut gate);
+    let out = gate.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "nonono");
 }
 
 #[test]
@@ -126,10 +157,13 @@ fn a_parents_repository_variables_are_ignored() {
         .env("GIT_WORK_TREE", &other)
         .env("GIT_INDEX_FILE", d.path().join("elsewhere.index"))
         .env("GIT_OBJECT_DIRECTORY", other.join(".git/objects"))
-        .env("GIT_CONFIG_PARAMETERS", "'core.hookspath'='/tmp'")
+        .env(
+            "GIT_CONFIG_PARAMETERS",
+            "'core.hookspath'='/tmp' 'drover.probe'='leaked'",
+        )
         .env("GIT_CONFIG_COUNT", "1")
-        .env("GIT_CONFIG_KEY_0", "core.hooksPath")
-        .env("GIT_CONFIG_VALUE_0", "/tmp")
+        .env("GIT_CONFIG_KEY_0", "drover.probe2")
+        .env("GIT_CONFIG_VALUE_0", "leaked")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
@@ -227,6 +261,10 @@ fn a_hostile_repository_runs_nothing_and_the_users_filter_runs() {
     g(&["worktree", "add", "-q", "../w", "main"]).run().unwrap();
     g(&["log", "-p", "-1"]).run().unwrap();
     g(&["show", "HEAD:a.txt"]).run().unwrap();
+    // The other modules' git: a report's effects, a lease's worktree check.
+    let effects = crate::report::effects::changes(&r, Some("main")).unwrap();
+    assert!(effects.iter().any(|c| c.path == "a.txt"), "{effects:?}");
+    let _ = crate::registry::worktree::inspect(&r, Some("other"));
     assert!(!marker.exists(), "a repository-defined program ran");
     assert!(ran.exists(), "the user's global filter did not run");
 }

@@ -168,6 +168,10 @@ fn assert_all_landed(d: &Drover, f: &Field, out: &Output) {
     );
     assert!(text.contains("## Parked\n- none\n"), "{text}");
     assert!(
+        text.contains("- drover's commits on drover/integration/loop1 are by drover loop <loop@drover.invalid>, unsigned"),
+        "{text}"
+    );
+    assert!(
         text.contains(", rebased"),
         "TASK-2 went through a rebase round: {text}"
     );

@@ -119,6 +119,9 @@ pub fn run_gate(
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
+    // The gate's own git works on the integration worktree, never on a
+    // repository drover's environment names.
+    crate::git::scrub_repository_env(&mut c);
     let ended = child::run(&mut c, bounds).map_err(|e| LoopError::io(worktree, e))?;
     cap_log(log, MAX_GATE_LOG_BYTES)?;
     redact_log(log)?;

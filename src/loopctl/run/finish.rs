@@ -202,17 +202,6 @@ impl<O: LaneOps> Runner<'_, O> {
             self.status.integration_branch
         ));
         c.notes.push(format!(
-            "drover's commits on {} are by {} <{}>, {} (your own git identity is not used)",
-            self.status.integration_branch,
-            crate::git::IDENTITY_NAME,
-            crate::git::IDENTITY_EMAIL,
-            if crate::loopctl::land::git::signing() {
-                "signed"
-            } else {
-                "unsigned"
-            }
-        ));
-        c.notes.push(format!(
             "{} landing(s); gate evidence under {}",
             self.status.landings,
             self.run.file("gate-evidence").display()
@@ -225,6 +214,17 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         c.notes.extend(self.status.notes.iter().cloned());
         c.notes.extend(notes);
+        c.notes.push(format!(
+            "drover's commits on {} are by {} <{}>, {} (your own git identity is not used)",
+            self.status.integration_branch,
+            crate::git::IDENTITY_NAME,
+            crate::git::IDENTITY_EMAIL,
+            if crate::loopctl::land::git::signing() {
+                "signed"
+            } else {
+                "unsigned"
+            }
+        ));
         let text = crate::loopctl::run::rundir::shown(&closeout::render(&c));
         let path = self.run.file("closeout.md");
         crate::store::write_bytes_atomic(&path, text.as_bytes())?;

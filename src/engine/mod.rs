@@ -7,7 +7,10 @@
 //! 2. The critical section, under `jobs/registry.lock`: read the record and the
 //!    seq counter, call [`table::decide`] (a pure `fn` pointer), and on accept
 //!    write the counter then the record, each atomically. Nothing else happens
-//!    while the lock is held: no subprocess, socket, sleep or notification.
+//!    while the lock is held: no subprocess, socket, sleep or notification
+//!    (two callers add one file each: [`Engine::transition_if`] reads the
+//!    report a completion was decided on, [`Engine::with_record_locked`]
+//!    writes a running job's report).
 //! 3. After release: the audit entry is appended (fsynced) and the
 //!    `status.json` mirror is brought forward (see [`mirror`]).
 //!

@@ -17,7 +17,7 @@ use super::protocol::{ErrorCode, Response};
 use super::server::{Sup, lock};
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -101,8 +101,13 @@ pub(super) fn open(sup: &Arc<Sup>, pane: &str, job_id: &str) {
 fn serve_box(sup: &Sup, dir: &Path, pane: &str) {
     let req_path = dir.join(REQUEST);
     loop {
-        // Blocks until a writer opens it: costs nothing while the lane is idle.
-        let Ok(f) = std::fs::File::open(&req_path) else {
+        // Blocks until a writer opens it: costs nothing while the lane is
+        // idle. Never through a link the lane put in its place.
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&req_path)
+        else {
             return;
         };
         let Ok(md) = f.metadata() else { return };
@@ -172,10 +177,9 @@ fn answer(sup: &Sup, pane: &str, id: (u64, u64), line: &str) -> Response {
 
 /// Write the answer to the answer FIFO, if someone waits on it.
 fn reply(dir: &Path, resp: &Response) {
-    use std::os::unix::fs::OpenOptionsExt;
     let Ok(mut f) = std::fs::OpenOptions::new()
         .write(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
         .open(dir.join(ANSWER))
     else {
         return;

@@ -29,6 +29,10 @@ pub enum EngineError {
     /// A read named a job that does not exist.
     #[error("no job {job_id} in {dir}; `drover job ls` lists the jobs")]
     NotFound { job_id: String, dir: String },
+    /// A conditional transition found what it was decided on changed (a
+    /// lane's report rewritten meanwhile): nothing was written or audited.
+    #[error("job {job_id}: {what} changed since it was checked; nothing was written")]
+    Changed { job_id: String, what: &'static str },
     /// The state store failed (I/O or a corrupt file, which is never reset).
     #[error(transparent)]
     Store(#[from] StoreError),

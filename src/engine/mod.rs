@@ -7,7 +7,10 @@
 //! 2. The critical section, under `jobs/registry.lock`: read the record and the
 //!    seq counter, call [`table::decide`] (a pure `fn` pointer), and on accept
 //!    write the counter then the record, each atomically. Nothing else happens
-//!    while the lock is held: no subprocess, socket, sleep or notification.
+//!    while the lock is held: no subprocess, socket, sleep or notification
+//!    (two callers add one file each: [`Engine::transition_if`] reads the
+//!    report a completion was decided on, [`Engine::with_record_locked`]
+//!    writes a running job's report).
 //! 3. After release: the audit entry is appended (fsynced) and the
 //!    `status.json` mirror is brought forward (see [`mirror`]).
 //!
@@ -105,12 +108,25 @@ impl Engine {
     /// Make a request. `Ok` on accept or ACK; every refusal is
     /// `EngineError::Refused` and has been audited.
     pub fn transition(&self, req: &Request) -> Result<Applied, EngineError> {
+        self.transition_if(req, None)
+    }
+
+    /// [`Engine::transition`], made only if `still` — evaluated under the
+    /// lock, after everything else is read — holds: what the request was
+    /// decided on (a lane's report) is what it is now. Otherwise
+    /// [`EngineError::Changed`], with nothing written or audited. `still`
+    /// only reads a file.
+    pub fn transition_if(
+        &self,
+        req: &Request,
+        still: Option<(&'static str, &dyn Fn() -> bool)>,
+    ) -> Result<Applied, EngineError> {
         req.validate()?;
         // A corrupt audit log refuses the request before it commits anything
         // the log would then fail to record.
         crate::store::check_tail(&self.audit_path())?;
         let inputs = Inputs::now();
-        let (before, decision) = self.critical(req, &inputs, decide)?;
+        let (before, decision) = self.critical(req, &inputs, decide, still)?;
         // The lock is released here; what follows may be slow without holding anyone up.
         let from = before.as_ref().map(|r| r.status);
         let mut entry = AuditEntry {
@@ -185,8 +201,17 @@ impl Engine {
         req: &Request,
         inputs: &Inputs,
         decider: Decider,
+        still: Option<(&'static str, &dyn Fn() -> bool)>,
     ) -> Result<(Option<JobRecord>, Decision), EngineError> {
         let _guard = LockGuard::exclusive(&self.lock_path())?;
+        if let Some((what, still)) = still
+            && !still()
+        {
+            return Err(EngineError::Changed {
+                job_id: req.job_id.clone(),
+                what,
+            });
+        }
         let path = self.record_path(&req.job_id);
         let record = record::read_record(&path, &req.job_id)?;
         let last = match read_json::<SeqDoc>(&self.seq_path())? {

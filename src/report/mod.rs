@@ -448,10 +448,18 @@ pub fn command_word(exe: &Path) -> String {
 }
 
 /// [`command_word`] of the running binary (`drover` only when the running
-/// binary cannot be found, which Linux always can).
+/// binary cannot be found, which Linux always can). A binary replaced on
+/// disk while it runs (an upgrade mid-run) reads as `<path> (deleted)`: the
+/// path is where the new one is, and that is what a lane runs.
 pub fn own_command_word() -> String {
     std::env::current_exe()
-        .map(|e| command_word(&e))
+        .map(|e| {
+            let s = e.display().to_string();
+            match s.strip_suffix(" (deleted)") {
+                Some(p) => command_word(Path::new(p)),
+                None => command_word(&e),
+            }
+        })
         .unwrap_or_else(|_| "drover".into())
 }
 

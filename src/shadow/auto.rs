@@ -109,6 +109,8 @@ pub fn commit_and_record(
 struct Prepared {
     req: Request,
     failed: Option<String>,
+    /// The report decided on: its path and bytes.
+    report: (std::path::PathBuf, Vec<u8>),
 }
 
 /// The checks before a `complete` reaches the engine: the request to make,
@@ -130,10 +132,14 @@ fn prepare(runner: &Runner, d: &ShadowDecision) -> Result<Result<Prepared, Outco
     if attempt_id != &d.attempt_id {
         return Ok(Err(Outcome::Refused("a newer dispatch exists".into())));
     }
-    let Some(rep) = report_path
-        .as_deref()
-        .and_then(|p| report::read_report(Path::new(p)))
-    else {
+    // The bytes decided on, kept: the completion is made only while the
+    // report still holds them (a report rewritten meanwhile is checked again).
+    let read = report_path.as_deref().and_then(|p| {
+        let bytes = std::fs::read(p).ok()?;
+        let rep: report::Report = serde_json::from_slice(&bytes).ok()?;
+        Some((rep, std::path::PathBuf::from(p), bytes))
+    });
+    let Some((rep, path, bytes)) = read else {
         return Ok(Err(Outcome::Unproven(
             "the report is unreadable now".into(),
         )));
@@ -164,11 +170,17 @@ fn prepare(runner: &Runner, d: &ShadowDecision) -> Result<Result<Prepared, Outco
     let mut req = Request::new(d.job_id.clone(), action, Actor::supervisor())
         .expect_attempt(d.attempt_id.clone());
     req.expected_status = Some(Status::Running);
-    Ok(Ok(Prepared { req, failed }))
+    Ok(Ok(Prepared {
+        req,
+        failed,
+        report: (path, bytes),
+    }))
 }
 
 fn transition(engine: &Engine, d: &ShadowDecision, p: Prepared) -> Result<Outcome, EngineError> {
-    match engine.transition(&p.req) {
+    let (path, bytes) = &p.report;
+    let same = || std::fs::read(path).is_ok_and(|now| now == *bytes);
+    match engine.transition_if(&p.req, Some(("the report", &same))) {
         Ok(_) if p.failed.is_some() => Ok(Outcome::FailedByLane(p.failed.unwrap_or_default())),
         Ok(_) => {
             if let Some(state_dir) = engine.dir().parent() {
@@ -180,7 +192,9 @@ fn transition(engine: &Engine, d: &ShadowDecision, p: Prepared) -> Result<Outcom
             }
             Ok(Outcome::Completed)
         }
-        Err(e @ EngineError::Refused { .. }) => Ok(Outcome::Refused(e.to_string())),
+        Err(e @ (EngineError::Refused { .. } | EngineError::Changed { .. })) => {
+            Ok(Outcome::Refused(e.to_string()))
+        }
         Err(e) => Err(e),
     }
 }
@@ -258,5 +272,105 @@ mod tests {
         assert_eq!(actions.len(), 2, "{actions:?}");
         assert_eq!(actions[0], "completed", "recorded before the engine acted");
         assert!(actions[1].starts_with("refused"), "{actions:?}");
+    }
+
+    /// Guards issue 35: a report rewritten between the policy's reading
+    /// and the completion (a lane saying `failed` a moment after `done`)
+    /// must not leave a job completed on a report that no longer says so.
+    /// The completion is made only while the report holds the bytes it was
+    /// decided on; the rewritten one is decided on next.
+    #[test]
+    fn a_report_rewritten_before_the_completion_is_decided_on_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path();
+        let wt = state.join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join("out.txt"), "x").unwrap();
+        let engine = Engine::open(state).unwrap();
+        engine
+            .transition(&Request::new(
+                "J1",
+                Action::Create { deadline: None },
+                Actor::operator(),
+            ))
+            .unwrap();
+        let attempt = engine
+            .transition(&Request::new(
+                "J1",
+                Action::Claim {
+                    session: "s".into(),
+                },
+                Actor::operator(),
+            ))
+            .unwrap()
+            .record()
+            .attempt_id
+            .clone()
+            .unwrap();
+        let report = wt.join("report.json");
+        let write = |outcome: &str| {
+            let doc = serde_json::json!({"attempt_id": attempt, "state": "finalized", "outcome": outcome,
+                "reason": "r", "side_effects": [{"kind": "file", "path": "out.txt"}]});
+            std::fs::write(&report, doc.to_string()).unwrap();
+        };
+        write("done");
+        let runner = Runner::new(state);
+        runner
+            .evidence()
+            .append(
+                "J1",
+                &Evidence::Dispatch {
+                    t_ms: 1,
+                    job_id: "J1".into(),
+                    attempt_id: attempt.clone(),
+                    session_id: "s".into(),
+                    pane: "p".into(),
+                    pane_generation: 1,
+                    nonce: "n".into(),
+                    report_path: Some(report.display().to_string()),
+                    worktree: Some(wt.display().to_string()),
+                },
+            )
+            .unwrap();
+        let d = ShadowDecision {
+            at: "2026-12-01T00:00:00Z".into(),
+            t_ms: 2,
+            job_id: "J1".into(),
+            attempt_id: attempt.clone(),
+            decision: "complete".into(),
+            reason: "clean".into(),
+            summary: Summary {
+                events: 1,
+                dispatches: 1,
+                anchors: 0,
+                observations: 0,
+                last_state: None,
+                report: None,
+                transport_errors: 0,
+                side_effects_proven: Some(true),
+                pane: None,
+                pane_generation: None,
+            },
+            action: None,
+        };
+        let p = prepare(&runner, &d)
+            .unwrap()
+            .unwrap_or_else(|o| panic!("{o:?}"));
+        assert!(p.failed.is_none(), "decided on `done`");
+        write("failed");
+        let o = transition(&engine, &d, p).unwrap();
+        assert!(
+            matches!(&o, Outcome::Refused(why) if why.contains("the report changed")),
+            "{o:?}"
+        );
+        assert_eq!(engine.show("J1").unwrap().status, Status::Running);
+        let p = prepare(&runner, &d)
+            .unwrap()
+            .unwrap_or_else(|o| panic!("{o:?}"));
+        assert!(matches!(
+            transition(&engine, &d, p).unwrap(),
+            Outcome::FailedByLane(_)
+        ));
+        assert_eq!(engine.show("J1").unwrap().status, Status::Failed);
     }
 }

@@ -177,12 +177,14 @@ pub fn review(r: &ReviewOf<'_>, criteria: &[crate::loopctl::board::Criterion]) -
         )
     });
     format!(
-        "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `drover session-heartbeat --session reviewer --agent {} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.{before}\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
+        "{}\nWhy: review the candidate of {id} before it lands (round {}).{asks}\nDone when: your last reply ends with one line `VERDICT: pass` or `VERDICT: fail: <one-line reason>`, your findings above it; or, if you can run it, you reported with `{cmd} session-heartbeat --session reviewer --agent {} --task {id} --status pass|fail` and wrote the report.\nScope: read-only; the candidate is {}.{before}\nRules: change nothing; findings in your reply (or the report's `findings` field).\n",
         first_line(r.lane, r.task, r.title, r.tier),
         r.round,
         r.reviewer,
         r.patch.display(),
         id = r.task,
+        // As every command drover names to an agent: the absolute path.
+        cmd = crate::report::own_command_word(),
     )
 }
 

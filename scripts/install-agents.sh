@@ -6,6 +6,9 @@
 #   ${DROVER_AGENTS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/agents}/codex-<v>
 # Idempotent: a version whose binary already answers with it is not downloaded
 # again. Prints one `<agent> <version> <bin path>` line per version on stdout.
+# DROVER_AGENTS_GLOBAL=1 installs each as a user installs into a prefix of
+# their own, `npm install -g --prefix <dir>` (the binary in <dir>/bin), and
+# links it from <dir>/node_modules/.bin, where the tests look.
 set -eu
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,10 +38,18 @@ install_one() { # agent version
     if ! answers "$bin" "$2"; then
         mkdir -p "$dir"
         echo "install-agents: installing $pkg@$2 into $dir" >&2
-        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$2" >&2
+        if [ -n "${DROVER_AGENTS_GLOBAL:-}" ]; then
+            npm install -g --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$2" >&2
+            pkgdir="$dir/lib/node_modules/$pkg"
+            mkdir -p "$dir/node_modules/.bin"
+            ln -sfn "../../bin/$1" "$bin"
+        else
+            npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$2" >&2
+            pkgdir="$dir/node_modules/$pkg"
+        fi
         # npm may skip claude-code's postinstall (it links the platform binary).
         if [ "$1" = claude ] && ! "$bin" --version >/dev/null 2>&1; then
-            (cd "$dir/node_modules/@anthropic-ai/claude-code" && node install.cjs) >&2
+            (cd "$pkgdir" && node install.cjs) >&2
         fi
         if ! answers "$bin" "$2"; then
             echo "install-agents: installed $pkg@$2, but $bin does not report $2" >&2

@@ -14,8 +14,10 @@
 #   resets PATH; the skeleton .profile adds ~/bin and ~/.local/bin, not
 #   ~/.cargo/bin, and the skeleton .bashrc returns at once when not
 #   interactive). Both are checked before the tests run.
-# - The real agents are installed by that user's npm (scripts/install-agents.sh,
-#   every supported version, into their ~/.cache/drover/agents).
+# - The real agents are installed by that user's npm as into a prefix of their
+#   own, `npm install -g --prefix ~/.npm-global/<agent>-<version>` for every
+#   supported version side by side (scripts/install-agents.sh with
+#   DROVER_AGENTS_GLOBAL=1); each test puts the version it runs on PATH.
 # - The tests run with that user's HOME, USER, SHELL, an XDG_RUNTIME_DIR of
 #   their own (/run/user/<uid>, 0700), a state dir of their own, and the PATH
 #   their interactive shell has; of root's environment only what npm needs
@@ -90,7 +92,9 @@ for v in NODE_EXTRA_CA_CERTS SSL_CERT_FILE SSL_CERT_DIR HTTPS_PROXY HTTP_PROXY N
     [ -n "${!v:-}" ] && net+=("$v=${!v}")
 done
 versions="${DROVER_AGENT_VERSIONS:-$(sed -e "s/#.*//" "$here/agent-versions" | grep .)}"
+agents="$home/.npm-global"
 as_user PATH="$login_path" "${net[@]}" DROVER_AGENT_VERSIONS="$versions" \
+    DROVER_AGENTS_DIR="$agents" DROVER_AGENTS_GLOBAL=1 \
     sh -s >/dev/null <"$here/install-agents.sh"
 
 # A runtime dir and a state dir of their own.
@@ -105,4 +109,5 @@ for v in DROVER_TEST_BACKEND DROVER_HERDR TERM; do
 done
 as_user PATH="$term_path" XDG_RUNTIME_DIR="$run_dir" \
     DROVER_STATE_DIR="$home/.local/state/drover" DROVER_AGENT_VERSIONS="$versions" \
+    DROVER_AGENTS_DIR="$agents" \
     "${pass[@]}" "$test_bin" "$@"

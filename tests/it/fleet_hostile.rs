@@ -9,7 +9,7 @@ use crate::common::{Drover, git, wait_until};
 use crate::fleet_join::join;
 use crate::fleet_work::{
     Worker, all_starts_by, at_integration, board, commits_touching, finish, joined, loop_run,
-    per_host_server, record, scripts, starts_by, trio, users,
+    per_host_server, record, scripts, starts_by, trio, users, violations,
 };
 use crate::nats_common::{Nats, js_as_host};
 use futures_util::StreamExt;
@@ -130,7 +130,19 @@ fn a_hosts_user_cannot_take_another_hosts_step_speak_as_it_misdirect_answers_or_
         for r in ask_any(&h2, &key, "h2", &body).await {
             assert_ne!(r["reply"], "accepted", "h2 finished h1's attempt: {r}");
         }
+        // Listen on h1's deliveries.
+        let _spy = h2.subscribe("drover.lab.deliver.h1.claude").await;
+        h2.flush().await.unwrap();
     });
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            violations(&nats)
+                .iter()
+                .any(|v| v.contains("drover.lab.deliver.h1.claude"))
+        }),
+        "h2 listened on h1's deliveries: {:#?}",
+        violations(&nats)
+    );
     // h1's item is on the queue still (h1 works it).
     let held = crt.block_on(async {
         let mut s = cjs.get_stream("drover-lab-work").await.unwrap();

@@ -476,7 +476,19 @@ pub async fn get_bytes(
         .get(&r.name)
         .await
         .map_err(|e| FleetError::bus("fetch an object", e))?;
-    let mut bytes = Vec::new();
+    // Never more than the stated size (bounded by [`MAX_OBJECT`]) is read:
+    // a bigger object is refused before its bytes are.
+    let stored = obj.info().size as u64;
+    if stored != r.size || r.size > MAX_OBJECT {
+        return Err(FleetError::Bus {
+            op: "fetch an object",
+            message: format!(
+                "object {} is not what was stated ({stored} bytes stored; want {} bytes, at most {MAX_OBJECT})",
+                r.name, r.size
+            ),
+        });
+    }
+    let mut bytes = Vec::with_capacity(stored as usize);
     obj.read_to_end(&mut bytes)
         .await
         .map_err(|e| FleetError::bus("fetch an object", e))?;

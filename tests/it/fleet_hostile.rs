@@ -9,7 +9,7 @@ use crate::common::{Drover, git, wait_until};
 use crate::fleet_join::join;
 use crate::fleet_work::{
     Worker, all_starts_by, at_integration, board, commits_touching, finish, joined, loop_run,
-    per_host_server, record, scripts, starts_by, trio, users,
+    per_host_server, record, scripts, starts_by, trio, users, violations,
 };
 use crate::nats_common::{Nats, js_as_host};
 use futures_util::StreamExt;
@@ -130,7 +130,19 @@ fn a_hosts_user_cannot_take_another_hosts_step_speak_as_it_misdirect_answers_or_
         for r in ask_any(&h2, &key, "h2", &body).await {
             assert_ne!(r["reply"], "accepted", "h2 finished h1's attempt: {r}");
         }
+        // Listen on h1's deliveries.
+        let _spy = h2.subscribe("drover.lab.deliver.h1.claude").await;
+        h2.flush().await.unwrap();
     });
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            violations(&nats)
+                .iter()
+                .any(|v| v.contains("drover.lab.deliver.h1.claude"))
+        }),
+        "h2 listened on h1's deliveries: {:#?}",
+        violations(&nats)
+    );
     // h1's item is on the queue still (h1 works it).
     let held = crt.block_on(async {
         let mut s = cjs.get_stream("drover-lab-work").await.unwrap();
@@ -218,30 +230,43 @@ fn a_candidate_whose_symlink_points_outside_the_tree_is_refused_where_it_is_appl
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
-        let deliver = "drover.lab.deliver.h2.claude";
-        let mut sub = h2.subscribe(deliver).await.unwrap();
-        let pull = json!({"batch": 1, "expires": 25_000_000_000u64}).to_string();
-        h2.publish_with_reply(
-            "$JS.API.CONSUMER.MSG.NEXT.drover-lab-work.hosts-claude",
-            deliver,
-            pull.into(),
-        )
-        .await
-        .unwrap();
-        let (payload, ack) = match tokio::time::timeout(Duration::from_secs(30), sub.next()).await {
-            Ok(Some(m)) if m.reply.is_some() => (m.payload.to_vec(), m.reply.unwrap().to_string()),
-            _ => {
-                // A server that refused the listen: the library's own pull.
+        // Deliveries come where the server config lets h2 listen: its own
+        // delivery subject, or (a config without one) its inbox.
+        let own_subject = std::fs::read_to_string(nats.dir.path().join("nats.conf"))
+            .unwrap()
+            .contains("drover.lab.deliver.h2");
+        let (payload, ack) = if own_subject {
+            let deliver = "drover.lab.deliver.h2.claude";
+            let mut sub = h2.subscribe(deliver).await.unwrap();
+            let pull = json!({"batch": 1, "expires": 25_000_000_000u64}).to_string();
+            h2.publish_with_reply(
+                "$JS.API.CONSUMER.MSG.NEXT.drover-lab-work.hosts-claude",
+                deliver,
+                pull.into(),
+            )
+            .await
+            .unwrap();
+            let m = tokio::time::timeout(Duration::from_secs(30), sub.next())
+                .await
+                .unwrap()
+                .unwrap();
+            (m.payload.to_vec(), m.reply.unwrap().to_string())
+        } else {
+            let mut got = None;
+            for _ in 0..12 {
                 let mut batch = consumer
                     .fetch()
                     .max_messages(1)
-                    .expires(Duration::from_secs(10))
+                    .expires(Duration::from_secs(5))
                     .messages()
                     .await
                     .unwrap();
-                let m = batch.next().await.unwrap().unwrap();
-                (m.payload.to_vec(), m.reply.clone().unwrap().to_string())
+                if let Some(Ok(m)) = batch.next().await {
+                    got = Some((m.payload.to_vec(), m.reply.clone().unwrap().to_string()));
+                    break;
+                }
             }
+            got.expect("no delivery to h2 within a minute")
         };
         let item: Value = serde_json::from_slice(&payload).unwrap();
         let t: Vec<&str> = ack.split('.').collect();

@@ -157,8 +157,14 @@ fn landed(repo: &Path, path: &str) -> Option<Vec<u8>> {
     o.status.success().then_some(o.stdout)
 }
 
-/// Every task landed, TASK-2 after a rebase round, the files as written.
+/// Every task landed, TASK-2 after a rebase round, the files as written,
+/// by drover's identity, unsigned.
 fn assert_all_landed(d: &Drover, f: &Field, out: &Output) {
+    assert_landed_as(d, f, out, false);
+}
+
+/// [`assert_all_landed`], the commits `signed` or not.
+fn assert_landed_as(d: &Drover, f: &Field, out: &Output, signed: bool) {
     let text = stdout(out);
     assert!(
         out.status.success(),
@@ -167,8 +173,9 @@ fn assert_all_landed(d: &Drover, f: &Field, out: &Output) {
         std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap_or_default()
     );
     assert!(text.contains("## Parked\n- none\n"), "{text}");
+    let how = if signed { "signed" } else { "unsigned" };
     assert!(
-        text.contains("- drover's commits on drover/integration/loop1 are by drover loop <loop@drover.invalid>, unsigned"),
+        text.contains(&format!("- drover's commits on drover/integration/loop1 are by drover loop <loop@drover.invalid>, {how}")),
         "{text}"
     );
     assert!(
@@ -186,16 +193,32 @@ fn assert_all_landed(d: &Drover, f: &Field, out: &Output) {
         &f.repo,
         &[
             "log",
-            "-1",
-            "--format=%an <%ae> %G?",
-            "drover/integration/loop1",
+            "--format=%an <%ae>",
+            "main..drover/integration/loop1",
         ],
     );
-    assert_eq!(who, "drover loop <loop@drover.invalid> N");
     assert!(
-        stderr(out).contains(
-            "commits on the integration branch are by drover loop <loop@drover.invalid>, unsigned"
-        ),
+        !who.is_empty()
+            && who
+                .lines()
+                .all(|l| l == "drover loop <loop@drover.invalid>"),
+        "{who}"
+    );
+    let head = git(&f.repo, &["cat-file", "commit", "drover/integration/loop1"]);
+    assert_eq!(
+        head.contains("-----BEGIN PGP SIGNATURE-----"),
+        signed,
+        "{head}"
+    );
+    let said = if signed {
+        "signed with your key"
+    } else {
+        "unsigned"
+    };
+    assert!(
+        stderr(out).contains(&format!(
+            "commits on the integration branch are by drover loop <loop@drover.invalid>, {said}"
+        )),
         "{}",
         stderr(out)
     );
@@ -333,4 +356,66 @@ fn sign_that_cannot_work_is_refused_before_any_lane_starts() {
     );
     assert!(!d.state.join("loop1").exists(), "no run started");
     assert!(!d.state.join("worktrees").exists(), "no lane started");
+}
+
+/// Ends the gpg-agent a test's GNUPGHOME started.
+struct Agent(PathBuf);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("gpgconf")
+            .args(["--kill", "gpg-agent"])
+            .env("GNUPGHOME", &self.0)
+            .output();
+    }
+}
+
+/// Guards issue 35 item 4 (`--sign` opted in): with a key that works (no
+/// passphrase, in a GNUPGHOME of the test's own, named by `user.signingKey`
+/// in the user's global config), every task lands and the integration
+/// branch's commits carry a signature.
+#[test]
+fn sign_with_a_key_that_works_signs_the_landings() {
+    let d = Drover::new();
+    let f = field(&d);
+    let gnupg = f.root.join("gnupg");
+    std::fs::create_dir_all(&gnupg).unwrap();
+    std::fs::set_permissions(&gnupg, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let _agent = Agent(gnupg.clone());
+    let made = std::process::Command::new("gpg")
+        .args(["--batch", "--passphrase", "", "--quick-gen-key"])
+        .args([
+            "drover loop <loop@drover.invalid>",
+            "ed25519",
+            "sign",
+            "never",
+        ])
+        .env("GNUPGHOME", &gnupg)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    std::fs::write(
+        f.home.join(".gitconfig"),
+        "[user]\n\tsigningKey = loop@drover.invalid\n",
+    )
+    .unwrap();
+    let (imp, rev) = (f.root.join("imp.toml"), f.root.join("rev.toml"));
+    let out = d
+        .cmd()
+        .args(["loop", "run", "--sign", "--turn-timeout-s", "60"])
+        .arg("--charter")
+        .arg(&f.charter)
+        .arg("--repo")
+        .arg(&f.repo)
+        .arg("--sim-implementer")
+        .arg(&imp)
+        .arg("--sim-reviewer")
+        .arg(&rev)
+        .env("HOME", &f.home)
+        .env("XDG_CONFIG_HOME", f.home.join(".config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GNUPGHOME", &gnupg)
+        .output()
+        .unwrap();
+    assert_landed_as(&d, &f, &out, true);
 }

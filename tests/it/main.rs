@@ -24,6 +24,7 @@ mod events_feed;
 mod first_hour;
 mod fleet_authz;
 mod fleet_events;
+mod fleet_faults;
 mod fleet_hostile;
 mod fleet_join;
 mod fleet_top;

@@ -105,6 +105,12 @@ pub enum FleetError {
     /// Nobody listens for a run's requests: its coordinator is gone.
     #[error("no coordinator answers for run {run}")]
     NoCoordinator { run: String },
+    /// One of the fleet's streams is gone from the server under a run (its
+    /// store wiped, the stream deleted): what was queued on it is lost.
+    #[error(
+        "the fleet's {what} is gone from the NATS server (its store wiped or the stream deleted): the steps queued on it are lost; this run stops here, and `drover loop run --resume` makes it again and queues them anew"
+    )]
+    Lost { what: String },
     /// A call on the bus failed.
     #[error("NATS {op}: {message}")]
     Bus { op: &'static str, message: String },
@@ -136,7 +142,8 @@ impl FleetError {
             FleetError::NotJoined | FleetError::OtherFleet { .. } => crate::exit::REFUSED,
             FleetError::Connect { .. }
             | FleetError::Bus { .. }
-            | FleetError::NoCoordinator { .. } => crate::exit::TRANSPORT,
+            | FleetError::NoCoordinator { .. }
+            | FleetError::Lost { .. } => crate::exit::TRANSPORT,
             _ => crate::exit::ERROR,
         }
     }

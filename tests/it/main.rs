@@ -25,6 +25,7 @@ mod field_git;
 mod first_hour;
 mod fleet_authz;
 mod fleet_events;
+mod fleet_faults;
 mod fleet_hostile;
 mod fleet_join;
 mod fleet_top;

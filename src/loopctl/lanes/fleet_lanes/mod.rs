@@ -61,6 +61,9 @@ const TAKER_MEMORY: Duration = Duration::from_secs(10);
 /// How long no host seen taking them holds.
 const NO_TAKER_MEMORY: Duration = Duration::from_secs(60);
 
+/// How often the fleet's streams are looked for while steps are out.
+const STREAMS_EVERY: Duration = Duration::from_secs(2);
+
 /// How often remote outcomes are looked for while waiting.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -127,6 +130,8 @@ pub struct FleetLanes<L: LaneOps> {
     steps: RemoteSteps,
     /// Whether a host took each agent's steps, and when that was seen.
     takers: BTreeMap<crate::registry::Agent, (Instant, bool)>,
+    /// When the fleet's streams were last seen to exist.
+    checked: Instant,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -231,6 +236,7 @@ impl<L: LaneOps> FleetLanes<L> {
             lease_ttl,
             steps,
             takers: BTreeMap::new(),
+            checked: Instant::now(),
         })
     }
 
@@ -279,6 +285,36 @@ impl<L: LaneOps> FleetLanes<L> {
         });
         self.takers.insert(agent, (Instant::now(), yes));
         yes
+    }
+
+    /// `Err` when the work stream or the object store is gone from the
+    /// server (a wiped store): nothing queued there will come back. A
+    /// server that cannot be asked now is not taken for that.
+    fn streams_present(&mut self) -> Result<(), LoopError> {
+        use async_nats::jetstream::context::GetStreamErrorKind;
+        let gone = self.rt.block_on(async {
+            for (what, name) in [
+                ("work stream", self.names.work_stream()),
+                ("object store", self.names.objects_stream()),
+            ] {
+                if let Err(e) = self.js.get_stream(&name).await
+                    && let GetStreamErrorKind::JetStream(j) = e.kind()
+                    && j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
+                {
+                    return Some(format!("{what} {name}"));
+                }
+            }
+            None
+        });
+        self.checked = Instant::now();
+        match gone {
+            Some(what) => {
+                let log = lock(&self.shared).log.clone();
+                record(&log, json!({"event": "lost", "what": what}));
+                Err(FleetError::Lost { what }.into())
+            }
+            None => Ok(()),
+        }
     }
 
     /// The bundle of `base` in the object store (made once per base).
@@ -497,6 +533,9 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         };
         let deadline = Instant::now() + timeout;
         loop {
+            if !remote.is_empty() && self.checked.elapsed() >= STREAMS_EVERY {
+                self.streams_present()?;
+            }
             let mut out: Vec<(String, Outcome)> = {
                 let s = lock(&self.shared);
                 remote

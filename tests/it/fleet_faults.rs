@@ -1,0 +1,71 @@
+//! Faults of the NATS server under a fleet run (docs/fleet.md): a store
+//! wiped under the coordinator is said at once, the run stops resumable,
+//! and `--resume` makes the streams again and lands the task.
+
+use crate::common::{Drover, wait_until};
+use crate::fleet_work::{
+    Worker, board, commits_touching, finish, loop_run, record, scripts, starts_by, trio, users,
+};
+use crate::nats_common::{Nats, js_as};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn resume(c: &Drover, imp: &Path, rev: &Path) -> std::process::Child {
+    c.cmd()
+        .args([
+            "loop",
+            "run",
+            "--resume",
+            "1",
+            "--sim",
+            "--sim-implementer",
+            imp.to_str().unwrap(),
+            "--sim-reviewer",
+            rev.to_str().unwrap(),
+            "--fleet",
+            "lab",
+            "--fleet-ack-wait-ms",
+            "3000",
+            "--turn-timeout-s",
+            "120",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_work_stream_wiped_under_a_run_is_said_at_once_and_the_resumed_run_lands() {
+    let nats = Nats::start(&users());
+    let (c, h1, _h2) = trio(&nats);
+    let (repo, charter) = board(&c, 1);
+    let (imp, rev) = scripts(&c, 8000);
+    let w1 = Worker::start(&h1);
+    let run = loop_run(&c, &repo, &charter, &imp, &rev);
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
+        "h1 never started: {}",
+        w1.said()
+    );
+    let (rt, js) = js_as(&nats, "c", "pw-c-Kp3");
+    rt.block_on(async { js.delete_stream("drover-lab-work").await.unwrap() });
+    let wiped = Instant::now();
+    let (ok, err) = finish(run);
+    assert!(!ok, "the run went on as if nothing was lost: {err}");
+    assert!(
+        wiped.elapsed() < Duration::from_secs(30),
+        "said after {:?}",
+        wiped.elapsed()
+    );
+    assert!(
+        err.contains("work stream drover-lab-work is gone from the NATS server"),
+        "{err}"
+    );
+    assert!(record(&c).iter().any(|e| e["event"] == "lost"));
+    let (ok, err) = finish(resume(&c, &imp, &rev));
+    assert!(ok, "loop run --resume: {err}\nh1: {}", w1.said());
+    assert_eq!(commits_touching(&repo, "TASK-1.txt"), 1);
+}

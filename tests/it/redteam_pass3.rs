@@ -187,7 +187,7 @@ fn a_candidate_git_cannot_stage_parks_its_task_and_the_run_goes_on() {
     let d = Drover::new();
     let (repo, charter) = board_repo(&d, 3, "- lanes: 6\n- pool: 3\n- gate: `true`\n");
     let imp = "[[turn]]\nmatch = \"task=TASK-1 \"\nsteps = [{ work = 100 }, { write = { path = \"f1.txt\", content = \"one\\n\" } }, { write = { path = \"vendor/lib/.git/HEAD\", content = \"ref: refs/heads/main\\n\" } }, { write = { path = \"vendor/lib/.git/objects/.keep\", content = \"\" } }, { write = { path = \"vendor/lib/.git/refs/.keep\", content = \"\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n\
-        [[turn]]\nmatch = \"task=TASK-2 \"\nsteps = [{ work = 100 }, { write = { path = \"f2.txt\", content = \"two\\n\" } }, { write = { path = \".GIT/hooks/post-commit\", content = \"#!/bin/sh\\ntouch /tmp/owned\\n\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n\
+        [[turn]]\nmatch = \"task=TASK-2 \"\nsteps = [{ work = 100 }, { write = { path = \"f2.txt\", content = \"two\\n\" } }, { write = { path = \".GIT/hooks/post-commit\", content = \"#!/bin/sh\\ntouch owned\\n\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n\
         [[turn]]\nsteps = [{ work = 1500 }, { write = { path = \"f3.txt\", content = \"three\\n\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n";
     let out = loop_run(&d, &repo, &charter, imp, &[], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

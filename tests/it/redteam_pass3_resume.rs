@@ -100,6 +100,7 @@ fn a_resume_right_after_kill_9_of_loop_and_supervisor_works_every_time() {
         }
     }
     let st = wait_exit(&mut child, Duration::from_secs(300)).expect("the run did not finish");
+    eprintln!("{} resume(s) right after kill -9", run_json(&d)["resumes"]);
     assert!(
         st.success(),
         "{st:?}: {}",

@@ -61,16 +61,18 @@ fn candidate_commit(worktree: &Path, base: &str, patch: &Path) -> Result<String,
     made
 }
 
-/// Remove the gate's checkout (and git's record of it).
-pub fn remove_checkout(worktree: &Path) {
+/// Remove the gate's checkout of the candidate of `worktree` (and git's
+/// record of it), running git in `repo` (the repository or any of its
+/// worktrees).
+pub fn remove_checkout(repo: &Path, worktree: &Path) {
     let dir = checkout_path(worktree);
     if dir.exists() {
         let p = dir.to_string_lossy();
-        if git::run(worktree, &["worktree", "remove", "--force", &p]).is_err() {
+        if git::run(repo, &["worktree", "remove", "--force", &p]).is_err() {
             let _ = std::fs::remove_dir_all(&dir);
         }
+        let _ = git::run(repo, &["worktree", "prune"]);
     }
-    let _ = git::run(worktree, &["worktree", "prune"]);
 }
 
 /// Run the gate `cmd` on the candidate (`patch` on `base`) in a checkout of
@@ -83,7 +85,9 @@ pub fn run_gate_on_candidate(
     log: &Path,
     bounds: &Bounds,
 ) -> Result<GateRun, LoopError> {
-    remove_checkout(worktree);
+    remove_checkout(worktree, worktree);
+    // A checkout removed by hand is still registered until pruned.
+    let _ = git::run(worktree, &["worktree", "prune"]);
     let commit = candidate_commit(worktree, base, patch)?;
     let dir = checkout_path(worktree);
     let p = dir.to_string_lossy();
@@ -92,6 +96,6 @@ pub fn run_gate_on_candidate(
         &["worktree", "add", "-q", "--detach", &p, &commit],
     )?;
     let g = run_gate(&dir, cmd, log, bounds);
-    remove_checkout(worktree);
+    remove_checkout(worktree, worktree);
     g
 }

@@ -123,6 +123,8 @@ impl<O: LaneOps> Runner<'_, O> {
             let Some(wt) = t.worktree.clone() else {
                 continue;
             };
+            // A gate's checkout left by a killed run is drover's own.
+            crate::loopctl::land::gate_checkout::remove_checkout(&self.cfg.repo, &wt);
             if t.phase == Phase::Landed {
                 match self.remove_landed_worktree(&t, &wt) {
                     Ok(()) => {}

@@ -6,6 +6,7 @@ mod bounded;
 mod drive;
 mod escalate;
 mod finish;
+mod gatecheck;
 mod landing;
 pub mod limits;
 pub mod nudge;

@@ -5,19 +5,15 @@
 use crate::engine::{Action, Actor, Engine, Request};
 use crate::loopctl::LoopError;
 use crate::loopctl::board::brief::{self, Tier};
-use crate::loopctl::land;
 use crate::loopctl::land::capture;
 use crate::loopctl::ops::{
     BriefFacts, JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec,
 };
 use crate::loopctl::run::runner::{Phase, Runner, slug};
-use crate::registry::heartbeat::{self, HeartbeatRequest, SessionVerdict};
+use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
 use chrono::Utc;
 use std::path::Path;
-
-/// The CI/Eval Auditor's session: the loop reports the pre-land gate run as it.
-const CI_SESSION: &str = "ci-eval-auditor";
 
 impl<O: LaneOps> Runner<'_, O> {
     /// The next implementer's agent: the one that reduces the mix's skew,
@@ -525,100 +521,6 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.repair(id, &format!("the review failed: {evidence}"), &class, true)
             }
         }
-    }
-
-    /// The pre-land check: the charter's gate on the candidate's tree (reported
-    /// as the CI/Eval Auditor), then `gate check --task`.
-    pub(in crate::loopctl) fn gate_check(&mut self, id: &str) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
-            return Ok(());
-        };
-        let (Some(wt), Some(gate)) = (t.worktree.clone(), self.cfg.charter.gate.clone()) else {
-            return Ok(());
-        };
-        let lane_dir = self.run.lane_dir(t.lane.as_deref().unwrap_or(id))?;
-        let bounds = self.child_bounds(self.gate_timeout());
-        // The gate runs on a checkout of the candidate of its own, so what
-        // it writes never enters the task's worktree (and its next capture).
-        let patch = self
-            .run
-            .path
-            .join(format!("l{}-impl-{}", self.run.n, slug(id)))
-            .join("candidate.patch");
-        let base = t
-            .candidate_base
-            .clone()
-            .unwrap_or_else(|| self.status.base_sha.clone());
-        let g = match land::gate_checkout::run_gate_on_candidate(
-            &wt,
-            &base,
-            &patch,
-            &gate,
-            &lane_dir.join("gate.log"),
-            &bounds,
-        ) {
-            Ok(g) => g,
-            Err(e @ LoopError::Git { .. }) => {
-                return self.park(
-                    id,
-                    &format!("its gate could not run on a checkout of its candidate: {e}"),
-                    "fix the cause, then rerun the task",
-                );
-            }
-            Err(e) => return Err(e),
-        };
-        if g.stopped {
-            let why = g.ended.unwrap_or_default();
-            return self.park(id, &format!("its gate was ended: {why}"), "rerun the task");
-        }
-        heartbeat::heartbeat(
-            &self.cfg.state_dir,
-            &HeartbeatRequest {
-                session_id: CI_SESSION.into(),
-                task: Some(id.to_string()),
-                status: if g.green { "pass" } else { "fail" }.into(),
-                ..Default::default()
-            },
-            Utc::now(),
-        )?;
-        if !g.green {
-            let tail: String = g
-                .log_tail
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .join(" / ");
-            return self.repair(
-                id,
-                &format!(
-                    "the gate is red on the candidate (exit {:?}): {tail}",
-                    g.exit
-                ),
-                "gate",
-                false,
-            );
-        }
-        let report = crate::gate::check(
-            &self.cfg.state_dir,
-            Some(id),
-            t.tier.as_deref() == Some("guarded"),
-            Utc::now(),
-        )?;
-        if report.verdict != crate::gate::Verdict::Ready {
-            let why: Vec<String> = report.reasons.iter().map(|r| r.message.clone()).collect();
-            return self.park(
-                id,
-                &format!("gate check blocked: {}", why.join("; ")),
-                "clear the gate's reasons, then rerun",
-            );
-        }
-        if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Landing;
-        }
-        self.landing_queue.push(id.to_string());
-        self.say(&format!("{id}: gate ready, queued for landing"));
-        self.persist()
     }
 
     pub(in crate::loopctl) fn park(

@@ -204,6 +204,31 @@ mod tests {
     use super::*;
     use crate::shadow::Summary;
 
+    /// A `complete` decision on a clean job J1's attempt.
+    fn complete_clean(attempt: &str) -> ShadowDecision {
+        ShadowDecision {
+            at: "2026-12-01T00:00:00Z".into(),
+            t_ms: 2,
+            job_id: "J1".into(),
+            attempt_id: attempt.into(),
+            decision: "complete".into(),
+            reason: "clean".into(),
+            summary: Summary {
+                events: 1,
+                dispatches: 1,
+                anchors: 0,
+                observations: 0,
+                last_state: None,
+                report: None,
+                transport_errors: 0,
+                side_effects_proven: Some(true),
+                pane: None,
+                pane_generation: None,
+            },
+            action: None,
+        }
+    }
+
     /// Guards issue 24 item 19: the decision that completes a job is in the
     /// log before the engine acts on it (so whoever sees the job completed
     /// finds it); when the engine then refuses, a second line says so.
@@ -238,27 +263,7 @@ mod tests {
                 },
             )
             .unwrap();
-        let mut d = ShadowDecision {
-            at: "2026-12-01T00:00:00Z".into(),
-            t_ms: 2,
-            job_id: "J1".into(),
-            attempt_id: "A1".into(),
-            decision: "complete".into(),
-            reason: "clean".into(),
-            summary: Summary {
-                events: 1,
-                dispatches: 1,
-                anchors: 0,
-                observations: 0,
-                last_state: None,
-                report: None,
-                transport_errors: 0,
-                side_effects_proven: Some(true),
-                pane: None,
-                pane_generation: None,
-            },
-            action: None,
-        };
+        let mut d = complete_clean("A1");
         // No job J1 in the engine: the transition fails after the record.
         let engine = Engine::open(state).unwrap();
         let o = commit_and_record(&engine, &runner, &mut d).unwrap();
@@ -332,27 +337,7 @@ mod tests {
                 },
             )
             .unwrap();
-        let d = ShadowDecision {
-            at: "2026-12-01T00:00:00Z".into(),
-            t_ms: 2,
-            job_id: "J1".into(),
-            attempt_id: attempt.clone(),
-            decision: "complete".into(),
-            reason: "clean".into(),
-            summary: Summary {
-                events: 1,
-                dispatches: 1,
-                anchors: 0,
-                observations: 0,
-                last_state: None,
-                report: None,
-                transport_errors: 0,
-                side_effects_proven: Some(true),
-                pane: None,
-                pane_generation: None,
-            },
-            action: None,
-        };
+        let d = complete_clean(&attempt);
         let p = prepare(&runner, &d)
             .unwrap()
             .unwrap_or_else(|o| panic!("{o:?}"));

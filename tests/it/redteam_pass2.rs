@@ -133,16 +133,7 @@ fn tmux_escapees_end_with_kill_server_after_a_supervisor_kill_and_readoption() {
     let d = Drover::new();
     let _g = TmuxGuard(tmux_common::socket(&d));
     let (marker, pids) = start_escapes(&d, "esc", tag_base(1));
-    let leader = pid_of(&d.pane("esc").expect("the pane is listed"));
-    d.kill_supervisor();
-    d.serve();
-    assert!(
-        wait_until(T, || d
-            .pane("esc")
-            .is_some_and(|p| pid_of(&p) == leader && p["lost"] != true)),
-        "the tmux pane was not re-adopted: {:?}",
-        d.ls()
-    );
+    tmux_common::kill_supervisor_and_readopt(&d, "esc");
     d.ok(&["kill-server"]);
     assert_none_left(&marker, &pids, "kill -9, re-adoption and kill-server");
 }

@@ -94,16 +94,7 @@ fn tmux_kill_server_after_readoption_ends_an_escapee_without_a_marker() {
     let d = Drover::new();
     let _g = TmuxGuard(tmux_common::socket(&d));
     let pid = start_unmarked_escapee(&d, "esc", tag(1));
-    let leader = pid_of(&d.pane("esc").expect("the pane is listed"));
-    d.kill_supervisor();
-    d.serve();
-    assert!(
-        wait_until(T, || d
-            .pane("esc")
-            .is_some_and(|p| pid_of(&p) == leader && p["lost"] != true)),
-        "the tmux pane was not re-adopted: {:?}",
-        d.ls()
-    );
+    tmux_common::kill_supervisor_and_readopt(&d, "esc");
     d.ok(&["kill-server"]);
     assert_ended(pid, "kill -9, re-adoption and kill-server");
 }

@@ -40,3 +40,18 @@ pub fn tmux(d: &Drover, args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+/// `kill -9` the supervisor, start the next one and wait until it has
+/// re-adopted the tmux pane `name` (same leader, not lost).
+pub fn kill_supervisor_and_readopt(d: &Drover, name: &str) {
+    let leader = crate::common::pid_of(&d.pane(name).expect("the pane is listed"));
+    d.kill_supervisor();
+    d.serve();
+    assert!(
+        crate::common::wait_until(crate::common::T, || d
+            .pane(name)
+            .is_some_and(|p| crate::common::pid_of(&p) == leader && p["lost"] != true)),
+        "the tmux pane was not re-adopted: {:?}",
+        d.ls()
+    );
+}

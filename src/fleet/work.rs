@@ -408,30 +408,62 @@ pub async fn open_for_host(
     Ok((consumers, objects))
 }
 
-/// The fleet's object store, created when missing.
+/// The fleet's object store, created when missing: made as its stream
+/// directly, with rollups refused — a store the client makes allows a
+/// `Nats-Rollup: all` header, with which any host writing an object could
+/// erase every object. Objects are written by [`put_bytes`] without one.
 pub async fn objects(
     js: &jetstream::Context,
     names: &Names,
 ) -> Result<jetstream::object_store::ObjectStore, FleetError> {
     let bucket = names.objects_bucket();
-    match js.get_object_store(&bucket).await {
-        Ok(s) => Ok(s),
-        Err(_) => js
-            .create_object_store(jetstream::object_store::Config {
-                bucket,
-                description: Some(format!(
-                    "drover fleet {}: base bundles and candidate patches",
-                    names.fleet
-                )),
-                max_age: OBJECTS_MAX_AGE,
-                storage: jetstream::stream::StorageType::File,
-                num_replicas: names.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| FleetError::bus("open the object store", e)),
+    if let Ok(s) = js.get_object_store(&bucket).await {
+        return Ok(s);
     }
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: names.objects_stream(),
+        description: Some(format!(
+            "drover fleet {}: base bundles and candidate patches",
+            names.fleet
+        )),
+        subjects: vec![format!("$O.{bucket}.C.>"), format!("$O.{bucket}.M.>")],
+        max_age: OBJECTS_MAX_AGE,
+        storage: jetstream::stream::StorageType::File,
+        num_replicas: names.replicas,
+        discard: jetstream::stream::DiscardPolicy::New,
+        allow_direct: true,
+        allow_rollup: false,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| FleetError::bus("open the object store", e))?;
+    js.get_object_store(&bucket)
+        .await
+        .map_err(|e| FleetError::bus("open the object store", e))
 }
+
+/// Base64, URL-safe alphabet, padded (how the object store names an
+/// object's meta subject).
+fn base64_url(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Chunks an object is written in.
+const CHUNK: usize = 128 * 1024;
 
 /// The sha256 of `bytes`, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -441,9 +473,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Store `bytes` as `name` (an object of that name already holding the
-/// same bytes is kept as it is).
+/// Store `bytes` as `name` in `names`' object store (an object of that
+/// name already holding the same bytes is kept as it is).
 pub async fn put_bytes(
+    js: &jetstream::Context,
+    names: &Names,
     store: &jetstream::object_store::ObjectStore,
     name: &str,
     bytes: &[u8],
@@ -458,11 +492,43 @@ pub async fn put_bytes(
     {
         return Ok(r);
     }
-    let mut reader = bytes;
-    store
-        .put(name, &mut reader)
-        .await
-        .map_err(|e| FleetError::bus("store an object", e))?;
+    // Written as the object store writes, less the rollup of its meta
+    // record (the store refuses rollups): chunks, then the meta record.
+    let bucket = names.objects_bucket();
+    let stamp = format!(
+        "{name}/{}/{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    );
+    let nuid = sha256_hex(stamp.as_bytes());
+    let nuid = &nuid[..22];
+    let chunk_subject = format!("$O.{bucket}.C.{nuid}");
+    let mut chunks = 0;
+    for c in bytes.chunks(CHUNK) {
+        js.publish(chunk_subject.clone(), c.to_vec().into())
+            .await
+            .map_err(|e| FleetError::bus("store an object", e))?
+            .await
+            .map_err(|e| FleetError::bus("store an object", e))?;
+        chunks += 1;
+    }
+    let meta = serde_json::json!({
+        "name": name,
+        "bucket": bucket,
+        "nuid": nuid,
+        "size": bytes.len(),
+        "chunks": chunks,
+        "options": {"max_chunk_size": CHUNK},
+        "digest": format!("SHA-256={}", base64_url(&sha2::Sha256::digest(bytes))),
+    });
+    js.publish(
+        format!("$O.{bucket}.M.{}", base64_url(name.as_bytes())),
+        meta.to_string().into(),
+    )
+    .await
+    .map_err(|e| FleetError::bus("store an object", e))?
+    .await
+    .map_err(|e| FleetError::bus("store an object", e))?;
     Ok(r)
 }
 
@@ -719,6 +785,14 @@ mod tests {
         assert_eq!(ack_info("$JS.ACK.x.y"), None);
         assert_eq!(ack_info("_INBOX.x.y.1.2.3.4.5.6"), None);
         assert_eq!(n.objects_bucket(), "drover-lab-objects");
+    }
+
+    #[test]
+    fn object_names_are_base64_url_padded() {
+        assert_eq!(base64_url(b"a"), "YQ==");
+        assert_eq!(base64_url(b"ab"), "YWI=");
+        assert_eq!(base64_url(b"abc"), "YWJj");
+        assert_eq!(base64_url(b"\xfb\xff"), "-_8=");
     }
 
     #[test]

@@ -339,7 +339,7 @@ impl<L: LaneOps> FleetLanes<L> {
         let _ = std::fs::remove_file(&file);
         let name = format!("base-{base}.bundle");
         let r = self.rt.block_on(work::retrying(|| {
-            work::put_bytes(&self.objects, &name, &bytes)
+            work::put_bytes(&self.js, &self.names, &self.objects, &name, &bytes)
         }))?;
         self.bundles.insert(base.to_string(), r.clone());
         Ok(r)
@@ -430,7 +430,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         } else {
             let name = format!("cand-{}.patch", job.job_id);
             Some(self.rt.block_on(work::retrying(|| {
-                work::put_bytes(&self.objects, &name, &patch)
+                work::put_bytes(&self.js, &self.names, &self.objects, &name, &patch)
             }))?)
         };
         let (step, avoid_host) = match lane.role {
@@ -446,7 +446,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                 let bytes = std::fs::read(p).map_err(|e| LoopError::io(p, e))?;
                 let name = format!("before-{}.patch", job.job_id);
                 Some(self.rt.block_on(work::retrying(|| {
-                    work::put_bytes(&self.objects, &name, &bytes)
+                    work::put_bytes(&self.js, &self.names, &self.objects, &name, &bytes)
                 }))?)
             }
             None => None,

@@ -291,21 +291,7 @@ impl<L: LaneOps> FleetLanes<L> {
     /// server (a wiped store): nothing queued there will come back. A
     /// server that cannot be asked now is not taken for that.
     fn streams_present(&mut self) -> Result<(), LoopError> {
-        use async_nats::jetstream::context::GetStreamErrorKind;
-        let gone = self.rt.block_on(async {
-            for (what, name) in [
-                ("work stream", self.names.work_stream()),
-                ("object store", self.names.objects_stream()),
-            ] {
-                if let Err(e) = self.js.get_stream(&name).await
-                    && let GetStreamErrorKind::JetStream(j) = e.kind()
-                    && j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
-                {
-                    return Some(format!("{what} {name}"));
-                }
-            }
-            None
-        });
+        let gone = self.rt.block_on(deliveries::gone(&self.js, &self.names));
         self.checked = Instant::now();
         match gone {
             Some(what) => {

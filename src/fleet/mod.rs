@@ -16,6 +16,9 @@
 //! - [`events`]: each host's event feed into the fleet's stream.
 //! - [`candidate`]: the check of a candidate applied from another host: no
 //!   symlink that points outside the tree.
+//! - [`delivery`]: a host's pull and what a delivery's ack subject says.
+//! - [`objects`]: the object store's bundles and patches, written without
+//!   a rollup and read back checked.
 //! - [`follow`]: watching the fleet from a joined host, the hosts present
 //!   and every host's events (`events --follow --fleet`, `top --fleet`).
 //!
@@ -25,10 +28,12 @@
 pub mod candidate;
 pub mod config;
 pub mod connection;
+pub mod delivery;
 pub mod events;
 pub mod follow;
 pub mod member;
 pub mod membership;
+pub mod objects;
 pub mod subjects;
 pub mod work;
 

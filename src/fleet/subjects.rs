@@ -218,8 +218,7 @@ impl Names {
         ]);
         p.subscribe.push(format!("drover.{}.coord.>", self.fleet));
         // It sees every delivery, and to which host it went.
-        p.subscribe
-            .push(format!("drover.{}.deliver.*.*", self.fleet));
+        p.subscribe.push(self.deliver_filter());
         p.allow_responses = true;
         p
     }

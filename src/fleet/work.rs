@@ -27,10 +27,11 @@
 //!   host's user may not ack at all. The coordinator's engine is the only
 //!   writer of the job; a result of a superseded attempt is refused.
 
+pub use super::delivery::{AckInfo, ack_info, pull_one};
+pub use super::objects::{get_bytes, objects, put_bytes, sha256_hex};
 use super::{FleetError, Names};
 use async_nats::jetstream;
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 use std::time::Duration;
 
 /// How long a delivered item may go without an ack or a progress ack
@@ -408,106 +409,6 @@ pub async fn open_for_host(
     Ok((consumers, objects))
 }
 
-/// The fleet's object store, created when missing.
-pub async fn objects(
-    js: &jetstream::Context,
-    names: &Names,
-) -> Result<jetstream::object_store::ObjectStore, FleetError> {
-    let bucket = names.objects_bucket();
-    match js.get_object_store(&bucket).await {
-        Ok(s) => Ok(s),
-        Err(_) => js
-            .create_object_store(jetstream::object_store::Config {
-                bucket,
-                description: Some(format!(
-                    "drover fleet {}: base bundles and candidate patches",
-                    names.fleet
-                )),
-                max_age: OBJECTS_MAX_AGE,
-                storage: jetstream::stream::StorageType::File,
-                num_replicas: names.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| FleetError::bus("open the object store", e)),
-    }
-}
-
-/// The sha256 of `bytes`, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Store `bytes` as `name` (an object of that name already holding the
-/// same bytes is kept as it is).
-pub async fn put_bytes(
-    store: &jetstream::object_store::ObjectStore,
-    name: &str,
-    bytes: &[u8],
-) -> Result<ObjectRef, FleetError> {
-    let r = ObjectRef {
-        name: name.to_string(),
-        sha256: sha256_hex(bytes),
-        size: bytes.len() as u64,
-    };
-    if let Ok(have) = get_bytes(store, &r).await
-        && have.len() as u64 == r.size
-    {
-        return Ok(r);
-    }
-    let mut reader = bytes;
-    store
-        .put(name, &mut reader)
-        .await
-        .map_err(|e| FleetError::bus("store an object", e))?;
-    Ok(r)
-}
-
-/// The bytes of `r`, checked against its size and sha256.
-pub async fn get_bytes(
-    store: &jetstream::object_store::ObjectStore,
-    r: &ObjectRef,
-) -> Result<Vec<u8>, FleetError> {
-    use tokio::io::AsyncReadExt;
-    let mut obj = store
-        .get(&r.name)
-        .await
-        .map_err(|e| FleetError::bus("fetch an object", e))?;
-    // Never more than the stated size (bounded by [`MAX_OBJECT`]) is read:
-    // a bigger object is refused before its bytes are.
-    let stored = obj.info().size as u64;
-    if stored != r.size || r.size > MAX_OBJECT {
-        return Err(FleetError::Bus {
-            op: "fetch an object",
-            message: format!(
-                "object {} is not what was stated ({stored} bytes stored; want {} bytes, at most {MAX_OBJECT})",
-                r.name, r.size
-            ),
-        });
-    }
-    let mut bytes = Vec::with_capacity(stored as usize);
-    obj.read_to_end(&mut bytes)
-        .await
-        .map_err(|e| FleetError::bus("fetch an object", e))?;
-    if bytes.len() as u64 != r.size || sha256_hex(&bytes) != r.sha256 {
-        return Err(FleetError::Bus {
-            op: "fetch an object",
-            message: format!(
-                "object {} is not what was stored ({} bytes, sha256 {}; want {} bytes, {})",
-                r.name,
-                bytes.len(),
-                sha256_hex(&bytes),
-                r.size,
-                r.sha256
-            ),
-        });
-    }
-    Ok(bytes)
-}
-
 /// Put `item` on the work-queue; publishing the same item again within
 /// the stream's duplicate window stores it once. Its id on the bus is the
 /// run and the job (`<run>.<job>`): two coordinators' jobs of the same name
@@ -536,63 +437,6 @@ pub async fn publish(
 /// An item's id on the bus: unique per run, not per state dir.
 pub fn msg_id(item: &WorkItem) -> String {
     format!("{}.{}", item.run, item.job)
-}
-
-/// One delivery of an item, as its ack subject
-/// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.…`) says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AckInfo {
-    pub stream: String,
-    pub consumer: String,
-    pub delivered: i64,
-    pub stream_seq: u64,
-}
-
-/// The delivery an ack subject names (both the short form and the one with
-/// a domain and account hash); None for anything else.
-pub fn ack_info(subject: &str) -> Option<AckInfo> {
-    let t: Vec<&str> = subject.split('.').collect();
-    if t.len() < 9 || t[0] != "$JS" || t[1] != "ACK" {
-        return None;
-    }
-    // $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<cseq>.<ts>.<pending>, or
-    // $JS.ACK.<domain>.<hash>.<stream>.<consumer>.<dc>.<sseq>.… (12 tokens).
-    let at = if t.len() == 9 { 2 } else { 4 };
-    if t.len() < at + 7 {
-        return None;
-    }
-    Some(AckInfo {
-        stream: t[at].to_string(),
-        consumer: t[at + 1].to_string(),
-        delivered: t[at + 2].parse().ok()?,
-        stream_seq: t[at + 3].parse().ok()?,
-    })
-}
-
-/// Ask `consumer` of the work stream for one item, delivered on `deliver`
-/// (a subject this host listens on), waiting at most `expires`.
-pub async fn pull_one(
-    client: &async_nats::Client,
-    names: &Names,
-    consumer: &str,
-    deliver: &str,
-    expires: Duration,
-) -> Result<(), FleetError> {
-    let body = serde_json::json!({
-        "batch": 1,
-        "expires": expires.as_nanos() as u64,
-    });
-    client
-        .publish_with_reply(
-            format!(
-                "$JS.API.CONSUMER.MSG.NEXT.{}.{consumer}",
-                names.work_stream()
-            ),
-            deliver.to_string(),
-            body.to_string().into(),
-        )
-        .await
-        .map_err(|e| FleetError::bus("pull from the work-queue", e))
 }
 
 /// How long a call on the bus is retried while the server is away (a

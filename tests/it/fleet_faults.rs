@@ -1,12 +1,13 @@
 //! Faults of the NATS server under a fleet run (docs/fleet.md): a store
-//! wiped under the coordinator is said at once, the run stops resumable,
-//! and `--resume` makes the streams again and lands the task.
+//! wiped under the coordinator (the server restarted on an empty disk) is
+//! said at once, the run stops resumable, and `--resume` makes the streams
+//! again and lands the task.
 
 use crate::common::{Drover, wait_until};
 use crate::fleet_work::{
     Worker, board, commits_touching, finish, loop_run, record, scripts, starts_by, trio, users,
 };
-use crate::nats_common::{Nats, js_as};
+use crate::nats_common::Nats;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -38,8 +39,8 @@ fn resume(c: &Drover, imp: &Path, rev: &Path) -> std::process::Child {
 
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
-fn a_work_stream_wiped_under_a_run_is_said_at_once_and_the_resumed_run_lands() {
-    let nats = Nats::start(&users());
+fn a_store_wiped_under_a_run_is_said_at_once_and_the_resumed_run_lands() {
+    let mut nats = Nats::start(&users());
     let (c, h1, _h2) = trio(&nats);
     let (repo, charter) = board(&c, 1);
     let (imp, rev) = scripts(&c, 8000);
@@ -50,8 +51,7 @@ fn a_work_stream_wiped_under_a_run_is_said_at_once_and_the_resumed_run_lands() {
         "h1 never started: {}",
         w1.said()
     );
-    let (rt, js) = js_as(&nats, "c", "pw-c-Kp3");
-    rt.block_on(async { js.delete_stream("drover-lab-work").await.unwrap() });
+    nats.wipe_and_restart();
     let wiped = Instant::now();
     let (ok, err) = finish(run);
     assert!(!ok, "the run went on as if nothing was lost: {err}");

@@ -279,9 +279,23 @@ fn a_candidate_whose_symlink_points_outside_the_tree_is_refused_where_it_is_appl
             .iter()
             .find_map(|r| r["attempt"].as_str().map(str::to_string))
             .unwrap_or_else(|| panic!("h2's own delivery got no attempt: {started:?}"));
-        let name = "patch-evil.patch";
-        let objects = js.get_object_store("drover-lab-objects").await.unwrap();
-        objects.put(name, &mut patch.as_slice()).await.unwrap();
+        // Written as drover writes an object: a chunk, then the meta
+        // record (base64url of its name) without a rollup.
+        let name = "evil";
+        let _ = js
+            .publish("$O.drover-lab-objects.C.evilnuid", patch.clone().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        let meta = json!({"name": name, "bucket": "drover-lab-objects", "nuid": "evilnuid",
+                          "size": patch.len(), "chunks": 1});
+        let _ = js
+            .publish("$O.drover-lab-objects.M.ZXZpbA==", meta.to_string().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
         let sha: String = sha2::Sha256::digest(&patch)
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -488,4 +502,49 @@ fn join_help_says_what_a_shared_token_gives_every_holder() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("shared token"), "{help}");
     assert!(help.contains("one NATS user per host"), "{help}");
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_hosts_user_cannot_roll_the_object_store_up() {
+    let c = Drover::new();
+    let nats = per_host_server(&c);
+    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let h1 = joined(&nats, "h1");
+    let w1 = Worker::start(&h1);
+    let (repo, charter) = board(&c, 1);
+    let (imp, rev) = scripts(&c, 300);
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    assert!(ok, "loop run: {err}\nh1: {}", w1.said());
+    let (crt, cjs) = js_as_host(&nats, "c", "pw-c-Kp3");
+    let count = || {
+        crt.block_on(async {
+            let mut s = cjs.get_stream("OBJ_drover-lab-objects").await.unwrap();
+            s.info().await.unwrap().state.messages
+        })
+    };
+    let before = count();
+    assert!(
+        before >= 2,
+        "the run stored its bundle and patches: {before}"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let rolled = rt.block_on(async {
+        let h2 = hostile(&nats, "h2").await;
+        let js = async_nats::jetstream::new(h2);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Rollup", "all");
+        match js
+            .publish_with_headers("$O.drover-lab-objects.C.x", headers, "x".into())
+            .await
+        {
+            Ok(ack) => ack.await.is_ok(),
+            Err(_) => false,
+        }
+    });
+    assert!(!rolled, "h2 rolled the object store up");
+    assert_eq!(count(), before, "the store lost objects");
 }

@@ -214,6 +214,15 @@ impl Nats {
         );
     }
 
+    /// Kill the server, wipe its JetStream store (every stream gone, as a
+    /// lost disk) and start it again on the same port and config.
+    pub fn wipe_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(self.dir.path().join("js"));
+        self.restart();
+    }
+
     fn exited(&mut self) -> bool {
         self.child.try_wait().ok().flatten().is_some()
     }

@@ -304,8 +304,9 @@ impl ItemCtx {
                         &["diff", "--cached", "--binary", "--full-index", &start_tree],
                     )?;
                     let name = format!("patch-{}-{}.patch", item.job, job);
+                    let js = async_nats::jetstream::new(self.client.clone());
                     let patch = self.h.block_on(work::retrying(|| {
-                        work::put_bytes(&self.objects, &name, &patch)
+                        work::put_bytes(&js, &self.names, &self.objects, &name, &patch)
                     }))?;
                     Finished::Implemented { patch }
                 }

@@ -152,3 +152,22 @@ pub(super) fn latest(
     let d = s.deliveries.get(&seq)?;
     (d.host == host && d.delivered == delivered).then(|| d.ack.clone())
 }
+
+/// The fleet stream this run needs that the server no longer has (the
+/// work stream, the object store), named; None while both are there or
+/// the server cannot be asked now.
+pub(super) async fn gone(js: &async_nats::jetstream::Context, names: &Names) -> Option<String> {
+    use async_nats::jetstream::context::GetStreamErrorKind;
+    for (what, name) in [
+        ("work stream", names.work_stream()),
+        ("object store", names.objects_stream()),
+    ] {
+        if let Err(e) = js.get_stream(&name).await
+            && let GetStreamErrorKind::JetStream(j) = e.kind()
+            && j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
+        {
+            return Some(format!("{what} {name}"));
+        }
+    }
+    None
+}

@@ -291,21 +291,7 @@ impl<L: LaneOps> FleetLanes<L> {
     /// server (a wiped store): nothing queued there will come back. A
     /// server that cannot be asked now is not taken for that.
     fn streams_present(&mut self) -> Result<(), LoopError> {
-        use async_nats::jetstream::context::GetStreamErrorKind;
-        let gone = self.rt.block_on(async {
-            for (what, name) in [
-                ("work stream", self.names.work_stream()),
-                ("object store", self.names.objects_stream()),
-            ] {
-                if let Err(e) = self.js.get_stream(&name).await
-                    && let GetStreamErrorKind::JetStream(j) = e.kind()
-                    && j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
-                {
-                    return Some(format!("{what} {name}"));
-                }
-            }
-            None
-        });
+        let gone = self.rt.block_on(deliveries::gone(&self.js, &self.names));
         self.checked = Instant::now();
         match gone {
             Some(what) => {
@@ -339,7 +325,7 @@ impl<L: LaneOps> FleetLanes<L> {
         let _ = std::fs::remove_file(&file);
         let name = format!("base-{base}.bundle");
         let r = self.rt.block_on(work::retrying(|| {
-            work::put_bytes(&self.objects, &name, &bytes)
+            work::put_bytes(&self.js, &self.names, &self.objects, &name, &bytes)
         }))?;
         self.bundles.insert(base.to_string(), r.clone());
         Ok(r)
@@ -430,7 +416,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         } else {
             let name = format!("cand-{}.patch", job.job_id);
             Some(self.rt.block_on(work::retrying(|| {
-                work::put_bytes(&self.objects, &name, &patch)
+                work::put_bytes(&self.js, &self.names, &self.objects, &name, &patch)
             }))?)
         };
         let (step, avoid_host) = match lane.role {
@@ -446,7 +432,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                 let bytes = std::fs::read(p).map_err(|e| LoopError::io(p, e))?;
                 let name = format!("before-{}.patch", job.job_id);
                 Some(self.rt.block_on(work::retrying(|| {
-                    work::put_bytes(&self.objects, &name, &bytes)
+                    work::put_bytes(&self.js, &self.names, &self.objects, &name, &bytes)
                 }))?)
             }
             None => None,

@@ -38,7 +38,12 @@ pub fn completions(a: CompletionsArgs) -> anyhow::Result<u8> {
         ShellArg::Fish => clap_complete::Shell::Fish,
     };
     let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "drover", &mut std::io::stdout());
+    // Generated into memory: clap_complete panics on a failed write.
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "drover", &mut out);
+    use std::io::Write;
+    // A closed pipe (`drover completions bash | head -1`) is not an error worth reporting.
+    let _ = std::io::stdout().write_all(&out);
     Ok(exit::OK)
 }
 

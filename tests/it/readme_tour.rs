@@ -164,4 +164,14 @@ fn the_readme_tour_runs_as_written() {
         let out = tail.split("\n$ ").next().unwrap_or_default();
         assert!(out.contains(expect), "`{after}` printed:\n{out}");
     }
+    // Guards issue 42 item 9: `DROVER_AUTOCOMPLETE=1 drover dispatch T-2 …`
+    // promises the job is completed through the engine once the lane
+    // reports; the scriptless sim never reported and T-2 ran for good.
+    let mut show = serde_json::Value::Null;
+    let completed = common::wait_until(std::time::Duration::from_secs(30), || {
+        let out = bash(&d, &repo, "drover job show T-2 --json");
+        show = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        show["status"] == "completed"
+    });
+    assert!(completed, "T-2 was not auto-completed: {show}");
 }

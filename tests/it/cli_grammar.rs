@@ -237,6 +237,24 @@ fn man_prints_every_page_and_completions_offer_the_values() {
     }
     let one = d.ok(&["man", "pane", "new"]);
     assert!(one.contains(".TH drover-pane-new "), "{one}");
+    // Guards issue 42 item 10: the footer said `"new 0.1.0"` and the
+    // synopsis dropped each flag's value (`[--cwd]`).
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        one.contains(&format!("\"drover {version}\"")),
+        "{}",
+        &one[..one.len().min(300)]
+    );
+    let run = d.ok(&["man", "loop", "run"]);
+    let synopsis = run
+        .split(".SH SYNOPSIS\n")
+        .nth(1)
+        .and_then(|t| t.split("\n.SH ").next())
+        .unwrap_or_default();
+    assert!(
+        synopsis.contains("[\\fB\\-\\-charter\\fR <\\fIFILE\\fR>]"),
+        "{synopsis}"
+    );
     assert!(!one.contains(".TH drover "), "only the page asked for");
     let bad = d.run(&["man", "pane", "nosuch"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));

@@ -338,3 +338,21 @@ fn the_supervisor_logs_lifecycle_events_and_takes_the_verbosity() {
     );
     assert!(read().contains("pane created"), "{}", read());
 }
+
+/// Guards issue 42 item 10: `drover loop rn` said only "unrecognized
+/// subcommand" (clap suggests nothing for a word that short), where `pane
+/// lst` gets its tip.
+#[test]
+fn a_short_mistyped_subcommand_gets_a_did_you_mean() {
+    let d = Drover::new();
+    let rn = d.run(&["loop", "rn"]);
+    assert_eq!(rn.status.code(), Some(2), "{}", stderr(&rn));
+    assert!(
+        stderr(&rn).contains("did you mean `drover loop run`?"),
+        "{}",
+        stderr(&rn)
+    );
+    let lst = d.run(&["pane", "lst"]);
+    assert_eq!(lst.status.code(), Some(2));
+    assert!(stderr(&lst).contains("'ls'"), "{}", stderr(&lst));
+}

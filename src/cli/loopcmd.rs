@@ -372,6 +372,13 @@ fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
         }
     }
     if offences.is_empty() {
+        if !a.json {
+            println!(
+                "{}: {} task(s) in ## Ready, none to take out",
+                a.queue.display(),
+                ready::ready_rows(&q).len()
+            );
+        }
         Ok(exit::OK)
     } else {
         if !a.json {

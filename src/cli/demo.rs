@@ -113,7 +113,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let result = tour(&mut d, &repo, &exe);
     if !args.keep && result.is_ok() {
         println!(
-            "Run `drover demo --keep` to look at the lanes afterwards (it prints the commands)."
+            "Run `drover demo --keep` to look at its three panes afterwards (it prints the commands)."
         );
     }
     if args.keep {

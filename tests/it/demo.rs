@@ -71,6 +71,15 @@ fn demo_keep_prints_commands_that_work_and_agree_with_its_summary() {
             .and_then(|p| p.iter().find(|p| p["name"] == "asks"))
             .unwrap_or_else(|| panic!("no pane asks: {v}"));
         assert_eq!(asks["observation"]["state"], "blocked", "{asks}");
+        // Guards issue 42 item 10: the README said `--keep` leaves "the
+        // lanes" running; it leaves three panes, and says so.
+        assert_eq!(v["panes"].as_array().map(Vec::len), Some(3), "{v}");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(
+            "`drover demo --keep` leaves the supervisor and its three sim panes running"
+        ));
         // The summary's NOW column is what the engine says.
         let all = sh(&format!("{status_line} --all --json"));
         let v: Value = serde_json::from_slice(&all.stdout).expect("status --all --json");

@@ -49,6 +49,14 @@ fn demo_keep_prints_commands_that_work_and_agree_with_its_summary() {
         .expect("demo");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{}{text}", stderr(&out));
+    // Guards issue 42 item 10: "every lane reported and finished its turn"
+    // was followed by a `lane ls` whose DECISION said `hold_busy`.
+    let lanes = text
+        .split("every lane reported and finished its turn")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let ls = lanes.split("\n\n").next().unwrap_or_default();
+    assert!(!ls.contains("hold_busy"), "{ls}");
     let kill = printed(&text, "drover --state-dir").replace(" status", " kill-server");
     let rm = printed(&text, "rm -rf ").to_string();
     let status_line = printed(&text, "drover --state-dir");

@@ -92,6 +92,11 @@ fn a_loop_run_whose_console_is_closed_runs_to_its_close_out() {
         "---\nid: TASK-1\ntitle: Task one\nstatus: To Do\nlabels: []\ndependencies: []\nmodified_files: [notes/one.md]\n---\n\n## Description\nDo it.\n",
     )
     .unwrap();
+    std::fs::write(
+        repo.join("backlog/tasks/task-0 - D.md"),
+        "---\nid: TASK-0\ntitle: Task zero\nstatus: Done\nlabels: []\ndependencies: []\nmodified_files: [notes/zero.md]\n---\n\n## Description\nDone.\n",
+    )
+    .unwrap();
     let charter = d.scratch().join("CHARTER.md");
     std::fs::write(&charter, "# One task\nlanes: 2\npool: 2\ngate: true\n").unwrap();
     let (out, err) = closed_pipe();
@@ -123,4 +128,10 @@ fn a_loop_run_whose_console_is_closed_runs_to_its_close_out() {
         "{log}"
     );
     assert!(log.lines().count() > 2, "the run's progress: {log}");
+    // Guards issue 42 item 10: "1 tasks on the board", and "0 tasks" for a
+    // board of Done tasks, never saying what was left out.
+    assert!(
+        log.contains("loop1: 1 task to work, of 2 on the board (1 Done), pool"),
+        "{log}"
+    );
 }

@@ -113,7 +113,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let result = tour(&mut d, &repo, &exe);
     if !args.keep && result.is_ok() {
         println!(
-            "Run `drover demo --keep` to look at the lanes afterwards (it prints the commands)."
+            "Run `drover demo --keep` to look at its three panes afterwards (it prints the commands)."
         );
     }
     if args.keep {
@@ -337,8 +337,29 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     if v["timed_out"].as_bool() == Some(true) {
         return Err(fail(exit::TIMEOUT, "the lanes did not finish their jobs"));
     }
-    d.say("  every lane reported and finished its turn; `lane ls`:");
-    let rows = lane::ls::ls(&d.state_dir, Some(&mut d.client)).map_err(lane_err)?;
+    // The turn ends before the watcher has read the report: wait for its
+    // decision, so `lane ls` does not show a lane still `hold_busy`.
+    let deadline = Instant::now() + PHASE_TIMEOUT;
+    let busy = |rows: &[lane::ls::LaneView]| {
+        rows.iter()
+            .filter(|r| {
+                r.decision
+                    .as_deref()
+                    .is_some_and(|x| x.starts_with("hold_busy"))
+            })
+            .count()
+    };
+    let mut rows = lane::ls::ls(&d.state_dir, Some(&mut d.client)).map_err(lane_err)?;
+    while busy(&rows) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        rows = lane::ls::ls(&d.state_dir, Some(&mut d.client)).map_err(lane_err)?;
+    }
+    match busy(&rows) {
+        0 => d.say("  every lane reported and finished its turn; `lane ls`:"),
+        n => d.say(&format!(
+            "  every lane finished its turn; the watcher has not yet read {n} report(s); `lane ls`:"
+        )),
+    }
     super::lane::print_ls(&rows, true);
     // The lanes' jobs end with their lanes (cancelled through the engine).
     for rec in &recs {

@@ -372,6 +372,13 @@ fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
         }
     }
     if offences.is_empty() {
+        if !a.json {
+            println!(
+                "{}: {} task(s) in ## Ready, none to take out",
+                a.queue.display(),
+                ready::ready_rows(&q).len()
+            );
+        }
         Ok(exit::OK)
     } else {
         if !a.json {
@@ -530,11 +537,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     if a.overnight {
         cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
     }
-    let say = |m: &str| {
-        if !json {
-            eprintln!("loop: {m}");
-        }
-    };
+    let mut console = super::console::Console::open(&cfg.state_dir, json);
+    let mut say = |m: &str| console.say(m);
     let run_no = resumed.as_ref().map(|r| r.run);
     say(&format!(
         "commits on the integration branch are by {} <{}>, {}",
@@ -584,10 +588,10 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 },
             )
             .map_err(lerr)?;
-            eprintln!(
-                "loop: fleet {fleet}: steps on the work-queue as run {key}; its record is {}",
+            say(&format!(
+                "fleet {fleet}: steps on the work-queue as run {key}; its record is {}",
                 log.display()
-            );
+            ));
             drive(lanes, cfg, run_no, say)
         }
     }
@@ -598,7 +602,9 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     if !landed && !stale.is_empty() {
         // Not a success: an earlier run's lease kept every task from starting.
         for (id, cmd) in &stale {
-            eprintln!(
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "drover: {id} was not started: an earlier run still holds its write lease; \
                  resume that run, or check its worktree and clear the lease with `{cmd}`"
             );
@@ -672,12 +678,12 @@ fn overnight_mode(
 pub fn print_final(st: &RunStatus, json: bool) -> anyhow::Result<u8> {
     if json {
         let text = serde_json::to_string_pretty(st)?;
-        println!("{}", drover::loopctl::run::rundir::shown_json(&text));
+        let shown = drover::loopctl::run::rundir::shown_json(&text);
+        super::console::print_quietly(&format!("{shown}\n"));
     } else if let Some(p) = &st.closeout {
         let text = std::fs::read_to_string(p)
             .map_err(|e| fail(exit::ERROR, format!("{}: {e}", p.display())))?;
-        print!("{text}");
-        println!("\n(written to {})", p.display());
+        super::console::print_quietly(&format!("{text}\n(written to {})\n", p.display()));
     }
     Ok(exit::OK)
 }

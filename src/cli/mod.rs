@@ -6,6 +6,7 @@ mod agent;
 mod answer;
 mod attach;
 mod completions;
+mod console;
 mod demo;
 mod demo_loop;
 mod events;
@@ -282,9 +283,11 @@ pub fn fail(code: u8, msg: impl Into<String>) -> anyhow::Error {
 /// what a process killed by SIGPIPE reports, silently.
 const CLOSED_STDOUT: i32 = 128 + 13;
 
-/// `println!` panics when stdout is a closed pipe; end quietly instead, as
-/// Unix tools do. (SIGPIPE stays ignored: a supervisor that hangs up must be an
-/// error message, not a silent death.)
+/// `println!`/`eprintln!` panic when stdout or stderr is a closed pipe, and
+/// so does a library that `expect`s its write; end quietly instead, as Unix
+/// tools do. (SIGPIPE stays ignored: a supervisor that hangs up must be an
+/// error message, not a silent death.) `loop run` never gets here: its
+/// console writes ignore a closed pipe (`loopcmd::Console`).
 fn quiet_on_closed_stdout() {
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -294,11 +297,18 @@ fn quiet_on_closed_stdout() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or_default();
-        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+        if closed_pipe_panic(msg) {
             std::process::exit(CLOSED_STDOUT);
         }
         prev(info);
     }));
+}
+
+/// Whether a panic's message is a write to a closed pipe: `failed printing
+/// to stdout: Broken pipe (os error 32)`, the same for stderr, or an
+/// `expect` on an `io::Error` of kind `BrokenPipe`.
+fn closed_pipe_panic(msg: &str) -> bool {
+    msg.contains("Broken pipe (os error 32)") || msg.contains("kind: BrokenPipe")
 }
 
 /// Whether `--state-dir` itself was given (at the top or under a
@@ -339,6 +349,9 @@ pub fn main() -> ExitCode {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            // Its own complaint about a failed write is an `eprintln!`, which
+            // panics when stderr is a closed pipe.
+            .log_internal_errors(false)
             .without_time()
             .with_target(false)
             .try_init();
@@ -377,7 +390,9 @@ pub fn main() -> ExitCode {
                 .unwrap_or(drover::exit::ERROR);
             let msg = format!("{e:#}");
             if !msg.is_empty() {
-                eprintln!("drover: {}", msg.replace('\n', " "));
+                use std::io::Write;
+                // Nobody to tell when stderr is closed; the exit code says it.
+                let _ = writeln!(std::io::stderr(), "drover: {}", msg.replace('\n', " "));
             }
             ExitCode::from(code)
         }

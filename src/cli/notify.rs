@@ -32,8 +32,9 @@ pub fn notify_test(a: NotifyTestArgs) -> anyhow::Result<u8> {
     let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let note = Note {
         intent_id: intent_id("test", "test", &at),
-        event: "test".into(),
-        run: "test".into(),
+        // No run: its title is `drover test notification`.
+        event: "test notification".into(),
+        run: String::new(),
         task: None,
         text: "drover test notification".into(),
         at,

@@ -74,6 +74,17 @@ impl TypedValueParser for UntilParser {
 /// error (and `--help`, `--version`) is clap's own.
 pub fn report_parse_error(e: clap::Error) -> std::process::ExitCode {
     use clap::error::ErrorKind;
+    if e.kind() == ErrorKind::InvalidSubcommand
+        && e.get(ContextKind::SuggestedSubcommand).is_none()
+        && let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidSubcommand)
+        && let Some((parent, meant)) = near_subcommand(std::env::args().skip(1), bad)
+    {
+        // clap's own suggestion misses short words (`loop rn`).
+        eprintln!(
+            "drover: unrecognized subcommand {bad:?} for `{parent}` (did you mean `{parent} {meant}`?)"
+        );
+        return std::process::ExitCode::from(drover::exit::USAGE);
+    }
     if e.kind() != ErrorKind::InvalidValue {
         e.exit();
     }
@@ -96,6 +107,34 @@ pub fn report_parse_error(e: clap::Error) -> std::process::ExitCode {
     }
     eprintln!("{line}");
     std::process::ExitCode::from(drover::exit::USAGE)
+}
+
+/// For a mistyped subcommand `bad` in `args`: the command it was given to
+/// (`drover loop`) and the subcommand one edit away from it (`run`).
+fn near_subcommand(args: impl Iterator<Item = String>, bad: &str) -> Option<(String, String)> {
+    let top = <super::Cli as clap::CommandFactory>::command();
+    let mut at = &top;
+    let mut path = vec!["drover".to_string()];
+    for a in args {
+        if a == bad {
+            break;
+        }
+        if let Some(sub) = at.find_subcommand(&a) {
+            path.push(sub.get_name().to_string());
+            at = sub;
+        }
+    }
+    let names: Vec<&str> = at
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name())
+        .collect();
+    let meant = names
+        .iter()
+        .find(|n| strsim::levenshtein(bad, n) <= 1)
+        .copied()
+        .or_else(|| super::fmt::did_you_mean(bad, &names))?;
+    Some((path.join(" "), meant.to_string()))
 }
 
 #[cfg(test)]

@@ -237,6 +237,24 @@ fn man_prints_every_page_and_completions_offer_the_values() {
     }
     let one = d.ok(&["man", "pane", "new"]);
     assert!(one.contains(".TH drover-pane-new "), "{one}");
+    // Guards issue 42 item 10: the footer said `"new 0.1.0"` and the
+    // synopsis dropped each flag's value (`[--cwd]`).
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        one.contains(&format!("\"drover {version}\"")),
+        "{}",
+        &one[..one.len().min(300)]
+    );
+    let run = d.ok(&["man", "loop", "run"]);
+    let synopsis = run
+        .split(".SH SYNOPSIS\n")
+        .nth(1)
+        .and_then(|t| t.split("\n.SH ").next())
+        .unwrap_or_default();
+    assert!(
+        synopsis.contains("[\\fB\\-\\-charter\\fR <\\fIFILE\\fR>]"),
+        "{synopsis}"
+    );
     assert!(!one.contains(".TH drover "), "only the page asked for");
     let bad = d.run(&["man", "pane", "nosuch"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
@@ -319,4 +337,22 @@ fn the_supervisor_logs_lifecycle_events_and_takes_the_verbosity() {
         read()
     );
     assert!(read().contains("pane created"), "{}", read());
+}
+
+/// Guards issue 42 item 10: `drover loop rn` said only "unrecognized
+/// subcommand" (clap suggests nothing for a word that short), where `pane
+/// lst` gets its tip.
+#[test]
+fn a_short_mistyped_subcommand_gets_a_did_you_mean() {
+    let d = Drover::new();
+    let rn = d.run(&["loop", "rn"]);
+    assert_eq!(rn.status.code(), Some(2), "{}", stderr(&rn));
+    assert!(
+        stderr(&rn).contains("did you mean `drover loop run`?"),
+        "{}",
+        stderr(&rn)
+    );
+    let lst = d.run(&["pane", "lst"]);
+    assert_eq!(lst.status.code(), Some(2));
+    assert!(stderr(&lst).contains("'ls'"), "{}", stderr(&lst));
 }

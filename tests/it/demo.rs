@@ -49,6 +49,14 @@ fn demo_keep_prints_commands_that_work_and_agree_with_its_summary() {
         .expect("demo");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{}{text}", stderr(&out));
+    // Guards issue 42 item 10: "every lane reported and finished its turn"
+    // was followed by a `lane ls` whose DECISION said `hold_busy`.
+    let lanes = text
+        .split("every lane reported and finished its turn")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let ls = lanes.split("\n\n").next().unwrap_or_default();
+    assert!(!ls.contains("hold_busy"), "{ls}");
     let kill = printed(&text, "drover --state-dir").replace(" status", " kill-server");
     let rm = printed(&text, "rm -rf ").to_string();
     let status_line = printed(&text, "drover --state-dir");
@@ -71,6 +79,15 @@ fn demo_keep_prints_commands_that_work_and_agree_with_its_summary() {
             .and_then(|p| p.iter().find(|p| p["name"] == "asks"))
             .unwrap_or_else(|| panic!("no pane asks: {v}"));
         assert_eq!(asks["observation"]["state"], "blocked", "{asks}");
+        // Guards issue 42 item 10: the README said `--keep` leaves "the
+        // lanes" running; it leaves three panes, and says so.
+        assert_eq!(v["panes"].as_array().map(Vec::len), Some(3), "{v}");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(
+            "`drover demo --keep` leaves the supervisor and its three sim panes running"
+        ));
         // The summary's NOW column is what the engine says.
         let all = sh(&format!("{status_line} --all --json"));
         let v: Value = serde_json::from_slice(&all.stdout).expect("status --all --json");

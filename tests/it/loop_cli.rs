@@ -62,6 +62,24 @@ fn lint_queue_refuses_excluded_done_and_needs_owner_rows() {
     std::fs::write(&queue, "## Ready\n- TASK-1 (ok)\n").unwrap();
     let out = d.run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Guards issue 42 item 10: success printed nothing, and an id two files
+    // say was "not on the board".
+    assert_eq!(
+        stdout(&out),
+        format!("{q}: 1 task(s) in ## Ready, none to take out\n")
+    );
+    std::fs::write(
+        tasks.join("task-9 - Again.md"),
+        std::fs::read_to_string(tasks.join("task-1 - T.md")).unwrap(),
+    )
+    .unwrap();
+    let out = d.run(&args);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("TASK-1 is left out of the board: ") && said.contains("is also the id of"),
+        "{said}"
+    );
 }
 
 /// Guards `loop run` from the command line and `loop status` on what it wrote.

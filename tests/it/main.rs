@@ -8,6 +8,7 @@ mod agent_fixtures;
 mod agent_sim;
 mod attach;
 mod cli_grammar;
+mod closed_pipe;
 mod common;
 mod daemon_server;
 mod data_integrity;

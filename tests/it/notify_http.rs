@@ -337,6 +337,8 @@ fn http_proxy_from_the_environment_is_used() {
     );
     let seen = direct_seen.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(seen.line, "POST /direct HTTP/1.1", "NO_PROXY goes direct");
+    // Guards issue 42 item 10: its title was `drover test test`.
+    assert_eq!(seen.header("Title"), Some("drover test notification"));
     assert!(proxy_seen.try_recv().is_err());
 }
 

@@ -164,4 +164,36 @@ fn the_readme_tour_runs_as_written() {
         let out = tail.split("\n$ ").next().unwrap_or_default();
         assert!(out.contains(expect), "`{after}` printed:\n{out}");
     }
+    // Guards issue 42 item 9: `DROVER_AUTOCOMPLETE=1 drover dispatch T-2 …`
+    // promises the job is completed through the engine once the lane
+    // reports; the scriptless sim never reported and T-2 ran for good.
+    let mut show = serde_json::Value::Null;
+    let completed = common::wait_until(std::time::Duration::from_secs(30), || {
+        let out = bash(&d, &repo, "drover job show T-2 --json");
+        show = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        show["status"] == "completed"
+    });
+    assert!(completed, "T-2 was not auto-completed: {show}");
+}
+
+/// Guards issue 42 item 7: the README's `cargo install --path .` rebuilt
+/// drover and its dependencies at other versions (no `--locked`), and the
+/// release profile's `debug = 1` made the installed binary 142 MB.
+#[test]
+fn the_readme_installs_with_the_lock_file_and_a_lean_release_profile() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("cargo install --locked --path ."), "README");
+    assert!(!flat.contains("cargo install --path ."), "README");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let release = manifest
+        .split("[profile.release]")
+        .nth(1)
+        .and_then(|t| t.split("\n[").next())
+        .unwrap_or_default();
+    assert!(
+        release.contains("debug = \"line-tables-only\""),
+        "[profile.release]: {release}"
+    );
 }

@@ -25,6 +25,11 @@ pub struct Script {
     /// `-c model_reasoning_effort=`): no effect but to be named in reports.
     #[serde(skip)]
     pub effort: Option<String>,
+    /// The scriptless sim: a prompt carrying drover's `[drover] … report=`
+    /// line gets its report written before the turn finishes, as an agent
+    /// that follows the prompt would.
+    #[serde(skip)]
+    pub reports_when_asked: bool,
 }
 
 /// What the sim does for one prompt.
@@ -122,7 +127,8 @@ fn finalized() -> String {
 }
 
 impl Default for Script {
-    /// Work 500 ms, then finish, for every prompt.
+    /// Work 500 ms, then finish, for every prompt (after writing the report
+    /// a dispatched prompt asks for).
     fn default() -> Self {
         Script {
             startup_ms: 0,
@@ -133,6 +139,7 @@ impl Default for Script {
                 steps: vec![Step::Work(500), Step::Finish],
             }],
             effort: None,
+            reports_when_asked: true,
         }
     }
 }
@@ -211,6 +218,30 @@ impl Script {
     /// text the prompt contains, else the `n`th turn without `match` (the last
     /// such turn repeats), else the default (work 500 ms, finish).
     pub fn turn_for(&self, n: usize, prompt: &str) -> Turn {
+        let mut turn = self.chosen_turn(n, prompt);
+        let asked = prompt
+            .lines()
+            .any(|l| l.starts_with("[drover] job=") && l.contains(" report="));
+        let reports = turn.steps.iter().any(|s| matches!(s, Step::Report { .. }));
+        if self.reports_when_asked && asked && !reports {
+            let at = turn
+                .steps
+                .iter()
+                .position(|s| matches!(s, Step::Finish))
+                .unwrap_or(turn.steps.len());
+            turn.steps.insert(
+                at,
+                Step::Report {
+                    path: "{report}".into(),
+                    state: finalized(),
+                    fields: None,
+                },
+            );
+        }
+        turn
+    }
+
+    fn chosen_turn(&self, n: usize, prompt: &str) -> Turn {
         let here = |t: &&Turn| t.applies(|k| std::env::var(k).ok());
         if let Some(t) = self
             .turns
@@ -236,6 +267,31 @@ impl Script {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Guards issue 42 item 9: the scriptless sim never reported, so a job
+    /// dispatched to it (the README tour's auto-completion line) ran for good.
+    #[test]
+    fn the_scriptless_sim_reports_where_a_dispatched_prompt_asks() {
+        let d = Script::default();
+        let asked = d.turn_for(
+            0,
+            "do it\n\n[drover] job=T-2 attempt=a1 nonce=n1 report=/r.json\n",
+        );
+        assert_eq!(
+            asked.steps,
+            vec![
+                Step::Work(500),
+                Step::Report {
+                    path: "{report}".into(),
+                    state: "finalized".into(),
+                    fields: None
+                },
+                Step::Finish
+            ]
+        );
+        let plain = d.turn_for(0, "refactor the parser");
+        assert_eq!(plain.steps, vec![Step::Work(500), Step::Finish]);
+    }
 
     #[test]
     fn toml_and_json_forms_parse_the_same() {

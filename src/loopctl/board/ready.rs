@@ -147,7 +147,11 @@ pub fn lint_queue(queue: &str, board: &Board, charter: &Charter) -> Vec<Offence>
         .into_iter()
         .filter_map(|(line, id)| {
             let message = match board.task(&id) {
-                None => "is not on the board".to_string(),
+                None => match board.problems.iter().find(|p| p.id.as_deref() == Some(&id)) {
+                    // Two files say this id: the board leaves both out.
+                    Some(p) => format!("is left out of the board: {}", p.describe()),
+                    None => "is not on the board".to_string(),
+                },
                 Some(t) => offence(charter, t)?,
             };
             Some(Offence {

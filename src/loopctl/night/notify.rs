@@ -272,6 +272,16 @@ pub fn http_agent(t: &Targets) -> Result<ureq::Agent, String> {
     Ok(config.into())
 }
 
+/// The note's `Title` header: `drover loop1 landed`; a note of no run
+/// (`loop notify-test`) is `drover test notification`.
+pub fn title(note: &Note) -> String {
+    if note.run.is_empty() {
+        format!("drover {}", note.event)
+    } else {
+        format!("drover {} {}", note.run, note.event)
+    }
+}
+
 /// POST the note; only a 2xx answer is a delivery (a redirect is refused,
 /// not followed: the note goes nowhere it was not sent).
 pub fn post(agent: &ureq::Agent, url: &str, note: &Note) -> Result<(), String> {
@@ -279,7 +289,7 @@ pub fn post(agent: &ureq::Agent, url: &str, note: &Note) -> Result<(), String> {
         return Err("not an http(s) URL".into());
     }
     let body = format!("{} (intent {})", note.text, note.intent_id);
-    let title = format!("drover {} {}", note.run, note.event);
+    let title = title(note);
     let answer = agent
         .post(url)
         .header("Title", &title)

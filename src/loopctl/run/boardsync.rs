@@ -142,3 +142,37 @@ pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter)
         })
         .collect()
 }
+
+/// `1 task to work, of 3 on the board (2 Done)`: what the run takes and
+/// what it leaves out.
+pub(in crate::loopctl) fn on_the_board(work: usize, board: &board::Board) -> String {
+    let tasks = |n: usize| {
+        if n == 1 {
+            "1 task".to_string()
+        } else {
+            format!("{n} tasks")
+        }
+    };
+    let total = board.tasks.len();
+    let done = board.tasks.iter().filter(|t| t.is_done()).count();
+    let mut out = vec![];
+    if done > 0 {
+        out.push(format!("{done} Done"));
+    }
+    let other = total.saturating_sub(work + done);
+    if other > 0 {
+        out.push(format!("{other} left out by the charter or its labels"));
+    }
+    if !board.problems.is_empty() {
+        out.push(format!(
+            "{} file(s) left out: see above",
+            board.problems.len()
+        ));
+    }
+    let why = if out.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", out.join(", "))
+    };
+    format!("{} to work, of {total} on the board{why}", tasks(work))
+}

@@ -475,11 +475,10 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             "loop.start",
             serde_json::json!({"run": r.run.n, "pool": pool, "charter_sha256": r.status.charter_sha256}),
         );
+        let line = crate::loopctl::run::boardsync::on_the_board(r.status.tasks.len(), &r.board);
         r.say(&format!(
-            "loop{}: {} tasks on the board, pool {pool}, lanes cap {}",
-            r.run.n,
-            r.status.tasks.len(),
-            r.status.lanes_cap
+            "loop{}: {line}, pool {pool}, lanes cap {}",
+            r.run.n, r.status.lanes_cap
         ));
         r.report_board()?;
         r.persist()?;

@@ -15,6 +15,7 @@ mod fmt;
 mod job;
 mod lane;
 mod lease;
+mod loopcheck;
 mod loopcmd;
 mod mix;
 mod notify;

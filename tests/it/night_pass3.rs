@@ -155,8 +155,16 @@ fn crashed_sim_run(d: &Drover, repo: &Path, charter: &Path, imp: &Path) {
         "[[turn]]\nsteps = [{ work = 60000 }, { report = { path = \"{report}\" } }, \"finish\"]\n",
     )
     .unwrap();
+    // Both scripts: what is tested here holds for the old flag rules too.
+    let rev = imp.with_file_name("rev.toml");
+    std::fs::write(&rev, crate::loop_common::REVIEWER_PASS).unwrap();
     let mut args = base_args(repo, charter);
-    args.extend(["--sim-implementer", imp.to_str().unwrap()]);
+    args.extend([
+        "--sim-implementer",
+        imp.to_str().unwrap(),
+        "--sim-reviewer",
+        rev.to_str().unwrap(),
+    ]);
     let log = d.scratch().join("loop1.log");
     let mut child = spawn_loop(d, &args, &log);
     let started = common::wait_until(Duration::from_secs(60), || {

@@ -191,11 +191,10 @@ fn live_panes(d: &Drover) -> Vec<String> {
         .collect()
 }
 
-/// Guards issue 42 items 4 and 2: after a `kill -9` of `loop run`, a new run
-/// made loop2 and its branch and parked every task on the dead run's leases;
-/// the hint `--resume 1` dropped the sim flags.
+/// Guards issue 42 item 4: after a `kill -9` of `loop run`, a new run
+/// made loop2 and its branch and parked every task on the dead run's leases.
 #[test]
-fn after_a_crash_a_new_run_names_the_crashed_one_and_resume_keeps_the_sim() {
+fn after_a_crash_a_new_run_names_the_crashed_one_and_creates_nothing() {
     let d = Drover::new();
     let (repo, charter) = python_repo(&d, &["notes.md"], "python3 test_calc.py");
     let imp = d.scratch().join("imp.toml");
@@ -218,6 +217,16 @@ fn after_a_crash_a_new_run_names_the_crashed_one_and_resume_keeps_the_sim() {
         show(&repo, "drover/integration/loop2").is_none(),
         "no integration branch was created"
     );
+}
+
+/// Guards issue 42 item 2: the hint printed at a stop, `drover loop run
+/// --resume 1`, dropped a sim run's flags (and asked for Claude and Codex).
+#[test]
+fn the_resume_of_a_sim_run_runs_its_recorded_sim() {
+    let d = Drover::new();
+    let (repo, charter) = python_repo(&d, &["notes.md"], "python3 test_calc.py");
+    let imp = d.scratch().join("imp.toml");
+    crashed_sim_run(&d, &repo, &charter, &imp);
     // The resume runs the recorded sim (its script, now quick), not Claude.
     std::fs::write(
         &imp,

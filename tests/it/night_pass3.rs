@@ -313,3 +313,15 @@ fn a_run_carries_on_from_the_last_and_says_how_to_take_the_work() {
     );
     assert!(repo.join("two.md").exists());
 }
+
+/// `demo --loop` removes its repository when it ends: its close-out shows no
+/// `## Take the work` commands naming it.
+#[test]
+fn the_loop_demo_shows_no_commands_for_the_repository_it_removes() {
+    let d = Drover::new();
+    let out = d.run(&["demo", "--loop"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("## Notes\n"), "{text}");
+    assert!(!text.contains("## Take the work"), "{text}");
+}

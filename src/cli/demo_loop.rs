@@ -178,8 +178,11 @@ fn tour(
         return super::loopcmd::print_final(&st, false);
     }
     // The files go with the demo's dir: the close-out is shown, not pointed to.
+    // Its `## Take the work` names a repository about to go: left out.
     if let Some(p) = &st.closeout {
-        print!("{}", std::fs::read_to_string(p)?);
+        let text = std::fs::read_to_string(p)?;
+        let shown = text.split("\n## Take the work\n").next().unwrap_or(&text);
+        print!("{shown}");
     }
     Ok(exit::OK)
 }

@@ -151,11 +151,11 @@ pub struct RunArgs {
     /// Lanes run `drover sim-agent` (the agent's profile) instead of Claude Code and Codex.
     #[arg(long)]
     pub sim: bool,
-    /// Sim implementer lanes follow this sim-agent script (docs/agents.md); implies --sim.
-    #[arg(long, value_name = "FILE", requires = "sim_reviewer")]
+    /// Sim implementer lanes follow this sim-agent script (docs/agents.md); implies --sim (reviewers without --sim-reviewer pass).
+    #[arg(long, value_name = "FILE")]
     pub sim_implementer: Option<PathBuf>,
-    /// Sim reviewer lanes follow this sim-agent script; implies --sim.
-    #[arg(long, value_name = "FILE", requires = "sim_implementer")]
+    /// Sim reviewer lanes follow this sim-agent script; implies --sim (implementers without --sim-implementer are obedient).
+    #[arg(long, value_name = "FILE")]
     pub sim_reviewer: Option<PathBuf>,
     /// The backend lanes run on.
     #[arg(long, default_value = "native", value_name = "NAME", value_parser = super::values::backend())]
@@ -182,6 +182,10 @@ pub struct RunArgs {
     /// Print one JSON document: the final status, instead of the close-out.
     #[arg(long)]
     pub json: bool,
+    /// With `resume`: close the run without resuming it (`loop control N
+    /// close-out` on a run whose loop process is gone), for this reason.
+    #[arg(skip)]
+    pub close_only: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -407,11 +411,6 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             ),
         ));
     }
-    let scripts = match (&a.sim_implementer, &a.sim_reviewer) {
-        (Some(imp), Some(rev)) => Some((read_script(imp)?, read_script(rev)?)),
-        _ => None,
-    };
-    let sim = a.sim || scripts.is_some();
     let user_env = lane_env(&a.env, &a.env_file)?;
     if !drover::lane::up::BACKENDS.contains(&a.backend.as_str()) {
         return Err(fail(
@@ -422,18 +421,6 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 drover::lane::up::BACKENDS.join(", ")
             ),
         ));
-    }
-    if !sim {
-        let missing = drover::loopctl::lanes::lanes_ops::missing_agents();
-        if !missing.is_empty() {
-            return Err(fail(
-                exit::ERROR,
-                format!(
-                    "{} not found on PATH: the loop's lanes run Claude Code and Codex; install them, or pass --sim for simulated agents (see LOOP.md)",
-                    missing.join(" and ")
-                ),
-            ));
-        }
     }
     let state_dir = ctx.state_dir_create()?;
     // A SIGTERM of the loop ends its gate and ship command with it.
@@ -454,6 +441,38 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             a.board.get_or_insert_with(|| b.clone());
         }
         a.base.get_or_insert_with(|| st.base.clone());
+        // A sim run resumes as a sim run, with its scripts (the flags given
+        // now, if any, win).
+        if let Some(rec) = &st.sim
+            && !a.sim
+            && a.sim_implementer.is_none()
+            && a.sim_reviewer.is_none()
+        {
+            a.sim = true;
+            a.sim_implementer = rec.implementer.clone();
+            a.sim_reviewer = rec.reviewer.clone();
+        }
+    }
+    let scripts = (
+        a.sim_implementer.as_deref().map(read_script).transpose()?,
+        a.sim_reviewer.as_deref().map(read_script).transpose()?,
+    );
+    let sim = a.sim || scripts.0.is_some() || scripts.1.is_some();
+    let sim_record = sim.then(|| drover::loopctl::night::settings::SimLanesRecord {
+        implementer: a.sim_implementer.as_deref().map(absolute),
+        reviewer: a.sim_reviewer.as_deref().map(absolute),
+    });
+    if !sim && a.close_only.is_none() {
+        let missing = drover::loopctl::lanes::lanes_ops::missing_agents();
+        if !missing.is_empty() {
+            return Err(fail(
+                exit::ERROR,
+                format!(
+                    "{} not found on PATH: the loop's lanes run Claude Code and Codex; install them, or pass --sim for simulated agents (see LOOP.md)",
+                    missing.join(" and ")
+                ),
+            ));
+        }
     }
     let repo = match a.repo {
         Some(r) => std::fs::canonicalize(&r)
@@ -468,6 +487,11 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let charter = charter::load(&charter_path).map_err(lerr)?;
     let board_dir = a.board.clone().unwrap_or_else(|| repo.join("backlog"));
     need_board(&board_dir, a.board.is_some())?;
+    // A run on this repository that stopped unclosed holds its tasks: said
+    // before anything (a run dir, a branch) is created.
+    if resumed.is_none() {
+        super::loopcheck::refuse_after_unclosed(&state_dir, &repo, ctx.client().ok())?;
+    }
     // Signing that cannot work is said before any lane starts, not at the
     // first landing in the night.
     if a.sign {
@@ -482,8 +506,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     opts.backend = a.backend.clone();
     opts.spawn_budget = a.spawn_budget;
     opts.env = user_env;
-    opts.scripts = sim_scripts(scripts.as_ref(), sim, &board_dir);
-    let fleet_scripts = sim_scripts(scripts.as_ref(), sim, &board_dir);
+    opts.scripts = sim_scripts(&scripts, sim, &board_dir);
+    let fleet_scripts = sim_scripts(&scripts, sim, &board_dir);
     let lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let cfg = RunConfig {
         state_dir,
@@ -516,6 +540,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             },
             ship_timeout: Duration::from_secs(a.ship_timeout.max(1)),
             land_batch: usize::try_from(a.land_batch).unwrap_or(usize::MAX),
+            sim: sim_record,
             ..Default::default()
         },
     };
@@ -551,7 +576,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     ));
     let st = match &a.fleet {
-        None => drive(lanes, cfg, run_no, say),
+        None => drive(lanes, cfg, run_no, a.close_only.as_deref(), say),
         Some(fleet) => {
             let fc = drover::fleet::config::load(&cfg.state_dir)
                 .map_err(|e| fail(e.exit_code(), e.to_string()))?
@@ -592,7 +617,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 "fleet {fleet}: steps on the work-queue as run {key}; its record is {}",
                 log.display()
             ));
-            drive(lanes, cfg, run_no, say)
+            drive(lanes, cfg, run_no, None, say)
         }
     }
     .map_err(lerr)?;
@@ -619,9 +644,13 @@ fn drive<O: LaneOps>(
     mut lanes: O,
     cfg: RunConfig,
     resumed: Option<u32>,
+    close_only: Option<&str>,
     say: impl FnMut(&str),
 ) -> Result<RunStatus, LoopError> {
     match resumed {
+        Some(n) if let Some(why) = close_only => {
+            drover::loopctl::run::closeonly::close_unresumed(&mut lanes, cfg, n, why, say)
+        }
         Some(n) => drover::loopctl::run::resume::resume(&mut lanes, cfg, n, say),
         None => runner::run(&mut lanes, cfg, say),
     }
@@ -630,16 +659,10 @@ fn drive<O: LaneOps>(
 /// The script each sim lane follows: the given pair, or (no scripts) a
 /// minimal obedient agent for its task; none for real agents.
 fn sim_scripts(
-    scripts: Option<&(String, String)>,
+    scripts: &(Option<String>, Option<String>),
     sim: bool,
     board_dir: &std::path::Path,
 ) -> Option<drover::loopctl::lanes::lanes_ops::ScriptFor> {
-    if let Some((imp, rev)) = scripts.cloned() {
-        return Some(Box::new(move |s: &LaneSpec| match s.role {
-            Role::Implementer => imp.clone(),
-            Role::Reviewer => rev.clone(),
-        }));
-    }
     if !sim {
         return None;
     }
@@ -647,10 +670,22 @@ fn sim_scripts(
         drover::loopctl::board::load(board_dir)
             .map(|b| b.tasks.into_iter().map(|t| (t.id, t.files)).collect())
             .unwrap_or_default();
+    let (imp, rev) = scripts.clone();
     Some(Box::new(move |s: &LaneSpec| {
-        let files = claimed.get(&s.task).map(Vec::as_slice).unwrap_or_default();
-        drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
+        let given = match s.role {
+            Role::Implementer => imp.clone(),
+            Role::Reviewer => rev.clone(),
+        };
+        given.unwrap_or_else(|| {
+            let files = claimed.get(&s.task).map(Vec::as_slice).unwrap_or_default();
+            drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
+        })
     }))
+}
+
+/// `p` from the root (a resume may run from another directory).
+fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// `--overnight [--until HH:MM]` (the owner's local time) as a mode.
@@ -716,6 +751,10 @@ fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     if let Ok(Some(st)) = drover::store::read_json::<RunStatus>(&run.file("run.json"))
         && !st.is_live()
     {
+        if st.finished_at.is_none() && c == Control::CloseOut {
+            // Closed here, without a resume: nothing of it goes on.
+            return close_without_resume(run.n, &a.reason, ctx);
+        }
         let why = if st.finished_at.is_some() {
             format!("loop{} is {} (closed); nothing runs it", run.n, st.state)
         } else {
@@ -734,6 +773,22 @@ fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("loop{}: {} set; ruling now: {ruling}", run.n, c.as_str());
     }
     Ok(exit::OK)
+}
+
+/// `loop control N close-out` on a run whose loop process is gone: the run
+/// is closed as `loop run --resume N` would open it (its recorded repo,
+/// board, charter and lanes), without starting or re-running anything.
+fn close_without_resume(n: u32, reason: &str, ctx: &Ctx) -> anyhow::Result<u8> {
+    use clap::FromArgMatches;
+    let n = n.to_string();
+    let m = RunArgs::augment_args(clap::Command::new("run")).try_get_matches_from([
+        "run",
+        "--resume",
+        n.as_str(),
+    ])?;
+    let mut args = RunArgs::from_arg_matches(&m)?;
+    args.close_only = Some(reason.to_string());
+    run_cmd(args, ctx)
 }
 
 /// The questions held overnight come first once overnight is over (during

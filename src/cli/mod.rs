@@ -16,6 +16,7 @@ mod fmt;
 mod job;
 mod lane;
 mod lease;
+mod loopcheck;
 mod loopcmd;
 mod mix;
 mod notify;

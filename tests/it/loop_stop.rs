@@ -174,7 +174,8 @@ fn sigint_is_a_controlled_stop_that_resume_finishes() {
     assert!(r.no_live_lane(), "the stop took its lanes down");
     let human = r.d.ok(&["loop", "status", "1"]);
     assert!(human.starts_with("loop1 · interrupted · "), "{human}");
-    let out = r.d.run(&["loop", "control", "1", "close-out"]);
+    // (close-out now closes such a run without a resume: night_pass3.)
+    let out = r.d.run(&["loop", "control", "1", "pause"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("loop1 is not running") && stderr(&out).contains("--resume 1"),
@@ -191,8 +192,8 @@ fn sigint_is_a_controlled_stop_that_resume_finishes() {
 
 /// Guards issue 28 items 2 and 3 after a crash: with the loop killed (-9)
 /// its run reads `interrupted` in `loop status`, controls are refused, and
-/// a new run on the board, kept from its only task by the dead run's
-/// lease, exits non-zero naming the command that clears it.
+/// a new run on the board, which the dead run's lease would keep from its
+/// only task, is refused naming the dead run and how to resume it.
 #[test]
 fn a_stale_lease_of_a_dead_run_is_not_a_success() {
     let r = Run::new(60_000);
@@ -212,9 +213,13 @@ fn a_stale_lease_of_a_dead_run_is_not_a_success() {
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
     let out = r.d.run(&a);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // Refused before anything is created, naming the dead run (issue 42
+    // item 4; the lease it holds is its).
     assert!(
-        stderr(&out).contains("drover lease release --task TASK-1 --force"),
+        stderr(&out).contains("loop1 on this repository stopped unclosed")
+            && stderr(&out).contains("`drover loop run --resume 1`"),
         "{}",
         stderr(&out)
     );
+    assert!(!r.d.state.join("loop2").exists());
 }

@@ -71,6 +71,7 @@ mod loop_sim_default;
 mod loop_stop;
 mod loop_unattended;
 mod nats_common;
+mod night_pass3;
 mod notify_http;
 mod pane_create;
 mod pane_env_race;

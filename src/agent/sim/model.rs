@@ -350,14 +350,18 @@ impl Model {
                     }
                     return;
                 }
-                Step::Write { path, content } => {
+                Step::Write {
+                    path,
+                    content,
+                    append,
+                } => {
                     let (path, content) = (self.expand(&path), self.expand(&content));
                     let target = self.cwd.join(&path);
                     // A new file may be in a new directory (`notes/TASK-1.md`).
                     let r = target
                         .parent()
                         .map_or(Ok(()), std::fs::create_dir_all)
-                        .and_then(|()| std::fs::write(&target, content.as_bytes()));
+                        .and_then(|()| write_or_append(&target, &content, append));
                     self.wrote(&path, r.map(|_| content.lines().count()));
                 }
                 Step::Resolve { path, keep } => {
@@ -657,3 +661,21 @@ fn floor_char_boundary(s: &str, max: usize) -> usize {
 #[cfg(test)]
 #[path = "model_tests.rs"]
 mod tests;
+
+/// Write `content` to `target`, or with `append` add it at the end of what
+/// the file holds (on a line of its own).
+fn write_or_append(target: &std::path::Path, content: &str, append: bool) -> std::io::Result<()> {
+    if !append {
+        return std::fs::write(target, content.as_bytes());
+    }
+    let mut text = match std::fs::read(target) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        text.push(b'\n');
+    }
+    text.extend_from_slice(content.as_bytes());
+    std::fs::write(target, text)
+}

@@ -71,11 +71,15 @@ pub enum Step {
     /// Ask permission to run this command; approval continues, denial ends the
     /// turn without a finished-turn marker.
     Ask(String),
-    /// Write a file (a relative path is relative to the sim's cwd).
+    /// Write a file (a relative path is relative to the sim's cwd); with
+    /// `append`, add `content` at its end (after a line end), keeping what
+    /// it holds.
     Write {
         path: String,
         #[serde(default)]
         content: String,
+        #[serde(default)]
+        append: bool,
     },
     /// Resolve the conflict markers git left in a file (a relative path is
     /// relative to the sim's cwd), keeping `ours`, `theirs` or `both`.

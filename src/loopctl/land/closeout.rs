@@ -2,7 +2,8 @@
 //! `# Closeout: <repo> loop<N> · Charter: <sha256>`, then `## Landed` (a
 //! bullet per task: ID (title), SHA), `## Parked` (ID, reason, resume
 //! condition), `## For ratification` (each ruling or question with a
-//! recommendation), `## Notes`.
+//! recommendation), `## Notes`, and `## Take the work` (the commands that
+//! take what landed and commit the board) when there is any.
 
 /// What the close-out says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -20,6 +21,9 @@ pub struct Closeout {
     /// (item, recommendation)
     pub ratify: Vec<(String, String)>,
     pub notes: Vec<String>,
+    /// The commands that take the run's work (merge, commit the board,
+    /// carry on from it): `## Take the work`, last, when there are any.
+    pub take: Vec<String>,
 }
 
 /// The first line (pure).
@@ -68,6 +72,12 @@ pub fn render(c: &Closeout) -> String {
     for n in &c.notes {
         t.push_str(&format!("- {}\n", one(n)));
     }
+    if !c.take.is_empty() {
+        t.push_str("\n## Take the work\n");
+        for n in &c.take {
+            t.push_str(&format!("- {}\n", one(n)));
+        }
+    }
     t
 }
 
@@ -90,6 +100,7 @@ mod tests {
             )],
             ratify: vec![],
             notes: vec!["integration branch drover/integration/loop3".into()],
+            take: vec![],
         };
         let text = render(&c);
         let lines: Vec<&str> = text.lines().collect();

@@ -231,6 +231,27 @@ pub(super) fn red(g: &GateRun) -> Fate {
     }
 }
 
+/// How a gate run ended, in words: `it exited with code 1`, or why it was
+/// ended.
+pub fn gate_ending(g: &GateRun) -> String {
+    match (g.exit, &g.ended) {
+        (Some(c), _) => format!("it exited with code {c}"),
+        (None, Some(why)) => format!("it was ended: {why}"),
+        (None, None) => "it was killed by a signal".into(),
+    }
+}
+
+/// The last `n` lines of a gate's log, in the order printed, joined by
+/// ` / ` (`(the gate printed nothing)` for none).
+pub fn tail_in_order(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    let from = lines.len().saturating_sub(n);
+    if lines.is_empty() {
+        return "(the gate printed nothing)".into();
+    }
+    lines[from..].join(" / ")
+}
+
 /// The tasks landed on `branch` since `base`, by their `Task:` trailers,
 /// oldest first: (task, commit). The branch is the truth of what landed.
 pub fn landed_on(wt: &Path, base: &str, branch: &str) -> Result<Vec<(String, String)>, LoopError> {

@@ -28,26 +28,76 @@ const ESCALATE: &str = "escalate_blocked";
 pub type ScriptFor = Box<dyn FnMut(&LaneSpec) -> String>;
 
 /// The script of a sim lane that was given none: a minimal obedient agent.
-/// An implementer writes the first file its task claims (`notes/<TASK>.md`
-/// for a task that claims none), reports done and finishes; a reviewer passes the
-/// candidate and reports.
+/// An implementer adds one line to the first file its task claims, in that
+/// file's comment syntax and keeping all it holds (so the project's gate
+/// stays as it was); a claim it cannot comment in (a glob, JSON, an unknown
+/// kind) gets a new note file beside it instead, and a task that claims
+/// nothing `notes/<TASK>.md`. It reports done and finishes; a reviewer
+/// passes the candidate and reports.
 pub fn obedient_script(role: Role, task: &str, claimed: &[String]) -> String {
     // A JSON string is a TOML basic string (the same escapes).
     let q = |s: &str| serde_json::Value::from(s).to_string();
     match role {
         Role::Implementer => {
-            let path = claimed
-                .first()
-                .cloned()
-                .unwrap_or_else(|| format!("notes/{task}.md"));
-            let content = format!("{task}: done by drover's simulated implementer\n");
+            let said = format!("{task}: done by drover's simulated implementer");
+            let (path, content, append) = match claimed.first() {
+                None => (format!("notes/{task}.md"), format!("{said}\n"), false),
+                Some(f) => match comment_line(f, &said) {
+                    Some(line) => (f.clone(), format!("{line}\n"), true),
+                    None => (beside(f, task), format!("{said}\n"), false),
+                },
+            };
             format!(
-                "[[turn]]\nsteps = [{{ work = 300 }}, {{ write = {{ path = {}, content = {} }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n",
+                "[[turn]]\nsteps = [{{ work = 300 }}, {{ write = {{ path = {}, content = {}, append = {append} }} }}, {{ report = {{ path = \"{{report}}\" }} }}, \"finish\"]\n",
                 q(&path),
                 q(&content)
             )
         }
         Role::Reviewer => "[[turn]]\nsteps = [{ work = 300 }, { heartbeat = { status = \"pass\" } }, { report = { path = \"{report}\" } }, \"finish\"]\n".to_string(),
+    }
+}
+
+/// `text` as a comment line of the file `path` (by its name), or `None`
+/// when the file is a glob or of a kind with no line comment drover knows.
+fn comment_line(path: &str, text: &str) -> Option<String> {
+    if path.contains(['*', '?', '[']) || path.ends_with('/') {
+        return None;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let hash = [
+        "Makefile",
+        "Dockerfile",
+        "Gemfile",
+        "Rakefile",
+        ".gitignore",
+    ];
+    let line = match ext.as_deref() {
+        _ if hash.contains(&name) => format!("# {text}"),
+        Some(
+            "py" | "sh" | "bash" | "zsh" | "rb" | "pl" | "toml" | "yaml" | "yml" | "r" | "cfg"
+            | "conf" | "mk" | "cmake" | "nix" | "ex" | "exs" | "jl" | "tf",
+        ) => format!("# {text}"),
+        Some(
+            "rs" | "js" | "mjs" | "cjs" | "ts" | "jsx" | "tsx" | "c" | "h" | "cc" | "cpp" | "hpp"
+            | "go" | "java" | "kt" | "swift" | "cs" | "scala" | "php" | "dart" | "zig",
+        ) => format!("// {text}"),
+        Some("sql" | "lua" | "hs" | "elm") => format!("-- {text}"),
+        Some("md" | "markdown" | "html" | "htm" | "xml" | "svg") => format!("<!-- {text} -->"),
+        Some("css" | "scss" | "less") => format!("/* {text} */"),
+        Some("txt" | "rst" | "adoc") => text.to_string(),
+        _ => return None,
+    };
+    Some(line)
+}
+
+/// A new note file for `task` in the directory of claim `path` (the part
+/// before any glob).
+fn beside(path: &str, task: &str) -> String {
+    let lit = path.split(['*', '?', '[']).next().unwrap_or("");
+    match lit.rfind('/') {
+        Some(i) => format!("{}/{task}.drover-sim.md", &lit[..i]),
+        None => format!("{task}.drover-sim.md"),
     }
 }
 

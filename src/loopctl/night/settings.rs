@@ -45,6 +45,19 @@ pub struct Unattended {
     /// Most queued candidates one landing gates as one tree (`--land-batch`;
     /// a red batch is bisected). At least 1.
     pub land_batch: usize,
+    /// The lanes are simulated (`--sim`, `--sim-implementer`,
+    /// `--sim-reviewer`): recorded in run.json, so `--resume` runs them again.
+    pub sim: Option<SimLanesRecord>,
+}
+
+/// How a run's lanes were simulated: `drover sim-agent` with these scripts
+/// (none: the obedient agent for the role).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SimLanesRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementer: Option<std::path::PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<std::path::PathBuf>,
 }
 
 /// Candidates a landing gates as one batch unless `--land-batch` says otherwise.
@@ -66,6 +79,7 @@ impl Default for Unattended {
             report_grace: DEFAULT_REPORT_GRACE,
             ship_timeout: DEFAULT_SHIP_TIMEOUT,
             land_batch: DEFAULT_LAND_BATCH,
+            sim: None,
         }
     }
 }

@@ -227,6 +227,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 "unsigned"
             }
         ));
+        if unclosed.is_none() {
+            c.take = self.take_the_work();
+        }
         let text = crate::loopctl::run::rundir::shown(&closeout::render(&c));
         let path = self.run.file("closeout.md");
         crate::store::write_bytes_atomic(&path, text.as_bytes())?;
@@ -264,5 +267,48 @@ impl<O: LaneOps> Runner<'_, O> {
             serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
         );
         Ok(self.status.clone())
+    }
+
+    /// The exact commands that take the run's work: merge what landed
+    /// (fast-forward), commit the board's Done marks, and start the next run
+    /// from this one's branch.
+    fn take_the_work(&self) -> Vec<String> {
+        let repo = self.cfg.repo.display().to_string();
+        let q = |s: &str| crate::rehearse::shell_quote(s);
+        let branch = &self.status.integration_branch;
+        let mut out = Vec::new();
+        if self.status.landings > 0 {
+            out.push(format!(
+                "take what landed, on the branch the run started from ({}): `git -C {} merge --ff-only {branch}` (or open a pull request from {branch})",
+                self.status.base,
+                q(&repo)
+            ));
+        }
+        let board = self
+            .cfg
+            .board_dir
+            .strip_prefix(&self.cfg.repo)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        if !board.is_empty() {
+            let changed = git::line(&self.cfg.repo, &["status", "--porcelain", "--", &board])
+                .unwrap_or_default();
+            if !changed.trim().is_empty() {
+                out.push(format!(
+                    "commit the board's marks: `git -C {} add -- {} && git -C {} commit -m {}`",
+                    q(&repo),
+                    q(&board),
+                    q(&repo),
+                    q(&format!("backlog: loop{} close-out", self.run.n))
+                ));
+            }
+        }
+        if self.status.landings > 0 {
+            out.push(format!(
+                "or carry on from it tonight: `drover loop run --charter {} --base {branch}`",
+                q(&self.status.charter.display().to_string())
+            ));
+        }
+        out
     }
 }

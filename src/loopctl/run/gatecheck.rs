@@ -68,19 +68,15 @@ impl<O: LaneOps> Runner<'_, O> {
             Utc::now(),
         )?;
         if !g.green {
-            let tail: String = g
-                .log_tail
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .join(" / ");
+            let how = crate::loopctl::land::gate_ending(&g);
+            let tail = crate::loopctl::land::tail_in_order(&g.log_tail, 5);
+            self.say(&format!(
+                "{id}: gate red on the candidate ({how}); its log: {}",
+                lane_dir.join("gate.log").display()
+            ));
             return self.repair(
                 id,
-                &format!(
-                    "the gate is red on the candidate (exit {:?}): {tail}",
-                    g.exit
-                ),
+                &format!("the gate is red on the candidate ({how}): {tail}"),
                 "gate",
                 false,
             );

@@ -3,6 +3,7 @@
 
 pub(in crate::loopctl) mod boardsync;
 mod bounded;
+pub mod closeonly;
 mod drive;
 mod escalate;
 mod finish;

@@ -70,7 +70,7 @@ pub fn recorded(run: &RunDir) -> Result<RunStatus, LoopError> {
 }
 
 impl<'a, O: LaneOps> Runner<'a, O> {
-    fn reopen(
+    pub(super) fn reopen(
         ops: &'a mut O,
         cfg: RunConfig,
         n: u32,
@@ -225,7 +225,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Put the integration worktree back on the integration branch's head
     /// (made again when it is gone, on the branch as it is); returns that head.
-    fn integration_worktree_back(&mut self) -> Result<String, LoopError> {
+    pub(super) fn integration_worktree_back(&mut self) -> Result<String, LoopError> {
         let wt = self.status.integration_worktree.clone();
         let branch = self.status.integration_branch.clone();
         if !wt.join(".git").exists() {

@@ -194,6 +194,10 @@ pub struct RunStatus {
     /// `loop status` and `loop control` tell a live run from a dead one.
     #[serde(default)]
     pub process: Option<LoopProcess>,
+    /// Simulated lanes and their scripts (absent: real agents); `--resume`
+    /// runs the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<crate::loopctl::night::settings::SimLanesRecord>,
 }
 
 /// A loop process, by pid and the start time `/proc` gives it (a later
@@ -438,6 +442,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             consecutive_blockers: 0,
             autotune: Vec::new(),
             process: None,
+            sim: cfg.unattended.sim.clone(),
         };
         let mode = cfg.unattended.mode;
         let lock = crate::loopctl::run::resume::lock_run(&run)?;

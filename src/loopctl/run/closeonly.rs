@@ -1,0 +1,74 @@
+//! `drover loop control <run> close-out` on a run whose loop process is
+//! gone (a kill, a crash, a Ctrl-C): the run is closed without resuming it.
+//! Its lanes still up are stopped and its open jobs cancelled; what its
+//! integration branch holds is landed (its `Task:` trailers), nothing else
+//! is started or re-run; the close-out lists the rest as not finished and
+//! releases the run's leases.
+
+use crate::loopctl::LoopError;
+use crate::loopctl::land;
+use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner};
+
+/// Close run `n` (stopped unclosed) without resuming it; `why` is the
+/// operator's reason.
+pub fn close_unresumed<'a, O: LaneOps>(
+    ops: &'a mut O,
+    cfg: RunConfig,
+    n: u32,
+    why: &str,
+    say: impl FnMut(&str) + 'a,
+) -> Result<RunStatus, LoopError> {
+    let mut r = Runner::reopen(ops, cfg, n, Box::new(say))?;
+    // Not a resume: nothing of the run goes on.
+    r.status.resumes = r.status.resumes.saturating_sub(1);
+    r.settle_unresumed(why)?;
+    r.close_out()
+}
+
+impl<O: LaneOps> Runner<'_, O> {
+    fn settle_unresumed(&mut self, why: &str) -> Result<(), LoopError> {
+        let n = self.run.n;
+        let reaped = self.ops.reap(&format!("l{n}-"))?;
+        crate::loopctl::child::end_marked(&self.run.path.display().to_string());
+        let prefix = format!("loop{n}-");
+        let open: Vec<String> = crate::engine::Engine::open(&self.cfg.state_dir)?
+            .list()?
+            .into_iter()
+            .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())
+            .map(|j| j.job_id)
+            .collect();
+        for j in &open {
+            self.cancel_job(j);
+        }
+        let head = self.integration_worktree_back()?;
+        self.status.integration_head = Some(head.clone());
+        let found = land::landed_on(
+            &self.status.integration_worktree,
+            &self.status.base_sha,
+            &self.status.integration_branch,
+        )?;
+        for (id, sha) in found {
+            let landed = self
+                .task(&id)
+                .is_some_and(|t| t.phase == Phase::Landed && t.sha.as_deref() == Some(&sha));
+            if self.task(&id).is_some() && !landed {
+                self.landed(&id, &sha)?;
+            }
+        }
+        self.status.stopped_by = Some(format!("close-out ({why})"));
+        self.decide(
+            "closeout",
+            &format!(
+                "loop{n} closed without a resume after its loop process stopped ({why}): {} lane(s) stopped, {} job(s) cancelled, integration at {head}",
+                reaped.len(),
+                open.len()
+            ),
+        )?;
+        self.say(&format!(
+            "loop{n}: closing without a resume; {} lane(s) of the run stopped, integration at {head}",
+            reaped.len()
+        ));
+        Ok(())
+    }
+}

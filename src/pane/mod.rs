@@ -24,6 +24,7 @@ pub use spawn::SCRUBBED_ENV;
 mod spec;
 pub mod tmux;
 
+pub(crate) use self::core::signal_name;
 pub use self::core::{ExitInfo, PaneInfo, ScreenMeta};
 pub use attach::{AttachHandle, AttachMsg};
 pub use backend::{Backend, PaneBackend};

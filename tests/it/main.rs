@@ -54,6 +54,7 @@ mod loop_cli;
 mod loop_common;
 mod loop_crash;
 mod loop_land;
+mod loop_lane_gone;
 mod loop_lanes;
 mod loop_limits;
 mod loop_lost_supervisor;

@@ -10,10 +10,11 @@ use crate::dispatch::{DispatchSpec, dispatch};
 use crate::engine::{Action, Actor, Engine, Request, Status};
 use crate::loopctl::LoopError;
 use crate::loopctl::land::git;
+use crate::loopctl::lanes::gone;
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use crate::shadow::ShadowDecision;
 use serde_json::json;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -108,6 +109,8 @@ pub struct SimLanes {
     exe: PathBuf,
     scripts: ScriptFor,
     mine: BTreeSet<String>,
+    /// The lane and pane each dispatched job runs on.
+    on: BTreeMap<String, (String, String)>,
 }
 
 pub(in crate::loopctl) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
@@ -157,7 +160,33 @@ impl SimLanes {
             exe: exe.to_path_buf(),
             scripts,
             mine: BTreeSet::new(),
+            on: BTreeMap::new(),
         }
+    }
+
+    /// Fail each of `jobs` (still running in the engine) whose pane the
+    /// live listing shows exited, lost or gone. A supervisor that does not
+    /// answer is not judged here: the stall watch sees it.
+    fn fail_gone(&mut self, engine: &Engine, jobs: &[String]) -> Result<(), LoopError> {
+        let watched: Vec<(&String, &(String, String))> = jobs
+            .iter()
+            .filter_map(|j| self.on.get(j).map(|lp| (j, lp)))
+            .collect();
+        if watched.is_empty() {
+            return Ok(());
+        }
+        let Ok(listing) = self.client.call("pane.ls", json!({})) else {
+            return Ok(());
+        };
+        for (job, (lane, pane)) in watched {
+            if engine.show(job)?.status.is_terminal() {
+                continue;
+            }
+            if let Some(why) = gone::gone_reason(lane, pane, job, gone::entry(&listing, pane)) {
+                gone::fail_job(engine, job, &why);
+            }
+        }
+        Ok(())
     }
 
     fn decision_of(&self, job: &str, attempt: Option<&str>) -> Option<ShadowDecision> {
@@ -267,6 +296,8 @@ impl LaneOps for SimLanes {
         };
         let out = dispatch(&self.state_dir, &mut self.client, &spec)
             .map_err(|e| lane_err(&lane.id, e))?;
+        self.on
+            .insert(job.job_id.clone(), (lane.id.clone(), lane.pane.clone()));
         Ok(out.attempt_id)
     }
 
@@ -277,8 +308,14 @@ impl LaneOps for SimLanes {
     ) -> Result<Vec<(String, Outcome)>, LoopError> {
         let engine = Engine::open(&self.state_dir)?;
         let deadline = Instant::now() + timeout;
+        let mut checked: Option<Instant> = None;
         loop {
             let mut out = Vec::new();
+            // A job whose pane or backend is gone fails now, with the cause.
+            if checked.is_none_or(|t| t.elapsed() >= gone::PANE_CHECK_EVERY) {
+                checked = Some(Instant::now());
+                self.fail_gone(&engine, jobs)?;
+            }
             for job in jobs {
                 let rec = engine.show(job)?;
                 let outcome = match rec.status {
@@ -296,6 +333,7 @@ impl LaneOps for SimLanes {
                         }),
                 };
                 if let Some(o) = outcome {
+                    self.on.remove(job);
                     out.push((job.clone(), o));
                 }
             }

@@ -341,8 +341,11 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
     // that is herdr going away, not the command's own end.
     // (herdr answers `ping` for a while as it shuts down: a read that
     // already failed says it too.)
+    // A herdr killed outright closes the pane's terminal: the command may
+    // end any way (a sim agent exits 0), and herdr no longer answering is
+    // the cause all the same.
+    let hangup = info.signal.as_deref() == Some(crate::pane::core::signal_name(1).as_str());
     if !stopping
-        && info.signal.as_deref() == Some(crate::pane::core::signal_name(1).as_str())
         && (lock(&p.inner)
             .transport
             .as_deref()
@@ -352,9 +355,14 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
                 .request("ping", json!({}), REQUEST_TIMEOUT, false)
                 .is_err_and(|f| f.is_transport()))
     {
+        let how = if hangup {
+            "it ended the pane with SIGHUP"
+        } else {
+            "the pane ended with it"
+        };
         p.set_transport(
             generation,
-            Some("herdr's server went away (it ended the pane with SIGHUP)".into()),
+            Some(format!("herdr's server went away ({how})")),
         );
     }
     p.record_exit(generation, info);

@@ -6,6 +6,7 @@
 //! [`run`] touches the terminal. It watches only: acting on a remote pane
 //! (attach, approve, send) is done by `drover top` on its host.
 
+pub mod bounds;
 pub mod feed;
 pub mod model;
 pub mod render;

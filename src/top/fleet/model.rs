@@ -8,6 +8,7 @@
 //! grow means a new supervisor: what the old one held is forgotten. Only
 //! hosts present in the fleet's bucket are shown.
 
+use super::bounds::{MAX_FIELD_CHARS, MAX_HOSTS, MAX_KILLED_PER_HOST, make_room};
 use crate::fleet::events::FleetEvent;
 use crate::fleet::membership::{self, HostState, Presence};
 use crate::top::view::{Attention, state_attention};
@@ -62,7 +63,9 @@ fn ms_of(at: Option<&str>) -> Option<u64> {
 }
 
 fn text(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_string)
+    v.get(k)
+        .and_then(Value::as_str)
+        .map(|t| t.chars().take(MAX_FIELD_CHARS).collect())
 }
 
 impl FleetModel {
@@ -73,6 +76,9 @@ impl FleetModel {
         if ev.host == "-" {
             // The follower's own `missed` record: the stream dropped them.
             self.stream_missed += e.get("missed").and_then(Value::as_u64).unwrap_or(1);
+            return;
+        }
+        if !self.feeds.contains_key(&ev.host) && !self.room_for_host() {
             return;
         }
         let feed = self.feeds.entry(ev.host.clone()).or_default();
@@ -89,9 +95,15 @@ impl FleetModel {
             feed.missed += e.get("missed").and_then(Value::as_u64).unwrap_or(1);
             return;
         }
-        let Some(pane) = e.get("pane").and_then(Value::as_str) else {
+        let Some(pane) = e
+            .get("pane")
+            .and_then(Value::as_str)
+            .filter(|p| p.chars().count() <= MAX_FIELD_CHARS)
+        else {
             return;
         };
+        let kind: String = kind.chars().take(MAX_FIELD_CHARS).collect();
+        let kind = kind.as_str();
         let cell = match kind {
             "pane.created" => {
                 let cell = PaneCell {
@@ -102,17 +114,26 @@ impl FleetModel {
                     ..Default::default()
                 };
                 feed.killed.remove(pane);
+                if !feed.panes.contains_key(pane) {
+                    make_room(&mut feed.panes);
+                }
                 feed.panes.insert(pane.to_string(), cell);
                 feed.panes.get_mut(pane)
             }
             "pane.killed" => {
                 feed.panes.remove(pane);
+                while feed.killed.len() >= MAX_KILLED_PER_HOST {
+                    feed.killed.pop_first();
+                }
                 feed.killed.insert(pane.to_string());
                 None
             }
             _ if feed.killed.contains(pane) => None,
             // A pane its supervisor held before it joined shows at its first change.
             "pane.state" => {
+                if !feed.panes.contains_key(pane) {
+                    make_room(&mut feed.panes);
+                }
                 let cell = feed
                     .panes
                     .entry(pane.to_string())
@@ -154,8 +175,36 @@ impl FleetModel {
     }
 
     /// The hosts present now (the fleet's bucket).
+    /// Hosts gone from it are forgotten.
     pub fn set_present(&mut self, hosts: Vec<Presence>) {
         self.present = hosts;
+        let present = &self.present;
+        self.feeds
+            .retain(|h, _| present.iter().any(|p| p.host == *h));
+    }
+
+    /// Whether one more host's feed may be kept: at [`MAX_HOSTS`], a host
+    /// not present is forgotten to make room; with every one present, none.
+    fn room_for_host(&mut self) -> bool {
+        if self.feeds.len() < MAX_HOSTS {
+            return true;
+        }
+        let gone = self
+            .feeds
+            .keys()
+            .find(|h| !self.present.iter().any(|p| p.host == **h))
+            .cloned();
+        gone.is_some_and(|h| self.feeds.remove(&h).is_some())
+    }
+
+    /// How many hosts' feeds and panes are kept.
+    pub fn kept(&self) -> (usize, usize) {
+        let panes = self
+            .feeds
+            .values()
+            .map(|f| f.panes.len() + f.killed.len())
+            .sum();
+        (self.feeds.len(), panes)
     }
 
     /// Where following the stream starts so that every present host's
@@ -280,6 +329,7 @@ pub fn build(m: &FleetModel, a: &BuildArgs) -> FleetView {
 
 #[cfg(test)]
 mod tests {
+    use super::super::bounds::MAX_PANES_PER_HOST;
     use super::*;
     use serde_json::json;
 
@@ -322,6 +372,70 @@ mod tests {
 
     fn at(s: u64) -> String {
         format!("2030-01-01T00:00:{s:02}.000Z")
+    }
+
+    /// Guards issue 36 item 12: 20 k ghost-pane events of 1 KB grew
+    /// `top --fleet` to 165 MB; the model keeps a bounded number of hosts
+    /// and panes, whatever the stream holds.
+    #[test]
+    fn ghost_panes_and_hosts_keep_the_model_bounded() {
+        let mut m = FleetModel::default();
+        m.set_present(vec![presence("h1"), presence("h2")]);
+        let filler = "x".repeat(1000);
+        let mut seq = 0;
+        let mut next = || {
+            seq += 1;
+            seq
+        };
+        for i in 0..20_000u64 {
+            let kind = if i % 3 == 0 {
+                "pane.created"
+            } else {
+                "pane.state"
+            };
+            m.apply(&ev(
+                i + 1,
+                "h2",
+                json!({"seq": next(), "kind": kind, "pane": format!("ghost-{i}"),
+                       "state": filler, "agent": filler, "at": at(i % 60)}),
+            ));
+            if i % 5 == 0 {
+                m.apply(&ev(
+                    i + 1,
+                    "h2",
+                    json!({"seq": next(), "kind": "pane.killed",
+                           "pane": format!("ghost-{i}"), "at": at(i % 60)}),
+                ));
+            }
+            m.apply(&ev(
+                i + 1,
+                &format!("ghost-host-{i}"),
+                json!({"seq": 1, "kind": "pane.state", "pane": "p", "state": "idle"}),
+            ));
+        }
+        let (hosts, panes) = m.kept();
+        assert!(hosts <= MAX_HOSTS, "{hosts} hosts kept");
+        assert!(
+            panes <= MAX_HOSTS * (MAX_PANES_PER_HOST + MAX_KILLED_PER_HOST),
+            "{panes} panes kept"
+        );
+        let h2 = &m.feeds["h2"];
+        assert!(h2.panes.len() <= MAX_PANES_PER_HOST, "{}", h2.panes.len());
+        assert!(
+            h2.killed.len() <= MAX_KILLED_PER_HOST,
+            "{}",
+            h2.killed.len()
+        );
+        assert!(
+            h2.panes
+                .values()
+                .all(|c| c.state.chars().count() <= MAX_FIELD_CHARS)
+        );
+        // The newest panes are the ones kept; the present host stays.
+        assert!(h2.panes.contains_key("ghost-19999"));
+        // Hosts gone from the bucket are forgotten.
+        m.set_present(vec![presence("h2")]);
+        assert_eq!(m.kept().0, 1);
     }
 
     #[test]

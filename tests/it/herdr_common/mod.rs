@@ -165,6 +165,14 @@ impl Real {
         self.dir.path().join("herdr.sock")
     }
 
+    /// The server killed (SIGKILL), as a crash: its panes' terminals close.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.server.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     /// `herdr server stop`: herdr ends its panes with SIGHUP.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.server.take() {

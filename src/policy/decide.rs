@@ -43,11 +43,27 @@ impl Seen<'_> {
     /// `timeline[4] report at t=50000` — how reasons point at an event.
     pub(super) fn at(&self) -> String {
         format!(
-            "timeline[{}] {} at t={}",
+            "timeline[{}] {} at {}",
             self.index,
             self.event.body.name(),
-            self.event.t_ms
+            when(self.event.t_ms)
         )
+    }
+}
+
+/// An event's time as a reason shows it: a clock time (`t=` of epoch
+/// milliseconds meant nothing to a reader) as
+/// `2026-12-05T20:20:17.393Z`; a scenario's own small offsets stay `t=50000`.
+pub(super) fn when(t_ms: u64) -> String {
+    // Before 2001-09-09 it is an offset in a scenario, not a clock time.
+    const EPOCH_FLOOR_MS: u64 = 1_000_000_000_000;
+    let clock = i64::try_from(t_ms)
+        .ok()
+        .filter(|_| t_ms >= EPOCH_FLOOR_MS)
+        .and_then(chrono::DateTime::from_timestamp_millis);
+    match clock {
+        Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        None => format!("t={t_ms}"),
     }
 }
 
@@ -107,7 +123,7 @@ fn reconnect(ev: &Evidence) -> Option<Decision> {
         .iter()
         .filter_map(|e| match e.event.body {
             EventBody::Transport { result } => {
-                Some(format!("{} at t={}", result.name(), e.event.t_ms))
+                Some(format!("{} at {}", result.name(), when(e.event.t_ms)))
             }
             _ => None,
         })
@@ -275,6 +291,17 @@ fn complete(ev: &Evidence) -> Decision {
 mod tests {
     use super::*;
     use crate::policy::testkit::*;
+
+    /// Guards issue 42 item 10: live reasons said `t=1796502017393`.
+    #[test]
+    fn reasons_show_clock_times_as_people_read_them() {
+        assert_eq!(when(1_796_502_017_393), "2026-12-05T20:20:17.393Z");
+        assert_eq!(
+            when(58_000),
+            "t=58000",
+            "a scenario's offsets stay as written"
+        );
+    }
 
     fn run(check: fn(&Evidence) -> Option<Decision>, s: &Scenario) -> Option<DecisionKind> {
         check(&Evidence::new(s)).map(|d| d.kind())

@@ -161,6 +161,9 @@ fn the_demos_point_only_to_files_that_are_still_there() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("(written to "), "{text}");
+    // Guards issue 42 item 10: "4 landing(s)" for 3 tasks, with nothing to
+    // say that one landing turned a task back.
+    assert!(text.contains("- 3 task(s) landed, in "), "{text}");
     assert!(
         text.trim_end().ends_with(
             "removed now with its repo and state dir; `drover demo --loop --keep` keeps them)"

@@ -203,8 +203,16 @@ impl<O: LaneOps> Runner<'_, O> {
             "integration branch {} at {head}; nothing was pushed and main was not touched",
             self.status.integration_branch
         ));
+        // A landing that turned a task back (a conflict) counts as a landing:
+        // say how many tasks it came to, so 4 landings of 3 tasks add up.
+        let landed = self
+            .status
+            .tasks
+            .iter()
+            .filter(|t| t.phase == Phase::Landed)
+            .count();
         c.notes.push(format!(
-            "{} landing(s); gate evidence under {}",
+            "{landed} task(s) landed, in {} landing(s); gate evidence under {}",
             self.status.landings,
             self.run.file("gate-evidence").display()
         ));

@@ -17,6 +17,7 @@ mod lane;
 mod lease;
 mod loopcheck;
 mod loopcmd;
+mod loopsim;
 mod mix;
 mod notify;
 mod pane;

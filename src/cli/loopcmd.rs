@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use drover::exit;
 use drover::loopctl::lanes::fleet_lanes::{FleetLanes, RemoteSteps};
 use drover::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
-use drover::loopctl::ops::{LaneOps, LaneSpec, Role};
+use drover::loopctl::ops::{LaneOps, LaneSpec};
 use drover::loopctl::run::runner::{self, RunConfig, RunStatus};
 use drover::loopctl::{LoopError, board, board::charter, board::ready, run::rundir};
 use std::path::{Path, PathBuf};
@@ -396,11 +396,6 @@ fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
     }
 }
 
-fn read_script(p: &Path) -> anyhow::Result<String> {
-    drover::agent::sim::Script::load(p).map_err(|e| fail(exit::USAGE, e.to_string()))?;
-    std::fs::read_to_string(p).map_err(|e| fail(exit::USAGE, format!("{}: {e}", p.display())))
-}
-
 fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     if !(a.autotune_k.is_finite() && a.autotune_k >= 1.0) {
         return Err(fail(
@@ -454,13 +449,19 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     }
     let scripts = (
-        a.sim_implementer.as_deref().map(read_script).transpose()?,
-        a.sim_reviewer.as_deref().map(read_script).transpose()?,
+        a.sim_implementer
+            .as_deref()
+            .map(super::loopsim::read_script)
+            .transpose()?,
+        a.sim_reviewer
+            .as_deref()
+            .map(super::loopsim::read_script)
+            .transpose()?,
     );
     let sim = a.sim || scripts.0.is_some() || scripts.1.is_some();
     let sim_record = sim.then(|| drover::loopctl::night::settings::SimLanesRecord {
-        implementer: a.sim_implementer.as_deref().map(absolute),
-        reviewer: a.sim_reviewer.as_deref().map(absolute),
+        implementer: a.sim_implementer.as_deref().map(super::loopsim::absolute),
+        reviewer: a.sim_reviewer.as_deref().map(super::loopsim::absolute),
     });
     if !sim && a.close_only.is_none() {
         let missing = drover::loopctl::lanes::lanes_ops::missing_agents();
@@ -506,8 +507,8 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     opts.backend = a.backend.clone();
     opts.spawn_budget = a.spawn_budget;
     opts.env = user_env;
-    opts.scripts = sim_scripts(&scripts, sim, &board_dir);
-    let fleet_scripts = sim_scripts(&scripts, sim, &board_dir);
+    opts.scripts = super::loopsim::sim_scripts(&scripts, sim, &board_dir);
+    let fleet_scripts = super::loopsim::sim_scripts(&scripts, sim, &board_dir);
     let lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let cfg = RunConfig {
         state_dir,
@@ -654,38 +655,6 @@ fn drive<O: LaneOps>(
         Some(n) => drover::loopctl::run::resume::resume(&mut lanes, cfg, n, say),
         None => runner::run(&mut lanes, cfg, say),
     }
-}
-
-/// The script each sim lane follows: the given pair, or (no scripts) a
-/// minimal obedient agent for its task; none for real agents.
-fn sim_scripts(
-    scripts: &(Option<String>, Option<String>),
-    sim: bool,
-    board_dir: &std::path::Path,
-) -> Option<drover::loopctl::lanes::lanes_ops::ScriptFor> {
-    if !sim {
-        return None;
-    }
-    let claimed: std::collections::BTreeMap<String, Vec<String>> =
-        drover::loopctl::board::load(board_dir)
-            .map(|b| b.tasks.into_iter().map(|t| (t.id, t.files)).collect())
-            .unwrap_or_default();
-    let (imp, rev) = scripts.clone();
-    Some(Box::new(move |s: &LaneSpec| {
-        let given = match s.role {
-            Role::Implementer => imp.clone(),
-            Role::Reviewer => rev.clone(),
-        };
-        given.unwrap_or_else(|| {
-            let files = claimed.get(&s.task).map(Vec::as_slice).unwrap_or_default();
-            drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
-        })
-    }))
-}
-
-/// `p` from the root (a resume may run from another directory).
-fn absolute(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// `--overnight [--until HH:MM]` (the owner's local time) as a mode.

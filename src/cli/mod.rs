@@ -18,6 +18,7 @@ mod lane;
 mod lease;
 mod loopcheck;
 mod loopcmd;
+mod loopsim;
 mod mix;
 mod notify;
 mod pane;

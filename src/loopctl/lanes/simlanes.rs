@@ -496,3 +496,23 @@ mod failed_outcome_tests {
         assert_eq!(failed_outcome(&rec), ("failed".into(), "exhausted".into()));
     }
 }
+
+#[cfg(test)]
+mod obedient_tests {
+    use super::{beside, comment_line};
+
+    #[test]
+    fn a_line_in_the_files_own_comment_syntax_or_a_note_beside_it() {
+        assert_eq!(comment_line("calc.py", "x").as_deref(), Some("# x"));
+        assert_eq!(comment_line("src/a.rs", "x").as_deref(), Some("// x"));
+        assert_eq!(
+            comment_line("README.md", "x").as_deref(),
+            Some("<!-- x -->")
+        );
+        assert_eq!(comment_line("Makefile", "x").as_deref(), Some("# x"));
+        assert_eq!(comment_line("package.json", "x"), None);
+        assert_eq!(comment_line("src/**", "x"), None);
+        assert_eq!(beside("src/**", "TASK-1"), "src/TASK-1.drover-sim.md");
+        assert_eq!(beside("data.json", "TASK-1"), "TASK-1.drover-sim.md");
+    }
+}

@@ -73,6 +73,25 @@ impl FleetEvent {
     }
 }
 
+/// The event stream for a follower, made again when gone where this user
+/// may (the creator's); else said as gone, not as a request timed out (a
+/// host's user may not make it, and its refused request gets no answer).
+async fn open_to_follow(
+    js: &jetstream::Context,
+    names: &Names,
+) -> Result<jetstream::stream::Stream, FleetError> {
+    use jetstream::context::GetStreamErrorKind;
+    match js.get_stream(names.events_stream()).await {
+        Ok(s) => Ok(s),
+        Err(e) if matches!(e.kind(), GetStreamErrorKind::JetStream(_)) => {
+            stream(js, names).await.map_err(|_| FleetError::EventsGone {
+                stream: names.events_stream(),
+            })
+        }
+        Err(e) => Err(FleetError::bus("open the event stream", e)),
+    }
+}
+
 /// Follow every host's events from `start`.
 pub async fn follow(
     js: &jetstream::Context,
@@ -81,7 +100,7 @@ pub async fn follow(
 ) -> Result<jetstream::consumer::pull::Ordered, FleetError> {
     use super::follow::Start;
     use jetstream::consumer::DeliverPolicy;
-    let s = stream(js, names).await?;
+    let s = open_to_follow(js, names).await?;
     let deliver_policy = match start {
         Start::New => DeliverPolicy::New,
         Start::After(0) => DeliverPolicy::All,

@@ -116,6 +116,12 @@ pub enum FleetError {
         "the fleet's {what} is gone from the NATS server (its store wiped or the stream deleted): the steps queued on it are lost; this run stops here, and `drover loop run --resume` makes it again and queues them anew"
     )]
     Lost { what: String },
+    /// The fleet's event stream is gone (a wiped store) and this host's
+    /// user may not make it again.
+    #[error(
+        "the fleet's event stream {stream} is gone from the NATS server (its store wiped or the stream deleted) and this host may not make it again: the fleet's creator makes it when its supervisor joins again; then follow again"
+    )]
+    EventsGone { stream: String },
     /// A call on the bus failed.
     #[error("NATS {op}: {message}")]
     Bus { op: &'static str, message: String },
@@ -148,7 +154,8 @@ impl FleetError {
             FleetError::Connect { .. }
             | FleetError::Bus { .. }
             | FleetError::NoCoordinator { .. }
-            | FleetError::Lost { .. } => crate::exit::TRANSPORT,
+            | FleetError::Lost { .. }
+            | FleetError::EventsGone { .. } => crate::exit::TRANSPORT,
             _ => crate::exit::ERROR,
         }
     }

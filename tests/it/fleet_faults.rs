@@ -4,8 +4,10 @@
 //! again and lands the task.
 
 use crate::common::{Drover, wait_until};
+use crate::fleet_join::join;
 use crate::fleet_work::{
-    Worker, board, commits_touching, finish, loop_run, record, scripts, starts_by, trio, users,
+    Worker, board, commits_touching, finish, joined, loop_run, per_host_server, record, scripts,
+    starts_by, trio, users,
 };
 use crate::nats_common::Nats;
 use std::path::Path;
@@ -68,4 +70,43 @@ fn a_store_wiped_under_a_run_is_said_at_once_and_the_resumed_run_lands() {
     let (ok, err) = finish(resume(&c, &imp, &rev));
     assert!(ok, "loop run --resume: {err}\nh1: {}", w1.said());
     assert_eq!(commits_touching(&repo, "TASK-1.txt"), 1);
+}
+
+/// Guards issue 36 item 8: after the store was wiped, `events --follow
+/// --fleet` on a host (its own user, from `fleet server-config`, may not
+/// make the stream) hung after a permissions warning; it says the event
+/// stream is gone and exits 5.
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_hosts_follower_after_the_store_was_wiped_says_the_stream_is_gone() {
+    let c = Drover::new();
+    let mut nats = per_host_server(&c);
+    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let h1 = joined(&nats, "h1");
+    // The creator's supervisor would make the stream again: it is away.
+    let _ = c.run(&["kill-server"]);
+    nats.wipe_and_restart();
+    let mut child = h1
+        .cmd()
+        .args(["events", "--follow", "--fleet", "lab"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    let ended = wait_until(Duration::from_secs(30), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(ended, "the follower hung: {err}");
+    assert_eq!(status.and_then(|s| s.code()), Some(5), "{err}");
+    assert!(
+        err.contains("event stream") && err.contains("is gone"),
+        "{err}"
+    );
 }

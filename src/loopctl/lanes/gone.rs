@@ -7,7 +7,8 @@ use crate::engine::{Action, Actor, Engine, Request};
 use serde_json::Value;
 use std::time::Duration;
 
-/// How often a wait for outcomes looks at its lanes' panes.
+/// How often a wait for outcomes looks at its lanes' panes; a job whose
+/// pane two looks in a row find gone (so at least this long) is failed.
 pub const PANE_CHECK_EVERY: Duration = Duration::from_millis(500);
 
 /// Why the pane `pane` of lane `lane` can no longer work job `job`, from

@@ -111,6 +111,10 @@ pub struct SimLanes {
     mine: BTreeSet<String>,
     /// The lane and pane each dispatched job runs on.
     on: BTreeMap<String, (String, String)>,
+    /// Jobs whose pane the last check found gone: failed only when the next
+    /// check still finds them running, so a report written just before the
+    /// agent ended is the policy's to complete first.
+    gone_once: BTreeSet<String>,
 }
 
 pub(in crate::loopctl) fn lane_err(lane: &str, e: impl std::fmt::Display) -> LoopError {
@@ -161,6 +165,7 @@ impl SimLanes {
             scripts,
             mine: BTreeSet::new(),
             on: BTreeMap::new(),
+            gone_once: BTreeSet::new(),
         }
     }
 
@@ -178,14 +183,20 @@ impl SimLanes {
         let Ok(listing) = self.client.call("pane.ls", json!({})) else {
             return Ok(());
         };
+        let mut now_gone = BTreeSet::new();
         for (job, (lane, pane)) in watched {
             if engine.show(job)?.status.is_terminal() {
                 continue;
             }
             if let Some(why) = gone::gone_reason(lane, pane, job, gone::entry(&listing, pane)) {
-                gone::fail_job(engine, job, &why);
+                if self.gone_once.contains(job) {
+                    gone::fail_job(engine, job, &why);
+                } else {
+                    now_gone.insert(job.clone());
+                }
             }
         }
+        self.gone_once = now_gone;
         Ok(())
     }
 

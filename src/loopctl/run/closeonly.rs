@@ -31,16 +31,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let n = self.run.n;
         let reaped = self.ops.reap(&format!("l{n}-"))?;
         crate::loopctl::child::end_marked(&self.run.path.display().to_string());
-        let prefix = format!("loop{n}-");
-        let open: Vec<String> = crate::engine::Engine::open(&self.cfg.state_dir)?
-            .list()?
-            .into_iter()
-            .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())
-            .map(|j| j.job_id)
-            .collect();
-        for j in &open {
-            self.cancel_job(j);
-        }
+        let cancelled = self.cancel_open_jobs()?;
         let head = self.integration_worktree_back()?;
         self.status.integration_head = Some(head.clone());
         let found = land::landed_on(
@@ -62,7 +53,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!(
                 "loop{n} closed without a resume after its loop process stopped ({why}): {} lane(s) stopped, {} job(s) cancelled, integration at {head}",
                 reaped.len(),
-                open.len()
+                cancelled
             ),
         )?;
         self.say(&format!(

@@ -120,19 +120,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         // Turns that finished before the stop, found before their jobs are cancelled.
         let finished = self.finished_turns()?;
-        // Every open job of the run, recorded or not (one dispatched just
-        // before the crash may not be in run.json yet).
-        let prefix = format!("loop{n}-");
-        let open: Vec<String> = crate::engine::Engine::open(&self.cfg.state_dir)?
-            .list()?
-            .into_iter()
-            .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())
-            .map(|j| j.job_id)
-            .collect();
-        for j in &open {
-            self.cancel_job(j);
-        }
-        let cancelled = open.len();
+        let cancelled = self.cancel_open_jobs()?;
         // The integration branch is the truth of what landed: it moves only
         // after a green gate, so the worktree goes back to it (a landing cut
         // short is dropped, never the branch reset) and every task whose

@@ -52,6 +52,22 @@ impl<O: LaneOps> Runner<'_, O> {
         }
     }
 
+    /// Cancel every open job of this run, recorded or not (one dispatched
+    /// just before a crash may not be in run.json yet); how many there were.
+    pub(in crate::loopctl) fn cancel_open_jobs(&self) -> Result<usize, LoopError> {
+        let prefix = format!("loop{}-", self.run.n);
+        let open: Vec<String> = Engine::open(&self.cfg.state_dir)?
+            .list()?
+            .into_iter()
+            .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())
+            .map(|j| j.job_id)
+            .collect();
+        for j in &open {
+            self.cancel_job(j);
+        }
+        Ok(open.len())
+    }
+
     pub(in crate::loopctl) fn start_task(&mut self, id: &str) -> Result<(), LoopError> {
         let task = self.board_task(id)?;
         let agent = self.pick_agent();

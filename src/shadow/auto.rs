@@ -204,6 +204,27 @@ mod tests {
     use super::*;
     use crate::shadow::Summary;
 
+    /// Job J1's dispatch of `attempt`, reporting to `report` from `wt`.
+    fn dispatch_j1(runner: &Runner, attempt: &str, report: &std::path::Path, wt: &std::path::Path) {
+        runner
+            .evidence()
+            .append(
+                "J1",
+                &Evidence::Dispatch {
+                    t_ms: 1,
+                    job_id: "J1".into(),
+                    attempt_id: attempt.into(),
+                    session_id: "s".into(),
+                    pane: "p".into(),
+                    pane_generation: 1,
+                    nonce: "n".into(),
+                    report_path: Some(report.display().to_string()),
+                    worktree: Some(wt.display().to_string()),
+                },
+            )
+            .unwrap();
+    }
+
     /// A `complete` decision on a clean job J1's attempt.
     fn complete_clean(attempt: &str) -> ShadowDecision {
         ShadowDecision {
@@ -246,23 +267,7 @@ mod tests {
         )
         .unwrap();
         let runner = Runner::new(state);
-        runner
-            .evidence()
-            .append(
-                "J1",
-                &Evidence::Dispatch {
-                    t_ms: 1,
-                    job_id: "J1".into(),
-                    attempt_id: "A1".into(),
-                    session_id: "s".into(),
-                    pane: "p".into(),
-                    pane_generation: 1,
-                    nonce: "n".into(),
-                    report_path: Some(report.display().to_string()),
-                    worktree: Some(wt.display().to_string()),
-                },
-            )
-            .unwrap();
+        dispatch_j1(&runner, "A1", &report, &wt);
         let mut d = complete_clean("A1");
         // No job J1 in the engine: the transition fails after the record.
         let engine = Engine::open(state).unwrap();
@@ -320,23 +325,7 @@ mod tests {
         };
         write("done");
         let runner = Runner::new(state);
-        runner
-            .evidence()
-            .append(
-                "J1",
-                &Evidence::Dispatch {
-                    t_ms: 1,
-                    job_id: "J1".into(),
-                    attempt_id: attempt.clone(),
-                    session_id: "s".into(),
-                    pane: "p".into(),
-                    pane_generation: 1,
-                    nonce: "n".into(),
-                    report_path: Some(report.display().to_string()),
-                    worktree: Some(wt.display().to_string()),
-                },
-            )
-            .unwrap();
+        dispatch_j1(&runner, &attempt, &report, &wt);
         let d = complete_clean(&attempt);
         let p = prepare(&runner, &d)
             .unwrap()

@@ -246,19 +246,10 @@ pub fn js_as(
     user: &str,
     pw: &str,
 ) -> (tokio::runtime::Runtime, async_nats::jetstream::Context) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    // The context is made inside the runtime (it needs one).
-    let js = rt.block_on(async {
-        let client = async_nats::ConnectOptions::with_user_and_password(user.into(), pw.into())
-            .connect(nats.url("nats"))
-            .await
-            .unwrap();
-        async_nats::jetstream::new(client)
-    });
-    (rt, js)
+    js_with(
+        nats,
+        async_nats::ConnectOptions::with_user_and_password(user.into(), pw.into()),
+    )
 }
 
 /// The same as host `user` of fleet `lab` with per-host users: its
@@ -269,16 +260,25 @@ pub fn js_as_host(
     user: &str,
     pw: &str,
 ) -> (tokio::runtime::Runtime, async_nats::jetstream::Context) {
+    js_with(
+        nats,
+        async_nats::ConnectOptions::with_user_and_password(user.into(), pw.into())
+            .custom_inbox_prefix(format!("_INBOX_drover_lab_{user}")),
+    )
+}
+
+/// A runtime and a JetStream context connected to `nats` with `opts`
+/// (the context is made inside the runtime: it needs one).
+fn js_with(
+    nats: &Nats,
+    opts: async_nats::ConnectOptions,
+) -> (tokio::runtime::Runtime, async_nats::jetstream::Context) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let js = rt.block_on(async {
-        let client = async_nats::ConnectOptions::with_user_and_password(user.into(), pw.into())
-            .custom_inbox_prefix(format!("_INBOX_drover_lab_{user}"))
-            .connect(nats.url("nats"))
-            .await
-            .unwrap();
+        let client = opts.connect(nats.url("nats")).await.unwrap();
         async_nats::jetstream::new(client)
     });
     (rt, js)

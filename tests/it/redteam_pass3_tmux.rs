@@ -58,6 +58,19 @@ fn start_unmarked_escapee(d: &Drover, name: &str, tag: u32) -> i32 {
     pid
 }
 
+/// A drover on tmux where the host gives it a cgroup v2 hierarchy, and the
+/// guard that ends its tmux server.
+fn tmux_with_cgroups() -> (Drover, TmuxGuard) {
+    tmux_common::need_tmux();
+    assert!(
+        drover::pane::cgroup::available(),
+        "this host gives drover no cgroup v2 hierarchy"
+    );
+    let d = Drover::new();
+    let g = TmuxGuard(tmux_common::socket(&d));
+    (d, g)
+}
+
 fn assert_ended(pid: i32, after: &str) {
     assert!(
         wait_until(T, || stat(pid).is_none_or(|s| s.state == 'Z')),
@@ -69,13 +82,7 @@ fn assert_ended(pid: i32, after: &str) {
 #[test]
 #[ignore = "needs a writable cgroup v2 hierarchy (root or a delegated one)"]
 fn tmux_pane_kill_ends_an_escapee_without_a_marker() {
-    tmux_common::need_tmux();
-    assert!(
-        drover::pane::cgroup::available(),
-        "this host gives drover no cgroup v2 hierarchy"
-    );
-    let d = Drover::new();
-    let _g = TmuxGuard(tmux_common::socket(&d));
+    let (d, _g) = tmux_with_cgroups();
     let pid = start_unmarked_escapee(&d, "esc", tag(0));
     d.ok(&["pane", "kill", "esc"]);
     assert_ended(pid, "pane kill");
@@ -86,13 +93,7 @@ fn tmux_pane_kill_ends_an_escapee_without_a_marker() {
 #[test]
 #[ignore = "needs a writable cgroup v2 hierarchy (root or a delegated one)"]
 fn tmux_kill_server_after_readoption_ends_an_escapee_without_a_marker() {
-    tmux_common::need_tmux();
-    assert!(
-        drover::pane::cgroup::available(),
-        "this host gives drover no cgroup v2 hierarchy"
-    );
-    let d = Drover::new();
-    let _g = TmuxGuard(tmux_common::socket(&d));
+    let (d, _g) = tmux_with_cgroups();
     let pid = start_unmarked_escapee(&d, "esc", tag(1));
     tmux_common::kill_supervisor_and_readopt(&d, "esc");
     d.ok(&["kill-server"]);

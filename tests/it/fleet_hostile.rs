@@ -219,7 +219,12 @@ fn a_candidate_whose_symlink_points_outside_the_tree_is_refused_where_it_is_appl
     let reply = rt.block_on(async {
         let h2 = hostile(&nats, "h2").await;
         let js = async_nats::jetstream::new(h2.clone());
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
         let consumer = loop {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the work stream's consumer never appeared"
+            );
             if let Ok(mut s) = js.get_stream("drover-lab-work").await
                 && let Ok(cons) = s
                     .get_consumer::<async_nats::jetstream::consumer::pull::Config>("hosts-claude")

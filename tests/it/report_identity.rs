@@ -248,6 +248,8 @@ fn a_report_never_changes_after_completion() {
             std::time::Duration::from_secs(10),
             || report.exists()
         ));
+        // Not a settle: a jitter of 0-600 µs so the rounds hit the race at
+        // different points of the writer's loop.
         std::thread::sleep(std::time::Duration::from_micros(100 * (round % 7)));
         Engine::open(&state)
             .unwrap()

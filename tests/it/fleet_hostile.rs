@@ -65,22 +65,33 @@ async fn ask_any(client: &async_nats::Client, run: &str, host: &str, body: &Valu
     out
 }
 
+/// A nats-server with per-host users, joined by the coordinator `c`.
+fn fleet_with_coordinator(c: &Drover) -> Nats {
+    let nats = per_host_server(c);
+    join(c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    nats
+}
+
+/// Wait until the coordinator's record shows `host` started a step.
+fn wait_started(c: &Drover, host: &str, w: &Worker) {
+    assert!(
+        wait_until(Duration::from_secs(60), || !starts_by(c, host).is_empty()),
+        "{host} never started: {}",
+        w.said()
+    );
+}
+
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_hosts_user_cannot_take_another_hosts_step_speak_as_it_misdirect_answers_or_ack_for_it() {
     let c = Drover::new();
-    let nats = per_host_server(&c);
-    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let nats = fleet_with_coordinator(&c);
     let h1 = joined(&nats, "h1");
     let w1 = Worker::start(&h1);
     let (repo, charter) = board(&c, 1);
     let (imp, rev) = scripts(&c, 15000);
     let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
-        "h1 never started: {}",
-        w1.said()
-    );
+    wait_started(&c, "h1", &w1);
     let st = starts_by(&c, "h1").remove(0);
     let (job, attempt) = (st["job"].clone(), st["attempt"].clone());
     let key = run_key(&c);
@@ -199,8 +210,7 @@ fn symlink_patch(d: &Drover, path: &str, target: &Path) -> Vec<u8> {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_candidate_whose_symlink_points_outside_the_tree_is_refused_where_it_is_applied() {
     let c = Drover::new();
-    let nats = per_host_server(&c);
-    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let nats = fleet_with_coordinator(&c);
     let h1 = joined(&nats, "h1");
     // h2 joined as any host: its presence is listed.
     let _h2 = joined(&nats, "h2");
@@ -371,18 +381,13 @@ fn a_step_is_delivered_again_after_its_holder_dies_however_many_partitions_came_
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn one_hostile_request_neither_stalls_the_coordinator_nor_grows_its_record() {
     let c = Drover::new();
-    let nats = per_host_server(&c);
-    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let nats = fleet_with_coordinator(&c);
     let h1 = joined(&nats, "h1");
     let w1 = Worker::start(&h1);
     let (repo, charter) = board(&c, 1);
     let (imp, rev) = scripts(&c, 4000);
     let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    assert!(
-        wait_until(Duration::from_secs(60), || !starts_by(&c, "h1").is_empty()),
-        "h1 never started: {}",
-        w1.said()
-    );
+    wait_started(&c, "h1", &w1);
     let key = run_key(&c);
     let log = c.state.join("fleet").join(format!("{key}.jsonl"));
     let before = std::fs::metadata(&log).unwrap().len();
@@ -459,8 +464,7 @@ fn two_coordinators_on_one_fleet_each_land_their_own_run() {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn another_hosts_escapes_never_reach_the_fleet_followers_terminal() {
     let c = Drover::new();
-    let nats = per_host_server(&c);
-    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let nats = fleet_with_coordinator(&c);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -513,8 +517,7 @@ fn join_help_says_what_a_shared_token_gives_every_holder() {
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_hosts_user_cannot_roll_the_object_store_up() {
     let c = Drover::new();
-    let nats = per_host_server(&c);
-    join(&c, &nats, "c", "c", "pw-c-Kp3", &[]);
+    let nats = fleet_with_coordinator(&c);
     let h1 = joined(&nats, "h1");
     let w1 = Worker::start(&h1);
     let (repo, charter) = board(&c, 1);

@@ -44,7 +44,15 @@ struct Beat {
     presence: Presence,
     every: Duration,
     ttl: Duration,
+    names: Names,
+    /// The heartbeat the fleet was joined with (a presence bucket made
+    /// again takes its TTL from it).
+    heartbeat_ms: u64,
 }
+
+/// How often a supervisor whose heartbeat fails looks for its streams
+/// gone (a wiped store) and makes them again when it may.
+const REMAKE_EVERY: Duration = Duration::from_secs(30);
 
 async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Beat, FleetError> {
     let names = Names::of(cfg)?;
@@ -73,6 +81,8 @@ async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Bea
         every: membership::heartbeat_for(cfg.heartbeat_ms, ttl),
         presence,
         ttl,
+        names,
+        heartbeat_ms: cfg.heartbeat_ms,
     })
 }
 
@@ -177,10 +187,19 @@ async fn heartbeat(
     _link: watch::Sender<Option<Link>>,
 ) {
     let mut failing = false;
+    let mut looked: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(beat.every) => {}
             _ = stop.changed() => return,
+        }
+        // A beat that failed: the store may have been wiped. What this
+        // host's user may make is made again, and what it may not is said.
+        if failing && looked.is_none_or(|t| t.elapsed() >= REMAKE_EVERY) {
+            looked = Some(tokio::time::Instant::now());
+            for r in super::lost::remake_own(&beat.link.js, &beat.names, beat.heartbeat_ms).await {
+                r.log();
+            }
         }
         beat.presence.lanes = lanes();
         beat.presence.heartbeat_at = crate::paths::now_rfc3339();
@@ -233,11 +252,17 @@ impl EventsSink {
                         }
                         return true;
                     }
-                    Err(e) if !failing => {
+                    Err(e) => {
+                        if !failing {
+                            tracing::warn!(error = %e, "fleet event not stored; retrying");
+                        }
                         failing = true;
-                        tracing::warn!(error = %e, "fleet event not stored; retrying");
+                        // Its stream gone (a wiped store): made again by
+                        // the creator; said by any other host.
+                        if let Some(r) = super::lost::remake_events(&l.js, &self.names).await {
+                            r.log();
+                        }
                     }
-                    Err(_) => {}
                 }
             }
             tokio::select! {

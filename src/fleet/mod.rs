@@ -17,8 +17,10 @@
 //! - [`candidate`]: the check of a candidate applied from another host: no
 //!   symlink that points outside the tree.
 //! - [`delivery`]: a host's pull and what a delivery's ack subject says.
-//! - [`objects`]: the object store's bundles and patches, written without
-//!   a rollup and read back checked.
+//! - [`objects`]: the coordinator's bundles and candidates, and each host's
+//!   own bucket of patches, written without a rollup and read back checked.
+//! - [`lost`]: which of the fleet's streams a wiped store took, and making
+//!   again what this host's user may make.
 //! - [`follow`]: watching the fleet from a joined host, the hosts present
 //!   and every host's events (`events --follow --fleet`, `top --fleet`).
 //!
@@ -31,6 +33,7 @@ pub mod connection;
 pub mod delivery;
 pub mod events;
 pub mod follow;
+pub mod lost;
 pub mod member;
 pub mod membership;
 pub mod objects;
@@ -116,6 +119,18 @@ pub enum FleetError {
         "the fleet's {what} is gone from the NATS server (its store wiped or the stream deleted): the steps queued on it are lost; this run stops here, and `drover loop run --resume` makes it again and queues them anew"
     )]
     Lost { what: String },
+    /// A host's `fleet work` found one of the fleet's streams gone from
+    /// under it: it may not make it again, and the steps on it are lost.
+    #[error(
+        "the fleet's {what} is gone from the NATS server (its store wiped or the stream deleted): the steps queued on it are lost and this host may not make it again; the coordinator's `drover loop run --resume` makes it again, then start `drover fleet work` again"
+    )]
+    HostLost { what: String },
+    /// The fleet's object store allows rollups (an older drover made it)
+    /// and this host's user may not change that.
+    #[error(
+        "the fleet's object store {stream} allows rollups (an older drover made it): one message could erase every object; delete that stream with the server's admin user (`nats stream rm {stream}`), then run again: the fleet's creator makes it anew"
+    )]
+    RollupStore { stream: String },
     /// The fleet's event stream is gone (a wiped store) and this host's
     /// user may not make it again.
     #[error(
@@ -155,7 +170,9 @@ impl FleetError {
             | FleetError::Bus { .. }
             | FleetError::NoCoordinator { .. }
             | FleetError::Lost { .. }
+            | FleetError::HostLost { .. }
             | FleetError::EventsGone { .. } => crate::exit::TRANSPORT,
+            FleetError::RollupStore { .. } => crate::exit::REFUSED,
             _ => crate::exit::ERROR,
         }
     }

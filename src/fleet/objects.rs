@@ -1,30 +1,45 @@
-//! The fleet's object store `drover-<fleet>-objects` (docs/fleet.md): base
-//! bundles and candidate patches, each written without a rollup (the store
-//! refuses them) and read back checked by its size and sha256.
+//! The fleet's objects (docs/fleet.md), each written without a rollup (the
+//! stores refuse them) and read back checked by its size and sha256:
+//!
+//! - `drover-<fleet>-objects`, the coordinator's: base bundles and the
+//!   candidates it sends. Only the fleet's creator writes it; hosts read it.
+//! - `drover-<fleet>-objects-<host>`, one per host: that host's patches.
+//!   Only that host's user writes it; the coordinator makes it (a host may
+//!   not choose a stream's config) and reads a step's candidate only from
+//!   the bucket of the host the step was handed to.
 
 use super::work::{MAX_OBJECT, OBJECTS_MAX_AGE, ObjectRef};
 use super::{FleetError, Names};
 use async_nats::jetstream;
+use jetstream::object_store::ObjectStore;
 use sha2::Digest;
 
-/// The fleet's object store, created when missing: made as its stream
-/// directly, with rollups refused — a store the client makes allows a
-/// `Nats-Rollup: all` header, with which any host writing an object could
-/// erase every object. Objects are written by [`put_bytes`] without one.
-pub async fn objects(
+impl Names {
+    /// Host `host`'s own object bucket (its patches).
+    pub fn host_objects_bucket(&self, host: &str) -> String {
+        format!("{}-{host}", self.objects_bucket())
+    }
+
+    /// The stream under host `host`'s object bucket.
+    pub fn host_objects_stream(&self, host: &str) -> String {
+        format!("OBJ_{}", self.host_objects_bucket(host))
+    }
+}
+
+/// The object store `bucket` (stream `OBJ_<bucket>`), made when missing as
+/// its stream directly, with rollups, message deletes and purges refused:
+/// a store the client makes allows a `Nats-Rollup: all` header, with which
+/// any writer could erase every object. Objects are written by
+/// [`put_bytes`] without one and expire by age.
+async fn make(
     js: &jetstream::Context,
     names: &Names,
-) -> Result<jetstream::object_store::ObjectStore, FleetError> {
-    let bucket = names.objects_bucket();
-    if let Ok(s) = js.get_object_store(&bucket).await {
-        return Ok(s);
-    }
+    bucket: &str,
+    what: &str,
+) -> Result<jetstream::stream::Stream, FleetError> {
     js.get_or_create_stream(jetstream::stream::Config {
-        name: names.objects_stream(),
-        description: Some(format!(
-            "drover fleet {}: base bundles and candidate patches",
-            names.fleet
-        )),
+        name: format!("OBJ_{bucket}"),
+        description: Some(format!("drover fleet {}: {what}", names.fleet)),
         subjects: vec![format!("$O.{bucket}.C.>"), format!("$O.{bucket}.M.>")],
         max_age: OBJECTS_MAX_AGE,
         storage: jetstream::stream::StorageType::File,
@@ -32,13 +47,73 @@ pub async fn objects(
         discard: jetstream::stream::DiscardPolicy::New,
         allow_direct: true,
         allow_rollup: false,
+        deny_delete: true,
+        deny_purge: true,
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::bus("open the object store", e))?;
+    .map_err(|e| FleetError::bus("open the object store", e))
+}
+
+/// The fleet's object store (the coordinator's), made when missing. One an
+/// older drover made allows rollups: it is turned off in place where this
+/// user may update streams, else refused, saying how to remake the store.
+pub async fn objects(js: &jetstream::Context, names: &Names) -> Result<ObjectStore, FleetError> {
+    let bucket = names.objects_bucket();
+    let mut stream = make(
+        js,
+        names,
+        &bucket,
+        "base bundles and the candidates its coordinator sends",
+    )
+    .await?;
+    let config = stream
+        .info()
+        .await
+        .map_err(|e| FleetError::bus("read the object store", e))?
+        .config
+        .clone();
+    if config.allow_rollup {
+        let mut fixed = config;
+        fixed.allow_rollup = false;
+        match js.update_stream(&fixed).await {
+            Ok(_) => tracing::info!(
+                bucket = %bucket,
+                "the object store allowed rollups (an older drover made it); it refuses them now"
+            ),
+            Err(_) => {
+                return Err(FleetError::RollupStore {
+                    stream: names.objects_stream(),
+                });
+            }
+        }
+    }
     js.get_object_store(&bucket)
         .await
         .map_err(|e| FleetError::bus("open the object store", e))
+}
+
+/// Host `host`'s object bucket, made when missing (by the coordinator).
+pub async fn host_objects(
+    js: &jetstream::Context,
+    names: &Names,
+    host: &str,
+) -> Result<ObjectStore, FleetError> {
+    super::subjects::check_id("host", host)?;
+    let bucket = names.host_objects_bucket(host);
+    make(js, names, &bucket, &format!("host {host}'s patches")).await?;
+    open_host_objects(js, names, host).await
+}
+
+/// Host `host`'s object bucket as it is (a host never makes its own).
+pub async fn open_host_objects(
+    js: &jetstream::Context,
+    names: &Names,
+    host: &str,
+) -> Result<ObjectStore, FleetError> {
+    js.get_object_store(names.host_objects_bucket(host))
+        .await
+        .map_err(|e| FleetError::bus("open a host's object bucket", e))
 }
 
 /// Base64, URL-safe alphabet, padded (how the object store names an
@@ -72,12 +147,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Store `bytes` as `name` in `names`' object store (an object of that
-/// name already holding the same bytes is kept as it is).
+/// Store `bytes` as `name` in the object store `bucket` (`store`); an
+/// object of that name already holding the same bytes is kept as it is.
 pub async fn put_bytes(
     js: &jetstream::Context,
-    names: &Names,
-    store: &jetstream::object_store::ObjectStore,
+    bucket: &str,
+    store: &ObjectStore,
     name: &str,
     bytes: &[u8],
 ) -> Result<ObjectRef, FleetError> {
@@ -93,7 +168,6 @@ pub async fn put_bytes(
     }
     // Written as the object store writes, less the rollup of its meta
     // record (the store refuses rollups): chunks, then the meta record.
-    let bucket = names.objects_bucket();
     let stamp = format!(
         "{name}/{}/{:?}",
         std::process::id(),
@@ -132,10 +206,7 @@ pub async fn put_bytes(
 }
 
 /// The bytes of `r`, checked against its size and sha256.
-pub async fn get_bytes(
-    store: &jetstream::object_store::ObjectStore,
-    r: &ObjectRef,
-) -> Result<Vec<u8>, FleetError> {
+pub async fn get_bytes(store: &ObjectStore, r: &ObjectRef) -> Result<Vec<u8>, FleetError> {
     use tokio::io::AsyncReadExt;
     let mut obj = store
         .get(&r.name)

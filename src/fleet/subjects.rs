@@ -159,27 +159,24 @@ impl Names {
 
     /// What `fleet work` does on the bus: pull the loop's steps through the
     /// shared consumer (delivered on its own subject, which the coordinator
-    /// sees), read and write objects (bundles in, patches out; each checked
-    /// by the sha256 its sender states), and ask a run's coordinator on its
-    /// own request subject. No ack: the coordinator acks for the host that
+    /// sees), read the coordinator's objects (bundles, candidates), write
+    /// its patches into its own bucket alone (each object checked by the
+    /// sha256 its sender states), and ask a run's coordinator on its own
+    /// request subject. No ack: the coordinator acks for the host that
     /// holds a delivery, so no host can ack, nak or term another's. Nothing
-    /// that creates, deletes or purges.
+    /// that creates, deletes or purges, and no write into another bucket.
     fn worker_publish(&self, host: &str) -> Vec<String> {
         let work = self.work_stream();
-        let obj = self.objects_stream();
         let mut p = vec![format!("$JS.API.STREAM.INFO.{work}")];
         for agent in super::work::AGENTS {
             let c = super::work::consumer_name(agent);
             p.push(format!("$JS.API.CONSUMER.INFO.{work}.{c}"));
             p.push(format!("$JS.API.CONSUMER.MSG.NEXT.{work}.{c}"));
         }
+        p.extend(object_reads(&self.objects_stream()));
+        p.extend(object_reads(&self.host_objects_stream(host)));
         p.extend([
-            format!("$JS.API.STREAM.INFO.{obj}"),
-            format!("$JS.API.DIRECT.GET.{obj}.>"),
-            format!("$JS.API.CONSUMER.CREATE.{obj}"),
-            format!("$JS.API.CONSUMER.CREATE.{obj}.>"),
-            format!("$JS.FC.{obj}.>"),
-            format!("$O.{}.>", self.objects_bucket()),
+            format!("$O.{}.>", self.host_objects_bucket(host)),
             format!("drover.{}.coord.*.{host}", self.fleet),
         ]);
         p
@@ -191,7 +188,11 @@ impl Names {
     /// own subject onto another host's), so one trusted host does; once the
     /// streams exist, a create with another config is refused and nobody's
     /// user may update them.
-    pub fn creator_permissions(&self, host: &str) -> Permissions {
+    ///
+    /// As the coordinator it writes the fleet's object store (its bundles
+    /// and candidates), and makes and reads each of `hosts`' own buckets
+    /// (their patches): a host added later needs the config printed again.
+    pub fn creator_permissions(&self, host: &str, hosts: &[String]) -> Permissions {
         let mut p = self.host_permissions(host);
         for s in [self.events_stream(), self.hosts_stream()] {
             p.publish.push(format!("$JS.API.STREAM.CREATE.{s}"));
@@ -212,6 +213,18 @@ impl Names {
         }
         p.publish.extend([
             format!("$JS.API.STREAM.CREATE.{}", self.objects_stream()),
+            format!("$O.{}.>", self.objects_bucket()),
+        ]);
+        for h in hosts.iter().filter(|h| *h != host) {
+            let s = self.host_objects_stream(h);
+            p.publish.push(format!("$JS.API.STREAM.CREATE.{s}"));
+            p.publish.extend(object_reads(&s));
+        }
+        p.publish.push(format!(
+            "$JS.API.STREAM.CREATE.{}",
+            self.host_objects_stream(host)
+        ));
+        p.publish.extend([
             format!("drover.{}.work.>", self.fleet),
             // It acks, nacks and terms the items for the hosts.
             format!("$JS.ACK.{work}.>"),
@@ -274,7 +287,7 @@ impl Names {
         for (var, h) in &vars {
             let (perms, note) = if *h == creator {
                 (
-                    self.creator_permissions(h),
+                    self.creator_permissions(h, hosts),
                     "      # creates the fleet's streams: join this host first\n",
                 )
             } else {
@@ -291,6 +304,19 @@ impl Names {
         out.push_str("  ]\n}\n");
         Ok(out)
     }
+}
+
+/// What reading an object of the store whose stream is `stream` takes:
+/// its info, its meta record (a direct get) and its chunks (an ordered
+/// consumer, with flow control).
+fn object_reads(stream: &str) -> [String; 5] {
+    [
+        format!("$JS.API.STREAM.INFO.{stream}"),
+        format!("$JS.API.DIRECT.GET.{stream}.>"),
+        format!("$JS.API.CONSUMER.CREATE.{stream}"),
+        format!("$JS.API.CONSUMER.CREATE.{stream}.>"),
+        format!("$JS.FC.{stream}.>"),
+    ]
 }
 
 /// The nats-server variable that holds host `host`'s password in the config
@@ -407,7 +433,16 @@ mod tests {
         assert!(p.publish.iter().all(|s| !s.starts_with("drover.lab.work")));
         // The creator adds the creation of the fleet's streams, and what a
         // coordinator does: queue steps, take the hosts' requests, answer them.
-        let c = n.creator_permissions("h1");
+        assert!(
+            p.publish
+                .contains(&"$O.drover-lab-objects-h1.>".to_string())
+        );
+        assert!(!p.publish.contains(&"$O.drover-lab-objects.>".to_string()));
+        assert!(
+            p.publish
+                .contains(&"$JS.API.DIRECT.GET.OBJ_drover-lab-objects.>".to_string())
+        );
+        let c = n.creator_permissions("h1", &["h1".into(), "h2".into()]);
         let added: Vec<_> = c
             .publish
             .iter()
@@ -426,6 +461,14 @@ mod tests {
                 "$JS.API.CONSUMER.CREATE.drover-lab-work.hosts-codex.>",
                 "$JS.API.CONSUMER.DURABLE.CREATE.drover-lab-work.hosts-codex",
                 "$JS.API.STREAM.CREATE.OBJ_drover-lab-objects",
+                "$O.drover-lab-objects.>",
+                "$JS.API.STREAM.CREATE.OBJ_drover-lab-objects-h2",
+                "$JS.API.STREAM.INFO.OBJ_drover-lab-objects-h2",
+                "$JS.API.DIRECT.GET.OBJ_drover-lab-objects-h2.>",
+                "$JS.API.CONSUMER.CREATE.OBJ_drover-lab-objects-h2",
+                "$JS.API.CONSUMER.CREATE.OBJ_drover-lab-objects-h2.>",
+                "$JS.FC.OBJ_drover-lab-objects-h2.>",
+                "$JS.API.STREAM.CREATE.OBJ_drover-lab-objects-h1",
                 "drover.lab.work.>",
                 "$JS.ACK.drover-lab-work.>",
             ]
@@ -457,8 +500,8 @@ mod tests {
         assert!(c.contains("password: $DROVER_NATS_PW_BOX_2\n"), "{c}");
         assert_eq!(
             c.matches("STREAM.CREATE").count(),
-            4,
-            "only the creator creates (events, hosts, work, objects)"
+            6,
+            "only the creator creates (events, hosts, work, objects, each host's objects)"
         );
         assert_eq!(password_var("a-b_C"), "DROVER_NATS_PW_A_B_C");
         let err = |hosts: &[&str], creator: &str, inc: &[&str]| {

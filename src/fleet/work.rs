@@ -28,7 +28,9 @@
 //!   writer of the job; a result of a superseded attempt is refused.
 
 pub use super::delivery::{AckInfo, ack_info, pull_one};
-pub use super::objects::{get_bytes, objects, put_bytes, sha256_hex};
+pub use super::objects::{
+    get_bytes, host_objects, objects, open_host_objects, put_bytes, sha256_hex,
+};
 use super::{FleetError, Names};
 use async_nats::jetstream;
 use serde::{Deserialize, Serialize};

@@ -128,6 +128,19 @@ impl Worker {
         String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
     }
 
+    /// Its exit code once it ended within `within` (None: still running).
+    pub(crate) fn exit_within(&mut self, within: Duration) -> Option<i32> {
+        let mut code = None;
+        wait_until(within, || match self.child.try_wait() {
+            Ok(Some(s)) => {
+                code = Some(s.code().unwrap_or(-1));
+                true
+            }
+            _ => false,
+        });
+        code
+    }
+
     pub(crate) fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
             .args([sig, &self.child.id().to_string()])

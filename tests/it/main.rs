@@ -28,6 +28,7 @@ mod fleet_authz;
 mod fleet_events;
 mod fleet_faults;
 mod fleet_hostile;
+mod fleet_hostile_objects;
 mod fleet_join;
 mod fleet_top;
 mod fleet_work;

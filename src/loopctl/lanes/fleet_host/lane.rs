@@ -304,9 +304,16 @@ impl ItemCtx {
                         &["diff", "--cached", "--binary", "--full-index", &start_tree],
                     )?;
                     let name = format!("patch-{}-{}.patch", item.job, job);
+                    // Into this host's own bucket, the one its user may
+                    // write and the coordinator reads its candidates from.
                     let js = async_nats::jetstream::new(self.client.clone());
-                    let patch = self.h.block_on(work::retrying(|| {
-                        work::put_bytes(&js, &self.names, &self.objects, &name, &patch)
+                    let (js, names, host) = (&js, &self.names, self.opts.cfg.host.as_str());
+                    let (name, patch) = (name.as_str(), patch.as_slice());
+                    let bucket = names.host_objects_bucket(host);
+                    let bucket = bucket.as_str();
+                    let patch = self.h.block_on(work::retrying(|| async move {
+                        let own = work::open_host_objects(js, names, host).await?;
+                        work::put_bytes(js, bucket, &own, name, patch).await
                     }))?;
                     Finished::Implemented { patch }
                 }

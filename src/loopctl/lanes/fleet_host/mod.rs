@@ -96,7 +96,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
         .build()
         .map_err(FleetError::Runtime)?;
     let h = rt.handle().clone();
-    rt.block_on(async {
+    let worked = rt.block_on(async {
         let client = connection::connect(&opts.cfg, handed).await?;
         let js = async_nats::jetstream::new(client.clone());
         // Made by the first `loop run --fleet` (a host's user may not create).
@@ -154,11 +154,35 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
             .into_iter()
             .map(|agent| tokio::spawn(pull(agent, Arc::clone(&slots), Arc::clone(&ctx), progress)))
             .collect();
-        for p in pullers {
-            let _ = p.await;
+        tokio::select! {
+            _ = futures_util::future::join_all(pullers) => Ok::<(), LoopError>(()),
+            what = lost(&js, &ctx.names) => Err(FleetError::HostLost { what }.into()),
         }
-        Ok::<(), LoopError>(())
-    })
+    });
+    // A store wiped under it: the steps its lanes work are lost with it,
+    // and nothing waits for their threads.
+    rt.shutdown_background();
+    worked
+}
+
+/// How often a host looks for the fleet's streams gone (a wiped store).
+const LOST_EVERY: Duration = Duration::from_secs(2);
+
+/// Resolves with the stream gone once the work stream or the fleet's
+/// object store is found missing twice in a row, [`LOST_EVERY`] apart (a
+/// server that cannot be asked now is not a loss).
+async fn lost(js: &async_nats::jetstream::Context, names: &Names) -> String {
+    let mut before: Option<String> = None;
+    loop {
+        tokio::time::sleep(LOST_EVERY).await;
+        let now = crate::fleet::lost::gone(js, names).await;
+        if let Some(what) = &now
+            && before.as_ref() == Some(what)
+        {
+            return what.clone();
+        }
+        before = now;
+    }
 }
 
 /// One delivery to this host, as its ack subject says.

@@ -27,7 +27,7 @@ type AckSay = Option<(String, String)>;
 pub(super) async fn serve(
     client: async_nats::Client,
     mut sub: async_nats::Subscriber,
-    objects: async_nats::jetstream::object_store::ObjectStore,
+    js: async_nats::jetstream::Context,
     shared: Arc<Mutex<Shared>>,
     names: Names,
     run: String,
@@ -60,9 +60,10 @@ pub(super) async fn serve(
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
         };
-        let (client, objects, shared, log) = (
+        let (client, js, names, shared, log) = (
             client.clone(),
-            objects.clone(),
+            js.clone(),
+            names.clone(),
             Arc::clone(&shared),
             log.clone(),
         );
@@ -79,7 +80,7 @@ pub(super) async fn serve(
                     })
             };
             let (reply, say) = match req {
-                Ok(req) => respond(&shared, &objects, &host, req).await,
+                Ok(req) => respond(&shared, &js, &names, &host, req).await,
                 Err(why) => {
                     record(&log, json!({"event": "refused", "host": host, "why": why}));
                     (refused(why), None)
@@ -100,7 +101,8 @@ const IN_FLIGHT: usize = 32;
 /// One well-formed request of `host`'s.
 async fn respond(
     shared: &Arc<Mutex<Shared>>,
-    objects: &async_nats::jetstream::object_store::ObjectStore,
+    js: &async_nats::jetstream::Context,
+    names: &Names,
     host: &str,
     req: HostRequest,
 ) -> (CoordReply, AckSay) {
@@ -230,9 +232,15 @@ async fn respond(
                 Ok(Some(again)) => (again, None),
                 Ok(None) => {
                     let patch = match finished {
-                        Finished::Implemented { patch } => {
-                            Some(work::retrying(|| work::get_bytes(objects, patch)).await)
-                        }
+                        // Only from the asking host's own bucket, which
+                        // no other host's user may write.
+                        Finished::Implemented { patch } => Some(
+                            work::retrying(|| async move {
+                                let store = work::open_host_objects(js, names, host).await?;
+                                work::get_bytes(&store, patch).await
+                            })
+                            .await,
+                        ),
                         _ => None,
                     };
                     let sh = Arc::clone(shared);

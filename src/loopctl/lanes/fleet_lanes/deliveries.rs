@@ -52,6 +52,7 @@ pub(super) async fn watch(
                 continue;
             };
             watching.insert(host.clone());
+            tokio::spawn(host_bucket(js.clone(), names.clone(), host.clone()));
             let tx = tx.clone();
             tokio::spawn(async move {
                 while let Some(m) = sub.next().await {
@@ -153,21 +154,21 @@ pub(super) fn latest(
     (d.host == host && d.delivered == delivered).then(|| d.ack.clone())
 }
 
-/// The fleet stream this run needs that the server no longer has (the
-/// work stream, the object store), named; None while both are there or
-/// the server cannot be asked now.
-pub(super) async fn gone(js: &async_nats::jetstream::Context, names: &Names) -> Option<String> {
-    use async_nats::jetstream::context::GetStreamErrorKind;
-    for (what, name) in [
-        ("work stream", names.work_stream()),
-        ("object store", names.objects_stream()),
-    ] {
-        if let Err(e) = js.get_stream(&name).await
-            && let GetStreamErrorKind::JetStream(j) = e.kind()
-            && j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
-        {
-            return Some(format!("{what} {name}"));
+/// Make host `host`'s own object bucket, where it alone writes its patches
+/// (a host's user may not make a stream), retried until it is made.
+async fn host_bucket(js: async_nats::jetstream::Context, names: Names, host: String) {
+    let mut delay = Duration::from_secs(1);
+    let mut said = false;
+    loop {
+        match crate::fleet::objects::host_objects(&js, &names, &host).await {
+            Ok(_) => return,
+            Err(e) if !said => {
+                said = true;
+                tracing::warn!(host = %host, error = %e, "cannot make the host's object bucket; retrying");
+            }
+            Err(_) => {}
         }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(30));
     }
-    None
 }

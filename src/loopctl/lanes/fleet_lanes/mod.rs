@@ -197,6 +197,12 @@ impl<L: LaneOps> FleetLanes<L> {
             work::work_stream(&js, &names).await?;
             work::consumers(&js, &names, ack_wait).await?;
             let objects = work::objects(&js, &names).await?;
+            // A store wiped since the last run: the creator makes the
+            // presence bucket and the event stream again (another host's
+            // user may not, and it is said).
+            for r in crate::fleet::lost::remake_own(&js, &names, cfg.heartbeat_ms).await {
+                r.log();
+            }
             let sub = client
                 .subscribe(names.coord_filter(run))
                 .await
@@ -212,7 +218,7 @@ impl<L: LaneOps> FleetLanes<L> {
             tokio::spawn(answer::serve(
                 client,
                 sub,
-                objects.clone(),
+                js.clone(),
                 Arc::clone(&shared),
                 names.clone(),
                 run.to_string(),
@@ -291,7 +297,9 @@ impl<L: LaneOps> FleetLanes<L> {
     /// server (a wiped store): nothing queued there will come back. A
     /// server that cannot be asked now is not taken for that.
     fn streams_present(&mut self) -> Result<(), LoopError> {
-        let gone = self.rt.block_on(deliveries::gone(&self.js, &self.names));
+        let gone = self
+            .rt
+            .block_on(crate::fleet::lost::gone(&self.js, &self.names));
         self.checked = Instant::now();
         match gone {
             Some(what) => {
@@ -324,8 +332,9 @@ impl<L: LaneOps> FleetLanes<L> {
         let bytes = std::fs::read(&file).map_err(|e| LoopError::io(&file, e))?;
         let _ = std::fs::remove_file(&file);
         let name = format!("base-{base}.bundle");
+        let bucket = self.names.objects_bucket();
         let r = self.rt.block_on(work::retrying(|| {
-            work::put_bytes(&self.js, &self.names, &self.objects, &name, &bytes)
+            work::put_bytes(&self.js, &bucket, &self.objects, &name, &bytes)
         }))?;
         self.bundles.insert(base.to_string(), r.clone());
         Ok(r)
@@ -411,12 +420,13 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         // The worktree against its HEAD, bytes exact: a review's candidate,
         // or a later round's work so far (none for a fresh worktree).
         let (_, _, patch) = capture::diff(&lane.cwd, &base)?;
+        let bucket = self.names.objects_bucket();
         let candidate = if patch.is_empty() && lane.role == Role::Implementer {
             None
         } else {
             let name = format!("cand-{}.patch", job.job_id);
             Some(self.rt.block_on(work::retrying(|| {
-                work::put_bytes(&self.js, &self.names, &self.objects, &name, &patch)
+                work::put_bytes(&self.js, &bucket, &self.objects, &name, &patch)
             }))?)
         };
         let (step, avoid_host) = match lane.role {
@@ -432,7 +442,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                 let bytes = std::fs::read(p).map_err(|e| LoopError::io(p, e))?;
                 let name = format!("before-{}.patch", job.job_id);
                 Some(self.rt.block_on(work::retrying(|| {
-                    work::put_bytes(&self.js, &self.names, &self.objects, &name, &bytes)
+                    work::put_bytes(&self.js, &bucket, &self.objects, &name, &bytes)
                 }))?)
             }
             None => None,

@@ -275,13 +275,17 @@ fn a_hosts_lane_refuses_a_candidate_whose_symlink_points_outside_the_tree() {
             }
         }
     });
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "precious\n",
+        "written through the symlink: {finished}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&outside_dir).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "written beside it: {left:?}");
     let f = &finished["finished"];
     assert_eq!(f["result"], "failed", "{finished}\nh1: {}", w1.said());
     assert!(
         f["reason"].as_str().unwrap_or("").contains("symlink"),
         "{finished}"
     );
-    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
-    let left: Vec<_> = std::fs::read_dir(&outside_dir).unwrap().flatten().collect();
-    assert_eq!(left.len(), 1, "written beside it: {left:?}");
 }

@@ -9,7 +9,7 @@
 use crate::common::{Drover, git};
 use crate::fleet_hostile::{fleet_with_coordinator, hostile, symlink_patch};
 use crate::fleet_work::{
-    Worker, at_integration, board, finish, joined, loop_run, scripts, violations,
+    Worker, at_integration, board, finish, joined, loop_run, scripts, users, violations,
 };
 use crate::nats_common::{Nats, js_as_host};
 use futures_util::StreamExt;
@@ -129,6 +129,9 @@ fn a_hosts_user_cannot_write_roll_up_or_delete_another_hosts_objects() {
                 api.push(subject);
             }
         }
+        // Another host's patches are not its to read.
+        let read = js.get_object_store("drover-lab-objects-h1").await.is_ok();
+        assert!(!read, "h2 read h1's bucket");
         // Its own bucket is its to write, never to roll up.
         let own = stored(&js, "$O.drover-lab-objects-h2.C.mine", "mine", false).await;
         let own_rollup = stored(&js, "$O.drover-lab-objects-h2.C.x", "x", true).await;
@@ -174,6 +177,35 @@ fn an_object_store_made_with_rollups_is_refused_saying_how_to_remake_it() {
         err.contains("allows rollups") && err.contains("nats stream rm OBJ_drover-lab-objects"),
         "{err}"
     );
+}
+
+/// The same store where the coordinator's user may update streams (one
+/// user for every host): it is turned to refuse rollups, and the run goes on.
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn an_object_store_made_with_rollups_is_turned_to_refuse_them_where_the_user_may() {
+    let nats = Nats::start(&users());
+    let c = joined(&nats, "c");
+    let (rt, js) = js_as_host(&nats, "c", "pw-c-Kp3");
+    let allows = || {
+        rt.block_on(async {
+            let mut s = js.get_stream("OBJ_drover-lab-objects").await.unwrap();
+            s.info().await.unwrap().config.allow_rollup
+        })
+    };
+    rt.block_on(
+        js.create_object_store(async_nats::jetstream::object_store::Config {
+            bucket: "drover-lab-objects".into(),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    assert!(allows());
+    let (repo, charter) = board(&c, 1);
+    let (imp, rev) = scripts(&c, 300);
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    assert!(ok, "loop run: {err}");
+    assert!(!allows(), "the store still allows rollups");
 }
 
 /// The symlink check where a candidate is applied on a host (issue 36

@@ -22,6 +22,7 @@
 
 mod answer;
 mod deliveries;
+mod takers;
 
 use crate::engine::{Action, Actor, Engine, Request};
 use crate::fleet::work::{self, CoordReply, ObjectRef, Step, WorkItem};
@@ -49,17 +50,6 @@ pub struct RemoteSteps {
     pub turn_timeout: Duration,
     pub report_grace: Duration,
 }
-
-/// How long the work consumer of an agent is watched for a host pulling
-/// or working before a step of that agent runs here instead.
-const TAKER_WINDOW: Duration = Duration::from_secs(5);
-/// The same for an agent's first step of the run: the work-queue may just
-/// have been made, and hosts waiting for it look again every second.
-const TAKER_WINDOW_FIRST: Duration = Duration::from_secs(20);
-/// How long a host seen taking an agent's steps holds.
-const TAKER_MEMORY: Duration = Duration::from_secs(10);
-/// How long no host seen taking them holds.
-const NO_TAKER_MEMORY: Duration = Duration::from_secs(60);
 
 /// How often the fleet's streams are looked for while steps are out.
 const STREAMS_EVERY: Duration = Duration::from_secs(2);
@@ -248,49 +238,6 @@ impl<L: LaneOps> FleetLanes<L> {
 
     fn is_remote(&self, lane: &LaneHandle) -> bool {
         self.up.contains(&lane.id) || self.jobs.contains_key(&lane.id)
-    }
-
-    /// Whether some host takes `agent`'s steps: one pulls for them (a host
-    /// with a free slot always has a pull waiting) or is working one, seen
-    /// within [`TAKER_WINDOW`] ([`TAKER_WINDOW_FIRST`] the first time). A bus that cannot be asked says yes (the
-    /// step is queued, as when the server is away).
-    fn taken(&mut self, agent: crate::registry::Agent) -> bool {
-        let window = match self.takers.get(&agent) {
-            Some((at, yes)) => {
-                let memory = if *yes { TAKER_MEMORY } else { NO_TAKER_MEMORY };
-                if at.elapsed() < memory {
-                    return *yes;
-                }
-                TAKER_WINDOW
-            }
-            None => TAKER_WINDOW_FIRST,
-        };
-        let yes = self.rt.block_on(async {
-            let name = work::consumer_name(agent.as_str());
-            let Ok(stream) = self.js.get_stream(self.names.work_stream()).await else {
-                return true;
-            };
-            let Ok(mut c) = stream
-                .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&name)
-                .await
-            else {
-                return true;
-            };
-            let until = tokio::time::Instant::now() + window;
-            loop {
-                match c.info().await {
-                    Ok(i) if i.num_waiting > 0 || i.num_ack_pending > 0 => return true,
-                    Ok(_) => {}
-                    Err(_) => return true,
-                }
-                if tokio::time::Instant::now() >= until {
-                    return false;
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        });
-        self.takers.insert(agent, (Instant::now(), yes));
-        yes
     }
 
     /// `Err` when the work stream or the object store is gone from the

@@ -33,8 +33,11 @@ pub enum FleetCmd {
 
 const SERVER_CONFIG_HELP: &str = "\
 One user per host, named as the host. A host's user may publish only its own
-events and presence, read the fleet, and follow its events; the --creator's
-user may also create the fleet's two streams (join it first). Each password
+events and presence, read the fleet, follow its events, work steps and write
+its own object bucket; the --creator's user may also create the fleet's
+streams (join it first), coordinate runs, and make and read each listed
+host's bucket: print the config again when a host is added or drover is
+upgraded. Each password
 is a variable reference, $DROVER_NATS_PW_<HOST> (upper case, - as _), that
 nats-server resolves from its environment or from a file given with
 --include; no secret is printed. nats-server reads an include path relative

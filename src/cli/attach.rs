@@ -127,14 +127,15 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         ));
     }
     let mut client = ctx.client()?;
-    let mut args = json!({"pane": a.name});
-    if a.read_only {
-        args["read_only"] = json!(true);
-    } else if let Some((cols, rows)) = terminal_size() {
-        args["cols"] = json!(cols);
-        args["rows"] = json!(rows);
-    }
-    client.call("attach", args).map_err(client_err)?;
+    let size = (!a.read_only).then(terminal_size).flatten();
+    client
+        .call(drover::proto::args::Attach {
+            pane: a.name.clone(),
+            cols: size.map(|(c, _)| u64::from(c)),
+            rows: size.map(|(_, r)| u64::from(r)),
+            read_only: a.read_only,
+        })
+        .map_err(client_err)?;
     eprint!(
         "[attached to {}{} · detach: {}]\r\n",
         a.name,

@@ -3,9 +3,11 @@
 //! the client's input to the pane until detach, kick, pane exit or
 //! disconnect. A read-only attach is a watch (server_watch.rs).
 
-use super::protocol::{ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json};
+use super::protocol::{ErrorCode, Frame, FrameKind, Response, encode, encode_json};
 use super::server::{Sup, pane_err};
 use crate::pane::AttachMsg;
+use crate::proto::args::Attach;
+use crate::proto::reply::Generation;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -20,17 +22,12 @@ enum End {
 
 pub(super) async fn attach(
     sup: Arc<Sup>,
-    req: Request,
+    id: u64,
+    args: Attach,
     mut rd: tokio::io::BufReader<OwnedReadHalf>,
     mut wr: OwnedWriteHalf,
 ) {
-    let id = req.id;
-    let name = req
-        .args
-        .get("pane")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let name = args.pane;
     let entry = match sup.entry(&name) {
         Ok(e) => e,
         Err(mut r) => {
@@ -39,15 +36,12 @@ pub(super) async fn attach(
             return;
         }
     };
-    if req.args.get("read_only").and_then(Value::as_bool) == Some(true) {
+    if args.read_only {
         super::server_watch::watch(sup, entry, id, name, rd, wr).await;
         return;
     }
     let pane = entry.pane.clone();
-    let size = match (
-        req.args.get("cols").and_then(Value::as_u64),
-        req.args.get("rows").and_then(Value::as_u64),
-    ) {
+    let size = match (args.cols, args.rows) {
         (Some(c), Some(r)) if c > 0 && r > 0 && c <= 1000 && r <= 1000 => {
             Some((c as u16, r as u16))
         }
@@ -65,7 +59,13 @@ pub(super) async fn attach(
     }
     let mut handle = pane.attach();
     tracing::info!(pane = %name, client = handle.id, "client attached");
-    let ok = Response::ok(id, json!({"pane": name, "generation": pane.generation()}));
+    let ok = Response::reply(
+        id,
+        &Generation {
+            pane: name.clone(),
+            generation: pane.generation(),
+        },
+    );
     if wr.write_all(&encode_json(&ok)).await.is_err()
         || wr
             .write_all(&encode(FrameKind::Output, &handle.repaint))

@@ -223,3 +223,32 @@ mod tests {
         spec().validate().unwrap();
     }
 }
+
+impl From<crate::proto::PaneSpec> for PaneSpec {
+    fn from(w: crate::proto::PaneSpec) -> Self {
+        PaneSpec {
+            name: w.name,
+            argv: w.argv,
+            env: w.env,
+            cwd: w.cwd,
+            cols: w.cols,
+            rows: w.rows,
+            agent: w.agent,
+        }
+    }
+}
+
+impl From<PaneSpec> for crate::proto::PaneSpec {
+    fn from(s: PaneSpec) -> Self {
+        crate::proto::PaneSpec {
+            name: s.name,
+            argv: s.argv,
+            env: s.env,
+            cwd: s.cwd,
+            cols: s.cols,
+            rows: s.rows,
+            agent: s.agent,
+            backend: None,
+        }
+    }
+}

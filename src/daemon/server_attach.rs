@@ -7,8 +7,8 @@ use super::protocol::{ErrorCode, Frame, FrameKind, Response, encode, encode_json
 use super::server::{Sup, pane_err};
 use crate::pane::AttachMsg;
 use crate::proto::args::Attach;
-use crate::proto::reply::Generation;
-use serde_json::{Value, json};
+use crate::proto::reply::Attached;
+use crate::proto::{AttachControl, AttachEvent};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -61,9 +61,10 @@ pub(super) async fn attach(
     tracing::info!(pane = %name, client = handle.id, "client attached");
     let ok = Response::reply(
         id,
-        &Generation {
+        &Attached {
             pane: name.clone(),
             generation: pane.generation(),
+            read_only: false,
         },
     );
     if wr.write_all(&encode_json(&ok)).await.is_err()
@@ -105,11 +106,12 @@ pub(super) async fn attach(
                     {
                         let _ = wr.write_all(&encode(FrameKind::Output, &frame)).await;
                     }
-                    let _ = wr.write_all(&encode_json(&json!({"event": "exited", "exit": info}))).await;
+                    let ev = AttachEvent::Exited { exit: Some(info) };
+                    let _ = wr.write_all(&encode_json(&ev)).await;
                     break End::Exited;
                 }
                 Some(AttachMsg::Kicked) | None => {
-                    let _ = wr.write_all(&encode_json(&json!({"event": "kicked"}))).await;
+                    let _ = wr.write_all(&encode_json(&AttachEvent::Kicked)).await;
                     break End::Kicked;
                 }
             },
@@ -121,20 +123,17 @@ pub(super) async fn attach(
                     }
                 }
                 Some(Frame { kind: FrameKind::Json, payload }) => {
-                    let msg: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
-                    match msg.get("op").and_then(Value::as_str) {
-                        Some("resize") => {
-                            let c = msg.get("cols").and_then(Value::as_u64).unwrap_or(0);
-                            let r = msg.get("rows").and_then(Value::as_u64).unwrap_or(0);
-                            if (1..=1000).contains(&c) && (1..=1000).contains(&r) {
-                                let _ = pane.resize(c as u16, r as u16);
+                    match AttachControl::parse(&payload) {
+                        Some(c @ AttachControl::Resize { .. }) => {
+                            if let Some((c, r)) = c.size() {
+                                let _ = pane.resize(c, r);
                             }
                         }
-                        Some("detach") => {
-                            let _ = wr.write_all(&encode_json(&json!({"event": "detached"}))).await;
+                        Some(AttachControl::Detach) => {
+                            let _ = wr.write_all(&encode_json(&AttachEvent::Detached)).await;
                             break End::Detached;
                         }
-                        _ => {
+                        None => {
                             let r = Response::err(0, ErrorCode::Usage, "unknown attach control message");
                             let _ = wr.write_all(&encode_json(&r)).await;
                         }

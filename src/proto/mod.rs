@@ -9,6 +9,7 @@
 //! drover's: the pane, agent and daemon modules build on it.
 
 pub mod args;
+pub mod attach;
 pub mod error;
 pub mod frame;
 pub mod pane;
@@ -25,6 +26,7 @@ mod tests;
 /// and the connection is closed.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+pub use attach::{AttachControl, AttachEvent};
 pub use error::{ErrorBody, ErrorCode, Response, version_message};
 pub use frame::{
     Frame, FrameError, FrameKind, MAX_FRAME, check_len, encode, encode_json, read_frame, split,

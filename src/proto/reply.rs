@@ -73,11 +73,21 @@ pub struct Killed {
     pub dismissed: bool,
 }
 
-/// `pane.respawn`, and `attach`'s answer before the stream.
+/// `pane.respawn`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Generation {
     pub pane: String,
     pub generation: u64,
+}
+
+/// `attach`'s answer before the stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attached {
+    pub pane: String,
+    pub generation: u64,
+    /// A watch: no input, no size.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_only: bool,
 }
 
 /// A pane's snapshot in a `wait` answer.

@@ -122,7 +122,7 @@ ops! {
     PaneAnswer => "pane.answer", reply::Answered;
     EvidenceWatch => "evidence.watch", reply::Watching;
     Report => "report", reply::Reported;
-    Attach => "attach", reply::Generation;
+    Attach => "attach", reply::Attached;
     EventsFollow => "events.follow", reply::Following;
     FleetJoin => "fleet.join", reply::Joined;
     FleetLeave => "fleet.leave", reply::Left;

@@ -232,3 +232,36 @@ fn documented_replies_parse() {
     let f: reply::Reported = serde_json::from_value(json!({"foreign": true})).unwrap();
     assert!(matches!(f, reply::Reported::Foreign { foreign: true }));
 }
+
+/// The attach stream's messages keep their documented JSON.
+#[test]
+fn attach_messages_keep_their_json() {
+    for (ev, doc) in [
+        (AttachEvent::Detached, json!({"event": "detached"})),
+        (AttachEvent::Kicked, json!({"event": "kicked"})),
+        (
+            AttachEvent::Exited {
+                exit: Some(pane::ExitInfo {
+                    code: Some(0),
+                    signal: None,
+                    at_ms: 5,
+                }),
+            },
+            json!({"event": "exited", "exit": {"code": 0, "signal": null, "at_ms": 5}}),
+        ),
+    ] {
+        assert_eq!(serde_json::to_value(&ev).unwrap(), doc);
+        assert_eq!(serde_json::from_value::<AttachEvent>(doc).unwrap(), ev);
+    }
+    let r = AttachControl::parse(br#"{"op":"resize","cols":80,"rows":24}"#).unwrap();
+    assert_eq!(r.size(), Some((80, 24)));
+    assert_eq!(
+        AttachControl::parse(br#"{"op":"resize"}"#).unwrap().size(),
+        None
+    );
+    assert_eq!(
+        AttachControl::parse(br#"{"op":"detach"}"#),
+        Some(AttachControl::Detach)
+    );
+    assert_eq!(AttachControl::parse(br#"{"op":"dance"}"#), None);
+}

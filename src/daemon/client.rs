@@ -1,4 +1,7 @@
-//! A blocking client of the supervisor, used by the CLI and by tests.
+//! A blocking client of the supervisor, used by the CLI and by tests: each
+//! operation is sent as its typed arguments and answered with its typed
+//! reply (`client.call(args::PaneLs {})` is a `Vec<PaneEntry>`); a reply
+//! that does not fit its type is a protocol error, never a silent default.
 
 use crate::proto::{
     ErrorBody, ErrorCode, FrameKind, Framed, Op, PROTOCOL_VERSION, Request, Response, args,
@@ -230,9 +233,9 @@ impl Client {
         })
     }
 
-    /// Send a request and wait for its result, untyped (the attach and event
-    /// streams read theirs by kind).
-    pub fn request(&mut self, req: &Request) -> Result<Value, ClientError> {
+    /// Send a request and wait for its result, before it is read as the
+    /// op's reply.
+    fn request(&mut self, req: &Request) -> Result<Value, ClientError> {
         let id = self.next_id();
         let payload = serde_json::to_vec(&Framed::new(id, req))
             .map_err(|e| ClientError::Protocol(e.to_string()))?;

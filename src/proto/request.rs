@@ -99,7 +99,7 @@ macro_rules! ops {
                     args
                 };
                 match op {
-                    $($name => Ok(Request::$variant(parse(op, args)?)),)*
+                    $($name => Ok(Request::$variant(parse($name, args)?)),)*
                     other => Err(BadRequest::UnknownOp(other.to_string())),
                 }
             }
@@ -131,13 +131,10 @@ ops! {
 
 /// Arguments that do not fit their op.
 fn parse<T: DeserializeOwned + Checked>(
-    op: &str,
+    name: &'static str,
     args: serde_json::Value,
 ) -> Result<T, BadRequest> {
-    let bad = |message: String| BadRequest::Args {
-        op: op.to_string(),
-        message,
-    };
+    let bad = |message: String| BadRequest::Args { name, message };
     let t: T = serde_json::from_value(args).map_err(|e| bad(e.to_string()))?;
     t.check().map_err(bad)?;
     Ok(t)
@@ -195,8 +192,8 @@ unchecked!(
 pub enum BadRequest {
     #[error("unknown request {0:?}")]
     UnknownOp(String),
-    #[error("{op}: {message}")]
-    Args { op: String, message: String },
+    #[error("{name}: {message}")]
+    Args { name: &'static str, message: String },
 }
 
 impl BadRequest {
@@ -204,7 +201,7 @@ impl BadRequest {
     pub fn op(&self) -> Option<&str> {
         match self {
             BadRequest::UnknownOp(_) => None,
-            BadRequest::Args { op, .. } => Some(op),
+            BadRequest::Args { name, .. } => Some(name),
         }
     }
 }

@@ -6,10 +6,9 @@
 use super::view::{GateCell, Heartbeat, Inputs, LaneCells, parked_lanes};
 use crate::daemon::Client;
 use crate::engine::{Engine, Status};
-use crate::proto::args;
+use crate::proto::{PaneEntry, args};
 use crate::registry::{self, events, heartbeat, lease};
 use crate::shadow::ShadowDecision;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -121,13 +120,9 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
     }
 }
 
-/// The pane listing from the supervisor, as the dashboard's model holds it
-/// (each row as its JSON).
-pub fn panes(client: &mut Client) -> Result<Vec<Value>, crate::daemon::ClientError> {
-    let v = client.call(args::PaneLs {})?;
-    Ok(v.iter()
-        .filter_map(|p| serde_json::to_value(p).ok())
-        .collect())
+/// The pane listing from the supervisor.
+pub fn panes(client: &mut Client) -> Result<Vec<PaneEntry>, crate::daemon::ClientError> {
+    client.call(args::PaneLs {})
 }
 
 /// The last non-blank lines of a pane's screen.

@@ -107,7 +107,7 @@ fn run(o: &Opts) -> Result<(), String> {
     a.cleanup_on_signal(move || {
         for s in [b_sock, lone_sock] {
             if let Ok(mut c) = drover::daemon::Client::connect(&s) {
-                let _ = c.call("shutdown", json!({}));
+                let _ = c.call_raw("shutdown", json!({}));
             }
         }
         let _ = nix::sys::signal::kill(

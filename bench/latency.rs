@@ -494,7 +494,7 @@ impl LibWaiter {
         let thread = std::thread::spawn(move || {
             let _ = tid_tx.send(nix::unistd::gettid().as_raw());
             for (pane, state) in req_rx {
-                let r = client.call(
+                let r = client.call_raw(
                     "wait",
                     json!({"panes": [pane], "until": [state], "mode": "all",
                            "timeout_ms": WAIT_TIMEOUT_MS}),

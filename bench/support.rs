@@ -60,7 +60,7 @@ impl Supervisor {
         let mut client = Client::connect_or_start(&state, &socket, Some(Path::new(EXE.as_str())))
             .map_err(|e| format!("start supervisor: {e}"))?;
         let pid = client
-            .call("ping", json!({}))
+            .call_raw("ping", json!({}))
             .map_err(|e| format!("ping: {e}"))?["pid"]
             .as_u64()
             .and_then(|p| u32::try_from(p).ok())
@@ -76,7 +76,9 @@ impl Supervisor {
 
     /// A request on the bench's own connection.
     pub fn call(&mut self, op: &str, args: Value) -> Result<Value, String> {
-        self.client.call(op, args).map_err(|e| format!("{op}: {e}"))
+        self.client
+            .call_raw(op, args)
+            .map_err(|e| format!("{op}: {e}"))
     }
 
     /// A new connection (for a waiter on another thread).
@@ -161,7 +163,7 @@ impl Supervisor {
                 eprintln!("interrupted: stopping the supervisor");
                 also();
                 if let Ok(mut c) = Client::connect(&socket) {
-                    let _ = c.call("shutdown", json!({}));
+                    let _ = c.call_raw("shutdown", json!({}));
                 }
                 stop(pid);
                 let _ = std::fs::remove_dir_all(&dir);
@@ -174,7 +176,7 @@ impl Supervisor {
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        let _ = self.client.call("shutdown", json!({}));
+        let _ = self.client.call_raw("shutdown", json!({}));
         stop(self.pid);
     }
 }

@@ -10,8 +10,9 @@
 use crate::daemon::{Client, ClientError};
 use crate::engine::{Action, Actor, Engine, EngineError, Request};
 use crate::evidence::{Evidence, EvidenceStore};
+use crate::proto::{PaneEntry, args};
 use crate::store::StoreError;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// What to dispatch.
@@ -148,14 +149,20 @@ pub fn trailer_for(
     }
 }
 
-fn deliver_args(spec: &DispatchSpec, text: &str, nonce: &str) -> Value {
-    json!({"pane": spec.pane, "text": text, "nonce": nonce, "ready_timeout_ms": spec.ready_timeout_ms})
+fn deliver_args(spec: &DispatchSpec, text: &str, nonce: &str) -> args::Deliver {
+    args::Deliver {
+        pane: spec.pane.clone(),
+        text: text.to_string(),
+        nonce: Some(nonce.to_string()),
+        ready_timeout_ms: spec.ready_timeout_ms,
+        confirm_timeout_ms: None,
+    }
 }
 
 /// Refuse a prompt whose `deliver` request would exceed one protocol frame,
 /// measured as sent (JSON-escaped, with the trailer at its real length).
 fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), DispatchError> {
-    use crate::daemon::protocol::{MAX_FRAME, PROTOCOL_VERSION, Request as Wire};
+    use crate::proto::{Framed, MAX_FRAME, Op};
     // Placeholders as long as the real ids: a uuid attempt, a 32-hex nonce.
     let (attempt, nonce) = ("0".repeat(36), "0".repeat(32));
     let text = format!(
@@ -170,14 +177,10 @@ fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), Dispatch
             &spec.report_by
         )
     );
-    let req = Wire {
-        v: PROTOCOL_VERSION,
-        id: u64::MAX,
-        op: "deliver".into(),
-        args: deliver_args(spec, &text, &nonce),
-    };
+    let req = deliver_args(spec, &text, &nonce).into_request();
     // One kind byte precedes the JSON in a frame.
-    let bytes = serde_json::to_vec(&req).map_or(usize::MAX, |v| v.len() + 1);
+    let bytes =
+        serde_json::to_vec(&Framed::new(u64::MAX, &req)).map_or(usize::MAX, |v| v.len() + 1);
     if bytes > MAX_FRAME {
         return Err(DispatchError::PromptTooLarge {
             bytes,
@@ -239,14 +242,17 @@ pub fn dispatch(
     let evidence = EvidenceStore::new(state_dir);
     // One listing gives the pane's generation and its working directory.
     let info = client
-        .call("pane.ls", json!({}))?
-        .as_array()
-        .and_then(|l| l.iter().find(|p| p["name"] == spec.pane.as_str()).cloned())
+        .call(args::PaneLs {})?
+        .into_iter()
+        .find(|p| p.name() == spec.pane)
         .ok_or_else(|| ClientError::Remote {
             code: crate::daemon::protocol::ErrorCode::NotFound,
             message: format!("no pane named {}; see `drover pane ls`", spec.pane),
         })?;
-    let generation = info["generation"].as_u64().unwrap_or(0);
+    let (generation, cwd) = match &info {
+        PaneEntry::Live(v) => (v.info.generation, v.info.cwd.clone()),
+        PaneEntry::Lost(l) => (l.generation, None),
+    };
     check_session(state_dir, &spec.session_id)?;
     // One dispatch to a pane at a time: the busy check, the claim and the
     // dispatch evidence that makes the next check see this job happen under
@@ -275,10 +281,7 @@ pub fn dispatch(
     }
     // A report left by an earlier attempt must not speak for this one.
     let _ = std::fs::remove_file(&report_path);
-    let worktree = spec
-        .worktree
-        .clone()
-        .or_else(|| info["cwd"].as_str().map(PathBuf::from));
+    let worktree = spec.worktree.clone().or(cwd);
     evidence.append(
         &spec.job_id,
         &Evidence::Dispatch {
@@ -306,8 +309,7 @@ pub fn dispatch(
             &spec.report_by
         )
     );
-    let delivered: Result<Value, ClientError> =
-        client.call("deliver", deliver_args(spec, &text, &nonce));
+    let delivered = client.call(deliver_args(spec, &text, &nonce));
     let delivered = match delivered {
         Ok(v) => v,
         Err(e) => {
@@ -334,7 +336,7 @@ pub fn dispatch(
             });
         }
     };
-    let confirmed_gen = delivered["generation"].as_u64().unwrap_or(0);
+    let confirmed_gen = delivered.generation;
     if confirmed_gen == generation {
         evidence.append(
             &spec.job_id,
@@ -358,17 +360,14 @@ pub fn dispatch(
         )
         .expect_attempt(attempt_id.clone()),
     )?;
-    client.call(
-        "evidence.watch",
-        json!({
-            "job_id": spec.job_id,
-            "attempt_id": attempt_id,
-            "session_id": spec.session_id,
-            "pane": spec.pane,
-            "generation": generation,
-            "autocomplete": spec.autocomplete,
-        }),
-    )?;
+    client.call(args::EvidenceWatch {
+        job_id: spec.job_id.clone(),
+        attempt_id: attempt_id.clone(),
+        session_id: spec.session_id.clone(),
+        pane: spec.pane.clone(),
+        generation,
+        autocomplete: spec.autocomplete,
+    })?;
     crate::registry::events::emit_quiet(
         state_dir,
         "job.dispatched",

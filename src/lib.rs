@@ -15,7 +15,9 @@
 //!   terminal queries while nobody is attached, and wakes watchers when a burst
 //!   ends; input goes through a bounded writer thread.
 //! - [`daemon`] is the supervisor (`drover serve`): a Unix socket speaking the
-//!   framed protocol of `docs/protocol.md`, holding every pane for its life.
+//!   framed protocol of `docs/protocol.md`, holding every pane for its life;
+//!   [`proto`] types that protocol (one request variant per op, typed
+//!   replies, the state vocabulary) for the server and every client.
 //! - [`agent`] turns a screen into an observation (rules as data) and delivers
 //!   prompts; [`watch`] answers barriers from observation changes, never by polling.
 //! - [`fleet`] joins supervisors of many hosts over NATS JetStream; it runs
@@ -40,6 +42,7 @@ pub mod loopctl;
 pub mod pane;
 pub mod paths;
 pub mod policy;
+pub mod proto;
 pub mod registry;
 pub mod rehearse;
 pub mod report;

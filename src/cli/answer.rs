@@ -4,7 +4,7 @@
 
 use super::{Ctx, client_err};
 use drover::exit;
-use serde_json::{Value, json};
+use drover::proto::args::{AnswerAction, PaneAnswer};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Commands {
@@ -46,38 +46,47 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
     let (pane, args, json_out) = match cmd {
         Commands::Approve(t) => (
             t.pane.clone(),
-            json!({"pane": t.pane, "action": "approve"}),
+            PaneAnswer {
+                pane: t.pane,
+                action: AnswerAction::Approve,
+                choice: None,
+            },
             t.json,
         ),
         Commands::Deny(t) => (
             t.pane.clone(),
-            json!({"pane": t.pane, "action": "deny"}),
+            PaneAnswer {
+                pane: t.pane,
+                action: AnswerAction::Deny,
+                choice: None,
+            },
             t.json,
         ),
         Commands::Answer(a) => (
             a.pane.clone(),
-            json!({"pane": a.pane, "action": "answer", "choice": a.choice}),
+            PaneAnswer {
+                pane: a.pane,
+                action: AnswerAction::Answer,
+                choice: Some(a.choice),
+            },
             a.json,
         ),
     };
     let mut c = ctx.client()?;
-    let v: Value = c.call("pane.answer", args).map_err(client_err)?;
+    let v = c.call(args).map_err(client_err)?;
     if json_out {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        // As a JSON value: its keys in the order they always had (sorted).
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::to_value(&v)?)?
+        );
     } else {
         println!(
             "{pane}: answered the {} dialog (keys {}, attempts {}); now {}",
-            v["dialog"].as_str().unwrap_or("?"),
-            v["keys"]
-                .as_array()
-                .map(|k| k
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" "))
-                .unwrap_or_default(),
-            v["attempts"],
-            v["state"].as_str().unwrap_or("?"),
+            v.dialog,
+            v.keys.join(" "),
+            v.attempts,
+            v.state,
         );
     }
     Ok(exit::OK)

@@ -6,8 +6,8 @@
 use super::{Ctx, client_err, fail};
 use drover::daemon::protocol::{FrameKind, read_frame, write_frame};
 use drover::exit;
+use drover::proto::{AttachControl, AttachEvent};
 use nix::sys::termios::{self, SetArg, Termios};
-use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
@@ -76,6 +76,11 @@ impl Drop for RawGuard {
 
 nix::ioctl_read_bad!(tiocgwinsz, nix::libc::TIOCGWINSZ, nix::libc::winsize);
 
+/// The detach control, as sent.
+fn detach_msg() -> Vec<u8> {
+    serde_json::to_vec(&AttachControl::Detach).unwrap_or_default()
+}
+
 fn terminal_size() -> Option<(u16, u16)> {
     let mut ws = nix::libc::winsize {
         ws_row: 0,
@@ -127,14 +132,15 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         ));
     }
     let mut client = ctx.client()?;
-    let mut args = json!({"pane": a.name});
-    if a.read_only {
-        args["read_only"] = json!(true);
-    } else if let Some((cols, rows)) = terminal_size() {
-        args["cols"] = json!(cols);
-        args["rows"] = json!(rows);
-    }
-    client.call("attach", args).map_err(client_err)?;
+    let size = (!a.read_only).then(terminal_size).flatten();
+    client
+        .call(drover::proto::args::Attach {
+            pane: a.name.clone(),
+            cols: size.map(|(c, _)| u64::from(c)),
+            rows: size.map(|(_, r)| u64::from(r)),
+            read_only: a.read_only,
+        })
+        .map_err(client_err)?;
     eprint!(
         "[attached to {}{} · detach: {}]\r\n",
         a.name,
@@ -156,7 +162,7 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         loop {
             let n = match stdin.read(&mut buf) {
                 Ok(0) | Err(_) => {
-                    send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
+                    send(&w, FrameKind::Json, &detach_msg());
                     return;
                 }
                 Ok(n) => n,
@@ -166,7 +172,7 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 if i > 0 {
                     send(&w, FrameKind::Input, &chunk[..i]);
                 }
-                send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
+                send(&w, FrameKind::Json, &detach_msg());
                 return;
             }
             if !read_only && !send(&w, FrameKind::Input, chunk) {
@@ -189,11 +195,15 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                         continue;
                     }
                     if let Some((cols, rows)) = terminal_size() {
-                        let msg = json!({"op": "resize", "cols": cols, "rows": rows}).to_string();
+                        let msg = serde_json::to_string(&AttachControl::Resize {
+                            cols: u64::from(cols),
+                            rows: u64::from(rows),
+                        })
+                        .unwrap_or_default();
                         send(&w, FrameKind::Json, msg.as_bytes());
                     }
                 } else {
-                    send(&w, FrameKind::Json, br#"{"op":"detach"}"#);
+                    send(&w, FrameKind::Json, &detach_msg());
                     restore_terminal();
                     std::process::exit(0);
                 }
@@ -218,25 +228,27 @@ pub fn run(a: AttachArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 }
             }
             Ok(Some(f)) if f.kind == FrameKind::Json => {
-                let v: Value = serde_json::from_slice(&f.payload).unwrap_or(Value::Null);
-                match v["event"].as_str() {
-                    Some("detached") => break (exit::OK, format!("[detached from {}]", a.name)),
-                    Some("kicked") => {
+                match serde_json::from_slice::<AttachEvent>(&f.payload) {
+                    Ok(AttachEvent::Detached) => {
+                        break (exit::OK, format!("[detached from {}]", a.name));
+                    }
+                    Ok(AttachEvent::Kicked) => {
                         break (
                             exit::OK,
                             format!("[detached from {}: another client attached]", a.name),
                         );
                     }
-                    Some("exited") => {
-                        let code = &v["exit"]["code"];
-                        let how = if code.is_null() {
-                            format!("signal {}", v["exit"]["signal"].as_str().unwrap_or("?"))
-                        } else {
-                            format!("code {code}")
+                    Ok(AttachEvent::Exited { exit }) => {
+                        let how = match exit.as_ref().and_then(|e| e.code) {
+                            Some(code) => format!("code {code}"),
+                            None => format!(
+                                "signal {}",
+                                exit.and_then(|e| e.signal).as_deref().unwrap_or("?")
+                            ),
                         };
                         break (exit::OK, format!("[pane {} exited ({how})]", a.name));
                     }
-                    _ => {}
+                    Err(_) => {}
                 }
             }
             Ok(Some(_)) => {}

@@ -6,12 +6,13 @@
 //! summary table. Runs its own supervisor in a temporary state dir.
 
 use super::{Ctx, client_err, fail};
+use drover::agent::State;
 use drover::daemon::Client;
 use drover::dispatch::{DispatchSpec, dispatch};
 use drover::engine::{Action, Actor, Engine, Request};
 use drover::exit;
+use drover::proto::{Op, PaneSpec, args};
 use drover::shadow::ShadowDecision;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -68,8 +69,8 @@ impl Demo {
         println!("[{:>5.1}s] {msg}", self.started.elapsed().as_secs_f64());
     }
 
-    fn call(&mut self, op: &str, args: Value) -> anyhow::Result<Value> {
-        self.client.call(op, args).map_err(client_err)
+    fn call<O: Op>(&mut self, op: O) -> anyhow::Result<O::Reply> {
+        self.client.call(op).map_err(client_err)
     }
 }
 
@@ -132,7 +133,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("or, for this shell: export DROVER_STATE_DIR={sd}");
         return result.map(|()| exit::OK);
     }
-    let _ = d.call("shutdown", json!({}));
+    let _ = d.call(args::Shutdown {});
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| exit::OK)
@@ -185,20 +186,36 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
             ],
         )?;
         std::fs::write(wt.join("script.toml"), script)?;
-        let spec = json!({"spec": {
-            "name": pane,
-            "argv": [exe, "sim-agent", "--profile", profile, "--script", "script.toml"],
-            "env": [["DROVER_SESSION_ID", "implementer"], ["DROVER_LANE_ID", format!("implementer-{pane}")]],
-            "cwd": wt, "cols": 120, "rows": 40, "agent": "sim"}});
-        d.call("pane.new", spec)?;
+        let spec = PaneSpec {
+            name: pane.to_string(),
+            argv: vec![
+                exe.display().to_string(),
+                "sim-agent".into(),
+                "--profile".into(),
+                profile.to_string(),
+                "--script".into(),
+                "script.toml".into(),
+            ],
+            env: vec![
+                ("DROVER_SESSION_ID".into(), "implementer".into()),
+                ("DROVER_LANE_ID".into(), format!("implementer-{pane}")),
+            ],
+            cwd: Some(wt.clone()),
+            cols: 120,
+            rows: 40,
+            agent: "sim".into(),
+            backend: None,
+        };
+        d.call(args::PaneNew {
+            spec,
+            backend: None,
+            split: None,
+        })?;
         d.say(&format!("  lane {pane:<6} ({profile} profile): {what}"));
     }
-    let panes: Vec<&str> = LANES.iter().map(|l| l.0).collect();
-    let v = d.call(
-        "wait",
-        json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}),
-    )?;
-    if v["timed_out"].as_bool() == Some(true) {
+    let panes: Vec<String> = LANES.iter().map(|l| l.0.to_string()).collect();
+    let v = d.call(args::Wait::all(panes.clone(), [State::Idle], 10_000))?;
+    if v.timed_out {
         return Err(fail(exit::TIMEOUT, "the sim agents did not become idle"));
     }
     d.say("all three agents are idle (a barrier woke on the observation changes)");
@@ -220,12 +237,9 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     d.say("the shadow round's jobs are cancelled: a lane holds one running job at a time");
     // A fresh generation for each lane before the second round.
     for pane in &panes {
-        d.call("pane.respawn", json!({"pane": pane}))?;
+        d.call(args::PaneRespawn { pane: pane.clone() })?;
     }
-    d.call(
-        "wait",
-        json!({"panes": panes, "until": ["idle"], "timeout_ms": 10_000}),
-    )?;
+    d.call(args::Wait::all(panes.clone(), [State::Idle], 10_000))?;
     let auto = phase(d, repo, "auto", true)?;
     lanes_round(d, repo, exe)?;
 
@@ -330,11 +344,12 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
         recs.len()
     ));
     let ids: Vec<String> = recs.iter().map(|r| r.lane_id.clone()).collect();
-    let v = d.call(
-        "wait",
-        json!({"panes": ids, "until": ["done", "idle"], "timeout_ms": PHASE_TIMEOUT.as_millis() as u64}),
-    )?;
-    if v["timed_out"].as_bool() == Some(true) {
+    let v = d.call(args::Wait::all(
+        ids,
+        [State::Done, State::Idle],
+        PHASE_TIMEOUT.as_millis() as u64,
+    ))?;
+    if v.timed_out {
         return Err(fail(exit::TIMEOUT, "the lanes did not finish their jobs"));
     }
     // The turn ends before the watcher has read the report: wait for its

@@ -105,7 +105,7 @@ pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
         return result;
     }
     if let Ok(mut c) = Client::connect_or_start(&state_dir, &socket, None) {
-        let _ = c.call("shutdown", serde_json::json!({}));
+        let _ = c.call(drover::proto::args::Shutdown {});
     }
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);

@@ -8,6 +8,7 @@ use drover::fleet::config::{self, PASSWORD_ENV, TOKEN_ENV};
 use drover::fleet::follow::{self, Start, Watch};
 use drover::fleet::membership::{self, Presence};
 use drover::fleet::{Auth, FleetConfig, FleetError, Handed, Names, Secret, connection};
+use drover::proto::reply::Left;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -275,12 +276,13 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     }
     let mut c = ctx.client_or_start()?;
     let r = c
-        .call(
-            "fleet.join",
-            json!({"config": cfg, "password": handed.password, "token": handed.token}),
-        )
+        .call(drover::proto::args::FleetJoin {
+            config: serde_json::to_value(&cfg)?,
+            password: handed.password.clone(),
+            token: handed.token.clone(),
+        })
         .map_err(client_err)?;
-    let ttl = r["ttl_ms"].as_u64().unwrap_or(0);
+    let ttl = r.ttl_ms.unwrap_or(0);
     ctx.said(format!(
         "joined fleet {} as host {} ({} slots); a host is gone {}s after its last heartbeat",
         cfg.fleet,
@@ -374,21 +376,29 @@ fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 fn leave(ctx: &Ctx) -> anyhow::Result<u8> {
     // A running supervisor holds the heartbeat: it stops it and removes the key.
     if let Ok(mut c) = ctx.client() {
-        let r = c.call("fleet.leave", json!({})).map_err(client_err)?;
-        if r["left"] == json!(true) {
-            if let Some(e) = r["error"].as_str() {
-                eprintln!("drover: warning: {e}; the host's entry expires with the fleet's TTL");
+        let r = c
+            .call(drover::proto::args::FleetLeave {})
+            .map_err(client_err)?;
+        match r {
+            Left::Left {
+                fleet, host, error, ..
+            } => {
+                if let Some(e) = error {
+                    eprintln!(
+                        "drover: warning: {e}; the host's entry expires with the fleet's TTL"
+                    );
+                }
+                ctx.said(format!("left fleet {fleet} (host {host})"));
+                return Ok(exit::OK);
             }
-            ctx.said(format!(
-                "left fleet {} (host {})",
-                r["fleet"].as_str().unwrap_or("-"),
-                r["host"].as_str().unwrap_or("-")
-            ));
-            return Ok(exit::OK);
-        }
-        if r["config_removed"] != json!(true) {
-            ctx.said("this host is in no fleet");
-            return Ok(exit::OK);
+            Left::NotIn {
+                config_removed: false,
+                ..
+            } => {
+                ctx.said("this host is in no fleet");
+                return Ok(exit::OK);
+            }
+            Left::NotIn { .. } => {}
         }
     }
     let Ok((dir, cfg)) = joined(ctx) else {

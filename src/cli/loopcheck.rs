@@ -57,15 +57,13 @@ fn live_panes(client: Option<drover::daemon::Client>, n: u32) -> Vec<String> {
         return Vec::new();
     };
     let prefix = format!("l{n}-");
-    let Ok(v) = c.call("pane.ls", serde_json::json!({})) else {
+    let Ok(v) = c.call(drover::proto::args::PaneLs {}) else {
         return Vec::new();
     };
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["exit"].is_null() && p["lost"].as_bool() != Some(true))
-        .filter_map(|p| p["name"].as_str())
+    v.iter()
+        .filter_map(drover::proto::PaneEntry::live)
+        .filter(|p| p.info.exit.is_none())
+        .map(|p| p.info.name.clone())
         .filter(|name| name.starts_with(&prefix))
-        .map(str::to_string)
         .collect()
 }

@@ -3,7 +3,7 @@
 use super::{Ctx, client_err, fail};
 use drover::exit;
 use drover::pane::{PaneSpec, parse_size, validate_env_name};
-use serde_json::{Value, json};
+use drover::proto::{PaneEntry, args};
 use std::path::PathBuf;
 
 /// The key names `pane keys` knows, for its help.
@@ -273,8 +273,10 @@ pub fn build_spec(a: &NewArgs) -> anyhow::Result<PaneSpec> {
     Ok(spec)
 }
 
-fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+/// A reply as JSON, its keys in the order they always had (sorted).
+fn print_json<T: serde::Serialize>(v: &T) {
+    let v = serde_json::to_value(v).unwrap_or_default();
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
 }
 
 pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -289,21 +291,23 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     })?;
             let was_running = ctx.client().is_ok();
             let mut c = ctx.client_or_start()?;
-            let mut req = json!({"spec": spec, "backend": backend});
-            if let Some(of) = &a.split {
-                req["split"] = json!({"pane": of, "direction": a.split_direction});
-            }
-            let info = match c.call("pane.new", req) {
+            let req = args::PaneNew {
+                spec: spec.into(),
+                backend: Some(backend.to_string()),
+                split: a.split.as_ref().map(|of| args::Split {
+                    pane: of.clone(),
+                    direction: Some(a.split_direction.to_string()),
+                }),
+            };
+            let info = match c.call(req) {
                 Ok(info) => info,
                 Err(e) => {
                     // A supervisor this command started for a pane it could
                     // not make (herdr or tmux missing, a bad command) is not
                     // left running with nothing in it.
-                    let empty = c
-                        .call("pane.ls", json!({}))
-                        .is_ok_and(|v| v.as_array().is_some_and(Vec::is_empty));
+                    let empty = c.call(args::PaneLs {}).is_ok_and(|v| v.is_empty());
                     if !was_running && empty {
-                        let _ = c.call("shutdown", json!({}));
+                        let _ = c.call(args::Shutdown {});
                     }
                     return Err(client_err(e));
                 }
@@ -313,16 +317,16 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             } else {
                 ctx.said(format!(
                     "created pane {} on {} (pid {}, generation {})",
-                    a.name, backend, info["pid"], info["generation"]
+                    a.name, backend, info.info.pid, info.info.generation
                 ));
-                if let Some(cmd) = info["attach_command"].as_str() {
+                if let Some(cmd) = &info.attach_command {
                     ctx.said(format!("  or: {cmd}"));
                 }
             }
         }
         PaneCmd::Ls { json } => {
             let mut c = ctx.client()?;
-            let list = c.call("pane.ls", json!({})).map_err(client_err)?;
+            let list = c.call(args::PaneLs {}).map_err(client_err)?;
             if json {
                 print_json(&list);
             } else {
@@ -337,29 +341,28 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         } => {
             let mut c = ctx.client()?;
             let v = c
-                .call(
-                    "pane.read",
-                    json!({"pane": name, "raw": raw, "scrollback": scrollback}),
-                )
+                .call(args::PaneRead {
+                    pane: name,
+                    raw,
+                    scrollback: Some(scrollback as u64),
+                })
                 .map_err(client_err)?;
             if json {
                 print_json(&v);
             } else if raw {
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();
-                if let Some(lines) = v["lines"].as_array() {
-                    // Scrollback rows are plain; screen rows carry their SGR.
-                    let formatted = v["formatted"].as_array().cloned().unwrap_or_default();
-                    let plain = lines.len().saturating_sub(formatted.len());
-                    for l in &lines[..plain] {
-                        writeln!(out, "{}", l.as_str().unwrap_or_default())?;
-                    }
-                    for l in &formatted {
-                        writeln!(out, "{}\x1b[0m", l.as_str().unwrap_or_default())?;
-                    }
+                // Scrollback rows are plain; screen rows carry their SGR.
+                let formatted = v.formatted.unwrap_or_default();
+                let plain = v.lines.len().saturating_sub(formatted.len());
+                for l in &v.lines[..plain] {
+                    writeln!(out, "{l}")?;
+                }
+                for l in &formatted {
+                    writeln!(out, "{l}\x1b[0m")?;
                 }
             } else {
-                print!("{}", v["text"].as_str().unwrap_or_default());
+                print!("{}", v.text);
             }
         }
         PaneCmd::Send {
@@ -371,12 +374,13 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let text = read_text(text, file.as_deref())?;
             let mut c = ctx.client()?;
             let v = c
-                .call(
-                    "pane.send",
-                    json!({"pane": name, "text": text, "enter": !no_enter}),
-                )
+                .call(args::PaneSend {
+                    pane: name.clone(),
+                    text: text.clone(),
+                    enter: !no_enter,
+                })
                 .map_err(client_err)?;
-            if let Some(agent @ ("claude" | "codex")) = v["agent"].as_str() {
+            if let agent @ ("claude" | "codex") = v.agent.as_str() {
                 // Written at once: an agent's TUI may keep it in its composer.
                 eprintln!(
                     "drover: warning: pane send does not confirm that {agent} took the prompt; \
@@ -394,42 +398,45 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 drover::pane::key_bytes(k, false).map_err(|e| usage(e.to_string()))?;
             }
             let mut c = ctx.client()?;
-            c.call("pane.keys", json!({"pane": name, "keys": keys}))
-                .map_err(client_err)?;
+            c.call(args::PaneKeys {
+                pane: name.clone(),
+                keys: keys.clone(),
+            })
+            .map_err(client_err)?;
             ctx.said(format!("sent {} to {name}", keys.join(" ")));
         }
         PaneCmd::Resize { name, size } => {
             let (cols, rows) = parse_size(&size).map_err(|e| usage(e.to_string()))?;
             let mut c = ctx.client()?;
-            c.call(
-                "pane.resize",
-                json!({"pane": name, "cols": cols, "rows": rows}),
-            )
+            c.call(args::PaneResize {
+                pane: name.clone(),
+                cols,
+                rows,
+            })
             .map_err(client_err)?;
             ctx.said(format!("resized {name} to {cols}x{rows}"));
         }
         PaneCmd::Kill { name } => {
             let mut c = ctx.client()?;
-            c.call("pane.kill", json!({"pane": name}))
+            c.call(args::PaneKill { pane: name.clone() })
                 .map_err(client_err)?;
             ctx.said(format!("killed pane {name}"));
         }
         PaneCmd::Respawn { name } => {
             let mut c = ctx.client()?;
             let v = c
-                .call("pane.respawn", json!({"pane": name}))
+                .call(args::PaneRespawn { pane: name.clone() })
                 .map_err(client_err)?;
             ctx.said(format!(
                 "respawned pane {name} (generation {})",
-                v["generation"]
+                v.generation
             ));
         }
     }
     Ok(exit::OK)
 }
 
-pub fn print_table(list: &Value) {
-    let rows = list.as_array().cloned().unwrap_or_default();
+pub fn print_table(rows: &[PaneEntry]) {
     if rows.is_empty() {
         println!("no panes");
         return;
@@ -438,38 +445,60 @@ pub fn print_table(list: &Value) {
         "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>8}",
         "NAME", "BACKEND", "PID", "GEN", "SIZE", "AGENT", "STATE", "SINCE"
     );
-    for p in &rows {
-        let o = &p["observation"];
-        let mut state = o["state"].as_str().unwrap_or("?").to_string();
-        if let Some(k) = o["kind"].as_str() {
-            state = format!("{state}:{k}");
-        }
-        if let Some(code) = o["exit_code"].as_i64() {
-            state = format!("{state}({code})");
-        }
+    for p in rows {
+        let (name, backend, pid, generation, size, agent, state, since_ms) = match p {
+            PaneEntry::Live(v) => {
+                let o = &v.observation;
+                let mut state = o.state.to_string();
+                if let Some(k) = o.kind {
+                    state = format!("{state}:{k}");
+                }
+                if let Some(code) = o.exit_code {
+                    state = format!("{state}({code})");
+                }
+                let i = &v.info;
+                let size = format!("{}x{}", i.cols, i.rows);
+                (
+                    &i.name,
+                    &i.backend,
+                    i.pid,
+                    i.generation,
+                    size,
+                    &i.agent,
+                    state,
+                    o.since_ms,
+                )
+            }
+            PaneEntry::Lost(l) => (
+                &l.name,
+                &l.backend,
+                l.pid,
+                l.generation,
+                "-".to_string(),
+                &l.agent,
+                "lost".to_string(),
+                l.observation.since_ms,
+            ),
+        };
         println!(
             "{:<20} {:<7} {:>8} {:>4} {:>8} {:<7} {:<20} {:>8}",
-            p["name"].as_str().unwrap_or("?"),
-            p["backend"].as_str().unwrap_or("?"),
-            p["pid"].to_string(),
-            p["generation"].to_string(),
-            if p["cols"].is_null() {
-                "-".to_string()
-            } else {
-                format!("{}x{}", p["cols"], p["rows"])
-            },
-            p["agent"].as_str().unwrap_or("?"),
+            name,
+            backend,
+            pid,
+            generation,
+            size,
+            agent,
             state,
-            super::fmt::ago(o["since_ms"].as_u64().unwrap_or(0)),
+            super::fmt::ago(since_ms),
         );
     }
     // Panes a stopped supervisor left behind say what became of them.
-    for p in rows.iter().filter(|p| p["lost"] == true) {
-        println!(
-            "{}: lost — {} (`drover pane kill {}` dismisses it)",
-            p["name"].as_str().unwrap_or("?"),
-            p["note"].as_str().unwrap_or(""),
-            p["name"].as_str().unwrap_or("?"),
-        );
+    for p in rows {
+        if let PaneEntry::Lost(l) = p {
+            println!(
+                "{}: lost — {} (`drover pane kill {}` dismisses it)",
+                l.name, l.note, l.name,
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 use super::{Ctx, client_err, fail};
 use drover::exit;
 use drover::pane::PaneSpec;
+use drover::proto::args;
 use drover::rehearse::{self, Agent, MockServer, Script, SetupFault, discover, home};
 use serde_json::json;
 use std::io::Write;
@@ -187,11 +188,8 @@ fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16>
         if Instant::now() >= deadline {
             let screen = ctx
                 .client()
-                .and_then(|mut c| {
-                    c.call("pane.read", json!({"pane": mock_pane}))
-                        .map_err(client_err)
-                })
-                .map(|v| v["text"].as_str().unwrap_or_default().trim().to_string())
+                .and_then(|mut c| c.call(args::PaneRead::new(mock_pane)).map_err(client_err))
+                .map(|v| v.text.trim().to_string())
                 .unwrap_or_default();
             return Err(fail(
                 exit::ERROR,
@@ -295,7 +293,11 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     // model outlives a supervisor restart as its agent does.
     let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
     client
-        .call("pane.new", json!({"spec": mock_spec, "backend": backend}))
+        .call(args::PaneNew {
+            spec: mock_spec.into(),
+            backend: Some(backend.clone()),
+            split: None,
+        })
         .map_err(client_err)?;
     let started = (|| {
         let port = wait_for_port(&port_file, &mock_name, ctx)?;
@@ -332,7 +334,11 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         };
         spec.validate().map_err(|e| usage(e.to_string()))?;
         let info = client
-            .call("pane.new", json!({"spec": spec, "backend": backend}))
+            .call(args::PaneNew {
+                spec: spec.into(),
+                backend: Some(backend.clone()),
+                split: None,
+            })
             .map_err(client_err)?;
         anyhow::Ok((port, info))
     })();
@@ -340,14 +346,16 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         Ok(v) => v,
         Err(e) => {
             // Leave nothing behind: the mock is useless without its agent.
-            let _ = client.call("pane.kill", json!({"pane": mock_name}));
+            let _ = client.call(args::PaneKill {
+                pane: mock_name.clone(),
+            });
             return Err(e);
         }
     };
     if a.json {
         let v = json!({
             "pane": name, "mock_pane": mock_name, "port": port, "agent": agent.name(),
-            "bin": bin, "home": home_dir, "cwd": cwd, "pid": info["pid"],
+            "bin": bin, "home": home_dir, "cwd": cwd, "pid": info.info.pid,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {

@@ -59,12 +59,12 @@ pub fn run(cmd: ReportCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     let w = drover::report::request::send(&said, &claims)
         .map_err(|e| fail(e.exit_code(), e.to_string()))?;
     if json_out {
-        let doc = serde_json::json!({"path": w["path"], "job_id": w["job_id"], "replaced": w["replaced"], "report": w["report"]});
+        let doc = serde_json::json!({"path": w.path, "job_id": w.job_id, "replaced": w.replaced, "report": w.report});
         println!("{doc:#}");
     } else if !ctx.quiet {
-        let path = w["path"].as_str().unwrap_or("?");
-        let job = w["job_id"].as_str().unwrap_or("?");
-        let how = if w["replaced"].as_bool() == Some(true) {
+        let path = w.path.display();
+        let job = &w.job_id;
+        let how = if w.replaced {
             "replaced at"
         } else {
             "written to"
@@ -72,7 +72,7 @@ pub fn run(cmd: ReportCmd, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("report for job {job} {how} {path}:");
         println!(
             "{}",
-            serde_json::to_string_pretty(&w["report"]).unwrap_or_default()
+            serde_json::to_string_pretty(&w.report).unwrap_or_default()
         );
     }
     Ok(drover::exit::OK)

@@ -2,7 +2,7 @@
 
 use super::{Ctx, client_err};
 use drover::exit;
-use serde_json::json;
+use drover::proto::args;
 
 #[derive(Debug, clap::Args)]
 pub struct SendArgs {
@@ -32,26 +32,24 @@ pub fn run(a: SendArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let text = super::pane::read_text(a.text.clone(), a.file.as_deref())?;
     let mut c = ctx.client()?;
     let v = c
-        .call(
-            "deliver",
-            json!({
-                "pane": a.pane,
-                "text": text,
-                "ready_timeout_ms": a.ready_timeout_ms,
-                "confirm_timeout_ms": a.confirm_timeout_ms,
-                "nonce": a.nonce,
-            }),
-        )
+        .call(args::Deliver {
+            pane: a.pane.clone(),
+            text,
+            ready_timeout_ms: Some(a.ready_timeout_ms),
+            confirm_timeout_ms: Some(a.confirm_timeout_ms),
+            nonce: a.nonce.clone(),
+        })
         .map_err(client_err)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        // As a JSON value: its keys in the order they always had (sorted).
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::to_value(&v)?)?
+        );
     } else {
         ctx.said(format!(
             "delivered to {} (attempts {}, now {}, nonce {})",
-            a.pane,
-            v["attempts"],
-            v["state"].as_str().unwrap_or("?"),
-            v["nonce"].as_str().unwrap_or("?")
+            a.pane, v.attempts, v.state, v.nonce
         ));
     }
     Ok(exit::OK)

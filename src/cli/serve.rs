@@ -3,6 +3,7 @@
 use super::{Ctx, client_err, fail};
 use drover::daemon::{Client, ServeError, ServeOptions, client, serve};
 use drover::exit;
+use drover::proto::args;
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
@@ -39,10 +40,10 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             client::start_daemon_verbose(&exe, &state_dir, ctx.verbose).map_err(client_err)?;
         let mut c = client::wait_started(child, &state_dir, &socket, client::START_TIMEOUT)
             .map_err(client_err)?;
-        let pong = c.call("ping", serde_json::json!({})).map_err(client_err)?;
+        let pong = c.call(args::Ping {}).map_err(client_err)?;
         ctx.said(format!(
             "supervisor running (pid {}) for {}",
-            pong["pid"],
+            pong.pid,
             state_dir.display()
         ));
         return Ok(exit::OK);
@@ -82,11 +83,7 @@ fn reconcile_lanes_once_serving(state_dir: &std::path::Path, socket: &std::path:
         else {
             return;
         };
-        let ours = c
-            .call("ping", serde_json::json!({}))
-            .ok()
-            .and_then(|v| v["pid"].as_u64())
-            == Some(u64::from(std::process::id()));
+        let ours = c.call(args::Ping {}).ok().map(|v| v.pid) == Some(std::process::id());
         if ours {
             drover::lane::reconcile::at_start(&state_dir, &mut c);
         }
@@ -112,12 +109,8 @@ pub fn kill_server(ctx: &Ctx) -> anyhow::Result<u8> {
     let Ok(mut c) = Client::connect(&socket) else {
         return not_running(&state_dir);
     };
-    let pid = c
-        .call("ping", serde_json::json!({}))
-        .ok()
-        .and_then(|v| v["pid"].as_u64());
-    c.call("shutdown", serde_json::json!({}))
-        .map_err(client_err)?;
+    let pid = c.call(args::Ping {}).ok().map(|v| v.pid);
+    c.call(args::Shutdown {}).map_err(client_err)?;
     match client::wait_stopped(&state_dir, STOP_TIMEOUT) {
         Ok(true) => {
             ctx.said(format!(

@@ -6,6 +6,7 @@ use super::fmt::{ago_rfc3339, terminal_cols, wrap};
 use super::{Ctx, client_err};
 use drover::engine::{Engine, Status};
 use drover::exit;
+use drover::proto::args;
 use drover::shadow::ShadowDecision;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -29,12 +30,12 @@ const REASON_COL: usize = 16 + 1 + 10 + 1 + 14 + 1 + 18 + 1 + 9 + 1;
 pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut c = ctx.client()?;
     let state_dir = ctx.state_dir()?;
-    let ping = c.call("ping", json!({})).map_err(client_err)?;
-    let panes = c.call("pane.ls", json!({})).map_err(client_err)?;
+    let ping = c.call(args::Ping {}).map_err(client_err)?;
+    let panes = c.call(args::PaneLs {}).map_err(client_err)?;
     let jobs = jobs(&state_dir, a.all);
     if a.json {
         let doc = json!({
-            "supervisor": {"pid": ping["pid"], "version": ping["version"], "state_dir": state_dir},
+            "supervisor": {"pid": ping.pid, "version": ping.version, "state_dir": state_dir},
             "panes": panes,
             "jobs": jobs,
         });
@@ -43,9 +44,9 @@ pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     }
     println!(
         "supervisor pid {} · state dir {} · {} panes · {} {}jobs",
-        ping["pid"],
+        ping.pid,
         state_dir.display(),
-        panes.as_array().map_or(0, Vec::len),
+        panes.len(),
         jobs.len(),
         if a.all { "" } else { "running " }
     );

@@ -1,8 +1,9 @@
 //! `drover wait`: a barrier over panes' agent states.
 
 use super::{Ctx, client_err, fail};
+use drover::agent::Until;
 use drover::exit;
-use serde_json::{Value, json};
+use drover::proto::{Snapshot, args};
 
 /// States and kinds, listed in `drover wait --help`.
 pub const AFTER_HELP: &str = "\
@@ -50,21 +51,27 @@ pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     // A target that can never match was refused by clap (values::UntilParser),
     // a usage error, not a wait that times out.
     let mut c = ctx.client()?;
+    let until = a
+        .until
+        .iter()
+        .map(|u| u.parse::<Until>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(exit::USAGE, e.to_string()))?;
     let v = c
-        .call(
-            "wait",
-            json!({
-                "panes": a.panes,
-                "until": a.until,
-                "timeout_ms": a.timeout_ms,
-                "mode": if a.any { "any" } else { "all" },
-                "fresh": a.fresh,
-            }),
-        )
+        .call(args::Wait {
+            panes: a.panes.clone(),
+            until,
+            timeout_ms: Some(a.timeout_ms),
+            mode: if a.any {
+                args::WaitMode::Any
+            } else {
+                args::WaitMode::All
+            },
+            fresh: a.fresh,
+        })
         .map_err(client_err)?;
-    let snaps = v["snapshots"].as_array().cloned().unwrap_or_default();
-    if v["timed_out"].as_bool() == Some(true) {
-        let states: Vec<String> = snaps.iter().map(describe).collect();
+    if v.timed_out {
+        let states: Vec<String> = v.snapshots.iter().map(|s| describe(&s.snapshot)).collect();
         return Err(fail(
             exit::TIMEOUT,
             format!(
@@ -75,23 +82,21 @@ pub fn run(a: WaitArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             ),
         ));
     }
+    // As JSON values: their keys in the order they always had (sorted).
+    let snaps = serde_json::to_value(&v.snapshots)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&snaps)?);
     } else {
-        for s in &snaps {
+        for s in snaps.as_array().into_iter().flatten() {
             println!("{}", serde_json::to_string(s)?);
         }
     }
     Ok(exit::OK)
 }
 
-fn describe(s: &Value) -> String {
-    let mut out = format!(
-        "{}={}",
-        s["pane"].as_str().unwrap_or("?"),
-        s["state"].as_str().unwrap_or("?")
-    );
-    if let Some(k) = s["kind"].as_str() {
+fn describe(s: &Snapshot) -> String {
+    let mut out = format!("{}={}", s.pane, s.state);
+    if let Some(k) = s.kind {
         out.push_str(&format!(":{k}"));
     }
     out

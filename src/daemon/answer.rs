@@ -8,8 +8,10 @@
 use super::protocol::{ErrorCode, Response};
 use super::server::{Entry, Sup, pane_err};
 use crate::agent::AgentKind;
+use crate::agent::State;
 use crate::agent::dialog::{self, Action, Dialog, DialogKind, Plan};
-use serde_json::{Value, json};
+use crate::proto::args::{AnswerAction, PaneAnswer};
+use crate::proto::reply::Answered;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,20 +155,14 @@ async fn execute(
 /// [`STATE_CATCHUP`] whatever it is (a dialog that follows is `blocked` again).
 /// Read at once, the observation still said `blocked` about the dialog just
 /// answered.
-async fn state_after(sup: &Sup, entry: &Entry) -> String {
-    let read = || {
-        entry
-            .obs
-            .lock()
-            .map(|o| o.state.clone())
-            .unwrap_or_default()
-    };
+async fn state_after(sup: &Sup, entry: &Entry) -> State {
+    let read = || super::server::lock(&entry.obs).state;
     let deadline = tokio::time::Instant::now() + STATE_CATCHUP;
     let mut epoch = sup.epoch.subscribe();
     loop {
         epoch.borrow_and_update();
         let state = read();
-        if state != "blocked" {
+        if state != State::Blocked {
             return state;
         }
         tokio::select! {
@@ -176,15 +172,15 @@ async fn state_after(sup: &Sup, entry: &Entry) -> String {
     }
 }
 
-fn parse_action(args: &Value) -> Result<Action, Response> {
+fn parse_action(args: &PaneAnswer) -> Result<Action, Response> {
     let usage = |m: &str| Response::err(0, ErrorCode::Usage, m.to_string());
-    match args.get("action").and_then(Value::as_str) {
-        Some("approve") => Ok(Action::Approve),
-        Some("deny") => Ok(Action::Deny),
-        Some("answer") => {
+    match args.action {
+        AnswerAction::Approve => Ok(Action::Approve),
+        AnswerAction::Deny => Ok(Action::Deny),
+        AnswerAction::Answer => {
             let c = args
-                .get("choice")
-                .and_then(Value::as_str)
+                .choice
+                .as_deref()
                 .map(str::trim)
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| {
@@ -195,26 +191,18 @@ fn parse_action(args: &Value) -> Result<Action, Response> {
                 Err(_) => Action::Label(c.to_string()),
             })
         }
-        _ => Err(usage("missing field `action`: approve, deny or answer")),
     }
 }
 
 /// The `pane.answer` op.
-pub(super) async fn answer(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let name = args
-        .get("pane")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing string field `pane`"))?;
-    let action = parse_action(args)?;
+pub(super) async fn answer(sup: &Arc<Sup>, args: PaneAnswer) -> Result<Answered, Response> {
+    let name = args.pane.as_str();
+    let action = parse_action(&args)?;
     let entry = sup.entry(name)?;
     let kind = super::observe::kind_of(&entry.pane.info().agent);
     settle(&entry).await;
     let Some(d) = current(&entry, kind) else {
-        let state = entry
-            .obs
-            .lock()
-            .map(|o| o.state.clone())
-            .unwrap_or_default();
+        let state = super::server::lock(&entry.obs).state;
         return Err(refused(format!(
             "pane {name} is not blocked on a dialog (it is {state}); nothing was sent"
         )));
@@ -240,8 +228,14 @@ pub(super) async fn answer(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respon
         }
     }
     let state = state_after(sup, &entry).await;
-    Ok(json!({
-        "pane": name, "dialog": dialogs[0], "dialogs": dialogs, "title": d.title,
-        "keys": keys, "attempts": attempts, "left": true, "state": state,
-    }))
+    Ok(Answered {
+        pane: name.to_string(),
+        dialog: dialogs[0].to_string(),
+        dialogs: dialogs.iter().map(|d| d.to_string()).collect(),
+        title: d.title,
+        keys,
+        attempts,
+        left: true,
+        state,
+    })
 }

@@ -4,11 +4,11 @@
 
 use super::client::{Client, ClientError};
 use super::protocol::ErrorCode;
-use crate::agent::State;
+use crate::agent::{State, Until};
+use crate::proto::args;
 use crate::watch::{
     BarrierMode, BarrierResult, BarrierSource, PaneSnapshot, Snapshot, TransportError,
 };
-use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -46,16 +46,19 @@ impl BarrierSource for SocketBarrier {
                     .map_err(|e| TransportError::Unreachable(e.to_string()))?,
             ),
         };
-        let until: Vec<&str> = until.iter().map(|s| s.as_str()).collect();
-        let mode = match self.mode {
-            BarrierMode::All => "all",
-            BarrierMode::Any => "any",
-        };
-        let res = client.call(
-            "wait",
-            json!({"panes": self.panes, "until": until, "mode": mode,
-                   "timeout_ms": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)}),
-        );
+        let res = client.call(args::Wait {
+            panes: self.panes.clone(),
+            until: until
+                .iter()
+                .map(|&state| Until { state, kind: None })
+                .collect(),
+            mode: match self.mode {
+                BarrierMode::All => args::WaitMode::All,
+                BarrierMode::Any => args::WaitMode::Any,
+            },
+            timeout_ms: Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
+            fresh: false,
+        });
         let v = match res {
             Ok(v) => v,
             Err(e) => {
@@ -70,11 +73,23 @@ impl BarrierSource for SocketBarrier {
                 });
             }
         };
-        if v["timed_out"].as_bool() == Some(true) {
+        if v.timed_out {
             return Ok(BarrierResult::Timeout);
         }
-        let panes: Vec<PaneSnapshot> = serde_json::from_value(v["snapshots"].clone())
-            .map_err(|e| TransportError::Protocol(format!("bad snapshot: {e}")))?;
+        let panes = v
+            .snapshots
+            .into_iter()
+            .map(|w| PaneSnapshot {
+                pane: w.snapshot.pane,
+                generation: w.snapshot.generation,
+                state: w.snapshot.state,
+                kind: w.snapshot.kind,
+                exit_code: w.snapshot.exit_code,
+                since: w.snapshot.since,
+                evidence: w.snapshot.evidence,
+                screen_hash: w.snapshot.screen_hash,
+            })
+            .collect();
         Ok(BarrierResult::Matched(Snapshot { panes }))
     }
 }

@@ -1,7 +1,11 @@
-//! A blocking client of the supervisor, used by the CLI and by tests.
+//! A blocking client of the supervisor, used by the CLI and by tests: each
+//! operation is sent as its typed arguments and answered with its typed
+//! reply (`client.call(args::PaneLs {})` is a `Vec<PaneEntry>`); a reply
+//! that does not fit its type is a protocol error, never a silent default.
 
-use super::protocol::{
-    ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, read_frame, write_frame,
+use crate::proto::{
+    ErrorBody, ErrorCode, FrameKind, Framed, Op, PROTOCOL_VERSION, Request, Response, args,
+    read_frame, reply, write_frame,
 };
 use serde_json::Value;
 use std::os::unix::net::UnixStream;
@@ -78,13 +82,8 @@ pub fn liveness(socket: &Path, timeout: Duration) -> Liveness {
     {
         return Liveness::Silent;
     }
-    let req = Request {
-        v: PROTOCOL_VERSION,
-        id: 1,
-        op: "ping".into(),
-        args: serde_json::json!({}),
-    };
-    let Ok(payload) = serde_json::to_vec(&req) else {
+    let req = Request::Ping(args::Ping {});
+    let Ok(payload) = serde_json::to_vec(&Framed::new(1, &req)) else {
         return Liveness::Silent;
     };
     let timed_out = |e: &std::io::Error| {
@@ -106,7 +105,8 @@ pub fn liveness(socket: &Path, timeout: Duration) -> Liveness {
             let pid = resp
                 .filter(|r| r.ok)
                 .and_then(|r| r.result)
-                .and_then(|v| v["pid"].as_u64());
+                .and_then(|v| serde_json::from_value::<reply::Pong>(v).ok())
+                .map(|p| u64::from(p.pid));
             Liveness::Answers { pid }
         }
         Err(FrameError::Io(e)) if timed_out(&e) => Liveness::Busy,
@@ -225,18 +225,40 @@ impl Client {
         }
     }
 
-    /// Send a request and wait for its answer.
-    pub fn call(&mut self, op: &str, args: Value) -> Result<Value, ClientError> {
+    /// Send an operation and wait for its typed reply.
+    pub fn call<O: Op>(&mut self, op: O) -> Result<O::Reply, ClientError> {
+        let v = self.request(&op.into_request())?;
+        serde_json::from_value(v).map_err(|e| {
+            ClientError::Protocol(format!("a {} reply that does not parse: {e}", O::NAME))
+        })
+    }
+
+    /// Send a request and wait for its result, before it is read as the
+    /// op's reply.
+    fn request(&mut self, req: &Request) -> Result<Value, ClientError> {
+        let id = self.next_id();
+        let payload = serde_json::to_vec(&Framed::new(id, req))
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.exchange(&payload)
+    }
+
+    /// Send `op` with `args` exactly as given, not checked against the
+    /// typed protocol: for tests of what the supervisor does with raw JSON.
+    pub fn call_raw(&mut self, op: &str, args: Value) -> Result<Value, ClientError> {
+        let id = self.next_id();
+        let req = serde_json::json!({"v": PROTOCOL_VERSION, "id": id, "op": op, "args": args});
+        let payload = serde_json::to_vec(&req).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.exchange(&payload)
+    }
+
+    fn next_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let req = Request {
-            v: PROTOCOL_VERSION,
-            id,
-            op: op.to_string(),
-            args,
-        };
-        let payload = serde_json::to_vec(&req).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let written = write_frame(&mut self.stream, FrameKind::Json, &payload);
+        id
+    }
+
+    fn exchange(&mut self, payload: &[u8]) -> Result<Value, ClientError> {
+        let written = write_frame(&mut self.stream, FrameKind::Json, payload);
         // A supervisor that refused the connection (at its cap) answered
         // and closed before reading: its answer says why.
         let resp = match (written, self.read_response()) {
@@ -247,7 +269,7 @@ impl Client {
         if resp.ok {
             Ok(resp.result.unwrap_or(Value::Null))
         } else {
-            let err = resp.error.unwrap_or(super::protocol::ErrorBody {
+            let err = resp.error.unwrap_or(ErrorBody {
                 code: ErrorCode::Internal,
                 message: "error without a message".into(),
             });
@@ -392,7 +414,7 @@ pub fn wait_started(
 /// waited for.
 fn answer_ping(stream: UnixStream) -> Option<Client> {
     let mut c = Client { stream, next_id: 1 };
-    match c.call("ping", serde_json::json!({})) {
+    match c.call(args::Ping {}) {
         Ok(_) | Err(ClientError::Remote { .. }) => Some(c),
         Err(_) => None,
     }

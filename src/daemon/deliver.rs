@@ -9,7 +9,9 @@ use super::protocol::{ErrorCode, Response};
 use super::server::{Entry, Sup};
 use crate::agent::adapter::{prompt_probe, prompt_tail, shows_prompt};
 use crate::agent::{AgentKind, delivery_plan};
-use serde_json::{Value, json};
+use crate::agent::{BlockedKind, State};
+use crate::proto::args::Deliver;
+use crate::proto::reply::Delivered;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,50 +82,37 @@ async fn write_prompt(entry: &Entry, kind: AgentKind, text: &str) -> Result<(), 
 }
 
 /// The `deliver` op.
-pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let name = args
-        .get("pane")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing string field `pane`"))?;
-    let text = args
-        .get("text")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing string field `text`"))?;
+pub(super) async fn deliver(sup: &Arc<Sup>, args: Deliver) -> Result<Delivered, Response> {
+    let (name, text) = (args.pane.as_str(), args.text.as_str());
     if text.trim().is_empty() {
         return Err(Response::err(0, ErrorCode::Usage, "the prompt is empty"));
     }
-    let ms = |k: &str, d: Duration| {
-        args.get(k)
-            .and_then(Value::as_u64)
-            .map(Duration::from_millis)
-            .unwrap_or(d)
-    };
-    let ready_timeout = ms("ready_timeout_ms", READY_TIMEOUT);
-    let confirm_timeout = ms("confirm_timeout_ms", CONFIRM_TIMEOUT);
+    let ms = |v: Option<u64>, d: Duration| v.map(Duration::from_millis).unwrap_or(d);
+    let ready_timeout = ms(args.ready_timeout_ms, READY_TIMEOUT);
+    let confirm_timeout = ms(args.confirm_timeout_ms, CONFIRM_TIMEOUT);
     let nonce = args
-        .get("nonce")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+        .nonce
+        .clone()
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     let entry = sup.entry(name)?;
     let kind = super::observe::kind_of(&entry.pane.info().agent);
 
     let ready = sup
         .wait_for(&entry, ready_timeout, |s| {
-            matches!(s.state.as_str(), "idle" | "done" | "blocked" | "exited")
+            matches!(
+                s.state,
+                State::Idle | State::Done | State::Blocked | State::Exited
+            )
         })
         .await?;
     let before = match ready {
-        Some(s) if matches!(s.state.as_str(), "idle" | "done") => s,
+        Some(s) if matches!(s.state, State::Idle | State::Done) => s,
         Some(s) => {
             return Err(refused(format!(
                 "not delivered to {name}: the agent is {}{} — {}",
                 s.state,
-                s.kind
-                    .as_deref()
-                    .map(|k| format!(":{k}"))
-                    .unwrap_or_default(),
-                if s.kind.as_deref() == Some("setup") {
+                s.kind.map(|k| format!(":{k}")).unwrap_or_default(),
+                if s.kind == Some(BlockedKind::Setup) {
                     "its environment needs fixing (login, trust, API key); no prompt will help"
                 } else {
                     "answer it first"
@@ -162,7 +151,7 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
             entry.pane.with_screen(|s, _| s.text()),
             sup.snapshot(&entry).state,
         );
-        if state == "idle" || state == "done" {
+        if state == State::Idle || state == State::Done {
             attempts = 2;
             if in_composer(&screen, &snip, &tail) {
                 // The prompt sits in the composer: Enter was taken as a newline.
@@ -190,15 +179,15 @@ pub(super) async fn deliver(sup: &Arc<Sup>, args: &Value) -> Result<Value, Respo
     };
     let screen = entry.pane.with_screen(|s, _| s.text());
     let prompt_visible = shows_prompt(&screen, &snip);
-    Ok(json!({
-        "pane": name,
-        "delivered": true,
-        "nonce": nonce,
-        "attempts": attempts,
-        "generation": after.generation,
-        "state": after.state,
-        "prompt_visible": prompt_visible,
-    }))
+    Ok(Delivered {
+        pane: name.to_string(),
+        delivered: true,
+        nonce,
+        attempts,
+        generation: after.generation,
+        state: after.state,
+        prompt_visible,
+    })
 }
 
 /// Whether the agent took the prompt: it left `before` (idle or done) for
@@ -211,10 +200,10 @@ fn left_idle(before: &Snapshot, s: &Snapshot, prompt_waiting: impl FnOnce() -> b
     if s.generation != before.generation {
         return false;
     }
-    match s.state.as_str() {
-        "working" | "blocked" => true,
-        "unknown" => s.screen_hash != before.screen_hash && !prompt_waiting(),
-        "done" => s.screen_hash != before.screen_hash && before.state == "idle",
+    match s.state {
+        State::Working | State::Blocked => true,
+        State::Unknown => s.screen_hash != before.screen_hash && !prompt_waiting(),
+        State::Done => s.screen_hash != before.screen_hash && before.state == State::Idle,
         _ => false,
     }
 }
@@ -232,7 +221,7 @@ mod tests {
         Snapshot {
             pane: "p".into(),
             generation: 1,
-            state: state.into(),
+            state: state.parse().unwrap(),
             kind: None,
             exit_code: None,
             since_ms: 0,

@@ -6,8 +6,9 @@ use super::hub::Snapshot;
 use super::observe;
 use super::protocol::{ErrorCode, Response};
 use super::server::{BURST_QUIET, Entry, MAX_BURST, Sup, lock};
-use crate::agent::Observation;
-use serde_json::{Value, json};
+use crate::agent::{Observation, State};
+use crate::proto::args::{Wait, WaitMode};
+use crate::proto::reply::{WaitSnapshot, Waited};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ pub(super) fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
     Snapshot {
         pane: pane.to_string(),
         generation,
-        state: "starting".into(),
+        state: State::Starting,
         kind: None,
         exit_code: None,
         since_ms: crate::paths::now_ms(),
@@ -140,23 +141,22 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
     if let Some(v) = version {
         evidence.push(format!("agent_version:{v}"));
     }
-    let mut state = state.as_str().to_string();
-    let kind = kind.map(|k| k.as_str().to_string());
+    let mut state = state;
     let mut obs = lock(&entry.obs);
     // `starting` means "not ready yet": once this generation has been seen in
     // any other state, a frame that matches nothing is `unknown`, not a restart.
-    if state == "starting" && obs.generation == generation && obs.state != "starting" {
+    if state == State::Starting && obs.generation == generation && obs.state != State::Starting {
         // A re-check of a frame already read this way keeps the state it
         // came after (not `after:unknown`).
         let after = obs
             .evidence
             .iter()
             .find(|e| e.starts_with("after:"))
-            .filter(|_| obs.state == "unknown")
+            .filter(|_| obs.state == State::Unknown)
             .cloned()
             .unwrap_or_else(|| format!("after:{}", obs.state));
         evidence.push(after);
-        state = "unknown".into();
+        state = State::Unknown;
     }
     let changed = obs.generation != generation
         || obs.state != state
@@ -172,7 +172,7 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
         return;
     }
     if changed {
-        let from = std::mem::take(&mut obs.state);
+        let from = obs.state;
         obs.generation = generation;
         obs.state = state;
         obs.kind = kind;
@@ -180,7 +180,7 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
         obs.since_ms = crate::paths::now_ms();
         obs.since = crate::paths::now_rfc3339();
         tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
-        if obs.state == "exited" {
+        if obs.state == State::Exited {
             tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
         }
         let ev = serde_json::json!({
@@ -190,7 +190,7 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
             "exit_code": obs.exit_code,
             "from": from,
         });
-        let (pane, exited) = (obs.pane.clone(), obs.state == "exited");
+        let (pane, exited) = (obs.pane.clone(), obs.state == State::Exited);
         drop(obs);
         sup.feed.publish("pane.state", Some(&pane), ev);
         if exited {
@@ -204,15 +204,16 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
     }
 }
 
-pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let super::protocol::args::Wait {
+pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: Wait) -> Result<Waited, Response> {
+    let timeout = args.timeout();
+    let Wait {
         panes,
         until,
-        timeout,
         mode,
         fresh,
-    } = super::protocol::args::Wait::parse(args)?;
-    let any = mode == super::protocol::args::WaitMode::Any;
+        ..
+    } = args;
+    let any = mode == WaitMode::Any;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut rx = sup.epoch.subscribe();
     // `--fresh`: only observations classified after this point count.
@@ -240,31 +241,37 @@ pub(super) async fn wait_barrier(sup: &Arc<Sup>, args: &Value) -> Result<Value, 
                     .get(&s.pane)
                     .is_none_or(|&(g, q)| s.generation != g || s.seq > q)
         };
-        let matches = |s: &Snapshot| {
-            is_fresh(s) && until.iter().any(|u| u.matches(&s.state, s.kind.as_deref()))
-        };
+        let matches =
+            |s: &Snapshot| is_fresh(s) && until.iter().any(|u| u.matches(s.state, s.kind));
         let met = if any {
             snaps.iter().any(matches)
         } else {
             snaps.iter().all(matches)
         };
         if met {
-            let out: Vec<Value> = snaps
+            let snapshots = snaps
                 .iter()
-                .map(|s| {
-                    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-                    v["matched"] = Value::Bool(matches(s));
-                    v
+                .map(|s| WaitSnapshot {
+                    matched: Some(matches(s)),
+                    snapshot: s.clone(),
                 })
                 .collect();
-            return Ok(json!({"matched": true, "snapshots": out}));
+            return Ok(Waited {
+                matched: true,
+                timed_out: false,
+                snapshots,
+            });
         }
         tokio::select! {
             changed = rx.changed() => if changed.is_err() {
                 return Err(Response::err(0, ErrorCode::Internal, "supervisor is stopping"));
             },
             _ = tokio::time::sleep_until(deadline) => {
-                return Ok(json!({"matched": false, "timed_out": true, "snapshots": snaps}));
+                let snapshots = snaps
+                    .into_iter()
+                    .map(|snapshot| WaitSnapshot { snapshot, matched: None })
+                    .collect();
+                return Ok(Waited { matched: false, timed_out: true, snapshots });
             }
         }
     }

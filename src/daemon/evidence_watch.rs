@@ -7,11 +7,13 @@
 
 use super::hub::Snapshot;
 use super::server::Sup;
+use crate::agent::State;
 use crate::engine::{Engine, Status};
 use crate::evidence::Evidence;
+use crate::proto::args::EvidenceWatch;
+use crate::proto::reply::Watching;
 use crate::shadow::{Runner, RunningJob, auto};
 use crate::watch::watcher::Backoff;
-use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,10 +42,10 @@ fn job_running(engine: &Engine, spec: &WatchSpec) -> bool {
 fn observation(spec: &WatchSpec, s: &Snapshot) -> Evidence {
     Evidence::Observation {
         t_ms: crate::paths::now_ms(),
-        state: s.state.clone(),
+        state: s.state.to_string(),
         state_kind: s
             .kind
-            .clone()
+            .map(|k| k.to_string())
             .or_else(|| s.exit_code.map(|c| c.to_string())),
         session_id: spec.session_id.clone(),
         pane_generation: s.generation,
@@ -118,7 +120,7 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                             .append(&spec.job_id, &observation(&spec, &snap));
                         if !anchored
                             && snap.generation == spec.generation
-                            && matches!(snap.state.as_str(), "working" | "blocked")
+                            && matches!(snap.state, State::Working | State::Blocked)
                         {
                             let _ = runner.evidence().append(
                                 &spec.job_id,
@@ -195,8 +197,11 @@ async fn decide(runner: &Runner, engine: &Engine, job: &RunningJob, autocomplete
 }
 
 /// The `evidence.watch` op: start a watch task.
-pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protocol::Response> {
-    let a = super::protocol::args::EvidenceWatch::parse(args)?;
+pub(super) fn start(
+    sup: &Arc<Sup>,
+    a: EvidenceWatch,
+) -> Result<Watching, super::protocol::Response> {
+    super::protocol::args::check_evidence_watch(&a)?;
     let spec = WatchSpec {
         job_id: a.job_id,
         attempt_id: a.attempt_id,
@@ -207,7 +212,11 @@ pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protoc
     };
     sup.entry(&spec.pane)?;
     super::report::on_dispatch(sup, &spec.pane, &spec.job_id);
-    let out = json!({"job_id": spec.job_id, "pane": spec.pane, "watching": true});
+    let out = Watching {
+        job_id: spec.job_id.clone(),
+        pane: spec.pane.clone(),
+        watching: true,
+    };
     tokio::spawn(watch(sup.clone(), spec));
     Ok(out)
 }

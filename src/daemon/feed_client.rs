@@ -2,7 +2,7 @@
 
 use super::client::{Client, ClientError};
 use super::protocol::{FrameKind, read_frame};
-use serde_json::{Value, json};
+use crate::proto::args::EventsFollow;
 use std::os::unix::net::UnixStream;
 
 /// What to ask the feed for.
@@ -25,13 +25,14 @@ pub struct EventStream {
 impl EventStream {
     /// Subscribe over an open connection.
     pub fn open(mut client: Client, spec: &FollowSpec) -> Result<Self, ClientError> {
-        let ok = client.call(
-            "events.follow",
-            json!({"since": spec.since, "pane": spec.pane, "kind": spec.kind}),
-        )?;
+        let ok = client.call(EventsFollow {
+            since: spec.since,
+            pane: spec.pane.clone(),
+            kind: spec.kind.clone(),
+        })?;
         Ok(EventStream {
             stream: client.into_stream(),
-            last_seq: ok.get("last_seq").and_then(Value::as_u64).unwrap_or(0),
+            last_seq: ok.last_seq,
         })
     }
 

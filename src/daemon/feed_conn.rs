@@ -2,9 +2,10 @@
 //! (the replay after `since`, then live ones) until the client hangs up.
 
 use super::feed::{Filter, missed_line};
-use super::protocol::{FrameKind, Request, Response, encode, encode_json};
+use super::protocol::{FrameKind, Response, encode, encode_json};
 use super::server::Sup;
-use serde_json::{Value, json};
+use crate::proto::args::EventsFollow;
+use crate::proto::reply::Following;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -12,27 +13,24 @@ use tokio::sync::broadcast::error::RecvError;
 
 pub(super) async fn follow(
     sup: Arc<Sup>,
-    req: Request,
+    id: u64,
+    args: EventsFollow,
     mut rd: OwnedReadHalf,
     mut wr: OwnedWriteHalf,
 ) {
-    let since = req.args.get("since").and_then(Value::as_u64);
+    let since = args.since;
     let filter = Filter {
-        pane: req
-            .args
-            .get("pane")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        kind: req
-            .args
-            .get("kind")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        pane: args.pane,
+        kind: args.kind,
     };
     let mut sub = sup.feed.subscribe(since);
-    let ok = Response::ok(
-        req.id,
-        json!({"last_seq": sub.last_seq, "since": since, "pid": std::process::id()}),
+    let ok = Response::reply(
+        id,
+        &Following {
+            last_seq: sub.last_seq,
+            since,
+            pid: std::process::id(),
+        },
     );
     if wr.write_all(&encode_json(&ok)).await.is_err() {
         return;

@@ -5,7 +5,8 @@
 use super::protocol::{ErrorCode, Response};
 use super::server::{Sup, lock};
 use crate::fleet::{FleetConfig, FleetError, Handed, Member, config};
-use serde_json::{Value, json};
+use crate::proto::args::FleetJoin;
+use crate::proto::reply::{Joined, Left};
 use std::sync::Arc;
 
 fn lanes_fn(sup: &Arc<Sup>) -> crate::fleet::member::LanesFn {
@@ -79,12 +80,12 @@ fn forward_events(sup: &Arc<Sup>, member: &Member) {
 /// `fleet.join {config, password?, token?}`: connect, write the first
 /// heartbeat, record the config, keep heartbeating. A member already running
 /// (a rejoin, or the same fleet joined again) is replaced.
-pub(super) async fn join(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    let cfg: FleetConfig = serde_json::from_value(args["config"].clone())
+pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Response> {
+    let cfg: FleetConfig = serde_json::from_value(args.config)
         .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad fleet config: {e}")))?;
     let handed = Handed {
-        password: args["password"].as_str().map(str::to_string),
-        token: args["token"].as_str().map(str::to_string),
+        password: args.password,
+        token: args.token,
     };
     let old = lock(&sup.fleet).take();
     if let Some(old) = old {
@@ -115,12 +116,17 @@ pub(super) async fn join(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response
     forward_events(sup, &member);
     *lock(&sup.fleet) = Some(member);
     tracing::info!(fleet = %cfg.fleet, host = %cfg.host, "joined the fleet");
-    Ok(json!({"fleet": cfg.fleet, "host": cfg.host, "slots": cfg.slots, "ttl_ms": ttl}))
+    Ok(Joined {
+        fleet: cfg.fleet,
+        host: cfg.host,
+        slots: cfg.slots,
+        ttl_ms: ttl,
+    })
 }
 
 /// `fleet.leave`: stop heartbeating, remove this host's key, forget the
 /// config. `left` is false when this supervisor was in no fleet.
-pub(super) async fn leave(sup: &Arc<Sup>) -> Result<Value, Response> {
+pub(super) async fn leave(sup: &Arc<Sup>) -> Result<Left, Response> {
     let member = lock(&sup.fleet).take();
     let dir = sup.state_dir().to_path_buf();
     let removed = tokio::task::spawn_blocking(move || config::remove(&dir))
@@ -128,20 +134,23 @@ pub(super) async fn leave(sup: &Arc<Sup>) -> Result<Value, Response> {
         .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
         .map_err(fleet_err)?;
     let Some(member) = member else {
-        return Ok(json!({"left": false, "config_removed": removed}));
+        return Ok(Left::NotIn {
+            left: false,
+            config_removed: removed,
+        });
     };
     let (fleet, host) = (member.cfg.fleet.clone(), member.cfg.host.clone());
     // The config is gone first: a failed removal leaves only a key that the
     // TTL expires, never a host that rejoins.
     let removal = member.stop(true).await;
     tracing::info!(%fleet, %host, "left the fleet");
-    Ok(json!({
-        "left": true,
-        "fleet": fleet,
-        "host": host,
-        "removed_now": removal.is_ok(),
-        "error": removal.err().map(|e| e.to_string()),
-    }))
+    Ok(Left::Left {
+        left: true,
+        fleet,
+        host,
+        removed_now: removal.is_ok(),
+        error: removal.err().map(|e| e.to_string()),
+    })
 }
 
 /// On shutdown: stop heartbeating and take the key down now (a stopped

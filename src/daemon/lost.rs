@@ -5,7 +5,8 @@
 use super::server::{Sup, lock};
 use crate::pane::record::{self, PaneRecord};
 use crate::pane::{KILL_GRACE, PaneBackend};
-use serde_json::{Value, json};
+use crate::proto::LostPane;
+use crate::proto::snapshot::{LostObservation, LostState};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,21 +46,25 @@ fn forget_if_unchanged(sup: &Sup, rec: &PaneRecord) {
 }
 
 /// A `pane ls` entry for a lost pane.
-fn lost_entry(rec: &PaneRecord, note: String, running: usize) -> Value {
-    json!({
-        "name": rec.name,
-        "backend": rec.backend,
-        "pid": rec.pid,
-        "generation": rec.generation,
-        "agent": rec.agent,
-        "cols": null,
-        "rows": null,
-        "lost": true,
-        "note": note,
-        "left_running": running,
-        "observation": {"pane": rec.name, "state": "lost", "generation": rec.generation,
-                        "since_ms": crate::paths::now_ms()},
-    })
+fn lost_entry(rec: &PaneRecord, note: String, running: usize) -> LostPane {
+    LostPane {
+        name: rec.name.clone(),
+        backend: rec.backend.clone(),
+        pid: rec.pid,
+        generation: rec.generation,
+        agent: rec.agent.clone(),
+        cols: None,
+        rows: None,
+        lost: true,
+        note,
+        left_running: running,
+        observation: LostObservation {
+            pane: rec.name.clone(),
+            state: LostState::Lost,
+            generation: rec.generation,
+            since_ms: crate::paths::now_ms(),
+        },
+    }
 }
 
 /// Whether a record is of a pane this supervisor has (re-adopted), or one
@@ -139,8 +144,8 @@ pub(super) async fn recover(sup: &Arc<Sup>) {
             }
             tracing::info!(pane = %rec.name, ended = ended.len(), still, "lost pane handled");
             if let Some(v) = lock(&sup.lost).get_mut(&rec.name) {
-                v["note"] = json!(note);
-                v["left_running"] = json!(still);
+                v.note = note;
+                v.left_running = still;
             }
         });
     }

@@ -25,6 +25,7 @@ mod report;
 mod report_box;
 mod server;
 mod server_attach;
+mod server_ops;
 mod server_watch;
 
 pub use barrier_source::SocketBarrier;

@@ -12,11 +12,13 @@
 //! What the caller's env says (`DROVER_LANE_ID`, `DROVER_STATE_DIR`) comes
 //! along only as claims: one that disagrees is refused.
 
-use super::protocol::{ErrorCode, Response};
+use super::protocol::{ErrorBody, ErrorCode, Response};
 use super::server::{Sup, lock};
+use crate::proto::BadRequest;
+use crate::proto::args::Report;
+use crate::proto::reply::{ReportWritten, Reported};
 use crate::report::{Bounds, ReportError, Said};
-use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// How far up the process tree a caller may be from its pane's leader.
@@ -64,11 +66,13 @@ fn err(e: &ReportError) -> Response {
 }
 
 /// The `report` op on a socket connection with the peer's credentials.
+/// Arguments that did not parse are refused by the caller's lane's own
+/// supervisor like any other bad report.
 pub(super) async fn report(
     sup: &Arc<Sup>,
-    args: &Value,
+    args: Result<Report, BadRequest>,
     peer: Option<tokio::net::unix::UCred>,
-) -> Result<Value, Response> {
+) -> Result<Reported, Response> {
     let me = nix::unistd::getuid().as_raw();
     let Some(pid) = peer
         .filter(|c| c.uid() == me)
@@ -83,11 +87,10 @@ pub(super) async fn report(
     };
     let Some(root) = lane_of(sup, pid) else {
         // Not one of this supervisor's lanes: the caller asks the next one.
-        return Ok(json!({ "foreign": true }));
+        return Ok(Reported::Foreign { foreign: true });
     };
     let sup = sup.clone();
-    let args = args.clone();
-    let done = tokio::task::spawn_blocking(move || for_lane(&sup, &root, &args))
+    let done = tokio::task::spawn_blocking(move || for_lane(&sup, &root, args.as_ref().ok()))
         .await
         .map_err(|e| Response::err(0, ErrorCode::Internal, format!("report task: {e}")))?;
     // The lane's own supervisor answers even a refusal as a result, so the
@@ -96,22 +99,31 @@ pub(super) async fn report(
 }
 
 /// A refusal by the lane's supervisor, as the `report` op's result.
-pub(super) fn refused(r: &Response) -> Value {
-    let (code, message) = r
+pub(super) fn refused(r: &Response) -> Reported {
+    let refused = r
         .error
-        .as_ref()
-        .map_or((ErrorCode::Internal, String::new()), |e| {
-            (e.code, e.message.clone())
-        });
-    json!({ "refused": { "code": code, "message": message } })
+        .clone()
+        .unwrap_or_else(|| ErrorBody::new(ErrorCode::Internal, String::new()));
+    Reported::Refused { refused }
 }
 
 /// Check the caller's claims against the lane established, then write the
-/// report for that lane (blocking: git and a locked file write).
-pub(super) fn for_lane(sup: &Sup, root: &PaneRoot, args: &Value) -> Result<Value, Response> {
+/// report for that lane (blocking: git and a locked file write). `None`:
+/// arguments that are no report.
+pub(super) fn for_lane(
+    sup: &Sup,
+    root: &PaneRoot,
+    args: Option<&Report>,
+) -> Result<Reported, Response> {
     let state_dir = sup.state_dir();
-    let claims = args.get("claims");
-    let claim = |k: &str| claims.and_then(|c| c.get(k)).and_then(Value::as_str);
+    let no_report = || {
+        Response::err(
+            0,
+            ErrorCode::Usage,
+            "a report says done, failed or blocked; nothing was written",
+        )
+    };
+    let args = args.ok_or_else(no_report)?;
     let mismatch = |what| {
         err(&ReportError::Claim {
             what,
@@ -119,35 +131,33 @@ pub(super) fn for_lane(sup: &Sup, root: &PaneRoot, args: &Value) -> Result<Value
             state_dir: state_dir.to_path_buf(),
         })
     };
-    if claim("lane_id").is_some_and(|l| l != root.name) {
+    if args
+        .claims
+        .lane_id
+        .as_ref()
+        .is_some_and(|l| *l != root.name)
+    {
         return Err(mismatch("DROVER_LANE_ID"));
     }
-    if let Some(s) = claim("state_dir") {
-        let s = Path::new(s);
+    if let Some(s) = &args.claims.state_dir {
         let same = s.canonicalize().is_ok_and(|c| c == state_dir);
         if !same {
             return Err(mismatch("DROVER_STATE_DIR"));
         }
     }
-    let said: Said = crate::report::request::said_from(args).ok_or_else(|| {
-        Response::err(
-            0,
-            ErrorCode::Usage,
-            "a report says done, failed or blocked; nothing was written",
-        )
-    })?;
+    let said: Said = crate::report::request::said_of(args);
     let bounds = Bounds {
         pane_cwd: root.cwd.clone(),
     };
     let w = crate::report::write_for_lane(state_dir, &root.name, &bounds, &said)
         .map_err(|e| err(&e))?;
     tracing::info!(lane = %root.name, job = %w.job_id, outcome = said.outcome(), "report written");
-    Ok(json!({
-        "lane": root.name,
-        "path": w.path,
-        "job_id": w.job_id,
-        "replaced": w.replaced,
-        "report": w.doc,
+    Ok(Reported::Written(ReportWritten {
+        lane: root.name.clone(),
+        path: w.path,
+        job_id: w.job_id,
+        replaced: w.replaced,
+        report: w.doc,
     }))
 }
 

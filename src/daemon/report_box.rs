@@ -155,10 +155,14 @@ fn tree_holds(leader: u32, id: (u64, u64)) -> bool {
 }
 
 fn answer(sup: &Sup, pane: &str, id: (u64, u64), line: &str) -> Response {
-    let args: serde_json::Value = match serde_json::from_str(line) {
-        Ok(v) => v,
-        Err(_) => return Response::err(0, ErrorCode::Usage, "a drop box request is one JSON line"),
-    };
+    // A line that is JSON but no report is the lane's to refuse, as on the socket.
+    let args: Option<crate::proto::args::Report> =
+        match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(v) => serde_json::from_value(v).ok(),
+            Err(_) => {
+                return Response::err(0, ErrorCode::Usage, "a drop box request is one JSON line");
+            }
+        };
     let Some(root) = super::report::pane_roots(sup)
         .into_iter()
         .find(|r| r.name == pane)
@@ -169,9 +173,9 @@ fn answer(sup: &Sup, pane: &str, id: (u64, u64), line: &str) -> Response {
         let e = crate::report::ReportError::NotInLane;
         return Response::err(0, ErrorCode::Refused, e.to_string());
     }
-    match super::report::for_lane(sup, &root, &args) {
-        Ok(v) => Response::ok(0, v),
-        Err(r) => Response::ok(0, super::report::refused(&r)),
+    match super::report::for_lane(sup, &root, args.as_ref()) {
+        Ok(v) => Response::reply(0, &v),
+        Err(r) => Response::reply(0, &super::report::refused(&r)),
     }
 }
 

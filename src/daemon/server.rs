@@ -2,11 +2,11 @@
 
 use super::hub::Snapshot;
 
-use super::protocol::{ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, encode_json};
+use super::protocol::{ErrorCode, FrameKind, Request, Response, encode_json};
 use crate::agent::Classifier;
-use crate::pane::{Backend, Hosts, PaneBackend, PaneEvents, PaneSpec};
+use crate::pane::{Hosts, PaneBackend, PaneEvents};
+use crate::proto::{LostPane, RequestError};
 use crate::store::LockGuard;
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -69,14 +69,14 @@ pub(super) struct Sup {
     pub(super) classifier: Classifier,
     pub(super) panes: Mutex<HashMap<String, Arc<Entry>>>,
     /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
-    creating: Mutex<std::collections::HashSet<String>>,
+    pub(super) creating: Mutex<std::collections::HashSet<String>>,
     pub(super) epoch: watch::Sender<u64>,
     /// `--fresh` barriers in flight: while any waits, every classification
     /// (not only a change) moves the epoch.
     pub(super) fresh_waiters: std::sync::atomic::AtomicUsize,
-    shutdown: watch::Sender<bool>,
+    pub(super) shutdown: watch::Sender<bool>,
     /// Panes a previous supervisor left behind (`pane ls` shows them as lost).
-    pub(super) lost: Mutex<HashMap<String, Value>>,
+    pub(super) lost: Mutex<HashMap<String, LostPane>>,
     /// Every event, numbered, for `events --follow` and `top`.
     pub(super) feed: Arc<super::feed::Feed>,
     /// The backends' hosts (tmux server, …), started on first use.
@@ -85,7 +85,7 @@ pub(super) struct Sup {
     pub(super) fleet: Mutex<Option<crate::fleet::Member>>,
 }
 
-struct Events {
+pub(super) struct Events {
     notify: Arc<Notify>,
     output: Arc<watch::Sender<u64>>,
     /// Moved when the pane's transport changes, so barriers look again.
@@ -109,7 +109,7 @@ impl PaneEvents for Events {
 
 impl Sup {
     /// Callbacks for a new pane, and the handles the supervisor keeps.
-    fn events(&self) -> (Arc<Events>, Arc<Notify>, Arc<watch::Sender<u64>>) {
+    pub(super) fn events(&self) -> (Arc<Events>, Arc<Notify>, Arc<watch::Sender<u64>>) {
         let notify = Arc::new(Notify::new());
         let output = Arc::new(watch::channel(0u64).0);
         let events = Arc::new(Events {
@@ -351,54 +351,58 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
             let _ = wr.write_all(&encode_json(&resp)).await;
             return;
         }
-        let req: Request = match serde_json::from_slice(&frame.payload) {
-            Ok(r) => r,
+        let (id, req) = match crate::proto::parse_frame(&frame.payload) {
+            Ok((env, req)) => (env.id, req),
             Err(e) => {
                 let resp = Response::err(0, ErrorCode::Usage, format!("malformed request: {e}"));
                 let _ = wr.write_all(&encode_json(&resp)).await;
                 return;
             }
         };
-        if req.v != PROTOCOL_VERSION {
-            let resp = Response::err(
-                req.id,
-                ErrorCode::Version,
-                format!(
-                    "protocol version {} is not {}: the supervisor is a different drover build; run `drover kill-server`",
-                    req.v, PROTOCOL_VERSION
-                ),
-            );
-            let _ = wr.write_all(&encode_json(&resp)).await;
-            return;
-        }
-        if req.op == "attach" {
-            super::server_attach::attach(sup, req, rd, wr).await;
-            return;
-        }
-        if req.op == "events.follow" {
-            super::feed_conn::follow(sup, req, rd.into_inner(), wr).await;
-            return;
-        }
-        let resp = if matches!(req.op.as_str(), "wait" | "deliver") {
+        let req = match req {
+            Ok(r) => r,
+            Err(RequestError::Version(v)) => {
+                let _ = wr
+                    .write_all(&encode_json(&Response::version_mismatch(id, v)))
+                    .await;
+                return;
+            }
+            // A report that does not parse is still the caller's lane's to refuse.
+            Err(RequestError::Bad(bad)) if bad.op() == Some(crate::report::request::OP) => {
+                let resp = report(&sup, id, Err(bad), peer).await;
+                if wr.write_all(&encode_json(&resp)).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Err(e) => {
+                let resp = Response::err(id, ErrorCode::Usage, e.to_string());
+                if wr.write_all(&encode_json(&resp)).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let resp = match req {
+            Request::Attach(a) => {
+                super::server_attach::attach(sup, id, a, rd, wr).await;
+                return;
+            }
+            Request::EventsFollow(a) => {
+                super::feed_conn::follow(sup, id, a, rd.into_inner(), wr).await;
+                return;
+            }
+            Request::Report(a) => report(&sup, id, Ok(a), peer).await,
             // Long requests end at once when the client hangs up: a dead
             // client must not hold its socket (and a barrier) until timeout.
-            tokio::select! {
-                resp = handle(&sup, req) => resp,
+            req @ (Request::Wait(_) | Request::Deliver(_)) => tokio::select! {
+                resp = super::server_ops::handle(&sup, id, req) => resp,
                 () = super::conn_limit::hung_up(&mut rd) => {
                     tracing::debug!("client hung up; request dropped");
                     return;
                 }
-            }
-        } else if req.op == crate::report::request::OP {
-            let id = req.id;
-            let mut r = match super::report::report(&sup, &req.args, peer).await {
-                Ok(v) => Response::ok(id, v),
-                Err(r) => r,
-            };
-            r.id = id;
-            r
-        } else {
-            handle(&sup, req).await
+            },
+            req => super::server_ops::handle(&sup, id, req).await,
         };
         if wr.write_all(&encode_json(&resp)).await.is_err() {
             return;
@@ -406,10 +410,19 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
     }
 }
 
-fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, Response> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| Response::err(0, ErrorCode::Usage, format!("missing string field `{key}`")))
+/// The `report` op, answered with the peer's credentials.
+async fn report(
+    sup: &Arc<Sup>,
+    id: u64,
+    args: Result<crate::proto::args::Report, crate::proto::BadRequest>,
+    peer: Option<tokio::net::unix::UCred>,
+) -> Response {
+    let mut r = match super::report::report(sup, args, peer).await {
+        Ok(v) => Response::reply(id, &v),
+        Err(r) => r,
+    };
+    r.id = id;
+    r
 }
 
 impl Sup {
@@ -469,190 +482,6 @@ impl Sup {
     }
 }
 
-async fn handle(sup: &Arc<Sup>, req: Request) -> Response {
-    let id = req.id;
-    let mut resp = match dispatch(sup, &req).await {
-        Ok(v) => Response::ok(id, v),
-        Err(r) => r,
-    };
-    resp.id = id;
-    resp
-}
-
-async fn dispatch(sup: &Arc<Sup>, req: &Request) -> Result<Value, Response> {
-    let args = &req.args;
-    match req.op.as_str() {
-        "ping" => Ok(json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "protocol": PROTOCOL_VERSION,
-            "pid": std::process::id(),
-            "state_dir": sup.state_dir,
-        })),
-        "pane.new" => pane_new(sup, args).await,
-        "pane.ls" => {
-            let entries: Vec<Arc<Entry>> = lock(&sup.panes).values().cloned().collect();
-            let mut out: Vec<Value> = entries
-                .iter()
-                .map(|e| {
-                    let mut v = crate::pane::backend::info_json(&*e.pane);
-                    v["observation"] = serde_json::to_value(&*lock(&e.obs)).unwrap_or(Value::Null);
-                    v
-                })
-                .collect();
-            out.extend(lock(&sup.lost).values().cloned());
-            out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-            Ok(Value::Array(out))
-        }
-        "pane.read" => {
-            let a = super::protocol::args::PaneRead::parse(args)?;
-            let e = sup.entry(&a.pane)?;
-            let raw = a.raw;
-            let scrollback = usize::try_from(a.scrollback.unwrap_or(0)).unwrap_or(usize::MAX);
-            let (rows, formatted, generation, size, title) = e.pane.with_screen(|s, m| {
-                let mut rows = s.scrollback_rows(scrollback);
-                rows.extend(s.rows());
-                let formatted = raw.then(|| {
-                    s.rows_formatted()
-                        .into_iter()
-                        .map(|r| String::from_utf8_lossy(&r).into_owned())
-                        .collect::<Vec<_>>()
-                });
-                (
-                    rows,
-                    formatted,
-                    m.generation,
-                    s.size(),
-                    s.hooks().title().map(str::to_string),
-                )
-            });
-            Ok(json!({
-                "pane": e.pane.name(),
-                "generation": generation,
-                "cols": size.0,
-                "rows": size.1,
-                "text": crate::screen::join_rows(&rows),
-                "lines": rows,
-                "formatted": formatted,
-                "title": title,
-                "observation": &*lock(&e.obs),
-            }))
-        }
-        "pane.send" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let text = arg_str(args, "text")?;
-            let enter = args.get("enter").and_then(Value::as_bool).unwrap_or(true);
-            e.pane.send_text(text, enter).map_err(pane_err)?;
-            Ok(json!({
-                "pane": e.pane.name(),
-                "bytes": text.len(),
-                "enter": enter,
-                "agent": e.pane.info().agent,
-            }))
-        }
-        "pane.keys" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let keys: Vec<String> = args
-                .get("keys")
-                .and_then(|k| serde_json::from_value(k.clone()).ok())
-                .ok_or_else(|| Response::err(0, ErrorCode::Usage, "missing list field `keys`"))?;
-            e.pane.send_keys(&keys).map_err(pane_err)?;
-            Ok(json!({"pane": e.pane.name(), "keys": keys.len()}))
-        }
-        "pane.resize" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let (cols, rows) = size_args(args)?;
-            e.pane.resize(cols, rows).map_err(pane_err)?;
-            Ok(json!({"pane": e.pane.name(), "cols": cols, "rows": rows}))
-        }
-        "pane.kill" => {
-            let name = arg_str(args, "pane")?.to_string();
-            let removed = lock(&sup.panes).remove(&name);
-            let Some(e) = removed else {
-                // A lost pane (its processes are being or were ended) is dismissed.
-                if lock(&sup.lost).remove(&name).is_some() {
-                    return Ok(json!({"pane": name, "killed": false, "dismissed": true}));
-                }
-                return Err(Response::err(
-                    0,
-                    ErrorCode::NotFound,
-                    format!("no pane named {name}"),
-                ));
-            };
-            let pid = e.pane.info().pid;
-            let e2 = e.clone();
-            let sup2 = sup.clone();
-            let _ = tokio::task::spawn_blocking(move || {
-                e2.pane.kill();
-                super::lost::forget(&sup2, e2.pane.name());
-            })
-            .await;
-            e.notify.notify_one();
-            sup.epoch.send_modify(|x| *x += 1);
-            tracing::info!(pane = %name, pid, "pane killed");
-            sup.feed
-                .publish("pane.killed", Some(&name), json!({"pid": pid}));
-            Ok(json!({"pane": name, "killed": true}))
-        }
-        "pane.respawn" => {
-            let e = sup.entry(arg_str(args, "pane")?)?;
-            let pane = e.pane.clone();
-            let generation = tokio::task::spawn_blocking(move || pane.respawn())
-                .await
-                .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
-                .map_err(pane_err)?;
-            // Until the detector classifies the new generation, barriers must
-            // not match the old one's state (e.g. its `exited`).
-            {
-                let mut obs = lock(&e.obs);
-                if obs.generation < generation {
-                    obs.generation = generation;
-                    obs.state = "starting".into();
-                    obs.kind = None;
-                    obs.exit_code = None;
-                    obs.since_ms = crate::paths::now_ms();
-                    obs.since = crate::paths::now_rfc3339();
-                    obs.evidence = vec!["respawned".into()];
-                }
-            }
-            super::lost::record(sup, &*e.pane);
-            sup.epoch.send_modify(|x| *x += 1);
-            e.notify.notify_one();
-            tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
-            sup.feed.publish(
-                "pane.respawned",
-                Some(e.pane.name()),
-                json!({"generation": generation}),
-            );
-            Ok(json!({"pane": e.pane.name(), "generation": generation}))
-        }
-        "wait" => super::detect::wait_barrier(sup, args).await,
-        "deliver" => super::deliver::deliver(sup, args).await,
-        "pane.answer" => super::answer::answer(sup, args).await,
-        "evidence.watch" => super::evidence_watch::start(sup, args),
-        "fleet.join" => super::fleet_hook::join(sup, args).await,
-        "fleet.leave" => super::fleet_hook::leave(sup).await,
-        "shutdown" => {
-            let _ = sup.shutdown.send(true);
-            Ok(json!({"stopping": true}))
-        }
-        other => Err(Response::err(
-            0,
-            ErrorCode::Usage,
-            format!("unknown request {other:?}"),
-        )),
-    }
-}
-
-fn size_args(args: &Value) -> Result<(u16, u16), Response> {
-    let get = |k: &str| {
-        args.get(k)
-            .and_then(Value::as_u64)
-            .and_then(|v| u16::try_from(v).ok())
-            .ok_or_else(|| Response::err(0, ErrorCode::Usage, format!("missing or bad `{k}`")))
-    };
-    Ok((get("cols")?, get("rows")?))
-}
-
 pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
     let code = if e.is_usage() {
         ErrorCode::Usage
@@ -669,138 +498,6 @@ pub(super) fn pane_err(e: crate::pane::PaneError) -> Response {
         ErrorCode::Internal
     };
     Response::err(0, code, e.to_string())
-}
-
-async fn pane_new(sup: &Arc<Sup>, args: &Value) -> Result<Value, Response> {
-    super::protocol::args::check_agent(args.get("spec").unwrap_or(&Value::Null))?;
-    let spec: PaneSpec =
-        serde_json::from_value(args.get("spec").cloned().unwrap_or(Value::Null))
-            .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad pane spec: {e}")))?;
-    spec.validate().map_err(pane_err)?;
-    let backend = backend_arg(args)?;
-    let split = herdr_split_arg(sup, args, backend)?;
-    // Reserve the name, then spawn without holding the pane table: a slow
-    // exec must not stall every other request.
-    {
-        let panes = lock(&sup.panes);
-        let mut creating = lock(&sup.creating);
-        if panes.contains_key(&spec.name) || creating.contains(&spec.name) {
-            return Err(Response::err(
-                0,
-                ErrorCode::Exists,
-                format!(
-                    "a pane named {} already exists; pick another name or `drover pane kill {}`",
-                    spec.name, spec.name
-                ),
-            ));
-        }
-        creating.insert(spec.name.clone());
-    }
-    let name = spec.name.clone();
-    let sup2 = sup.clone();
-    let spawned = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {
-        let (events, notify, output) = sup2.events();
-        let name = spec.name.clone();
-        let env_count = spec.env.len();
-        // The values a pane is given are redacted from every copy the
-        // supervisor shows or stores (drover's own names are not secrets).
-        crate::registry::redact::remember_given(
-            spec.env
-                .iter()
-                .filter(|(k, _)| !k.starts_with("DROVER_"))
-                .map(|(_, v)| v),
-        );
-        let pane = match split {
-            None => sup2.hosts.spawn(backend, spec, events),
-            Some((of, direction)) => sup2.hosts.spawn_herdr_split(spec, of, direction, events),
-        }
-        .map_err(pane_err)?;
-        let info = pane.info();
-        tracing::info!(pane = %name, %backend, pid = info.pid, env_vars = env_count, "pane created");
-        let entry = Arc::new(Entry {
-            obs: Mutex::new(super::detect::starting_snapshot(&name, 1)),
-            pane,
-            notify,
-            output,
-        });
-        super::lost::record(&sup2, &*entry.pane);
-        lock(&sup2.lost).remove(&name);
-        lock(&sup2.panes).insert(name, entry.clone());
-        Ok(entry)
-    })
-    .await;
-    lock(&sup.creating).remove(&name);
-    let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
-    let info = entry.pane.info();
-    sup.feed.publish(
-        "pane.created",
-        Some(&info.name),
-        json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
-    );
-    tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
-    let mut v = crate::pane::backend::info_json(&*entry.pane);
-    v["observation"] = serde_json::to_value(&*lock(&entry.obs)).unwrap_or(Value::Null);
-    Ok(v)
-}
-
-/// The `backend` of a `pane.new` request (beside `spec`, or inside it);
-/// native when absent.
-fn backend_arg(args: &Value) -> Result<Backend, Response> {
-    let v = args
-        .get("backend")
-        .or_else(|| args.get("spec").and_then(|s| s.get("backend")));
-    match v {
-        None | Some(Value::Null) => Ok(Backend::Native),
-        Some(Value::String(s)) => s
-            .parse()
-            .map_err(|e: crate::pane::backend::UnknownBackend| {
-                Response::err(0, ErrorCode::Usage, e.to_string())
-            }),
-        Some(_) => Err(Response::err(
-            0,
-            ErrorCode::Usage,
-            "`backend` must be a string: native, tmux or herdr",
-        )),
-    }
-}
-
-/// `split: {pane, direction}` of `pane.new` (herdr only): herdr's id of
-/// that drover pane, and the direction.
-fn herdr_split_arg(
-    sup: &Sup,
-    args: &Value,
-    backend: Backend,
-) -> Result<Option<(String, crate::pane::herdr::SplitDirection)>, Response> {
-    let Some(split) = args.get("split").filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    let usage = |m: String| Response::err(0, ErrorCode::Usage, m);
-    if backend != Backend::Herdr {
-        return Err(usage(format!(
-            "--split works on herdr panes only (this pane's backend is {backend})"
-        )));
-    }
-    let name = split["pane"].as_str().unwrap_or_default();
-    let direction = split["direction"].as_str().unwrap_or("right");
-    let direction = crate::pane::herdr::SplitDirection::parse(direction).ok_or_else(|| {
-        usage(format!(
-            "--split-direction {direction:?}: use right or down"
-        ))
-    })?;
-    let of = lock(&sup.panes).get(name).map(|e| e.pane.clone());
-    let Some(of) = of else {
-        return Err(Response::err(
-            0,
-            ErrorCode::NotFound,
-            format!("--split {name}: no such pane; `drover pane ls` lists them"),
-        ));
-    };
-    match (of.backend(), of.backend_pane_id()) {
-        (Backend::Herdr, Some(id)) => Ok(Some((id, direction))),
-        (b, _) => Err(usage(format!(
-            "--split {name}: that pane is on {b}, not herdr; split a herdr pane"
-        ))),
-    }
 }
 
 /// Put an adopted pane into the table and start its detector.

@@ -3,10 +3,12 @@
 //! the client's input to the pane until detach, kick, pane exit or
 //! disconnect. A read-only attach is a watch (server_watch.rs).
 
-use super::protocol::{ErrorCode, Frame, FrameKind, Request, Response, encode, encode_json};
+use super::protocol::{ErrorCode, Frame, FrameKind, Response, encode, encode_json};
 use super::server::{Sup, pane_err};
 use crate::pane::AttachMsg;
-use serde_json::{Value, json};
+use crate::proto::args::Attach;
+use crate::proto::reply::Attached;
+use crate::proto::{AttachControl, AttachEvent};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -20,17 +22,12 @@ enum End {
 
 pub(super) async fn attach(
     sup: Arc<Sup>,
-    req: Request,
+    id: u64,
+    args: Attach,
     mut rd: tokio::io::BufReader<OwnedReadHalf>,
     mut wr: OwnedWriteHalf,
 ) {
-    let id = req.id;
-    let name = req
-        .args
-        .get("pane")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let name = args.pane;
     let entry = match sup.entry(&name) {
         Ok(e) => e,
         Err(mut r) => {
@@ -39,15 +36,12 @@ pub(super) async fn attach(
             return;
         }
     };
-    if req.args.get("read_only").and_then(Value::as_bool) == Some(true) {
+    if args.read_only {
         super::server_watch::watch(sup, entry, id, name, rd, wr).await;
         return;
     }
     let pane = entry.pane.clone();
-    let size = match (
-        req.args.get("cols").and_then(Value::as_u64),
-        req.args.get("rows").and_then(Value::as_u64),
-    ) {
+    let size = match (args.cols, args.rows) {
         (Some(c), Some(r)) if c > 0 && r > 0 && c <= 1000 && r <= 1000 => {
             Some((c as u16, r as u16))
         }
@@ -65,7 +59,14 @@ pub(super) async fn attach(
     }
     let mut handle = pane.attach();
     tracing::info!(pane = %name, client = handle.id, "client attached");
-    let ok = Response::ok(id, json!({"pane": name, "generation": pane.generation()}));
+    let ok = Response::reply(
+        id,
+        &Attached {
+            pane: name.clone(),
+            generation: pane.generation(),
+            read_only: false,
+        },
+    );
     if wr.write_all(&encode_json(&ok)).await.is_err()
         || wr
             .write_all(&encode(FrameKind::Output, &handle.repaint))
@@ -105,11 +106,12 @@ pub(super) async fn attach(
                     {
                         let _ = wr.write_all(&encode(FrameKind::Output, &frame)).await;
                     }
-                    let _ = wr.write_all(&encode_json(&json!({"event": "exited", "exit": info}))).await;
+                    let ev = AttachEvent::Exited { exit: Some(info) };
+                    let _ = wr.write_all(&encode_json(&ev)).await;
                     break End::Exited;
                 }
                 Some(AttachMsg::Kicked) | None => {
-                    let _ = wr.write_all(&encode_json(&json!({"event": "kicked"}))).await;
+                    let _ = wr.write_all(&encode_json(&AttachEvent::Kicked)).await;
                     break End::Kicked;
                 }
             },
@@ -121,20 +123,17 @@ pub(super) async fn attach(
                     }
                 }
                 Some(Frame { kind: FrameKind::Json, payload }) => {
-                    let msg: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
-                    match msg.get("op").and_then(Value::as_str) {
-                        Some("resize") => {
-                            let c = msg.get("cols").and_then(Value::as_u64).unwrap_or(0);
-                            let r = msg.get("rows").and_then(Value::as_u64).unwrap_or(0);
-                            if (1..=1000).contains(&c) && (1..=1000).contains(&r) {
-                                let _ = pane.resize(c as u16, r as u16);
+                    match AttachControl::parse(&payload) {
+                        Some(c @ AttachControl::Resize { .. }) => {
+                            if let Some((c, r)) = c.size() {
+                                let _ = pane.resize(c, r);
                             }
                         }
-                        Some("detach") => {
-                            let _ = wr.write_all(&encode_json(&json!({"event": "detached"}))).await;
+                        Some(AttachControl::Detach) => {
+                            let _ = wr.write_all(&encode_json(&AttachEvent::Detached)).await;
                             break End::Detached;
                         }
-                        _ => {
+                        None => {
                             let r = Response::err(0, ErrorCode::Usage, "unknown attach control message");
                             let _ = wr.write_all(&encode_json(&r)).await;
                         }

@@ -6,7 +6,8 @@
 
 use super::protocol::{Frame, FrameKind, Response, encode, encode_json};
 use super::server::{Entry, Sup};
-use serde_json::{Value, json};
+use crate::proto::reply::Attached;
+use crate::proto::{AttachControl, AttachEvent};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -25,9 +26,13 @@ pub(super) async fn watch(
     let mut epoch = sup.epoch.subscribe();
     let mut renderer = crate::screen::Renderer::new();
     let first = pane.with_screen(|s, _| renderer.frame(s));
-    let ok = Response::ok(
+    let ok = Response::reply(
         id,
-        json!({"pane": name, "generation": pane.generation(), "read_only": true}),
+        &Attached {
+            pane: name.clone(),
+            generation: pane.generation(),
+            read_only: true,
+        },
     );
     if wr.write_all(&encode_json(&ok)).await.is_err()
         || wr
@@ -67,7 +72,7 @@ pub(super) async fn watch(
             generation = info.generation;
         } else if let Some(exit) = info.exit {
             let _ = wr
-                .write_all(&encode_json(&json!({"event": "exited", "exit": exit})))
+                .write_all(&encode_json(&AttachEvent::Exited { exit: Some(exit) }))
                 .await;
             break "pane exited";
         }
@@ -76,9 +81,7 @@ pub(super) async fn watch(
             // epoch moves then); one more wake-up, then it ends either way.
             if removed {
                 let _ = wr
-                    .write_all(&encode_json(
-                        &json!({"event": "exited", "exit": Value::Null}),
-                    ))
+                    .write_all(&encode_json(&AttachEvent::Exited { exit: None }))
                     .await;
                 break "pane killed";
             }
@@ -89,9 +92,8 @@ pub(super) async fn watch(
             r = epoch.changed() => if r.is_err() { break "supervisor stopping" },
             frame = ctl_rx.recv() => match frame {
                 Some(Frame { kind: FrameKind::Json, payload }) => {
-                    let msg: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
-                    if msg.get("op").and_then(Value::as_str) == Some("detach") {
-                        let _ = wr.write_all(&encode_json(&json!({"event": "detached"}))).await;
+                    if AttachControl::parse(&payload) == Some(AttachControl::Detach) {
+                        let _ = wr.write_all(&encode_json(&AttachEvent::Detached)).await;
                         break "detached";
                     }
                     // A resize (or anything else) from a watcher changes nothing.

@@ -15,6 +15,7 @@
 use super::{Desired, LaneError, LaneRecord, Phase, git, procs};
 use crate::daemon::protocol::ErrorCode;
 use crate::daemon::{Client, ClientError};
+use crate::proto::args;
 use serde::Serialize;
 use serde_json::json;
 use std::path::Path;
@@ -35,7 +36,10 @@ pub struct DownOutcome {
 /// until its process has exited.
 /// `client` is `None` when no supervisor runs (so no pane does).
 pub fn stop_pane(client: Option<&mut Client>, rec: &LaneRecord) -> Result<bool, LaneError> {
-    let stopped = match client.map(|c| c.call("pane.kill", json!({"pane": rec.pane}))) {
+    let kill = args::PaneKill {
+        pane: rec.pane.clone(),
+    };
+    let stopped = match client.map(|c| c.call(kill)) {
         Some(Ok(_)) => true,
         None
         | Some(Err(ClientError::Remote {

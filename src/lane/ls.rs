@@ -3,9 +3,10 @@
 
 use super::{LaneError, LaneRecord, git};
 use crate::daemon::Client;
+use crate::proto::PaneEntry;
 use crate::registry::worktree::{WorktreeCheck, inspect};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -94,7 +95,7 @@ fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> 
 /// The rows of `lane ls`; `client` is `None` when no supervisor runs.
 pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>, LaneError> {
     let doc = super::load(state_dir)?;
-    let panes: Vec<Value> = match client {
+    let panes: Vec<PaneEntry> = match client {
         Some(c) => super::reconcile::pane_listing(c)?,
         None => Vec::new(),
     };
@@ -111,12 +112,12 @@ pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>
 
 fn view(
     rec: &LaneRecord,
-    panes: &[Value],
+    panes: &[PaneEntry],
     jobs: &BTreeMap<String, (String, Option<String>)>,
     leases: &[crate::registry::lease::Lease],
     reg: Option<&crate::registry::Registry>,
 ) -> LaneView {
-    let pane = panes.iter().find(|p| p["name"] == rec.pane.as_str());
+    let pane = panes.iter().find(|p| p.name() == rec.pane);
     let check = inspect(&rec.worktree, Some(&rec.branch));
     let (ahead, behind) = match git::branch_sha(&rec.repo, &rec.branch) {
         Ok(Some(tip)) => match git::ahead_behind(&rec.repo, &tip, &rec.base_sha) {
@@ -173,8 +174,13 @@ fn view(
         pane: rec.pane.clone(),
         backend: rec.backend.clone(),
         generation: rec.generation,
-        agent_state: pane.and_then(|p| p["observation"]["state"].as_str().map(str::to_string)),
-        since: pane.and_then(|p| p["observation"]["since"].as_str().map(str::to_string)),
+        agent_state: pane.map(|p| match p {
+            PaneEntry::Live(v) => v.observation.state.to_string(),
+            PaneEntry::Lost(_) => "lost".to_string(),
+        }),
+        since: pane
+            .and_then(PaneEntry::live)
+            .map(|v| v.observation.since.clone()),
         job: job.map(|j| j.0.clone()),
         decision: job.and_then(|j| j.1.clone()),
         lease,

@@ -11,8 +11,9 @@
 
 use super::{Desired, LaneError, LaneRecord, Phase, git, procs};
 use crate::daemon::Client;
+use crate::proto::{PaneEntry, PaneSpec, args};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 
 /// The pane of a lane as the supervisor lists it.
@@ -177,27 +178,21 @@ pub struct Row {
 }
 
 /// The supervisor's panes by name.
-pub fn pane_listing(client: &mut Client) -> Result<Vec<Value>, LaneError> {
-    Ok(client
-        .call("pane.ls", json!({}))?
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
+pub fn pane_listing(client: &mut Client) -> Result<Vec<PaneEntry>, LaneError> {
+    Ok(client.call(args::PaneLs {})?)
 }
 
-fn pane_obs(list: &[Value], name: &str) -> Option<PaneObs> {
+fn pane_obs(list: &[PaneEntry], name: &str) -> Option<PaneObs> {
     // A lost pane (left by a supervisor that stopped uncleanly, listed with
     // `lost: true`) is not a pane the supervisor has: the lane has none.
     let p = list
         .iter()
-        .find(|p| p["name"] == name && p["lost"] != Value::Bool(true))?;
+        .filter_map(PaneEntry::live)
+        .find(|p| p.info.name == name)?;
     Some(PaneObs {
-        generation: p["generation"].as_u64().unwrap_or(0),
-        pid: p["pid"].as_u64().and_then(|x| u32::try_from(x).ok()),
-        state: p["observation"]["state"]
-            .as_str()
-            .unwrap_or("unknown")
-            .to_string(),
+        generation: p.info.generation,
+        pid: Some(p.info.pid),
+        state: p.observation.state.to_string(),
     })
 }
 
@@ -222,7 +217,7 @@ pub fn worktree_obs(rec: &LaneRecord) -> WtObs {
 }
 
 /// Observe one lane.
-pub fn observe(rec: &LaneRecord, list: &[Value], boot_id: Option<&str>) -> Observed {
+pub fn observe(rec: &LaneRecord, list: &[PaneEntry], boot_id: Option<&str>) -> Observed {
     let pane = pane_obs(list, &rec.pane);
     let orphan = pane.is_none()
         && rec
@@ -279,7 +274,7 @@ pub fn dry_run(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<Row>
 fn rows_from(
     state_dir: &Path,
     mut client: Option<&mut Client>,
-    list: &[Value],
+    list: &[PaneEntry],
     dry_run: bool,
     only: Option<&[String]>,
     user_env: &[(String, String)],
@@ -363,8 +358,10 @@ fn apply(
             Ok("stopped".into())
         }
         Action::Respawn { .. } => {
-            let v = client.call("pane.respawn", json!({"pane": rec.pane}))?;
-            rec.pane_generation = v["generation"].as_u64().unwrap_or(rec.pane_generation + 1);
+            let v = client.call(args::PaneRespawn {
+                pane: rec.pane.clone(),
+            })?;
+            rec.pane_generation = v.generation;
             rec.generation += 1;
             rec.boot_id = procs::boot_id();
             if let Some(p) = pane_obs(&pane_listing(client)?, &rec.pane) {
@@ -389,7 +386,9 @@ fn apply(
                 return Err(rollback(state_dir, &rec, e));
             }
             if obs.pane.is_some() {
-                let _ = client.call("pane.kill", json!({"pane": rec.pane}));
+                let _ = client.call(args::PaneKill {
+                    pane: rec.pane.clone(),
+                });
             }
             start_pane(state_dir, client, &mut rec, false, user_env)?;
             Ok(format!("generation {}", rec.generation))
@@ -462,15 +461,23 @@ pub fn start_pane(
         _ => rec.argv.clone(),
     };
     let kind = if rec.sim { "sim" } else { rec.agent.as_str() };
-    let mut args = json!({"spec": {
-        "name": rec.pane, "argv": argv, "env": env, "cwd": rec.worktree,
-        "cols": crate::pane::DEFAULT_COLS, "rows": crate::pane::DEFAULT_ROWS, "agent": kind}});
-    if rec.backend != "native" {
-        args["backend"] = json!(rec.backend);
-    }
-    let info = client.call("pane.new", args)?;
-    rec.pane_generation = info["generation"].as_u64().unwrap_or(1);
-    rec.pid = info["pid"].as_u64().and_then(|x| u32::try_from(x).ok());
+    let spec = PaneSpec {
+        name: rec.pane.clone(),
+        argv,
+        env,
+        cwd: Some(rec.worktree.clone()),
+        cols: crate::pane::DEFAULT_COLS,
+        rows: crate::pane::DEFAULT_ROWS,
+        agent: kind.to_string(),
+        backend: None,
+    };
+    let info = client.call(args::PaneNew {
+        spec,
+        backend: (rec.backend != "native").then(|| rec.backend.clone()),
+        split: None,
+    })?;
+    rec.pane_generation = info.info.generation;
+    rec.pid = Some(info.info.pid);
     rec.pid_start = rec.pid.and_then(procs::start_time);
     rec.generation += 1;
     rec.boot_id = procs::boot_id();

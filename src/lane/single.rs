@@ -136,9 +136,11 @@ fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), La
     if rec.pid.is_none()
         && let Some(p) = reconcile::pane_listing(client)?
             .iter()
-            .find(|p| p["name"] == lane_id)
-            .and_then(|p| p["pid"].as_u64())
-            .and_then(|x| u32::try_from(x).ok())
+            .find(|p| p.name() == lane_id)
+            .map(|p| match p {
+                crate::proto::PaneEntry::Live(v) => v.info.pid,
+                crate::proto::PaneEntry::Lost(l) => l.pid,
+            })
     {
         rec.pid = Some(p);
         rec.pid_start = procs::start_time(p);

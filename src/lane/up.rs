@@ -7,7 +7,9 @@
 
 use super::reconcile::{self, Action, Row};
 use super::{Desired, LaneError, LaneRecord, Phase, git, launch, procs};
+use crate::agent::{State, Until};
 use crate::daemon::Client;
+use crate::proto::{PaneEntry, args};
 use crate::registry::{self, Agent, Topology};
 use serde::Serialize;
 use serde_json::json;
@@ -333,14 +335,17 @@ fn check_backend(
         .iter()
         .filter(|id| {
             list.iter()
-                .any(|p| p["name"] == id.as_str() && p["backend"] != backend)
+                .filter_map(PaneEntry::live)
+                .any(|p| p.info.name == **id && p.info.backend != backend)
         })
         .collect();
     if wrong.is_empty() {
         return Ok(());
     }
     for id in &wrong {
-        let _ = client.call("pane.kill", json!({"pane": id}));
+        let _ = client.call(args::PaneKill {
+            pane: id.to_string(),
+        });
     }
     let _ = super::update(state_dir, |doc| {
         for id in &wrong {
@@ -361,23 +366,22 @@ pub fn wait_ready(client: &mut Client, ids: &[String], timeout: Duration) -> Res
     if ids.is_empty() {
         return Ok(());
     }
-    let v = client.call(
-        "wait",
-        json!({"panes": ids, "until": ["idle"], "timeout_ms": timeout.as_millis() as u64}),
-    )?;
-    if v["timed_out"].as_bool() == Some(true) {
-        let late: Vec<String> = v["snapshots"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s["state"] != "idle")
-            .map(|s| {
-                format!(
-                    "{} ({})",
-                    s["pane"].as_str().unwrap_or("?"),
-                    s["state"].as_str().unwrap_or("?")
-                )
-            })
+    let v = client.call(args::Wait {
+        panes: ids.to_vec(),
+        until: vec![Until {
+            state: State::Idle,
+            kind: None,
+        }],
+        mode: args::WaitMode::All,
+        timeout_ms: Some(timeout.as_millis() as u64),
+        fresh: false,
+    })?;
+    if v.timed_out {
+        let late: Vec<String> = v
+            .snapshots
+            .iter()
+            .filter(|s| s.snapshot.state != State::Idle)
+            .map(|s| format!("{} ({})", s.snapshot.pane, s.snapshot.state))
             .collect();
         return Err(LaneError::Timeout(format!(
             "lanes not ready after {} ms: {}; they stay up (see `drover lane ls`)",

@@ -152,15 +152,17 @@ impl dyn PaneBackend {
     }
 }
 
-/// The parts of `pane ls` every backend adds to [`PaneInfo`].
-pub fn info_json(pane: &dyn PaneBackend) -> serde_json::Value {
-    let mut v = serde_json::to_value(pane.info()).unwrap_or(serde_json::Value::Null);
-    v["backend"] = serde_json::Value::String(pane.backend().as_str().into());
-    v["backend_pane_id"] = pane.backend_pane_id().into();
-    v["attach_command"] = pane.attach_command().into();
-    v["transport_error"] = pane.transport_error().into();
-    if let Some(s) = pane.backend_state() {
-        v["backend_state"] = s.into();
+/// A live pane as the protocol reports it: its info, how its backend
+/// reaches it, and `observation`.
+pub fn view(pane: &dyn PaneBackend, observation: crate::proto::Snapshot) -> crate::proto::PaneView {
+    let mut info = pane.info();
+    info.backend = pane.backend().as_str().to_string();
+    crate::proto::PaneView {
+        info,
+        backend_pane_id: pane.backend_pane_id(),
+        attach_command: pane.attach_command(),
+        transport_error: pane.transport_error(),
+        backend_state: pane.backend_state(),
+        observation,
     }
-    v
 }

@@ -9,51 +9,10 @@ use super::attach::{AttachHandle, AttachSlot};
 use super::backend::Backend;
 use super::spec::PaneSpec;
 use crate::screen::Screen;
-use serde::{Deserialize, Serialize};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How a pane's process ended.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ExitInfo {
-    /// Exit code; `None` when killed by a signal.
-    pub code: Option<i32>,
-    /// The signal's name when killed by one.
-    pub signal: Option<String>,
-    pub at_ms: u64,
-}
-
-impl ExitInfo {
-    /// An exit seen now.
-    pub fn now(code: Option<i32>, signal: Option<String>) -> Self {
-        ExitInfo {
-            code,
-            signal,
-            at_ms: crate::paths::now_ms(),
-        }
-    }
-}
-
-/// What `pane ls` shows about a pane.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PaneInfo {
-    pub name: String,
-    pub backend: String,
-    pub pid: u32,
-    pub generation: u64,
-    pub cols: u16,
-    pub rows: u16,
-    pub agent: String,
-    pub argv: Vec<String>,
-    pub env_names: Vec<String>,
-    pub env_verified: bool,
-    /// The working directory the command started in.
-    pub cwd: Option<std::path::PathBuf>,
-    pub started_at_ms: u64,
-    pub bytes: u64,
-    pub exit: Option<ExitInfo>,
-    pub attached: bool,
-}
+pub use crate::proto::pane::{ExitInfo, PaneInfo};
 
 /// Facts about a pane handed to screen readers alongside the screen.
 #[derive(Debug, Clone)]

@@ -147,6 +147,35 @@ pub fn find_executable(cmd: &str, path_var: &str, cwd: Option<&Path>) -> Option<
         .find(|p| is_executable(p))
 }
 
+impl From<crate::proto::PaneSpec> for PaneSpec {
+    fn from(w: crate::proto::PaneSpec) -> Self {
+        PaneSpec {
+            name: w.name,
+            argv: w.argv,
+            env: w.env,
+            cwd: w.cwd,
+            cols: w.cols,
+            rows: w.rows,
+            agent: w.agent,
+        }
+    }
+}
+
+impl From<PaneSpec> for crate::proto::PaneSpec {
+    fn from(s: PaneSpec) -> Self {
+        crate::proto::PaneSpec {
+            name: s.name,
+            argv: s.argv,
+            env: s.env,
+            cwd: s.cwd,
+            cols: s.cols,
+            rows: s.rows,
+            agent: s.agent,
+            backend: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

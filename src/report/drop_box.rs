@@ -8,7 +8,8 @@
 
 use super::{LaneEnv, ReportError};
 use crate::daemon::protocol::{ErrorCode, Response};
-use serde_json::Value;
+use crate::proto::args::Report;
+use crate::proto::reply::ReportWritten;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
@@ -41,7 +42,11 @@ fn open_fifo(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
 }
 
 /// Send the request through the lane's drop box; the supervisor's answer.
-pub fn send(args: &Value, claims: &LaneEnv, why: &std::io::Error) -> Result<Value, ReportError> {
+pub fn send(
+    args: &Report,
+    claims: &LaneEnv,
+    why: &std::io::Error,
+) -> Result<ReportWritten, ReportError> {
     let unreachable = |m: String| ReportError::Unreachable {
         why: format!("connecting to its socket is not permitted here ({why}), and {m}"),
     };

@@ -10,54 +10,49 @@
 //! has goes along only as claims the supervisor checks.
 
 use super::{LaneEnv, ReportError, Said};
-use crate::daemon::protocol::{
-    ErrorCode, FrameKind, PROTOCOL_VERSION, Request, Response, read_frame, write_frame,
-};
-use serde_json::{Value, json};
+use crate::proto::args::{Claims, Outcome, Report};
+use crate::proto::reply::{ReportWritten, Reported};
+use crate::proto::{FrameKind, Framed, Op, Response, read_frame, write_frame};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The request's op.
-pub const OP: &str = "report";
+pub const OP: &str = <Report as Op>::NAME;
 
 /// How long one supervisor may take to answer (it runs git on the worktree).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The request's arguments: what the agent said, and its env as claims.
-pub fn args(said: &Said, claims: &LaneEnv) -> Value {
-    let mut a = json!({ "outcome": said.outcome() });
-    match said {
-        Said::Done { summary } => {
-            if let Some(s) = summary {
-                a["summary"] = Value::String(s.clone());
-            }
-        }
-        Said::Failed { reason } | Said::Blocked { reason } => {
-            a["reason"] = Value::String(reason.clone());
-        }
+pub fn args(said: &Said, claims: &LaneEnv) -> Report {
+    let (outcome, summary, reason) = match said {
+        Said::Done { summary } => (Outcome::Done, summary.clone(), None),
+        Said::Failed { reason } => (Outcome::Failed, None, Some(reason.clone())),
+        Said::Blocked { reason } => (Outcome::Blocked, None, Some(reason.clone())),
+    };
+    Report {
+        outcome,
+        summary,
+        reason,
+        claims: Claims {
+            lane_id: claims.lane_id.clone(),
+            state_dir: claims.state_dir.clone(),
+        },
     }
-    a["claims"] = json!({
-        "lane_id": claims.lane_id,
-        "state_dir": claims.state_dir,
-    });
-    a
 }
 
 /// What the agent said, from the request's arguments.
-pub fn said_from(args: &Value) -> Option<Said> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-    match args.get("outcome").and_then(Value::as_str)? {
-        "done" => Some(Said::Done {
-            summary: text("summary"),
-        }),
-        "failed" => Some(Said::Failed {
-            reason: text("reason").unwrap_or_default(),
-        }),
-        "blocked" => Some(Said::Blocked {
-            reason: text("reason").unwrap_or_default(),
-        }),
-        _ => None,
+pub fn said_of(args: &Report) -> Said {
+    match args.outcome {
+        Outcome::Done => Said::Done {
+            summary: args.summary.clone(),
+        },
+        Outcome::Failed => Said::Failed {
+            reason: args.reason.clone().unwrap_or_default(),
+        },
+        Outcome::Blocked => Said::Blocked {
+            reason: args.reason.clone().unwrap_or_default(),
+        },
     }
 }
 
@@ -104,25 +99,20 @@ fn candidates(hint: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
 
 /// One supervisor's answer.
 pub(super) enum Answer {
-    /// It wrote the report: the result document.
-    Written(Value),
+    /// It wrote the report.
+    Written(ReportWritten),
     /// The caller is in none of its lanes.
     Foreign,
     /// It refused, with the exit code its error maps to.
     Refused(ReportError),
 }
 
-fn ask(socket: &Path, args: &Value) -> std::io::Result<Answer> {
+fn ask(socket: &Path, args: &Report) -> std::io::Result<Answer> {
     let mut stream = UnixStream::connect(socket)?;
     stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let req = Request {
-        v: PROTOCOL_VERSION,
-        id: 1,
-        op: OP.into(),
-        args: args.clone(),
-    };
-    let payload = serde_json::to_vec(&req).map_err(std::io::Error::other)?;
+    let req = args.clone().into_request();
+    let payload = serde_json::to_vec(&Framed::new(1, &req)).map_err(std::io::Error::other)?;
     write_frame(&mut stream, FrameKind::Json, &payload)?;
     let frame = read_frame(&mut stream)
         .map_err(|e| std::io::Error::other(e.to_string()))?
@@ -139,19 +129,15 @@ pub(super) fn answer_of(resp: Response) -> Answer {
     if !resp.ok {
         return Answer::Foreign;
     }
-    let v = resp.result.unwrap_or(Value::Null);
-    if v.get("foreign").and_then(Value::as_bool) == Some(true) {
-        return Answer::Foreign;
+    let v = resp.result.unwrap_or(serde_json::Value::Null);
+    match serde_json::from_value::<Reported>(v) {
+        Ok(Reported::Written(w)) => Answer::Written(w),
+        Ok(Reported::Refused { refused }) => Answer::Refused(ReportError::Remote {
+            code: refused.code.exit_code(),
+            message: refused.message,
+        }),
+        Ok(Reported::Foreign { .. }) | Err(_) => Answer::Foreign,
     }
-    if let Some(r) = v.get("refused") {
-        let code: ErrorCode =
-            serde_json::from_value(r["code"].clone()).unwrap_or(ErrorCode::Internal);
-        return Answer::Refused(ReportError::Remote {
-            code: code.exit_code(),
-            message: r["message"].as_str().unwrap_or("").to_string(),
-        });
-    }
-    Answer::Written(v)
 }
 
 /// Whether a connect failed because something (an agent's sandbox) forbids
@@ -163,9 +149,9 @@ fn forbidden(e: &std::io::Error) -> bool {
     )
 }
 
-/// Ask the supervisors for the caller's report; the result document of the
-/// one that wrote it.
-pub fn send(said: &Said, claims: &LaneEnv) -> Result<Value, ReportError> {
+/// Ask the supervisors for the caller's report; what the one that wrote it
+/// answered.
+pub fn send(said: &Said, claims: &LaneEnv) -> Result<ReportWritten, ReportError> {
     let args = args(said, claims);
     let sockets = candidates(claims.state_dir.as_deref())?;
     let mut reached = 0usize;

@@ -4,7 +4,7 @@
 
 use super::ui::Verb;
 use crate::daemon::Client;
-use serde_json::json;
+use crate::proto::args;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -92,15 +92,14 @@ impl Actions for CliActions {
     fn send(&mut self, pane: &str, text: &str) -> Result<String, String> {
         let mut c = Client::connect(&self.socket).map_err(|e| e.to_string())?;
         let v = c
-            .call(
-                "deliver",
-                json!({"pane": pane, "text": text, "ready_timeout_ms": SEND_READY_MS,
-                       "confirm_timeout_ms": SEND_CONFIRM_MS}),
-            )
+            .call(args::Deliver {
+                pane: pane.to_string(),
+                text: text.to_string(),
+                nonce: None,
+                ready_timeout_ms: Some(SEND_READY_MS),
+                confirm_timeout_ms: Some(SEND_CONFIRM_MS),
+            })
             .map_err(|e| format!("send to {pane} failed: {e}"))?;
-        Ok(format!(
-            "delivered to {pane} (now {})",
-            v["state"].as_str().unwrap_or("?")
-        ))
+        Ok(format!("delivered to {pane} (now {})", v.state))
     }
 }

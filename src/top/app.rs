@@ -9,6 +9,7 @@ use super::render::render;
 use super::ui::{Command, Ui, Verb};
 use super::view::{Inputs, View, build};
 use crate::daemon::{Client, ClientError, EventStream, FollowSpec};
+use crate::proto::PaneEntry;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use ratatui::crossterm::{execute, terminal};
 use std::io::Read;
@@ -207,14 +208,16 @@ impl App {
         let (mut inp, warning) =
             gather::inputs(&mut self.client, &self.opts.state_dir, &self.ui.seen);
         if let Some(me) = inp.panes.iter().find(|p| {
-            p.get("pid")
-                .and_then(serde_json::Value::as_u64)
-                .is_some_and(|pid| self.ancestors.contains(&(pid as u32)))
+            let pid = match p {
+                PaneEntry::Live(v) => v.info.pid,
+                PaneEntry::Lost(l) => l.pid,
+            };
+            self.ancestors.contains(&pid)
         }) {
-            self.self_pane = me.get("name").and_then(|n| n.as_str()).map(str::to_string);
+            self.self_pane = Some(me.name().to_string());
         }
         inp.panes
-            .retain(|p| p.get("name").and_then(|n| n.as_str()) != self.self_pane.as_deref());
+            .retain(|p| Some(p.name()) != self.self_pane.as_deref());
         self.inputs = inp;
         self.warning = warning;
         self.rebuild();
@@ -245,7 +248,7 @@ impl App {
             .inputs
             .panes
             .iter()
-            .filter_map(|p| p.get("name").and_then(|n| n.as_str()).map(str::to_string))
+            .map(|p| p.name().to_string())
             .collect();
         if let Err(e) = super::seen::save(&self.opts.state_dir, &self.ui.seen, &live) {
             self.seen_warning = Some(format!("seen: {e}"));

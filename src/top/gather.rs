@@ -6,9 +6,9 @@
 use super::view::{GateCell, Heartbeat, Inputs, LaneCells, parked_lanes};
 use crate::daemon::Client;
 use crate::engine::{Engine, Status};
+use crate::proto::{PaneEntry, args};
 use crate::registry::{self, events, heartbeat, lease};
 use crate::shadow::ShadowDecision;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -121,25 +121,21 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
 }
 
 /// The pane listing from the supervisor.
-pub fn panes(client: &mut Client) -> Result<Vec<Value>, crate::daemon::ClientError> {
-    let v = client.call("pane.ls", json!({}))?;
-    Ok(v.as_array().cloned().unwrap_or_default())
+pub fn panes(client: &mut Client) -> Result<Vec<PaneEntry>, crate::daemon::ClientError> {
+    client.call(args::PaneLs {})
 }
 
 /// The last non-blank lines of a pane's screen.
 pub fn detail(client: &mut Client, pane: &str) -> Vec<String> {
-    let Ok(v) = client.call("pane.read", json!({"pane": pane})) else {
+    let read = args::PaneRead {
+        pane: pane.to_string(),
+        raw: false,
+        scrollback: None,
+    };
+    let Ok(v) = client.call(read) else {
         return vec!["(the pane is gone)".into()];
     };
-    let mut lines: Vec<String> = v
-        .get("lines")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|l| l.as_str().unwrap_or_default().trim_end().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut lines: Vec<String> = v.lines.iter().map(|l| l.trim_end().to_string()).collect();
     while lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
     }

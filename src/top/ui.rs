@@ -241,10 +241,9 @@ impl Ui {
 mod tests {
     use super::super::view::{Attention, Inputs, build};
     use super::*;
-    use serde_json::json;
 
     fn view() -> View {
-        let pane = |n: &str, st: &str| json!({"name": n, "agent": "sim", "observation": {"state": st, "since_ms": 5}});
+        let pane = |n: &str, st: &str| super::super::view::test_pane(n, st, 5);
         build(&Inputs {
             panes: vec![pane("a", "idle"), pane("b", "blocked"), pane("c", "done")],
             ..Default::default()

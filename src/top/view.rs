@@ -4,6 +4,7 @@
 //! `lane ls`'s rows ([`LaneCells`], typed so a renamed field cannot leave a
 //! column silently empty).
 
+use crate::proto::PaneEntry;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -192,7 +193,7 @@ pub fn version_number(line: &str) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
     /// `pane.ls` of the supervisor.
-    pub panes: Vec<Value>,
+    pub panes: Vec<PaneEntry>,
     /// Running jobs: (job_id, session_id, status).
     pub jobs: Vec<(String, String, String)>,
     /// Latest decision per job: job_id → (decision, pane).
@@ -210,10 +211,6 @@ pub struct Inputs {
     /// Panes the operator has looked at since they finished: name → since_ms seen.
     pub seen: BTreeMap<String, u64>,
     pub now_ms: u64,
-}
-
-fn s(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_string)
 }
 
 /// Which need, if any, a row has (pure).
@@ -248,24 +245,41 @@ pub fn build(inp: &Inputs) -> View {
     let ahead_behind = |l: &LaneCells| Some((l.ahead?, l.behind?));
     let mut rows: Vec<Row> = Vec::new();
     for p in &inp.panes {
-        let name = s(p, "name").unwrap_or_default();
-        let obs = p.get("observation").cloned().unwrap_or(Value::Null);
+        let name = p.name().to_string();
+        let (agent, state, state_kind, exit_code, since_ms, generation) = match p {
+            PaneEntry::Live(v) => {
+                let o = &v.observation;
+                (
+                    v.info.agent.clone(),
+                    o.state.to_string(),
+                    o.kind.map(|k| k.to_string()),
+                    o.exit_code,
+                    o.since_ms,
+                    v.info.generation,
+                )
+            }
+            PaneEntry::Lost(l) => (
+                l.agent.clone(),
+                "lost".to_string(),
+                None,
+                None,
+                l.observation.since_ms,
+                l.generation,
+            ),
+        };
         let lane = lane_of_pane.get(name.as_str()).copied();
         let session = lane
             .map(|l| l.session_id.clone())
             .or_else(|| inp.heartbeats.contains_key(&name).then(|| name.clone()));
         rows.push(Row {
             has_pane: true,
-            agent: s(p, "agent").unwrap_or_else(|| "-".into()),
+            agent,
             agent_version: lane.and_then(|l| l.agent_version.clone()),
-            state: s(&obs, "state").unwrap_or_else(|| "unknown".into()),
-            state_kind: s(&obs, "kind"),
-            exit_code: obs
-                .get("exit_code")
-                .and_then(Value::as_i64)
-                .map(|c| c as i32),
-            since_ms: obs.get("since_ms").and_then(Value::as_u64).unwrap_or(0),
-            generation: p.get("generation").and_then(Value::as_u64).unwrap_or(0),
+            state,
+            state_kind,
+            exit_code,
+            since_ms,
+            generation,
             session,
             job: None,
             lease: None,
@@ -373,14 +387,30 @@ pub fn ago(now_ms: u64, then_ms: u64) -> String {
     }
 }
 
+/// A live sim pane in `state` since `since` (ms), as `pane.ls` lists it.
+#[cfg(test)]
+pub(crate) fn test_pane(name: &str, state: &str, since: u64) -> PaneEntry {
+    let v = serde_json::json!({
+        "name": name, "backend": "native", "pid": 1, "generation": 1, "cols": 80,
+        "rows": 24, "agent": "sim", "argv": [], "env_names": [], "env_verified": true,
+        "started_at_ms": 0, "bytes": 0, "exit": null, "attached": false,
+        "observation": {"pane": name, "generation": 1, "state": state, "kind": null,
+            "exit_code": null, "since_ms": since, "since": "", "evidence": [],
+            "screen_hash": ""}
+    });
+    match serde_json::from_value(v) {
+        Ok(p) => p,
+        Err(e) => panic!("a test pane: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pane(name: &str, state: &str, since: u64) -> Value {
-        json!({"name": name, "agent": "sim", "generation": 1,
-               "observation": {"state": state, "since_ms": since}})
+    fn pane(name: &str, state: &str, since: u64) -> PaneEntry {
+        test_pane(name, state, since)
     }
 
     #[test]

@@ -369,6 +369,59 @@ fn garbage_on_the_socket_is_contained() {
     assert!(p["exit"].is_null() && p["cols"] == 120);
 }
 
+/// Guards the typed protocol's answers to what the wire cannot say: a client
+/// of another protocol version hears both versions (exit 5, `version`), and
+/// a request missing an argument hears which op and which field, with its
+/// own id, on a connection that stays open.
+#[test]
+fn other_versions_and_missing_arguments_are_named() {
+    let d = Drover::new();
+    d.new_pane("keep", &[], &["sleep", "1000"]);
+    let answers = exchange(
+        &d,
+        &encode(FrameKind::Json, br#"{"v":2,"id":4,"op":"pane.ls"}"#),
+    );
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["id"], 4);
+    assert_eq!(answers[0]["error"]["code"], "version");
+    let msg = answers[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("protocol v2, this supervisor speaks v1"),
+        "{msg}"
+    );
+    let mut s = connect(&d);
+    for (i, (req, needle)) in [
+        (
+            json!({"op": "pane.send", "args": {"pane": "keep"}}),
+            "pane.send: missing field `text`",
+        ),
+        (
+            json!({"op": "deliver", "args": {"text": "hi"}}),
+            "deliver: missing field `pane`",
+        ),
+        (
+            json!({"op": "pane.kill"}),
+            "pane.kill: missing field `pane`",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut req = req;
+        req["v"] = json!(1);
+        req["id"] = json!(200 + i);
+        s.write_all(&encode(FrameKind::Json, req.to_string().as_bytes()))
+            .unwrap();
+        let f = read_frame(&mut s).unwrap().unwrap();
+        let v: Value = serde_json::from_slice(&f.payload).unwrap();
+        assert_eq!(v["id"], 200 + i, "{v}");
+        assert_eq!(v["error"]["code"], "usage", "{req}: {v}");
+        let m = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(m.contains(needle), "{req}: {m}");
+    }
+    assert!(d.pane("keep").is_some_and(|p| p["exit"].is_null()));
+}
+
 fn encode_kind(kind: u8, payload: &[u8]) -> Vec<u8> {
     let mut v = ((payload.len() + 1) as u32).to_be_bytes().to_vec();
     v.push(kind);

@@ -48,7 +48,7 @@ fn input_queue_is_bounded_in_bytes_and_its_writer_ends_on_kill() {
     let mib = "a".repeat(1 << 20);
     let mut accepted = 0;
     let refusal = loop {
-        match c.call(
+        match c.call_raw(
             "pane.send",
             json!({"pane": "deaf", "text": mib, "enter": false}),
         ) {
@@ -72,7 +72,7 @@ fn input_queue_is_bounded_in_bytes_and_its_writer_ends_on_kill() {
     // queued: memory stays near what one holds.
     let big = "b".repeat(15_000_000);
     for _ in 0..6 {
-        let _ = c.call(
+        let _ = c.call_raw(
             "pane.send",
             json!({"pane": "deaf", "text": big, "enter": false}),
         );
@@ -136,7 +136,7 @@ fn pane_new_with_an_element_over_the_kernel_limit_fails_and_leaves_no_pane() {
     for (name, argv, env) in cases {
         let mut c = Client::connect(&d.socket()).unwrap();
         let err = c
-            .call("pane.new", spec(name, argv, env))
+            .call_raw("pane.new", spec(name, argv, env))
             .expect_err("pane.new of an over-long element succeeded");
         assert_eq!(err.exit_code(), 1, "{name}: {err}");
         let msg = err.to_string();

@@ -4,7 +4,7 @@
 
 use crate::common;
 use common::*;
-use drover::daemon::protocol::{FrameKind, PROTOCOL_VERSION, Request, write_frame};
+use drover::daemon::protocol::{FrameKind, PROTOCOL_VERSION, write_frame};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -138,12 +138,8 @@ fn idle_connections_past_the_fd_limit_neither_spin_nor_hang_the_supervisor() {
 /// Send a `wait` request and leave without reading the answer.
 fn start_wait(d: &Drover, pane: &str) -> UnixStream {
     let mut s = UnixStream::connect(d.socket()).unwrap();
-    let req = Request {
-        v: PROTOCOL_VERSION,
-        id: 1,
-        op: "wait".into(),
-        args: serde_json::json!({"panes": [pane], "until": ["exited"], "timeout_ms": 1_000_000_000u64}),
-    };
+    let req = serde_json::json!({"v": PROTOCOL_VERSION, "id": 1, "op": "wait",
+        "args": {"panes": [pane], "until": ["exited"], "timeout_ms": 1_000_000_000u64}});
     write_frame(&mut s, FrameKind::Json, &serde_json::to_vec(&req).unwrap()).unwrap();
     s
 }

@@ -294,11 +294,11 @@ fn barrier_after_respawn_never_matches_the_old_generation() {
     let mut c = drover::daemon::Client::connect(&d.socket()).unwrap();
     for generation in 2..=6 {
         let r = c
-            .call("pane.respawn", serde_json::json!({"pane": "again"}))
+            .call_raw("pane.respawn", serde_json::json!({"pane": "again"}))
             .unwrap();
         assert_eq!(r["generation"], generation);
         let w = c
-            .call(
+            .call_raw(
                 "wait",
                 serde_json::json!({"panes": ["again"], "until": ["exited"], "timeout_ms": 10000}),
             )

@@ -400,7 +400,7 @@ impl Run {
                 "working"
             };
             self.client
-                .call(
+                .call_raw(
                     "wait",
                     json!({"panes": [self.pane], "until": [other, "exited"], "mode": "any",
                            "timeout_ms": REREAD_MS}),
@@ -411,7 +411,7 @@ impl Run {
 
     fn read(&mut self) -> Value {
         self.client
-            .call("pane.read", json!({"pane": self.pane}))
+            .call_raw("pane.read", json!({"pane": self.pane}))
             .expect("pane.read")
     }
 
@@ -437,7 +437,7 @@ impl Run {
                 "working"
             };
             self.client
-                .call(
+                .call_raw(
                     "wait",
                     json!({"panes": [self.pane], "until": [other, "exited"], "mode": "any",
                            "timeout_ms": REREAD_MS}),
@@ -452,7 +452,7 @@ impl Run {
         let markers = if USE_BARRIER {
             let v = self
                 .client
-                .call(
+                .call_raw(
                     "wait",
                     json!({"panes": [self.pane], "until": [state], "mode": "all",
                            "fresh": std::mem::take(&mut self.fresh_next),
@@ -507,7 +507,7 @@ impl Run {
     /// Type `text` as a paste, wait until the composer shows it, then press Enter.
     fn prompt(&mut self, text: &str) {
         self.client
-            .call(
+            .call_raw(
                 "pane.send",
                 json!({"pane": self.pane, "text": text, "enter": false}),
             )
@@ -525,7 +525,7 @@ impl Run {
 
     fn keys(&mut self, keys: &[&str]) {
         self.client
-            .call("pane.keys", json!({"pane": self.pane, "keys": keys}))
+            .call_raw("pane.keys", json!({"pane": self.pane, "keys": keys}))
             .expect("pane.keys");
     }
 
@@ -589,7 +589,7 @@ impl Drop for Run {
         if !std::thread::panicking() {
             self.save_recording();
         }
-        let _ = self.client.call("shutdown", json!({}));
+        let _ = self.client.call_raw("shutdown", json!({}));
         // herdr panes outlive a supervisor too: stop this run's herdr
         // server (and so its panes) before the temp dirs go.
         if let Some(mut h) = self.herdr.take() {
@@ -610,7 +610,7 @@ impl Drop for Run {
 
 /// The agent's pane runs on the backend the suite runs on (never silently native).
 fn assert_on_backend(client: &mut Client, pane: &str, backend: &str) {
-    let list = client.call("pane.ls", json!({})).expect("pane.ls");
+    let list = client.call_raw("pane.ls", json!({})).expect("pane.ls");
     let p = list
         .as_array()
         .into_iter()
@@ -705,7 +705,7 @@ fn claude_turns(v: &str) {
     // Confirmed delivery: an Enter right after an interrupt can be dropped.
     let pane = r.pane.clone();
     r.client
-        .call("deliver", json!({"pane": pane, "text": "run the command"}))
+        .call_raw("deliver", json!({"pane": pane, "text": "run the command"}))
         .expect("deliver after a denial");
     r.expect_state("blocked:permission");
     r.answer(&["approve"]);
@@ -965,7 +965,7 @@ fn confirmed_delivery_of(agent: Agent, v: &str, name: &str, suite: &str) {
     for round in 0..2 {
         let v = r
             .client
-            .call("deliver", json!({"pane": r.pane, "text": "say hello"}))
+            .call_raw("deliver", json!({"pane": r.pane, "text": "say hello"}))
             .unwrap_or_else(|e| panic!("{}: round {round}: not delivered: {e}", agent.name()));
         assert_eq!(v["delivered"], true, "{v}");
         assert!(v["attempts"].as_u64().unwrap_or(0) <= 2, "{v}");
@@ -1326,7 +1326,7 @@ fn resumes_the_conversation(agent: Agent, v: &str) {
     r.expect_state("idle");
     r.prompt("say hello");
     r.expect_state("done");
-    let list = r.client.call("pane.ls", json!({})).expect("pane.ls");
+    let list = r.client.call_raw("pane.ls", json!({})).expect("pane.ls");
     let pid = list
         .as_array()
         .into_iter()
@@ -1350,10 +1350,10 @@ fn resumes_the_conversation(agent: Agent, v: &str) {
     }
     resumed.extend(argv[prog..].iter().cloned());
     r.client
-        .call("pane.kill", json!({"pane": r.pane}))
+        .call_raw("pane.kill", json!({"pane": r.pane}))
         .expect("pane.kill");
     r.client
-        .call(
+        .call_raw(
             "pane.new",
             json!({"spec": {"name": r.pane, "argv": resumed, "env": env, "cwd": r.cwd,
                 "cols": r.size.0, "rows": r.size.1, "agent": agent.name()},
@@ -1594,7 +1594,7 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
     r.expect_state("done");
     let mock = format!("{}-mock", r.pane);
     let panes = |r: &mut Run| -> Vec<Value> {
-        let list = r.client.call("pane.ls", json!({})).expect("pane.ls");
+        let list = r.client.call_raw("pane.ls", json!({})).expect("pane.ls");
         [r.pane.as_str(), mock.as_str()]
             .iter()
             .map(|n| {
@@ -1650,7 +1650,7 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
     // by the new supervisor), and the turn's end is seen.
     let v2 = r
         .client
-        .call(
+        .call_raw(
             "deliver",
             json!({"pane": r.pane, "text": long_prompt("say hello again")}),
         )

@@ -18,7 +18,7 @@ struct Rehearsal {
 
 impl Drop for Rehearsal {
     fn drop(&mut self) {
-        let _ = self.client.call("shutdown", json!({}));
+        let _ = self.client.call_raw("shutdown", json!({}));
     }
 }
 
@@ -73,7 +73,7 @@ impl Rehearsal {
         loop {
             let v = self
                 .client
-                .call("pane.read", json!({"pane": pane}))
+                .call_raw("pane.read", json!({"pane": pane}))
                 .unwrap();
             let text = v["text"].as_str().unwrap_or_default().to_string();
             if text.contains(what) {
@@ -82,7 +82,7 @@ impl Rehearsal {
             assert!(Instant::now() < deadline, "no {what:?} in:\n{text}");
             // Wakes on the pane's next output burst or its end.
             self.client
-                .call(
+                .call_raw(
                     "wait",
                     json!({"panes": [pane], "until": ["working", "exited"], "mode": "any",
                            "timeout_ms": 200}),

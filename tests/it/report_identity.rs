@@ -277,7 +277,7 @@ fn a_report_never_changes_after_completion() {
 fn the_drop_box_answers_only_the_lanes_own_tree() {
     let l = lane_with_report_at(None);
     let mut c = drover::daemon::Client::connect(&l.d.socket()).unwrap();
-    c.call(
+    c.call_raw(
         "evidence.watch",
         serde_json::json!({"job_id": "J1", "attempt_id": l.attempt, "session_id": "implementer",
             "pane": "lane-a", "generation": 1, "autocomplete": false}),

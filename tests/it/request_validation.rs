@@ -35,7 +35,7 @@ fn wait_targets_that_cannot_match_are_usage_errors() {
 }
 
 fn remote_usage(c: &mut Client, op: &str, args: Value) -> String {
-    match c.call(op, args.clone()) {
+    match c.call_raw(op, args.clone()) {
         Err(ClientError::Remote {
             code: ErrorCode::Usage,
             message,
@@ -79,7 +79,7 @@ fn raw_requests_are_validated_like_the_cli() {
     );
     assert!(m.contains("job id"), "{m}");
     // The valid forms still work.
-    c.call("pane.read", json!({"pane": "p", "scrollback": 10}))
+    c.call_raw("pane.read", json!({"pane": "p", "scrollback": 10}))
         .expect("a valid read");
 }
 

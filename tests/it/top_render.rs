@@ -2,6 +2,7 @@
 //! state: 8 lanes at 80×24 and 200×60, and each footer mode. The clock is
 //! fixed by the view (`now_ms`), so no timestamp moves between runs.
 
+use drover::proto::PaneEntry;
 use drover::top::render::render;
 use drover::top::ui::{Key, Ui};
 use drover::top::view::{Heartbeat, Inputs, LaneCells, View, build};
@@ -25,9 +26,16 @@ fn lanes_view() -> View {
     let panes = states
         .iter()
         .map(|(n, a, st, k, ago)| {
-            json!({"name": n, "agent": a, "generation": 1, "pid": 1,
+            // A pane as `pane.ls` lists it (only the fields shown matter).
+            let p = json!({"name": n, "agent": a, "generation": 1, "pid": 1,
+                   "backend": "native", "cols": 80, "rows": 24, "argv": [], "env_names": [],
+                   "env_verified": true, "started_at_ms": 0, "bytes": 0, "exit": null,
+                   "attached": false,
                    "observation": {"state": st, "kind": k, "since_ms": NOW - ago * 1000,
-                                   "exit_code": if *st == "exited" { Some(1) } else { None }}})
+                                   "exit_code": if *st == "exited" { Some(1) } else { None },
+                                   "pane": n, "generation": 1, "since": "", "evidence": [],
+                                   "screen_hash": ""}});
+            serde_json::from_value::<PaneEntry>(p).expect("a pane")
         })
         .collect();
     let lanes = states

@@ -26,9 +26,9 @@ use crate::loopctl::lanes::renew::Renewal;
 use crate::loopctl::lanes::simlanes::{SimLanes, kill_pane, lane_err};
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use crate::loopctl::review::verdict_watch::{READ_EVERY, ReviewWatch};
+use crate::proto::{PaneEntry, args};
 use crate::registry::Agent;
 use crate::registry::lease::DEFAULT_LEASE_TTL_S;
-use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -128,12 +128,11 @@ impl RealLanes {
 
     /// The pid of a lane's pane, from the live listing.
     fn pane_pid(&mut self, pane: &str) -> Option<u32> {
-        let v = self.client.call("pane.ls", json!({})).ok()?;
-        v.as_array()?
-            .iter()
-            .find(|p| p["name"] == pane)
-            .and_then(|p| p["pid"].as_u64())
-            .and_then(|x| u32::try_from(x).ok())
+        let v = self.client.call(args::PaneLs {}).ok()?;
+        v.iter().find(|p| p.name() == pane).map(|p| match p {
+            PaneEntry::Live(v) => v.info.pid,
+            PaneEntry::Lost(l) => l.pid,
+        })
     }
 
     /// The outcomes the watched reviewers' transcripts settle now.
@@ -360,13 +359,11 @@ impl LaneOps for RealLanes {
         // (its lane record and its pane); a pane without a record is killed.
         let v = self
             .client
-            .call("pane.ls", json!({}))
+            .call(args::PaneLs {})
             .map_err(|e| lane_err("-", e))?;
         let mut names: Vec<String> = v
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .iter()
+            .map(|p| p.name().to_string())
             .filter(|n| n.starts_with(prefix))
             .collect();
         // A lane recorded just before the crash may have no pane yet.

@@ -5,6 +5,7 @@
 //! `drover loop run --sim-*` and the loop's tests; the scripts say what each
 //! simulated lane does.
 
+use crate::agent::{State, Until};
 use crate::daemon::{Client, ClientError};
 use crate::dispatch::{DispatchSpec, dispatch};
 use crate::engine::{Action, Actor, Engine, Request, Status};
@@ -12,8 +13,8 @@ use crate::loopctl::LoopError;
 use crate::loopctl::land::git;
 use crate::loopctl::lanes::gone;
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
+use crate::proto::{PaneEntry, PaneSpec, args};
 use crate::shadow::ShadowDecision;
-use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -130,14 +131,11 @@ pub(in crate::loopctl) fn live_lanes(
     client: &mut Client,
     mine: &BTreeSet<String>,
 ) -> Result<Vec<String>, LoopError> {
-    let v = client
-        .call("pane.ls", json!({}))
-        .map_err(|e| lane_err("-", e))?;
-    Ok(v.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["exit"].is_null() && p["lost"].as_bool() != Some(true))
-        .filter_map(|p| p["name"].as_str().map(str::to_string))
+    let v = client.call(args::PaneLs {}).map_err(|e| lane_err("-", e))?;
+    Ok(v.iter()
+        .filter_map(PaneEntry::live)
+        .filter(|p| p.info.exit.is_none())
+        .map(|p| p.info.name.clone())
         .filter(|n| mine.contains(n))
         .collect())
 }
@@ -148,7 +146,10 @@ pub(in crate::loopctl) fn kill_pane(
     lane: &str,
     pane: &str,
 ) -> Result<(), LoopError> {
-    match client.call("pane.kill", json!({"pane": pane})) {
+    let kill = args::PaneKill {
+        pane: pane.to_string(),
+    };
+    match client.call(kill) {
         Ok(_) => Ok(()),
         Err(e) if e.to_string().contains("no pane named") => Ok(()),
         Err(e) => Err(lane_err(lane, e)),
@@ -180,7 +181,7 @@ impl SimLanes {
         if watched.is_empty() {
             return Ok(());
         }
-        let Ok(listing) = self.client.call("pane.ls", json!({})) else {
+        let Ok(listing) = self.client.call(args::PaneLs {}) else {
             return Ok(());
         };
         let mut now_gone = BTreeSet::new();
@@ -247,23 +248,41 @@ impl LaneOps for SimLanes {
         if let Some(level) = &spec.effort {
             argv.extend(crate::lane::launch::effort_args(spec.agent, level));
         }
+        let pane = PaneSpec {
+            name: spec.id.clone(),
+            argv,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cwd: Some(cwd.clone()),
+            cols: 120,
+            rows: 40,
+            agent: "sim".into(),
+            backend: None,
+        };
         self.client
-            .call(
-                "pane.new",
-                json!({"spec": {"name": spec.id, "argv": argv,
-                    "env": env.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                    "cwd": cwd, "cols": 120, "rows": 40, "agent": "sim"}}),
-            )
+            .call(args::PaneNew {
+                spec: pane,
+                backend: None,
+                split: None,
+            })
             .map_err(|e| lane_err(&spec.id, e))?;
         self.mine.insert(spec.id.clone());
         let v = self
             .client
-            .call(
-                "wait",
-                json!({"panes": [spec.id], "until": ["idle"], "timeout_ms": READY_TIMEOUT.as_millis() as u64}),
-            )
+            .call(args::Wait {
+                panes: vec![spec.id.clone()],
+                until: vec![Until {
+                    state: State::Idle,
+                    kind: None,
+                }],
+                mode: args::WaitMode::All,
+                timeout_ms: Some(READY_TIMEOUT.as_millis() as u64),
+                fresh: false,
+            })
             .map_err(|e| lane_err(&spec.id, e))?;
-        if v["timed_out"].as_bool() == Some(true) {
+        if v.timed_out {
             return Err(lane_err(&spec.id, "the agent did not become ready"));
         }
         Ok(LaneHandle {
@@ -364,7 +383,12 @@ impl LaneOps for SimLanes {
     fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
         // One read: the screen's rows (output is what moves on them, the
         // spinner and its timer left out) and the observation.
-        let v = match self.client.call("pane.read", json!({"pane": lane.pane})) {
+        let read = args::PaneRead {
+            pane: lane.pane.clone(),
+            raw: false,
+            scrollback: None,
+        };
+        let v = match self.client.call(read) {
             Ok(v) => v,
             // No answer at all: the supervisor holding the lanes is gone, and
             // with it the lane; not a stall to wait out.
@@ -378,28 +402,18 @@ impl LaneOps for SimLanes {
                 }));
             }
         };
-        let o = &v["observation"];
-        let s = |k: &str| o[k].as_str().map(str::to_string);
-        let rows: Vec<String> = v["lines"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|l| l.as_str().map(str::to_string))
-            .collect();
+        let o = &v.observation;
         Ok(Some(LaneObs {
-            state: s("state").unwrap_or_default(),
-            kind: s("kind"),
+            state: o.state.to_string(),
+            kind: o.kind.map(|k| k.to_string()),
             // The snapshot carries it as evidence `resets_at:<RFC 3339>`.
-            resets_at: s("resets_at").or_else(|| {
-                o["evidence"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|e| e.as_str()?.strip_prefix("resets_at:"))
-                    .map(str::to_string)
-                    .next()
-            }),
-            output: crate::loopctl::night::stall::progress_hash(&rows),
+            resets_at: o
+                .evidence
+                .iter()
+                .filter_map(|e| e.strip_prefix("resets_at:"))
+                .map(str::to_string)
+                .next(),
+            output: crate::loopctl::night::stall::progress_hash(&v.lines),
             reachable: true,
         }))
     }
@@ -409,23 +423,22 @@ impl LaneOps for SimLanes {
         // menu showing is `refused`: "not answered".
         Ok(self
             .client
-            .call(
-                "pane.answer",
-                json!({"pane": lane.pane, "action": "answer", "choice": label}),
-            )
+            .call(args::PaneAnswer {
+                pane: lane.pane.clone(),
+                action: args::AnswerAction::Answer,
+                choice: Some(label.to_string()),
+            })
             .is_ok())
     }
 
     fn reap(&mut self, prefix: &str) -> Result<Vec<String>, LoopError> {
         let v = self
             .client
-            .call("pane.ls", json!({}))
+            .call(args::PaneLs {})
             .map_err(|e| lane_err("-", e))?;
         let names: Vec<String> = v
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .iter()
+            .map(|p| p.name().to_string())
             .filter(|n| n.starts_with(prefix))
             .collect();
         for n in &names {
@@ -437,16 +450,24 @@ impl LaneOps for SimLanes {
 
     fn interrupt(&mut self, lane: &LaneHandle) -> Result<(), LoopError> {
         self.client
-            .call("pane.keys", json!({"pane": lane.pane, "keys": ["C-c"]}))
+            .call(args::PaneKeys {
+                pane: lane.pane.clone(),
+                keys: vec!["C-c".into()],
+            })
             .map_err(|e| lane_err(&lane.id, e))?;
         Ok(())
     }
 
     fn prompt(&mut self, lane: &LaneHandle, text: &str) -> Result<bool, LoopError> {
         // Confirmed delivery, as a dispatch's; the lane is idle when asked.
-        let args = json!({"pane": lane.pane, "text": text,
-                          "ready_timeout_ms": PROMPT_READY_TIMEOUT.as_millis() as u64});
-        match self.client.call("deliver", args) {
+        let deliver = args::Deliver {
+            pane: lane.pane.clone(),
+            text: text.to_string(),
+            nonce: None,
+            ready_timeout_ms: Some(PROMPT_READY_TIMEOUT.as_millis() as u64),
+            confirm_timeout_ms: None,
+        };
+        match self.client.call(deliver) {
             Ok(_) => Ok(true),
             Err(ClientError::Remote { .. }) => Ok(false),
             Err(e) => Err(lane_err(&lane.id, e)),

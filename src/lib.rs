@@ -45,6 +45,7 @@ pub mod rehearse;
 pub mod report;
 pub mod screen;
 pub mod shadow;
+pub mod shell;
 pub mod store;
 pub mod top;
 pub mod watch;

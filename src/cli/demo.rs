@@ -117,7 +117,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         );
     }
     if args.keep {
-        let sd = shell_quote(&state_dir.display().to_string());
+        let sd = drover::shell::quote(&state_dir.display().to_string());
         println!();
         println!("The supervisor and its panes are still running, in the demo's own state dir:");
         println!("  drover --state-dir {sd} status");
@@ -128,7 +128,10 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             "  drover --state-dir {sd} approve asks    # or deny: answered, confirmed by the dialog leaving"
         );
         println!("  drover --state-dir {sd} kill-server     # when done");
-        println!("  rm -rf {}", shell_quote(&tmp.display().to_string()));
+        println!(
+            "  rm -rf {}",
+            drover::shell::quote(&tmp.display().to_string())
+        );
         println!("or, for this shell: export DROVER_STATE_DIR={sd}");
         return result.map(|()| exit::OK);
     }
@@ -136,17 +139,6 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| exit::OK)
-}
-
-/// `s` quoted for a POSIX shell when it needs it.
-fn shell_quote(s: &str) -> String {
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {

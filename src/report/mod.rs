@@ -437,14 +437,7 @@ pub fn command_word(exe: &Path) -> String {
             .map(|d| d.join(exe))
             .unwrap_or_else(|_| exe.to_path_buf())
     };
-    let s = abs.display().to_string();
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+    crate::shell::quote(&abs.display().to_string())
 }
 
 /// [`command_word`] of the running binary (`drover` only when the running

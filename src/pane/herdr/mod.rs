@@ -411,16 +411,16 @@ impl HerdrHost {
 }
 
 /// The line typed into the pane's shell: a leading space keeps it out of
-/// shells' history; every word single-quoted.
+/// shells' history; every word quoted for the shell when it needs it.
 fn exec_line(status_file: &Path, argv: &[String]) -> String {
     let mut words = vec![
         "exec".to_string(),
         WRAPPER_SHELL.to_string(),
         "-c".to_string(),
-        sh_quote(WRAPPER_SCRIPT),
-        sh_quote(&status_file.to_string_lossy()),
+        crate::shell::quote(WRAPPER_SCRIPT),
+        crate::shell::quote(&status_file.to_string_lossy()),
     ];
-    words.extend(argv.iter().map(|a| sh_quote(a)));
+    words.extend(argv.iter().map(|a| crate::shell::quote(a)));
     format!(" {}", words.join(" "))
 }
 
@@ -456,11 +456,6 @@ fn command_argv(spec: &PaneSpec, cwd: Option<&Path>) -> Vec<String> {
             .into_owned();
     }
     argv
-}
-
-/// Quote one word for a POSIX shell.
-pub fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// The pane's shell: the process with drover's marker whose parent does
@@ -526,10 +521,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exec_line_quotes_every_word() {
+    fn exec_line_quotes_every_word_that_needs_it() {
         let l = exec_line(Path::new("/s/x.1"), &["echo".into(), "it's $HOME".into()]);
         assert!(l.starts_with(" exec /bin/sh -c '"));
-        assert!(l.ends_with(" '/s/x.1' 'echo' 'it'\\''s $HOME'"));
+        assert!(l.ends_with(" /s/x.1 echo 'it'\\''s $HOME'"));
     }
 
     /// Regression: the pane's shell looked the command up on the herdr

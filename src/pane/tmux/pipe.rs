@@ -105,9 +105,9 @@ impl Opened {
 /// while it is still a FIFO: a pipe drover already dropped must not make a
 /// file of it; its name removed once open), escaped for the format and
 /// time expansion tmux applies to a `pipe-pane` command (`#` and `%`
-/// doubled) and single-quoted for the shell.
+/// doubled) and quoted for the shell.
 fn pipe_command(cat: &Path, rm: &Path, fifo: &Path) -> String {
-    let sh = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
+    let sh = |p: &Path| crate::shell::quote(&p.to_string_lossy());
     let f = sh(fifo);
     format!(
         "[ -p {f} ] && exec > {f} && {} -f {f} && exec {}",
@@ -378,7 +378,7 @@ mod tests {
         let f = r"'/s/it'\''s ##{x} %%H/p.1'";
         assert_eq!(
             c,
-            format!("[ -p {f} ] && exec > {f} && '/bin/rm' -f {f} && exec '/bin/cat'")
+            format!("[ -p {f} ] && exec > {f} && /bin/rm -f {f} && exec /bin/cat")
         );
     }
 

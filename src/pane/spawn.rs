@@ -288,15 +288,7 @@ fn interpreter(spec: &PaneSpec) -> Option<String> {
 
 /// Whether the process already exited (a zombie has an empty cmdline).
 pub(super) fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace()
-                .next()
-                .map(|st| st == "Z" || st == "X")
-        })
-        .unwrap_or(true)
+    super::procfs::exited(pid).unwrap_or(true)
 }
 
 /// How long a mismatch may last before it counts: the child may be in the
@@ -324,7 +316,7 @@ pub(super) fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<b
 /// names and values. `Ok(false)` when the process is already gone; `Err(name)`
 /// names the first variable that did not arrive (never its value).
 fn verify_env(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
-    let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
+    let Some(raw) = super::procfs::environ(pid) else {
         return Ok(false);
     };
     if raw.is_empty() && is_zombie(pid) {

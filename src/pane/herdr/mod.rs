@@ -491,10 +491,10 @@ fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_millis(2);
     loop {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+        let cmdline = crate::pane::procfs::cmdline(pid);
         if cmdline
             .as_ref()
-            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle))
+            .is_some_and(|c| c.split(|b| *b == 0).any(|a| a == needle))
             || status_file.exists()
         {
             return true;

@@ -602,7 +602,7 @@ impl TmuxHost {
         }
         let server_cmdline = self
             .server_pid()
-            .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .and_then(crate::pane::procfs::cmdline)
             .unwrap_or_default();
         wait_for_exec(pid, &server_cmdline);
         let env_verified = match crate::pane::spawn::verify_env_settled(pid, &spec.env) {
@@ -866,13 +866,15 @@ fn wait_for_exec(pid: u32, server: &[u8]) {
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut delay = Duration::from_micros(200);
     loop {
-        match std::fs::read(format!("/proc/{pid}/cmdline")) {
-            Ok(c) if !c.is_empty() && c != server && !is_env_wrapper(&c) && !gate::is_gate(&c) => {
+        match crate::pane::procfs::cmdline(pid) {
+            Some(c)
+                if !c.is_empty() && c != server && !is_env_wrapper(&c) && !gate::is_gate(&c) =>
+            {
                 return;
             }
-            Err(_) => return,
-            Ok(_) if Instant::now() >= deadline || crate::pane::spawn::is_zombie(pid) => return,
-            Ok(_) => {
+            None => return,
+            Some(_) if Instant::now() >= deadline || crate::pane::spawn::is_zombie(pid) => return,
+            Some(_) => {
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(5));
             }

@@ -27,6 +27,7 @@
 //! A module lower in the chain never imports one higher up.
 
 pub mod agent;
+pub mod backoff;
 pub mod daemon;
 pub mod dispatch;
 pub mod engine;

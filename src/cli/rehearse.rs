@@ -177,7 +177,8 @@ fn mock_model(a: MockArgs) -> anyhow::Result<u8> {
 
 fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16> {
     let deadline = Instant::now() + MOCK_START_TIMEOUT;
-    let mut delay = Duration::from_millis(5);
+    let mut delay =
+        drover::backoff::Backoff::new(Duration::from_millis(5), Duration::from_millis(100));
     loop {
         if let Ok(text) = std::fs::read_to_string(file)
             && let Ok(port) = text.trim().parse::<u16>()
@@ -198,8 +199,7 @@ fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16>
                 format!("the mock model did not start within {MOCK_START_TIMEOUT:?}: {screen}"),
             ));
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(100));
+        std::thread::sleep(delay.next_delay());
     }
 }
 

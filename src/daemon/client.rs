@@ -341,7 +341,8 @@ pub fn wait_started(
     timeout: Duration,
 ) -> Result<Client, ClientError> {
     let mut deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     let mut exited = None;
     loop {
         let connected = UnixStream::connect(socket).and_then(|stream| {
@@ -367,8 +368,7 @@ pub fn wait_started(
                     exited = Some(status);
                     deadline = deadline.min(Instant::now() + RACE_GRACE);
                 }
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(50));
+                std::thread::sleep(delay.next_delay());
             }
             Err(source) => {
                 if let Some(status) = exited {
@@ -401,13 +401,13 @@ fn answer_ping(stream: UnixStream) -> Option<Client> {
 /// Wait until the socket accepts a connection.
 pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
     let deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => return Ok(Client { stream, next_id: 1 }),
             Err(e) if is_absent(&e) && Instant::now() < deadline => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(50));
+                std::thread::sleep(delay.next_delay());
             }
             Err(source) => {
                 return Err(ClientError::Unreachable {

@@ -10,7 +10,7 @@ use super::server::Sup;
 use crate::engine::{Engine, Status};
 use crate::evidence::Evidence;
 use crate::shadow::{Runner, RunningJob, auto};
-use crate::watch::watcher::Backoff;
+use crate::watch::watcher::BACKOFF;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +69,7 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
     };
     let mut last: Option<Snapshot> = None;
     // The watcher library's schedule: 1, 2, 4, 8, 16 s, reset by a success.
-    let mut backoff = Backoff::default();
+    let mut backoff = BACKOFF;
     let mut failing = false;
     let mut anchored = false;
     tracing::info!(job = %spec.job_id, pane = %spec.pane, autocomplete, "evidence watch started");

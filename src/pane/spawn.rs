@@ -300,12 +300,12 @@ const ENV_SETTLE: Duration = Duration::from_millis(200);
 /// mismatch that persists is reported.
 pub(super) fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
     let deadline = Instant::now() + ENV_SETTLE;
-    let mut delay = Duration::from_micros(200);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(10));
     loop {
         match verify_env(pid, env) {
             Err(_) if Instant::now() < deadline => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(10));
+                std::thread::sleep(delay.next_delay());
             }
             other => return other,
         }

@@ -36,7 +36,7 @@ impl LockGuard {
         let wait = lock_wait();
         let file = open_lock_file(lock_file)?;
         let start = Instant::now();
-        let mut pause = RETRY_FIRST;
+        let mut pause = crate::backoff::Backoff::new(RETRY_FIRST, RETRY_MAX);
         loop {
             match file.try_lock() {
                 Ok(()) => break,
@@ -53,8 +53,7 @@ impl LockGuard {
                     holder: holder_pid(&file, lock_file),
                 });
             }
-            std::thread::sleep(pause.min(wait - waited));
-            pause = (pause * 2).min(RETRY_MAX);
+            std::thread::sleep(pause.next_delay().min(wait - waited));
         }
         write_holder(&file);
         Ok(LockGuard {

@@ -462,7 +462,8 @@ fn command_argv(spec: &PaneSpec, cwd: Option<&Path>) -> Vec<String> {
 /// not have it.
 fn find_shell(entry: &[u8]) -> Option<u32> {
     let deadline = Instant::now() + FIND_TIMEOUT;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
         let all = crate::pane::procfs::all();
         let marked: Vec<(u32, i64)> = all
@@ -477,8 +478,7 @@ fn find_shell(entry: &[u8]) -> Option<u32> {
         if top.is_some() || Instant::now() >= deadline {
             return top;
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(50));
+        std::thread::sleep(delay.next_delay());
     }
 }
 
@@ -489,7 +489,8 @@ fn find_shell(entry: &[u8]) -> Option<u32> {
 fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
     let needle = status_file.as_os_str().as_encoded_bytes();
     let deadline = Instant::now() + EXEC_TIMEOUT;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
         let cmdline = crate::pane::procfs::cmdline(pid);
         if cmdline
@@ -505,8 +506,7 @@ fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
             // Gone (or a zombie): it may have written the status just now.
             return status_file.exists();
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(50));
+        std::thread::sleep(delay.next_delay());
     }
 }
 

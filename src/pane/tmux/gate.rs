@@ -43,7 +43,8 @@ impl Gate {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let deadline = Instant::now() + OPEN_TIMEOUT;
-        let mut delay = Duration::from_micros(200);
+        let mut delay =
+            crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(10));
         loop {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -65,8 +66,7 @@ impl Gate {
             if Instant::now() >= deadline {
                 return Err("the pane's process never reached its start gate".into());
             }
-            std::thread::sleep(delay);
-            delay = (delay * 2).min(Duration::from_millis(10));
+            std::thread::sleep(delay.next_delay());
         }
     }
 }

@@ -771,9 +771,9 @@ fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
 }
 
 fn reconnect_loop(me: Weak<TmuxHost>) {
-    let mut delay = RECONNECT_FIRST;
+    let mut delay = crate::backoff::Backoff::new(RECONNECT_FIRST, RECONNECT_MAX);
     loop {
-        std::thread::sleep(delay);
+        std::thread::sleep(delay.next_delay());
         let Some(h) = me.upgrade() else { return };
         if h.stopping.load(Ordering::Acquire) {
             h.reconnecting.store(false, Ordering::Release);
@@ -813,7 +813,6 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
                 }
             }
         }
-        delay = (delay * 2).min(RECONNECT_MAX);
     }
 }
 
@@ -823,7 +822,8 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
 /// stdin before that) the command finds "no current client": asked again.
 fn quiet_output(ctl: &Control) -> Result<(), PaneError> {
     let deadline = Instant::now() + ATTACH_TIMEOUT;
-    let mut delay = Duration::from_millis(1);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(1), Duration::from_millis(20));
     loop {
         match ctl.command("refresh-client -f no-output".to_string()) {
             Ok(Ok(_)) => {
@@ -839,8 +839,7 @@ fn quiet_output(ctl: &Control) -> Result<(), PaneError> {
             }
             Err(e) => return Err(tmux_err(e)),
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(20));
+        std::thread::sleep(delay.next_delay());
     }
 }
 
@@ -864,7 +863,8 @@ fn default_terminal() -> &'static str {
 /// means exec'd; `env -u …` then execs the command itself.
 fn wait_for_exec(pid: u32, server: &[u8]) {
     let deadline = Instant::now() + EXEC_TIMEOUT;
-    let mut delay = Duration::from_micros(200);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(5));
     loop {
         match crate::pane::procfs::cmdline(pid) {
             Some(c)
@@ -875,8 +875,7 @@ fn wait_for_exec(pid: u32, server: &[u8]) {
             None => return,
             Some(_) if Instant::now() >= deadline || crate::pane::spawn::is_zombie(pid) => return,
             Some(_) => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(5));
+                std::thread::sleep(delay.next_delay());
             }
         }
     }

@@ -89,13 +89,13 @@ impl Opened {
     /// See [`Pipe::wait_open`].
     pub(super) fn wait(&self) -> bool {
         let deadline = Instant::now() + OPEN_TIMEOUT;
-        let mut delay = Duration::from_micros(200);
+        let mut delay =
+            crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(10));
         while self.path.exists() {
             if Instant::now() >= deadline || self.ended.load(Ordering::Acquire) {
                 return false;
             }
-            std::thread::sleep(delay);
-            delay = (delay * 2).min(Duration::from_millis(10));
+            std::thread::sleep(delay.next_delay());
         }
         true
     }

@@ -308,15 +308,10 @@ mod tests {
     use super::*;
 
     fn git(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+        let ok = crate::git::Git::new(dir)
+            .identity("t", "t@t.invalid")
             .args(args)
-            .output()
-            .unwrap()
-            .status
-            .success();
+            .succeeds();
         assert!(ok, "git {args:?}");
     }
 

@@ -47,6 +47,7 @@ pub mod report;
 pub mod screen;
 pub mod shadow;
 pub mod shell;
+pub mod statedir;
 pub mod store;
 pub mod top;
 pub mod watch;

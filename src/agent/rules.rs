@@ -224,7 +224,7 @@ pub fn compile(text: &str, origin: &str) -> Result<Vec<Rule>, AgentError> {
 
 /// Load `<state_dir>/rules.toml` when it exists, else the embedded rules.
 pub fn load(state_dir: &Path) -> Result<Vec<Rule>, AgentError> {
-    let path = state_dir.join(RULES_FILE);
+    let path = crate::statedir::StateDir::new(state_dir).rules_file();
     match std::fs::read_to_string(&path) {
         Ok(text) => compile(&text, &path.display().to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => compile(BUILTIN_RULES, "builtin"),

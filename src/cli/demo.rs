@@ -372,7 +372,7 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     }
     let out = lane::down::down(&d.state_dir, Some(&mut d.client), None).map_err(lane_err)?;
     let removed = out.iter().filter(|o| o.removed).count();
-    let left = std::fs::read_dir(d.state_dir.join("worktrees"))
+    let left = std::fs::read_dir(drover::statedir::StateDir::new(&d.state_dir).worktrees_dir())
         .map(|r| r.count())
         .unwrap_or(0);
     d.say(&format!(
@@ -400,7 +400,7 @@ fn phase(
         }
     ));
     let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
-    let decisions_path = d.state_dir.join("shadow").join("decisions.jsonl");
+    let decisions_path = drover::statedir::StateDir::new(&d.state_dir).decisions_log();
     let seen_before = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
         .map(|r| r.records.len())
         .unwrap_or(0);

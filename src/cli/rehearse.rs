@@ -293,7 +293,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     // Both panes go on the backend `pane new` would use: on tmux the mock
     // model outlives a supervisor restart as its agent does.
-    let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
+    let backend = std::env::var(drover::statedir::env::BACKEND).unwrap_or_else(|_| "native".into());
     client
         .call("pane.new", json!({"spec": mock_spec, "backend": backend}))
         .map_err(client_err)?;

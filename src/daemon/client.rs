@@ -285,7 +285,7 @@ pub fn start_daemon(exe: &Path, state_dir: &Path) -> Result<(), ClientError> {
 /// Checked here so the caller hears the real cause (e.g. a read-only file
 /// system), not only that no supervisor answered.
 fn preflight(state_dir: &Path) -> Result<(), ClientError> {
-    let lock = state_dir.join("supervisor.lock");
+    let lock = crate::statedir::StateDir::new(state_dir).supervisor_lock();
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -374,7 +374,9 @@ pub fn wait_started(
                 if let Some(status) = exited {
                     return Err(ClientError::StartFailed(format!(
                         "it exited at start ({status}); see {}",
-                        state_dir.join("logs").join("supervisor.log").display()
+                        crate::statedir::StateDir::new(state_dir)
+                            .supervisor_log()
+                            .display()
                     )));
                 }
                 return Err(ClientError::Unreachable {
@@ -422,7 +424,7 @@ pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, Clien
 /// Wait until the supervisor of `state_dir` has stopped: the lock it holds
 /// for its whole life is free again. `Ok(false)` when `timeout` passed first.
 pub fn wait_stopped(state_dir: &Path, timeout: Duration) -> Result<bool, crate::store::StoreError> {
-    let lock = state_dir.join("supervisor.lock");
+    let lock = crate::statedir::StateDir::new(state_dir).supervisor_lock();
     let deadline = Instant::now() + timeout;
     loop {
         if crate::store::LockGuard::try_exclusive(&lock)?.is_some() {

@@ -217,7 +217,10 @@ pub(super) fn start(sup: &Arc<Sup>, args: &Value) -> Result<Value, super::protoc
 /// evidence, so the policy holds on transport doubt (`hold_reconnect`) rather
 /// than reasoning from what was seen before the gap.
 pub(super) fn mark_restart(state_dir: &std::path::Path) {
-    if !state_dir.join("jobs").is_dir() {
+    if !crate::statedir::StateDir::new(state_dir)
+        .jobs_dir()
+        .is_dir()
+    {
         return;
     }
     let Ok(engine) = Engine::open(state_dir) else {

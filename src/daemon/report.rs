@@ -120,13 +120,13 @@ pub(super) fn for_lane(sup: &Sup, root: &PaneRoot, args: &Value) -> Result<Value
         })
     };
     if claim("lane_id").is_some_and(|l| l != root.name) {
-        return Err(mismatch("DROVER_LANE_ID"));
+        return Err(mismatch(crate::statedir::env::LANE_ID));
     }
     if let Some(s) = claim("state_dir") {
         let s = Path::new(s);
         let same = s.canonicalize().is_ok_and(|c| c == state_dir);
         if !same {
-            return Err(mismatch("DROVER_STATE_DIR"));
+            return Err(mismatch(crate::statedir::env::STATE_DIR));
         }
     }
     let said: Said = crate::report::request::said_from(args).ok_or_else(|| {

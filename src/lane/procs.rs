@@ -10,7 +10,7 @@ pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// Stands in for the boot id lanes record and compare (tests simulate a
 /// reboot with it; docs/lanes.md). Only the lane layer reads it.
-pub const BOOT_ID_ENV: &str = "DROVER_BOOT_ID";
+pub const BOOT_ID_ENV: &str = crate::statedir::env::BOOT_ID;
 
 /// `/proc/sys/kernel/random/boot_id`: changes at every reboot; a non-empty
 /// [`BOOT_ID_ENV`] overrides it.

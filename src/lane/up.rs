@@ -18,11 +18,11 @@ use std::time::Duration;
 pub const BACKENDS: &[&str] = &["native", "tmux", "herdr"];
 /// Env names drover sets on every lane (`--env` may not override them).
 pub const LANE_ENV: &[&str] = &[
-    "DROVER_LANE_ID",
-    "DROVER_SESSION_ID",
-    "DROVER_ROLE",
-    "DROVER_STATE_DIR",
-    "DROVER_SOCKET",
+    crate::statedir::env::LANE_ID,
+    crate::statedir::env::SESSION_ID,
+    crate::statedir::env::ROLE,
+    crate::statedir::env::STATE_DIR,
+    crate::statedir::env::SOCKET,
 ];
 
 /// A `lane up` request.
@@ -208,11 +208,20 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             .or_insert_with(|| launch::version(&program))
             .clone();
         let env = vec![
-            ("DROVER_LANE_ID".to_string(), id.clone()),
-            ("DROVER_SESSION_ID".into(), role.session_id.to_string()),
-            ("DROVER_ROLE".into(), role.role.to_string()),
-            ("DROVER_STATE_DIR".into(), state_dir.display().to_string()),
-            ("DROVER_SOCKET".into(), req.socket.display().to_string()),
+            (crate::statedir::env::LANE_ID.to_string(), id.clone()),
+            (
+                crate::statedir::env::SESSION_ID.into(),
+                role.session_id.to_string(),
+            ),
+            (crate::statedir::env::ROLE.into(), role.role.to_string()),
+            (
+                crate::statedir::env::STATE_DIR.into(),
+                state_dir.display().to_string(),
+            ),
+            (
+                crate::statedir::env::SOCKET.into(),
+                req.socket.display().to_string(),
+            ),
         ];
         let now = crate::paths::now_rfc3339();
         fresh.push(LaneRecord {

@@ -25,7 +25,7 @@ static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 /// The variable every child of a run carries (its value: the run dir), so
 /// what a killed loop left behind is found and ended by [`end_marked`].
-pub const MARK_ENV: &str = "DROVER_LOOP_CHILD";
+pub const MARK_ENV: &str = crate::statedir::env::LOOP_CHILD;
 
 /// What bounds one child.
 pub struct Bounds<'a> {

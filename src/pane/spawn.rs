@@ -73,10 +73,13 @@ pub(super) struct Spawned {
 /// The name of the variable that marks every process of a pane: it is
 /// inherited by descendants that leave the pane's session or process group,
 /// so they can still be found and ended (docs/architecture.md).
-pub const PANE_MARKER_ENV: &str = "DROVER_PANE";
+pub const PANE_MARKER_ENV: &str = crate::statedir::env::PANE;
 /// Variables a supervisor's environment may hold that no pane may see: the
 /// fleet's NATS secrets (docs/fleet.md).
-pub const SCRUBBED_ENV: [&str; 2] = ["DROVER_NATS_PASSWORD", "DROVER_NATS_TOKEN"];
+pub const SCRUBBED_ENV: [&str; 2] = [
+    crate::statedir::env::NATS_PASSWORD,
+    crate::statedir::env::NATS_TOKEN,
+];
 
 pub(super) fn spawn_process(spec: &PaneSpec, marker: &str) -> Result<Spawned, PaneError> {
     spec.validate()?;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// Every critical section under a drover lock is a few file operations.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// Overrides [`LOCK_WAIT`] (milliseconds), e.g. for tests.
-pub const LOCK_WAIT_ENV: &str = "DROVER_LOCK_WAIT_MS";
+pub const LOCK_WAIT_ENV: &str = crate::statedir::env::LOCK_WAIT_MS;
 /// The first and the longest pause between two tries of a held lock.
 const RETRY_FIRST: Duration = Duration::from_micros(200);
 const RETRY_MAX: Duration = Duration::from_millis(5);

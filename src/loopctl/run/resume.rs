@@ -26,7 +26,7 @@ use crate::registry::{lease, lend};
 use chrono::Utc;
 
 /// The file locked while a process runs the loop of a run dir.
-pub const RUN_LOCK: &str = "run.lock";
+pub const RUN_LOCK: &str = crate::statedir::RUN_LOCK;
 
 /// Hold the run's lock for this process (refused while another runs it).
 pub fn lock_run(run: &RunDir) -> Result<crate::store::LockGuard, LoopError> {

@@ -393,7 +393,7 @@ impl HerdrHost {
     /// `<state>/herdr/exit/<name>.<generation>`, its directory private and
     /// any stale file removed.
     fn status_file(&self, name: &str, generation: u64) -> Result<PathBuf, PaneError> {
-        let dir = self.state_dir.join("herdr").join("exit");
+        let dir = crate::statedir::StateDir::new(&self.state_dir).herdr_exit_dir();
         crate::store::create_private_dir(&dir)
             .map_err(|e| herdr_err(format!("cannot create {}: {e}", dir.display())))?;
         let f = dir.join(format!("{name}.{generation}"));

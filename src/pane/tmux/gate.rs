@@ -23,7 +23,7 @@ impl Gate {
     /// A new FIFO under the state dir (private to the user).
     pub fn new(state_dir: &Path, name: &str) -> Result<Gate, String> {
         use std::os::unix::fs::PermissionsExt;
-        let dir = state_dir.join("tmux").join("gates");
+        let dir = crate::statedir::StateDir::new(state_dir).tmux_gates_dir();
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         let path = dir.join(format!("{name}.{}", uuid::Uuid::new_v4().simple()));

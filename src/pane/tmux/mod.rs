@@ -48,7 +48,7 @@ const UNCLAIMED_MAX: usize = 4 * 1024 * 1024;
 
 /// The tmux binary: `$DROVER_TMUX` or `tmux` on PATH.
 fn tmux_binary() -> PathBuf {
-    std::env::var_os("DROVER_TMUX")
+    std::env::var_os(crate::statedir::env::TMUX)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("tmux"))
 }

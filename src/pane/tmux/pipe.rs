@@ -120,7 +120,7 @@ fn pipe_command(cat: &Path, rm: &Path, fifo: &Path) -> String {
 
 /// Where the FIFOs are: private to the user.
 fn dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("tmux").join("pipes")
+    crate::statedir::StateDir::new(state_dir).tmux_pipes_dir()
 }
 
 /// Remove the FIFOs an earlier supervisor left (their readers are gone; a

@@ -30,7 +30,7 @@ pub(super) struct SavedPane {
 }
 
 fn dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("tmux")
+    crate::statedir::StateDir::new(state_dir).tmux_dir()
 }
 
 fn server_path(state_dir: &Path) -> PathBuf {

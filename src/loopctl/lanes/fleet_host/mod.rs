@@ -530,7 +530,7 @@ impl ItemCtx {
 /// operator trusts it once in Claude Code and Codex, as a repository of
 /// their own, and every lane's worktree and dir is trusted with it.
 pub fn host_repo(state_dir: &Path) -> PathBuf {
-    state_dir.join("fleet").join("repo")
+    crate::statedir::StateDir::new(state_dir).fleet_repo()
 }
 
 fn describe(r: &CoordReply) -> String {

@@ -187,6 +187,11 @@ impl StateDir {
         self.0.join("tmux")
     }
 
+    /// tmux panes' records.
+    pub fn tmux_panes_dir(&self) -> PathBuf {
+        self.tmux_dir().join("panes")
+    }
+
     /// tmux panes' output pipes.
     pub fn tmux_pipes_dir(&self) -> PathBuf {
         self.tmux_dir().join("pipes")

@@ -343,9 +343,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Where a task's worktree is (by the run's naming rule).
     pub(in crate::loopctl) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
-        self.cfg
-            .state_dir
-            .join("worktrees")
+        crate::statedir::StateDir::new(&self.cfg.state_dir)
+            .worktrees_dir()
             .join(format!("loop{}-{}", self.run.n, slug(id)))
     }
 

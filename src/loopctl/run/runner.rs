@@ -405,9 +405,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 || wts.join(format!("loop{n}-integration")).exists()
         })?;
         crate::loopctl::run::rundir::note_board_holder(&board_lock, run.n);
-        let integ_wt = cfg
-            .state_dir
-            .join("worktrees")
+        let integ_wt = crate::statedir::StateDir::new(&cfg.state_dir)
+            .worktrees_dir()
             .join(format!("loop{}-integration", run.n));
         git::add_worktree(&cfg.repo, &integ_wt, &run.integration_branch(), &base_sha)?;
         let tasks = crate::loopctl::run::boardsync::initial_tasks(&board, &cfg.charter);

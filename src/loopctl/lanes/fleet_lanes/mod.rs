@@ -311,9 +311,8 @@ impl<L: LaneOps> FleetLanes<L> {
         }
         let refname = format!("{}/{base}", work::BUNDLE_REF);
         git::run(repo, &["update-ref", &refname, base])?;
-        let file = self
-            .state_dir
-            .join("fleet")
+        let file = crate::statedir::StateDir::new(&self.state_dir)
+            .fleet_dir()
             .join(format!("base-{base}.bundle"));
         crate::store::create_private_dir(file.parent().unwrap_or(&self.state_dir))?;
         let made = git::run(

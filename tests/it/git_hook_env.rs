@@ -29,44 +29,42 @@ fn hook_repo(root: &Path) -> PathBuf {
     other
 }
 
+/// `drover ARGS…` in `dir`, as a hook of `other` would run it.
+fn in_hook_of(d: &Drover, other: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+    d.cmd()
+        .current_dir(dir)
+        .env("GIT_DIR", other.join(".git"))
+        .env("GIT_WORK_TREE", other)
+        .env("GIT_INDEX_FILE", other.join(".git").join("index"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// Guards issue 38: run inside a git hook, drover's git read and wrote the
 /// hook's repository wherever a call did not scrub `GIT_*`.
 #[test]
 fn a_loop_run_inside_another_repositorys_hook_touches_only_its_own() {
     let d = Drover::new();
-    let root = d.scratch();
-    let repo = root.join("mine");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    let tasks = repo.join("backlog").join("tasks");
-    std::fs::create_dir_all(&tasks).unwrap();
-    crate::loop_common::task_file(&tasks, 1, "Task one", &["a.txt"]);
-    let charter = root.join("CHARTER.md");
-    std::fs::write(&charter, "# One task\nlanes: 2\npool: 1\ngate: true\n").unwrap();
-    let other = hook_repo(&root);
+    let (repo, charter) =
+        crate::loop_common::board_repo(&d, 1, "- lanes: 2\n- pool: 1\n- gate: `true`\n");
+    let other = hook_repo(&d.scratch());
     let before = fingerprint(&other);
-    let mine_before = git(&repo, &["rev-parse", "main"]);
+    let main_before = git(&repo, &["rev-parse", "main"]);
 
-    let out = d
-        .cmd()
-        .current_dir(&repo)
-        .env("GIT_DIR", other.join(".git"))
-        .env("GIT_WORK_TREE", &other)
-        .env("GIT_INDEX_FILE", other.join(".git").join("index"))
-        .args([
-            "loop",
-            "run",
-            "--charter",
-            charter.to_str().unwrap(),
-            "--repo",
-            repo.to_str().unwrap(),
-            "--turn-timeout-s",
-            "60",
-            "--sim",
-        ])
-        .output()
-        .unwrap();
+    let (charter, repo_arg) = (charter.to_str().unwrap(), repo.to_str().unwrap());
+    let run = [
+        "loop",
+        "run",
+        "--charter",
+        charter,
+        "--repo",
+        repo_arg,
+        "--sim",
+        "--turn-timeout-s",
+        "60",
+    ];
+    let out = in_hook_of(&d, &other, &repo, &run);
     let text = stdout(&out);
     assert!(out.status.success(), "{}\n{text}", stderr(&out));
     assert!(text.contains("- TASK-1 ("), "TASK-1 landed: {text}");
@@ -80,22 +78,14 @@ fn a_loop_run_inside_another_repositorys_hook_touches_only_its_own() {
         &repo,
         &["ls-tree", "--name-only", "drover/integration/loop1"],
     );
-    assert!(landed.lines().any(|l| l == "a.txt"), "{landed}");
+    assert!(landed.lines().any(|l| l == "f1.txt"), "{landed}");
     assert_eq!(
         git(&repo, &["rev-parse", "main"]),
-        mine_before,
+        main_before,
         "main untouched"
     );
 
-    let lanes = d
-        .cmd()
-        .current_dir(&repo)
-        .env("GIT_DIR", other.join(".git"))
-        .env("GIT_WORK_TREE", &other)
-        .env("GIT_INDEX_FILE", other.join(".git").join("index"))
-        .args(["lane", "ls", "--json"])
-        .output()
-        .unwrap();
+    let lanes = in_hook_of(&d, &other, &repo, &["lane", "ls", "--json"]);
     assert!(lanes.status.success(), "{}", stderr(&lanes));
     assert_eq!(fingerprint(&other), before, "lane ls reads only its own");
 }

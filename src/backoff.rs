@@ -29,6 +29,11 @@ impl Backoff {
         self.first.saturating_mul(1u32 << n.min(31)).min(self.max)
     }
 
+    /// The pause the next retry waits, without moving along the schedule.
+    pub fn current(&self) -> Duration {
+        self.delay(self.failures)
+    }
+
     /// The pause before the next retry; each call doubles it up to `max`.
     pub fn next_delay(&mut self) -> Duration {
         let d = self.delay(self.failures);
@@ -51,8 +56,10 @@ mod tests {
     #[test]
     fn doubles_up_to_the_ceiling_and_resets() {
         let mut b = Backoff::new(MS(1), MS(5));
+        assert_eq!(b.current(), MS(1));
         let got: Vec<Duration> = (0..5).map(|_| b.next_delay()).collect();
         assert_eq!(got, [MS(1), MS(2), MS(4), MS(5), MS(5)]);
+        assert_eq!(b.current(), MS(5), "looking does not move it");
         b.reset();
         assert_eq!(b.next_delay(), MS(1));
     }

@@ -79,6 +79,34 @@ pub fn cmdline(pid: u32) -> Option<Vec<u8>> {
     std::fs::read(format!("/proc/{pid}/cmdline")).ok()
 }
 
+/// Whether `pid` is in `/proc` (running, or a zombie not yet reaped).
+pub fn exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// What `pid`'s file descriptor `fd` points at.
+pub fn fd_target(pid: u32, fd: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()
+}
+
+/// What each of `pid`'s open file descriptors points at (none when it
+/// cannot be read).
+pub fn fd_paths(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// The children of `pid`'s main thread (`/proc/<pid>/task/<pid>/children`;
+/// none when it has exited).
+pub fn main_thread_children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
 /// `pid`'s working directory.
 pub fn cwd(pid: u32) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/cwd")).ok()

@@ -60,7 +60,7 @@ impl Gate {
                 Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => {}
                 Err(e) => return Err(format!("cannot open the start gate: {e}")),
             }
-            if !Path::new(&format!("/proc/{pid}")).exists() {
+            if !crate::pane::procfs::exists(pid) {
                 return Err("the pane's process ended before it started its command".into());
             }
             if Instant::now() >= deadline {

@@ -485,7 +485,7 @@ impl TmuxPane {
             });
         // No exit seen (the transport may be down): the leader is gone once
         // its pid is; record that much.
-        if !seen && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        if !seen && !crate::pane::procfs::exists(pid) {
             self.record_exit(generation, None, Some(crate::pane::core::signal_name(9)));
         }
     }

@@ -41,6 +41,7 @@ pub mod loopctl;
 pub mod pane;
 pub mod paths;
 pub mod policy;
+pub(crate) mod procfs;
 pub mod registry;
 pub mod rehearse;
 pub mod report;

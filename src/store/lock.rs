@@ -117,9 +117,8 @@ fn write_holder(file: &File) {
 /// inherit); else the pid the holder wrote into the file.
 fn holder_pid(file: &File, path: &Path) -> Option<u32> {
     let md = file.metadata().ok()?;
-    let alive = |pid: &u32| Path::new(&format!("/proc/{pid}")).exists();
-    std::fs::read_to_string("/proc/locks")
-        .ok()
+    let alive = |pid: &u32| crate::procfs::exists(*pid);
+    crate::procfs::locks()
         .and_then(|t| flock_holder(&t, md.dev(), md.ino()))
         .filter(alive)
         .or_else(|| opener_pid(md.dev(), md.ino()))
@@ -134,15 +133,11 @@ fn holder_pid(file: &File, path: &Path) -> Option<u32> {
 /// Another process with (dev, ino) open, from `/proc/*/fd`.
 fn opener_pid(dev: u64, ino: u64) -> Option<u32> {
     let me = std::process::id();
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|p| {
-        let pid: u32 = p.file_name().to_str()?.parse().ok()?;
-        if pid == me {
-            return None;
-        }
-        let fds = std::fs::read_dir(p.path().join("fd")).ok()?;
-        fds.flatten()
-            .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
-            .then_some(pid)
+    crate::procfs::pids().into_iter().find(|pid| {
+        *pid != me
+            && crate::procfs::fd_paths(*pid)
+                .iter()
+                .any(|fd| std::fs::metadata(fd).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
     })
 }
 

@@ -79,6 +79,11 @@ pub fn cmdline(pid: u32) -> Option<Vec<u8>> {
     std::fs::read(format!("/proc/{pid}/cmdline")).ok()
 }
 
+/// The kernel's table of file locks (`/proc/locks`).
+pub fn locks() -> Option<String> {
+    std::fs::read_to_string("/proc/locks").ok()
+}
+
 /// Whether `pid` is in `/proc` (running, or a zombie not yet reaped).
 pub fn exists(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()

@@ -62,7 +62,7 @@ pub enum JobCmd {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Session the attempt belongs to (inside a lane: the lane's session).
-        #[arg(long, value_name = "ID", env = "DROVER_SESSION_ID")]
+        #[arg(long, value_name = "ID", env = drover::statedir::env::SESSION_ID)]
         session: String,
         #[command(flatten)]
         common: Common,
@@ -73,7 +73,7 @@ pub enum JobCmd {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Session the attempt belongs to (inside a lane: the lane's session).
-        #[arg(long, value_name = "ID", env = "DROVER_SESSION_ID")]
+        #[arg(long, value_name = "ID", env = drover::statedir::env::SESSION_ID)]
         session: String,
         #[command(flatten)]
         common: Common,

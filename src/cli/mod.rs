@@ -70,7 +70,7 @@ pub struct Cli {
         long,
         global = true,
         help_heading = "Global options",
-        env = "DROVER_STATE_DIR",
+        env = drover::statedir::env::STATE_DIR,
         value_name = "DIR"
     )]
     pub state_dir: Option<PathBuf>,

@@ -11,8 +11,6 @@ use std::path::Path;
 
 /// The rules shipped in the binary.
 pub const BUILTIN_RULES: &str = include_str!("rules.toml");
-/// Name of the override file in the state dir.
-pub const RULES_FILE: &str = "rules.toml";
 /// Default height of the `bottom` region and of the anchor search, in non-blank rows.
 pub const BOTTOM_ROWS: usize = 12;
 

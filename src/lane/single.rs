@@ -168,22 +168,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
     };
     let launch = launch::with_effort(launch, l.agent, l.effort.as_deref());
     let version = launch::version(&launch.argv[0]);
-    let mut env = vec![
-        (crate::statedir::env::LANE_ID.to_string(), l.lane_id.clone()),
-        (
-            crate::statedir::env::SESSION_ID.into(),
-            l.session_id.clone(),
-        ),
-        (crate::statedir::env::ROLE.into(), l.role.clone()),
-        (
-            crate::statedir::env::STATE_DIR.into(),
-            state_dir.display().to_string(),
-        ),
-        (
-            crate::statedir::env::SOCKET.into(),
-            l.socket.display().to_string(),
-        ),
-    ];
+    let mut env = super::up::lane_env(&l.lane_id, &l.session_id, &l.role, state_dir, &l.socket);
     env.extend(
         l.env
             .iter()

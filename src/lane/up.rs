@@ -25,6 +25,24 @@ pub const LANE_ENV: &[&str] = &[
     crate::statedir::env::SOCKET,
 ];
 
+/// The values of [`LANE_ENV`] for one lane.
+pub(super) fn lane_env(
+    lane_id: &str,
+    session_id: &str,
+    role: &str,
+    state_dir: &Path,
+    socket: &Path,
+) -> Vec<(String, String)> {
+    use crate::statedir::env;
+    vec![
+        (env::LANE_ID.into(), lane_id.into()),
+        (env::SESSION_ID.into(), session_id.into()),
+        (env::ROLE.into(), role.into()),
+        (env::STATE_DIR.into(), state_dir.display().to_string()),
+        (env::SOCKET.into(), socket.display().to_string()),
+    ]
+}
+
 /// A `lane up` request.
 #[derive(Debug, Clone)]
 pub struct UpRequest {
@@ -207,22 +225,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             .entry(program.clone())
             .or_insert_with(|| launch::version(&program))
             .clone();
-        let env = vec![
-            (crate::statedir::env::LANE_ID.to_string(), id.clone()),
-            (
-                crate::statedir::env::SESSION_ID.into(),
-                role.session_id.to_string(),
-            ),
-            (crate::statedir::env::ROLE.into(), role.role.to_string()),
-            (
-                crate::statedir::env::STATE_DIR.into(),
-                state_dir.display().to_string(),
-            ),
-            (
-                crate::statedir::env::SOCKET.into(),
-                req.socket.display().to_string(),
-            ),
-        ];
+        let env = lane_env(&id, role.session_id, role.role, state_dir, &req.socket);
         let now = crate::paths::now_rfc3339();
         fresh.push(LaneRecord {
             lane_id: id.clone(),

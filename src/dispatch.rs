@@ -235,7 +235,7 @@ pub fn dispatch(
     let report_path = spec
         .report_path
         .clone()
-        .unwrap_or_else(|| state_dir.join("lanes").join(&spec.pane).join("report.json"));
+        .unwrap_or_else(|| crate::statedir::StateDir::new(state_dir).lane_report(&spec.pane));
     // Before the claim: a prompt that cannot be sent must not cost an attempt.
     check_deliver_size(spec, &report_path)?;
     let engine = Engine::open(state_dir)?;
@@ -258,7 +258,7 @@ pub fn dispatch(
     // dispatch evidence that makes the next check see this job happen under
     // the pane's dispatch lock, so two dispatches racing to one pane cannot
     // both pass the check.
-    let lane_dir = state_dir.join("lanes").join(&spec.pane);
+    let lane_dir = crate::statedir::StateDir::new(state_dir).lane_dir(&spec.pane);
     crate::store::create_private_dir(&lane_dir)?;
     let serial = crate::store::LockGuard::exclusive(&lane_dir.join("dispatch.lock"))?;
     if let Some(running) = running_job_on(&engine, &evidence, &spec.pane, &spec.job_id)? {

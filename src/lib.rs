@@ -29,6 +29,7 @@
 //! A module lower in the chain never imports one higher up.
 
 pub mod agent;
+pub mod backoff;
 pub mod daemon;
 pub mod dispatch;
 pub mod engine;
@@ -43,11 +44,14 @@ pub mod pane;
 pub mod paths;
 pub mod policy;
 pub mod proto;
+pub(crate) mod procfs;
 pub mod registry;
 pub mod rehearse;
 pub mod report;
 pub mod screen;
 pub mod shadow;
+pub mod shell;
+pub mod statedir;
 pub mod store;
 pub mod top;
 pub mod watch;

@@ -123,11 +123,11 @@ pub fn existing_state_dir(explicit: Option<&Path>) -> Result<PathBuf, PathError>
 /// Where the state dir is, without touching the file system beyond `git`.
 pub fn state_dir_path(explicit: Option<&Path>) -> Result<PathBuf, PathError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let root = git_toplevel(&cwd);
+    // git runs only when the answer depends on the checkout.
     let dir = match explicit {
         Some(p) if p.is_absolute() => p.to_path_buf(),
-        Some(p) => root.clone().unwrap_or(cwd).join(p),
-        None => match root {
+        Some(p) => git_toplevel(&cwd).unwrap_or(cwd).join(p),
+        None => match git_toplevel(&cwd) {
             Some(r) => r.join(".drover"),
             None => xdg_state_home()?.join("drover"),
         },

@@ -11,8 +11,6 @@ use std::path::Path;
 
 /// The rules shipped in the binary.
 pub const BUILTIN_RULES: &str = include_str!("rules.toml");
-/// Name of the override file in the state dir.
-pub const RULES_FILE: &str = "rules.toml";
 /// Default height of the `bottom` region and of the anchor search, in non-blank rows.
 pub const BOTTOM_ROWS: usize = 12;
 
@@ -224,7 +222,7 @@ pub fn compile(text: &str, origin: &str) -> Result<Vec<Rule>, AgentError> {
 
 /// Load `<state_dir>/rules.toml` when it exists, else the embedded rules.
 pub fn load(state_dir: &Path) -> Result<Vec<Rule>, AgentError> {
-    let path = state_dir.join(RULES_FILE);
+    let path = crate::statedir::StateDir::new(state_dir).rules_file();
     match std::fs::read_to_string(&path) {
         Ok(text) => compile(&text, &path.display().to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => compile(BUILTIN_RULES, "builtin"),

@@ -19,11 +19,12 @@ impl Console {
     /// A console that appends to `<state_dir>/logs/loop.log` (when it can be
     /// opened) and, unless `json`, prints on stderr.
     pub fn open(state_dir: &Path, json: bool) -> Self {
-        let dir = state_dir.join("logs");
+        let sd = drover::statedir::StateDir::new(state_dir);
+        let dir = sd.logs_dir();
         let log = drover::store::create_private_dir(&dir)
             .and_then(|()| {
                 drover::store::open_private(
-                    &dir.join("loop.log"),
+                    &sd.loop_log(),
                     OpenOptions::new().create(true).append(true),
                 )
             })

@@ -118,7 +118,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         );
     }
     if args.keep {
-        let sd = shell_quote(&state_dir.display().to_string());
+        let sd = drover::shell::quote(&state_dir.display().to_string());
         println!();
         println!("The supervisor and its panes are still running, in the demo's own state dir:");
         println!("  drover --state-dir {sd} status");
@@ -129,7 +129,10 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             "  drover --state-dir {sd} approve asks    # or deny: answered, confirmed by the dialog leaving"
         );
         println!("  drover --state-dir {sd} kill-server     # when done");
-        println!("  rm -rf {}", shell_quote(&tmp.display().to_string()));
+        println!(
+            "  rm -rf {}",
+            drover::shell::quote(&tmp.display().to_string())
+        );
         println!("or, for this shell: export DROVER_STATE_DIR={sd}");
         return result.map(|()| exit::OK);
     }
@@ -137,17 +140,6 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let _ = drover::daemon::client::wait_stopped(&state_dir, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| exit::OK)
-}
-
-/// `s` quoted for a POSIX shell when it needs it.
-fn shell_quote(s: &str) -> String {
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
@@ -395,7 +387,7 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     }
     let out = lane::down::down(&d.state_dir, Some(&mut d.client), None).map_err(lane_err)?;
     let removed = out.iter().filter(|o| o.removed).count();
-    let left = std::fs::read_dir(d.state_dir.join("worktrees"))
+    let left = std::fs::read_dir(drover::statedir::StateDir::new(&d.state_dir).worktrees_dir())
         .map(|r| r.count())
         .unwrap_or(0);
     d.say(&format!(
@@ -423,7 +415,7 @@ fn phase(
         }
     ));
     let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
-    let decisions_path = d.state_dir.join("shadow").join("decisions.jsonl");
+    let decisions_path = drover::statedir::StateDir::new(&d.state_dir).decisions_log();
     let seen_before = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
         .map(|r| r.records.len())
         .unwrap_or(0);

@@ -62,7 +62,7 @@ pub enum JobCmd {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Session the attempt belongs to (inside a lane: the lane's session).
-        #[arg(long, value_name = "ID", env = "DROVER_SESSION_ID")]
+        #[arg(long, value_name = "ID", env = drover::statedir::env::SESSION_ID)]
         session: String,
         #[command(flatten)]
         common: Common,
@@ -73,7 +73,7 @@ pub enum JobCmd {
         /// Job id (letters, digits, '.', '_', '-').
         job: String,
         /// Session the attempt belongs to (inside a lane: the lane's session).
-        #[arg(long, value_name = "ID", env = "DROVER_SESSION_ID")]
+        #[arg(long, value_name = "ID", env = drover::statedir::env::SESSION_ID)]
         session: String,
         #[command(flatten)]
         common: Common,
@@ -285,9 +285,9 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
 /// engine and is refused there, with an audit entry).
 fn actor_from_env(flag: Option<AsArg>) -> Actor {
     let var = |k| std::env::var(k).ok().filter(|v: &String| !v.is_empty());
-    let lane = var("DROVER_LANE_ID").map(|lane_id| Lane {
+    let lane = var(drover::statedir::env::LANE_ID).map(|lane_id| Lane {
         lane_id,
-        session_id: var("DROVER_SESSION_ID"),
+        session_id: var(drover::statedir::env::SESSION_ID),
     });
     let authority = match (flag, &lane) {
         (Some(AsArg::Agent), _) | (None, Some(_)) => Authority::Agent,

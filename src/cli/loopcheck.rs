@@ -19,7 +19,7 @@ pub(super) fn refuse_after_unclosed(
     let unclosed: Vec<(u32, RunStatus)> = rundir::runs(state_dir)
         .into_iter()
         .filter_map(|n| {
-            let path = state_dir.join(format!("loop{n}")).join("run.json");
+            let path = drover::statedir::StateDir::new(state_dir).run_file(n);
             let st: RunStatus = drover::store::read_json(&path).ok()??;
             (st.finished_at.is_none() && !st.is_live() && same(&st.repo)).then_some((n, st))
         })

@@ -225,10 +225,9 @@ pub(super) fn lane_env(
     let env = super::pane::env_args(pairs, files)?;
     // Every copy the run shows or stores is redacted of these values.
     drover::registry::redact::remember_given(env.iter().map(|(_, v)| v));
-    if let Some((k, _)) = env
-        .iter()
-        .find(|(k, _)| drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
-    {
+    if let Some((k, _)) = env.iter().find(|(k, _)| {
+        drover::lane::up::LANE_ENV.contains(&k.as_str()) || k == drover::statedir::env::AGENT
+    }) {
         return Err(fail(
             exit::USAGE,
             format!("--env {k}: set by drover for every lane; pick another name"),
@@ -595,7 +594,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             }
             let key = format!("{}-{}", fc.host, chrono::Utc::now().format("%Y%m%dT%H%M%S"));
             let board = fleet_board(&cfg.repo, &cfg.board_dir, cfg.base.as_deref(), sim)?;
-            let log = cfg.state_dir.join("fleet").join(format!("{key}.jsonl"));
+            let log = drover::statedir::StateDir::new(&cfg.state_dir).fleet_log(&key);
             let mut fleet_scripts = fleet_scripts;
             let lanes = FleetLanes::start(
                 &fc,

@@ -70,7 +70,7 @@ pub struct Cli {
         long,
         global = true,
         help_heading = "Global options",
-        env = "DROVER_STATE_DIR",
+        env = drover::statedir::env::STATE_DIR,
         value_name = "DIR"
     )]
     pub state_dir: Option<PathBuf>,
@@ -186,19 +186,32 @@ pub struct Ctx {
     pub verbose: u8,
     pub quiet: bool,
     pub autostart: bool,
+    /// Where the state dir is, found once per command (finding it may run
+    /// git); every accessor below starts from it.
+    pub state_dir_at: std::cell::OnceCell<PathBuf>,
 }
 
 impl Ctx {
     /// The state dir, which must exist: for commands that only read.
     /// Nothing is created.
     pub fn state_dir(&self) -> anyhow::Result<PathBuf> {
-        drover::paths::existing_state_dir(self.state_dir_arg.as_deref())
+        drover::paths::existing_state_dir(Some(self.state_dir_located()?))
             .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
+    }
+
+    /// Where the state dir is (absolute), resolved on the first call.
+    fn state_dir_located(&self) -> anyhow::Result<&std::path::Path> {
+        if let Some(p) = self.state_dir_at.get() {
+            return Ok(p);
+        }
+        let p = drover::paths::state_dir_path(self.state_dir_arg.as_deref())
+            .map_err(|e| fail(drover::exit::ERROR, e.to_string()))?;
+        Ok(self.state_dir_at.get_or_init(|| p))
     }
 
     /// The state dir, created if missing: for commands that write.
     pub fn state_dir_create(&self) -> anyhow::Result<PathBuf> {
-        drover::paths::resolve_state_dir(self.state_dir_arg.as_deref())
+        drover::paths::resolve_state_dir(Some(self.state_dir_located()?))
             .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
 
@@ -212,7 +225,7 @@ impl Ctx {
     pub fn client(&self) -> anyhow::Result<drover::daemon::Client> {
         let not_running =
             |dir: PathBuf| client_err(drover::daemon::ClientError::NotRunning { state_dir: dir });
-        let state_dir = match drover::paths::existing_state_dir(self.state_dir_arg.as_deref()) {
+        let state_dir = match drover::paths::existing_state_dir(Some(self.state_dir_located()?)) {
             Ok(d) => d,
             Err(drover::paths::PathError::Missing { path }) => return Err(not_running(path)),
             Err(e) => return Err(fail(drover::exit::ERROR, e.to_string())),
@@ -337,6 +350,7 @@ pub fn main() -> ExitCode {
         verbose: cli.verbose,
         quiet: cli.quiet,
         autostart: !cli.no_autostart,
+        state_dir_at: std::cell::OnceCell::new(),
     };
     if !matches!(cli.command, Command::Serve(_)) {
         // The supervisor logs to its file; every other command logs to stderr.

@@ -117,7 +117,7 @@ pub struct NewArgs {
     #[arg(long, default_value = "shell", value_parser = super::values::pane_agent())]
     pub agent: String,
     /// Where the pane lives: native (a PTY drover owns), tmux or herdr.
-    #[arg(long, env = "DROVER_BACKEND", default_value = "native", value_parser = super::values::backend())]
+    #[arg(long, env = drover::statedir::env::BACKEND, default_value = "native", value_parser = super::values::backend())]
     pub backend: String,
     /// herdr only: put the pane beside herdr pane PANE, in its workspace
     /// (`pane split`), instead of in a workspace of its own.

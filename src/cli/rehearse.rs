@@ -178,7 +178,8 @@ fn mock_model(a: MockArgs) -> anyhow::Result<u8> {
 
 fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16> {
     let deadline = Instant::now() + MOCK_START_TIMEOUT;
-    let mut delay = Duration::from_millis(5);
+    let mut delay =
+        drover::backoff::Backoff::new(Duration::from_millis(5), Duration::from_millis(100));
     loop {
         if let Ok(text) = std::fs::read_to_string(file)
             && let Ok(port) = text.trim().parse::<u16>()
@@ -196,8 +197,7 @@ fn wait_for_port(file: &Path, mock_pane: &str, ctx: &Ctx) -> anyhow::Result<u16>
                 format!("the mock model did not start within {MOCK_START_TIMEOUT:?}: {screen}"),
             ));
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(100));
+        std::thread::sleep(delay.next_delay());
     }
 }
 
@@ -291,7 +291,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     // Both panes go on the backend `pane new` would use: on tmux the mock
     // model outlives a supervisor restart as its agent does.
-    let backend = std::env::var("DROVER_BACKEND").unwrap_or_else(|_| "native".into());
+    let backend = std::env::var(drover::statedir::env::BACKEND).unwrap_or_else(|_| "native".into());
     client
         .call(args::PaneNew {
             spec: mock_spec.into(),

@@ -87,7 +87,10 @@ pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 /// Jobs (running ones unless `all`) with their newest shadow decision for
 /// the current attempt.
 fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
-    if !state_dir.join("jobs").is_dir() {
+    if !drover::statedir::StateDir::new(state_dir)
+        .jobs_dir()
+        .is_dir()
+    {
         return Vec::new();
     }
     let Ok(engine) = Engine::open(state_dir) else {
@@ -95,7 +98,7 @@ fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
     };
     let records = engine.list().unwrap_or_default();
     let decisions = drover::store::read_jsonl::<ShadowDecision>(
-        &state_dir.join("shadow").join("decisions.jsonl"),
+        &drover::statedir::StateDir::new(state_dir).decisions_log(),
     )
     .map(|r| r.records)
     .unwrap_or_default();

@@ -307,7 +307,7 @@ pub fn start_daemon(exe: &Path, state_dir: &Path) -> Result<(), ClientError> {
 /// Checked here so the caller hears the real cause (e.g. a read-only file
 /// system), not only that no supervisor answered.
 fn preflight(state_dir: &Path) -> Result<(), ClientError> {
-    let lock = state_dir.join("supervisor.lock");
+    let lock = crate::statedir::StateDir::new(state_dir).supervisor_lock();
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -363,7 +363,8 @@ pub fn wait_started(
     timeout: Duration,
 ) -> Result<Client, ClientError> {
     let mut deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     let mut exited = None;
     loop {
         let connected = UnixStream::connect(socket).and_then(|stream| {
@@ -389,14 +390,15 @@ pub fn wait_started(
                     exited = Some(status);
                     deadline = deadline.min(Instant::now() + RACE_GRACE);
                 }
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(50));
+                std::thread::sleep(delay.next_delay());
             }
             Err(source) => {
                 if let Some(status) = exited {
                     return Err(ClientError::StartFailed(format!(
                         "it exited at start ({status}); see {}",
-                        state_dir.join("logs").join("supervisor.log").display()
+                        crate::statedir::StateDir::new(state_dir)
+                            .supervisor_log()
+                            .display()
                     )));
                 }
                 return Err(ClientError::Unreachable {
@@ -423,13 +425,13 @@ fn answer_ping(stream: UnixStream) -> Option<Client> {
 /// Wait until the socket accepts a connection.
 pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
     let deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => return Ok(Client { stream, next_id: 1 }),
             Err(e) if is_absent(&e) && Instant::now() < deadline => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(50));
+                std::thread::sleep(delay.next_delay());
             }
             Err(source) => {
                 return Err(ClientError::Unreachable {
@@ -444,7 +446,7 @@ pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, Clien
 /// Wait until the supervisor of `state_dir` has stopped: the lock it holds
 /// for its whole life is free again. `Ok(false)` when `timeout` passed first.
 pub fn wait_stopped(state_dir: &Path, timeout: Duration) -> Result<bool, crate::store::StoreError> {
-    let lock = state_dir.join("supervisor.lock");
+    let lock = crate::statedir::StateDir::new(state_dir).supervisor_lock();
     let deadline = Instant::now() + timeout;
     loop {
         if crate::store::LockGuard::try_exclusive(&lock)?.is_some() {

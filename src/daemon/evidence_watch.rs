@@ -13,7 +13,7 @@ use crate::evidence::Evidence;
 use crate::proto::args::EvidenceWatch;
 use crate::proto::reply::Watching;
 use crate::shadow::{Runner, RunningJob, auto};
-use crate::watch::watcher::Backoff;
+use crate::watch::watcher::BACKOFF;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
     };
     let mut last: Option<Snapshot> = None;
     // The watcher library's schedule: 1, 2, 4, 8, 16 s, reset by a success.
-    let mut backoff = Backoff::default();
+    let mut backoff = BACKOFF;
     let mut failing = false;
     let mut anchored = false;
     tracing::info!(job = %spec.job_id, pane = %spec.pane, autocomplete, "evidence watch started");
@@ -226,7 +226,10 @@ pub(super) fn start(
 /// evidence, so the policy holds on transport doubt (`hold_reconnect`) rather
 /// than reasoning from what was seen before the gap.
 pub(super) fn mark_restart(state_dir: &std::path::Path) {
-    if !state_dir.join("jobs").is_dir() {
+    if !crate::statedir::StateDir::new(state_dir)
+        .jobs_dir()
+        .is_dir()
+    {
         return;
     }
     let Ok(engine) = Engine::open(state_dir) else {

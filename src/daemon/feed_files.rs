@@ -7,12 +7,14 @@
 use super::feed::Feed;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::{Map, Value, json};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The directories whose files the feed follows, relative to the state dir.
-const DIRS: [&str; 3] = ["jobs", "shadow", "registry"];
+/// The directories whose files the feed follows.
+fn dirs(state_dir: &Path) -> [PathBuf; 3] {
+    let sd = crate::statedir::StateDir::new(state_dir);
+    [sd.jobs_dir(), sd.shadow_dir(), sd.registry_dir()]
+}
 
 /// Which log a line came from, and so how it maps to a feed event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,59 +24,24 @@ enum Source {
     Registry,
 }
 
-/// One followed JSONL file: a read offset and the bytes of an unfinished line.
+/// One followed JSONL file and what its lines are.
 struct Tail {
-    path: PathBuf,
+    tail: crate::store::JsonlTail,
     source: Source,
-    offset: u64,
-    partial: Vec<u8>,
 }
 
 impl Tail {
     fn new(path: PathBuf, source: Source) -> Self {
         // Live from now: what is already on disk is history (`drover events`).
-        let offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         Tail {
-            path,
+            tail: crate::store::JsonlTail::from_end(path),
             source,
-            offset,
-            partial: Vec::new(),
         }
     }
 
     /// The complete lines written since the last call.
     fn read_new(&mut self) -> Vec<Vec<u8>> {
-        let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return Vec::new();
-        };
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < self.offset {
-            // Replaced by a shorter file: start over.
-            self.offset = 0;
-            self.partial.clear();
-        }
-        if len == self.offset || f.seek(SeekFrom::Start(self.offset)).is_err() {
-            return Vec::new();
-        }
-        let mut buf = Vec::new();
-        if (&mut f)
-            .take(len - self.offset)
-            .read_to_end(&mut buf)
-            .is_err()
-        {
-            return Vec::new();
-        }
-        self.offset += buf.len() as u64;
-        self.partial.extend_from_slice(&buf);
-        let mut out = Vec::new();
-        while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
-            let mut line: Vec<u8> = self.partial.drain(..=nl).collect();
-            line.pop();
-            if !line.is_empty() {
-                out.push(line);
-            }
-        }
-        out
+        self.tail.read_new()
     }
 }
 
@@ -167,14 +134,17 @@ pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
         }
     };
     let mut tails = vec![
-        Tail::new(state_dir.join("jobs").join("audit.jsonl"), Source::Audit),
+        Tail {
+            tail: crate::engine::audit::follow(&state_dir),
+            source: Source::Audit,
+        },
         Tail::new(
-            state_dir.join("shadow").join("decisions.jsonl"),
+            crate::statedir::StateDir::new(&state_dir).decisions_log(),
             Source::Decisions,
         ),
         Tail::new(crate::registry::events_path(&state_dir), Source::Registry),
     ];
-    let mut watched: Vec<(WatchDescriptor, &'static str)> = Vec::new();
+    let mut watched: Vec<(WatchDescriptor, usize)> = Vec::new();
     let dir_flags = AddWatchFlags::IN_MODIFY
         | AddWatchFlags::IN_CLOSE_WRITE
         | AddWatchFlags::IN_MOVED_TO
@@ -185,13 +155,14 @@ pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
     ) {
         tracing::warn!(error = %e, "cannot watch the state dir");
     }
-    let add_dirs = move |inotify: &Inotify, watched: &mut Vec<(WatchDescriptor, &'static str)>| {
-        for d in DIRS {
-            if watched.iter().any(|(_, n)| *n == d) {
+    let dirs = dirs(&state_dir);
+    let add_dirs = move |inotify: &Inotify, watched: &mut Vec<(WatchDescriptor, usize)>| {
+        for (i, d) in dirs.iter().enumerate() {
+            if watched.iter().any(|(_, n)| *n == i) {
                 continue;
             }
-            if let Ok(wd) = inotify.add_watch(&state_dir.join(d), dir_flags) {
-                watched.push((wd, d));
+            if let Ok(wd) = inotify.add_watch(d, dir_flags) {
+                watched.push((wd, i));
             }
         }
     };
@@ -227,7 +198,7 @@ fn publish_new(tails: &mut [Tail], feed: &Feed) {
                     feed.publish(&kind, pane.as_deref(), fields);
                 }
                 None => {
-                    tracing::debug!(path = %t.path.display(), "skipped a line the feed cannot read")
+                    tracing::debug!(path = %t.tail.path().display(), "skipped a line the feed cannot read")
                 }
             }
         }

@@ -137,12 +137,12 @@ pub(super) fn for_lane(
         .as_ref()
         .is_some_and(|l| *l != root.name)
     {
-        return Err(mismatch("DROVER_LANE_ID"));
+        return Err(mismatch(crate::statedir::env::LANE_ID));
     }
     if let Some(s) = &args.claims.state_dir {
         let same = s.canonicalize().is_ok_and(|c| c == state_dir);
         if !same {
-            return Err(mismatch("DROVER_STATE_DIR"));
+            return Err(mismatch(crate::statedir::env::STATE_DIR));
         }
     }
     let said: Said = crate::report::request::said_of(args);

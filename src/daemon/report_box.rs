@@ -147,10 +147,9 @@ fn tree_holds(leader: u32, id: (u64, u64)) -> bool {
         i += 1;
     }
     tree.iter().any(|pid| {
-        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|rd| {
-            rd.filter_map(|e| e.ok())
-                .any(|e| std::fs::metadata(e.path()).is_ok_and(|m| (m.dev(), m.ino()) == id))
-        })
+        crate::pane::procfs::fd_paths(*pid)
+            .iter()
+            .any(|p| std::fs::metadata(p).is_ok_and(|m| (m.dev(), m.ino()) == id))
     })
 }
 

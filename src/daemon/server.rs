@@ -123,7 +123,7 @@ impl Sup {
 
 /// Run the supervisor in the foreground until SIGTERM/SIGINT or `kill-server`.
 pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
-    let lock_path = opts.state_dir.join("supervisor.lock");
+    let lock_path = crate::statedir::StateDir::new(&opts.state_dir).supervisor_lock();
     let Some(guard) = take_lock(&lock_path, &opts.socket)? else {
         let pid = std::fs::read_to_string(&lock_path)
             .ok()
@@ -190,7 +190,7 @@ fn take_lock(
 }
 
 fn init_logging(opts: &ServeOptions) {
-    let dir = opts.state_dir.join("logs");
+    let dir = crate::statedir::StateDir::new(&opts.state_dir).logs_dir();
     let _ = crate::store::create_private_dir(&dir);
     let Ok(file) = crate::store::open_private(
         &dir.join("supervisor.log"),

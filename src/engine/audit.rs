@@ -8,6 +8,24 @@ use super::request::Request;
 use super::table::{Decision, Inputs, decide};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The audit log's name in the jobs dir.
+pub const AUDIT_FILE: &str = "audit.jsonl";
+
+/// `<state>/jobs/audit.jsonl`.
+pub fn audit_log(state_dir: &Path) -> PathBuf {
+    crate::statedir::StateDir::new(state_dir)
+        .jobs_dir()
+        .join(AUDIT_FILE)
+}
+
+/// Follow the audit log of `state_dir` from where it ends now (creating
+/// nothing): each read gives the complete lines appended since. For readers
+/// outside the engine (the supervisor's event feed).
+pub fn follow(state_dir: &Path) -> crate::store::JsonlTail {
+    crate::store::JsonlTail::from_end(audit_log(state_dir))
+}
 
 /// What became of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -72,7 +72,7 @@ use record::RECORD_SUFFIX;
 impl Engine {
     /// The engine for `<state_dir>/jobs/` (created if missing).
     pub fn open(state_dir: &Path) -> Result<Engine, EngineError> {
-        let dir = state_dir.join("jobs");
+        let dir = crate::statedir::StateDir::new(state_dir).jobs_dir();
         crate::store::create_private_dir(&dir)?;
         Ok(Engine { dir })
     }
@@ -89,7 +89,7 @@ impl Engine {
 
     /// `jobs/audit.jsonl`.
     pub fn audit_path(&self) -> PathBuf {
-        self.dir.join("audit.jsonl")
+        self.dir.join(audit::AUDIT_FILE)
     }
 
     /// `jobs/status.json`.

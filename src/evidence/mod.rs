@@ -166,7 +166,7 @@ impl EvidenceStore {
     /// The store under `<state>/evidence/`.
     pub fn new(state_dir: &Path) -> Self {
         EvidenceStore {
-            dir: state_dir.join("evidence"),
+            dir: crate::statedir::StateDir::new(state_dir).evidence_dir(),
         }
     }
 

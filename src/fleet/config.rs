@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The environment variable a password is read from when no file is given.
-pub const PASSWORD_ENV: &str = "DROVER_NATS_PASSWORD";
+pub const PASSWORD_ENV: &str = crate::statedir::env::NATS_PASSWORD;
 /// The environment variable a token is read from when no file is given.
-pub const TOKEN_ENV: &str = "DROVER_NATS_TOKEN";
+pub const TOKEN_ENV: &str = crate::statedir::env::NATS_TOKEN;
 /// How often a joined supervisor heartbeats by default.
 pub const DEFAULT_HEARTBEAT_MS: u64 = 5_000;
 
@@ -116,7 +116,7 @@ pub fn check_private(path: &Path, what: &'static str) -> Result<(), FleetError> 
 
 /// The fleet config of a state dir.
 pub fn path(state_dir: &Path) -> PathBuf {
-    state_dir.join("fleet.json")
+    crate::statedir::StateDir::new(state_dir).fleet_config()
 }
 
 /// The state dir's fleet config; `Ok(None)` when it joined none.

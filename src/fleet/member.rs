@@ -116,19 +116,18 @@ impl Member {
         let (link_tx, link) = watch::channel(None);
         let c = cfg.clone();
         let task = tokio::spawn(async move {
-            let mut delay = RETRY_MIN;
+            let mut delay = crate::backoff::Backoff::new(RETRY_MIN, RETRY_MAX);
             let beat = loop {
                 match open(&c, &handed, &lanes).await {
                     Ok(b) => break b,
                     Err(e) => {
-                        tracing::warn!(fleet = %c.fleet, error = %e, retry_ms = delay.as_millis() as u64, "cannot rejoin the fleet");
+                        tracing::warn!(fleet = %c.fleet, error = %e, retry_ms = delay.current().as_millis() as u64, "cannot rejoin the fleet");
                     }
                 }
                 tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
+                    _ = tokio::time::sleep(delay.next_delay()) => {}
                     _ = stop_rx.changed() => return,
                 }
-                delay = (delay * 2).min(RETRY_MAX);
             };
             tracing::info!(fleet = %c.fleet, host = %c.host, "rejoined the fleet");
             let _ = link_tx.send(Some(beat.link.clone()));
@@ -237,7 +236,7 @@ impl EventsSink {
     /// until the stream stored it, so the host's order is kept; false once
     /// the membership stopped (the line is then not sent).
     pub async fn send(&mut self, line: &str) -> bool {
-        let mut delay = RETRY_MIN;
+        let mut delay = crate::backoff::Backoff::new(RETRY_MIN, RETRY_MAX);
         let mut failing = false;
         loop {
             if *self.stop.borrow() {
@@ -266,10 +265,9 @@ impl EventsSink {
                 }
             }
             tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
+                _ = tokio::time::sleep(delay.next_delay()) => {}
                 _ = self.stop.wait_for(|s| *s) => return false,
             }
-            delay = (delay * 2).min(RETRY_MAX);
         }
     }
 }

@@ -172,15 +172,15 @@ pub const FIRST_PUT_WAIT: Duration = Duration::from_secs(15);
 /// while the bucket's stream is not ready; any other error at once.
 pub async fn put_first(kv: &jetstream::kv::Store, p: &Presence) -> Result<(), FleetError> {
     let deadline = tokio::time::Instant::now() + FIRST_PUT_WAIT;
-    let mut delay = Duration::from_millis(100);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
     loop {
         let body = serde_json::to_vec(p).map_err(|e| FleetError::bus("encode presence", e))?;
         match kv.put(&p.host, body.into()).await {
             Ok(_) => return Ok(()),
-            Err(e) if not_ready(&e) && tokio::time::Instant::now() + delay < deadline => {
+            Err(e) if not_ready(&e) && tokio::time::Instant::now() + delay.current() < deadline => {
                 tracing::debug!(error = %e, "presence bucket not ready; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(1));
+                tokio::time::sleep(delay.next_delay()).await;
             }
             Err(e) => return Err(FleetError::bus("write presence", e)),
         }

@@ -453,15 +453,15 @@ where
     Fut: std::future::Future<Output = Result<T, FleetError>>,
 {
     let deadline = tokio::time::Instant::now() + RETRY_FOR;
-    let mut delay = Duration::from_millis(200);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
     loop {
         match call().await {
             Ok(v) => return Ok(v),
-            Err(e) if tokio::time::Instant::now() + delay >= deadline => return Err(e),
+            Err(e) if tokio::time::Instant::now() + delay.current() >= deadline => return Err(e),
             Err(e) => {
                 tracing::debug!(error = %e, "fleet call failed; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
+                tokio::time::sleep(delay.next_delay()).await;
             }
         }
     }
@@ -482,7 +482,8 @@ pub async fn ask_retrying(
     req: &HostRequest,
 ) -> Result<CoordReply, FleetError> {
     let start = tokio::time::Instant::now();
-    let mut delay = Duration::from_millis(200);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
     loop {
         match ask(client, names, run, host, req).await {
             Ok(r) => return Ok(r),
@@ -491,11 +492,10 @@ pub async fn ask_retrying(
                     FleetError::NoCoordinator { .. } => NO_COORDINATOR_FOR,
                     _ => RETRY_FOR,
                 };
-                if start.elapsed() + delay >= budget {
+                if start.elapsed() + delay.current() >= budget {
                     return Err(e);
                 }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
+                tokio::time::sleep(delay.next_delay()).await;
             }
         }
     }

@@ -52,7 +52,7 @@ fn branch_blocker(repo: &Path, tip: &str) -> Result<Option<String>, LaneError> {
 
 /// The file a running loop holds locked in its run dir (`<state>/loop<N>/`,
 /// LOOP.md); its worktrees are `<state>/worktrees/loop<N>-<task>`.
-pub const LOOP_RUN_LOCK: &str = "run.lock";
+pub const LOOP_RUN_LOCK: &str = crate::statedir::RUN_LOCK;
 
 /// The loop run (`loop<N>`) whose worktree `name` is, when that run is
 /// running now (another process holds its run lock). A worktree of a run
@@ -67,7 +67,7 @@ pub fn live_loop_run(state_dir: &Path, name: &str) -> Option<String> {
         return None;
     }
     let run = format!("loop{n}");
-    let lock = state_dir.join(&run).join(LOOP_RUN_LOCK);
+    let lock = crate::statedir::StateDir::new(state_dir).run_lock(n.parse().ok()?);
     if !lock.is_file() {
         return None;
     }
@@ -89,7 +89,7 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
     let doc = super::load(state_dir)?;
     let mut items = Vec::new();
     let mut repos: Vec<PathBuf> = doc.repos.clone();
-    let root = state_dir.join("worktrees");
+    let root = crate::statedir::StateDir::new(state_dir).worktrees_dir();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -308,15 +308,10 @@ mod tests {
     use super::*;
 
     fn git(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+        let ok = crate::git::Git::new(dir)
+            .identity("t", "t@t.invalid")
             .args(args)
-            .output()
-            .unwrap()
-            .status
-            .success();
+            .succeeds();
         assert!(ok, "git {args:?}");
     }
 

@@ -59,7 +59,10 @@ pub fn state_word(c: &WorktreeCheck) -> &'static str {
 /// Running jobs by the pane they were last dispatched to: (job, decision).
 fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> {
     let mut out = BTreeMap::new();
-    if !state_dir.join("jobs").is_dir() {
+    if !crate::statedir::StateDir::new(state_dir)
+        .jobs_dir()
+        .is_dir()
+    {
         return out;
     }
     let Ok(engine) = crate::engine::Engine::open(state_dir) else {
@@ -67,7 +70,7 @@ fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> 
     };
     let evidence = crate::evidence::EvidenceStore::new(state_dir);
     let decisions = crate::store::read_jsonl::<crate::shadow::ShadowDecision>(
-        &state_dir.join("shadow").join("decisions.jsonl"),
+        &crate::statedir::StateDir::new(state_dir).decisions_log(),
     )
     .map(|r| r.records)
     .unwrap_or_default();

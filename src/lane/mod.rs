@@ -211,18 +211,18 @@ impl LanesDoc {
 
 /// `<state>/registry/lanes.json`.
 pub fn lanes_path(state_dir: &Path) -> PathBuf {
-    crate::registry::registry_dir(state_dir).join("lanes.json")
+    crate::statedir::StateDir::new(state_dir).lanes_file()
 }
 
 /// `<state>/worktrees/<session>-<agent>`.
 pub fn worktree_path(state_dir: &Path, lane_id: &str) -> PathBuf {
-    state_dir.join("worktrees").join(lane_id)
+    crate::statedir::StateDir::new(state_dir).worktree(lane_id)
 }
 
 /// `<state>/lanes/<lane>`: drover's per-lane files (report, sim script),
 /// outside the worktree.
 pub fn lane_dir(state_dir: &Path, lane_id: &str) -> PathBuf {
-    state_dir.join("lanes").join(lane_id)
+    crate::statedir::StateDir::new(state_dir).lane_dir(lane_id)
 }
 
 /// The lane id of (session, agent).
@@ -288,7 +288,7 @@ pub fn op_lock_wait() -> Duration {
 /// Hold the lanes operation lock, waiting at most [`op_lock_wait`]; when
 /// it gives up, the error names the holder's pid.
 pub fn op_lock(state_dir: &Path) -> Result<LockGuard, LaneError> {
-    let path = crate::registry::registry_dir(state_dir).join("lanes.op.lock");
+    let path = crate::statedir::StateDir::new(state_dir).lanes_op_lock();
     let wait = op_lock_wait();
     let deadline = Instant::now() + wait;
     loop {

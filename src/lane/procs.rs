@@ -1,6 +1,7 @@
 //! What `/proc` says about lanes: the boot id, processes working in a
 //! worktree, and a recorded pane process that outlived its supervisor.
 
+use crate::pane::procfs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,7 @@ pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// Stands in for the boot id lanes record and compare (tests simulate a
 /// reboot with it; docs/lanes.md). Only the lane layer reads it.
-pub const BOOT_ID_ENV: &str = "DROVER_BOOT_ID";
+pub const BOOT_ID_ENV: &str = crate::statedir::env::BOOT_ID;
 
 /// `/proc/sys/kernel/random/boot_id`: changes at every reboot; a non-empty
 /// [`BOOT_ID_ENV`] overrides it.
@@ -20,23 +21,12 @@ pub fn boot_id() -> Option<String> {
     {
         return Some(v.trim().to_string());
     }
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-/// (process group, start time in clock ticks since boot) of a process. The
-/// command name may hold spaces, so fields are counted from the last `)`.
-fn stat(pid: u32) -> Option<(i64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
-    Some((f.get(2)?.parse().ok()?, f.get(19)?.parse().ok()?))
+    Some(procfs::boot_id()).filter(|s| !s.is_empty())
 }
 
 /// Start time of a process (clock ticks since boot).
 pub fn start_time(pid: u32) -> Option<u64> {
-    stat(pid).map(|s| s.1)
+    procfs::stat(pid).map(|s| s.starttime)
 }
 
 /// Whether `pid` is still the process recorded with `start` (never a newer
@@ -54,15 +44,10 @@ pub fn cwd_users(dir: &Path) -> Vec<u32> {
         return Vec::new();
     };
     let me = std::process::id();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    procfs::pids()
+        .into_iter()
         .filter(|pid| *pid != me)
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(&dir))
-        })
+        .filter(|pid| procfs::cwd(*pid).is_some_and(|c| c.starts_with(&dir)))
         .collect()
 }
 
@@ -74,7 +59,7 @@ pub fn kill_orphan(pid: u32, start: Option<u64>) -> bool {
         return false;
     }
     let p = nix::unistd::Pid::from_raw(pid as i32);
-    let group = stat(pid).is_some_and(|s| s.0 == i64::from(pid));
+    let group = procfs::stat(pid).is_some_and(|s| s.pgrp == i64::from(pid));
     let _ = if group {
         nix::sys::signal::killpg(p, nix::sys::signal::Signal::SIGKILL)
     } else {
@@ -88,14 +73,8 @@ pub fn kill_orphan(pid: u32, start: Option<u64>) -> bool {
 pub fn wait_gone(pid: u32, start: Option<u64>, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
-        let alive = same_process(pid, start)
-            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit_once(')')
-                        .map(|(_, r)| r.trim_start().starts_with('Z'))
-                })
-                != Some(true);
+        let alive =
+            same_process(pid, start) && procfs::stat(pid).map(|s| s.state == 'Z') != Some(true);
         if !alive {
             return true;
         }

@@ -58,11 +58,9 @@ pub struct OneLane {
 /// must be a worktree of `repo` on `branch`. On failure nothing stays
 /// recorded and no pane stays up (a worktree it made is left to its owner).
 pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
-    if let Some((k, _)) = l
-        .user_env
-        .iter()
-        .find(|(k, _)| super::up::LANE_ENV.contains(&k.as_str()) || k == "DROVER_AGENT")
-    {
+    if let Some((k, _)) = l.user_env.iter().find(|(k, _)| {
+        super::up::LANE_ENV.contains(&k.as_str()) || k == crate::statedir::env::AGENT
+    }) {
         return Err(LaneError::usage(
             "--env",
             format!("{k} is set by drover for every lane"),
@@ -172,13 +170,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
     };
     let launch = launch::with_effort(launch, l.agent, l.effort.as_deref());
     let version = launch::version(&launch.argv[0]);
-    let mut env = vec![
-        ("DROVER_LANE_ID".to_string(), l.lane_id.clone()),
-        ("DROVER_SESSION_ID".into(), l.session_id.clone()),
-        ("DROVER_ROLE".into(), l.role.clone()),
-        ("DROVER_STATE_DIR".into(), state_dir.display().to_string()),
-        ("DROVER_SOCKET".into(), l.socket.display().to_string()),
-    ];
+    let mut env = super::up::lane_env(&l.lane_id, &l.session_id, &l.role, state_dir, &l.socket);
     env.extend(
         l.env
             .iter()

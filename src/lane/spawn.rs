@@ -34,7 +34,7 @@ impl SpawnBudget {
     /// `size` slots under `<state>/spawn/` (0 is taken as 1).
     pub fn new(state_dir: &Path, size: usize) -> Self {
         SpawnBudget {
-            dir: state_dir.join("spawn"),
+            dir: crate::statedir::StateDir::new(state_dir).spawn_dir(),
             size: size.max(1),
         }
     }

@@ -20,12 +20,30 @@ use std::time::Duration;
 pub const BACKENDS: &[&str] = &["native", "tmux", "herdr"];
 /// Env names drover sets on every lane (`--env` may not override them).
 pub const LANE_ENV: &[&str] = &[
-    "DROVER_LANE_ID",
-    "DROVER_SESSION_ID",
-    "DROVER_ROLE",
-    "DROVER_STATE_DIR",
-    "DROVER_SOCKET",
+    crate::statedir::env::LANE_ID,
+    crate::statedir::env::SESSION_ID,
+    crate::statedir::env::ROLE,
+    crate::statedir::env::STATE_DIR,
+    crate::statedir::env::SOCKET,
 ];
+
+/// The values of [`LANE_ENV`] for one lane.
+pub(super) fn lane_env(
+    lane_id: &str,
+    session_id: &str,
+    role: &str,
+    state_dir: &Path,
+    socket: &Path,
+) -> Vec<(String, String)> {
+    use crate::statedir::env;
+    vec![
+        (env::LANE_ID.into(), lane_id.into()),
+        (env::SESSION_ID.into(), session_id.into()),
+        (env::ROLE.into(), role.into()),
+        (env::STATE_DIR.into(), state_dir.display().to_string()),
+        (env::SOCKET.into(), socket.display().to_string()),
+    ]
+}
 
 /// A `lane up` request.
 #[derive(Debug, Clone)]
@@ -209,13 +227,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             .entry(program.clone())
             .or_insert_with(|| launch::version(&program))
             .clone();
-        let env = vec![
-            ("DROVER_LANE_ID".to_string(), id.clone()),
-            ("DROVER_SESSION_ID".into(), role.session_id.to_string()),
-            ("DROVER_ROLE".into(), role.role.to_string()),
-            ("DROVER_STATE_DIR".into(), state_dir.display().to_string()),
-            ("DROVER_SOCKET".into(), req.socket.display().to_string()),
-        ];
+        let env = lane_env(&id, role.session_id, role.role, state_dir, &req.socket);
         let now = crate::paths::now_rfc3339();
         fresh.push(LaneRecord {
             lane_id: id.clone(),

@@ -25,7 +25,7 @@ static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 /// The variable every child of a run carries (its value: the run dir), so
 /// what a killed loop left behind is found and ended by [`end_marked`].
-pub const MARK_ENV: &str = "DROVER_LOOP_CHILD";
+pub const MARK_ENV: &str = crate::statedir::env::LOOP_CHILD;
 
 /// What bounds one child.
 pub struct Bounds<'a> {
@@ -148,21 +148,12 @@ pub fn run(cmd: &mut Command, bounds: &Bounds) -> std::io::Result<Ended> {
 pub fn end_marked(mark: &str) -> usize {
     let needle = format!("{MARK_ENV}={mark}");
     let me = std::process::id();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
     let mut n = 0;
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in crate::pane::procfs::pids() {
         if pid == me {
             continue;
         }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes())
+        if crate::pane::procfs::environ_has(pid, needle.as_bytes())
             && let Ok(p) = i32::try_from(pid)
             && nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(p),
@@ -275,13 +266,10 @@ mod tests {
     /// Whether `pid` still runs 2 s from now (SIGKILL lands asynchronously).
     fn alive(pid: i32) -> bool {
         let running = || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                !s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
+            u32::try_from(pid)
+                .ok()
+                .and_then(crate::pane::procfs::stat)
+                .is_some_and(|s| s.state != 'Z')
         };
         let deadline = Instant::now() + Duration::from_secs(2);
         while running() {

@@ -15,7 +15,7 @@ mod input;
 mod keys;
 mod native;
 mod native_backend;
-pub(crate) mod procfs;
+pub(crate) use crate::procfs;
 pub mod reap;
 pub mod record;
 mod saved;

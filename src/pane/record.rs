@@ -48,7 +48,7 @@ pub enum RecordError {
 
 /// The directory of the records.
 pub fn dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("panes")
+    crate::statedir::StateDir::new(state_dir).panes_dir()
 }
 
 /// The record file of pane `name`.

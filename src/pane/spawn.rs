@@ -73,10 +73,13 @@ pub(super) struct Spawned {
 /// The name of the variable that marks every process of a pane: it is
 /// inherited by descendants that leave the pane's session or process group,
 /// so they can still be found and ended (docs/architecture.md).
-pub const PANE_MARKER_ENV: &str = "DROVER_PANE";
+pub const PANE_MARKER_ENV: &str = crate::statedir::env::PANE;
 /// Variables a supervisor's environment may hold that no pane may see: the
 /// fleet's NATS secrets (docs/fleet.md).
-pub const SCRUBBED_ENV: [&str; 2] = ["DROVER_NATS_PASSWORD", "DROVER_NATS_TOKEN"];
+pub const SCRUBBED_ENV: [&str; 2] = [
+    crate::statedir::env::NATS_PASSWORD,
+    crate::statedir::env::NATS_TOKEN,
+];
 
 pub(super) fn spawn_process(spec: &PaneSpec, marker: &str) -> Result<Spawned, PaneError> {
     spec.validate()?;
@@ -288,15 +291,7 @@ fn interpreter(spec: &PaneSpec) -> Option<String> {
 
 /// Whether the process already exited (a zombie has an empty cmdline).
 pub(super) fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace()
-                .next()
-                .map(|st| st == "Z" || st == "X")
-        })
-        .unwrap_or(true)
+    super::procfs::exited(pid).unwrap_or(true)
 }
 
 /// How long a mismatch may last before it counts: the child may be in the
@@ -308,12 +303,12 @@ const ENV_SETTLE: Duration = Duration::from_millis(200);
 /// mismatch that persists is reported.
 pub(super) fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
     let deadline = Instant::now() + ENV_SETTLE;
-    let mut delay = Duration::from_micros(200);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(10));
     loop {
         match verify_env(pid, env) {
             Err(_) if Instant::now() < deadline => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(10));
+                std::thread::sleep(delay.next_delay());
             }
             other => return other,
         }
@@ -324,7 +319,7 @@ pub(super) fn verify_env_settled(pid: u32, env: &[(String, String)]) -> Result<b
 /// names and values. `Ok(false)` when the process is already gone; `Err(name)`
 /// names the first variable that did not arrive (never its value).
 fn verify_env(pid: u32, env: &[(String, String)]) -> Result<bool, String> {
-    let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
+    let Some(raw) = super::procfs::environ(pid) else {
         return Ok(false);
     };
     if raw.is_empty() && is_zombie(pid) {

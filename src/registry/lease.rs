@@ -412,7 +412,7 @@ pub fn claim(
             recovery_command: Some(match &worktree {
                 Some(w) => format!(
                     "git -C {} status --short; then drover lease release --task {} --force",
-                    shell_quote(w),
+                    crate::shell::quote(w),
                     req.task
                 ),
                 None => format!("drover lease release --task {} --force", req.task),
@@ -440,17 +440,6 @@ pub fn claim(
         json!({"task": req.task, "lease_id": l.lease_id, "owner": l.owner_session, "expires_at": l.expires_at}),
     );
     Ok(out)
-}
-
-/// Quote a path for a shell command line when it needs it.
-fn shell_quote(s: &str) -> String {
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+@:".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// Whether a release removed a lease.
@@ -604,8 +593,11 @@ mod tests {
 
     #[test]
     fn recovery_paths_are_quoted() {
-        assert_eq!(shell_quote("/srv/wt/T-1"), "/srv/wt/T-1");
-        assert_eq!(shell_quote("/srv/my wt/it's"), "'/srv/my wt/it'\\''s'");
+        assert_eq!(crate::shell::quote("/srv/wt/T-1"), "/srv/wt/T-1");
+        assert_eq!(
+            crate::shell::quote("/srv/my wt/it's"),
+            "'/srv/my wt/it'\\''s'"
+        );
     }
 
     #[test]

@@ -52,34 +52,32 @@ use std::path::{Path, PathBuf};
 
 /// `<state>/registry`.
 pub fn registry_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("registry")
+    crate::statedir::StateDir::new(state_dir).registry_dir()
 }
 
 /// `<state>/registry/session_registry.json`.
 pub fn registry_path(state_dir: &Path) -> PathBuf {
-    registry_dir(state_dir).join("session_registry.json")
+    crate::statedir::StateDir::new(state_dir).registry_file()
 }
 
 /// `<state>/registry/leases.json`.
 pub fn leases_path(state_dir: &Path) -> PathBuf {
-    registry_dir(state_dir).join("leases.json")
+    crate::statedir::StateDir::new(state_dir).leases_file()
 }
 
 /// `<state>/registry/agent_mix.json`.
 pub fn mix_path(state_dir: &Path) -> PathBuf {
-    registry_dir(state_dir).join("agent_mix.json")
+    crate::statedir::StateDir::new(state_dir).mix_file()
 }
 
 /// `<state>/registry/events.jsonl`.
 pub fn events_path(state_dir: &Path) -> PathBuf {
-    registry_dir(state_dir).join("events.jsonl")
+    crate::statedir::StateDir::new(state_dir).registry_events()
 }
 
 /// `<state>/registry/assignments/<session_id>.md`.
 pub fn assignment_path(state_dir: &Path, session_id: &str) -> PathBuf {
-    registry_dir(state_dir)
-        .join("assignments")
-        .join(format!("{session_id}.md"))
+    crate::statedir::StateDir::new(state_dir).assignment(session_id)
 }
 
 /// Check an id-like argument (task, session, branch): 1-128 of

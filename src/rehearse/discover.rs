@@ -14,9 +14,9 @@ pub const CODEX_VERSION: &str = "0.171.0";
 pub const SUPPORTED_VERSIONS: &str = include_str!("../../scripts/agent-versions");
 /// Overrides [`SUPPORTED_VERSIONS`] for the real-agent suite and the canary:
 /// `claude 2.1.332,codex 0.171.0` (commas or newlines).
-pub const VERSIONS_VAR: &str = "DROVER_AGENT_VERSIONS";
+pub const VERSIONS_VAR: &str = crate::statedir::env::AGENT_VERSIONS;
 /// Overrides the cache root (default `${XDG_CACHE_HOME:-~/.cache}/drover/agents`).
-pub const AGENTS_DIR_VAR: &str = "DROVER_AGENTS_DIR";
+pub const AGENTS_DIR_VAR: &str = crate::statedir::env::AGENTS_DIR;
 
 /// Errors finding an agent binary.
 #[derive(Debug, thiserror::Error)]

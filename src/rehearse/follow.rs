@@ -223,10 +223,6 @@ fn report_act(prompt: &str, reports: Reports, files: &[(String, Vec<String>)]) -
     }
 }
 
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The tool call for an act, as `agent`'s API names it.
 fn call(act: &Act, agent: &str) -> (String, ToolCall) {
     let claude = agent == "claude";
@@ -241,7 +237,10 @@ fn call(act: &Act, agent: &str) -> (String, ToolCall) {
         ),
         Act::Read(p) => (
             format!("Reading {p}."),
-            tool("exec_command", json!({"cmd": format!("cat {}", quote(p))})),
+            tool(
+                "exec_command",
+                json!({"cmd": format!("cat {}", crate::shell::quote(p))}),
+            ),
         ),
         Act::Write(p, c) if claude => (
             format!("Writing {p}."),
@@ -253,13 +252,13 @@ fn call(act: &Act, agent: &str) -> (String, ToolCall) {
                 .map(|d| d.display().to_string())
                 .filter(|d| !d.is_empty());
             let mkdir = dir
-                .map(|d| format!("mkdir -p {} && ", quote(&d)))
+                .map(|d| format!("mkdir -p {} && ", crate::shell::quote(&d)))
                 .unwrap_or_default();
             (
                 format!("Writing {p}."),
                 tool(
                     "exec_command",
-                    json!({"cmd": format!("{mkdir}printf '%s' {} > {}", quote(c), quote(p))}),
+                    json!({"cmd": format!("{mkdir}printf '%s' {} > {}", crate::shell::quote(c), crate::shell::quote(p))}),
                 ),
             )
         }
@@ -387,7 +386,7 @@ fn rebase_acts(
         } else {
             acts.push(Act::Run(format!(
                 "sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' {}",
-                quote(f)
+                crate::shell::quote(f)
             )));
         }
     }

@@ -39,7 +39,7 @@ fn an_implementer_writes_what_the_why_asks_then_runs_the_named_command() {
         tool(&c0),
         (
             "exec_command",
-            &json!({"cmd": "printf '%s' 'two\n' > 'TASK-2.txt'"})
+            &json!({"cmd": "printf '%s' 'two\n' > TASK-2.txt"})
         )
     );
     assert_eq!(
@@ -62,10 +62,10 @@ fn reporting_by_hand_copies_the_trailers_example() {
     let s = step(&at(BRIEF, &[""]), "codex", Reports::Json);
     let cmd = tool(&s).1["cmd"].as_str().unwrap().to_string();
     assert!(
-        cmd.starts_with("mkdir -p '/lane' && printf '%s' '{\"attempt_id\":\"A1\""),
+        cmd.starts_with("mkdir -p /lane && printf '%s' '{\"attempt_id\":\"A1\""),
         "{cmd}"
     );
-    assert!(cmd.ends_with("> '/lane/report-i1.json'"), "{cmd}");
+    assert!(cmd.ends_with("> /lane/report-i1.json"), "{cmd}");
 }
 
 #[test]
@@ -147,7 +147,7 @@ fn a_rebase_round_resolves_the_named_files_then_reports() {
     let c0 = step(&at(&prompt, &[]), "codex", Reports::Command);
     let cmd = tool(&c0).1["cmd"].as_str().unwrap().to_string();
     assert!(
-        cmd.starts_with("sed -i ") && cmd.ends_with(" 'TASK-2.txt'"),
+        cmd.starts_with("sed -i ") && cmd.ends_with(" TASK-2.txt"),
         "{cmd}"
     );
     let c1 = step(&at(&prompt, &[""]), "codex", Reports::Command);

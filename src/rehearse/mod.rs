@@ -48,7 +48,7 @@ impl Agent {
 pub fn recorded_argv(inner: &[String], record: &std::path::Path) -> Vec<String> {
     let cmd = inner
         .iter()
-        .map(|a| shell_quote(a))
+        .map(|a| crate::shell::quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     vec![
@@ -60,16 +60,4 @@ pub fn recorded_argv(inner: &[String], record: &std::path::Path) -> Vec<String> 
         cmd,
         record.to_string_lossy().into_owned(),
     ]
-}
-
-/// Quote a word for `sh -c`.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }

@@ -84,13 +84,10 @@ pub fn changes(worktree: &Path, base: Option<&str>) -> Result<Vec<FileChange>, R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
     fn sh(dir: &Path, args: &[&str]) -> String {
-        let o = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+        let o = crate::git::Git::new(dir)
+            .identity("t", "t@e")
             .args(args)
             .output()
             .unwrap();

@@ -62,10 +62,10 @@ impl LaneEnv {
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         LaneEnv {
-            lane_id: var("DROVER_LANE_ID"),
-            session_id: var("DROVER_SESSION_ID"),
-            state_dir: var("DROVER_STATE_DIR").map(PathBuf::from),
-            lane_dir: var("DROVER_LANE_DIR").map(PathBuf::from),
+            lane_id: var(crate::statedir::env::LANE_ID),
+            session_id: var(crate::statedir::env::SESSION_ID),
+            state_dir: var(crate::statedir::env::STATE_DIR).map(PathBuf::from),
+            lane_dir: var(crate::statedir::env::LANE_DIR).map(PathBuf::from),
         }
     }
 }
@@ -191,7 +191,7 @@ pub fn lane_job(state_dir: &Path, pane: &str) -> Result<Option<LaneJob>, ReportE
         state_dir: state_dir.to_path_buf(),
         message: m,
     };
-    let jobs = state_dir.join("jobs");
+    let jobs = crate::statedir::StateDir::new(state_dir).jobs_dir();
     if !jobs.is_dir() {
         return Ok(None);
     }
@@ -437,14 +437,7 @@ pub fn command_word(exe: &Path) -> String {
             .map(|d| d.join(exe))
             .unwrap_or_else(|_| exe.to_path_buf())
     };
-    let s = abs.display().to_string();
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+    crate::shell::quote(&abs.display().to_string())
 }
 
 /// [`command_word`] of the running binary (`drover` only when the running

@@ -8,7 +8,7 @@ use crate::evidence::{Evidence, latest_dispatch};
 use std::path::Path;
 
 /// The environment variable that turns auto-completion on (`1`) or off (`0`).
-pub const ENV: &str = "DROVER_AUTOCOMPLETE";
+pub const ENV: &str = crate::statedir::env::AUTOCOMPLETE;
 
 /// Whether this process's environment turns auto-completion on.
 pub fn enabled_by_env() -> bool {

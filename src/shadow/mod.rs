@@ -80,7 +80,7 @@ impl Runner {
     pub fn new(state_dir: &Path) -> Self {
         Runner {
             evidence: EvidenceStore::new(state_dir),
-            decisions: state_dir.join("shadow").join("decisions.jsonl"),
+            decisions: crate::statedir::StateDir::new(state_dir).decisions_log(),
             staleness_ms: STALENESS_MS,
         }
     }

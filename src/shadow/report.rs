@@ -177,7 +177,6 @@ pub fn verify_manifest(report: &Report, worktree: Option<&Path>) -> Verified {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
     fn report(manifest: Option<Manifest>) -> Report {
         Report {
@@ -238,12 +237,7 @@ mod tests {
     fn commits_must_be_on_the_branch() {
         let d = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
-            let o = Command::new("git")
-                .arg("-C")
-                .arg(d.path())
-                .args(args)
-                .output()
-                .unwrap();
+            let o = crate::git::Git::new(d.path()).args(args).output().unwrap();
             assert!(
                 o.status.success(),
                 "{:?}",

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// Every critical section under a drover lock is a few file operations.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// Overrides [`LOCK_WAIT`] (milliseconds), e.g. for tests.
-pub const LOCK_WAIT_ENV: &str = "DROVER_LOCK_WAIT_MS";
+pub const LOCK_WAIT_ENV: &str = crate::statedir::env::LOCK_WAIT_MS;
 /// The first and the longest pause between two tries of a held lock.
 const RETRY_FIRST: Duration = Duration::from_micros(200);
 const RETRY_MAX: Duration = Duration::from_millis(5);
@@ -36,7 +36,7 @@ impl LockGuard {
         let wait = lock_wait();
         let file = open_lock_file(lock_file)?;
         let start = Instant::now();
-        let mut pause = RETRY_FIRST;
+        let mut pause = crate::backoff::Backoff::new(RETRY_FIRST, RETRY_MAX);
         loop {
             match file.try_lock() {
                 Ok(()) => break,
@@ -53,8 +53,7 @@ impl LockGuard {
                     holder: holder_pid(&file, lock_file),
                 });
             }
-            std::thread::sleep(pause.min(wait - waited));
-            pause = (pause * 2).min(RETRY_MAX);
+            std::thread::sleep(pause.next_delay().min(wait - waited));
         }
         write_holder(&file);
         Ok(LockGuard {
@@ -118,9 +117,8 @@ fn write_holder(file: &File) {
 /// inherit); else the pid the holder wrote into the file.
 fn holder_pid(file: &File, path: &Path) -> Option<u32> {
     let md = file.metadata().ok()?;
-    let alive = |pid: &u32| Path::new(&format!("/proc/{pid}")).exists();
-    std::fs::read_to_string("/proc/locks")
-        .ok()
+    let alive = |pid: &u32| crate::procfs::exists(*pid);
+    crate::procfs::locks()
         .and_then(|t| flock_holder(&t, md.dev(), md.ino()))
         .filter(alive)
         .or_else(|| opener_pid(md.dev(), md.ino()))
@@ -135,15 +133,11 @@ fn holder_pid(file: &File, path: &Path) -> Option<u32> {
 /// Another process with (dev, ino) open, from `/proc/*/fd`.
 fn opener_pid(dev: u64, ino: u64) -> Option<u32> {
     let me = std::process::id();
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|p| {
-        let pid: u32 = p.file_name().to_str()?.parse().ok()?;
-        if pid == me {
-            return None;
-        }
-        let fds = std::fs::read_dir(p.path().join("fd")).ok()?;
-        fds.flatten()
-            .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
-            .then_some(pid)
+    crate::procfs::pids().into_iter().find(|pid| {
+        *pid != me
+            && crate::procfs::fd_paths(*pid)
+                .iter()
+                .any(|fd| std::fs::metadata(fd).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
     })
 }
 

@@ -11,6 +11,7 @@ mod jsonl;
 mod lock;
 mod private;
 mod sweep;
+mod tail;
 
 pub use atomic::{read_json, write_bytes_atomic, write_json_atomic};
 pub use jsonl::{JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl};
@@ -19,6 +20,7 @@ pub use lock::{
 };
 pub use private::{DIR_MODE, FILE_MODE, create_private_dir, open_private, tighten_dir};
 pub use sweep::sweep_temp_files;
+pub use tail::JsonlTail;
 
 use std::path::{Path, PathBuf};
 

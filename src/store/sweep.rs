@@ -37,7 +37,7 @@ pub fn sweep_temp_files(root: &Path, depth: usize) -> usize {
             continue;
         }
         if let Some(pid) = temp_pid(name)
-            && !Path::new(&format!("/proc/{pid}")).exists()
+            && !crate::procfs::exists(pid)
             && std::fs::remove_file(entry.path()).is_ok()
         {
             tracing::info!(file = %entry.path().display(), "removed a dead writer's temp file");

@@ -186,14 +186,7 @@ pub(super) fn ancestors() -> Vec<u32> {
     let mut out = vec![std::process::id()];
     for _ in 0..8 {
         let Some(&pid) = out.last() else { break };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            break;
-        };
-        // The command name may hold spaces: fields restart after its ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
+        let ppid = crate::pane::procfs::stat(pid).and_then(|s| u32::try_from(s.ppid).ok());
         match ppid {
             Some(p) if p > 1 => out.push(p),
             _ => break,

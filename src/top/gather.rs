@@ -24,7 +24,10 @@ fn ms_of(ts: Option<&str>) -> Option<u64> {
 /// Everything but the panes from the state dir; problems become one warning.
 pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>) {
     let now = chrono::Utc::now();
-    if state_dir.join("jobs").is_dir() {
+    if crate::statedir::StateDir::new(state_dir)
+        .jobs_dir()
+        .is_dir()
+    {
         match Engine::open(state_dir).and_then(|e| e.list()) {
             Ok(jobs) => {
                 inp.jobs = jobs
@@ -42,7 +45,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
             Err(e) => warnings.push(format!("jobs: {e}")),
         }
     }
-    let decisions = state_dir.join("shadow").join("decisions.jsonl");
+    let decisions = crate::statedir::StateDir::new(state_dir).decisions_log();
     match crate::store::read_jsonl::<ShadowDecision>(&decisions) {
         Ok(r) => {
             for d in r.records {

@@ -31,7 +31,7 @@ impl Default for SeenDoc {
 
 /// `<state>/top/seen.json`.
 pub fn path(state_dir: &Path) -> PathBuf {
-    state_dir.join("top").join("seen.json")
+    crate::statedir::StateDir::new(state_dir).top_seen()
 }
 
 /// What earlier runs saw (empty when nothing was recorded).

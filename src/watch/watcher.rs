@@ -10,6 +10,7 @@
 
 use super::barrier::{BarrierResult, BarrierSource, Snapshot};
 use crate::agent::State;
+pub use crate::backoff::Backoff;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -49,27 +50,12 @@ impl Clock for SystemClock {
     }
 }
 
-/// Exponential backoff 1, 2, 4, 8, 16, 16, … seconds.
-#[derive(Debug, Clone, Default)]
-pub struct Backoff {
-    failures: u32,
-}
-
-impl Backoff {
-    /// The pause before the next retry; each call doubles it up to the ceiling.
-    pub fn next_delay(&mut self) -> Duration {
-        let ms = BACKOFF_START_MS
-            .saturating_mul(1u64 << self.failures.min(16))
-            .min(BACKOFF_CEILING_MS);
-        self.failures = self.failures.saturating_add(1);
-        Duration::from_millis(ms)
-    }
-
-    /// After a success.
-    pub fn reset(&mut self) {
-        self.failures = 0;
-    }
-}
+/// The watcher's retry schedule after a transport failure: 1, 2, 4, 8, 16,
+/// 16, … seconds.
+pub const BACKOFF: Backoff = Backoff::new(
+    Duration::from_millis(BACKOFF_START_MS),
+    Duration::from_millis(BACKOFF_CEILING_MS),
+);
 
 /// Result of a transport round, as the policy's timeline records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -146,7 +132,7 @@ impl<S: BarrierSource, C: Clock> Watcher<S, C> {
             clock,
             until,
             timeout,
-            backoff: Backoff::default(),
+            backoff: BACKOFF,
             cached: None,
             in_error: false,
         }
@@ -414,7 +400,7 @@ mod tests {
 
     #[test]
     fn backoff_never_overflows() {
-        let mut b = Backoff::default();
+        let mut b = BACKOFF;
         for _ in 0..100 {
             assert!(b.next_delay() <= Duration::from_millis(BACKOFF_CEILING_MS));
         }

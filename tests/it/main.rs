@@ -32,6 +32,7 @@ mod fleet_hostile_objects;
 mod fleet_join;
 mod fleet_top;
 mod fleet_work;
+mod git_hook_env;
 mod herdr_attach;
 mod herdr_backend;
 mod herdr_common;

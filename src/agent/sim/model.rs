@@ -451,8 +451,9 @@ impl Model {
             .as_ref()
             .and_then(|r| r.tokens.iter().find(|(k, _)| k == "task"))
             .map(|(_, v)| v.clone());
-        let session = session.or_else(|| env("DROVER_SESSION_ID"));
-        let agent = env("DROVER_AGENT").unwrap_or_else(|| self.profile.as_str().to_string());
+        let session = session.or_else(|| env(crate::statedir::env::SESSION_ID));
+        let agent =
+            env(crate::statedir::env::AGENT).unwrap_or_else(|| self.profile.as_str().to_string());
         let (Some(task), Some(session), Ok(exe)) = (task, session, std::env::current_exe()) else {
             self.say("Error: heartbeat needs a task= token, a session and the drover binary");
             return;
@@ -507,10 +508,10 @@ impl Model {
                 .map(|(_, v)| v.clone())
         };
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let attempt = tok("attempt").or_else(|| env("DROVER_ATTEMPT_ID"));
+        let attempt = tok("attempt").or_else(|| env(crate::statedir::env::ATTEMPT_ID));
         let mut doc = serde_json::json!({
             "attempt_id": attempt,
-            "session_id": env("DROVER_SESSION_ID"),
+            "session_id": env(crate::statedir::env::SESSION_ID),
             "nonce": tok("nonce"),
             "state": state,
             "side_effects": run.map(|r| r.files.iter().map(|f| serde_json::json!({"kind": "file", "path": f})).collect::<Vec<_>>()).unwrap_or_default(),

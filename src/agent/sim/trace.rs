@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Environment variable naming the trace file (appended to; created if absent).
-pub const TRACE_ENV: &str = "DROVER_SIM_TRACE";
+pub const TRACE_ENV: &str = crate::statedir::env::SIM_TRACE;
 
 /// Writes a line per state change; unbuffered, so each line is on disk when
 /// `record` returns.

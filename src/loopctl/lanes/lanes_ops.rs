@@ -218,11 +218,14 @@ impl RealLanes {
             backend: self.opts.backend.clone(),
             socket,
             env: vec![
-                ("DROVER_AGENT".into(), spec.agent.as_str().into()),
+                (
+                    crate::statedir::env::AGENT.into(),
+                    spec.agent.as_str().into(),
+                ),
                 // Where `drover report` finds the lane's drop box when a
                 // sandbox keeps it off the socket (a hint; never trusted).
                 (
-                    "DROVER_LANE_DIR".into(),
+                    crate::statedir::env::LANE_DIR.into(),
                     spec.lane_dir.display().to_string(),
                 ),
             ],

@@ -202,7 +202,7 @@ impl SimLanes {
     }
 
     fn decision_of(&self, job: &str, attempt: Option<&str>) -> Option<ShadowDecision> {
-        let path = self.state_dir.join("shadow").join("decisions.jsonl");
+        let path = crate::statedir::StateDir::new(&self.state_dir).decisions_log();
         let all = crate::store::read_jsonl::<ShadowDecision>(&path)
             .ok()?
             .records;
@@ -230,12 +230,18 @@ impl LaneOps for SimLanes {
             Role::Reviewer => "Reviewer",
         };
         let env = [
-            ("DROVER_SESSION_ID", spec.role.session_id().to_string()),
-            ("DROVER_LANE_ID", spec.id.clone()),
-            ("DROVER_ROLE", role.to_string()),
-            ("DROVER_AGENT", spec.agent.as_str().to_string()),
-            ("DROVER_STATE_DIR", self.state_dir.display().to_string()),
-            ("DROVER_SOCKET", socket.display().to_string()),
+            (
+                crate::statedir::env::SESSION_ID,
+                spec.role.session_id().to_string(),
+            ),
+            (crate::statedir::env::LANE_ID, spec.id.clone()),
+            (crate::statedir::env::ROLE, role.to_string()),
+            (crate::statedir::env::AGENT, spec.agent.as_str().to_string()),
+            (
+                crate::statedir::env::STATE_DIR,
+                self.state_dir.display().to_string(),
+            ),
+            (crate::statedir::env::SOCKET, socket.display().to_string()),
         ];
         let mut argv = vec![
             self.exe.display().to_string(),

@@ -282,7 +282,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// from this one's branch.
     fn take_the_work(&self) -> Vec<String> {
         let repo = self.cfg.repo.display().to_string();
-        let q = |s: &str| crate::rehearse::shell_quote(s);
+        let q = |s: &str| crate::shell::quote(s);
         let branch = &self.status.integration_branch;
         let mut out = Vec::new();
         if self.status.landings > 0 {

@@ -182,9 +182,15 @@ impl<O: LaneOps> Runner<'_, O> {
         c.arg("-c")
             .arg(&cmd)
             .current_dir(&self.status.integration_worktree)
-            .env("DROVER_INTEGRATION_BRANCH", &self.status.integration_branch)
-            .env("DROVER_INTEGRATION_SHA", head)
-            .env("DROVER_LOOP_RUN", format!("loop{}", self.run.n))
+            .env(
+                crate::statedir::env::INTEGRATION_BRANCH,
+                &self.status.integration_branch,
+            )
+            .env(crate::statedir::env::INTEGRATION_SHA, head)
+            .env(
+                crate::statedir::env::LOOP_RUN,
+                format!("loop{}", self.run.n),
+            )
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());

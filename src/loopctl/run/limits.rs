@@ -45,10 +45,7 @@ pub fn parse_resets_at(s: Option<&str>) -> Option<DateTime<Utc>> {
 
 /// The backoff before the `parks`-th re-check of a limit without a reset time.
 pub fn backoff(parks: u32) -> Duration {
-    let doublings = parks.saturating_sub(1).min(16);
-    FIRST_BACKOFF
-        .saturating_mul(1 << doublings)
-        .min(MAX_BACKOFF)
+    crate::backoff::Backoff::new(FIRST_BACKOFF, MAX_BACKOFF).delay(parks.saturating_sub(1))
 }
 
 /// When to resume a lane parked at its `parks`-th limit in a row.

@@ -26,7 +26,7 @@ use crate::registry::{lease, lend};
 use chrono::Utc;
 
 /// The file locked while a process runs the loop of a run dir.
-pub const RUN_LOCK: &str = "run.lock";
+pub const RUN_LOCK: &str = crate::statedir::RUN_LOCK;
 
 /// Hold the run's lock for this process (refused while another runs it).
 pub fn lock_run(run: &RunDir) -> Result<crate::store::LockGuard, LoopError> {
@@ -343,9 +343,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Where a task's worktree is (by the run's naming rule).
     pub(in crate::loopctl) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
-        self.cfg
-            .state_dir
-            .join("worktrees")
+        crate::statedir::StateDir::new(&self.cfg.state_dir)
+            .worktrees_dir()
             .join(format!("loop{}-{}", self.run.n, slug(id)))
     }
 

@@ -69,7 +69,7 @@ impl RunDir {
                 n += 1;
                 continue;
             }
-            let path = state_dir.join(format!("loop{n}"));
+            let path = crate::statedir::StateDir::new(state_dir).run_dir(n);
             match std::fs::create_dir(&path) {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
@@ -91,7 +91,7 @@ impl RunDir {
 
     /// An existing run by number.
     pub fn open(state_dir: &Path, n: u32) -> Result<RunDir, LoopError> {
-        let path = state_dir.join(format!("loop{n}"));
+        let path = crate::statedir::StateDir::new(state_dir).run_dir(n);
         if !path.is_dir() {
             return Err(LoopError::usage(
                 "RUN",
@@ -202,7 +202,7 @@ pub fn lock_board(
 ) -> Result<crate::store::LockGuard, LoopError> {
     let canon = std::fs::canonicalize(board_dir).unwrap_or_else(|_| board_dir.to_path_buf());
     let key = crate::loopctl::sha256::hex(canon.to_string_lossy().as_bytes());
-    let path = state_dir.join(format!("loop-board-{}.lock", &key[..16]));
+    let path = crate::statedir::StateDir::new(state_dir).board_lock(&key[..16]);
     private_dir(state_dir)?;
     match crate::store::LockGuard::try_exclusive(&path)? {
         Some(g) => Ok(g),

@@ -340,7 +340,9 @@ pub fn slug(id: &str) -> String {
 
 fn locks_available(state_dir: &Path) -> bool {
     matches!(
-        crate::store::LockGuard::try_exclusive(&state_dir.join("loop.probe.lock")),
+        crate::store::LockGuard::try_exclusive(
+            &crate::statedir::StateDir::new(state_dir).loop_probe_lock()
+        ),
         Ok(Some(_))
     )
 }
@@ -397,15 +399,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
         // A repository may hold an integration branch (or a worktree) of a
         // run this state dir no longer has: its N is skipped.
-        let wts = cfg.state_dir.join("worktrees");
+        let wts = crate::statedir::StateDir::new(&cfg.state_dir).worktrees_dir();
         let run = RunDir::create_free(&cfg.state_dir, |n| {
             git::rev(&cfg.repo, &format!("refs/heads/drover/integration/loop{n}")).is_ok()
                 || wts.join(format!("loop{n}-integration")).exists()
         })?;
         crate::loopctl::run::rundir::note_board_holder(&board_lock, run.n);
-        let integ_wt = cfg
-            .state_dir
-            .join("worktrees")
+        let integ_wt = crate::statedir::StateDir::new(&cfg.state_dir)
+            .worktrees_dir()
             .join(format!("loop{}-integration", run.n));
         git::add_worktree(&cfg.repo, &integ_wt, &run.integration_branch(), &base_sha)?;
         let tasks = crate::loopctl::run::boardsync::initial_tasks(&board, &cfg.charter);

@@ -30,7 +30,7 @@ pub(super) fn state_of(info: &Value) -> Option<String> {
 /// Follow herdr's state of the generation's agent until the generation
 /// ends. Shell panes have none to follow.
 pub(super) fn watch(weak: Weak<HerdrPane>, generation: u64) {
-    let mut delay = BACKOFF_FIRST;
+    let mut delay = crate::backoff::Backoff::new(BACKOFF_FIRST, BACKOFF_MAX);
     loop {
         let Some(p) = weak.upgrade() else { return };
         let Some((pane_id, exited)) = current(&p, generation) else {
@@ -51,8 +51,7 @@ pub(super) fn watch(weak: Weak<HerdrPane>, generation: u64) {
         tracing::debug!(pane = %p.name_str(), error = %f, "herdr agent status");
         p.set_backend_state(generation, None);
         drop(p);
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(BACKOFF_MAX);
+        std::thread::sleep(delay.next_delay());
     }
 }
 

@@ -120,12 +120,12 @@ impl Client {
     /// The client the environment asks for: `$DROVER_HERDR` (else `herdr`
     /// on PATH) and `$DROVER_HERDR_SESSION` (else herdr's default).
     pub fn from_env() -> Self {
-        let binary = std::env::var_os("DROVER_HERDR")
+        let binary = std::env::var_os(crate::statedir::env::HERDR)
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("herdr"));
         let named = |var: &str| std::env::var(var).ok().filter(|s| !s.is_empty());
         let (socket, session) = socket_path(SocketLookup {
-            session: named("DROVER_HERDR_SESSION"),
+            session: named(crate::statedir::env::HERDR_SESSION),
             socket_env: std::env::var_os("HERDR_SOCKET_PATH")
                 .filter(|s| !s.is_empty())
                 .map(PathBuf::from),

@@ -393,7 +393,7 @@ impl HerdrHost {
     /// `<state>/herdr/exit/<name>.<generation>`, its directory private and
     /// any stale file removed.
     fn status_file(&self, name: &str, generation: u64) -> Result<PathBuf, PaneError> {
-        let dir = self.state_dir.join("herdr").join("exit");
+        let dir = crate::statedir::StateDir::new(&self.state_dir).herdr_exit_dir();
         crate::store::create_private_dir(&dir)
             .map_err(|e| herdr_err(format!("cannot create {}: {e}", dir.display())))?;
         let f = dir.join(format!("{name}.{generation}"));
@@ -411,16 +411,16 @@ impl HerdrHost {
 }
 
 /// The line typed into the pane's shell: a leading space keeps it out of
-/// shells' history; every word single-quoted.
+/// shells' history; every word quoted for the shell when it needs it.
 fn exec_line(status_file: &Path, argv: &[String]) -> String {
     let mut words = vec![
         "exec".to_string(),
         WRAPPER_SHELL.to_string(),
         "-c".to_string(),
-        sh_quote(WRAPPER_SCRIPT),
-        sh_quote(&status_file.to_string_lossy()),
+        crate::shell::quote(WRAPPER_SCRIPT),
+        crate::shell::quote(&status_file.to_string_lossy()),
     ];
-    words.extend(argv.iter().map(|a| sh_quote(a)));
+    words.extend(argv.iter().map(|a| crate::shell::quote(a)));
     format!(" {}", words.join(" "))
 }
 
@@ -458,16 +458,12 @@ fn command_argv(spec: &PaneSpec, cwd: Option<&Path>) -> Vec<String> {
     argv
 }
 
-/// Quote one word for a POSIX shell.
-pub fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// The pane's shell: the process with drover's marker whose parent does
 /// not have it.
 fn find_shell(entry: &[u8]) -> Option<u32> {
     let deadline = Instant::now() + FIND_TIMEOUT;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
         let all = crate::pane::procfs::all();
         let marked: Vec<(u32, i64)> = all
@@ -482,8 +478,7 @@ fn find_shell(entry: &[u8]) -> Option<u32> {
         if top.is_some() || Instant::now() >= deadline {
             return top;
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(50));
+        std::thread::sleep(delay.next_delay());
     }
 }
 
@@ -494,12 +489,13 @@ fn find_shell(entry: &[u8]) -> Option<u32> {
 fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
     let needle = status_file.as_os_str().as_encoded_bytes();
     let deadline = Instant::now() + EXEC_TIMEOUT;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+        let cmdline = crate::pane::procfs::cmdline(pid);
         if cmdline
             .as_ref()
-            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle))
+            .is_some_and(|c| c.split(|b| *b == 0).any(|a| a == needle))
             || status_file.exists()
         {
             return true;
@@ -510,8 +506,7 @@ fn wait_for_wrapper(pid: u32, status_file: &Path) -> bool {
             // Gone (or a zombie): it may have written the status just now.
             return status_file.exists();
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(50));
+        std::thread::sleep(delay.next_delay());
     }
 }
 
@@ -526,10 +521,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exec_line_quotes_every_word() {
+    fn exec_line_quotes_every_word_that_needs_it() {
         let l = exec_line(Path::new("/s/x.1"), &["echo".into(), "it's $HOME".into()]);
         assert!(l.starts_with(" exec /bin/sh -c '"));
-        assert!(l.ends_with(" '/s/x.1' 'echo' 'it'\\''s $HOME'"));
+        assert!(l.ends_with(" /s/x.1 echo 'it'\\''s $HOME'"));
     }
 
     /// Regression: the pane's shell looked the command up on the herdr

@@ -26,7 +26,7 @@ pub(super) struct SavedPane {
 }
 
 fn dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("herdr").join("panes")
+    crate::statedir::StateDir::new(state_dir).herdr_panes_dir()
 }
 
 fn pane_path(state_dir: &Path, name: &str) -> PathBuf {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// The terminal `pid` has as its stdin, when it is a pseudo-terminal.
 pub(super) fn tty_of(pid: u32) -> Option<PathBuf> {
-    let link = std::fs::read_link(format!("/proc/{pid}/fd/0")).ok()?;
+    let link = crate::pane::procfs::fd_target(pid, 0)?;
     link.starts_with("/dev/pts/").then_some(link)
 }
 

@@ -249,18 +249,16 @@ pub(super) fn is_leader(pid: u32) -> bool {
 /// has ended already: the status file is there, or the wrapper is gone).
 fn find_command(pid: u32, status_file: &std::path::Path) -> Option<u32> {
     let deadline = std::time::Instant::now() + COMMAND_FIND_TIMEOUT;
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(50));
     loop {
-        let children =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        if let Some(c) = children.split_whitespace().find_map(|c| c.parse().ok()) {
-            return Some(c);
+        if let Some(c) = crate::pane::procfs::main_thread_children(pid).first() {
+            return Some(*c);
         }
         if status_file.exists() || !is_leader(pid) || std::time::Instant::now() >= deadline {
             return None;
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(50));
+        std::thread::sleep(delay.next_delay());
     }
 }
 

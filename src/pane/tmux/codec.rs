@@ -42,6 +42,12 @@ pub fn decode_output(src: &[u8], out: &mut Vec<u8>) {
 /// single line cannot carry (control characters) force a double-quoted form
 /// where every byte that is not plainly safe is an octal escape, `$` and `~`
 /// included.
+///
+/// Not [`crate::shell::quote`]: tmux's command language is not a shell's. A
+/// tmux line ends at a newline even inside single quotes, so a word with
+/// control bytes needs tmux's double-quoted octal escapes, which `sh` does
+/// not read; and no word is left bare (tmux expands `~` and `$NAME` in a
+/// bare word, and a trailing `;` ends its command).
 pub fn quote(arg: &str) -> String {
     if !arg.bytes().any(|b| b < 0x20 || b == 0x7f) {
         let mut s = String::with_capacity(arg.len() + 2);

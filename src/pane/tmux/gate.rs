@@ -23,7 +23,7 @@ impl Gate {
     /// A new FIFO under the state dir (private to the user).
     pub fn new(state_dir: &Path, name: &str) -> Result<Gate, String> {
         use std::os::unix::fs::PermissionsExt;
-        let dir = state_dir.join("tmux").join("gates");
+        let dir = crate::statedir::StateDir::new(state_dir).tmux_gates_dir();
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         let path = dir.join(format!("{name}.{}", uuid::Uuid::new_v4().simple()));
@@ -43,7 +43,8 @@ impl Gate {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let deadline = Instant::now() + OPEN_TIMEOUT;
-        let mut delay = Duration::from_micros(200);
+        let mut delay =
+            crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(10));
         loop {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -59,14 +60,13 @@ impl Gate {
                 Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => {}
                 Err(e) => return Err(format!("cannot open the start gate: {e}")),
             }
-            if !Path::new(&format!("/proc/{pid}")).exists() {
+            if !crate::pane::procfs::exists(pid) {
                 return Err("the pane's process ended before it started its command".into());
             }
             if Instant::now() >= deadline {
                 return Err("the pane's process never reached its start gate".into());
             }
-            std::thread::sleep(delay);
-            delay = (delay * 2).min(Duration::from_millis(10));
+            std::thread::sleep(delay.next_delay());
         }
     }
 }

@@ -48,7 +48,7 @@ const UNCLAIMED_MAX: usize = 4 * 1024 * 1024;
 
 /// The tmux binary: `$DROVER_TMUX` or `tmux` on PATH.
 fn tmux_binary() -> PathBuf {
-    std::env::var_os("DROVER_TMUX")
+    std::env::var_os(crate::statedir::env::TMUX)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("tmux"))
 }
@@ -602,7 +602,7 @@ impl TmuxHost {
         }
         let server_cmdline = self
             .server_pid()
-            .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .and_then(crate::pane::procfs::cmdline)
             .unwrap_or_default();
         wait_for_exec(pid, &server_cmdline);
         let env_verified = match crate::pane::spawn::verify_env_settled(pid, &spec.env) {
@@ -771,9 +771,9 @@ fn respawn(pane: &Arc<TmuxPane>) -> Result<u64, PaneError> {
 }
 
 fn reconnect_loop(me: Weak<TmuxHost>) {
-    let mut delay = RECONNECT_FIRST;
+    let mut delay = crate::backoff::Backoff::new(RECONNECT_FIRST, RECONNECT_MAX);
     loop {
-        std::thread::sleep(delay);
+        std::thread::sleep(delay.next_delay());
         let Some(h) = me.upgrade() else { return };
         if h.stopping.load(Ordering::Acquire) {
             h.reconnecting.store(false, Ordering::Release);
@@ -813,7 +813,6 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
                 }
             }
         }
-        delay = (delay * 2).min(RECONNECT_MAX);
     }
 }
 
@@ -823,7 +822,8 @@ fn reconnect_loop(me: Weak<TmuxHost>) {
 /// stdin before that) the command finds "no current client": asked again.
 fn quiet_output(ctl: &Control) -> Result<(), PaneError> {
     let deadline = Instant::now() + ATTACH_TIMEOUT;
-    let mut delay = Duration::from_millis(1);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(1), Duration::from_millis(20));
     loop {
         match ctl.command("refresh-client -f no-output".to_string()) {
             Ok(Ok(_)) => {
@@ -839,8 +839,7 @@ fn quiet_output(ctl: &Control) -> Result<(), PaneError> {
             }
             Err(e) => return Err(tmux_err(e)),
         }
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(20));
+        std::thread::sleep(delay.next_delay());
     }
 }
 
@@ -864,17 +863,19 @@ fn default_terminal() -> &'static str {
 /// means exec'd; `env -u …` then execs the command itself.
 fn wait_for_exec(pid: u32, server: &[u8]) {
     let deadline = Instant::now() + EXEC_TIMEOUT;
-    let mut delay = Duration::from_micros(200);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(5));
     loop {
-        match std::fs::read(format!("/proc/{pid}/cmdline")) {
-            Ok(c) if !c.is_empty() && c != server && !is_env_wrapper(&c) && !gate::is_gate(&c) => {
+        match crate::pane::procfs::cmdline(pid) {
+            Some(c)
+                if !c.is_empty() && c != server && !is_env_wrapper(&c) && !gate::is_gate(&c) =>
+            {
                 return;
             }
-            Err(_) => return,
-            Ok(_) if Instant::now() >= deadline || crate::pane::spawn::is_zombie(pid) => return,
-            Ok(_) => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(5));
+            None => return,
+            Some(_) if Instant::now() >= deadline || crate::pane::spawn::is_zombie(pid) => return,
+            Some(_) => {
+                std::thread::sleep(delay.next_delay());
             }
         }
     }

@@ -326,7 +326,8 @@ impl TmuxPane {
     /// -p`, the cursor) and stop taking the pipe's output.
     fn recover_tail(&self, generation: u64) {
         let deadline = Instant::now() + TAIL_DRAIN;
-        let mut delay = Duration::from_millis(1);
+        let mut delay =
+            crate::backoff::Backoff::new(Duration::from_millis(1), Duration::from_millis(20));
         loop {
             let Some((same, styled, cursor)) = self.compare_tail(generation) else {
                 return;
@@ -343,8 +344,7 @@ impl TmuxPane {
                 self.repaint_tail(generation, &styled, &cursor);
                 return;
             }
-            std::thread::sleep(delay);
-            delay = (delay * 2).min(Duration::from_millis(20));
+            std::thread::sleep(delay.next_delay());
         }
     }
 
@@ -485,7 +485,7 @@ impl TmuxPane {
             });
         // No exit seen (the transport may be down): the leader is gone once
         // its pid is; record that much.
-        if !seen && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        if !seen && !crate::pane::procfs::exists(pid) {
             self.record_exit(generation, None, Some(crate::pane::core::signal_name(9)));
         }
     }
@@ -560,7 +560,8 @@ fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
         }
     }
     let exited = Instant::now();
-    let mut delay = Duration::from_millis(2);
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(2), Duration::from_millis(100));
     loop {
         let Some(p) = pane.upgrade() else { return };
         let (pane_id, quiet) = {
@@ -609,8 +610,7 @@ fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
             return;
         }
         drop(p);
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(100));
+        std::thread::sleep(delay.next_delay());
     }
 }
 

@@ -89,13 +89,13 @@ impl Opened {
     /// See [`Pipe::wait_open`].
     pub(super) fn wait(&self) -> bool {
         let deadline = Instant::now() + OPEN_TIMEOUT;
-        let mut delay = Duration::from_micros(200);
+        let mut delay =
+            crate::backoff::Backoff::new(Duration::from_micros(200), Duration::from_millis(10));
         while self.path.exists() {
             if Instant::now() >= deadline || self.ended.load(Ordering::Acquire) {
                 return false;
             }
-            std::thread::sleep(delay);
-            delay = (delay * 2).min(Duration::from_millis(10));
+            std::thread::sleep(delay.next_delay());
         }
         true
     }
@@ -105,9 +105,9 @@ impl Opened {
 /// while it is still a FIFO: a pipe drover already dropped must not make a
 /// file of it; its name removed once open), escaped for the format and
 /// time expansion tmux applies to a `pipe-pane` command (`#` and `%`
-/// doubled) and single-quoted for the shell.
+/// doubled) and quoted for the shell.
 fn pipe_command(cat: &Path, rm: &Path, fifo: &Path) -> String {
-    let sh = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
+    let sh = |p: &Path| crate::shell::quote(&p.to_string_lossy());
     let f = sh(fifo);
     format!(
         "[ -p {f} ] && exec > {f} && {} -f {f} && exec {}",
@@ -120,7 +120,7 @@ fn pipe_command(cat: &Path, rm: &Path, fifo: &Path) -> String {
 
 /// Where the FIFOs are: private to the user.
 fn dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("tmux").join("pipes")
+    crate::statedir::StateDir::new(state_dir).tmux_pipes_dir()
 }
 
 /// Remove the FIFOs an earlier supervisor left (their readers are gone; a
@@ -378,7 +378,7 @@ mod tests {
         let f = r"'/s/it'\''s ##{x} %%H/p.1'";
         assert_eq!(
             c,
-            format!("[ -p {f} ] && exec > {f} && '/bin/rm' -f {f} && exec '/bin/cat'")
+            format!("[ -p {f} ] && exec > {f} && /bin/rm -f {f} && exec /bin/cat")
         );
     }
 

@@ -30,7 +30,7 @@ pub(super) struct SavedPane {
 }
 
 fn dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("tmux")
+    crate::statedir::StateDir::new(state_dir).tmux_dir()
 }
 
 fn server_path(state_dir: &Path) -> PathBuf {
@@ -38,7 +38,9 @@ fn server_path(state_dir: &Path) -> PathBuf {
 }
 
 fn pane_path(state_dir: &Path, name: &str) -> PathBuf {
-    dir(state_dir).join("panes").join(format!("{name}.json"))
+    crate::statedir::StateDir::new(state_dir)
+        .tmux_panes_dir()
+        .join(format!("{name}.json"))
 }
 
 use crate::pane::saved::write_private;
@@ -139,7 +141,9 @@ pub(super) fn remove_saved(state_dir: &Path, name: &str) {
 /// tmux has no format that tells (checked on 3.3a), and a re-seeded screen
 /// needs it, or a prompt is typed and a fast Enter can be lost.
 fn paste_path(state_dir: &Path, name: &str) -> PathBuf {
-    dir(state_dir).join("panes").join(format!("{name}.paste"))
+    crate::statedir::StateDir::new(state_dir)
+        .tmux_panes_dir()
+        .join(format!("{name}.paste"))
 }
 
 /// Note that the app turned bracketed paste on or off (an empty file made
@@ -186,7 +190,11 @@ impl crate::pane::saved::Saved for SavedPane {
 
 /// Every saved pane (unreadable files are reported and left in place).
 pub(super) fn load_panes(state_dir: &Path) -> Vec<SavedPane> {
-    crate::pane::saved::load_all(&dir(state_dir).join("panes"), SCHEMA, "tmux")
+    crate::pane::saved::load_all(
+        &crate::statedir::StateDir::new(state_dir).tmux_panes_dir(),
+        SCHEMA,
+        "tmux",
+    )
 }
 
 #[cfg(test)]

@@ -67,10 +67,8 @@ impl ItemCtx {
             .take(8)
             .collect();
         let id = format!("{}-{short}", item.lane);
-        let root = self
-            .opts
-            .state_dir
-            .join("fleet")
+        let root = crate::statedir::StateDir::new(&self.opts.state_dir)
+            .fleet_dir()
             .join("work")
             .join(&item.run);
         let dir = root.join(&id);

@@ -324,8 +324,9 @@ struct ItemCtx {
 #[derive(Debug, Clone, Copy)]
 struct Pause {
     until: std::time::Instant,
-    /// The pause without a reset time on screen; doubled each time.
-    backoff: Duration,
+    /// The earlier pauses in a row: the pause without a reset time on
+    /// screen doubles with each.
+    pauses: u32,
 }
 
 /// How a lane of this host ended.
@@ -356,9 +357,9 @@ impl ItemCtx {
     /// [`LIMIT_BACKOFF_FIRST`] doubling to [`LIMIT_BACKOFF_MAX`].
     fn pause(&self, agent: &str, resets_at: Option<&str>) -> Duration {
         let mut p = self.paused.lock().unwrap_or_else(|p| p.into_inner());
-        let backoff = p.get(agent).map_or(LIMIT_BACKOFF_FIRST, |x| {
-            (x.backoff * 2).min(LIMIT_BACKOFF_MAX)
-        });
+        let pauses = p.get(agent).map_or(0, |x| x.pauses.saturating_add(1));
+        let backoff =
+            crate::backoff::Backoff::new(LIMIT_BACKOFF_FIRST, LIMIT_BACKOFF_MAX).delay(pauses);
         let until_reset = resets_at
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .and_then(|t| {
@@ -372,7 +373,7 @@ impl ItemCtx {
             agent.to_string(),
             Pause {
                 until: std::time::Instant::now() + wait,
-                backoff,
+                pauses,
             },
         );
         wait
@@ -554,7 +555,7 @@ impl ItemCtx {
 /// operator trusts it once in Claude Code and Codex, as a repository of
 /// their own, and every lane's worktree and dir is trusted with it.
 pub fn host_repo(state_dir: &Path) -> PathBuf {
-    state_dir.join("fleet").join("repo")
+    crate::statedir::StateDir::new(state_dir).fleet_repo()
 }
 
 fn describe(r: &CoordReply) -> String {

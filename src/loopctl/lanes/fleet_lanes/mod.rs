@@ -171,16 +171,17 @@ impl<L: LaneOps> FleetLanes<L> {
         }));
         // The runs this state dir made before (a coordinator that died): their
         // items nobody answers any more are termed when they are delivered.
-        let earlier: BTreeSet<String> = std::fs::read_dir(state_dir.join("fleet"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.strip_suffix(".jsonl").map(str::to_string)
-            })
-            .filter(|r| r != run)
-            .collect();
+        let earlier: BTreeSet<String> =
+            std::fs::read_dir(crate::statedir::StateDir::new(state_dir).fleet_dir())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".jsonl").map(str::to_string)
+                })
+                .filter(|r| r != run)
+                .collect();
         let (js, objects) = rt.block_on(async {
             let client = connection::connect(cfg, handed).await?;
             let js = async_nats::jetstream::new(client.clone());
@@ -265,9 +266,8 @@ impl<L: LaneOps> FleetLanes<L> {
         }
         let refname = format!("{}/{base}", work::BUNDLE_REF);
         git::run(repo, &["update-ref", &refname, base])?;
-        let file = self
-            .state_dir
-            .join("fleet")
+        let file = crate::statedir::StateDir::new(&self.state_dir)
+            .fleet_dir()
             .join(format!("base-{base}.bundle"));
         crate::store::create_private_dir(file.parent().unwrap_or(&self.state_dir))?;
         let made = git::run(

@@ -1,6 +1,10 @@
-//! Small readers of `/proc`: process state, parents, sessions and start
-//! times, so a pane's processes are found and signalled only while they are
-//! still the pane's.
+//! The one reader of `/proc`: process state, parents, sessions and start
+//! times (from `stat`, parsed from its last `)`: a command name may hold
+//! spaces and parentheses), environments, command lines and working dirs,
+//! so a process is found and signalled only while it is still the one
+//! drover means. Every module that asks `/proc` about a process asks here.
+
+use std::path::PathBuf;
 
 /// The fields of `/proc/<pid>/stat` drover needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,15 +43,78 @@ pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
-/// Every process's stat, by pid.
-pub fn all() -> Vec<(u32, Stat)> {
+/// Whether `pid` is a zombie (`Z`) or dead (`X`); `None` when it cannot be
+/// read (gone, or reaped).
+pub fn exited(pid: u32) -> Option<bool> {
+    stat(pid).map(|s| matches!(s.state, 'Z' | 'X'))
+}
+
+/// Every process id `/proc` lists now.
+pub fn pids() -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     rd.filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .collect()
+}
+
+/// Every process's stat, by pid.
+pub fn all() -> Vec<(u32, Stat)> {
+    pids()
+        .into_iter()
         .filter_map(|pid| Some((pid, stat(pid)?)))
         .collect()
+}
+
+/// `pid`'s initial environment, raw (`NAME=value` entries, NUL-separated);
+/// `None` when it cannot be read.
+pub fn environ(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ")).ok()
+}
+
+/// `pid`'s argv, raw (NUL-separated; empty for a zombie); `None` when it
+/// cannot be read.
+pub fn cmdline(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline")).ok()
+}
+
+/// The kernel's table of file locks (`/proc/locks`).
+pub fn locks() -> Option<String> {
+    std::fs::read_to_string("/proc/locks").ok()
+}
+
+/// Whether `pid` is in `/proc` (running, or a zombie not yet reaped).
+pub fn exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// What `pid`'s file descriptor `fd` points at.
+pub fn fd_target(pid: u32, fd: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()
+}
+
+/// What each of `pid`'s open file descriptors points at (none when it
+/// cannot be read).
+pub fn fd_paths(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// The children of `pid`'s main thread (`/proc/<pid>/task/<pid>/children`;
+/// none when it has exited).
+pub fn main_thread_children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+/// `pid`'s working directory.
+pub fn cwd(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
 /// The children of `pid` (every thread's), from `/proc/<pid>/task/*/children`
@@ -112,8 +179,7 @@ pub fn lineage(pid: u32, max: usize) -> Vec<(u32, Stat)> {
 
 /// Whether `pid`'s initial environment holds `NAME=value` exactly.
 pub fn environ_has(pid: u32, entry: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|raw| raw.split(|b| *b == 0).any(|kv| kv == entry))
+    environ(pid).is_some_and(|raw| raw.split(|b| *b == 0).any(|kv| kv == entry))
 }
 
 /// The terminal size (cols, rows) `pid` sees on its stdin, if
@@ -171,7 +237,7 @@ pub fn uptime_ticks() -> u64 {
 /// kept, in memory: for a respawn of a re-adopted pane, or where an agent
 /// keeps its files.
 pub fn env_values(pid: u32, names: &[&str]) -> Vec<(String, String)> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let raw = environ(pid).unwrap_or_default();
     raw.split(|b| *b == 0)
         .filter_map(|kv| {
             let i = kv.iter().position(|b| *b == b'=')?;
@@ -220,6 +286,40 @@ mod tests {
         assert_eq!((s.state, s.ppid), ('S', 1));
         assert_eq!(s.tpgid, 1234);
         assert!(parse_stat("garbage").is_none());
+    }
+
+    /// A live process whose command name is built to fool a parser that
+    /// splits at the first `)`: its state and parent still read right, and
+    /// so does every reader built on `stat`.
+    #[test]
+    fn a_process_with_a_hostile_name_reads_right() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a) b (c", "x) Z 9 9 9 9 9"] {
+            let exe = dir.path().join(name);
+            std::fs::copy("/bin/sleep", &exe).unwrap();
+            let mut child = std::process::Command::new(&exe).arg("30").spawn().unwrap();
+            let pid = child.id();
+            let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while comm().trim_end() != name && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let named = comm().trim_end() == name;
+            let st = stat(pid);
+            let start = crate::lane::procs::start_time(pid);
+            let same = crate::lane::procs::same_process(pid, start);
+            let ancestry = lineage(pid, 2);
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(named, "the kernel names it {name:?}");
+            let st = st.unwrap_or_else(|| panic!("stat of {name:?}"));
+            assert_eq!(st.ppid, i64::from(std::process::id()), "{name:?}");
+            assert_ne!(st.state, 'Z', "{name:?}");
+            assert!(st.starttime <= uptime_ticks() + 1, "{name:?}");
+            assert_eq!(start, Some(st.starttime), "{name:?}");
+            assert!(same, "{name:?}");
+            assert_eq!(ancestry.get(1).map(|(p, _)| *p), Some(std::process::id()));
+        }
     }
 
     #[test]

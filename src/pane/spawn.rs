@@ -110,6 +110,9 @@ pub(super) fn spawn_process(spec: &PaneSpec, marker: &str) -> Result<Spawned, Pa
     for k in SCRUBBED_ENV {
         cmd.env_remove(k);
     }
+    // A supervisor started inside another repository's git hook must not
+    // hand that repository to the agent's git (the spec's own env still may).
+    crate::git::scrub_repository_env(&mut cmd);
     if !spec.env.iter().any(|(k, _)| k == "TERM") {
         cmd.env("TERM", "xterm-256color");
     }

@@ -89,3 +89,48 @@ fn a_loop_run_inside_another_repositorys_hook_touches_only_its_own() {
     assert!(lanes.status.success(), "{}", stderr(&lanes));
     assert_eq!(fingerprint(&other), before, "lane ls reads only its own");
 }
+
+/// Guards issue 38: a supervisor started from inside another repository's
+/// hook passed that hook's `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE`
+/// on to every pane it made, so an agent's own git worked on the hook's
+/// repository. A pane's spec may still set them on purpose.
+#[test]
+fn a_pane_made_inside_another_repositorys_hook_gets_none_of_its_git_env() {
+    let d = Drover::new();
+    let other = hook_repo(&d.scratch());
+    let show = "echo \"[${GIT_DIR-unset}|${GIT_WORK_TREE-unset}|${GIT_INDEX_FILE-unset}|${GIT_NAMESPACE-unset}]\"; sleep 600";
+    let out = in_hook_of(
+        &d,
+        &other,
+        &d.scratch(),
+        &["pane", "new", "hooked", "--", "sh", "-c", show],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    d.wait_text(
+        "hooked",
+        "[unset|unset|unset|unset]",
+        std::time::Duration::from_secs(20),
+    );
+    let out = in_hook_of(
+        &d,
+        &other,
+        &d.scratch(),
+        &[
+            "pane",
+            "new",
+            "chosen",
+            "--env",
+            "GIT_NAMESPACE=mine",
+            "--",
+            "sh",
+            "-c",
+            show,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    d.wait_text(
+        "chosen",
+        "[unset|unset|unset|mine]",
+        std::time::Duration::from_secs(20),
+    );
+}

@@ -203,6 +203,8 @@ impl TmuxHost {
         for k in crate::pane::spawn::SCRUBBED_ENV {
             c.env_remove(k);
         }
+        // Nor a git hook's repository (`GIT_DIR`, …) the supervisor was started in.
+        crate::git::scrub_repository_env(&mut c);
         c.stdin(std::process::Stdio::null());
         c
     }

@@ -20,7 +20,7 @@ pub struct LaneView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub pane: String,
-    pub backend: String,
+    pub backend: crate::pane::Backend,
     pub generation: u64,
     /// `None` when the supervisor has no such pane.
     pub agent_state: Option<String>,
@@ -171,7 +171,7 @@ fn view(
         phase: rec.phase,
         reason: rec.reason.clone(),
         pane: rec.pane.clone(),
-        backend: rec.backend.clone(),
+        backend: rec.backend,
         generation: rec.generation,
         agent_state: pane.and_then(|p| p["observation"]["state"].as_str().map(str::to_string)),
         since: pane.and_then(|p| p["observation"]["since"].as_str().map(str::to_string)),

@@ -24,6 +24,7 @@ pub mod spawn;
 pub mod up;
 
 use crate::daemon::ClientError;
+use crate::pane::Backend;
 use crate::registry::{Agent, RegistryError};
 use crate::store::{self, LockGuard, StoreError};
 use serde::{Deserialize, Serialize};
@@ -120,7 +121,7 @@ pub struct LaneRecord {
     /// Why the lane is `recovery-needed` or why its worktree was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    pub backend: String,
+    pub backend: Backend,
     pub pane: String,
     /// The lane's generation: 1 at creation, +1 at every respawn (also across
     /// supervisor restarts, where the pane's own counter starts again).

@@ -465,7 +465,7 @@ pub fn start_pane(
     let mut args = json!({"spec": {
         "name": rec.pane, "argv": argv, "env": env, "cwd": rec.worktree,
         "cols": crate::pane::DEFAULT_COLS, "rows": crate::pane::DEFAULT_ROWS, "agent": kind}});
-    if rec.backend != "native" {
+    if rec.backend != crate::pane::Backend::Native {
         args["backend"] = json!(rec.backend);
     }
     let info = client.call("pane.new", args)?;

@@ -13,7 +13,7 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         desired,
         phase,
         reason: None,
-        backend: "native".into(),
+        backend: crate::pane::Backend::Native,
         pane: "implementer-claude".into(),
         generation: 1,
         pane_generation: 1,

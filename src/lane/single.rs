@@ -38,7 +38,7 @@ pub struct OneLane {
     pub sim: Option<Option<PathBuf>>,
     /// The drover binary (sim lanes run `<exe> sim-agent`).
     pub exe: PathBuf,
-    pub backend: String,
+    pub backend: crate::pane::Backend,
     pub socket: PathBuf,
     /// More of the lane's own env (ids, never secrets: it is recorded).
     pub env: Vec<(String, String)>,
@@ -199,7 +199,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         desired: Desired::Up,
         phase: Phase::Creating,
         reason: None,
-        backend: l.backend.clone(),
+        backend: l.backend,
         pane: l.lane_id.clone(),
         generation: 0,
         pane_generation: 0,

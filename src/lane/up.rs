@@ -8,6 +8,7 @@
 use super::reconcile::{self, Action, Row};
 use super::{Desired, LaneError, LaneRecord, Phase, git, launch, procs};
 use crate::daemon::Client;
+use crate::pane::Backend;
 use crate::registry::{self, Agent, Topology};
 use serde::Serialize;
 use serde_json::json;
@@ -15,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The backends a lane can run on.
-pub const BACKENDS: &[&str] = &["native", "tmux", "herdr"];
 /// Env names drover sets on every lane (`--env` may not override them).
 pub const LANE_ENV: &[&str] = &[
     "DROVER_LANE_ID",
@@ -36,7 +36,7 @@ pub struct UpRequest {
     pub agents: Vec<Agent>,
     /// Default: every session of the topology.
     pub sessions: Option<Vec<String>>,
-    pub backend: String,
+    pub backend: Backend,
     pub sim: bool,
     /// The drover binary (sim lanes run `<exe> sim-agent`).
     pub exe: PathBuf,
@@ -101,12 +101,6 @@ fn selected(
 }
 
 fn check_request(req: &UpRequest) -> Result<(), LaneError> {
-    if !BACKENDS.contains(&req.backend.as_str()) {
-        return Err(LaneError::usage(
-            "--backend",
-            format!("{:?}: use one of {}", req.backend, BACKENDS.join(", ")),
-        ));
-    }
     for (k, _) in &req.env {
         if LANE_ENV.contains(&k.as_str()) {
             return Err(LaneError::usage(
@@ -288,7 +282,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             _ => None,
         })
         .collect();
-    check_backend(state_dir, client, &req.backend, &ids)?;
+    check_backend(state_dir, client, req.backend, &ids)?;
     if !failed.is_empty() {
         return Err(LaneError::Refused(format!(
             "some lanes are not up: {}",
@@ -322,10 +316,10 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
 fn check_backend(
     state_dir: &Path,
     client: &mut Client,
-    backend: &str,
+    backend: Backend,
     ids: &[String],
 ) -> Result<(), LaneError> {
-    if backend == "native" {
+    if backend == Backend::Native {
         return Ok(());
     }
     let list = reconcile::pane_listing(client)?;
@@ -333,7 +327,7 @@ fn check_backend(
         .iter()
         .filter(|id| {
             list.iter()
-                .any(|p| p["name"] == id.as_str() && p["backend"] != backend)
+                .any(|p| p["name"] == id.as_str() && p["backend"] != backend.as_str())
         })
         .collect();
     if wrong.is_empty() {

@@ -38,7 +38,7 @@ impl ExitInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PaneInfo {
     pub name: String,
-    pub backend: String,
+    pub backend: Backend,
     pub pid: u32,
     pub generation: u64,
     pub cols: u16,
@@ -125,7 +125,7 @@ impl PaneCore {
         let (cols, rows) = self.screen.size();
         PaneInfo {
             name: name.to_string(),
-            backend: backend.as_str().into(),
+            backend,
             pid: self.pid,
             generation: self.generation,
             cols,

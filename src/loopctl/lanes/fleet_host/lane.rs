@@ -216,7 +216,7 @@ impl ItemCtx {
             })
         };
         let mut opts = LaneOptions::new(&self.opts.exe);
-        opts.backend = self.opts.backend.clone();
+        opts.backend = self.opts.backend;
         opts.env = self.opts.env.clone();
         if let Some(script) = item.sim_script.clone() {
             opts.sim = true;

@@ -217,7 +217,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             desired: Desired::Up,
             phase: Phase::Creating,
             reason: None,
-            backend: req.backend.clone(),
+            backend: req.backend,
             pane: id,
             generation: 0,
             pane_generation: 0,

@@ -799,7 +799,7 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let live = serde_json::from_value::<RunStatus>(v.clone()).ok();
     if let Some(st) = &live {
         v["live"] = serde_json::Value::Bool(st.is_live());
-        v["state"] = serde_json::Value::String(st.live_state());
+        v["state"] = serde_json::Value::String(st.live_state().as_str().into());
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v)?);

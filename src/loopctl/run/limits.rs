@@ -11,6 +11,7 @@
 
 use crate::loopctl::LoopError;
 use crate::loopctl::ops::{LaneOps, Outcome, Role};
+use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::LimitPark;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use chrono::{DateTime, Utc};
@@ -119,6 +120,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.limit_parks = parks;
             t.reason = Some(reason.clone());
             t.resume = Some(resume.clone());
+            t.cause = (!optout).then_some(TaskCause::LimitWait);
         }
         self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
@@ -191,6 +193,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 t.phase = phase;
                 t.reason = None;
                 t.resume = None;
+                t.cause = None;
             }
             let menu = if answered {
                 format!("chose \"{label}\", ")
@@ -216,6 +219,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     t.limit_parks = parks;
                     t.reason = Some(reason.clone());
                     t.resume = Some(resume.clone());
+                    t.cause = Some(TaskCause::LimitWait);
                 }
                 self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(

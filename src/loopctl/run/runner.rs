@@ -13,7 +13,9 @@ use crate::loopctl::board::charter::Charter;
 use crate::loopctl::board::{self, Board};
 use crate::loopctl::night::settings::Unattended;
 use crate::loopctl::ops::{LaneHandle, LaneOps};
+use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::{LimitPark, Stop};
+use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::{LaneRow, RunDir};
 use crate::loopctl::{LoopError, board::ready, land::git};
 use crate::registry::Agent;
@@ -93,6 +95,10 @@ pub struct TaskState {
     pub sha: Option<String>,
     pub reason: Option<String>,
     pub resume: Option<String>,
+    /// What the run decides on for a held or parked task (`reason` says it
+    /// to people).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<TaskCause>,
     /// Usage limits this task's lane hit in this run.
     pub limit_parks: u32,
     /// Why its lane is not progressing (LOOP.md, "Stall classes").
@@ -132,7 +138,7 @@ pub struct TaskState {
 pub struct RunStatus {
     pub schema_version: u32,
     pub run: u32,
-    pub state: String,
+    pub state: RunState,
     pub repo: PathBuf,
     pub charter: PathBuf,
     pub charter_sha256: String,
@@ -232,12 +238,11 @@ impl RunStatus {
 
     /// The run's state as an operator should read it: `interrupted` for a
     /// run whose loop process is gone while its file still says it runs.
-    pub fn live_state(&self) -> String {
-        let running = matches!(self.state.as_str(), "running" | "pausing" | "paused");
-        if running && !self.is_live() {
-            "interrupted".into()
+    pub fn live_state(&self) -> RunState {
+        if self.state.is_running() && !self.is_live() {
+            RunState::Interrupted
         } else {
-            self.state.clone()
+            self.state
         }
     }
 
@@ -247,12 +252,7 @@ impl RunStatus {
     pub fn stale_holds(&self) -> Vec<(String, String)> {
         self.tasks
             .iter()
-            .filter(|t| t.phase == Phase::Parked)
-            .filter(|t| {
-                t.reason
-                    .as_deref()
-                    .is_some_and(|r| r.contains("lease claim") && r.contains("refused"))
-            })
+            .filter(|t| t.phase == Phase::Parked && t.cause == Some(TaskCause::LeaseRefused))
             .map(|t| {
                 (
                     t.id.clone(),
@@ -412,7 +412,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let status = RunStatus {
             schema_version: 1,
             run: run.n,
-            state: "running".into(),
+            state: RunState::Running,
             repo: cfg.repo.clone(),
             charter: cfg.charter.path.clone(),
             charter_sha256: cfg.charter.sha256.clone(),
@@ -677,8 +677,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 if self.supervisor_lost() {
                     return Err(e);
                 }
-                self.park(
+                self.park_because(
                     &id,
+                    TaskCause::of_error(&e),
                     &format!("could not start: {e}"),
                     "fix the cause, then rerun",
                 )?;

@@ -20,7 +20,7 @@ use std::path::Path;
 pub struct PaneObs {
     pub generation: u64,
     pub pid: Option<u32>,
-    pub state: String,
+    pub state: crate::agent::State,
 }
 
 /// The worktree of a lane as git sees it.
@@ -140,7 +140,8 @@ pub fn decide(rec: &LaneRecord, obs: &Observed) -> Action {
     }
     let rebooted = rec.boot_id.is_some() && obs.boot_id.is_some() && rec.boot_id != obs.boot_id;
     match &obs.pane {
-        Some(p) if p.state == "exited" || p.state == "lost" => Action::Respawn {
+        // A lost pane is no pane (`pane_obs`): its lane is started again too.
+        Some(p) if p.state == crate::agent::State::Exited => Action::Respawn {
             why: format!("the agent's process is {}", p.state),
         },
         Some(_) if rebooted => Action::Respawn {
@@ -196,8 +197,8 @@ fn pane_obs(list: &[Value], name: &str) -> Option<PaneObs> {
         pid: p["pid"].as_u64().and_then(|x| u32::try_from(x).ok()),
         state: p["observation"]["state"]
             .as_str()
-            .unwrap_or("unknown")
-            .to_string(),
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(crate::agent::State::Unknown),
     })
 }
 

@@ -43,7 +43,7 @@ fn obs(pane: Option<(u64, &str)>, wt: WtObs, boot: &str) -> Observed {
         pane: pane.map(|(g, s)| PaneObs {
             generation: g,
             pid: Some(2),
-            state: s.into(),
+            state: s.parse().unwrap_or(crate::agent::State::Unknown),
         }),
         worktree: wt,
         orphan: false,

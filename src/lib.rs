@@ -46,5 +46,6 @@ pub mod report;
 pub mod screen;
 pub mod shadow;
 pub mod store;
+pub mod time;
 pub mod top;
 pub mod watch;

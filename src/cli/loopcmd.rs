@@ -539,9 +539,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut cfg = cfg;
     if a.clock_scale > 1 {
         // A resumed run's clock goes on from where it was, never back.
-        let recorded = resumed
-            .as_ref()
-            .and_then(|st| drover::loopctl::parse_resets_at(st.clock_at.as_deref()));
+        let recorded = resumed.as_ref().and_then(|st| st.clock_at);
         let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
         cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::night::clock::FastClock::new(
             start,

@@ -215,6 +215,20 @@ mod tests {
         );
     }
 
+    /// The run's times read from the form run.json has always had (to the
+    /// second, `Z`) and are written back the same.
+    #[test]
+    fn run_times_round_trip_in_their_written_form() {
+        let mut st = run_with(json!([]));
+        st.clock_at = crate::time::parse("2026-12-05T01:02:03Z").ok();
+        let v = serde_json::to_value(&st).unwrap_or_default();
+        assert_eq!(v["started_at"], "2026-12-05T00:00:00Z");
+        assert_eq!(v["finished_at"], Value::Null);
+        assert_eq!(v["clock_at"], "2026-12-05T01:02:03Z");
+        let back: RunStatus = serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, st);
+    }
+
     /// A task without a cause is written as before: no `cause` key.
     #[test]
     fn a_task_without_a_cause_writes_no_cause_key() {

@@ -248,7 +248,7 @@ impl<O: LaneOps> Runner<'_, O> {
             None => RunState::Closed,
         };
         self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
-        self.status.finished_at = Some(crate::loopctl::night::clock::rfc3339(self.now()));
+        self.status.finished_at = Some(crate::time::to_secs(self.now()));
         self.status.closeout = Some(path);
         self.persist()?;
         let summary = format!(

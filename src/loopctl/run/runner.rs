@@ -152,8 +152,10 @@ pub struct RunStatus {
     /// Gate runs the landings made (each landing's are in its evidence).
     #[serde(default)]
     pub gate_runs: u32,
-    pub started_at: String,
-    pub finished_at: Option<String>,
+    #[serde(with = "crate::time::secs")]
+    pub started_at: DateTime<Utc>,
+    #[serde(with = "crate::time::opt_secs")]
+    pub finished_at: Option<DateTime<Utc>>,
     pub closeout: Option<PathBuf>,
     pub tasks: Vec<TaskState>,
     pub notes: Vec<String>,
@@ -181,8 +183,8 @@ pub struct RunStatus {
     pub rulings: Vec<(String, String)>,
     /// The loop's clock when this file was written (a resumed fast clock
     /// starts here, so the run's times never go back).
-    #[serde(default)]
-    pub clock_at: Option<String>,
+    #[serde(default, with = "crate::time::opt_secs")]
+    pub clock_at: Option<DateTime<Utc>>,
     /// The run's wall-clock budget spent so far, on the loop's clock, in
     /// milliseconds (a resume goes on from here; the time between a crash
     /// and its resume is not spent).
@@ -424,7 +426,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             lanes_cap: cfg.charter.lanes,
             landings: 0,
             gate_runs: 0,
-            started_at: crate::loopctl::night::clock::rfc3339(cfg.unattended.clock.now()),
+            started_at: crate::time::to_secs(cfg.unattended.clock.now()),
             finished_at: None,
             closeout: None,
             tasks,
@@ -633,7 +635,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         self.status.mode = self.mode.label();
         self.status.rulings = self.rulings.clone();
-        self.status.clock_at = Some(crate::loopctl::night::clock::rfc3339(self.now()));
+        self.status.clock_at = Some(crate::time::to_secs(self.now()));
         self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.status.consecutive_blockers = self.consecutive_blockers;
         self.status.autotune = self.tuner.save();

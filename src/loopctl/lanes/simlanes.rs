@@ -387,8 +387,11 @@ impl LaneOps for SimLanes {
             .filter_map(|l| l.as_str().map(str::to_string))
             .collect();
         Ok(Some(LaneObs {
-            state: s("state").unwrap_or_default(),
-            kind: s("kind"),
+            state: o["state"]
+                .as_str()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(crate::agent::State::Unknown),
+            kind: o["kind"].as_str().and_then(|k| k.parse().ok()),
             // The snapshot carries it as evidence `resets_at:<RFC 3339>`.
             resets_at: s("resets_at").or_else(|| {
                 o["evidence"]

@@ -84,7 +84,9 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(obs) = self.ops.observe(&lane)? else {
             return Ok(false);
         };
-        if obs.state != "blocked" || obs.kind.as_deref() != Some("usage_limit") {
+        if obs.state != crate::agent::State::Blocked
+            || obs.kind != Some(crate::agent::BlockedKind::UsageLimit)
+        {
             return Ok(false);
         }
         let resets_at = parse_resets_at(obs.resets_at.as_deref());

@@ -346,7 +346,7 @@ impl ItemCtx {
                 // may have room.
                 if matches!(o, Outcome::Escalated { .. })
                     && let Some(obs) = lanes.observe(lane)?
-                    && obs.kind.as_deref() == Some("usage_limit")
+                    && obs.kind == Some(crate::agent::BlockedKind::UsageLimit)
                 {
                     return Ok(Ended::Limited(obs.resets_at));
                 }
@@ -366,7 +366,10 @@ impl ItemCtx {
                 continue;
             };
             let now = chrono::Utc::now();
-            if !matches!(obs.state.as_str(), "idle" | "done") {
+            if !matches!(
+                obs.state,
+                crate::agent::State::Idle | crate::agent::State::Done
+            ) {
                 said.ended_since = None;
                 continue;
             }

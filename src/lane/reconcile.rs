@@ -175,6 +175,9 @@ pub struct Row {
     /// What applying did (`None` in a dry run or when nothing was needed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// Whether applying failed (`result` then says why, for people).
+    #[serde(skip)]
+    pub failed: bool,
 }
 
 /// The supervisor's panes by name.
@@ -297,11 +300,15 @@ fn rows_from(
         let client = client
             .as_deref_mut()
             .filter(|_| !dry_run && action.repairs());
+        let mut failed = false;
         let result = if let Some(client) = client {
             Some(
                 match apply(state_dir, client, rec, &obs, &action, user_env) {
                     Ok(msg) => msg,
-                    Err(e) => format!("failed: {e}"),
+                    Err(e) => {
+                        failed = true;
+                        format!("failed: {e}")
+                    }
                 },
             )
         } else {
@@ -324,6 +331,7 @@ fn rows_from(
             worktree: wt_cell(&obs.worktree),
             action,
             result,
+            failed,
         });
     }
     Ok(rows)

@@ -89,7 +89,7 @@ pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneReco
         let ids = [l.lane_id.clone()];
         let rows = reconcile::run_locked(state_dir, client, false, Some(&ids), &l.user_env)?;
         let failed = rows.iter().find_map(|r| match (&r.action, &r.result) {
-            (_, Some(res)) if res.starts_with("failed") => Some(res.clone()),
+            (_, Some(res)) if r.failed => Some(res.clone()),
             (Action::RecoveryNeeded { reason }, _) => Some(reason.clone()),
             _ => None,
         });

@@ -277,7 +277,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let failed: Vec<String> = rows
         .iter()
         .filter_map(|r| match (&r.action, &r.result) {
-            (_, Some(res)) if res.starts_with("failed") => Some(format!("{}: {res}", r.lane_id)),
+            (_, Some(res)) if r.failed => Some(format!("{}: {res}", r.lane_id)),
             (Action::RecoveryNeeded { reason }, _) => Some(format!("{}: {reason}", r.lane_id)),
             _ => None,
         })

@@ -165,8 +165,10 @@ pub struct LaneRecord {
     /// re-creates it once made; the owner keeps or removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_owner: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(with = "crate::time::millis")]
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    #[serde(with = "crate::time::millis")]
+    pub updated_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// `lanes.json`.
@@ -270,7 +272,7 @@ pub fn update<R>(
 /// Replace one record (by lane id) under the lock.
 pub fn save(state_dir: &Path, rec: &LaneRecord) -> Result<(), LaneError> {
     let mut rec = rec.clone();
-    rec.updated_at = crate::paths::now_rfc3339();
+    rec.updated_at = crate::time::to_millis(chrono::Utc::now());
     update(state_dir, |doc| {
         doc.put(rec);
         Ok(())

@@ -33,8 +33,8 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         user_env: vec![],
         agent_version: None,
         worktree_owner: None,
-        created_at: String::new(),
-        updated_at: String::new(),
+        created_at: chrono::DateTime::UNIX_EPOCH,
+        updated_at: chrono::DateTime::UNIX_EPOCH,
     }
 }
 

@@ -183,7 +183,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
             .filter(|(k, _)| !super::up::LANE_ENV.contains(&k.as_str()))
             .cloned(),
     );
-    let now = crate::paths::now_rfc3339();
+    let now = crate::time::to_millis(chrono::Utc::now());
     // A worktree that already exists is used as it is (the lane never made
     // it), and nothing is pruned then: a prune beside another process's
     // `git worktree add` in the same repository (a fleet host's lanes) can
@@ -219,7 +219,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         user_env: l.user_env.iter().map(|(k, _)| k.clone()).collect(),
         agent_version: version,
         worktree_owner: Some(l.owner.clone()),
-        created_at: now.clone(),
+        created_at: now,
         updated_at: now,
     }
 }

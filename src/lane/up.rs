@@ -208,7 +208,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             ("DROVER_STATE_DIR".into(), state_dir.display().to_string()),
             ("DROVER_SOCKET".into(), req.socket.display().to_string()),
         ];
-        let now = crate::paths::now_rfc3339();
+        let now = crate::time::to_millis(chrono::Utc::now());
         fresh.push(LaneRecord {
             lane_id: id.clone(),
             session_id: role.session_id.into(),
@@ -237,7 +237,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             user_env: req.env.iter().map(|(k, _)| k.clone()).collect(),
             agent_version: version,
             worktree_owner: None,
-            created_at: now.clone(),
+            created_at: now,
             updated_at: now,
         });
     }

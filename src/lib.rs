@@ -53,5 +53,6 @@ pub mod shadow;
 pub mod shell;
 pub mod statedir;
 pub mod store;
+pub mod time;
 pub mod top;
 pub mod watch;

@@ -290,7 +290,7 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
         base: None,
         agents: drover::registry::Agent::ALL.to_vec(),
         sessions: None,
-        backend: "native".into(),
+        backend: drover::pane::Backend::Native,
         sim: true,
         exe: exe.to_path_buf(),
         env: Vec::new(),

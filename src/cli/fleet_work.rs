@@ -13,8 +13,8 @@ pub struct WorkArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     slots: Option<u16>,
     /// The pane backend of its lanes: native, tmux or herdr.
-    #[arg(long, value_name = "BACKEND", default_value = "native")]
-    backend: String,
+    #[arg(long, value_name = "BACKEND", default_value = "native", value_parser = super::values::backend())]
+    backend: drover::pane::Backend,
     /// An agent whose steps this host takes (repeatable; default: claude and codex if on PATH).
     #[arg(long = "agent", value_name = "NAME", value_parser = ["claude", "codex"])]
     agents: Vec<String>,

@@ -355,8 +355,8 @@ fn show_text(r: &JobRecord) -> String {
         opt(&r.deadline),
         opt(&r.reason),
         meta,
-        r.created_at,
-        r.updated_at,
+        drover::time::format_millis(r.created_at),
+        drover::time::format_millis(r.updated_at),
         r.transition_seq
     )
 }
@@ -374,7 +374,7 @@ fn ls_text(all: &[JobRecord]) -> String {
             r.iteration,
             r.transition_seq,
             opt(&r.session_id),
-            r.updated_at
+            drover::time::format_millis(r.updated_at)
         ));
     }
     s

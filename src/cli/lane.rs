@@ -84,7 +84,7 @@ pub struct UpArgs {
     pub sessions: Option<String>,
     /// Where panes run: native, tmux or herdr.
     #[arg(long, value_name = "NAME", default_value = "native", value_parser = super::values::backend())]
-    pub backend: String,
+    pub backend: drover::pane::Backend,
     /// Run drover's simulated agent (no agent installed, no API keys).
     #[arg(long)]
     pub sim: bool,

@@ -159,7 +159,7 @@ pub struct RunArgs {
     pub sim_reviewer: Option<PathBuf>,
     /// The backend lanes run on.
     #[arg(long, default_value = "native", value_name = "NAME", value_parser = super::values::backend())]
-    pub backend: String,
+    pub backend: drover::pane::Backend,
     /// Set K=V in every lane's environment; `--env K` takes K's value from drover's own environment (repeatable; values are never written to disk).
     #[arg(long = "env", value_name = "K=V|K")]
     pub env: Vec<String>,
@@ -406,16 +406,6 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         ));
     }
     let user_env = lane_env(&a.env, &a.env_file)?;
-    if !drover::lane::up::BACKENDS.contains(&a.backend.as_str()) {
-        return Err(fail(
-            exit::USAGE,
-            format!(
-                "--backend {:?}: use one of {}",
-                a.backend,
-                drover::lane::up::BACKENDS.join(", ")
-            ),
-        ));
-    }
     let state_dir = ctx.state_dir_create()?;
     // A SIGTERM of the loop ends its gate and ship command with it.
     drover::loopctl::child::end_on_signals()?;
@@ -503,7 +493,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let exe = std::env::current_exe()?;
     let mut opts = LaneOptions::new(&exe);
     opts.sim = sim;
-    opts.backend = a.backend.clone();
+    opts.backend = a.backend;
     opts.spawn_budget = a.spawn_budget;
     opts.env = user_env;
     opts.scripts = super::loopsim::sim_scripts(&scripts, sim, &board_dir);
@@ -548,9 +538,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut cfg = cfg;
     if a.clock_scale > 1 {
         // A resumed run's clock goes on from where it was, never back.
-        let recorded = resumed
-            .as_ref()
-            .and_then(|st| drover::loopctl::parse_resets_at(st.clock_at.as_deref()));
+        let recorded = resumed.as_ref().and_then(|st| st.clock_at);
         let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
         cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::night::clock::FastClock::new(
             start,
@@ -808,7 +796,7 @@ fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let live = serde_json::from_value::<RunStatus>(v.clone()).ok();
     if let Some(st) = &live {
         v["live"] = serde_json::Value::Bool(st.is_live());
-        v["state"] = serde_json::Value::String(st.live_state());
+        v["state"] = serde_json::Value::String(st.live_state().as_str().into());
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v)?);

@@ -118,7 +118,7 @@ pub struct NewArgs {
     pub agent: String,
     /// Where the pane lives: native (a PTY drover owns), tmux or herdr.
     #[arg(long, env = drover::statedir::env::BACKEND, default_value = "native", value_parser = super::values::backend())]
-    pub backend: String,
+    pub backend: drover::pane::Backend,
     /// herdr only: put the pane beside herdr pane PANE, in its workspace
     /// (`pane split`), instead of in a workspace of its own.
     #[arg(long, value_name = "PANE")]
@@ -283,12 +283,7 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         PaneCmd::New(a) => {
             let spec = build_spec(&a)?;
-            let backend: drover::pane::Backend =
-                a.backend
-                    .parse()
-                    .map_err(|e: drover::pane::backend::UnknownBackend| {
-                        usage(format!("--backend: {e}"))
-                    })?;
+            let backend = a.backend;
             let was_running = ctx.client().is_ok();
             let mut c = ctx.client_or_start()?;
             let req = args::PaneNew {

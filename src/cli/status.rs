@@ -119,7 +119,7 @@ fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
                 "status": r.status.as_str(),
                 "session_id": r.session_id,
                 "attempt_id": r.attempt_id,
-                "updated_at": r.updated_at,
+                "updated_at": drover::time::format_millis(r.updated_at),
                 "decision": d.map(|d| d.decision.clone()),
                 "reason": d.map(|d| d.reason.clone()).or(r.reason.clone()),
                 "decided_at": d.map(|d| d.at.clone()),

@@ -1,14 +1,16 @@
 //! Value parsers that know every value a flag takes, so `--help`, the error
-//! for a typo and the shell completions all name them. Each hands the flag's
+//! for a typo and the shell completions all name them. Most hand the flag's
 //! text on unchanged: the commands parse it as they always have.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::error::{ContextKind, ContextValue};
 use drover::agent::Until;
+use drover::pane::Backend;
 
-/// `--backend`: where a pane lives.
-pub fn backend() -> PossibleValuesParser {
-    PossibleValuesParser::new(["native", "tmux", "herdr"])
+/// `--backend`: where a pane lives, as the typed [`Backend`]; a typo is
+/// refused by the listed values, so the parse after them cannot fail.
+pub fn backend() -> impl TypedValueParser<Value = Backend> {
+    PossibleValuesParser::new(["native", "tmux", "herdr"]).try_map(|s| s.parse::<Backend>())
 }
 
 /// `pane new --agent`: how the screen is read.

@@ -71,7 +71,8 @@ fn lost_entry(rec: &PaneRecord, note: String, running: usize) -> LostPane {
 /// its backend still keeps for re-adoption: never lost, never ended here.
 fn kept(sup: &Sup, rec: &PaneRecord) -> bool {
     lock(&sup.panes).contains_key(&rec.name)
-        || (rec.backend == "tmux" && crate::pane::tmux::keeps_pane(sup.state_dir(), &rec.name))
+        || (rec.backend == crate::pane::Backend::Tmux
+            && crate::pane::tmux::keeps_pane(sup.state_dir(), &rec.name))
 }
 
 /// Read the records a previous supervisor left, list their panes as lost,

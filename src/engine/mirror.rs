@@ -27,7 +27,8 @@ pub struct MirrorEntry {
     pub iteration: u64,
     pub attempt_id: Option<String>,
     pub session_id: Option<String>,
-    pub updated_at: String,
+    #[serde(with = "crate::time::millis")]
+    pub updated_at: chrono::DateTime<chrono::Utc>,
     pub transition_seq: u64,
 }
 
@@ -38,7 +39,7 @@ impl From<&JobRecord> for MirrorEntry {
             iteration: r.iteration,
             attempt_id: r.attempt_id.clone(),
             session_id: r.session_id.clone(),
-            updated_at: r.updated_at.clone(),
+            updated_at: r.updated_at,
             transition_seq: r.transition_seq,
         }
     }
@@ -118,8 +119,8 @@ mod tests {
             session_id: None,
             deadline: None,
             metadata: serde_json::Map::new(),
-            created_at: "2026-01-01T00:00:00.000Z".into(),
-            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            created_at: chrono::DateTime::UNIX_EPOCH,
+            updated_at: chrono::DateTime::UNIX_EPOCH,
             transition_seq: seq,
             lane_id: None,
             reason: None,

@@ -1,6 +1,7 @@
 //! The job record (docs/state-transitions.md) and the validation of the names that go into it.
 
 use super::EngineError;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -79,8 +80,10 @@ pub struct JobRecord {
     pub session_id: Option<String>,
     pub deadline: Option<String>,
     pub metadata: Map<String, Value>,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(with = "crate::time::millis")]
+    pub created_at: DateTime<Utc>,
+    #[serde(with = "crate::time::millis")]
+    pub updated_at: DateTime<Utc>,
     pub transition_seq: u64,
     #[serde(default)]
     pub lane_id: Option<String>,
@@ -221,4 +224,32 @@ pub fn read_all(dir: &std::path::Path) -> Result<Vec<JobRecord>, crate::store::S
     }
     out.sort_by(|a, b| a.job_id.cmp(&b.job_id));
     Ok(out)
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::JobRecord;
+
+    /// A job file as drover has always written it (times with milliseconds
+    /// and a `Z`) reads into typed times and is written back byte for byte.
+    #[test]
+    fn a_job_file_of_todays_form_round_trips_byte_for_byte() {
+        let file = r#"{
+  "job_id": "J-1",
+  "status": "running",
+  "iteration": 1,
+  "attempt_id": "A1",
+  "session_id": "implementer",
+  "deadline": null,
+  "metadata": {},
+  "created_at": "2026-12-05T10:00:00.000Z",
+  "updated_at": "2026-12-05T10:00:01.250Z",
+  "transition_seq": 3,
+  "lane_id": null,
+  "reason": null
+}"#;
+        let r: JobRecord = serde_json::from_str(file).unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.updated_at > r.created_at);
+        assert_eq!(serde_json::to_string_pretty(&r).unwrap_or_default(), file);
+    }
 }

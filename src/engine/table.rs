@@ -203,7 +203,7 @@ pub fn decide(
     }
     let mut next = rec.clone();
     next.transition_seq = next_seq;
-    next.updated_at = format_time(inputs.at);
+    next.updated_at = crate::time::to_millis(inputs.at);
     match action {
         Action::Create { .. } => return refuse(Rule::IdNew, "a job with this id already exists"),
         Action::Claim { session } => {
@@ -313,7 +313,7 @@ fn create(req: &Request, inputs: &Inputs, next_seq: u64, deadline: Option<&str>)
         Some(Ok(t)) => Some(format_time(t)),
         Some(Err(e)) => return refuse(Rule::DeadlinePassed, e.to_string()),
     };
-    let at = format_time(inputs.at);
+    let at = crate::time::to_millis(inputs.at);
     Decision::Accept(JobRecord {
         job_id: req.job_id.clone(),
         status: Status::Pending,
@@ -322,7 +322,7 @@ fn create(req: &Request, inputs: &Inputs, next_seq: u64, deadline: Option<&str>)
         session_id: None,
         deadline,
         metadata: serde_json::Map::new(),
-        created_at: at.clone(),
+        created_at: at,
         updated_at: at,
         transition_seq: next_seq,
         lane_id: None,

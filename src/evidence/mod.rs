@@ -7,6 +7,10 @@
 //! for humans (`pane`, `nonce`, `screen_hash`, `detail`) that
 //! [`scenario_timeline`] leaves out. No prompt or reply bodies are stored.
 
+mod report_state;
+
+pub use report_state::LaneReportState;
+
 use crate::store::{StoreError, append_jsonl, read_jsonl};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -63,7 +67,7 @@ pub enum Evidence {
     /// The lane's own account, copied from its `report.json`.
     Report {
         t_ms: u64,
-        state: String,
+        state: LaneReportState,
         #[serde(default)]
         attempt_id: Option<String>,
         #[serde(default)]

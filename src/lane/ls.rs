@@ -21,7 +21,7 @@ pub struct LaneView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub pane: String,
-    pub backend: String,
+    pub backend: crate::pane::Backend,
     pub generation: u64,
     /// `None` when the supervisor has no such pane.
     pub agent_state: Option<String>,
@@ -31,7 +31,7 @@ pub struct LaneView {
     pub lease: Option<String>,
     pub heartbeat: Option<String>,
     /// `clean|dirty|detached|missing|inspection-failed`.
-    pub worktree_state: &'static str,
+    pub worktree_state: WorktreeState,
     pub worktree: String,
     pub branch: String,
     pub base_ref: String,
@@ -44,15 +44,47 @@ pub struct LaneView {
 }
 
 /// The worktree state word of a check.
-pub fn state_word(c: &WorktreeCheck) -> &'static str {
+pub fn state_word(c: &WorktreeCheck) -> WorktreeState {
     match c {
-        WorktreeCheck::Clean { .. } => "clean",
-        WorktreeCheck::Dirty { .. } => "dirty",
-        WorktreeCheck::Detached => "detached",
-        WorktreeCheck::Missing => "missing",
+        WorktreeCheck::Clean { .. } => WorktreeState::Clean,
+        WorktreeCheck::Dirty { .. } => WorktreeState::Dirty,
+        WorktreeCheck::Detached => WorktreeState::Detached,
+        WorktreeCheck::Missing => WorktreeState::Missing,
         WorktreeCheck::WrongBranch { .. } | WorktreeCheck::InspectionFailed { .. } => {
-            "inspection-failed"
+            WorktreeState::InspectionFailed
         }
+    }
+}
+
+/// A lane's worktree as `lane ls` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorktreeState {
+    #[default]
+    Clean,
+    Dirty,
+    Detached,
+    Missing,
+    /// Not on its branch, or git could not say.
+    InspectionFailed,
+}
+
+impl WorktreeState {
+    /// The word `lane ls` shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorktreeState::Clean => "clean",
+            WorktreeState::Dirty => "dirty",
+            WorktreeState::Detached => "detached",
+            WorktreeState::Missing => "missing",
+            WorktreeState::InspectionFailed => "inspection-failed",
+        }
+    }
+}
+
+impl std::fmt::Display for WorktreeState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -175,7 +207,7 @@ fn view(
         phase: rec.phase,
         reason: rec.reason.clone(),
         pane: rec.pane.clone(),
-        backend: rec.backend.clone(),
+        backend: rec.backend,
         generation: rec.generation,
         agent_state: pane.map(|p| match p {
             PaneEntry::Live(v) => v.observation.state.to_string(),

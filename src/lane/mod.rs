@@ -24,6 +24,7 @@ pub mod spawn;
 pub mod up;
 
 use crate::daemon::ClientError;
+use crate::pane::Backend;
 use crate::registry::{Agent, RegistryError};
 use crate::store::{self, LockGuard, StoreError};
 use serde::{Deserialize, Serialize};
@@ -120,7 +121,7 @@ pub struct LaneRecord {
     /// Why the lane is `recovery-needed` or why its worktree was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    pub backend: String,
+    pub backend: Backend,
     pub pane: String,
     /// The lane's generation: 1 at creation, +1 at every respawn (also across
     /// supervisor restarts, where the pane's own counter starts again).
@@ -164,8 +165,10 @@ pub struct LaneRecord {
     /// re-creates it once made; the owner keeps or removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_owner: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(with = "crate::time::millis")]
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    #[serde(with = "crate::time::millis")]
+    pub updated_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// `lanes.json`.
@@ -269,7 +272,7 @@ pub fn update<R>(
 /// Replace one record (by lane id) under the lock.
 pub fn save(state_dir: &Path, rec: &LaneRecord) -> Result<(), LaneError> {
     let mut rec = rec.clone();
-    rec.updated_at = crate::paths::now_rfc3339();
+    rec.updated_at = crate::time::to_millis(chrono::Utc::now());
     update(state_dir, |doc| {
         doc.put(rec);
         Ok(())

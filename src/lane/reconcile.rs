@@ -21,7 +21,7 @@ use std::path::Path;
 pub struct PaneObs {
     pub generation: u64,
     pub pid: Option<u32>,
-    pub state: String,
+    pub state: crate::agent::State,
 }
 
 /// The worktree of a lane as git sees it.
@@ -141,7 +141,8 @@ pub fn decide(rec: &LaneRecord, obs: &Observed) -> Action {
     }
     let rebooted = rec.boot_id.is_some() && obs.boot_id.is_some() && rec.boot_id != obs.boot_id;
     match &obs.pane {
-        Some(p) if p.state == "exited" || p.state == "lost" => Action::Respawn {
+        // A lost pane is no pane (`pane_obs`): its lane is started again too.
+        Some(p) if p.state == crate::agent::State::Exited => Action::Respawn {
             why: format!("the agent's process is {}", p.state),
         },
         Some(_) if rebooted => Action::Respawn {
@@ -175,6 +176,9 @@ pub struct Row {
     /// What applying did (`None` in a dry run or when nothing was needed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// Whether applying failed (`result` then says why, for people).
+    #[serde(skip)]
+    pub failed: bool,
 }
 
 /// The supervisor's panes by name.
@@ -192,7 +196,7 @@ fn pane_obs(list: &[PaneEntry], name: &str) -> Option<PaneObs> {
     Some(PaneObs {
         generation: p.info.generation,
         pid: Some(p.info.pid),
-        state: p.observation.state.to_string(),
+        state: p.observation.state,
     })
 }
 
@@ -291,11 +295,15 @@ fn rows_from(
         let client = client
             .as_deref_mut()
             .filter(|_| !dry_run && action.repairs());
+        let mut failed = false;
         let result = if let Some(client) = client {
             Some(
                 match apply(state_dir, client, rec, &obs, &action, user_env) {
                     Ok(msg) => msg,
-                    Err(e) => format!("failed: {e}"),
+                    Err(e) => {
+                        failed = true;
+                        format!("failed: {e}")
+                    }
                 },
             )
         } else {
@@ -318,6 +326,7 @@ fn rows_from(
             worktree: wt_cell(&obs.worktree),
             action,
             result,
+            failed,
         });
     }
     Ok(rows)
@@ -473,7 +482,7 @@ pub fn start_pane(
     };
     let info = client.call(args::PaneNew {
         spec,
-        backend: (rec.backend != "native").then(|| rec.backend.clone()),
+        backend: (rec.backend != crate::pane::Backend::Native).then(|| rec.backend.to_string()),
         split: None,
     })?;
     rec.pane_generation = info.info.generation;

@@ -13,7 +13,7 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         desired,
         phase,
         reason: None,
-        backend: "native".into(),
+        backend: crate::pane::Backend::Native,
         pane: "implementer-claude".into(),
         generation: 1,
         pane_generation: 1,
@@ -33,8 +33,8 @@ fn rec(phase: Phase, desired: Desired) -> LaneRecord {
         user_env: vec![],
         agent_version: None,
         worktree_owner: None,
-        created_at: String::new(),
-        updated_at: String::new(),
+        created_at: chrono::DateTime::UNIX_EPOCH,
+        updated_at: chrono::DateTime::UNIX_EPOCH,
     }
 }
 
@@ -43,7 +43,7 @@ fn obs(pane: Option<(u64, &str)>, wt: WtObs, boot: &str) -> Observed {
         pane: pane.map(|(g, s)| PaneObs {
             generation: g,
             pid: Some(2),
-            state: s.into(),
+            state: s.parse().unwrap_or(crate::agent::State::Unknown),
         }),
         worktree: wt,
         orphan: false,

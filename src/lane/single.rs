@@ -38,7 +38,7 @@ pub struct OneLane {
     pub sim: Option<Option<PathBuf>>,
     /// The drover binary (sim lanes run `<exe> sim-agent`).
     pub exe: PathBuf,
-    pub backend: String,
+    pub backend: crate::pane::Backend,
     pub socket: PathBuf,
     /// More of the lane's own env (ids, never secrets: it is recorded).
     pub env: Vec<(String, String)>,
@@ -87,7 +87,7 @@ pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneReco
         let ids = [l.lane_id.clone()];
         let rows = reconcile::run_locked(state_dir, client, false, Some(&ids), &l.user_env)?;
         let failed = rows.iter().find_map(|r| match (&r.action, &r.result) {
-            (_, Some(res)) if res.starts_with("failed") => Some(res.clone()),
+            (_, Some(res)) if r.failed => Some(res.clone()),
             (Action::RecoveryNeeded { reason }, _) => Some(reason.clone()),
             _ => None,
         });
@@ -177,7 +177,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
             .filter(|(k, _)| !super::up::LANE_ENV.contains(&k.as_str()))
             .cloned(),
     );
-    let now = crate::paths::now_rfc3339();
+    let now = crate::time::to_millis(chrono::Utc::now());
     // A worktree that already exists is used as it is (the lane never made
     // it), and nothing is pruned then: a prune beside another process's
     // `git worktree add` in the same repository (a fleet host's lanes) can
@@ -193,7 +193,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         desired: Desired::Up,
         phase: Phase::Creating,
         reason: None,
-        backend: l.backend.clone(),
+        backend: l.backend,
         pane: l.lane_id.clone(),
         generation: 0,
         pane_generation: 0,
@@ -213,7 +213,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         user_env: l.user_env.iter().map(|(k, _)| k.clone()).collect(),
         agent_version: version,
         worktree_owner: Some(l.owner.clone()),
-        created_at: now.clone(),
+        created_at: now,
         updated_at: now,
     }
 }

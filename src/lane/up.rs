@@ -10,6 +10,7 @@ use super::{Desired, LaneError, LaneRecord, Phase, git, launch, procs};
 use crate::agent::{State, Until};
 use crate::daemon::Client;
 use crate::proto::{PaneEntry, args};
+use crate::pane::Backend;
 use crate::registry::{self, Agent, Topology};
 use serde::Serialize;
 use serde_json::json;
@@ -17,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The backends a lane can run on.
-pub const BACKENDS: &[&str] = &["native", "tmux", "herdr"];
 /// Env names drover sets on every lane (`--env` may not override them).
 pub const LANE_ENV: &[&str] = &[
     crate::statedir::env::LANE_ID,
@@ -56,7 +56,7 @@ pub struct UpRequest {
     pub agents: Vec<Agent>,
     /// Default: every session of the topology.
     pub sessions: Option<Vec<String>>,
-    pub backend: String,
+    pub backend: Backend,
     pub sim: bool,
     /// The drover binary (sim lanes run `<exe> sim-agent`).
     pub exe: PathBuf,
@@ -121,12 +121,6 @@ fn selected(
 }
 
 fn check_request(req: &UpRequest) -> Result<(), LaneError> {
-    if !BACKENDS.contains(&req.backend.as_str()) {
-        return Err(LaneError::usage(
-            "--backend",
-            format!("{:?}: use one of {}", req.backend, BACKENDS.join(", ")),
-        ));
-    }
     for (k, _) in &req.env {
         if LANE_ENV.contains(&k.as_str()) {
             return Err(LaneError::usage(
@@ -228,7 +222,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             .or_insert_with(|| launch::version(&program))
             .clone();
         let env = lane_env(&id, role.session_id, role.role, state_dir, &req.socket);
-        let now = crate::paths::now_rfc3339();
+        let now = crate::time::to_millis(chrono::Utc::now());
         fresh.push(LaneRecord {
             lane_id: id.clone(),
             session_id: role.session_id.into(),
@@ -237,7 +231,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             desired: Desired::Up,
             phase: Phase::Creating,
             reason: None,
-            backend: req.backend.clone(),
+            backend: req.backend,
             pane: id,
             generation: 0,
             pane_generation: 0,
@@ -257,7 +251,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             user_env: req.env.iter().map(|(k, _)| k.clone()).collect(),
             agent_version: version,
             worktree_owner: None,
-            created_at: now.clone(),
+            created_at: now,
             updated_at: now,
         });
     }
@@ -297,12 +291,12 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let failed: Vec<String> = rows
         .iter()
         .filter_map(|r| match (&r.action, &r.result) {
-            (_, Some(res)) if res.starts_with("failed") => Some(format!("{}: {res}", r.lane_id)),
+            (_, Some(res)) if r.failed => Some(format!("{}: {res}", r.lane_id)),
             (Action::RecoveryNeeded { reason }, _) => Some(format!("{}: {reason}", r.lane_id)),
             _ => None,
         })
         .collect();
-    check_backend(state_dir, client, &req.backend, &ids)?;
+    check_backend(state_dir, client, req.backend, &ids)?;
     if !failed.is_empty() {
         return Err(LaneError::Refused(format!(
             "some lanes are not up: {}",
@@ -336,10 +330,10 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
 fn check_backend(
     state_dir: &Path,
     client: &mut Client,
-    backend: &str,
+    backend: Backend,
     ids: &[String],
 ) -> Result<(), LaneError> {
-    if backend == "native" {
+    if backend == Backend::Native {
         return Ok(());
     }
     let list = reconcile::pane_listing(client)?;

@@ -42,6 +42,9 @@ pub enum LoopError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Registry(#[from] crate::registry::RegistryError),
+    /// A task's write lease could not be claimed (the registry refused it).
+    #[error(transparent)]
+    LeaseRefused(crate::registry::RegistryError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
     /// The fleet's bus (`loop run --fleet`, `fleet work`).
@@ -86,7 +89,7 @@ impl LoopError {
                 "SIGTERM" => 143,
                 _ => 130,
             },
-            LoopError::Registry(e) => e.exit_code(),
+            LoopError::Registry(e) | LoopError::LeaseRefused(e) => e.exit_code(),
             LoopError::Fleet(e) => e.exit_code(),
             _ => crate::exit::ERROR,
         }

@@ -189,12 +189,12 @@ pub trait LaneOps {
 }
 
 /// What the live listing says of a lane's agent right now.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneObs {
     /// The classified state (`working`, `idle`, `blocked`, …).
-    pub state: String,
+    pub state: crate::agent::State,
     /// The blocked kind (`usage_limit`, `permission`, `question`, `setup`).
-    pub kind: Option<String>,
+    pub kind: Option<crate::agent::BlockedKind>,
     /// When a usage limit resets, as the observation carries it (RFC 3339;
     /// absent when the screen gave no time or the classifier cannot read one).
     pub resets_at: Option<String>,
@@ -203,4 +203,17 @@ pub struct LaneObs {
     pub output: u64,
     /// False when the lane's pane could not be reached.
     pub reachable: bool,
+}
+
+impl Default for LaneObs {
+    /// A lane nothing is known of: `unknown`, unreachable.
+    fn default() -> Self {
+        LaneObs {
+            state: crate::agent::State::Unknown,
+            kind: None,
+            resets_at: None,
+            output: 0,
+            reachable: false,
+        }
+    }
 }

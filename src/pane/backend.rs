@@ -4,55 +4,9 @@
 
 use super::{AttachHandle, PaneError, PaneInfo, ScreenMeta};
 use crate::screen::Screen;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// Which kind of host a pane lives on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// A PTY drover owns.
-    #[default]
-    Native,
-    /// A window on drover's own tmux server, read through control mode.
-    Tmux,
-    /// A pane of a herdr server.
-    Herdr,
-}
-
-impl Backend {
-    /// The name used on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Native => "native",
-            Backend::Tmux => "tmux",
-            Backend::Herdr => "herdr",
-        }
-    }
-}
-
-impl std::fmt::Display for Backend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A backend name drover does not know.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown backend {0:?}: use native, tmux or herdr")]
-pub struct UnknownBackend(pub String);
-
-impl std::str::FromStr for Backend {
-    type Err = UnknownBackend;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "native" => Ok(Backend::Native),
-            "tmux" => Ok(Backend::Tmux),
-            "herdr" => Ok(Backend::Herdr),
-            other => Err(UnknownBackend(other.to_string())),
-        }
-    }
-}
+pub use crate::proto::backend::{Backend, UnknownBackend};
 
 /// One pane, on any backend. Implementations keep drover's own screen model
 /// of the pane fed in order and call their [`super::PaneEvents`] on output,
@@ -156,7 +110,7 @@ impl dyn PaneBackend {
 /// reaches it, and `observation`.
 pub fn view(pane: &dyn PaneBackend, observation: crate::proto::Snapshot) -> crate::proto::PaneView {
     let mut info = pane.info();
-    info.backend = pane.backend().as_str().to_string();
+    info.backend = pane.backend();
     crate::proto::PaneView {
         info,
         backend_pane_id: pane.backend_pane_id(),

@@ -84,7 +84,7 @@ impl PaneCore {
         let (cols, rows) = self.screen.size();
         PaneInfo {
             name: name.to_string(),
-            backend: backend.as_str().into(),
+            backend,
             pid: self.pid,
             generation: self.generation,
             cols,

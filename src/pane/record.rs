@@ -17,7 +17,7 @@ pub struct PaneRecord {
     pub schema_version: u32,
     pub name: String,
     /// `native`, `tmux`, …
-    pub backend: String,
+    pub backend: super::Backend,
     /// The backend's own id of the pane (a tmux `%N`); none for native panes.
     pub backend_pane_id: Option<String>,
     /// The leader's pid.
@@ -63,7 +63,7 @@ impl PaneRecord {
         PaneRecord {
             schema_version: RECORD_SCHEMA,
             name: pane.name().to_string(),
-            backend: "native".into(),
+            backend: super::Backend::Native,
             backend_pane_id: None,
             pid: ids.pid,
             pid_start_time: ids.start_time,
@@ -200,7 +200,7 @@ mod tests {
         PaneRecord {
             schema_version: RECORD_SCHEMA,
             name: name.into(),
-            backend: "native".into(),
+            backend: crate::pane::Backend::Native,
             backend_pane_id: None,
             pid: 4242,
             pid_start_time: 777,

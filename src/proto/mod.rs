@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod attach;
+pub mod backend;
 pub mod error;
 pub mod frame;
 pub mod pane;
@@ -27,6 +28,7 @@ mod tests;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 pub use attach::{AttachControl, AttachEvent};
+pub use backend::{Backend, UnknownBackend};
 pub use error::{ErrorBody, ErrorCode, Response, version_message};
 pub use frame::{
     Frame, FrameError, FrameKind, MAX_FRAME, check_len, encode, encode_json, read_frame, split,

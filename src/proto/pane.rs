@@ -52,7 +52,7 @@ impl ExitInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PaneInfo {
     pub name: String,
-    pub backend: String,
+    pub backend: super::Backend,
     pub pid: u32,
     pub generation: u64,
     pub cols: u16,
@@ -94,7 +94,7 @@ pub struct PaneView {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LostPane {
     pub name: String,
-    pub backend: String,
+    pub backend: super::Backend,
     pub pid: u32,
     pub generation: u64,
     pub agent: String,

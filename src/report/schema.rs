@@ -71,7 +71,7 @@ pub fn counts(bytes: &[u8], expect: &Expect<'_>) -> bool {
     let Ok(r) = serde_json::from_slice::<crate::shadow::report::Report>(bytes) else {
         return false;
     };
-    r.state == FINALIZED
+    r.state == crate::evidence::LaneReportState::Finalized
         && r.attempt_id.as_deref() == Some(expect.attempt_id)
         && r.session_id.as_deref() == Some(expect.session_id)
         && r.declared()

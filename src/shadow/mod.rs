@@ -148,7 +148,7 @@ impl Runner {
             return Ok(false);
         }
         self.evidence.append(job_id, &ev)?;
-        if rep.state == "finalized" {
+        if rep.state == crate::evidence::LaneReportState::Finalized {
             let v = report::verify_manifest(&rep, worktree.as_deref().map(Path::new));
             self.evidence.append(
                 job_id,
@@ -252,7 +252,7 @@ fn summarize(events: &[Evidence]) -> Summary {
             }
             Evidence::Transport { result, .. } if result == "error" => s.transport_errors += 1,
             Evidence::Transport { .. } => {}
-            Evidence::Report { state, .. } => s.report = Some(state.clone()),
+            Evidence::Report { state, .. } => s.report = Some(state.to_string()),
             Evidence::SideEffect { proven, .. } => s.side_effects_proven = Some(*proven),
         }
     }

@@ -20,7 +20,7 @@ pub struct Report {
     pub attempt_id: Option<String>,
     #[serde(default, alias = "session")]
     pub session_id: Option<String>,
-    pub state: String,
+    pub state: crate::evidence::LaneReportState,
     #[serde(default)]
     pub manifest: Option<Manifest>,
     #[serde(default)]
@@ -182,7 +182,7 @@ mod tests {
         Report {
             attempt_id: Some("A1".into()),
             session_id: Some("s".into()),
-            state: "finalized".into(),
+            state: crate::evidence::LaneReportState::Finalized,
             manifest,
             side_effects: None,
             outcome: None,

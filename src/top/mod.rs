@@ -12,6 +12,7 @@ pub mod gather;
 pub mod input;
 pub mod render;
 pub mod seen;
+pub mod state;
 pub mod ui;
 pub mod view;
 

@@ -1,8 +1,10 @@
 //! Drawing `top`: a pure function of the view and the interaction state, so
 //! a screen can be checked cell for cell on a test backend.
 
+use super::state::RowState;
 use super::ui::{Mode, Ui, visible};
 use super::view::{Row as ViewRow, View, ago};
+use crate::agent::State;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -41,8 +43,8 @@ pub(super) fn clip_middle(s: &str, n: usize) -> String {
 fn state_text(r: &ViewRow) -> String {
     match (&r.state_kind, r.exit_code) {
         (Some(k), _) => format!("{}:{k}", r.state),
-        (None, Some(c)) if r.state == "exited" => format!("exited:{c}"),
-        _ => r.state.clone(),
+        (None, Some(c)) if r.state == RowState::Agent(State::Exited) => format!("exited:{c}"),
+        _ => r.state.to_string(),
     }
 }
 
@@ -117,7 +119,7 @@ fn cells(r: &ViewRow, now_ms: u64, wide: bool) -> Vec<String> {
     }));
     if wide {
         c.push(r.lane_id.clone().unwrap_or_else(|| "-".into()));
-        c.push(r.worktree_state.clone().unwrap_or_else(|| "-".into()));
+        c.push(r.worktree_state.map_or("-", |w| w.as_str()).into());
         c.push(
             r.ahead_behind
                 .map_or("-".into(), |(a, b)| format!("+{a}/-{b}")),

@@ -1,7 +1,9 @@
 //! `top`'s interaction state and its keys, as a pure function: a key and the
 //! current view in, a command for the terminal loop out.
 
+use super::state::RowState;
 use super::view::{Row, View};
+use crate::agent::State;
 use std::collections::BTreeMap;
 
 /// A key, independent of the terminal library.
@@ -78,7 +80,7 @@ pub fn visible<'a>(view: &'a View, filter: &str) -> Vec<&'a Row> {
         .filter(|r| {
             filter.is_empty()
                 || r.pane.contains(filter)
-                || r.state.contains(filter)
+                || r.state.as_str().contains(filter)
                 || r.state_kind.as_deref().is_some_and(|k| k.contains(filter))
         })
         .collect()
@@ -107,7 +109,7 @@ impl Ui {
 
     fn select(&mut self, row: &Row) {
         self.selected = Some(row.pane.clone());
-        if row.state == "done" {
+        if row.state == RowState::Agent(State::Done) {
             self.seen.insert(row.pane.clone(), row.since_ms);
         }
     }

@@ -5,6 +5,9 @@
 //! column silently empty).
 
 use crate::proto::PaneEntry;
+use crate::agent::State;
+use crate::lane::ls::WorktreeState;
+use crate::top::state::RowState;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -73,7 +76,7 @@ pub struct Row {
     pub has_pane: bool,
     pub agent: String,
     pub agent_version: Option<String>,
-    pub state: String,
+    pub state: RowState,
     pub state_kind: Option<String>,
     pub exit_code: Option<i32>,
     /// When the pane entered its state (ms since the epoch).
@@ -85,7 +88,7 @@ pub struct Row {
     pub heartbeat: Option<Heartbeat>,
     // Lane fields: `None` until the registry holds lane records.
     pub lane_id: Option<String>,
-    pub worktree_state: Option<String>,
+    pub worktree_state: Option<WorktreeState>,
     pub ahead_behind: Option<(u64, u64)>,
     /// A parked lane's reset time, as the loop wrote it.
     pub parked_until: Option<String>,
@@ -124,27 +127,26 @@ pub struct LaneCells {
     pub agent_version: Option<String>,
     /// The pane's agent state when the supervisor has the pane, else the
     /// lane's phase (`creating`, `up`, `recovery-needed`, `down`).
-    pub state: String,
+    pub state: RowState,
     /// `clean|dirty|detached|missing|inspection-failed`.
-    pub worktree_state: String,
+    pub worktree_state: WorktreeState,
     pub ahead: Option<u64>,
     pub behind: Option<u64>,
 }
 
 impl From<&crate::lane::ls::LaneView> for LaneCells {
     fn from(l: &crate::lane::ls::LaneView) -> Self {
-        let phase = serde_json::to_value(l.phase)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
         LaneCells {
             lane_id: l.lane_id.clone(),
             session_id: l.session_id.clone(),
             pane: l.pane.clone(),
             agent: l.agent.clone(),
             agent_version: l.agent_version.as_deref().map(version_number),
-            state: l.agent_state.clone().unwrap_or(phase),
-            worktree_state: l.worktree_state.to_string(),
+            state: match &l.agent_state {
+                Some(word) => RowState::of_observation(Some(word)),
+                None => RowState::Lane(l.phase),
+            },
+            worktree_state: l.worktree_state,
             ahead: l.ahead,
             behind: l.behind,
         }
@@ -218,7 +220,10 @@ pub fn attention(row: &Row, seen_since: Option<u64>) -> Attention {
     if row.parked_until.is_some() {
         return Attention::Parked;
     }
-    match state_attention(&row.state, seen_since == Some(row.since_ms)) {
+    let by_state = row.state.agent().map_or(Attention::None, |s| {
+        state_attention(s, seen_since == Some(row.since_ms))
+    });
+    match by_state {
         Attention::None if row.job.is_some() && row.heartbeat.as_ref().is_some_and(|h| h.stale) => {
             Attention::Stalled
         }
@@ -228,12 +233,12 @@ pub fn attention(row: &Row, seen_since: Option<u64>) -> Attention {
 
 /// The need a pane's state alone tells (pure): `done` needs a human until
 /// it was seen.
-pub fn state_attention(state: &str, done_seen: bool) -> Attention {
+pub fn state_attention(state: State, done_seen: bool) -> Attention {
     match state {
-        "blocked" => Attention::Blocked,
-        "done" if !done_seen => Attention::Done,
-        "exited" => Attention::Exited,
-        "unknown" => Attention::Stalled,
+        State::Blocked => Attention::Blocked,
+        State::Done if !done_seen => Attention::Done,
+        State::Exited => Attention::Exited,
+        State::Unknown => Attention::Stalled,
         _ => Attention::None,
     }
 }
@@ -251,7 +256,7 @@ pub fn build(inp: &Inputs) -> View {
                 let o = &v.observation;
                 (
                     v.info.agent.clone(),
-                    o.state.to_string(),
+                    RowState::Agent(o.state),
                     o.kind.map(|k| k.to_string()),
                     o.exit_code,
                     o.since_ms,
@@ -260,7 +265,7 @@ pub fn build(inp: &Inputs) -> View {
             }
             PaneEntry::Lost(l) => (
                 l.agent.clone(),
-                "lost".to_string(),
+                RowState::Lost,
                 None,
                 None,
                 l.observation.since_ms,
@@ -285,7 +290,7 @@ pub fn build(inp: &Inputs) -> View {
             lease: None,
             heartbeat: None,
             lane_id: lane.map(|l| l.lane_id.clone()),
-            worktree_state: lane.map(|l| l.worktree_state.clone()),
+            worktree_state: lane.map(|l| l.worktree_state),
             ahead_behind: lane.and_then(ahead_behind),
             parked_until: None,
             attention: Attention::None,
@@ -302,11 +307,7 @@ pub fn build(inp: &Inputs) -> View {
             has_pane: false,
             agent: l.agent.clone(),
             agent_version: l.agent_version.clone(),
-            state: if l.state.is_empty() {
-                "down".into()
-            } else {
-                l.state.clone()
-            },
+            state: l.state,
             state_kind: None,
             exit_code: None,
             since_ms: 0,
@@ -316,7 +317,7 @@ pub fn build(inp: &Inputs) -> View {
             lease: None,
             heartbeat: None,
             lane_id: Some(l.lane_id.clone()),
-            worktree_state: Some(l.worktree_state.clone()),
+            worktree_state: Some(l.worktree_state),
             ahead_behind: ahead_behind(l),
             parked_until: None,
             attention: Attention::None,
@@ -445,7 +446,7 @@ mod tests {
                     lane_id: "impl-claude".into(),
                     pane: "l1".into(),
                     session_id: "impl".into(),
-                    worktree_state: "clean".into(),
+                    worktree_state: WorktreeState::Clean,
                     ahead: Some(2),
                     behind: Some(0),
                     ..Default::default()
@@ -465,7 +466,7 @@ mod tests {
         assert_eq!(l1.ahead_behind, Some((2, 0)));
         let gone = v.rows.iter().find(|r| r.pane == "gone").unwrap();
         assert!(!gone.has_pane);
-        assert_eq!(gone.state, "down");
+        assert_eq!(gone.state.as_str(), "down");
     }
 
     #[test]

@@ -147,7 +147,7 @@ fn an_emergency_stop_ends_a_running_gate() {
     });
     let (st, took) = run_bounded(&d, &repo, &charter, Unattended::default(), None);
     let st = st.unwrap_or_else(|| panic!("the stop did not end the gate: {}", decisions(&d)));
-    assert_eq!(st.state, "stopped", "{}", decisions(&d));
+    assert_eq!(st.state.as_str(), "stopped", "{}", decisions(&d));
     assert!(took < Duration::from_secs(40), "{took:?}");
     assert!(
         live_groups(&pids).is_empty(),

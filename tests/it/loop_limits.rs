@@ -56,7 +56,7 @@ fn a_limit_parks_the_lane_then_it_resumes_and_lands() {
     let t = &st.tasks[0];
     assert_eq!(t.phase, Phase::Landed, "{t:?}");
     assert!(t.limit_parks >= 1, "{t:?}");
-    assert_eq!(st.state, "closed");
+    assert_eq!(st.state.as_str(), "closed");
     let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
     assert!(
         dec.lines()

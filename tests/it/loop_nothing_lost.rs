@@ -66,7 +66,7 @@ fn duplicate_and_colliding_task_ids_are_refused_and_the_rest_runs() {
     let cfg = loop_common::run_config(&d, &repo, &charter, 1, Duration::from_secs(60), u);
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
     let dec = decisions(&d);
-    assert_eq!(st.state, "closed", "{dec}");
+    assert_eq!(st.state.as_str(), "closed", "{dec}");
     assert_eq!(phase(&st, "TASK-2"), Some(Phase::Landed), "{dec}");
     assert!(
         st.tasks.iter().all(|t| t.id == "TASK-2"),
@@ -146,7 +146,7 @@ fn a_task_file_renamed_mid_run_lands_and_a_malformed_one_is_skipped() {
     })
     .unwrap();
     let dec = decisions(&d);
-    assert_eq!(st.state, "closed", "{dec}");
+    assert_eq!(st.state.as_str(), "closed", "{dec}");
     assert_eq!(phase(&st, "TASK-1"), Some(Phase::Landed), "{dec}");
     let renamed = std::fs::read_to_string(tasks.join("task-1 - A-better-title.md")).unwrap();
     assert!(renamed.contains("status: Done"), "{renamed}");
@@ -203,7 +203,7 @@ fn a_run_that_must_stop_stays_resumable_and_records_its_cause() {
     );
     let st =
         drover::loopctl::run::resume::resume(&mut ops, cfg, 1, |m| eprintln!("loop: {m}")).unwrap();
-    assert_eq!(st.state, "closed");
+    assert_eq!(st.state.as_str(), "closed");
     assert_eq!(
         phase(&st, "TASK-1"),
         Some(Phase::Landed),

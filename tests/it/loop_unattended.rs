@@ -72,7 +72,7 @@ fn max_iterations_stops_the_run_blocked() {
         eprintln!("loop: {m}")
     })
     .unwrap();
-    assert_eq!(st.state, "blocked", "a guard stop is not success");
+    assert_eq!(st.state.as_str(), "blocked", "a guard stop is not success");
     assert_eq!(st.iterations, 1);
     assert_eq!(
         phases(&st)[0].1,
@@ -110,7 +110,7 @@ fn consecutive_blockers_stop_the_run_blocked() {
         eprintln!("loop: {m}")
     })
     .unwrap();
-    assert_eq!(st.state, "blocked");
+    assert_eq!(st.state.as_str(), "blocked");
     let p = phases(&st);
     assert_eq!(
         (p[0].1, p[1].1, p[2].1),
@@ -139,7 +139,7 @@ fn the_wall_clock_budget_bounds_a_turn() {
     let mut cfg = config(&d, &repo, &charter, u);
     cfg.turn_timeout = Duration::from_secs(24 * 3600);
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
-    assert_eq!(st.state, "blocked");
+    assert_eq!(st.state.as_str(), "blocked");
     assert!(
         st.stopped_by
             .as_deref()
@@ -233,7 +233,7 @@ fn pause_settles_then_resume_goes_on() {
         assert_eq!(phases, ["landed", "ready"]);
         control::write(&run, Control::Resume, "back").unwrap();
     });
-    assert_eq!(st.state, "closed");
+    assert_eq!(st.state.as_str(), "closed");
     assert!(
         st.tasks.iter().all(|t| t.phase == Phase::Landed),
         "{:?}",
@@ -254,7 +254,7 @@ fn close_out_lets_in_flight_work_land() {
         wait_line(&rx, |m| m.starts_with("TASK-1: implementing"));
         control::write(&state.join("loop1"), Control::CloseOut, "morning").unwrap();
     });
-    assert_eq!(st.state, "closed");
+    assert_eq!(st.state.as_str(), "closed");
     assert_eq!(st.stopped_by.as_deref(), Some("control close-out: morning"));
     let p = phases(&st);
     assert_eq!(
@@ -283,7 +283,7 @@ fn emergency_stop_during_a_landing() {
         );
         control::write(&state.join("loop1"), Control::EmergencyStop, "fire").unwrap();
     });
-    assert_eq!(st.state, "stopped");
+    assert_eq!(st.state.as_str(), "stopped");
     assert_eq!(
         st.stopped_by.as_deref(),
         Some("control emergency-stop: fire")

@@ -200,7 +200,7 @@ fn done_writes_the_report_the_policy_reads_and_replaces_it_while_running() {
     let out = &o.stdout;
     assert!(out.contains("report for job J1 written to"), "{out}");
     let rep = drover::shadow::report::read_report(&l.report).expect("a report the policy reads");
-    assert_eq!(rep.state, "finalized");
+    assert_eq!(rep.state.as_str(), "finalized");
     assert_eq!(rep.attempt_id.as_deref(), Some(l.attempt.as_str()));
     assert_eq!(rep.session_id.as_deref(), Some("implementer"));
     let bytes = std::fs::read(&l.report).unwrap();

@@ -3,6 +3,7 @@
 //! fixed by the view (`now_ms`), so no timestamp moves between runs.
 
 use drover::proto::PaneEntry;
+use drover::lane::ls::WorktreeState;
 use drover::top::render::render;
 use drover::top::ui::{Key, Ui};
 use drover::top::view::{Heartbeat, Inputs, LaneCells, View, build};
@@ -47,7 +48,11 @@ fn lanes_view() -> View {
             agent: a.to_string(),
             session_id: n.split('-').next().unwrap().to_string(),
             agent_version: Some(if *a == "claude" { "2.1.197" } else { "0.171.0" }.into()),
-            worktree_state: if i % 3 == 0 { "dirty" } else { "clean" }.into(),
+            worktree_state: if i % 3 == 0 {
+                WorktreeState::Dirty
+            } else {
+                WorktreeState::Clean
+            },
             ahead: Some(i as u64),
             behind: Some(i as u64 % 2),
             ..Default::default()

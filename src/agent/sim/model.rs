@@ -379,7 +379,7 @@ impl Model {
                     fields,
                 } => {
                     let path = self.expand(&path);
-                    let doc = self.report(&state, fields);
+                    let doc = self.report(state.as_str(), fields);
                     let target = self.cwd.join(&path);
                     let r = serde_json::to_vec_pretty(&doc)
                         .map_err(std::io::Error::other)

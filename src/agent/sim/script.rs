@@ -1,6 +1,7 @@
 //! The sim agent's script: what it does for each prompt (format: docs/agents.md).
 
 use crate::agent::AgentError;
+use crate::evidence::LaneReportState;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -91,7 +92,7 @@ pub enum Step {
     Report {
         path: String,
         #[serde(default = "finalized")]
-        state: String,
+        state: LaneReportState,
         /// Extra fields merged into the document.
         #[serde(default)]
         fields: Option<serde_json::Map<String, serde_json::Value>>,
@@ -126,8 +127,8 @@ pub enum Step {
     Exit(i32),
 }
 
-fn finalized() -> String {
-    "finalized".to_string()
+fn finalized() -> LaneReportState {
+    LaneReportState::Finalized
 }
 
 impl Default for Script {
@@ -287,7 +288,7 @@ mod tests {
                 Step::Work(500),
                 Step::Report {
                     path: "{report}".into(),
-                    state: "finalized".into(),
+                    state: LaneReportState::Finalized,
                     fields: None
                 },
                 Step::Finish
@@ -327,7 +328,7 @@ steps = [ { exit = 3 } ]
             a.turns[0].steps[3],
             Step::Report {
                 path: "report.json".into(),
-                state: "finalized".into(),
+                state: LaneReportState::Finalized,
                 fields: None
             }
         );

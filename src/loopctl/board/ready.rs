@@ -12,6 +12,25 @@ pub const DEFAULT_POOL: usize = 2;
 pub struct Held {
     pub id: String,
     pub reason: String,
+    /// What the run decides on; `reason` says it to people.
+    #[serde(skip)]
+    pub cause: HoldCause,
+}
+
+/// Why a task is kept out of Ready, as the run decides on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldCause {
+    /// It is Done.
+    Done,
+    /// The charter excludes it.
+    Excluded,
+    /// It is labelled needs-owner.
+    NeedsOwner,
+    /// A dependency is not Done.
+    Dependencies,
+    /// It names no modified_files for its lease to claim.
+    NoFiles,
 }
 
 /// The board split into Ready (in board order) and Hold; Done tasks are in neither.
@@ -23,14 +42,19 @@ pub struct Split {
 
 /// Why a task may not be in Ready, if it may not (pure). Done tasks say so.
 pub fn offence(charter: &Charter, t: &Task) -> Option<String> {
+    offence_with_cause(charter, t).map(|(_, why)| why)
+}
+
+/// [`offence`] with its cause.
+fn offence_with_cause(charter: &Charter, t: &Task) -> Option<(HoldCause, String)> {
     if t.is_done() {
-        return Some("is Done".into());
+        return Some((HoldCause::Done, "is Done".into()));
     }
     if charter.excludes(&t.id) {
-        return Some("is excluded by the charter".into());
+        return Some((HoldCause::Excluded, "is excluded by the charter".into()));
     }
     if t.has_label(NEEDS_OWNER) {
-        return Some(format!("is labelled {NEEDS_OWNER}"));
+        return Some((HoldCause::NeedsOwner, format!("is labelled {NEEDS_OWNER}")));
     }
     None
 }
@@ -42,7 +66,7 @@ pub fn split(board: &Board, charter: &Charter) -> Split {
         if t.is_done() {
             continue;
         }
-        let reason = offence(charter, t).or_else(|| {
+        let reason = offence_with_cause(charter, t).or_else(|| {
             let open: Vec<String> = t
                 .dependencies
                 .iter()
@@ -53,17 +77,24 @@ pub fn split(board: &Board, charter: &Charter) -> Split {
                 })
                 .collect();
             if !open.is_empty() {
-                return Some(format!("depends on {} (not Done)", open.join(", ")));
+                return Some((
+                    HoldCause::Dependencies,
+                    format!("depends on {} (not Done)", open.join(", ")),
+                ));
             }
             if t.files.is_empty() {
-                return Some("names no modified_files (the files its lease claims)".to_string());
+                return Some((
+                    HoldCause::NoFiles,
+                    "names no modified_files (the files its lease claims)".to_string(),
+                ));
             }
             None
         });
         match reason {
-            Some(reason) => out.hold.push(Held {
+            Some((cause, reason)) => out.hold.push(Held {
                 id: t.id.clone(),
                 reason,
+                cause,
             }),
             None => out.ready.push(t.id.clone()),
         }

@@ -79,7 +79,7 @@ mod tests {
         PaneEntry::Live(Box::new(PaneView {
             info: PaneInfo {
                 name: "l1".into(),
-                backend: backend.into(),
+                backend: backend.parse().unwrap(),
                 pid: 1,
                 generation: 1,
                 cols: 80,

@@ -48,7 +48,7 @@ pub struct LaneOptions {
     /// The drover binary (sim lanes run `<exe> sim-agent`).
     pub exe: PathBuf,
     /// `native`, `tmux` or `herdr`.
-    pub backend: String,
+    pub backend: crate::pane::Backend,
     pub ready_timeout: Duration,
     /// Agents started at once on this state dir, across every process.
     pub spawn_budget: usize,
@@ -66,7 +66,7 @@ impl LaneOptions {
             sim: false,
             scripts: None,
             exe: exe.to_path_buf(),
-            backend: "native".into(),
+            backend: crate::pane::Backend::Native,
             ready_timeout: READY_TIMEOUT,
             spawn_budget: DEFAULT_SPAWN_BUDGET,
             spawn_wait: DEFAULT_SPAWN_WAIT,
@@ -215,7 +215,7 @@ impl RealLanes {
             owner,
             sim,
             exe: self.opts.exe.clone(),
-            backend: self.opts.backend.clone(),
+            backend: self.opts.backend,
             socket,
             env: vec![
                 (

@@ -410,8 +410,8 @@ impl LaneOps for SimLanes {
         };
         let o = &v.observation;
         Ok(Some(LaneObs {
-            state: o.state.to_string(),
-            kind: o.kind.map(|k| k.to_string()),
+            state: o.state,
+            kind: o.kind,
             // The snapshot carries it as evidence `resets_at:<RFC 3339>`.
             resets_at: o
                 .evidence
@@ -521,8 +521,8 @@ mod failed_outcome_tests {
     fn the_lanes_own_words_and_its_blocked_are_kept() {
         let mut rec: crate::engine::JobRecord = serde_json::from_value(serde_json::json!({
             "job_id": "j", "status": "failed", "iteration": 1, "attempt_id": null,
-            "session_id": null, "deadline": null, "metadata": {}, "created_at": "",
-            "updated_at": "", "transition_seq": 1,
+            "session_id": null, "deadline": null, "metadata": {}, "created_at": "2026-01-01T00:00:00.000Z",
+            "updated_at": "2026-01-01T00:00:00.000Z", "transition_seq": 1,
             "reason": "the lane reported blocked: needs the staging database URL"
         }))
         .unwrap();

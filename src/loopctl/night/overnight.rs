@@ -6,6 +6,7 @@
 //! `--until` time on the loop's clock) the questions held overnight are
 //! listed first. The decisions here are pure; the runner acts on them.
 
+use crate::agent::BlockedKind;
 use chrono::{DateTime, Duration as CDuration, NaiveTime, TimeZone, Utc};
 
 /// Whether the owner is there to answer.
@@ -95,13 +96,18 @@ pub fn route(mode: Mode) -> Route {
 
 /// The recommendation written with an escalation's question (pure): what
 /// the owner is advised to do, by the blocked kind the lane shows.
-pub fn recommendation(kind: Option<&str>, lane: &str, task: &str, overnight: bool) -> String {
+pub fn recommendation(
+    kind: Option<BlockedKind>,
+    lane: &str,
+    task: &str,
+    overnight: bool,
+) -> String {
     let act = match kind {
-        Some("permission") => format!(
+        Some(BlockedKind::Permission) => format!(
             "read the command in lane {lane} (drover attach {lane}); approve it only if the charter's scope covers it, else deny"
         ),
-        Some("question") => format!("answer the agent's question in lane {lane}"),
-        Some("setup") => format!("finish the agent's setup or login in lane {lane}"),
+        Some(BlockedKind::Question) => format!("answer the agent's question in lane {lane}"),
+        Some(BlockedKind::Setup) => format!("finish the agent's setup or login in lane {lane}"),
         _ => format!("look at lane {lane} (drover attach {lane}) and answer it"),
     };
     if overnight {
@@ -160,7 +166,10 @@ mod tests {
         assert!(m.ended(t("2026-12-02T07:00:00Z")));
         assert!(!Mode::Overnight { until: None }.ended(t("2030-01-01T00:00:00Z")));
         assert_eq!(m.label(), "overnight until 2026-12-02T07:00:00Z");
-        assert!(recommendation(Some("permission"), "l1-impl-t", "T", true).contains("rerun T"));
-        assert!(recommendation(Some("question"), "l1", "T", false).contains("held"));
+        assert!(
+            recommendation(Some(BlockedKind::Permission), "l1-impl-t", "T", true)
+                .contains("rerun T")
+        );
+        assert!(recommendation(Some(BlockedKind::Question), "l1", "T", false).contains("held"));
     }
 }

@@ -6,6 +6,7 @@
 //! recorded, and only past `--stall-kill-after` (off by default) interrupted,
 //! once.
 
+use crate::agent::{BlockedKind, State};
 use crate::loopctl::ops::LaneObs;
 use std::time::Duration;
 
@@ -14,11 +15,11 @@ pub fn class(obs: &LaneObs, quiet_for: Duration, stall_after: Duration) -> Optio
     if !obs.reachable {
         return Some("unreachable");
     }
-    match (obs.state.as_str(), obs.kind.as_deref()) {
-        ("blocked", Some("setup")) => Some("auth-dead"),
-        ("blocked", Some("usage_limit")) => Some("parked"),
-        ("blocked", _) => Some("needs-human"),
-        ("working", _) if quiet_for >= stall_after => Some("stalled"),
+    match (obs.state, obs.kind) {
+        (State::Blocked, Some(BlockedKind::Setup)) => Some("auth-dead"),
+        (State::Blocked, Some(BlockedKind::UsageLimit)) => Some("parked"),
+        (State::Blocked, _) => Some("needs-human"),
+        (State::Working, _) if quiet_for >= stall_after => Some("stalled"),
         _ => None,
     }
 }
@@ -64,8 +65,8 @@ mod tests {
 
     fn obs(state: &str, kind: Option<&str>) -> LaneObs {
         LaneObs {
-            state: state.into(),
-            kind: kind.map(str::to_string),
+            state: state.parse().unwrap_or(State::Unknown),
+            kind: kind.and_then(|k| k.parse().ok()),
             reachable: true,
             ..Default::default()
         }

@@ -9,6 +9,7 @@
 //! agent quiet for [`QUIET_NO_VERDICT`] with none, is `no-verdict`: the job
 //! is cancelled and the task held, never passed.
 
+use crate::agent::State;
 use crate::engine::{Action, Actor, Engine, Request, Status};
 use crate::loopctl::LoopError;
 use crate::loopctl::ops::{LaneHandle, LaneObs, Outcome};
@@ -114,7 +115,7 @@ impl ReviewWatch {
                 )
                 .map(Some),
             Reading::Pending => {
-                let quiet = obs.is_some_and(|o| o.state == "idle" || o.state == "done");
+                let quiet = obs.is_some_and(|o| matches!(o.state, State::Idle | State::Done));
                 if !quiet {
                     self.quiet_since = None;
                     return Ok(None);

@@ -9,6 +9,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::board::charter::Charter;
 use crate::loopctl::board::{self, ready};
 use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::{Phase, Runner, TaskState};
 
 impl<O: LaneOps> Runner<'_, O> {
@@ -70,6 +71,7 @@ impl<O: LaneOps> Runner<'_, O> {
             if t.phase == Phase::Held && split.ready.contains(&t.id) {
                 t.phase = Phase::Ready;
                 t.reason = None;
+                t.cause = None;
             }
         }
         Ok(())
@@ -128,6 +130,7 @@ pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter)
                 sha: None,
                 reason: held.map(|h| h.reason.clone()),
                 resume: None,
+                cause: held.map(|h| TaskCause::Held(h.cause)),
                 limit_parks: 0,
                 stall: None,
                 first_dispatch: None,

@@ -6,6 +6,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::night::control::{self, Control};
 use crate::loopctl::night::guards::{self, Counters, Trip};
 use crate::loopctl::ops::{LaneOps, Outcome, Role};
+use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::runner::Runner;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -27,11 +28,11 @@ pub enum Stop {
 
 impl Stop {
     /// The run's final state.
-    pub fn state(&self) -> &'static str {
+    pub fn state(&self) -> RunState {
         match self {
-            Stop::Guard(_) => "blocked",
-            Stop::CloseOut(_) => "closed",
-            Stop::Emergency(_) => "stopped",
+            Stop::Guard(_) => RunState::Blocked,
+            Stop::CloseOut(_) => RunState::Closed,
+            Stop::Emergency(_) => RunState::Stopped,
         }
     }
 
@@ -156,7 +157,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     self.decide("control", &format!("pause: {r}; in-flight work settles"))?;
                     self.say(&format!("pausing: {r} (in-flight work settles)"));
                     self.paused = Some((r.to_string(), false));
-                    self.status.state = "pausing".into();
+                    self.status.state = RunState::Pausing;
                     self.persist()?;
                 }
             }
@@ -177,7 +178,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if self.paused.take().is_some() {
             self.decide("control", "resume")?;
             self.say("resumed");
-            self.status.state = "running".into();
+            self.status.state = RunState::Running;
             self.persist()?;
         }
         Ok(())
@@ -230,7 +231,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 if let Some((reason, shown)) = self.paused.clone() {
                     if !shown {
                         self.paused = Some((reason.clone(), true));
-                        self.status.state = "paused".into();
+                        self.status.state = RunState::Paused;
                         self.persist()?;
                         self.say(&format!("PAUSED: {reason}"));
                     }

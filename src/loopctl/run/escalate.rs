@@ -86,9 +86,9 @@ impl<O: LaneOps> Runner<'_, O> {
             None => None,
         };
         let lane_id = lane.as_ref().map_or_else(String::new, |l| l.id.clone());
-        let what = kind.clone().unwrap_or_else(|| decision.to_string());
+        let what = kind.map_or_else(|| decision.to_string(), |k| k.as_str().to_string());
         let overnight = self.mode.is_overnight();
-        let rec = overnight::recommendation(kind.as_deref(), &lane_id, id, overnight);
+        let rec = overnight::recommendation(kind, &lane_id, id, overnight);
         let q = format!("lane {lane_id} is waiting for a human ({what}): {reason}");
         self.ask(id, &q, &rec, job)?;
         // A lane that is not here to answer (a fleet host's) is not held.

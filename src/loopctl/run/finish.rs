@@ -3,8 +3,11 @@
 //! unlanded work, and write `closeout.md` — or, when the supervisor holding
 //! the lanes is lost, stop with the run unclosed, for `--resume`.
 
+use crate::loopctl::board::ready::HoldCause;
 use crate::loopctl::ops::{LaneHandle, LaneOps};
-use crate::loopctl::run::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner};
+use crate::loopctl::run::cause::TaskCause;
+use crate::loopctl::run::run_state::RunState;
+use crate::loopctl::run::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner, TaskState};
 use crate::loopctl::{LoopError, land::closeout, land::git};
 
 impl<O: LaneOps> Runner<'_, O> {
@@ -27,7 +30,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 ),
             )?;
             self.say(&format!("interrupted: {why}"));
-            self.status.state = "interrupted".into();
+            self.status.state = RunState::Interrupted;
             self.persist()?;
             return Err(LoopError::Interrupted {
                 run: self.run.n,
@@ -46,7 +49,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 "interrupted",
                 &format!("{why}; the run stops unclosed, for `drover loop run --resume {run}`"),
             )?;
-            self.status.state = "interrupted".into();
+            self.status.state = RunState::Interrupted;
             self.status.stopped_by = Some(format!("signal {signal}"));
             self.close_out_as(Some(&why))?;
             return Err(LoopError::Signalled { run, signal });
@@ -57,7 +60,7 @@ impl<O: LaneOps> Runner<'_, O> {
             // cause in run.json, DECISIONS.md and the close-out.
             let why = e.to_string();
             let n = self.run.n;
-            self.status.state = "interrupted".into();
+            self.status.state = RunState::Interrupted;
             self.status.stopped_by = Some(format!("error: {why}"));
             // Best effort (a full disk may refuse these too): the cause is
             // what is returned, and run.json stays unclosed either way.
@@ -169,20 +172,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
                 Phase::Parked | Phase::Held => {
                     let reason = t.reason.clone().unwrap_or_default();
-                    if reason.contains("excluded by the charter") {
+                    let Some(resume) = closeout_resume(t) else {
                         continue;
-                    }
-                    let resume = t.resume.clone().unwrap_or_else(|| match t.phase {
-                        Phase::Held if reason.contains("needs-owner") => {
-                            "an owner ruling removes the needs-owner label".into()
-                        }
-                        Phase::Held if reason.contains("names no modified_files") => {
-                            "add `modified_files:` (the files it will change) to the task, then rerun"
-                                .into()
-                        }
-                        Phase::Held => "its dependencies are Done".into(),
-                        _ => "rerun the task".into(),
-                    });
+                    };
                     c.parked.push((t.id.clone(), reason, resume));
                 }
                 _ => c.parked.push((
@@ -252,11 +244,11 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
         )?;
         self.status.state = match &self.stop {
-            Some(s) => s.state().into(),
-            None => "closed".into(),
+            Some(s) => s.state(),
+            None => RunState::Closed,
         };
         self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
-        self.status.finished_at = Some(crate::loopctl::night::clock::rfc3339(self.now()));
+        self.status.finished_at = Some(crate::time::to_secs(self.now()));
         self.status.closeout = Some(path);
         self.persist()?;
         let summary = format!(
@@ -319,4 +311,22 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         out
     }
+}
+
+/// What the close-out says resumes a held or parked task; `None` for one the
+/// charter excludes (the close-out leaves it out). Decided on the task's
+/// cause: its reason is for people.
+pub(super) fn closeout_resume(t: &TaskState) -> Option<String> {
+    let held = |c| t.phase == Phase::Held && t.cause == Some(TaskCause::Held(c));
+    if held(HoldCause::Excluded) {
+        return None;
+    }
+    Some(t.resume.clone().unwrap_or_else(|| match t.phase {
+        _ if held(HoldCause::NeedsOwner) => "an owner ruling removes the needs-owner label".into(),
+        _ if held(HoldCause::NoFiles) => {
+            "add `modified_files:` (the files it will change) to the task, then rerun".into()
+        }
+        Phase::Held => "its dependencies are Done".into(),
+        _ => "rerun the task".into(),
+    }))
 }

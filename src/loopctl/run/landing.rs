@@ -85,6 +85,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     if let Some(t) = self.task_mut(id) {
                         t.reason = Some(reason.clone());
                         t.resume = Some("resume the run, or rerun the task".into());
+                        t.cause = None;
                     }
                     self.say(&format!("{id}: not landed: {reason}"));
                 }

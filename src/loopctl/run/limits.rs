@@ -11,6 +11,7 @@
 
 use crate::loopctl::LoopError;
 use crate::loopctl::ops::{LaneOps, Outcome, Role};
+use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::LimitPark;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use chrono::{DateTime, Utc};
@@ -80,7 +81,9 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(obs) = self.ops.observe(&lane)? else {
             return Ok(false);
         };
-        if obs.state != "blocked" || obs.kind.as_deref() != Some("usage_limit") {
+        if obs.state != crate::agent::State::Blocked
+            || obs.kind != Some(crate::agent::BlockedKind::UsageLimit)
+        {
             return Ok(false);
         }
         let resets_at = parse_resets_at(obs.resets_at.as_deref());
@@ -116,6 +119,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.limit_parks = parks;
             t.reason = Some(reason.clone());
             t.resume = Some(resume.clone());
+            t.cause = (!optout).then_some(TaskCause::LimitWait);
         }
         self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
@@ -188,6 +192,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 t.phase = phase;
                 t.reason = None;
                 t.resume = None;
+                t.cause = None;
             }
             let menu = if answered {
                 format!("chose \"{label}\", ")
@@ -213,6 +218,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     t.limit_parks = parks;
                     t.reason = Some(reason.clone());
                     t.resume = Some(resume.clone());
+                    t.cause = Some(TaskCause::LimitWait);
                 }
                 self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(

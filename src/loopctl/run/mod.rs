@@ -3,6 +3,7 @@
 
 pub(in crate::loopctl) mod boardsync;
 mod bounded;
+pub mod cause;
 pub mod closeonly;
 mod drive;
 mod escalate;
@@ -13,6 +14,7 @@ pub mod limits;
 pub mod nudge;
 pub mod resume;
 pub mod rounds;
+pub mod run_state;
 pub mod rundir;
 pub mod runner;
 mod stall;

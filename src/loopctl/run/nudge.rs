@@ -34,7 +34,10 @@ impl<O: LaneOps> Runner<'_, O> {
             };
             let now = self.now();
             let n = self.nudges.entry(job.clone()).or_default();
-            if !matches!(obs.state.as_str(), "idle" | "done") {
+            if !matches!(
+                obs.state,
+                crate::agent::State::Idle | crate::agent::State::Done
+            ) {
                 n.ended_since = None;
                 continue;
             }

@@ -19,6 +19,8 @@
 use crate::loopctl::LoopError;
 use crate::loopctl::board::brief;
 use crate::loopctl::ops::{BriefFacts, JobSpec, LaneHandle, LaneOps, Outcome, Role};
+use crate::loopctl::run::cause::TaskCause;
+use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::RunDir;
 use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner, slug};
 use crate::loopctl::{board, land, land::git};
@@ -54,8 +56,9 @@ pub fn resume<'a, O: LaneOps>(
 /// The recorded run, for `--resume`: refused when it already closed.
 pub fn recorded(run: &RunDir) -> Result<RunStatus, LoopError> {
     let path = run.file("run.json");
-    let st: RunStatus = crate::store::read_json(&path)?
+    let mut st: RunStatus = crate::store::read_json(&path)?
         .ok_or_else(|| LoopError::parse(&path, "missing: the run never started"))?;
+    st.fill_legacy_causes();
     if st.finished_at.is_some() {
         return Err(LoopError::Refused(format!(
             "loop{} is closed ({}); its close-out is {}",
@@ -90,7 +93,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
         crate::loopctl::run::rundir::note_board_holder(&board_lock, n);
         status.resumes += 1;
-        status.state = "running".into();
+        status.state = RunState::Running;
         let board = board::load(&cfg.board_dir)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
         r.run_lock = Some(lock);
@@ -164,10 +167,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mut restarted = Vec::new();
         let mut used = Vec::new();
         for t in self.status.tasks.clone() {
-            let limit_park = t.phase == Phase::Parked
-                && t.resume
-                    .as_deref()
-                    .is_some_and(|r| r.starts_with("resumes at "));
+            let limit_park = t.phase == Phase::Parked && t.cause == Some(TaskCause::LimitWait);
             let wt_exists = t.worktree.as_ref().is_some_and(|w| w.exists());
             match t.phase {
                 Phase::Landing => self.landing_queue.push(t.id.clone()),
@@ -189,8 +189,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 if self.supervisor_lost() {
                     return Err(e);
                 }
-                self.park(
+                self.park_because(
                     &id,
+                    TaskCause::of_error(&e),
                     &format!("could not use its finished turn after the crash: {e}"),
                     "look at its worktree and lane dir, then rerun",
                 )?;
@@ -201,8 +202,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 if self.supervisor_lost() {
                     return Err(e);
                 }
-                self.park(
+                self.park_because(
                     &id,
+                    TaskCause::of_error(&e),
                     &format!("could not restart after the crash: {e}"),
                     "look at its worktree, then rerun",
                 )?;
@@ -326,7 +328,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     pub(in crate::loopctl) fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
         let task = self.board_task(id)?;
         let n = self.run.n;
-        lease::claim(
+        let claimed = lease::claim(
             &self.cfg.state_dir,
             &lease::ClaimRequest {
                 task: id.to_string(),
@@ -337,8 +339,14 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 ttl_s: None,
             },
             Utc::now(),
-        )?;
-        Ok(())
+        );
+        match claimed {
+            Ok(_) => Ok(()),
+            Err(e @ crate::registry::RegistryError::Refused { .. }) => {
+                Err(LoopError::LeaseRefused(e))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Where a task's worktree is (by the run's naming rule).
@@ -384,6 +392,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         if let Some(t) = self.task_mut(id) {
             t.reason = None;
             t.resume = None;
+            t.cause = None;
             t.stall = None;
         }
         let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);

@@ -13,7 +13,9 @@ use crate::loopctl::board::charter::Charter;
 use crate::loopctl::board::{self, Board};
 use crate::loopctl::night::settings::Unattended;
 use crate::loopctl::ops::{LaneHandle, LaneOps};
+use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::{LimitPark, Stop};
+use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::{LaneRow, RunDir};
 use crate::loopctl::{LoopError, board::ready, land::git};
 use crate::registry::Agent;
@@ -93,6 +95,10 @@ pub struct TaskState {
     pub sha: Option<String>,
     pub reason: Option<String>,
     pub resume: Option<String>,
+    /// What the run decides on for a held or parked task (`reason` says it
+    /// to people).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<TaskCause>,
     /// Usage limits this task's lane hit in this run.
     pub limit_parks: u32,
     /// Why its lane is not progressing (LOOP.md, "Stall classes").
@@ -132,7 +138,7 @@ pub struct TaskState {
 pub struct RunStatus {
     pub schema_version: u32,
     pub run: u32,
-    pub state: String,
+    pub state: RunState,
     pub repo: PathBuf,
     pub charter: PathBuf,
     pub charter_sha256: String,
@@ -146,8 +152,10 @@ pub struct RunStatus {
     /// Gate runs the landings made (each landing's are in its evidence).
     #[serde(default)]
     pub gate_runs: u32,
-    pub started_at: String,
-    pub finished_at: Option<String>,
+    #[serde(with = "crate::time::secs")]
+    pub started_at: DateTime<Utc>,
+    #[serde(with = "crate::time::opt_secs")]
+    pub finished_at: Option<DateTime<Utc>>,
     pub closeout: Option<PathBuf>,
     pub tasks: Vec<TaskState>,
     pub notes: Vec<String>,
@@ -175,8 +183,8 @@ pub struct RunStatus {
     pub rulings: Vec<(String, String)>,
     /// The loop's clock when this file was written (a resumed fast clock
     /// starts here, so the run's times never go back).
-    #[serde(default)]
-    pub clock_at: Option<String>,
+    #[serde(default, with = "crate::time::opt_secs")]
+    pub clock_at: Option<DateTime<Utc>>,
     /// The run's wall-clock budget spent so far, on the loop's clock, in
     /// milliseconds (a resume goes on from here; the time between a crash
     /// and its resume is not spent).
@@ -232,12 +240,11 @@ impl RunStatus {
 
     /// The run's state as an operator should read it: `interrupted` for a
     /// run whose loop process is gone while its file still says it runs.
-    pub fn live_state(&self) -> String {
-        let running = matches!(self.state.as_str(), "running" | "pausing" | "paused");
-        if running && !self.is_live() {
-            "interrupted".into()
+    pub fn live_state(&self) -> RunState {
+        if self.state.is_running() && !self.is_live() {
+            RunState::Interrupted
         } else {
-            self.state.clone()
+            self.state
         }
     }
 
@@ -247,12 +254,7 @@ impl RunStatus {
     pub fn stale_holds(&self) -> Vec<(String, String)> {
         self.tasks
             .iter()
-            .filter(|t| t.phase == Phase::Parked)
-            .filter(|t| {
-                t.reason
-                    .as_deref()
-                    .is_some_and(|r| r.contains("lease claim") && r.contains("refused"))
-            })
+            .filter(|t| t.phase == Phase::Parked && t.cause == Some(TaskCause::LeaseRefused))
             .map(|t| {
                 (
                     t.id.clone(),
@@ -413,7 +415,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let status = RunStatus {
             schema_version: 1,
             run: run.n,
-            state: "running".into(),
+            state: RunState::Running,
             repo: cfg.repo.clone(),
             charter: cfg.charter.path.clone(),
             charter_sha256: cfg.charter.sha256.clone(),
@@ -425,7 +427,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             lanes_cap: cfg.charter.lanes,
             landings: 0,
             gate_runs: 0,
-            started_at: crate::loopctl::night::clock::rfc3339(cfg.unattended.clock.now()),
+            started_at: crate::time::to_secs(cfg.unattended.clock.now()),
             finished_at: None,
             closeout: None,
             tasks,
@@ -634,7 +636,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         self.status.mode = self.mode.label();
         self.status.rulings = self.rulings.clone();
-        self.status.clock_at = Some(crate::loopctl::night::clock::rfc3339(self.now()));
+        self.status.clock_at = Some(crate::time::to_secs(self.now()));
         self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.status.consecutive_blockers = self.consecutive_blockers;
         self.status.autotune = self.tuner.save();
@@ -678,8 +680,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 if self.supervisor_lost() {
                     return Err(e);
                 }
-                self.park(
+                self.park_because(
                     &id,
+                    TaskCause::of_error(&e),
                     &format!("could not start: {e}"),
                     "fix the cause, then rerun",
                 )?;

@@ -43,7 +43,7 @@ impl<O: LaneOps> Runner<'_, O> {
                             "working with no output change for {} s",
                             quiet_for.as_secs()
                         ),
-                        _ => format!("observed {}", obs.kind.as_deref().unwrap_or(&obs.state)),
+                        _ => format!("observed {}", observed_word(&obs)),
                     };
                     self.decide(
                         "stall",
@@ -82,5 +82,15 @@ impl<O: LaneOps> Runner<'_, O> {
             self.persist()?;
         }
         Ok(())
+    }
+}
+
+/// What a lane not progressing was seen doing, for the decisions log: its
+/// blocked kind, else its state (nothing for a lane not reached).
+fn observed_word(obs: &crate::loopctl::ops::LaneObs) -> &'static str {
+    match (obs.kind, obs.reachable) {
+        (Some(k), _) => k.as_str(),
+        (None, true) => obs.state.as_str(),
+        (None, false) => "",
     }
 }

@@ -9,6 +9,7 @@ use crate::loopctl::land::capture;
 use crate::loopctl::ops::{
     BriefFacts, JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec,
 };
+use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
@@ -545,6 +546,17 @@ impl<O: LaneOps> Runner<'_, O> {
         reason: &str,
         resume: &str,
     ) -> Result<(), LoopError> {
+        self.park_because(id, None, reason, resume)
+    }
+
+    /// [`Self::park`] with the cause the run decides on later.
+    pub(in crate::loopctl) fn park_because(
+        &mut self,
+        id: &str,
+        cause: Option<TaskCause>,
+        reason: &str,
+        resume: &str,
+    ) -> Result<(), LoopError> {
         let now = Utc::now();
         if let Some(a) = self.task(id).and_then(|t| t.agent) {
             let _ = lend::give_back(&self.cfg.state_dir, id, a, now);
@@ -554,6 +566,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.phase = Phase::Parked;
             t.reason = Some(reason.to_string());
             t.resume = Some(resume.to_string());
+            t.cause = cause;
             t.job = None;
         }
         // A park is a blocker for the guards; a landing resets the streak.

@@ -433,7 +433,7 @@ impl PaneBackend for HerdrPane {
         Some(record::PaneRecord {
             schema_version: record::RECORD_SCHEMA,
             name: self.name.clone(),
-            backend: "herdr".into(),
+            backend: crate::pane::Backend::Herdr,
             backend_pane_id: Some(g.pane_id.clone()),
             pid: g.pid,
             pid_start_time: record::start_time(g.pid).unwrap_or(0),

@@ -96,7 +96,7 @@ pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
     let rec = PaneRecord {
         schema_version: RECORD_SCHEMA,
         name: g.spec.name.clone(),
-        backend: "tmux".into(),
+        backend: crate::pane::Backend::Tmux,
         backend_pane_id: Some(g.pane_id.clone()),
         pid: g.pid,
         pid_start_time: start,

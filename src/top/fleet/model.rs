@@ -9,6 +9,7 @@
 //! hosts present in the fleet's bucket are shown.
 
 use super::bounds::{MAX_FIELD_CHARS, MAX_HOSTS, MAX_KILLED_PER_HOST, make_room};
+use crate::agent::State;
 use crate::fleet::events::FleetEvent;
 use crate::fleet::membership::{self, HostState, Presence};
 use crate::top::view::{Attention, state_attention};
@@ -17,10 +18,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A pane as its host's events describe it.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PaneCell {
     pub agent: String,
-    pub state: String,
+    pub state: State,
     pub state_kind: Option<String>,
     pub exit_code: Option<i64>,
     /// When it entered its state (the host's clock, ms since the epoch).
@@ -30,6 +31,22 @@ pub struct PaneCell {
     pub last_kind: String,
     /// The pid of its process, from `pane.created`.
     pub pid: Option<u64>,
+}
+
+impl Default for PaneCell {
+    /// A pane its events have not described yet.
+    fn default() -> Self {
+        PaneCell {
+            agent: String::new(),
+            state: State::Unknown,
+            state_kind: None,
+            exit_code: None,
+            since_ms: 0,
+            last_ms: 0,
+            last_kind: String::new(),
+            pid: None,
+        }
+    }
 }
 
 /// One host's feed as folded so far.
@@ -108,7 +125,7 @@ impl FleetModel {
             "pane.created" => {
                 let cell = PaneCell {
                     agent: text(e, "agent").unwrap_or_else(|| "-".into()),
-                    state: "starting".into(),
+                    state: State::Starting,
                     since_ms: at,
                     pid: e.get("pid").and_then(Value::as_u64),
                     ..Default::default()
@@ -141,7 +158,10 @@ impl FleetModel {
                         agent: "-".into(),
                         ..Default::default()
                     });
-                cell.state = text(e, "state").unwrap_or_else(|| "unknown".into());
+                // A word no state has (a newer host, a hostile one) is unknown.
+                cell.state = text(e, "state")
+                    .and_then(|w| w.parse().ok())
+                    .unwrap_or(State::Unknown);
                 cell.state_kind = text(e, "state_kind");
                 cell.exit_code = e.get("exit_code").and_then(Value::as_i64);
                 cell.since_ms = at;
@@ -149,7 +169,7 @@ impl FleetModel {
             }
             "pane.respawned" => {
                 if let Some(c) = feed.panes.get_mut(pane) {
-                    c.state = "starting".into();
+                    c.state = State::Starting;
                     c.state_kind = None;
                     c.exit_code = None;
                     c.since_ms = at;
@@ -158,8 +178,8 @@ impl FleetModel {
             }
             "pane.exited" => {
                 if let Some(c) = feed.panes.get_mut(pane) {
-                    if c.state != "exited" {
-                        c.state = "exited".into();
+                    if c.state != State::Exited {
+                        c.state = State::Exited;
                         c.since_ms = at;
                     }
                     c.exit_code = e.get("exit_code").and_then(Value::as_i64);
@@ -305,7 +325,7 @@ pub fn build(m: &FleetModel, a: &BuildArgs) -> FleetView {
             rows.push(FleetRow {
                 host: p.host.clone(),
                 pane: pane.clone(),
-                attention: state_attention(&cell.state, seen),
+                attention: state_attention(cell.state, seen),
                 cell: cell.clone(),
             });
         }
@@ -429,7 +449,7 @@ mod tests {
         assert!(
             h2.panes
                 .values()
-                .all(|c| c.state.chars().count() <= MAX_FIELD_CHARS)
+                .all(|c| c.state.as_str().chars().count() <= MAX_FIELD_CHARS)
         );
         // The newest panes are the ones kept; the present host stays.
         assert!(h2.panes.contains_key("ghost-19999"));
@@ -555,7 +575,7 @@ mod tests {
             json!({"seq": 10, "at": at(2), "kind": "pane.exited", "pane": "old", "exit_code": 3}),
         ));
         let v = view(&m, &[]);
-        assert_eq!(v.rows[0].cell.state, "exited");
+        assert_eq!(v.rows[0].cell.state.as_str(), "exited");
         assert_eq!(v.rows[0].cell.exit_code, Some(3));
         assert_eq!(v.rows[0].cell.agent, "-");
         assert_eq!(v.rows[0].attention, Attention::Exited);

@@ -58,8 +58,8 @@ fn footer(view: &FleetView, ui: &FleetUi) -> String {
 fn state_text(r: &FleetRow) -> String {
     match (&r.cell.state_kind, r.cell.exit_code) {
         (Some(k), _) => format!("{}:{k}", r.cell.state),
-        (None, Some(c)) if r.cell.state == "exited" => format!("exited:{c}"),
-        _ => r.cell.state.clone(),
+        (None, Some(c)) if r.cell.state == crate::agent::State::Exited => format!("exited:{c}"),
+        _ => r.cell.state.to_string(),
     }
 }
 
@@ -192,7 +192,7 @@ mod tests {
             pane: p.into(),
             cell: PaneCell {
                 agent: "sim".into(),
-                state: st.into(),
+                state: st.parse().unwrap_or(crate::agent::State::Unknown),
                 since_ms: now - 5_000,
                 last_ms: now - 3_000,
                 last_kind: "pane.state".into(),

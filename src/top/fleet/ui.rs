@@ -36,7 +36,7 @@ pub fn visible<'a>(view: &'a FleetView, filter: &str) -> Vec<&'a FleetRow> {
             filter.is_empty()
                 || r.host.contains(filter)
                 || r.pane.contains(filter)
-                || r.cell.state.contains(filter)
+                || r.cell.state.as_str().contains(filter)
                 || r.cell
                     .state_kind
                     .as_deref()
@@ -61,7 +61,7 @@ impl FleetUi {
 
     fn select(&mut self, row: &FleetRow) {
         self.selected = Some(row.key());
-        if row.cell.state == "done" {
+        if row.cell.state == crate::agent::State::Done {
             self.seen.insert(row.key(), row.cell.since_ms);
         }
     }
@@ -142,7 +142,7 @@ mod tests {
             host: host.into(),
             pane: pane.into(),
             cell: PaneCell {
-                state: state.into(),
+                state: state.parse().unwrap_or(crate::agent::State::Unknown),
                 since_ms: 7,
                 ..Default::default()
             },

@@ -214,7 +214,7 @@ impl ItemCtx {
             })
         };
         let mut opts = LaneOptions::new(&self.opts.exe);
-        opts.backend = self.opts.backend.clone();
+        opts.backend = self.opts.backend;
         opts.env = self.opts.env.clone();
         if let Some(script) = item.sim_script.clone() {
             opts.sim = true;
@@ -351,7 +351,7 @@ impl ItemCtx {
                 // may have room.
                 if matches!(o, Outcome::Escalated { .. })
                     && let Some(obs) = lanes.observe(lane)?
-                    && obs.kind.as_deref() == Some("usage_limit")
+                    && obs.kind == Some(crate::agent::BlockedKind::UsageLimit)
                 {
                     return Ok(Ended::Limited(obs.resets_at));
                 }
@@ -371,7 +371,10 @@ impl ItemCtx {
                 continue;
             };
             let now = chrono::Utc::now();
-            if !matches!(obs.state.as_str(), "idle" | "done") {
+            if !matches!(
+                obs.state,
+                crate::agent::State::Idle | crate::agent::State::Done
+            ) {
                 said.ended_since = None;
                 continue;
             }

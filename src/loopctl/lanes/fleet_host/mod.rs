@@ -47,7 +47,7 @@ pub struct HostOptions {
     /// Lanes this host runs at once.
     pub slots: usize,
     /// `native`, `tmux` or `herdr`.
-    pub backend: String,
+    pub backend: crate::pane::Backend,
     /// The agents whose steps this host takes (`claude`, `codex`).
     pub agents: Vec<String>,
     /// How long a delivered item may go unacked (the fleet's consumer is

@@ -23,6 +23,7 @@ pub const LANE_ENV: &[&str] = &[
     "DROVER_ROLE",
     "DROVER_STATE_DIR",
     "DROVER_SOCKET",
+    super::ports::PORT_ENV,
 ];
 
 /// A `lane up` request.
@@ -262,10 +263,15 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
         if !doc.repos.contains(&repo) {
             doc.repos.push(repo.clone());
         }
-        for rec in fresh {
+        for mut rec in fresh {
+            super::ports::assign(doc, &mut rec)?;
             doc.put(rec);
         }
         for id in &revive {
+            if let Some(mut r) = doc.get(id).cloned() {
+                super::ports::assign(doc, &mut r)?;
+                doc.put(r);
+            }
             if let Some(r) = doc.get_mut(id) {
                 r.desired = Desired::Up;
                 r.user_env = req.env.iter().map(|(k, _)| k.clone()).collect();

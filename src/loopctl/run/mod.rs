@@ -15,6 +15,7 @@ pub mod resume;
 pub mod rounds;
 pub mod rundir;
 pub mod runner;
+mod setup;
 mod stall;
 mod steps;
 mod tuning;

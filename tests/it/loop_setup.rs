@@ -232,3 +232,32 @@ fn lane_up_gives_each_pane_its_own_port_base() {
     assert!(!taken.contains(&x), "{taken:?} {x:?}");
     d.ok(&["lane", "down", "--all"]);
 }
+
+/// A port range start that is not a port is refused before a run starts
+/// (exit 2), not found lane by lane.
+#[test]
+fn a_bad_port_range_start_is_refused_before_the_run() {
+    let d = Drover::new();
+    let (repo, charter) = python_repo(&d, 1, "");
+    let out = d
+        .cmd()
+        .env("DROVER_PORT_START", "eighty")
+        .args([
+            "loop",
+            "run",
+            "--charter",
+            charter.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--sim",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("DROVER_PORT_START"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!d.state.join("loop1").exists());
+}

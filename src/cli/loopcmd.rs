@@ -233,6 +233,8 @@ pub(super) fn lane_env(
             format!("--env {k}: set by drover for every lane; pick another name"),
         ));
     }
+    // A bad port range start would park every task as its lane comes up.
+    drover::lane::ports::range_start().map_err(|e| fail(e.exit_code(), e.to_string()))?;
     Ok(env)
 }
 

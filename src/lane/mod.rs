@@ -17,6 +17,7 @@ pub mod gc;
 pub mod git;
 pub mod launch;
 pub mod ls;
+pub mod ports;
 pub mod procs;
 pub mod reconcile;
 pub mod single;

@@ -410,7 +410,7 @@ fn apply(
 /// branch it created while that still points at the base and no worktree
 /// uses it, and forget the record. A lane that had been up is marked
 /// `recovery-needed` instead.
-fn rollback(state_dir: &Path, rec: &LaneRecord, cause: LaneError) -> LaneError {
+pub(super) fn rollback(state_dir: &Path, rec: &LaneRecord, cause: LaneError) -> LaneError {
     if rec.phase != Phase::Creating {
         let mut r = rec.clone();
         r.phase = Phase::RecoveryNeeded;

@@ -58,32 +58,58 @@ pub struct OneLane {
 /// must be a worktree of `repo` on `branch`. On failure nothing stays
 /// recorded and no pane stays up (a worktree it made is left to its owner).
 pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
-    if let Some((k, _)) = l.user_env.iter().find(|(k, _)| {
-        super::up::LANE_ENV.contains(&k.as_str()) || k == crate::statedir::env::AGENT
-    }) {
+    prepare(state_dir, l)?;
+    start(state_dir, client, l)
+}
+
+/// The first half of [`up`]: record the lane (its port base given,
+/// [`super::ports`]) and make its worktree, its pane not started yet, so its
+/// owner may set the worktree up first (the loop's `setup:`). Then
+/// [`start`], or [`down`] to forget it. On failure nothing stays recorded.
+pub fn prepare(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
+    if let Some((k, _)) = l
+        .user_env
+        .iter()
+        .find(|(k, _)| super::up::LANE_ENV.contains(&k.as_str()) || k == crate::statedir::env::AGENT)
+    {
         return Err(LaneError::usage(
             "--env",
             format!("{k} is set by drover for every lane"),
         ));
     }
-    let rec = record(state_dir, l);
+    let mut rec = record(state_dir, l);
+    let _g = super::op_lock(state_dir)?;
+    let doc = super::load(state_dir)?;
+    if doc.get(&l.lane_id).is_some() {
+        return Err(LaneError::Refused(format!(
+            "lane {} is already recorded; take it down first (`drover lane down {}`)",
+            l.lane_id, l.lane_id
+        )));
+    }
+    let repo = l.repo.clone();
+    super::update(state_dir, |doc| {
+        if !doc.repos.contains(&repo) {
+            doc.repos.push(repo.clone());
+        }
+        super::ports::assign(doc, &mut rec)?;
+        doc.put(rec.clone());
+        Ok(())
+    })?;
+    if let Err(e) = super::up::make_worktree(state_dir, &mut rec) {
+        let e = reconcile::rollback(state_dir, &rec, e);
+        return Err(LaneError::Refused(format!(
+            "lane {} did not come up: {e}",
+            l.lane_id
+        )));
+    }
+    Ok(rec)
+}
+
+/// The second half of [`up`]: start the prepared lane's pane and wait until
+/// its agent is ready.
+pub fn start(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
     {
         let _g = super::op_lock(state_dir)?;
-        let doc = super::load(state_dir)?;
-        if doc.get(&l.lane_id).is_some() {
-            return Err(LaneError::Refused(format!(
-                "lane {} is already recorded; take it down first (`drover lane down {}`)",
-                l.lane_id, l.lane_id
-            )));
-        }
-        let repo = l.repo.clone();
-        super::update(state_dir, |doc| {
-            if !doc.repos.contains(&repo) {
-                doc.repos.push(repo.clone());
-            }
-            doc.put(rec.clone());
-            Ok(())
-        })?;
         let ids = [l.lane_id.clone()];
         let rows = reconcile::run_locked(state_dir, client, false, Some(&ids), &l.user_env)?;
         let failed = rows.iter().find_map(|r| match (&r.action, &r.result) {

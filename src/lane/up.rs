@@ -25,6 +25,7 @@ pub const LANE_ENV: &[&str] = &[
     crate::statedir::env::ROLE,
     crate::statedir::env::STATE_DIR,
     crate::statedir::env::SOCKET,
+    super::ports::PORT_ENV,
 ];
 
 /// The values of [`LANE_ENV`] for one lane.
@@ -270,10 +271,15 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
         if !doc.repos.contains(&repo) {
             doc.repos.push(repo.clone());
         }
-        for rec in fresh {
+        for mut rec in fresh {
+            super::ports::assign(doc, &mut rec)?;
             doc.put(rec);
         }
         for id in &revive {
+            if let Some(mut r) = doc.get(id).cloned() {
+                super::ports::assign(doc, &mut r)?;
+                doc.put(r);
+            }
             if let Some(r) = doc.get_mut(id) {
                 r.desired = Desired::Up;
                 r.user_env = req.env.iter().map(|(k, _)| k.clone()).collect();

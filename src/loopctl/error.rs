@@ -38,6 +38,10 @@ pub enum LoopError {
         "loop{run} stopped by {signal}; it stays unclosed: resume it with `drover loop run --resume {run}`"
     )]
     Signalled { run: u32, signal: &'static str },
+    /// The charter's `setup:` failed in a new worktree
+    /// ([`crate::loopctl::land::setup`]): its task parks with `reason`.
+    #[error("{reason}")]
+    Setup { lane: String, reason: String },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]

@@ -136,6 +136,18 @@ pub enum Outcome {
 pub trait LaneOps {
     /// Bring a lane up and wait until its agent is ready.
     fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError>;
+    /// Bring a lane up with `setup` run in its new worktree before its agent
+    /// starts; a failed setup is [`LoopError::Setup`] and no lane stays up.
+    /// Lanes whose worktrees are not made on this host (the simulated
+    /// carrier's) start as [`LaneOps::up`] does.
+    fn up_set(
+        &mut self,
+        spec: &LaneSpec,
+        setup: &crate::loopctl::land::setup::Setup,
+    ) -> Result<LaneHandle, LoopError> {
+        let _ = setup;
+        self.up(spec)
+    }
     /// The ids of the live lanes, from the live listing.
     fn live(&mut self) -> Result<Vec<String>, LoopError>;
     /// Create the job and dispatch its prompt with confirmed delivery; returns

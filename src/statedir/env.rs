@@ -17,6 +17,10 @@ pub const ROLE: &str = "DROVER_ROLE";
 pub const AGENT: &str = "DROVER_AGENT";
 /// The lane's own folder under the state dir (where its report goes).
 pub const LANE_DIR: &str = "DROVER_LANE_DIR";
+/// A lane's own port range starts here (its width `lane::ports::STEP`).
+pub const PORT_BASE: &str = "DROVER_PORT_BASE";
+/// Where lanes' port bases start when set (default 20000).
+pub const PORT_START: &str = "DROVER_PORT_START";
 /// The attempt an agent's report belongs to.
 pub const ATTEMPT_ID: &str = "DROVER_ATTEMPT_ID";
 /// For a landing's gate: the integration branch, its head and the run.

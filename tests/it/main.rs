@@ -70,6 +70,7 @@ mod loop_overnight;
 mod loop_rebase;
 mod loop_resume;
 mod loop_run;
+mod loop_setup;
 mod loop_sim_default;
 mod loop_stop;
 mod loop_unattended;

@@ -33,6 +33,11 @@ pub struct Charter {
     /// Longest one gate run may take (`gate-timeout:`, seconds or `90s`,
     /// `20m`, `1h`); `None`: the default of the landing.
     pub gate_timeout: Option<std::time::Duration>,
+    /// The command run in each new worktree before its agent or gate starts
+    /// (`setup:`, [`crate::loopctl::land::setup`]); `None`: none.
+    pub setup: Option<String>,
+    /// Longest one setup run may take (`setup-timeout:`, like `gate-timeout:`).
+    pub setup_timeout: Option<std::time::Duration>,
 }
 
 /// A duration as the charter writes one: seconds, or a number with `s`,
@@ -112,15 +117,16 @@ pub fn parse(text: &str, path: &Path) -> Result<Charter, LoopError> {
         },
     };
     let gate = get("gate").filter(|g| !g.is_empty());
-    let gate_timeout = match get("gate-timeout") {
-        None => None,
-        Some(v) => Some(parse_duration(&v).ok_or_else(|| {
+    let timeout = |key: &str| match get(key) {
+        None => Ok(None),
+        Some(v) => parse_duration(&v).map(Some).ok_or_else(|| {
             LoopError::parse(
                 path,
-                format!("`gate-timeout:` must be a duration (600, 90s, 20m, 1h), not {v:?}"),
+                format!("`{key}:` must be a duration (600, 90s, 20m, 1h), not {v:?}"),
             )
-        })?),
+        }),
     };
+    let gate_timeout = timeout("gate-timeout")?;
     Ok(Charter {
         path: path.to_path_buf(),
         sha256: sha256::hex(text.as_bytes()),
@@ -133,6 +139,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Charter, LoopError> {
             .unwrap_or_default(),
         pool: get("pool"),
         gate_timeout,
+        setup: get("setup").filter(|s| !s.is_empty()),
+        setup_timeout: timeout("setup-timeout")?,
     })
 }
 
@@ -200,5 +208,20 @@ mod tests {
             let e = c(bad).unwrap_err().to_string();
             assert!(e.contains("gate-timeout"), "{bad}: {e}");
         }
+    }
+
+    /// Issue 42 item 11: `setup:` and its own timeout.
+    #[test]
+    fn setup_and_its_timeout() {
+        let c = parse(
+            "aim: x\n- setup: `python3 -m venv .venv`\nsetup-timeout: 5m\n",
+            Path::new("c.md"),
+        )
+        .unwrap();
+        assert_eq!(c.setup.as_deref(), Some("python3 -m venv .venv"));
+        assert_eq!(c.setup_timeout.map(|d| d.as_secs()), Some(300));
+        let e = parse("aim: x\nsetup-timeout: later\n", Path::new("c.md")).unwrap_err();
+        assert!(e.to_string().contains("setup-timeout"), "{e}");
+        assert_eq!(parse("aim: x\n", Path::new("c.md")).unwrap().setup, None);
     }
 }

@@ -9,7 +9,8 @@
 
 use crate::loopctl::LoopError;
 use crate::loopctl::child::Bounds;
-use crate::loopctl::land::{GateRun, git, run_gate};
+use crate::loopctl::land::setup::Setup;
+use crate::loopctl::land::{GateRun, git, run_gate_env};
 use std::path::{Path, PathBuf};
 
 /// Where the gate's checkout of the candidate of `worktree` goes: beside it,
@@ -84,6 +85,7 @@ pub fn run_gate_on_candidate(
     cmd: &str,
     log: &Path,
     bounds: &Bounds,
+    (setup, env): (Option<&Setup>, &[(String, String)]),
 ) -> Result<GateRun, LoopError> {
     remove_checkout(worktree, worktree);
     // A checkout removed by hand is still registered until pruned.
@@ -95,7 +97,21 @@ pub fn run_gate_on_candidate(
         worktree,
         &["worktree", "add", "-q", "--detach", &p, &commit],
     )?;
-    let g = run_gate(&dir, cmd, log, bounds);
+    // A fresh checkout needs what the charter's `setup:` makes, as a
+    // task's worktree does.
+    if let Some(setup) = setup {
+        let ran = setup.run(&dir, env);
+        if !matches!(ran, Ok(Ok(()))) {
+            remove_checkout(worktree, worktree);
+        }
+        if let Err(failed) = ran? {
+            return Err(LoopError::Setup {
+                lane: String::new(),
+                reason: failed.reason("the gate's checkout"),
+            });
+        }
+    }
+    let g = run_gate_env(&dir, cmd, log, bounds, env);
     remove_checkout(worktree, worktree);
     g
 }

@@ -101,6 +101,17 @@ pub fn run_gate(
     log: &Path,
     bounds: &Bounds,
 ) -> Result<GateRun, LoopError> {
+    run_gate_env(worktree, cmd, log, bounds, &[])
+}
+
+/// [`run_gate`] with `env` added (a lane's `DROVER_PORT_BASE`).
+pub fn run_gate_env(
+    worktree: &Path,
+    cmd: &str,
+    log: &Path,
+    bounds: &Bounds,
+    env: &[(String, String)],
+) -> Result<GateRun, LoopError> {
     let head = git::line(worktree, &["rev-parse", "HEAD"])?;
     let tree = git::line(worktree, &["rev-parse", "HEAD^{tree}"])?;
     let out = crate::store::open_private(
@@ -118,7 +129,8 @@ pub fn run_gate(
         .current_dir(worktree)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err);
+        .stderr(err)
+        .envs(env.iter().map(|(k, v)| (k, v)));
     // The gate's own git works on the integration worktree, never on a
     // repository drover's environment names.
     crate::git::scrub_repository_env(&mut c);

@@ -10,6 +10,7 @@ pub mod gate_checkout;
 pub mod git;
 mod integrate;
 pub mod rebase;
+pub mod setup;
 
 pub use batch::{land, land_bounded};
 pub use integrate::*;

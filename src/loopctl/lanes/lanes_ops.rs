@@ -22,6 +22,7 @@ use crate::lane::single::{self, OneLane};
 use crate::lane::spawn::{DEFAULT_SPAWN_BUDGET, DEFAULT_SPAWN_WAIT, SpawnBudget};
 use crate::lane::{LaneError, git as lgit};
 use crate::loopctl::LoopError;
+use crate::loopctl::land::setup::Setup;
 use crate::loopctl::lanes::renew::Renewal;
 use crate::loopctl::lanes::simlanes::{SimLanes, kill_pane, lane_err};
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
@@ -253,16 +254,29 @@ impl RealLanes {
     }
 }
 
-impl LaneOps for RealLanes {
-    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+impl RealLanes {
+    /// Record the lane and make its worktree; run `setup` there (a failure
+    /// forgets the lane, its pane never started); then start its agent.
+    fn bring_up(
+        &mut self,
+        spec: &LaneSpec,
+        setup: Option<&Setup>,
+    ) -> Result<LaneHandle, LoopError> {
         let one = self.one(spec)?;
+        let rec = match setup {
+            None => None,
+            Some(setup) => Some(self.set_up(spec, &one, setup)?),
+        };
         let rec = {
             let _slot = self
                 .budget
                 .acquire(self.opts.spawn_wait)
                 .map_err(|e| lane_err(&spec.id, e))?;
-            single::up(&self.state_dir, &mut self.client, &one)
-                .map_err(|e| lane_err(&spec.id, e))?
+            match rec {
+                Some(_) => single::start(&self.state_dir, &mut self.client, &one),
+                None => single::up(&self.state_dir, &mut self.client, &one),
+            }
+            .map_err(|e| lane_err(&spec.id, e))?
         };
         self.mine.insert(spec.id.clone());
         if spec.role == Role::Implementer {
@@ -286,10 +300,46 @@ impl LaneOps for RealLanes {
         })
     }
 
+    /// The lane prepared ([`single::prepare`]) and `setup` run in its new
+    /// worktree with its port base; a failed setup forgets the lane.
+    fn set_up(
+        &mut self,
+        spec: &LaneSpec,
+        one: &OneLane,
+        setup: &Setup,
+    ) -> Result<crate::lane::LaneRecord, LoopError> {
+        let rec = single::prepare(&self.state_dir, one).map_err(|e| lane_err(&spec.id, e))?;
+        let env: Vec<(String, String)> = crate::lane::ports::port_base(&rec)
+            .map(|b| (crate::lane::ports::PORT_ENV.to_string(), b.to_string()))
+            .into_iter()
+            .collect();
+        let ran = setup.run(&rec.worktree, &env);
+        if !matches!(ran, Ok(Ok(()))) {
+            single::down(&self.state_dir, &mut self.client, &spec.id)
+                .map_err(|e| lane_err(&spec.id, e))?;
+        }
+        match ran? {
+            Ok(()) => Ok(rec),
+            Err(failed) => Err(LoopError::Setup {
+                lane: spec.id.clone(),
+                reason: failed.reason("the worktree"),
+            }),
+        }
+    }
+}
+
+impl LaneOps for RealLanes {
+    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        self.bring_up(spec, None)
+    }
+
+    fn up_set(&mut self, spec: &LaneSpec, setup: &Setup) -> Result<LaneHandle, LoopError> {
+        self.bring_up(spec, Some(setup))
+    }
+
     fn live(&mut self) -> Result<Vec<String>, LoopError> {
         crate::loopctl::lanes::simlanes::live_lanes(&mut self.client, &self.mine)
     }
-
     fn dispatch(&mut self, lane: &LaneHandle, job: &JobSpec) -> Result<String, LoopError> {
         let since = SystemTime::now();
         let attempt = self.jobs.dispatch(lane, job)?;

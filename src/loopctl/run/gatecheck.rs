@@ -35,6 +35,8 @@ impl<O: LaneOps> Runner<'_, O> {
             .candidate_base
             .clone()
             .unwrap_or_else(|| self.status.base_sha.clone());
+        let setup = self.setup_for(&lane_dir, "gate-setup.log");
+        let env = self.lane_port_env(t.lane.as_deref().unwrap_or(id));
         let g = match land::gate_checkout::run_gate_on_candidate(
             &wt,
             &base,
@@ -42,8 +44,12 @@ impl<O: LaneOps> Runner<'_, O> {
             &gate,
             &lane_dir.join("gate.log"),
             &bounds,
+            (setup.as_ref(), &env),
         ) {
             Ok(g) => g,
+            Err(e @ LoopError::Setup { .. }) => {
+                return self.park_for_setup(id, &e, &lane_dir.join("gate-setup.log"));
+            }
             Err(e @ LoopError::Git { .. }) => {
                 return self.park(
                     id,

@@ -35,6 +35,9 @@ impl<O: LaneOps> Runner<'_, O> {
             })
             .collect();
         let gate = self.cfg.charter.gate.clone().unwrap_or_default();
+        if !self.integration_set_up(&ids)? {
+            return Ok(());
+        }
         let _one_at_a_time = crate::store::lock_beside(&self.run.file("landing"))?;
         let number = self.status.landings + 1;
         let bounds = self.child_bounds(self.gate_timeout());

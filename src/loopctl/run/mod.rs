@@ -17,6 +17,7 @@ pub mod rounds;
 pub mod run_state;
 pub mod rundir;
 pub mod runner;
+mod setup;
 mod stall;
 mod steps;
 mod tuning;

@@ -677,6 +677,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             self.status.iterations += 1;
             self.iteration_of.insert(id.clone(), self.status.iterations);
             if let Err(e) = self.start_task(&id) {
+                if let LoopError::Setup { lane, .. } = &e {
+                    let log = self.run.path.join(lane).join("setup.log");
+                    self.park_for_setup(&id, &e, &log)?;
+                    continue;
+                }
                 if self.supervisor_lost() {
                     return Err(e);
                 }

@@ -26,7 +26,14 @@ impl<O: LaneOps> Runner<'_, O> {
                 .effort((spec.role, spec.agent))
                 .map(str::to_string);
         }
-        self.ops.up(&spec)
+        // A new worktree of an implementer is set up before its agent starts.
+        let setup = (spec.worktree.is_some() && spec.role == Role::Implementer)
+            .then(|| self.setup_for(&spec.lane_dir, "setup.log"))
+            .flatten();
+        match setup {
+            Some(s) => self.ops.up_set(&spec, &s),
+            None => self.ops.up(&spec),
+        }
     }
 
     /// Note a finished turn of `task`'s lane, dispatched at `at`.

@@ -288,12 +288,20 @@ impl<L: LaneOps> FleetLanes<L> {
     }
 }
 
-impl<L: LaneOps> LaneOps for FleetLanes<L> {
-    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+impl<L: LaneOps> FleetLanes<L> {
+    /// Up here or on a host; `setup` runs for a lane up here.
+    fn route(
+        &mut self,
+        spec: &LaneSpec,
+        setup: Option<&crate::loopctl::land::setup::Setup>,
+    ) -> Result<LaneHandle, LoopError> {
         // A round whose worktree is in a merge is told of the merge: here.
         let merging = spec.worktree.is_none() && crate::loopctl::land::rebase::in_merge(&spec.cwd);
         if !spec.portable || merging {
-            return self.local.up(spec);
+            return match setup {
+                Some(x) => self.local.up_set(spec, x),
+                None => self.local.up(spec),
+            };
         }
         if !self.taken(spec.agent) {
             // No host pulls or works this agent's steps: it would wait out
@@ -305,7 +313,10 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
                        "agent": spec.agent.as_str(), "role": spec.role.as_str(),
                        "why": format!("no host takes {} steps", spec.agent.as_str())}),
             );
-            return self.local.up(spec);
+            return match setup {
+                Some(x) => self.local.up_set(spec, x),
+                None => self.local.up(spec),
+            };
         }
         // A review goes to the fleet: its candidate travels as a patch.
         if spec.role == Role::Reviewer {
@@ -344,6 +355,21 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             cwd,
             lane_dir: spec.lane_dir.clone(),
         })
+    }
+}
+
+impl<L: LaneOps> LaneOps for FleetLanes<L> {
+    fn up(&mut self, spec: &LaneSpec) -> Result<LaneHandle, LoopError> {
+        self.route(spec, None)
+    }
+
+    /// A lane up here runs the setup; a step sent to a host does not.
+    fn up_set(
+        &mut self,
+        spec: &LaneSpec,
+        setup: &crate::loopctl::land::setup::Setup,
+    ) -> Result<LaneHandle, LoopError> {
+        self.route(spec, Some(setup))
     }
 
     fn live(&mut self) -> Result<Vec<String>, LoopError> {

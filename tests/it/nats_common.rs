@@ -12,8 +12,9 @@ use std::time::Duration;
 /// How long a server may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Whether `bin` is a nats-server of 2.10 or newer (the client cannot read
-/// 2.9's JetStream replies).
+/// Whether `bin` is a nats-server of 2.10 or newer: the tests run on a
+/// current server unless `DROVER_NATS_SERVER` names another (the fleet
+/// works on 2.9 too, docs/fleet.md).
 fn usable(bin: &Path) -> bool {
     let Ok(out) = Command::new(bin).arg("--version").output() else {
         return false;
@@ -51,7 +52,7 @@ pub fn server_bin() -> PathBuf {
         .chain(cached)
         .map(|d| d.join("nats-server"))
         .find(|p| p.is_file() && usable(p))
-        .expect("needs nats-server 2.10+: export DROVER_NATS_SERVER=$(scripts/install-nats.sh)")
+        .expect("needs nats-server 2.10+ (or DROVER_NATS_SERVER naming another): export DROVER_NATS_SERVER=$(scripts/install-nats.sh)")
 }
 
 /// A CA and a server certificate for 127.0.0.1 and localhost, as PEM files.

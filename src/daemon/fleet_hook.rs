@@ -87,6 +87,17 @@ pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Resp
         password: args.password,
         token: args.token,
     };
+    // `rejoin`: a member of this config that is connected stays as it is
+    // (`fleet work` hands its secrets only to a supervisor not in the fleet).
+    if args["rejoin"].as_bool() == Some(true)
+        && lock(&sup.fleet)
+            .as_ref()
+            .is_some_and(|m| m.cfg == cfg && m.is_linked())
+    {
+        return Ok(
+            json!({"fleet": cfg.fleet, "host": cfg.host, "slots": cfg.slots, "already": true}),
+        );
+    }
     let old = lock(&sup.fleet).take();
     if let Some(old) = old {
         if old.cfg.fleet != cfg.fleet {

@@ -122,6 +122,11 @@ pub async fn connect(cfg: &FleetConfig, handed: &Handed) -> Result<async_nats::C
         .connect(urls.as_slice())
         .await
         .map_err(|e| connect_error(&cfg.url, &e))?;
+    // The version is the one in the INFO of the server this client reached.
+    if let Err(e) = super::version::check(&cfg.url, &client.server_info().version) {
+        let _ = client.drain().await;
+        return Err(e);
+    }
     if !client.server_info().auth_required && !cfg.insecure {
         let _ = client.drain().await;
         return Err(FleetError::Unauthenticated {

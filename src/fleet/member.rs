@@ -120,6 +120,13 @@ impl Member {
             let beat = loop {
                 match open(&c, &handed, &lanes).await {
                     Ok(b) => break b,
+                    // Retrying cannot help (a password only in a shell's
+                    // environment, not this supervisor's): said once, and
+                    // `fleet work` or `fleet join` run with it rejoins.
+                    Err(e) if e.needs_someone() => {
+                        tracing::error!(fleet = %c.fleet, error = %e, "not rejoining the fleet until `drover fleet work` or `drover fleet join` is run where the secret is set");
+                        return;
+                    }
                     Err(e) => {
                         tracing::warn!(fleet = %c.fleet, error = %e, retry_ms = delay.current().as_millis() as u64, "cannot rejoin the fleet");
                     }
@@ -140,6 +147,11 @@ impl Member {
             link,
             ttl: None,
         }
+    }
+
+    /// Whether this member is connected (joined, or rejoined).
+    pub fn is_linked(&self) -> bool {
+        self.link.borrow().is_some()
     }
 
     /// Where this supervisor's feed goes (this host's events subject).

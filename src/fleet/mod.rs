@@ -23,6 +23,8 @@
 //!   again what this host's user may make.
 //! - [`follow`]: watching the fleet from a joined host, the hosts present
 //!   and every host's events (`events --follow --fleet`, `top --fleet`).
+//! - [`version`]: the server's version from its INFO, and the oldest one
+//!   the fleet works on.
 //!
 //! The supervisor runs this on its own runtime; the `fleet` commands make a
 //! small runtime of their own (the rest of drover is synchronous).
@@ -38,6 +40,7 @@ pub mod member;
 pub mod membership;
 pub mod objects;
 pub mod subjects;
+pub mod version;
 pub mod work;
 
 pub use config::{Auth, FleetConfig, Secret};
@@ -110,6 +113,12 @@ pub enum FleetError {
     /// Connecting failed (unreachable, TLS, authentication refused).
     #[error("cannot connect to the NATS server at {url}: {message}")]
     Connect { url: String, message: String },
+    /// A nats-server older than [`version::OLDEST`].
+    #[error(
+        "the NATS server at {url} is nats-server {version}: the fleet needs 2.9.0 or newer ({why}); upgrade the server",
+        why = version::WHY
+    )]
+    OldServer { url: String, version: String },
     /// Nobody listens for a run's requests: its coordinator is gone.
     #[error("no coordinator answers for run {run}")]
     NoCoordinator { run: String },
@@ -164,7 +173,8 @@ impl FleetError {
             | FleetError::BadInclude { .. } => crate::exit::USAGE,
             FleetError::Unauthenticated { .. }
             | FleetError::NoCredentials
-            | FleetError::LooseSecret { .. } => crate::exit::REFUSED,
+            | FleetError::LooseSecret { .. }
+            | FleetError::OldServer { .. } => crate::exit::REFUSED,
             FleetError::NotJoined | FleetError::OtherFleet { .. } => crate::exit::REFUSED,
             FleetError::Connect { .. }
             | FleetError::Bus { .. }
@@ -175,5 +185,21 @@ impl FleetError {
             FleetError::RollupStore { .. } => crate::exit::REFUSED,
             _ => crate::exit::ERROR,
         }
+    }
+
+    /// Whether trying again cannot help until someone acts: a secret that
+    /// is not there (a variable not set in this process, a file missing or
+    /// open to others), no credentials, a server that asks none, a server
+    /// too old. A supervisor that rejoins stops retrying on one of these.
+    pub fn needs_someone(&self) -> bool {
+        matches!(
+            self,
+            FleetError::SecretEnv { .. }
+                | FleetError::Secret { .. }
+                | FleetError::LooseSecret { .. }
+                | FleetError::NoCredentials
+                | FleetError::Unauthenticated { .. }
+                | FleetError::OldServer { .. }
+        )
     }
 }

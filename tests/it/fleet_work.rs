@@ -84,7 +84,7 @@ fn wait_steps(c: &Drover, n: usize) {
 }
 
 /// TASK-1 … TASK-n each landed once, with the hosts' content.
-fn assert_landed_once(repo: &Path, n: usize, err: &str) {
+pub(crate) fn assert_landed_once(repo: &Path, n: usize, err: &str) {
     for i in 1..=n {
         let f = format!("TASK-{i}.txt");
         assert_eq!(

@@ -201,8 +201,8 @@ fn demo_loop_prints_the_closeout() {
         "{text}"
     );
     assert!(text.contains("## Parked\n- none\n"), "{text}");
-    assert!(text.contains("TASK-2: repair round 2"), "{text}");
-    assert!(text.contains("TASK-3: rebase round 2"), "{text}");
+    assert!(text.contains("TASK-2: repair round 1"), "{text}");
+    assert!(text.contains("TASK-3: rebase round 1"), "{text}");
 }
 
 /// Guards `--autotune-k`: a multiple under 1 is a usage error (exit 2, one

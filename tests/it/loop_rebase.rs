@@ -111,7 +111,7 @@ fn a_semantic_conflict_is_caught_before_landing_and_repaired() {
     }
     let dec = decisions(&d);
     assert!(
-        dec.contains("TASK-2: round 2: dropped at landing ")
+        dec.contains("TASK-2: round 1: dropped at landing ")
             && dec.contains("turns the gate red (exit 1)")
             && dec.contains("merged into its branch cleanly"),
         "{dec}"
@@ -502,7 +502,7 @@ fn a_red_batch_in_the_loop_lands_the_rest_and_repairs_the_culprit() {
     let culprit = &repaired[0].id;
     assert!(culprit == "TASK-1" || culprit == "TASK-2", "{culprit}");
     assert!(
-        dec.contains(&format!("{culprit}: round 2: dropped at landing "))
+        dec.contains(&format!("{culprit}: round 1: dropped at landing "))
             && dec.contains("turns the gate red (exit 1)"),
         "{dec}"
     );

@@ -242,7 +242,7 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     let decisions = std::fs::read_to_string(run_dir.join("DECISIONS.md")).unwrap();
     assert!(
         decisions.lines().any(|l| l
-            .contains(" repair: TASK-2: round 2: the review failed: b.txt must say it is fixed")),
+            .contains(" repair: TASK-2: round 1: the review failed: b.txt must say it is fixed")),
         "{decisions}"
     );
     assert!(

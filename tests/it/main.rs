@@ -27,6 +27,7 @@ mod first_hour;
 mod fleet_authz;
 mod fleet_events;
 mod fleet_faults;
+mod fleet_first_hour;
 mod fleet_hostile;
 mod fleet_hostile_objects;
 mod fleet_join;

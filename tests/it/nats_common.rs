@@ -12,8 +12,9 @@ use std::time::Duration;
 /// How long a server may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Whether `bin` is a nats-server of 2.10 or newer (the client cannot read
-/// 2.9's JetStream replies).
+/// Whether `bin` is a nats-server of 2.10 or newer: the tests run on a
+/// current server unless `DROVER_NATS_SERVER` names another (the fleet
+/// works on 2.9 too, docs/fleet.md).
 fn usable(bin: &Path) -> bool {
     let Ok(out) = Command::new(bin).arg("--version").output() else {
         return false;
@@ -24,6 +25,26 @@ fn usable(bin: &Path) -> bool {
         .and_then(|r| r.split('.').next())
         .and_then(|m| m.parse::<u32>().ok())
         .is_some_and(|m| m >= 10)
+}
+
+/// The oldest nats-server the fleet claims (2.9): `DROVER_NATS_SERVER_OLDEST`
+/// (`scripts/install-nats.sh --oldest`), else a 2.9 in /usr/sbin or on PATH
+/// (Debian bookworm's package); panics with how to get one.
+pub fn oldest_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("DROVER_NATS_SERVER_OLDEST").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    [PathBuf::from("/usr/sbin")]
+        .into_iter()
+        .chain(std::env::split_paths(&path))
+        .map(|d| d.join("nats-server"))
+        .find(|p| {
+            Command::new(p).arg("--version").output().is_ok_and(|o| {
+                String::from_utf8_lossy(&o.stdout).starts_with("nats-server: v2.9.")
+            })
+        })
+        .expect("needs nats-server 2.9: export DROVER_NATS_SERVER_OLDEST=$(scripts/install-nats.sh --oldest)")
 }
 
 /// The nats-server binary: `DROVER_NATS_SERVER`, else one on PATH, in
@@ -51,7 +72,7 @@ pub fn server_bin() -> PathBuf {
         .chain(cached)
         .map(|d| d.join("nats-server"))
         .find(|p| p.is_file() && usable(p))
-        .expect("needs nats-server 2.10+: export DROVER_NATS_SERVER=$(scripts/install-nats.sh)")
+        .expect("needs nats-server 2.10+ (or DROVER_NATS_SERVER naming another): export DROVER_NATS_SERVER=$(scripts/install-nats.sh)")
 }
 
 /// A CA and a server certificate for 127.0.0.1 and localhost, as PEM files.
@@ -101,11 +122,13 @@ pub struct Nats {
     pub port: u16,
     pub dir: tempfile::TempDir,
     pub log: PathBuf,
+    /// The nats-server binary it runs.
+    bin: PathBuf,
 }
 
-/// nats-server with config `conf`, logging to `log`.
-fn spawn(conf: &Path, log: &Path) -> Child {
-    Command::new(server_bin())
+/// nats-server `bin` with config `conf`, logging to `log`.
+fn spawn(bin: &Path, conf: &Path, log: &Path) -> Child {
+    Command::new(bin)
         .arg("-c")
         .arg(conf)
         .arg("-l")
@@ -137,15 +160,20 @@ impl Nats {
     /// (nats-server reads them relative to the config's directory).
     pub fn start_with(setup: &Setup, extra: &str, files: &[(&str, &str)]) -> Nats {
         // A port taken between the probe and the bind: try another.
+        Self::start_bin(&server_bin(), setup, extra, files)
+    }
+
+    /// [`Nats::start_with`] on nats-server `bin` (an older one).
+    pub fn start_bin(bin: &Path, setup: &Setup, extra: &str, files: &[(&str, &str)]) -> Nats {
         for _ in 0..5 {
-            if let Some(n) = Self::try_start(setup, extra, files) {
+            if let Some(n) = Self::try_start(bin, setup, extra, files) {
                 return n;
             }
         }
         panic!("nats-server did not start on any of 5 free ports");
     }
 
-    fn try_start(setup: &Setup, extra: &str, files: &[(&str, &str)]) -> Option<Nats> {
+    fn try_start(bin: &Path, setup: &Setup, extra: &str, files: &[(&str, &str)]) -> Option<Nats> {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
             use std::os::unix::fs::PermissionsExt;
@@ -177,12 +205,13 @@ impl Nats {
         conf.push_str(extra);
         let conf_file = dir.path().join("nats.conf");
         std::fs::write(&conf_file, conf).unwrap();
-        let child = spawn(&conf_file, &log);
+        let child = spawn(bin, &conf_file, &log);
         let mut n = Nats {
             child,
             port,
             dir,
             log,
+            bin: bin.to_path_buf(),
         };
         let ready = wait_until(READY_TIMEOUT, || {
             n.log_text().contains("Server is ready") || n.exited()
@@ -201,7 +230,7 @@ impl Nats {
         // The port is free again once the old process is gone; a new
         // listener may take a moment to bind it.
         let started = wait_until(READY_TIMEOUT, || {
-            self.child = spawn(&conf_file, &self.log);
+            self.child = spawn(&self.bin, &conf_file, &self.log);
             let up = wait_until(READY_TIMEOUT, || {
                 self.log_text().matches("Server is ready").count() > before || self.exited()
             });
@@ -320,12 +349,14 @@ impl NatsCluster {
             conf.push_str("] }\n");
             let conf_file = dir.path().join("nats.conf");
             std::fs::write(&conf_file, conf).unwrap();
-            let child = spawn(&conf_file, &log);
+            let bin = server_bin();
+            let child = spawn(&bin, &conf_file, &log);
             nodes.push(Nats {
                 child,
                 port: *port,
                 dir,
                 log,
+                bin,
             });
         }
         // JetStream is up in a cluster once a meta leader is elected.

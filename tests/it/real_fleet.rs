@@ -232,7 +232,7 @@ fn one_run(claude_v: &str, codex_v: &str) {
     // for byte (else the repair misses the line and it parks).
     assert!(
         decisions.contains(
-            "repair: TASK-2: round 2: the review failed: TASK-2.txt must hold the line `reviewed: yes`"
+            "repair: TASK-2: round 1: the review failed: TASK-2.txt must hold the line `reviewed: yes`"
         ),
         "{why}"
     );

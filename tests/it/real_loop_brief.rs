@@ -388,7 +388,7 @@ fn three_landed_from_the_brief(r: &Ran) {
     all_landed(r, &THREE);
     let decisions = std::fs::read_to_string(r.run_dir.join("DECISIONS.md")).unwrap();
     assert!(
-        decisions.contains("repair: TASK-2: round 2: the review failed: TASK-2.txt must hold the line `reviewed: yes`"),
+        decisions.contains("repair: TASK-2: round 1: the review failed: TASK-2.txt must hold the line `reviewed: yes`"),
         "the stated reason, byte for byte, is the repair's evidence: {}",
         r.why
     );

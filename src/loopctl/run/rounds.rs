@@ -47,7 +47,8 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(round) = self.next_round(id, evidence, class)? else {
             return Ok(());
         };
-        self.decide("repair", &format!("{id}: round {round}: {evidence}"))?;
+        let nth = self.counted(id, round, "repair");
+        self.decide("repair", &format!("{id}: round {nth}: {evidence}"))?;
         self.send_round(
             id,
             round,
@@ -56,6 +57,19 @@ impl<O: LaneOps> Runner<'_, O> {
             "repair",
             portable.then_some(evidence),
         )
+    }
+
+    /// Round `round` of task `id` as people count it, by kind: its first
+    /// repair is repair round 1, its first rebase rebase round 1. On disk a
+    /// task's `round` counts every implementer round (the first attempt is
+    /// round 1) and `rebases` its rebase rounds so far, this one included.
+    fn counted(&self, id: &str, round: u32, tag: &str) -> u32 {
+        let rebases = self.task(id).map_or(0, |t| t.rebases);
+        if tag == "rebase" {
+            rebases.max(1)
+        } else {
+            round.saturating_sub(1).saturating_sub(rebases).max(1)
+        }
     }
 
     /// The number of the task's next round, or `None` once it is parked: the
@@ -120,11 +134,8 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let lane = format!("l{}-impl-{}", self.run.n, slug(id));
         let lane_dir = self.run.lane_dir(&lane)?;
-        let note = format!(
-            "- round {} → {round}: {}\n",
-            t.round,
-            evidence.replace('\n', " ")
-        );
+        let nth = self.counted(id, round, tag);
+        let note = format!("- {tag} round {nth}: {}\n", evidence.replace('\n', " "));
         let review = lane_dir.join("review.md");
         let prior =
             std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
@@ -148,7 +159,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.round = round;
             t.lane = Some(lane.clone());
         }
-        self.say(&format!("{id}: {tag} round {round} in lane {lane}"));
+        self.say(&format!("{id}: {tag} round {nth} in lane {lane}"));
         let brief = std::fs::read_to_string(lane_dir.join("brief.md")).unwrap_or_default();
         self.dispatch_impl(
             id,
@@ -245,9 +256,10 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         if conflicts.is_empty() {
+            let nth = self.counted(id, round, "repair");
             self.decide(
                 "repair",
-                &format!("{id}: round {round}: {evidence}; {branch} at {short} merged into its branch cleanly, so its gate now runs on the tree it lands on"),
+                &format!("{id}: round {nth}: {evidence}; {branch} at {short} merged into its branch cleanly, so its gate now runs on the tree it lands on"),
             )?;
             let gate = self.cfg.charter.gate.clone().unwrap_or_default();
             let addendum = format!(
@@ -262,9 +274,10 @@ impl<O: LaneOps> Runner<'_, O> {
         } else {
             merged.causes.join("; ")
         };
+        let nth = self.counted(id, round, "rebase");
         self.decide(
             "rebase",
-            &format!("{id}: round {round}: {evidence}; {branch} at {short} merged into its branch, conflicts in {files} (from {causes})"),
+            &format!("{id}: round {nth}: {evidence}; {branch} at {short} merged into its branch, conflicts in {files} (from {causes})"),
         )?;
         let cmd = self.ops.report_command();
         let addendum = format!(

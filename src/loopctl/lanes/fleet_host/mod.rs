@@ -107,10 +107,14 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
                 Err(e) => {
                     if !waiting {
                         waiting = true;
-                        say(&format!(
-                            "waiting for the fleet's work-queue (the first `loop run --fleet {}` makes it): {e}",
-                            opts.cfg.fleet
-                        ));
+                        // No work stream yet: no run has started, which
+                        // is no error; anything else is said as it is.
+                        let fleet = &opts.cfg.fleet;
+                        say(&if crate::fleet::lost::stream_gone(&js, &names.work_stream()).await {
+                            format!("waiting for `loop run --fleet {fleet}` to start")
+                        } else {
+                            format!("waiting for the fleet's work-queue (the first `loop run --fleet {fleet}` makes it): {e}")
+                        });
                     }
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }

@@ -280,6 +280,7 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             config: serde_json::to_value(&cfg)?,
             password: handed.password.clone(),
             token: handed.token.clone(),
+            rejoin: false,
         })
         .map_err(client_err)?;
     let ttl = r.ttl_ms.unwrap_or(0);

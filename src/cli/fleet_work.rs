@@ -37,10 +37,12 @@ pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     // gets it from here and rejoins; one already connected is left as is.
     let handed = Handed::from_env(&cfg);
     ctx.client_or_start()?
-        .call(
-            "fleet.join",
-            serde_json::json!({"config": cfg, "password": handed.password, "token": handed.token, "rejoin": true}),
-        )
+        .call(drover::proto::args::FleetJoin {
+            config: serde_json::to_value(&cfg)?,
+            password: handed.password.clone(),
+            token: handed.token.clone(),
+            rejoin: true,
+        })
         .map_err(super::client_err)?;
     let agents = if a.agents.is_empty() {
         drover::agent::version::installed().into_keys().collect()

@@ -89,14 +89,18 @@ pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Resp
     };
     // `rejoin`: a member of this config that is connected stays as it is
     // (`fleet work` hands its secrets only to a supervisor not in the fleet).
-    if args["rejoin"].as_bool() == Some(true)
+    if args.rejoin
         && lock(&sup.fleet)
             .as_ref()
             .is_some_and(|m| m.cfg == cfg && m.is_linked())
     {
-        return Ok(
-            json!({"fleet": cfg.fleet, "host": cfg.host, "slots": cfg.slots, "already": true}),
-        );
+        return Ok(Joined {
+            fleet: cfg.fleet,
+            host: cfg.host,
+            slots: cfg.slots,
+            ttl_ms: None,
+            already: true,
+        });
     }
     let old = lock(&sup.fleet).take();
     if let Some(old) = old {
@@ -132,6 +136,7 @@ pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Resp
         host: cfg.host,
         slots: cfg.slots,
         ttl_ms: ttl,
+        already: false,
     })
 }
 

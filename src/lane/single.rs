@@ -67,11 +67,9 @@ pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneReco
 /// owner may set the worktree up first (the loop's `setup:`). Then
 /// [`start`], or [`down`] to forget it. On failure nothing stays recorded.
 pub fn prepare(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
-    if let Some((k, _)) = l
-        .user_env
-        .iter()
-        .find(|(k, _)| super::up::LANE_ENV.contains(&k.as_str()) || k == crate::statedir::env::AGENT)
-    {
+    if let Some((k, _)) = l.user_env.iter().find(|(k, _)| {
+        super::up::LANE_ENV.contains(&k.as_str()) || k == crate::statedir::env::AGENT
+    }) {
         return Err(LaneError::usage(
             "--env",
             format!("{k} is set by drover for every lane"),

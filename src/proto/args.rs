@@ -272,6 +272,10 @@ pub struct FleetJoin {
     pub password: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// A member of this config that is connected stays as it is
+    /// (`fleet work` hands its secrets only to a supervisor not in the fleet).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejoin: bool,
 }
 
 /// `fleet.leave`.

@@ -186,6 +186,9 @@ pub struct Joined {
     pub host: String,
     pub slots: usize,
     pub ttl_ms: Option<u64>,
+    /// A `rejoin` that found this member connected and left it as it was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub already: bool,
 }
 
 /// `fleet.leave`.

@@ -4,9 +4,9 @@
 //! `lane ls`'s rows ([`LaneCells`], typed so a renamed field cannot leave a
 //! column silently empty).
 
-use crate::proto::PaneEntry;
 use crate::agent::State;
 use crate::lane::ls::WorktreeState;
+use crate::proto::PaneEntry;
 use crate::top::state::RowState;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -2,8 +2,8 @@
 //! state: 8 lanes at 80×24 and 200×60, and each footer mode. The clock is
 //! fixed by the view (`now_ms`), so no timestamp moves between runs.
 
-use drover::proto::PaneEntry;
 use drover::lane::ls::WorktreeState;
+use drover::proto::PaneEntry;
 use drover::top::render::render;
 use drover::top::ui::{Key, Ui};
 use drover::top::view::{Heartbeat, Inputs, LaneCells, View, build};

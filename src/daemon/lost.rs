@@ -49,7 +49,7 @@ fn forget_if_unchanged(sup: &Sup, rec: &PaneRecord) {
 fn lost_entry(rec: &PaneRecord, note: String, running: usize) -> LostPane {
     LostPane {
         name: rec.name.clone(),
-        backend: rec.backend.clone(),
+        backend: rec.backend,
         pid: rec.pid,
         generation: rec.generation,
         agent: rec.agent.clone(),

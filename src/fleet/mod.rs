@@ -57,6 +57,12 @@ pub enum FleetError {
     /// A fleet or host id that is not one plain subject token.
     #[error("bad {what} id {id:?}: use 1-64 of A-Z a-z 0-9 _ -")]
     BadId { what: &'static str, id: String },
+    /// A fleet name holding `-objects`: its streams could be another
+    /// fleet's host buckets (`drover-<fleet>-objects-<host>`) on one server.
+    #[error(
+        "fleet name {fleet:?} holds \"-objects\", which drover's stream names keep for a fleet's object buckets: pick another name"
+    )]
+    ReservedFleetName { fleet: String },
     /// The same host given twice to the server config.
     #[error("host {host:?} is given twice")]
     HostTwice { host: String },
@@ -167,6 +173,7 @@ impl FleetError {
     pub fn exit_code(&self) -> u8 {
         match self {
             FleetError::BadId { .. }
+            | FleetError::ReservedFleetName { .. }
             | FleetError::HostTwice { .. }
             | FleetError::PasswordVarClash { .. }
             | FleetError::CreatorNotAHost { .. }

@@ -55,6 +55,14 @@ impl Names {
     /// The names of `fleet` (checked), its streams made with one copy.
     pub fn new(fleet: &str) -> Result<Self, FleetError> {
         check_id("fleet", fleet)?;
+        // Fleet `a`'s host `x` keeps its patches in `drover-a-objects-x`;
+        // with `-objects` barred from fleet names, no other fleet's stream
+        // on the same server can have that name.
+        if fleet.contains("-objects") {
+            return Err(FleetError::ReservedFleetName {
+                fleet: fleet.to_string(),
+            });
+        }
         Ok(Names {
             fleet: fleet.to_string(),
             replicas: 1,
@@ -382,6 +390,27 @@ mod tests {
         }
         assert_eq!(host_id_from("box.example.org"), "box-example-org");
         assert!(check_id("host", &host_id_from(&"é.".repeat(80))).is_ok());
+    }
+
+    /// Fleet `a`'s host `x-objects` would write `drover-a-objects-x-objects`,
+    /// which is fleet `a-objects-x`'s own object store: such fleet names are
+    /// refused, so no two fleets on one server share a stream.
+    #[test]
+    fn a_fleet_name_cannot_make_another_fleets_host_bucket() {
+        let a = Names::new("a").unwrap();
+        assert_eq!(
+            a.host_objects_bucket("x-objects"),
+            "drover-a-objects-x-objects"
+        );
+        for bad in ["a-objects-x", "a-objects", "lab-objects2"] {
+            let e = Names::new(bad).unwrap_err();
+            assert!(matches!(e, FleetError::ReservedFleetName { .. }), "{bad}");
+            assert_eq!(e.exit_code(), crate::exit::USAGE);
+            assert!(e.to_string().contains("pick another name"), "{e}");
+        }
+        for good in ["objects", "lab_objects", "a-object", "Lab-Objects"] {
+            assert!(Names::new(good).is_ok(), "{good}");
+        }
     }
 
     #[test]

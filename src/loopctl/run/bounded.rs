@@ -5,7 +5,7 @@
 
 use crate::loopctl::child::Bounds;
 use crate::loopctl::night::control::{self, Control};
-use crate::loopctl::night::{clock, guards};
+use crate::loopctl::night::guards;
 use crate::loopctl::ops::LaneOps;
 use crate::loopctl::run::runner::Runner;
 use std::time::Duration;
@@ -29,14 +29,14 @@ impl<O: LaneOps> Runner<'_, O> {
         let run_dir = self.run.path.clone();
         let clock = self.cfg.unattended.clock.clone();
         let g = self.cfg.unattended.guards;
-        let (started, before) = (self.started, self.spent_before);
+        let clocks = self.clocks;
         move || {
             if let Ok(c) = control::read(&run_dir)
                 && let Some((Control::EmergencyStop, r)) = c.ruling()
             {
                 return Some(format!("emergency stop: {r}"));
             }
-            let elapsed = before + clock::since(started, clock.now());
+            let elapsed = clocks.spent(clock.now());
             (guards::remaining(&g, elapsed) == Some(Duration::ZERO))
                 .then(|| "the wall-clock budget ran out".to_string())
         }

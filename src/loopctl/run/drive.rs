@@ -93,7 +93,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// The wall-clock budget spent: before a resume and since.
     pub(in crate::loopctl) fn elapsed(&self) -> Duration {
-        self.spent_before + crate::loopctl::night::clock::since(self.started, self.now())
+        self.clocks.spent(self.now())
     }
 
     fn counters(&self) -> Counters {
@@ -204,7 +204,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.check_overnight()?;
             self.account_time()?;
-            if self.persisted.elapsed() >= crate::loopctl::run::runner::CHECKPOINT {
+            if self.clocks.checkpoint_due() {
                 self.persist()?;
             }
             if self.stop.is_none()
@@ -219,15 +219,21 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.start_reviews()?;
             self.start_ready()?;
-            if !self.landing_queue.is_empty() {
+            if !self.queues.landing.is_empty() {
                 self.land()?;
                 continue;
             }
             // A stopping run cannot wait for the owner.
-            if self.stop.is_some() && self.jobs.keys().all(|j| self.held.contains_key(j)) {
+            if self.stop.is_some()
+                && self
+                    .slots
+                    .jobs
+                    .keys()
+                    .all(|j| self.slots.held.contains_key(j))
+            {
                 self.release_held()?;
             }
-            if self.jobs.is_empty() {
+            if self.slots.jobs.is_empty() {
                 if let Some((reason, shown)) = self.paused.clone() {
                     if !shown {
                         self.paused = Some((reason.clone(), true));
@@ -238,12 +244,12 @@ impl<O: LaneOps> Runner<'_, O> {
                     self.idle(WAIT_SLICE);
                     continue;
                 }
-                if self.stop.is_none() && !self.limited.is_empty() {
+                if self.stop.is_none() && !self.slots.limited.is_empty() {
                     self.wait_for_limits();
                     continue;
                 }
                 // Nothing runs that could free a lane: a waiting review never starts.
-                for (id, _) in std::mem::take(&mut self.pending_reviews) {
+                for (id, _) in std::mem::take(&mut self.queues.reviews) {
                     let cap = self.status.lanes_cap;
                     self.park(
                         &id,
@@ -261,7 +267,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// waits for, and sleep one slice toward the earliest resume.
     fn wait_for_limits(&mut self) {
         let mut lines = Vec::new();
-        for (task, p) in self.limited.iter_mut() {
+        for (task, p) in self.slots.limited.iter_mut() {
             if !p.announced {
                 p.announced = true;
                 lines.push(format!(
@@ -273,7 +279,7 @@ impl<O: LaneOps> Runner<'_, O> {
         for l in lines {
             self.say(&l);
         }
-        let next = self.limited.values().map(|p| p.resume_at).min();
+        let next = self.slots.limited.values().map(|p| p.resume_at).min();
         let wait = next.map_or(WAIT_SLICE, |t| {
             crate::loopctl::night::clock::since(self.now(), t)
         });
@@ -284,7 +290,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// One wait for outcomes, bounded by the wall-clock budget; turns past
     /// the turn timeout (or the budget) are cancelled and their tasks parked.
     fn wait_slice(&mut self) -> Result<(), LoopError> {
-        let jobs: Vec<String> = self.jobs.keys().cloned().collect();
+        let jobs: Vec<String> = self.slots.jobs.keys().cloned().collect();
         let g = self.cfg.unattended.guards;
         let budget = guards::remaining(&g, self.elapsed());
         let slice = budget.map_or(WAIT_SLICE, |b| {
@@ -292,8 +298,9 @@ impl<O: LaneOps> Runner<'_, O> {
         });
         // Lanes held for the owner are looked at, never waited on: their
         // escalation stays the last word until the owner answers.
-        let (held, free): (Vec<String>, Vec<String>) =
-            jobs.into_iter().partition(|j| self.held.contains_key(j));
+        let (held, free): (Vec<String>, Vec<String>) = jobs
+            .into_iter()
+            .partition(|j| self.slots.held.contains_key(j));
         let mut outs = if free.is_empty() {
             std::thread::sleep(slice.max(Duration::from_millis(10)));
             Vec::new()
@@ -304,9 +311,9 @@ impl<O: LaneOps> Runner<'_, O> {
             outs.extend(self.ops.wait_decision(&held, Duration::ZERO)?);
         }
         for (job, outcome) in outs {
-            if let Some((task, at)) = self.jobs.remove(&job) {
+            if let Some((task, at)) = self.slots.jobs.remove(&job) {
                 if !matches!(outcome, Outcome::Escalated { .. }) {
-                    self.held.remove(&job);
+                    self.slots.held.remove(&job);
                 }
                 if self.limit_hit(&task, &job, &outcome)? {
                     continue;
@@ -327,6 +334,7 @@ impl<O: LaneOps> Runner<'_, O> {
         // The budget bounds every turn: none outlives it.
         let over_budget = guards::remaining(&g, self.elapsed()) == Some(Duration::ZERO);
         let late: Vec<(String, String, DateTime<Utc>)> = self
+            .slots
             .jobs
             .iter()
             .filter(|(_, (_, at))| {
@@ -335,17 +343,18 @@ impl<O: LaneOps> Runner<'_, O> {
             .map(|(j, (t, at))| (j.clone(), t.clone(), *at))
             .collect();
         for (job, task, at) in late {
-            self.jobs.remove(&job);
-            if !self.held.contains_key(&job) {
+            self.slots.jobs.remove(&job);
+            if !self.slots.held.contains_key(&job) {
                 self.time_turn(&task, at, true);
             }
             self.cancel_job(&job);
             let lane = self
+                .slots
                 .lanes
                 .get(&task)
                 .map(|l| l.id.clone())
                 .unwrap_or_default();
-            if self.held.remove(&job).is_some() && !over_budget {
+            if self.slots.held.remove(&job).is_some() && !over_budget {
                 // The owner's wait ends at its deadline; the lane stays up
                 // for a human until the close-out.
                 self.park(

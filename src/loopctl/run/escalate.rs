@@ -75,12 +75,14 @@ impl<O: LaneOps> Runner<'_, O> {
         decision: &str,
         reason: &str,
     ) -> Result<(), LoopError> {
-        if let Some(since) = self.held.get(job).copied() {
+        if let Some(since) = self.slots.held.get(job).copied() {
             // Still waiting for the owner: keep watching it.
-            self.jobs.insert(job.to_string(), (id.to_string(), since));
+            self.slots
+                .jobs
+                .insert(job.to_string(), (id.to_string(), since));
             return Ok(());
         }
-        let lane = self.lanes.get(id).cloned();
+        let lane = self.slots.lanes.get(id).cloned();
         let kind = match &lane {
             Some(l) => self.ops.observe(l).ok().flatten().and_then(|o| o.kind),
             None => None,
@@ -105,8 +107,9 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         match route {
             Route::Hold => {
-                self.held.insert(job.to_string(), self.now());
-                self.jobs
+                self.slots.held.insert(job.to_string(), self.now());
+                self.slots
+                    .jobs
                     .insert(job.to_string(), (id.to_string(), self.now()));
                 self.decide(
                     "question",
@@ -123,7 +126,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     &format!("{id}: {q}; held in QUESTIONS.md ({when}), task parked; recommendation: {rec}"),
                 )?;
                 self.cancel_job(job);
-                if let Some(h) = self.lanes.remove(id) {
+                if let Some(h) = self.slots.lanes.remove(id) {
                     self.ops.down(&h)?;
                 }
                 self.park_question(
@@ -192,16 +195,16 @@ impl<O: LaneOps> Runner<'_, O> {
     /// then trip every task in flight past the tripwire's active time.
     pub(in crate::loopctl) fn account_time(&mut self) -> Result<(), LoopError> {
         let now = self.now();
-        let dt = crate::loopctl::night::clock::since(self.last_pass, now).as_secs();
-        self.last_pass = now;
+        let dt = self.clocks.pass(now);
         let paused = self.paused.is_some();
         let held: Vec<String> = self
+            .slots
             .jobs
             .iter()
-            .filter(|(j, _)| self.held.contains_key(*j))
+            .filter(|(j, _)| self.slots.held.contains_key(*j))
             .map(|(_, (t, _))| t.clone())
             .collect();
-        let limited: Vec<String> = self.limited.keys().cloned().collect();
+        let limited: Vec<String> = self.slots.limited.keys().cloned().collect();
         let mut due = Vec::new();
         for t in self.status.tasks.iter_mut() {
             let in_flight = matches!(t.phase, Phase::Implementing | Phase::Reviewing);
@@ -237,20 +240,21 @@ impl<O: LaneOps> Runner<'_, O> {
     /// question to the owner when present.
     pub(in crate::loopctl) fn trip_task(&mut self, id: &str, r: &Reason) -> Result<(), LoopError> {
         let jobs: Vec<String> = self
+            .slots
             .jobs
             .iter()
             .filter(|(_, (t, _))| t == id)
             .map(|(j, _)| j.clone())
             .collect();
         for j in jobs {
-            self.jobs.remove(&j);
-            self.held.remove(&j);
+            self.slots.jobs.remove(&j);
+            self.slots.held.remove(&j);
             self.cancel_job(&j);
         }
-        if let Some(h) = self.lanes.remove(id) {
+        if let Some(h) = self.slots.lanes.remove(id) {
             self.ops.down(&h)?;
         }
-        self.pending_reviews.retain(|(t, _)| t != id);
+        self.queues.reviews.retain(|(t, _)| t != id);
         let overnight = self.mode.is_overnight();
         let (call, rec) = tripwire::call(r, overnight);
         let why = r.describe();
@@ -291,16 +295,17 @@ impl<O: LaneOps> Runner<'_, O> {
     /// parked with their question open.
     pub(in crate::loopctl) fn release_held(&mut self) -> Result<(), LoopError> {
         let held: Vec<(String, String)> = self
+            .slots
             .jobs
             .iter()
-            .filter(|(j, _)| self.held.contains_key(*j))
+            .filter(|(j, _)| self.slots.held.contains_key(*j))
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
         for (job, task) in held {
-            self.jobs.remove(&job);
-            self.held.remove(&job);
+            self.slots.jobs.remove(&job);
+            self.slots.held.remove(&job);
             self.cancel_job(&job);
-            if let Some(h) = self.lanes.remove(&task) {
+            if let Some(h) = self.slots.lanes.remove(&task) {
                 self.ops.down(&h)?;
             }
             self.park_question(

@@ -110,12 +110,12 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The close-out; with `unclosed` (why the loop had to stop) the report
     /// is written but the run stays open for `--resume`.
     fn close_out_as(&mut self, unclosed: Option<&str>) -> Result<RunStatus, LoopError> {
-        let lanes: Vec<LaneHandle> = self.lanes.values().cloned().collect();
+        let lanes: Vec<LaneHandle> = self.slots.lanes.values().cloned().collect();
         for l in lanes {
             let _ = self.ops.down(&l);
         }
-        self.lanes.clear();
-        for job in self.jobs.keys().cloned().collect::<Vec<_>>() {
+        self.slots.lanes.clear();
+        for job in self.slots.jobs.keys().cloned().collect::<Vec<_>>() {
             self.cancel_job(&job);
         }
         if unclosed.is_none() {

@@ -104,7 +104,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Landing;
         }
-        self.landing_queue.push(id.to_string());
+        self.queues.landing.push(id.to_string());
         self.say(&format!("{id}: gate ready, queued for landing"));
         self.persist()
     }

@@ -19,8 +19,8 @@ impl<O: LaneOps> Runner<'_, O> {
             .unattended
             .land_batch
             .max(1)
-            .min(self.landing_queue.len());
-        let ids: Vec<String> = self.landing_queue.drain(..n).collect();
+            .min(self.queues.landing.len());
+        let ids: Vec<String> = self.queues.landing.drain(..n).collect();
         let queued: Vec<Queued> = ids
             .iter()
             .filter_map(|id| {

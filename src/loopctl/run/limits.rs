@@ -75,7 +75,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if !matches!(outcome, Outcome::Escalated { .. }) {
             return Ok(false);
         }
-        let Some(lane) = self.lanes.get(task).cloned() else {
+        let Some(lane) = self.slots.lanes.get(task).cloned() else {
             return Ok(false);
         };
         let Some(obs) = self.ops.observe(&lane)? else {
@@ -137,7 +137,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!("{task} parked at a usage limit ({resets}); {resume}"),
         );
         if !optout {
-            self.limited.insert(
+            self.slots.limited.insert(
                 task.to_string(),
                 LimitPark {
                     job: job.to_string(),
@@ -161,16 +161,17 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         let now = self.now();
         let due: Vec<String> = self
+            .slots
             .limited
             .iter()
             .filter(|(_, p)| p.resume_at <= now)
             .map(|(t, _)| t.clone())
             .collect();
         for task in due {
-            let Some(p) = self.limited.remove(&task) else {
+            let Some(p) = self.slots.limited.remove(&task) else {
                 continue;
             };
-            let Some(lane) = self.lanes.get(&task).cloned() else {
+            let Some(lane) = self.slots.lanes.get(&task).cloned() else {
                 continue;
             };
             let label = wait_label(lane.agent);
@@ -227,7 +228,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                         "resets_at": null, "resume_at": crate::loopctl::night::clock::rfc3339(at)}),
                 );
-                self.limited.insert(
+                self.slots.limited.insert(
                     task.clone(),
                     LimitPark {
                         resume_at: at,

@@ -15,25 +15,28 @@ impl<O: LaneOps> Runner<'_, O> {
     /// its turn and act once per [`step`].
     pub(in crate::loopctl) fn watch_reports(&mut self) -> Result<(), LoopError> {
         let jobs: Vec<(String, String)> = self
+            .slots
             .jobs
             .iter()
-            .filter(|(j, _)| !self.held.contains_key(*j))
+            .filter(|(j, _)| !self.slots.held.contains_key(*j))
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
-        self.nudges.retain(|j, _| self.jobs.contains_key(j));
+        self.slots
+            .nudges
+            .retain(|j, _| self.slots.jobs.contains_key(j));
         let grace = self.cfg.unattended.report_grace;
         for (job, task) in jobs {
-            let Some(lane) = self.lanes.get(&task).cloned() else {
+            let Some(lane) = self.slots.lanes.get(&task).cloned() else {
                 continue;
             };
-            if lane.role != Role::Implementer || self.limited.contains_key(&task) {
+            if lane.role != Role::Implementer || self.slots.limited.contains_key(&task) {
                 continue;
             }
             let Some(obs) = self.ops.observe(&lane)? else {
                 continue;
             };
             let now = self.now();
-            let n = self.nudges.entry(job.clone()).or_default();
+            let n = self.slots.nudges.entry(job.clone()).or_default();
             if !matches!(
                 obs.state,
                 crate::agent::State::Idle | crate::agent::State::Done
@@ -80,7 +83,7 @@ impl<O: LaneOps> Runner<'_, O> {
                         ),
                     )?;
                     self.say(&format!("{task}: its report does not fit; answered once"));
-                    let e = self.nudges.entry(job.clone()).or_default();
+                    let e = self.slots.nudges.entry(job.clone()).or_default();
                     e.answered = true;
                     e.ended_since = None;
                 }
@@ -96,13 +99,13 @@ impl<O: LaneOps> Runner<'_, O> {
                         ),
                     )?;
                     self.say(&format!("{task}: no report; reminded once"));
-                    let e = self.nudges.entry(job.clone()).or_default();
+                    let e = self.slots.nudges.entry(job.clone()).or_default();
                     e.reminded = Some(now);
                     e.ended_since = None;
                 }
                 Step::Park => {
-                    self.jobs.remove(&job);
-                    self.nudges.remove(&job);
+                    self.slots.jobs.remove(&job);
+                    self.slots.nudges.remove(&job);
                     self.cancel_job(&job);
                     self.park(
                         &task,

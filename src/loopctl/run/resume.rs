@@ -96,8 +96,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         status.state = RunState::Running;
         let board = board::load(&cfg.board_dir)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
-        r.run_lock = Some(lock);
-        r.board_lock = Some(board_lock);
+        r.locks.run = Some(lock);
+        r.locks.board = Some(board_lock);
         r.report_board()?;
         r.resume_tag = format!("-k{}", r.status.resumes);
         // Recorded before any job carries the tag: a kill from here on makes
@@ -170,7 +170,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             let limit_park = t.phase == Phase::Parked && t.cause == Some(TaskCause::LimitWait);
             let wt_exists = t.worktree.as_ref().is_some_and(|w| w.exists());
             match t.phase {
-                Phase::Landing => self.landing_queue.push(t.id.clone()),
+                Phase::Landing => self.queues.landing.push(t.id.clone()),
                 Phase::Implementing | Phase::Reviewing => {
                     match finished.iter().find(|(id, _, _)| *id == t.id) {
                         Some(f) => used.push(f.clone()),
@@ -301,7 +301,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.reclaim(id)?;
         let lane_dir = self.run.lane_dir(lane)?;
         // The lane itself is gone (reaped); its record of the turn is what counts.
-        self.lanes.insert(
+        self.slots.lanes.insert(
             id.to_string(),
             LaneHandle {
                 id: lane.to_string(),
@@ -427,7 +427,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         };
         self.ops.dispatch(&handle, &spec)?;
         let at = self.now();
-        self.jobs.insert(job.clone(), (id.to_string(), at));
+        self.slots.jobs.insert(job.clone(), (id.to_string(), at));
         if let Some(t) = self.task_mut(id) {
             t.job = Some(job);
         }

@@ -153,7 +153,7 @@ impl<O: LaneOps> Runner<'_, O> {
             portable: repair.is_some(),
         };
         let handle = self.lane_up(spec)?;
-        self.lanes.insert(id.to_string(), handle);
+        self.slots.lanes.insert(id.to_string(), handle);
         if let Some(t) = self.task_mut(id) {
             t.phase = crate::loopctl::run::runner::Phase::Implementing;
             t.round = round;
@@ -384,8 +384,8 @@ impl<O: LaneOps> Runner<'_, O> {
     /// is under way, whose own heartbeat it would overwrite.
     pub(in crate::loopctl) fn start_carried(&mut self) -> Result<(), LoopError> {
         let mut i = 0;
-        while i < self.carried.len() {
-            let id = self.carried[i].clone();
+        while i < self.queues.carried.len() {
+            let id = self.queues.carried[i].clone();
             let reviewer = self.task(&id).and_then(|t| t.reviewer);
             let busy = self.status.tasks.iter().any(|t| {
                 t.phase == crate::loopctl::run::runner::Phase::Reviewing && t.reviewer == reviewer
@@ -394,7 +394,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 i += 1;
                 continue;
             }
-            self.carried.remove(i);
+            self.queues.carried.remove(i);
             crate::registry::heartbeat::heartbeat(
                 &self.cfg.state_dir,
                 &crate::registry::heartbeat::HeartbeatRequest {

@@ -12,16 +12,16 @@
 use crate::loopctl::board::charter::Charter;
 use crate::loopctl::board::{self, Board};
 use crate::loopctl::night::settings::Unattended;
-use crate::loopctl::ops::{LaneHandle, LaneOps};
+use crate::loopctl::ops::LaneOps;
 use crate::loopctl::run::cause::TaskCause;
-use crate::loopctl::run::drive::{LimitPark, Stop};
+use crate::loopctl::run::drive::Stop;
+use crate::loopctl::run::parts::{Clocks, Locks, Queues, Slots, Tuning};
 use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::{LaneRow, RunDir};
+pub use crate::loopctl::run::task::{Phase, TaskState};
 use crate::loopctl::{LoopError, board::ready, land::git};
-use crate::registry::Agent;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -59,78 +59,6 @@ pub struct RunConfig {
     pub turn_timeout: Duration,
     /// Clock, guards, usage limits and stalls (`LOOP.md`, "Unattended runs").
     pub unattended: Unattended,
-}
-
-/// Where a task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Phase {
-    /// Kept out of Ready by the board (dependency, label, exclusion).
-    Held,
-    /// Ready, not started.
-    Ready,
-    Implementing,
-    Reviewing,
-    /// Accepted, queued under Landing.
-    Landing,
-    Landed,
-    Parked,
-}
-
-/// One task's state in the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskState {
-    pub id: String,
-    pub title: String,
-    pub phase: Phase,
-    pub tier: Option<String>,
-    pub agent: Option<Agent>,
-    pub reviewer: Option<Agent>,
-    pub round: u32,
-    pub lane: Option<String>,
-    pub job: Option<String>,
-    pub worktree: Option<PathBuf>,
-    pub branch: Option<String>,
-    pub candidate_sha256: Option<String>,
-    pub sha: Option<String>,
-    pub reason: Option<String>,
-    pub resume: Option<String>,
-    /// What the run decides on for a held or parked task (`reason` says it
-    /// to people).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<TaskCause>,
-    /// Usage limits this task's lane hit in this run.
-    pub limit_parks: u32,
-    /// Why its lane is not progressing (LOOP.md, "Stall classes").
-    pub stall: Option<String>,
-    /// When it was first dispatched, on the loop's clock (the tripwire's start).
-    #[serde(default)]
-    pub first_dispatch: Option<String>,
-    /// Seconds since then not counted by the tripwire (paused, held, at a limit).
-    #[serde(default)]
-    pub excluded_s: u64,
-    /// Classes of finding its failed rounds opened (the tripwire's count).
-    #[serde(default)]
-    pub findings: crate::loopctl::night::tripwire::Findings,
-    /// The commit its candidate was captured on (a candidate that no longer
-    /// applies is retried three-way against it).
-    #[serde(default)]
-    pub candidate_base: Option<String>,
-    /// The integration head last merged into its branch (a round sent back
-    /// from landing): its candidate is captured against it from then on.
-    #[serde(default)]
-    pub onto: Option<String>,
-    /// Rebase rounds it was sent (conflicts resolved by its lane).
-    #[serde(default)]
-    pub rebases: u32,
-    /// The round under way that began with a merge, until its candidate is
-    /// captured again.
-    #[serde(default)]
-    pub rebase: Option<crate::loopctl::run::rounds::RebaseRound>,
-    /// Its candidate before its last rebase round, shown to the reviewer
-    /// beside the new one.
-    #[serde(default)]
-    pub prior_candidate: Option<PathBuf>,
 }
 
 /// The run as `loop status` shows it (`run.json`).
@@ -283,52 +211,23 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) run: RunDir,
     pub(in crate::loopctl) board: Board,
     pub(in crate::loopctl) status: RunStatus,
-    /// Live lanes by task (at most one per task at a time).
-    pub(in crate::loopctl) lanes: BTreeMap<String, LaneHandle>,
-    /// Dispatched jobs: job id → (task, when, on the loop's clock).
-    pub(in crate::loopctl) jobs: BTreeMap<String, (String, DateTime<Utc>)>,
-    /// Lanes parked at a usage limit, by task.
-    pub(in crate::loopctl) limited: BTreeMap<String, LimitPark>,
-    pub(in crate::loopctl) started: DateTime<Utc>,
-    /// Budget spent before `started` (by the run before its resume).
-    pub(in crate::loopctl) spent_before: Duration,
-    /// When `run.json` was last written (wall clock; see [`CHECKPOINT`]).
-    pub(in crate::loopctl) persisted: std::time::Instant,
+    /// The lanes and the jobs in them.
+    pub(in crate::loopctl) slots: Slots,
+    /// Tasks waiting between steps.
+    pub(in crate::loopctl) queues: Queues,
+    pub(in crate::loopctl) clocks: Clocks,
+    pub(in crate::loopctl) locks: Locks,
+    pub(in crate::loopctl) tuning: Tuning,
     pub(in crate::loopctl) consecutive_blockers: u32,
     pub(in crate::loopctl) stop: Option<Stop>,
-    /// Per task: the lane's output counter and since when it has not moved.
-    pub(in crate::loopctl) quiet: BTreeMap<String, (u64, DateTime<Utc>, bool)>,
     pub(in crate::loopctl) notifier: crate::loopctl::night::notify::Notifier,
     /// Set while paused: the reason, and whether `PAUSED:` was printed.
     pub(in crate::loopctl) paused: Option<(String, bool)>,
-    pub(in crate::loopctl) landing_queue: Vec<String>,
-    /// Captured candidates waiting for their reviewer lane: (task, patch).
-    pub(in crate::loopctl) pending_reviews: Vec<(String, PathBuf)>,
-    /// Tasks whose passed review stands after a rebase round, waiting for
-    /// their reviewer to be free (`rounds.rs`).
-    pub(in crate::loopctl) carried: Vec<String>,
     pub(in crate::loopctl) rulings: Vec<(String, String)>,
     /// Owner present or overnight, now.
     pub(in crate::loopctl) mode: crate::loopctl::night::overnight::Mode,
-    /// Jobs whose lane is held for the owner (an escalation, owner present),
-    /// and since when (the owner's wait ends at the turn timeout).
-    pub(in crate::loopctl) held: BTreeMap<String, DateTime<Utc>>,
-    /// The previous pass, on the loop's clock (the tripwire's accounting).
-    pub(in crate::loopctl) last_pass: DateTime<Utc>,
-    /// This process runs the run (held until it ends; a crash lets it go).
-    pub(in crate::loopctl) run_lock: Option<crate::store::LockGuard>,
-    /// The run's board is worked by this process alone (see `rundir::lock_board`).
-    pub(in crate::loopctl) board_lock: Option<crate::store::LockGuard>,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
     pub(in crate::loopctl) resume_tag: String,
-    /// Lane autotune: the efforts set and cooldowns, the finished turns
-    /// (oldest first) and each task's iteration.
-    pub(in crate::loopctl) tuner: crate::loopctl::night::autotune::State,
-    pub(in crate::loopctl) samples: Vec<crate::loopctl::night::autotune::Sample>,
-    pub(in crate::loopctl) iteration_of: BTreeMap<String, u32>,
-    /// Implementer jobs at the end of their turn with no report: what was
-    /// said to them ([`crate::loopctl::run::nudge`]).
-    pub(in crate::loopctl) nudges: BTreeMap<String, crate::loopctl::night::nudge::Nudge>,
     /// The board's problems already recorded by this process.
     pub(in crate::loopctl) board_reported: std::collections::BTreeSet<String>,
     say: Box<dyn FnMut(&str) + 'a>,
@@ -450,8 +349,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mode = cfg.unattended.mode;
         let lock = crate::loopctl::run::resume::lock_run(&run)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
-        r.run_lock = Some(lock);
-        r.board_lock = Some(board_lock);
+        r.locks.run = Some(lock);
+        r.locks.board = Some(board_lock);
         r.decide(
             "launch",
             &format!(
@@ -519,31 +418,18 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             run,
             board,
             status,
-            lanes: BTreeMap::new(),
-            jobs: BTreeMap::new(),
-            limited: BTreeMap::new(),
-            started,
-            spent_before,
-            persisted: std::time::Instant::now(),
+            slots: Slots::default(),
+            queues: Queues::default(),
+            clocks: Clocks::new(started, spent_before),
+            locks: Locks::default(),
+            tuning: Tuning::new(tuner),
             consecutive_blockers,
             stop: None,
-            quiet: BTreeMap::new(),
             notifier,
             paused: None,
-            landing_queue: Vec::new(),
-            pending_reviews: Vec::new(),
-            carried: Vec::new(),
             rulings,
             mode,
-            held: Default::default(),
-            last_pass: started,
-            run_lock: None,
-            board_lock: None,
             resume_tag: String::new(),
-            tuner,
-            samples: Vec::new(),
-            iteration_of: BTreeMap::new(),
-            nudges: BTreeMap::new(),
             board_reported: Default::default(),
             say,
         };
@@ -613,6 +499,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.run
             .write_queue(&rows(Phase::Ready), &hold, &rows(Phase::Landing))?;
         let lanes: Vec<LaneRow> = self
+            .slots
             .lanes
             .values()
             .map(|l| LaneRow {
@@ -639,8 +526,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.clock_at = Some(crate::time::to_secs(self.now()));
         self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.status.consecutive_blockers = self.consecutive_blockers;
-        self.status.autotune = self.tuner.save();
-        self.persisted = std::time::Instant::now();
+        self.status.autotune = self.tuning.state.save();
+        self.clocks.persisted = std::time::Instant::now();
         self.run
             .write_state(&self.status.mode, self.status.landings + 1, &live)?;
         crate::loopctl::run::rundir::write_json_shown(&self.run.file("run.json"), &self.status)?;
@@ -675,7 +562,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             }
             self.autotune(self.status.iterations + 1)?;
             self.status.iterations += 1;
-            self.iteration_of.insert(id.clone(), self.status.iterations);
+            self.tuning
+                .iteration_of
+                .insert(id.clone(), self.status.iterations);
             if let Err(e) = self.start_task(&id) {
                 if let LoopError::Setup { lane, .. } = &e {
                     let log = self.run.path.join(lane).join("setup.log");

@@ -12,19 +12,20 @@ impl<O: LaneOps> Runner<'_, O> {
     /// class (one `stall` decision), and interrupt a stalled lane once past
     /// `--stall-kill-after`.
     pub(in crate::loopctl) fn watch_stalls(&mut self) -> Result<(), LoopError> {
-        let tasks: Vec<String> = self.jobs.values().map(|(t, _)| t.clone()).collect();
+        let tasks: Vec<String> = self.slots.jobs.values().map(|(t, _)| t.clone()).collect();
         let now = self.now();
         let stall_after = self.cfg.unattended.stall_after;
         let kill_after = self.cfg.unattended.stall_kill_after;
         let mut changed = false;
         for task in tasks {
-            let Some(lane) = self.lanes.get(&task).cloned() else {
+            let Some(lane) = self.slots.lanes.get(&task).cloned() else {
                 continue;
             };
             let Some(obs) = self.ops.observe(&lane)? else {
                 continue;
             };
             let entry = self
+                .slots
                 .quiet
                 .entry(task.clone())
                 .or_insert((obs.output, now, false));
@@ -65,7 +66,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 && kill_after.is_some_and(|k| quiet_for >= k)
             {
                 self.ops.interrupt(&lane)?;
-                if let Some(e) = self.quiet.get_mut(&task) {
+                if let Some(e) = self.slots.quiet.get_mut(&task) {
                     e.2 = true;
                 }
                 self.decide(

@@ -157,7 +157,7 @@ impl<O: LaneOps> Runner<'_, O> {
             t.branch = Some(branch);
         }
         let handle = self.lane_up(spec)?;
-        self.lanes.insert(id.to_string(), handle.clone());
+        self.slots.lanes.insert(id.to_string(), handle.clone());
         Ok(handle)
     }
 
@@ -168,7 +168,7 @@ impl<O: LaneOps> Runner<'_, O> {
         prompt: &str,
         repair: Option<String>,
     ) -> Result<(), LoopError> {
-        let (round, lane_dir) = match (self.task(id), self.lanes.get(id)) {
+        let (round, lane_dir) = match (self.task(id), self.slots.lanes.get(id)) {
             (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
@@ -199,6 +199,7 @@ impl<O: LaneOps> Runner<'_, O> {
         told: BriefFacts,
     ) -> Result<(), LoopError> {
         let lane = self
+            .slots
             .lanes
             .get(id)
             .cloned()
@@ -238,7 +239,9 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         self.ops.dispatch(&lane, &spec)?;
         let now = self.now();
-        self.jobs.insert(job.to_string(), (id.to_string(), now));
+        self.slots
+            .jobs
+            .insert(job.to_string(), (id.to_string(), now));
         if let Some(t) = self.task_mut(id) {
             t.job = Some(job.to_string());
             if t.first_dispatch.is_none() {
@@ -249,7 +252,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     fn lane_down(&mut self, id: &str) -> Result<(), LoopError> {
-        if let Some(h) = self.lanes.remove(id) {
+        if let Some(h) = self.slots.lanes.remove(id) {
             self.ops.down(&h)?;
         }
         Ok(())
@@ -295,7 +298,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     fn after_implement(&mut self, id: &str) -> Result<(), LoopError> {
-        let (agent, wt, lane_dir) = match (self.task(id), self.lanes.get(id)) {
+        let (agent, wt, lane_dir) = match (self.task(id), self.slots.lanes.get(id)) {
             (Some(t), Some(h)) => (t.agent, t.worktree.clone(), h.lane_dir.clone()),
             _ => return Ok(()),
         };
@@ -372,12 +375,12 @@ impl<O: LaneOps> Runner<'_, O> {
                     c.files.join(", ")
                 ));
                 if !review {
-                    self.carried.push(id.to_string());
+                    self.queues.carried.push(id.to_string());
                     return self.start_carried();
                 }
                 // A (session, agent) lane reviews one task at a time, so one
                 // heartbeat can never answer for another task's review.
-                self.pending_reviews.push((id.to_string(), c.patch_path));
+                self.queues.reviews.push((id.to_string(), c.patch_path));
                 self.start_reviews()
             }
         }
@@ -387,8 +390,8 @@ impl<O: LaneOps> Runner<'_, O> {
     pub(in crate::loopctl) fn start_reviews(&mut self) -> Result<(), LoopError> {
         self.start_carried()?;
         let mut i = 0;
-        while i < self.pending_reviews.len() {
-            let (id, patch) = self.pending_reviews[i].clone();
+        while i < self.queues.reviews.len() {
+            let (id, patch) = self.queues.reviews[i].clone();
             let reviewer = self.task(&id).and_then(|t| t.reviewer);
             let busy = self
                 .status
@@ -399,7 +402,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 i += 1;
                 continue;
             }
-            self.pending_reviews.remove(i);
+            self.queues.reviews.remove(i);
             if let Err(e) = self.start_review(&id, &patch) {
                 if self.supervisor_lost() {
                     return Err(e);
@@ -473,7 +476,7 @@ impl<O: LaneOps> Runner<'_, O> {
             portable: true,
         };
         let handle = self.lane_up(spec)?;
-        self.lanes.insert(id.to_string(), handle);
+        self.slots.lanes.insert(id.to_string(), handle);
         if let Some(t) = self.task_mut(id) {
             t.phase = Phase::Reviewing;
             t.lane = Some(lane.clone());
@@ -505,6 +508,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(());
         };
         let report_path = self
+            .slots
             .lanes
             .get(id)
             .map(|h| h.lane_dir.join(format!("report-v{}.json", t.round)));

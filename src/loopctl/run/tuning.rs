@@ -6,13 +6,10 @@
 //! (role, agent). Off, none of this runs and no lane gets an effort.
 
 use crate::loopctl::LoopError;
-use crate::loopctl::night::autotune::{self, Sample};
+use crate::loopctl::night::autotune::Sample;
 use crate::loopctl::ops::{LaneHandle, LaneOps, LaneSpec, Role};
 use crate::loopctl::run::runner::{Phase, Runner};
 use chrono::{DateTime, Utc};
-
-/// Turns kept for the tuner (older ones are far outside its window).
-const MAX_SAMPLES: usize = 256;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Bring a lane up at the effort the tuner set for its (role, agent).
@@ -22,7 +19,8 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<LaneHandle, LoopError> {
         if self.cfg.unattended.autotune {
             spec.effort = self
-                .tuner
+                .tuning
+                .state
                 .effort((spec.role, spec.agent))
                 .map(str::to_string);
         }
@@ -41,7 +39,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if !self.cfg.unattended.autotune {
             return;
         }
-        let (Some(t), Some(lane)) = (self.task(task), self.lanes.get(task)) else {
+        let (Some(t), Some(lane)) = (self.task(task), self.slots.lanes.get(task)) else {
             return;
         };
         let role = match t.phase {
@@ -50,6 +48,7 @@ impl<O: LaneOps> Runner<'_, O> {
             _ => return,
         };
         let iteration = self
+            .tuning
             .iteration_of
             .get(task)
             .copied()
@@ -62,9 +61,7 @@ impl<O: LaneOps> Runner<'_, O> {
             failed,
             fresh: true,
         };
-        self.samples.push(sample);
-        let over = self.samples.len().saturating_sub(MAX_SAMPLES);
-        self.samples.drain(..over);
+        self.tuning.record(sample);
     }
 
     /// Before iteration `next` starts: run the tuner over the turns so far
@@ -74,11 +71,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(());
         }
         let k = self.cfg.unattended.autotune_k;
-        let (state, recs) = autotune::tune(&self.tuner, &self.samples, next, k);
-        self.tuner = state;
-        for s in &mut self.samples {
-            s.fresh = false;
-        }
+        let recs = self.tuning.tune(next, k);
         for r in recs {
             let line = r.describe(k);
             self.decide("autotune", &format!("before iteration {next}: {line}"))?;

@@ -12,6 +12,7 @@ pub mod args;
 pub mod attach;
 pub mod backend;
 pub mod error;
+pub mod event;
 pub mod frame;
 pub mod pane;
 pub mod reply;
@@ -29,6 +30,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 pub use attach::{AttachControl, AttachEvent};
 pub use backend::{Backend, UnknownBackend};
+pub use event::{Event, EventLine};
 pub use error::{ErrorBody, ErrorCode, Response, version_message};
 pub use frame::{
     Frame, FrameError, FrameKind, MAX_FRAME, check_len, encode, encode_json, read_frame, split,

@@ -6,7 +6,7 @@
 use super::protocol::{ErrorCode, PROTOCOL_VERSION, Request, Response};
 use super::server::{Entry, Sup, lock, pane_err};
 use crate::agent::State;
-use crate::pane::{Backend, PaneSpec};
+use crate::pane::Backend;
 use crate::proto::args::{PaneNew, Split};
 use crate::proto::{Event, PaneEntry, PaneView, reply};
 use serde_json::Value;
@@ -214,9 +214,9 @@ async fn pane_respawn(sup: &Arc<Sup>, name: &str) -> Result<reply::Generation, R
 
 async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
     super::protocol::args::check_agent(&args.spec.agent)?;
-    let backend = backend_arg(args.backend.as_deref().or(args.spec.backend.as_deref()))?;
+    let backend = backend_arg(args.backend.as_deref())?;
     let split = herdr_split_arg(sup, args.split.as_ref(), backend)?;
-    let spec = PaneSpec::from(args.spec);
+    let spec = args.spec;
     spec.validate().map_err(pane_err)?;
     // Reserve the name, then spawn without holding the pane table: a slow
     // exec must not stall every other request.

@@ -265,3 +265,22 @@ fn attach_messages_keep_their_json() {
     );
     assert_eq!(AttachControl::parse(br#"{"op":"dance"}"#), None);
 }
+
+#[test]
+fn a_backend_named_inside_the_spec_still_picks_the_backend_and_the_requests_own_wins() {
+    let spec = json!({"name": "p", "argv": ["sh"], "cols": 80, "rows": 24, "agent": "shell"});
+    let mut legacy = spec.clone();
+    legacy["backend"] = json!("tmux");
+    let n: args::PaneNew = serde_json::from_value(json!({"spec": legacy})).unwrap();
+    assert_eq!(n.backend.as_deref(), Some("tmux"));
+    let n: args::PaneNew =
+        serde_json::from_value(json!({"spec": legacy, "backend": "native"})).unwrap();
+    assert_eq!(n.backend.as_deref(), Some("native"));
+    // What a client sends keeps its form: the backend beside the spec.
+    let n: args::PaneNew = serde_json::from_value(json!({"spec": spec, "backend": "tmux"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&n).unwrap(),
+        json!({"spec": {"name": "p", "argv": ["sh"], "env": [], "cwd": null, "cols": 80,
+                        "rows": 24, "agent": "shell"}, "backend": "tmux"})
+    );
+}

@@ -296,8 +296,8 @@ pub struct EventsFollow {
 /// `fleet.join`: join a fleet (docs/fleet.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetJoin {
-    /// As in `fleet.json` (that file's format, read by the fleet module).
-    pub config: serde_json::Value,
+    /// As in `fleet.json`.
+    pub config: super::fleet::FleetConfig,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,6 +13,7 @@ pub mod attach;
 pub mod backend;
 pub mod error;
 pub mod event;
+pub mod fleet;
 pub mod frame;
 pub mod pane;
 pub mod reply;

@@ -5,8 +5,8 @@
 //! timer), and publishes each new complete line into the feed.
 
 use super::feed::Feed;
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use crate::proto::event::{Event, JobEvent, RegistryEvent, ShadowDecisionEvent};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

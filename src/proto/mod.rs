@@ -31,8 +31,8 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 pub use attach::{AttachControl, AttachEvent};
 pub use backend::{Backend, UnknownBackend};
-pub use event::{Event, EventLine};
 pub use error::{ErrorBody, ErrorCode, Response, version_message};
+pub use event::{Event, EventLine};
 pub use frame::{
     Frame, FrameError, FrameKind, MAX_FRAME, check_len, encode, encode_json, read_frame, split,
     write_frame,

@@ -281,7 +281,8 @@ fn a_backend_named_inside_the_spec_still_picks_the_backend_and_the_requests_own_
         serde_json::from_value(json!({"spec": legacy, "backend": "native"})).unwrap();
     assert_eq!(n.backend.as_deref(), Some("native"));
     // What a client sends keeps its form: the backend beside the spec.
-    let n: args::PaneNew = serde_json::from_value(json!({"spec": spec, "backend": "tmux"})).unwrap();
+    let n: args::PaneNew =
+        serde_json::from_value(json!({"spec": spec, "backend": "tmux"})).unwrap();
     assert_eq!(
         serde_json::to_value(&n).unwrap(),
         json!({"spec": {"name": "p", "argv": ["sh"], "env": [], "cwd": null, "cols": 80,

@@ -1,7 +1,8 @@
 //! The supervisor's protocol (docs/protocol.md), typed: the frame codec,
 //! the version, one [`Request`] variant per operation with its own argument
 //! struct ([`args`]) and reply struct ([`reply`]), the error body, and the
-//! state vocabulary the replies carry ([`state`], [`Snapshot`]).
+//! state vocabulary the replies carry ([`state`], [`Snapshot`]), the event
+//! stream's events ([`event`]) and a fleet's config ([`fleet`]).
 //!
 //! The server, the client, the feed and the tests share these types, so a
 //! renamed field or op is a compile error, not a silent `None`. The module

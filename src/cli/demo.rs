@@ -196,7 +196,6 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
             cols: 120,
             rows: 40,
             agent: "sim".into(),
-            backend: None,
         };
         d.call(args::PaneNew {
             spec,

@@ -277,7 +277,7 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut c = ctx.client_or_start()?;
     let r = c
         .call(drover::proto::args::FleetJoin {
-            config: serde_json::to_value(&cfg)?,
+            config: cfg.clone(),
             password: handed.password.clone(),
             token: handed.token.clone(),
             rejoin: false,

@@ -38,7 +38,7 @@ pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let handed = Handed::from_env(&cfg);
     ctx.client_or_start()?
         .call(drover::proto::args::FleetJoin {
-            config: serde_json::to_value(&cfg)?,
+            config: cfg.clone(),
             password: handed.password.clone(),
             token: handed.token.clone(),
             rejoin: true,

@@ -287,7 +287,7 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let was_running = ctx.client().is_ok();
             let mut c = ctx.client_or_start()?;
             let req = args::PaneNew {
-                spec: spec.into(),
+                spec,
                 backend: Some(backend.to_string()),
                 split: a.split.as_ref().map(|of| args::Split {
                     pane: of.clone(),

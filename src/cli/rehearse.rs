@@ -294,7 +294,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let backend = std::env::var(drover::statedir::env::BACKEND).unwrap_or_else(|_| "native".into());
     client
         .call(args::PaneNew {
-            spec: mock_spec.into(),
+            spec: mock_spec,
             backend: Some(backend.clone()),
             split: None,
         })
@@ -335,7 +335,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         spec.validate().map_err(|e| usage(e.to_string()))?;
         let info = client
             .call(args::PaneNew {
-                spec: spec.into(),
+                spec,
                 backend: Some(backend.clone()),
                 split: None,
             })

@@ -7,6 +7,7 @@ use super::observe;
 use super::protocol::{ErrorCode, Response};
 use super::server::{BURST_QUIET, Entry, MAX_BURST, Sup, lock};
 use crate::agent::{Observation, State};
+use crate::proto::Event;
 use crate::proto::args::{Wait, WaitMode};
 use crate::proto::reply::{WaitSnapshot, Waited};
 use std::sync::Arc;
@@ -183,22 +184,23 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
         if obs.state == State::Exited {
             tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
         }
-        let ev = serde_json::json!({
-            "generation": obs.generation,
-            "state": obs.state,
-            "state_kind": obs.kind,
-            "exit_code": obs.exit_code,
-            "from": from,
-        });
+        let ev = Event::PaneState {
+            pane: obs.pane.clone(),
+            generation: obs.generation,
+            state: obs.state,
+            state_kind: obs.kind,
+            exit_code: obs.exit_code,
+            from,
+        };
         let (pane, exited) = (obs.pane.clone(), obs.state == State::Exited);
         drop(obs);
-        sup.feed.publish("pane.state", Some(&pane), ev);
+        sup.feed.publish(ev);
         if exited {
-            sup.feed.publish(
-                "pane.exited",
-                Some(&pane),
-                serde_json::json!({"generation": generation, "exit_code": exit_code}),
-            );
+            sup.feed.publish(Event::PaneExited {
+                pane,
+                generation,
+                exit_code,
+            });
         }
         sup.epoch.send_modify(|x| *x += 1);
     }

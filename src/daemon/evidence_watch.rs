@@ -42,7 +42,7 @@ fn job_running(engine: &Engine, spec: &WatchSpec) -> bool {
 fn observation(spec: &WatchSpec, s: &Snapshot) -> Evidence {
     Evidence::Observation {
         t_ms: crate::paths::now_ms(),
-        state: s.state.to_string(),
+        state: s.state,
         state_kind: s
             .kind
             .map(|k| k.to_string())

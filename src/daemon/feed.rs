@@ -8,7 +8,7 @@
 //! publishing never waits for a subscriber, and one that falls behind is told
 //! how many events it missed (a `missed` record) instead of slowing anyone.
 
-use serde_json::{Map, Value, json};
+use crate::proto::event::{Event, EventLine};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
@@ -104,29 +104,20 @@ impl Feed {
     }
 
     /// Number and publish an event; returns its seq. Never blocks on subscribers.
-    pub fn publish(&self, kind: &str, pane: Option<&str>, fields: Value) -> u64 {
-        let mut obj = Map::new();
+    pub fn publish(&self, event: Event) -> u64 {
         let mut ring = super::server::lock(&self.ring);
         let seq = ring.next_seq;
         ring.next_seq += 1;
-        obj.insert("seq".into(), json!(seq));
-        obj.insert("at".into(), json!(crate::paths::now_rfc3339()));
-        obj.insert("kind".into(), json!(kind));
-        if let Some(p) = pane {
-            obj.insert("pane".into(), json!(p));
-        }
-        if let Value::Object(m) = fields {
-            for (k, v) in m {
-                if !matches!(k.as_str(), "seq" | "at" | "kind" | "pane") {
-                    obj.insert(k, v);
-                }
-            }
-        }
+        let line = EventLine {
+            seq,
+            at: crate::paths::now_rfc3339(),
+            event,
+        };
         let ev = Arc::new(FeedEvent {
             seq,
-            kind: kind.to_string(),
-            pane: pane.map(str::to_string),
-            line: Value::Object(obj).to_string(),
+            kind: line.event.kind().to_string(),
+            pane: line.event.pane().map(str::to_string),
+            line: line.to_line(),
         });
         if ring.buf.len() >= self.cap {
             ring.buf.pop_front();
@@ -169,19 +160,31 @@ impl Feed {
 /// The record a subscriber gets instead of `n` events it fell behind on:
 /// its `seq` is the last one missed, `first` the first.
 pub fn missed_line(first: u64, n: u64) -> String {
-    json!({
-        "seq": first + n - 1,
-        "at": crate::paths::now_rfc3339(),
-        "kind": "missed",
-        "missed": n,
-        "first": first,
-    })
-    .to_string()
+    EventLine {
+        seq: first + n - 1,
+        at: crate::paths::now_rfc3339(),
+        event: Event::Missed { missed: n, first },
+    }
+    .to_line()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::event::RegistryEvent;
+    use serde_json::{Value, json};
+
+    /// A registry-sourced event of `kind` with `fields`.
+    fn reg(kind: &str, pane: Option<&str>, fields: Value) -> Event {
+        let Value::Object(fields) = fields else {
+            return reg(kind, pane, json!({}));
+        };
+        Event::Registry(RegistryEvent {
+            kind: kind.into(),
+            pane: pane.map(str::to_string),
+            fields,
+        })
+    }
 
     fn seqs(v: &[Arc<FeedEvent>]) -> Vec<u64> {
         v.iter().map(|e| e.seq).collect()
@@ -191,12 +194,12 @@ mod tests {
     fn since_replays_exactly_what_followed_and_live_continues_without_a_gap() {
         let f = Feed::with_capacity(8, 8);
         for i in 0..5 {
-            f.publish("x", None, json!({"i": i}));
+            f.publish(reg("x", None, json!({"i": i})));
         }
         let mut s = f.subscribe(Some(2));
         assert_eq!(s.missed, 0);
         assert_eq!(seqs(&s.replay), [3, 4, 5]);
-        f.publish("y", Some("p"), Value::Null);
+        f.publish(reg("y", Some("p"), Value::Null));
         let live = s.live.try_recv().unwrap();
         assert_eq!(live.seq, 6);
         assert!(live.line.contains(r#""pane":"p""#), "{}", live.line);
@@ -206,7 +209,7 @@ mod tests {
     fn a_since_older_than_the_ring_says_how_many_are_gone() {
         let f = Feed::with_capacity(4, 4);
         for _ in 0..10 {
-            f.publish("x", None, Value::Null);
+            f.publish(reg("x", None, Value::Null));
         }
         let s = f.subscribe(Some(0));
         assert_eq!(s.missed, 6);
@@ -219,7 +222,7 @@ mod tests {
         let f = Feed::with_capacity(4, 4);
         let mut s = f.subscribe(None);
         for _ in 0..20 {
-            f.publish("x", None, Value::Null);
+            f.publish(reg("x", None, Value::Null));
         }
         match s.live.try_recv() {
             Err(broadcast::error::TryRecvError::Lagged(n)) => assert_eq!(n, 16),
@@ -253,7 +256,7 @@ mod tests {
     #[test]
     fn reserved_fields_cannot_be_overwritten() {
         let f = Feed::default();
-        f.publish("k", None, json!({"seq": 99, "kind": "evil", "x": 1}));
+        f.publish(reg("k", None, json!({"seq": 99, "kind": "evil", "x": 1})));
         let s = f.subscribe(Some(0));
         let v: Value = serde_json::from_str(&s.replay[0].line).unwrap();
         assert_eq!(v["seq"], 1);

@@ -5,8 +5,9 @@
 //! timer), and publishes each new complete line into the feed.
 
 use super::feed::Feed;
+use crate::proto::event::{Event, JobEvent, RegistryEvent, ShadowDecisionEvent};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,70 +46,66 @@ impl Tail {
     }
 }
 
-fn take(m: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
-    keys.iter()
-        .filter_map(|k| {
-            m.get(*k)
-                .filter(|v| !v.is_null())
-                .map(|v| (k.to_string(), v.clone()))
-        })
-        .collect()
+/// A string field of a line, when it is one.
+fn text(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str).map(str::to_string)
 }
 
-/// Map one line of a followed log to (kind, pane, fields). Only named fields
-/// are copied: free text a caller gave (a job's reason) never reaches the feed.
-fn map_line(source: Source, line: &[u8]) -> Option<(String, Option<String>, Value)> {
+/// Map one line of a followed log to its event. Only named fields are
+/// copied: free text a caller gave (a job's reason) never reaches the feed.
+fn map_line(source: Source, line: &[u8]) -> Option<Event> {
     let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(line) else {
         return None;
     };
     match source {
         Source::Audit => {
             let outcome = m.get("outcome")?.as_str()?;
-            let kind = match outcome {
-                "accepted" => "job.transition",
-                "refused" => "job.refused",
-                _ => "job.ack",
+            let request = m.get("request");
+            let f = JobEvent {
+                job_id: text(m.get("job_id")),
+                request: text(
+                    request
+                        .and_then(|r| r.get("action"))
+                        .and_then(|a| a.get("request")),
+                ),
+                from: text(m.get("from")),
+                to: text(m.get("to")),
+                rule: text(m.get("rule")),
+                new_attempt_id: text(m.get("new_attempt_id")),
+                job_seq: m.get("seq").and_then(Value::as_u64),
+                authority: text(
+                    request
+                        .and_then(|r| r.get("actor"))
+                        .and_then(|a| a.get("authority")),
+                ),
             };
-            let mut f = take(&m, &["job_id", "from", "to", "rule", "new_attempt_id"]);
-            if let Some(s) = m.get("seq").filter(|v| !v.is_null()) {
-                f.insert("job_seq".into(), s.clone());
-            }
-            if let Some(r) = m
-                .get("request")
-                .and_then(|r| r.get("action"))
-                .and_then(|a| a.get("request"))
-            {
-                f.insert("request".into(), r.clone());
-            }
-            if let Some(a) = m
-                .get("request")
-                .and_then(|r| r.get("actor"))
-                .and_then(|a| a.get("authority"))
-            {
-                f.insert("authority".into(), a.clone());
-            }
-            Some((kind.into(), None, Value::Object(f)))
+            Some(match outcome {
+                "accepted" => Event::JobTransition(f),
+                "refused" => Event::JobRefused(f),
+                _ => Event::JobAck(f),
+            })
         }
         Source::Decisions => {
-            let mut f = take(
-                &m,
-                &["job_id", "attempt_id", "decision", "reason", "action"],
-            );
-            let pane = m
-                .get("summary")
-                .and_then(|s| s.get("pane"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if let Some(g) = m.get("summary").and_then(|s| s.get("pane_generation")) {
-                f.insert("generation".into(), g.clone());
-            }
-            Some(("shadow.decision".into(), pane, Value::Object(f)))
+            let summary = m.get("summary");
+            Some(Event::ShadowDecision(ShadowDecisionEvent {
+                pane: text(summary.and_then(|s| s.get("pane"))),
+                job_id: text(m.get("job_id")),
+                attempt_id: text(m.get("attempt_id")),
+                decision: text(m.get("decision")),
+                reason: text(m.get("reason")),
+                action: text(m.get("action")),
+                generation: summary
+                    .and_then(|s| s.get("pane_generation"))
+                    .and_then(Value::as_u64),
+            }))
         }
         Source::Registry => {
             // Already redacted by the registry's only writer.
             let kind = m.get("kind")?.as_str()?.to_string();
-            let pane = m.get("pane").and_then(Value::as_str).map(str::to_string);
-            let mut f = m.clone();
+            let pane = text(m.get("pane"));
+            let mut f = m;
+            f.remove("kind");
+            f.remove("pane");
             if let Some(s) = f.remove("seq") {
                 f.insert("registry_seq".into(), s);
             }
@@ -116,8 +113,12 @@ fn map_line(source: Source, line: &[u8]) -> Option<(String, Option<String>, Valu
             if let Some(at) = f.remove("at") {
                 f.insert("written_at".into(), at);
             }
-            f.insert("source".into(), json!("registry"));
-            Some((kind, pane, Value::Object(f)))
+            f.insert("source".into(), Value::from("registry"));
+            Some(Event::Registry(RegistryEvent {
+                kind,
+                pane,
+                fields: f,
+            }))
         }
     }
 }
@@ -194,8 +195,8 @@ fn publish_new(tails: &mut [Tail], feed: &Feed) {
     for t in tails.iter_mut() {
         for line in t.read_new() {
             match map_line(t.source, &line) {
-                Some((kind, pane, fields)) => {
-                    feed.publish(&kind, pane.as_deref(), fields);
+                Some(event) => {
+                    feed.publish(event);
                 }
                 None => {
                     tracing::debug!(path = %t.tail.path().display(), "skipped a line the feed cannot read")
@@ -212,12 +213,15 @@ mod tests {
     #[test]
     fn audit_lines_carry_no_free_text() {
         let line = br#"{"seq":3,"at":"t","job_id":"J1","outcome":"accepted","from":"queued","to":"running","rule":null,"reason":"secret words","new_attempt_id":"A1","request":{"job_id":"J1","action":{"request":"claim","session":"s"},"actor":{"authority":"agent"}},"pid":1}"#;
-        let (kind, _, f) = map_line(Source::Audit, line).unwrap();
-        assert_eq!(kind, "job.transition");
-        assert_eq!(f["job_id"], "J1");
-        assert_eq!(f["request"], "claim");
-        assert_eq!(f["job_seq"], 3);
-        assert!(!f.to_string().contains("secret"), "{f}");
+        let ev = map_line(Source::Audit, line).unwrap();
+        let Event::JobTransition(f) = &ev else {
+            panic!("not a transition: {ev:?}");
+        };
+        assert_eq!(f.job_id.as_deref(), Some("J1"));
+        assert_eq!(f.request.as_deref(), Some("claim"));
+        assert_eq!(f.job_seq, Some(3));
+        let line = serde_json::to_string(&ev).unwrap();
+        assert!(!line.contains("secret"), "{line}");
     }
 
     #[test]
@@ -234,8 +238,10 @@ mod tests {
         f.write_all(b"\"kind\":\"b\"}\n").unwrap();
         let got = t.read_new();
         assert_eq!(got.len(), 1);
-        let (kind, _, fields) = map_line(Source::Registry, &got[0]).unwrap();
-        assert_eq!(kind, "b");
-        assert_eq!(fields["registry_seq"], 2);
+        let Some(Event::Registry(r)) = map_line(Source::Registry, &got[0]) else {
+            panic!("not a registry event");
+        };
+        assert_eq!(r.kind, "b");
+        assert_eq!(r.fields["registry_seq"], 2);
     }
 }

@@ -81,8 +81,7 @@ fn forward_events(sup: &Arc<Sup>, member: &Member) {
 /// heartbeat, record the config, keep heartbeating. A member already running
 /// (a rejoin, or the same fleet joined again) is replaced.
 pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Response> {
-    let cfg: FleetConfig = serde_json::from_value(args.config)
-        .map_err(|e| Response::err(0, ErrorCode::Usage, format!("bad fleet config: {e}")))?;
+    let cfg: FleetConfig = args.config;
     let handed = Handed {
         password: args.password,
         token: args.token,

@@ -6,10 +6,10 @@
 use super::protocol::{ErrorCode, PROTOCOL_VERSION, Request, Response};
 use super::server::{Entry, Sup, lock, pane_err};
 use crate::agent::State;
-use crate::pane::{Backend, PaneSpec};
+use crate::pane::Backend;
 use crate::proto::args::{PaneNew, Split};
-use crate::proto::{PaneEntry, PaneView, reply};
-use serde_json::{Value, json};
+use crate::proto::{Event, PaneEntry, PaneView, reply};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
 pub(super) async fn handle(sup: &Arc<Sup>, id: u64, req: Request) -> Response {
@@ -166,8 +166,10 @@ async fn pane_kill(sup: &Arc<Sup>, name: String) -> Result<reply::Killed, Respon
     e.notify.notify_one();
     sup.epoch.send_modify(|x| *x += 1);
     tracing::info!(pane = %name, pid, "pane killed");
-    sup.feed
-        .publish("pane.killed", Some(&name), json!({"pid": pid}));
+    sup.feed.publish(Event::PaneKilled {
+        pane: name.clone(),
+        pid,
+    });
     Ok(reply::Killed {
         pane: name,
         killed: true,
@@ -200,11 +202,10 @@ async fn pane_respawn(sup: &Arc<Sup>, name: &str) -> Result<reply::Generation, R
     sup.epoch.send_modify(|x| *x += 1);
     e.notify.notify_one();
     tracing::info!(pane = %e.pane.name(), generation, "pane respawned");
-    sup.feed.publish(
-        "pane.respawned",
-        Some(e.pane.name()),
-        json!({"generation": generation}),
-    );
+    sup.feed.publish(Event::PaneRespawned {
+        pane: e.pane.name().to_string(),
+        generation,
+    });
     Ok(reply::Generation {
         pane: e.pane.name().to_string(),
         generation,
@@ -213,9 +214,9 @@ async fn pane_respawn(sup: &Arc<Sup>, name: &str) -> Result<reply::Generation, R
 
 async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
     super::protocol::args::check_agent(&args.spec.agent)?;
-    let backend = backend_arg(args.backend.as_deref().or(args.spec.backend.as_deref()))?;
+    let backend = backend_arg(args.backend.as_deref())?;
     let split = herdr_split_arg(sup, args.split.as_ref(), backend)?;
-    let spec = PaneSpec::from(args.spec);
+    let spec = args.spec;
     spec.validate().map_err(pane_err)?;
     // Reserve the name, then spawn without holding the pane table: a slow
     // exec must not stall every other request.
@@ -270,11 +271,12 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
     lock(&sup.creating).remove(&name);
     let entry = spawned.map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))??;
     let info = entry.pane.info();
-    sup.feed.publish(
-        "pane.created",
-        Some(&info.name),
-        json!({"agent": info.agent, "generation": info.generation, "pid": info.pid}),
-    );
+    sup.feed.publish(Event::PaneCreated {
+        pane: info.name.clone(),
+        agent: info.agent.clone(),
+        generation: info.generation,
+        pid: info.pid,
+    });
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
     Ok(view(&entry))
 }

@@ -11,6 +11,7 @@ mod report_state;
 
 pub use report_state::LaneReportState;
 
+use crate::agent::State;
 use crate::store::{StoreError, append_jsonl, read_jsonl};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -49,7 +50,7 @@ pub enum Evidence {
     /// A matched snapshot of the agent's state.
     Observation {
         t_ms: u64,
-        state: String,
+        state: State,
         #[serde(default)]
         state_kind: Option<String>,
         session_id: String,
@@ -287,7 +288,7 @@ mod tests {
             dispatch(1, "A1"),
             Evidence::Observation {
                 t_ms: 6,
-                state: "blocked".into(),
+                state: State::Blocked,
                 state_kind: Some("permission".into()),
                 session_id: "implementer".into(),
                 pane_generation: 1,
@@ -301,5 +302,21 @@ mod tests {
         assert_eq!(tl[0]["t_ms"], 1, "sorted by time");
         assert!(tl[2].get("screen_hash").is_none());
         assert_eq!(tl[2]["state_kind"], "permission");
+    }
+
+    #[test]
+    fn an_observation_line_reads_its_state_typed_and_writes_the_same_bytes() {
+        let line = r#"{"kind":"observation","t_ms":6,"state":"blocked","state_kind":"permission","session_id":"implementer","pane_generation":1,"screen_hash":"ab"}"#;
+        let e: Evidence = serde_json::from_str(line).unwrap();
+        assert!(matches!(
+            e,
+            Evidence::Observation {
+                state: State::Blocked,
+                ..
+            }
+        ));
+        assert_eq!(serde_json::to_string(&e).unwrap(), line);
+        let bad = line.replace("blocked", "sleeping");
+        assert!(serde_json::from_str::<Evidence>(&bad).is_err());
     }
 }

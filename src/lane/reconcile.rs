@@ -478,7 +478,6 @@ pub fn start_pane(
         cols: crate::pane::DEFAULT_COLS,
         rows: crate::pane::DEFAULT_ROWS,
         agent: kind.to_string(),
-        backend: None,
     };
     let info = client.call(args::PaneNew {
         spec,

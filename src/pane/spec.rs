@@ -1,5 +1,4 @@
 use super::{PANE_MARKER_ENV, PaneError};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Default pane size: wide enough for every agent footer.
@@ -8,21 +7,9 @@ pub const DEFAULT_COLS: u16 = 120;
 pub const DEFAULT_ROWS: u16 = 40;
 const MAX_DIM: u16 = 1000;
 
-/// Everything needed to (re)start a pane.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PaneSpec {
-    pub name: String,
-    pub argv: Vec<String>,
-    /// Set on the child at creation; values are never logged.
-    #[serde(default)]
-    pub env: Vec<(String, String)>,
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    pub cols: u16,
-    pub rows: u16,
-    /// The agent kind (`shell`, `claude`, `codex`, `sim`): how the screen is read.
-    pub agent: String,
-}
+/// Everything needed to (re)start a pane: the protocol's spec, which
+/// `pane.new` carries as it is.
+pub use crate::proto::PaneSpec;
 
 impl PaneSpec {
     /// The `PATH` the pane's command is looked up in: the spec's own (the
@@ -145,35 +132,6 @@ pub fn find_executable(cmd: &str, path_var: &str, cwd: Option<&Path>) -> Option<
         .filter(|d| !d.is_empty())
         .map(|d| Path::new(d).join(cmd))
         .find(|p| is_executable(p))
-}
-
-impl From<crate::proto::PaneSpec> for PaneSpec {
-    fn from(w: crate::proto::PaneSpec) -> Self {
-        PaneSpec {
-            name: w.name,
-            argv: w.argv,
-            env: w.env,
-            cwd: w.cwd,
-            cols: w.cols,
-            rows: w.rows,
-            agent: w.agent,
-        }
-    }
-}
-
-impl From<PaneSpec> for crate::proto::PaneSpec {
-    fn from(s: PaneSpec) -> Self {
-        crate::proto::PaneSpec {
-            name: s.name,
-            argv: s.argv,
-            env: s.env,
-            cwd: s.cwd,
-            cols: s.cols,
-            rows: s.rows,
-            agent: s.agent,
-            backend: None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub struct Ping {}
 
 /// `pane.new`: create a pane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "PaneNewWire")]
 pub struct PaneNew {
     pub spec: PaneSpec,
     /// `native`, `tmux` or `herdr`; native when absent.
@@ -28,6 +29,35 @@ pub struct PaneNew {
     /// Create it beside this herdr pane (herdr only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<Split>,
+}
+
+/// `pane.new` as it may arrive: older clients named the backend inside
+/// the spec; the request's own `backend` wins.
+#[derive(Deserialize)]
+struct PaneNewWire {
+    spec: SpecWire,
+    #[serde(default)]
+    backend: Option<String>,
+    #[serde(default)]
+    split: Option<Split>,
+}
+
+#[derive(Deserialize)]
+struct SpecWire {
+    #[serde(flatten)]
+    spec: PaneSpec,
+    #[serde(default)]
+    backend: Option<String>,
+}
+
+impl From<PaneNewWire> for PaneNew {
+    fn from(w: PaneNewWire) -> Self {
+        PaneNew {
+            spec: w.spec.spec,
+            backend: w.backend.or(w.spec.backend),
+            split: w.split,
+        }
+    }
 }
 
 /// Where a herdr pane goes: beside `pane`, `right` (default) or `down`.
@@ -266,8 +296,8 @@ pub struct EventsFollow {
 /// `fleet.join`: join a fleet (docs/fleet.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetJoin {
-    /// As in `fleet.json` (that file's format, read by the fleet module).
-    pub config: serde_json::Value,
+    /// As in `fleet.json`.
+    pub config: super::fleet::FleetConfig,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

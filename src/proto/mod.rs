@@ -1,7 +1,8 @@
 //! The supervisor's protocol (docs/protocol.md), typed: the frame codec,
 //! the version, one [`Request`] variant per operation with its own argument
 //! struct ([`args`]) and reply struct ([`reply`]), the error body, and the
-//! state vocabulary the replies carry ([`state`], [`Snapshot`]).
+//! state vocabulary the replies carry ([`state`], [`Snapshot`]), the event
+//! stream's events ([`event`]) and a fleet's config ([`fleet`]).
 //!
 //! The server, the client, the feed and the tests share these types, so a
 //! renamed field or op is a compile error, not a silent `None`. The module
@@ -12,6 +13,8 @@ pub mod args;
 pub mod attach;
 pub mod backend;
 pub mod error;
+pub mod event;
+pub mod fleet;
 pub mod frame;
 pub mod pane;
 pub mod reply;
@@ -30,6 +33,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub use attach::{AttachControl, AttachEvent};
 pub use backend::{Backend, UnknownBackend};
 pub use error::{ErrorBody, ErrorCode, Response, version_message};
+pub use event::{Event, EventLine};
 pub use frame::{
     Frame, FrameError, FrameKind, MAX_FRAME, check_len, encode, encode_json, read_frame, split,
     write_frame,

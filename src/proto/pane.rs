@@ -19,10 +19,6 @@ pub struct PaneSpec {
     pub rows: u16,
     /// The agent kind (`shell`, `claude`, `codex`, `sim`): how the screen is read.
     pub agent: String,
-    /// Older clients named the backend inside the spec; `pane.new`'s own
-    /// `backend` wins.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
 }
 
 /// How a pane's process ended.

@@ -81,7 +81,11 @@ fn every_documented_request_round_trips() {
         ),
         req(
             "fleet.join",
-            json!({"config": {"fleet": "lab", "host": "h1"}, "password": "pw"}),
+            json!({"config": {"fleet": "lab", "url": "nats://127.0.0.1:4222", "host": "h1",
+                              "slots": 2, "auth": {"kind": "user", "user": "u",
+                              "password": {"from": "env", "var": "DROVER_NATS_PASSWORD"}},
+                              "insecure": false, "heartbeat_ms": 5000, "replicas": 1},
+                   "password": "pw"}),
         ),
         req("fleet.leave", json!({})),
         req("shutdown", json!({})),
@@ -264,4 +268,38 @@ fn attach_messages_keep_their_json() {
         Some(AttachControl::Detach)
     );
     assert_eq!(AttachControl::parse(br#"{"op":"dance"}"#), None);
+}
+
+#[test]
+fn a_backend_named_inside_the_spec_still_picks_the_backend_and_the_requests_own_wins() {
+    let spec = json!({"name": "p", "argv": ["sh"], "cols": 80, "rows": 24, "agent": "shell"});
+    let mut legacy = spec.clone();
+    legacy["backend"] = json!("tmux");
+    let n: args::PaneNew = serde_json::from_value(json!({"spec": legacy})).unwrap();
+    assert_eq!(n.backend.as_deref(), Some("tmux"));
+    let n: args::PaneNew =
+        serde_json::from_value(json!({"spec": legacy, "backend": "native"})).unwrap();
+    assert_eq!(n.backend.as_deref(), Some("native"));
+    // What a client sends keeps its form: the backend beside the spec.
+    let n: args::PaneNew =
+        serde_json::from_value(json!({"spec": spec, "backend": "tmux"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&n).unwrap(),
+        json!({"spec": {"name": "p", "argv": ["sh"], "env": [], "cwd": null, "cols": 80,
+                        "rows": 24, "agent": "shell"}, "backend": "tmux"})
+    );
+}
+
+#[test]
+fn a_fleet_join_carries_the_config_typed_in_fleet_jsons_form() {
+    let file = r#"{"fleet":"lab","url":"nats://a:4222,nats://b:4222","host":"h1","slots":2,"auth":{"kind":"token","token":{"from":"file","path":"/s/t"}},"tls_ca":"/s/ca.pem","insecure":false,"heartbeat_ms":5000,"replicas":3}"#;
+    let doc = format!(r#"{{"config":{file},"rejoin":true}}"#);
+    let j: args::FleetJoin = serde_json::from_str(&doc).unwrap();
+    assert_eq!(j.config.replicas, 3);
+    assert!(matches!(j.config.auth, fleet::Auth::Token { .. }));
+    assert_eq!(serde_json::to_string(&j.config).unwrap(), file);
+    // A config of the file's older form (no replicas) still joins, with one.
+    let old = file.replace(r#","replicas":3"#, "");
+    let c: fleet::FleetConfig = serde_json::from_str(&old).unwrap();
+    assert_eq!(c.replicas, 1);
 }

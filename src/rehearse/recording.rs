@@ -1,6 +1,8 @@
 //! Raw PTY recordings of real agent runs, made with `script(1)`, and their
 //! labels (`tests/fixtures/recordings/labels.tsv`).
 
+use crate::proto::state::Until;
+
 /// Remove the `Script started on …` header line and the `Script done on …`
 /// trailer that `script(1)` adds, leaving only the program's output bytes.
 pub fn strip_typescript(raw: &[u8]) -> &[u8] {
@@ -22,8 +24,9 @@ pub fn strip_typescript(raw: &[u8]) -> &[u8] {
 pub struct Checkpoint {
     /// How many bytes of the recording the screen had seen.
     pub bytes: usize,
-    /// The agent state there (`idle`, `done`, `blocked:permission`, …).
-    pub state: String,
+    /// The agent state there (`idle`, `done`, `blocked:permission`, …),
+    /// written in the labels file as `wait --until` names it.
+    pub state: Until,
     /// Texts the screen contains there; a leading `!` means it must not.
     pub markers: Vec<String>,
 }
@@ -82,7 +85,9 @@ impl Labels {
                 bytes: f[0]
                     .parse()
                     .map_err(|e| format!("line {}: bytes: {e}", n + 1))?,
-                state: f[1].to_string(),
+                state: f[1]
+                    .parse()
+                    .map_err(|e| format!("line {}: state: {e}", n + 1))?,
                 markers: f[2]
                     .split('|')
                     .filter(|m| !m.is_empty())
@@ -131,7 +136,7 @@ mod tests {
             rows: 40,
             checkpoints: vec![Checkpoint {
                 bytes: 42,
-                state: "blocked:permission".into(),
+                state: "blocked:permission".parse().unwrap(),
                 markers: vec!["Do you want".into(), "!esc to interrupt".into()],
             }],
         };

@@ -247,7 +247,7 @@ fn summarize(events: &[Evidence]) -> Summary {
                 s.observations += 1;
                 s.last_state = Some(match state_kind {
                     Some(k) => format!("{state}:{k}"),
-                    None => state.clone(),
+                    None => state.to_string(),
                 });
             }
             Evidence::Transport { result, .. } if result == "error" => s.transport_errors += 1,

@@ -301,11 +301,12 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
             loop {
                 match feed.next_line()? {
                     Some(line) => {
-                        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-                        if let Some(seq) = v.get("seq").and_then(serde_json::Value::as_u64) {
-                            app.view.seq = seq;
+                        // A line this top cannot read still wakes it.
+                        let ev = crate::proto::EventLine::parse(&line).ok();
+                        if let Some(ev) = &ev {
+                            app.view.seq = ev.seq;
                         }
-                        let about = v.get("pane").and_then(serde_json::Value::as_str);
+                        let about = ev.as_ref().and_then(|e| e.event.pane());
                         if about.is_none() || about != app.self_pane.as_deref() {
                             dirty = true;
                         }

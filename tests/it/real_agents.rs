@@ -490,7 +490,7 @@ impl Run {
             if failed_markers(&screen.text(), &markers).is_empty() {
                 rec.checkpoints.push(Checkpoint {
                     bytes: raw.len(),
-                    state: state.to_string(),
+                    state: state.parse().expect("a state wait --until names"),
                     markers,
                 });
                 return;

@@ -60,10 +60,10 @@ fn every_checkpoint_replays_to_its_markers() {
 fn recordings_cover_both_agents_and_every_checked_state() {
     let all = recordings();
     for agent in ["claude", "codex"] {
-        let states: BTreeSet<&str> = all
+        let states: BTreeSet<String> = all
             .iter()
             .filter(|(_, l, _)| l.agent == agent)
-            .flat_map(|(_, l, _)| l.checkpoints.iter().map(|c| c.state.as_str()))
+            .flat_map(|(_, l, _)| l.checkpoints.iter().map(|c| c.state.to_string()))
             .collect();
         for s in [
             "idle",
@@ -132,7 +132,7 @@ fn every_checkpoint_classifies_as_labelled() {
                 Some(k) => format!("{}:{}", o.state, k),
                 None => o.state.to_string(),
             };
-            if got != c.state {
+            if got != c.state.to_string() {
                 wrong.push(format!(
                     "{name} at byte {}: labelled {}, classified {got} ({:?})",
                     c.bytes, c.state, o.evidence

@@ -265,7 +265,6 @@ impl LaneOps for SimLanes {
             cols: 120,
             rows: 40,
             agent: "sim".into(),
-            backend: None,
         };
         self.client
             .call(args::PaneNew {

@@ -114,26 +114,8 @@ pub fn run_gate_env(
 ) -> Result<GateRun, LoopError> {
     let head = git::line(worktree, &["rev-parse", "HEAD"])?;
     let tree = git::line(worktree, &["rev-parse", "HEAD^{tree}"])?;
-    let out = crate::store::open_private(
-        log,
-        std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true),
-    )?;
-    let err = out.try_clone().map_err(|e| LoopError::io(log, e))?;
+    let mut c = worktree_shell(cmd, worktree, env, log)?;
     let started = Instant::now();
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .current_dir(worktree)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .envs(env.iter().map(|(k, v)| (k, v)));
-    // The gate's own git works on the integration worktree, never on a
-    // repository drover's environment names.
-    crate::git::scrub_repository_env(&mut c);
     let ended = child::run(&mut c, bounds).map_err(|e| LoopError::io(worktree, e))?;
     cap_log(log, MAX_GATE_LOG_BYTES)?;
     redact_log(log)?;
@@ -340,6 +322,36 @@ pub fn write_evidence(l: &Landing) -> Result<(), LoopError> {
     }
     crate::store::write_bytes_atomic(&l.evidence_dir.join("evidence.md"), md.as_bytes())?;
     Ok(())
+}
+
+/// `sh -c CMD` in `worktree` with `env`, its output truncated into the
+/// private file `log`: how the gate and the charter's `setup:` run. The
+/// command's own git works on that worktree, never on a repository
+/// drover's environment names.
+pub(in crate::loopctl) fn worktree_shell(
+    cmd: &str,
+    worktree: &Path,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<Command, LoopError> {
+    let out = crate::store::open_private(
+        log,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true),
+    )?;
+    let err = out.try_clone().map_err(|e| LoopError::io(log, e))?;
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(worktree)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    crate::git::scrub_repository_env(&mut c);
+    Ok(c)
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@ use crate::loopctl::child::{self, Bounds, Ended};
 use crate::loopctl::land::{MAX_GATE_LOG_BYTES, cap_log, log_tail, redact_log};
 use crate::registry::redact::redact_secrets;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A setup's own time bound when the charter sets no `setup-timeout:`.
@@ -58,23 +57,7 @@ impl Setup {
         if let Some(dir) = self.log.parent() {
             crate::store::create_private_dir(dir)?;
         }
-        let out = crate::store::open_private(
-            &self.log,
-            std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(true),
-        )?;
-        let err = out.try_clone().map_err(|e| LoopError::io(&self.log, e))?;
-        let mut c = Command::new("sh");
-        c.arg("-c")
-            .arg(&self.cmd)
-            .current_dir(worktree)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .envs(env.iter().map(|(k, v)| (k, v)));
-        crate::git::scrub_repository_env(&mut c);
+        let mut c = super::integrate::worktree_shell(&self.cmd, worktree, env, &self.log)?;
         let ended = child::run(&mut c, &self.bounds).map_err(|e| LoopError::io(worktree, e))?;
         cap_log(&self.log, MAX_GATE_LOG_BYTES)?;
         redact_log(&self.log)?;

@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::lanes_common;
+use crate::loop_common::at_integration;
 
 use common::{Drover, git, stderr, stdout};
 use std::path::{Path, PathBuf};
@@ -65,20 +66,6 @@ fn run(d: &Drover, repo: &Path, charter: &Path) -> std::process::Output {
         "60",
         "--sim",
     ])
-}
-
-fn at_integration(repo: &Path, path: &str) -> bool {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
-            "cat-file",
-            "-e",
-            &format!("drover/integration/loop1:{path}"),
-        ])
-        .status()
-        .unwrap()
-        .success()
 }
 
 fn lane_file(d: &Drover, task: u32, name: &str) -> String {

@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use crate::loop_common::at_integration;
 use common::{Drover, git, stderr, stdout};
 use std::path::{Path, PathBuf};
 
@@ -47,20 +48,6 @@ fn run(d: &Drover, repo: &Path, charter: &Path, extra: &[&str]) -> String {
     let out = d.run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     stdout(&out)
-}
-
-fn at_integration(repo: &Path, path: &str) -> bool {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
-            "cat-file",
-            "-e",
-            &format!("drover/integration/loop1:{path}"),
-        ])
-        .status()
-        .unwrap()
-        .success()
 }
 
 /// Guards issue 28 item 4: `loop run --sim` without scripts hung for the

@@ -144,3 +144,18 @@ pub fn in_phase(v: &serde_json::Value, phase: &str) -> Vec<String> {
         .filter_map(|t| t["id"].as_str().map(str::to_string))
         .collect()
 }
+
+/// Whether run 1's integration branch holds `path`.
+pub fn at_integration(repo: &Path, path: &str) -> bool {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "cat-file",
+            "-e",
+            &format!("drover/integration/loop1:{path}"),
+        ])
+        .status()
+        .unwrap()
+        .success()
+}

@@ -96,7 +96,13 @@ fn restart_readopts_a_flooding_pane_with_no_duplicated_or_lost_lines() {
         "the pane died with the supervisor"
     );
     d.serve();
-    let p = d.pane("flood").expect("pane not re-adopted");
+    let p = d.pane("flood").unwrap_or_else(|| {
+        panic!(
+            "pane not re-adopted: {}\nsupervisor log:\n{}",
+            d.ok(&["pane", "ls", "--json"]),
+            std::fs::read_to_string(d.state.join("logs/supervisor.log")).unwrap_or_default()
+        )
+    });
     assert_eq!(p["backend_pane_id"], info["backend_pane_id"]);
     let seeded = counter_rows(&d.read("flood"));
     let at_restart = *seeded.last().expect("re-seeded screen shows no counter");

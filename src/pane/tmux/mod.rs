@@ -41,6 +41,9 @@ const RECONNECT_FIRST: Duration = Duration::from_millis(100);
 const RECONNECT_MAX: Duration = Duration::from_secs(2);
 /// How long tmux may take to attach drover's control client.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a restarted supervisor keeps trying to attach to the tmux
+/// server whose panes it re-adopts.
+const ADOPT_ATTACH_BOUND: Duration = Duration::from_secs(60);
 /// How long to wait for a new pane's first process to exec.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
 /// Output held for a pane id tmux reports before its window is registered.
@@ -464,6 +467,30 @@ impl TmuxHost {
         }
     }
 
+    /// Attach to the server the panes to re-adopt run on. A busy server
+    /// (a pane flooding, a loaded machine) can be slow to attach a control
+    /// client; giving up would leave its panes lost and their agents ended,
+    /// so a failed attach is tried again, bounded, while the server runs.
+    fn connect_for_adoption(&self) -> Result<(), PaneError> {
+        // A server drover did not start is refused at once, never waited on.
+        if let Some(pid) = self.server_pid() {
+            state::check_owned(&self.state_dir, &self.socket, pid).map_err(tmux_err)?;
+        }
+        let deadline = Instant::now() + ADOPT_ATTACH_BOUND;
+        let mut delay =
+            crate::backoff::Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
+        loop {
+            match self.connect(false) {
+                Ok(_) => return Ok(()),
+                Err(e) if Instant::now() < deadline && self.server_pid().is_some() => {
+                    tracing::warn!(error = %e, "attaching to drover's tmux server to re-adopt panes failed; trying again");
+                }
+                Err(e) => return Err(e),
+            }
+            std::thread::sleep(delay.next_delay());
+        }
+    }
+
     /// Re-adopt the panes a previous supervisor left on this state dir's
     /// server: those whose `%N` still runs the recorded process. The
     /// others' re-adoption state is removed; their pane records stay, so
@@ -483,7 +510,7 @@ impl TmuxHost {
             }
             return Vec::new();
         }
-        if let Err(e) = self.connect(false) {
+        if let Err(e) = self.connect_for_adoption() {
             tracing::warn!(error = %e, "cannot re-adopt tmux panes");
             return Vec::new();
         }

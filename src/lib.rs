@@ -39,6 +39,8 @@ pub mod fleet;
 pub mod gate;
 pub mod git;
 pub mod lane;
+#[cfg(test)]
+mod layers;
 pub mod loopctl;
 pub mod pane;
 pub mod paths;

@@ -43,6 +43,20 @@ pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// Start time of a process (clock ticks since boot).
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|s| s.starttime)
+}
+
+/// Whether `pid` is still the process recorded with `start` (never a newer
+/// process that reuses the id).
+pub fn same_process(pid: u32, start: Option<u64>) -> bool {
+    match (start_time(pid), start) {
+        (Some(now), Some(then)) => now == then,
+        _ => false,
+    }
+}
+
 /// Whether `pid` is a zombie (`Z`) or dead (`X`); `None` when it cannot be
 /// read (gone, or reaped).
 pub fn exited(pid: u32) -> Option<bool> {
@@ -306,8 +320,8 @@ mod tests {
             }
             let named = comm().trim_end() == name;
             let st = stat(pid);
-            let start = crate::lane::procs::start_time(pid);
-            let same = crate::lane::procs::same_process(pid, start);
+            let start = start_time(pid);
+            let same = same_process(pid, start);
             let ancestry = lineage(pid, 2);
             let _ = child.kill();
             let _ = child.wait();

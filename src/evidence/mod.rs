@@ -11,7 +11,7 @@ mod report_state;
 
 pub use report_state::LaneReportState;
 
-use crate::agent::State;
+use crate::proto::state::State;
 use crate::store::{StoreError, append_jsonl, read_jsonl};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -21,7 +21,7 @@
 mod untrusted;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -24,19 +24,7 @@ pub fn boot_id() -> Option<String> {
     Some(procfs::boot_id()).filter(|s| !s.is_empty())
 }
 
-/// Start time of a process (clock ticks since boot).
-pub fn start_time(pid: u32) -> Option<u64> {
-    procfs::stat(pid).map(|s| s.starttime)
-}
-
-/// Whether `pid` is still the process recorded with `start` (never a newer
-/// process that reuses the id).
-pub fn same_process(pid: u32, start: Option<u64>) -> bool {
-    match (start_time(pid), start) {
-        (Some(now), Some(then)) => now == then,
-        _ => false,
-    }
-}
+pub use crate::procfs::{same_process, start_time};
 
 /// Pids (not ours) whose working directory is `dir` or below it.
 pub fn cwd_users(dir: &Path) -> Vec<u32> {

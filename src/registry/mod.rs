@@ -31,6 +31,7 @@
 pub mod error;
 pub mod events;
 pub mod heartbeat;
+pub mod lanes;
 pub mod lease;
 pub mod lend;
 pub mod mix;

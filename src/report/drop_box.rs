@@ -7,9 +7,9 @@
 //! process tree holds it open, never by what it says.
 
 use super::{LaneEnv, ReportError};
-use crate::daemon::protocol::{ErrorCode, Response};
 use crate::proto::args::Report;
 use crate::proto::reply::ReportWritten;
+use crate::proto::{ErrorCode, Response};
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;

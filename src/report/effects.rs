@@ -95,6 +95,29 @@ mod tests {
         String::from_utf8(o.stdout).unwrap().trim().to_string()
     }
 
+    /// A report's effects and a lease's worktree check, in a repository
+    /// whose configuration would run a program at every turn of git, run
+    /// none of it.
+    #[test]
+    fn a_hostile_repository_runs_nothing_here() {
+        let d = tempfile::tempdir().unwrap();
+        let (r, marker) = crate::git::tests::hostile_repo(d.path());
+        let g = |args: &[&str]| {
+            crate::git::Git::new(&r)
+                .args(args.iter().copied())
+                .drover_identity()
+                .run()
+                .unwrap()
+        };
+        g(&["checkout", "-q", "-b", "other"]);
+        std::fs::write(r.join("a.txt"), "one\n2\nthree\n").unwrap();
+        g(&["commit", "-q", "-am", "other"]);
+        let effects = changes(&r, Some("main")).unwrap();
+        assert!(effects.iter().any(|c| c.path == "a.txt"), "{effects:?}");
+        let _ = crate::registry::worktree::inspect(&r, Some("other"));
+        assert!(!marker.exists(), "a repository-defined program ran");
+    }
+
     #[test]
     fn added_changed_deleted_and_untracked_files_against_the_merge_base() {
         let d = tempfile::tempdir().unwrap();

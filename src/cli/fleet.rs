@@ -4,11 +4,13 @@
 
 use super::{Ctx, client_err, fail};
 use drover::exit;
+use drover::fleet::blocking;
 use drover::fleet::config::{self, PASSWORD_ENV, TOKEN_ENV};
-use drover::fleet::follow::{self, Start, Watch};
+use drover::fleet::follow::{self, Start};
 use drover::fleet::membership::{self, Presence};
-use drover::fleet::{Auth, FleetConfig, FleetError, Handed, Names, Secret, connection};
+use drover::fleet::{Auth, FleetConfig, FleetError, Handed, Names, Secret};
 use drover::proto::reply::Left;
+use drover::statedir::StateDir;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -148,14 +150,6 @@ fn fleet_fail(e: FleetError) -> anyhow::Error {
     fail(e.exit_code(), e.to_string())
 }
 
-/// The runtime of a fleet command: one thread, made only here.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| fleet_fail(FleetError::Runtime(e)))
-}
-
 /// This machine's hostname as a host id.
 fn default_host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
@@ -263,7 +257,7 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     }
     let state_dir = ctx.state_dir_create()?;
-    if let Some(old) = config::load(&state_dir).map_err(fleet_fail)?
+    if let Some(old) = config::load(StateDir::new(&state_dir)).map_err(fleet_fail)?
         && old.fleet != cfg.fleet
     {
         return Err(fail(
@@ -294,16 +288,11 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// Connect as this state dir's joined host.
-async fn connect(cfg: &FleetConfig) -> Result<async_nats::Client, FleetError> {
-    connection::connect(cfg, &Handed::from_env(cfg)).await
-}
-
 fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
     let dir = ctx
         .state_dir()
         .map_err(|_| fleet_fail(FleetError::NotJoined))?;
-    let cfg = config::load(&dir)
+    let cfg = config::load(StateDir::new(&dir))
         .map_err(fleet_fail)?
         .ok_or_else(|| fleet_fail(FleetError::NotJoined))?;
     Ok((dir, cfg))
@@ -311,14 +300,8 @@ fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
 
 fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let (_, cfg) = joined(ctx)?;
-    let hosts: Vec<Presence> = runtime()?
-        .block_on(async {
-            let mut watch = Watch::connect(&cfg, &Handed::from_env(&cfg)).await?;
-            let hosts = watch.hosts().await;
-            watch.close().await;
-            hosts
-        })
-        .map_err(fleet_fail)?;
+    let hosts: Vec<Presence> =
+        blocking::hosts(&cfg, &Handed::from_env(&cfg)).map_err(fleet_fail)?;
     let now = drover::paths::now_ms();
     let ms_of = |at: &str| {
         chrono::DateTime::parse_from_rfc3339(at)
@@ -407,16 +390,9 @@ fn leave(ctx: &Ctx) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     };
     // No supervisor: remove the key ourselves, then the config.
-    let names = Names::of(&cfg).map_err(fleet_fail)?;
-    let removed = runtime()?.block_on(async {
-        let client = connect(&cfg).await?;
-        let js = async_nats::jetstream::new(client.clone());
-        let (kv, _) = membership::bucket(&js, &names, cfg.heartbeat_ms).await?;
-        let r = membership::remove(&kv, &cfg.host).await;
-        let _ = tokio::time::timeout(Duration::from_secs(1), client.drain()).await;
-        r
-    });
-    config::remove(&dir).map_err(fleet_fail)?;
+    Names::of(&cfg).map_err(fleet_fail)?;
+    let removed = blocking::remove_own_presence(&cfg, &Handed::from_env(&cfg));
+    config::remove(StateDir::new(&dir)).map_err(fleet_fail)?;
     if let Err(e) = removed {
         eprintln!("drover: warning: {e}; the host's entry expires with the fleet's TTL");
     }
@@ -445,21 +421,16 @@ pub(super) fn joined_as(ctx: &Ctx, fleet: &str) -> anyhow::Result<FleetConfig> {
 pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
     use super::events::{human, kind_matches, out};
     let cfg = joined_as(ctx, f.fleet)?;
-    runtime()?.block_on(async {
-        let watch = Watch::connect(&cfg, &Handed::from_env(&cfg))
-            .await
-            .map_err(fleet_fail)?;
-        let mut events = watch
-            .follow(Start::from_since(f.since))
-            .await
-            .map_err(fleet_fail)?;
-        while let Some(ev) = events.next().await {
-            let ev = ev.map_err(fleet_fail)?;
+    let followed = blocking::follow(
+        &cfg,
+        &Handed::from_env(&cfg),
+        Start::from_since(f.since),
+        |ev| {
             let kind = ev.event["kind"].as_str().unwrap_or_default();
             if !kind_matches(f.kind, kind)
                 || f.pane.is_some_and(|p| ev.event["pane"].as_str() != Some(p))
             {
-                continue;
+                return true;
             }
             // Another host's fields reach this terminal: no control
             // character of theirs does (JSON escapes them itself).
@@ -473,13 +444,15 @@ pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
                     sanitize_line(&human(&ev.event))
                 )
             };
-            if !out(&(text + "\n")) {
-                return Ok(exit::OK);
-            }
-        }
-        Err(fail(
+            out(&(text + "\n"))
+        },
+    )
+    .map_err(fleet_fail)?;
+    match followed {
+        blocking::Followed::Stopped => Ok(exit::OK),
+        blocking::Followed::Ended => Err(fail(
             exit::TRANSPORT,
             "the fleet's event stream ended; run `drover events --follow --fleet FLEET --since FLEET_SEQ` again to resume",
-        ))
-    })
+        )),
+    }
 }

@@ -3,7 +3,7 @@
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
-use drover::loopctl::lanes::fleet_lanes::{FleetLanes, RemoteSteps};
+use drover::loopctl::lanes::fleet_lanes::{FleetLanes, FleetStart, RemoteSteps};
 use drover::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
 use drover::loopctl::ops::{LaneOps, LaneSpec};
 use drover::loopctl::run::runner::{self, RunConfig, RunStatus};
@@ -568,7 +568,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let st = match &a.fleet {
         None => drive(lanes, cfg, run_no, a.close_only.as_deref(), say),
         Some(fleet) => {
-            let fc = drover::fleet::config::load(&cfg.state_dir)
+            let fc = drover::fleet::config::load(drover::statedir::StateDir::new(&cfg.state_dir))
                 .map_err(|e| fail(e.exit_code(), e.to_string()))?
                 .ok_or_else(|| {
                     fail(
@@ -587,19 +587,21 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             let log = drover::statedir::StateDir::new(&cfg.state_dir).fleet_log(&key);
             let mut fleet_scripts = fleet_scripts;
             let lanes = FleetLanes::start(
-                &fc,
-                &drover::fleet::Handed::from_env(&fc),
-                &key,
-                &cfg.state_dir,
-                &log,
                 lanes,
-                Box::new(move |s: &LaneSpec| fleet_scripts.as_mut().map(|f| f(s))),
-                Duration::from_secs(drover::registry::lease::DEFAULT_LEASE_TTL_S),
-                Duration::from_millis(a.fleet_ack_wait_ms),
-                RemoteSteps {
-                    board,
-                    turn_timeout: cfg.turn_timeout,
-                    report_grace: cfg.unattended.report_grace,
+                FleetStart {
+                    cfg: &fc,
+                    handed: &drover::fleet::Handed::from_env(&fc),
+                    run: &key,
+                    state_dir: &cfg.state_dir,
+                    log: &log,
+                    scripts: Box::new(move |s: &LaneSpec| fleet_scripts.as_mut().map(|f| f(s))),
+                    lease_ttl: Duration::from_secs(drover::registry::lease::DEFAULT_LEASE_TTL_S),
+                    ack_wait: Duration::from_millis(a.fleet_ack_wait_ms),
+                    steps: RemoteSteps {
+                        board,
+                        turn_timeout: cfg.turn_timeout,
+                        report_grace: cfg.unattended.report_grace,
+                    },
                 },
             )
             .map_err(lerr)?;

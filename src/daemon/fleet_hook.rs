@@ -7,6 +7,7 @@ use super::server::{Sup, lock};
 use crate::fleet::{FleetConfig, FleetError, Handed, Member, config};
 use crate::proto::args::FleetJoin;
 use crate::proto::reply::{Joined, Left};
+use crate::statedir::StateDir;
 use std::sync::Arc;
 
 fn lanes_fn(sup: &Arc<Sup>) -> crate::fleet::member::LanesFn {
@@ -27,7 +28,7 @@ fn fleet_err(e: FleetError) -> Response {
 /// At start: rejoin the fleet the state dir names, in the background.
 pub(super) async fn start_if_joined(sup: &Arc<Sup>) {
     let dir = sup.state_dir().to_path_buf();
-    let cfg = match tokio::task::spawn_blocking(move || config::load(&dir)).await {
+    let cfg = match tokio::task::spawn_blocking(move || config::load(StateDir::new(&dir))).await {
         Ok(Ok(Some(cfg))) => cfg,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => {
@@ -121,7 +122,8 @@ pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Resp
         .map_err(fleet_err)?;
     let dir = sup.state_dir().to_path_buf();
     let saved = cfg.clone();
-    let write = tokio::task::spawn_blocking(move || config::save(&dir, &saved)).await;
+    let write =
+        tokio::task::spawn_blocking(move || config::save(StateDir::new(&dir), &saved)).await;
     if let Ok(Err(e)) | Err(e) = write.map_err(|e| FleetError::bus("save", e)) {
         let _ = member.stop(true).await;
         return Err(fleet_err(e));
@@ -144,7 +146,7 @@ pub(super) async fn join(sup: &Arc<Sup>, args: FleetJoin) -> Result<Joined, Resp
 pub(super) async fn leave(sup: &Arc<Sup>) -> Result<Left, Response> {
     let member = lock(&sup.fleet).take();
     let dir = sup.state_dir().to_path_buf();
-    let removed = tokio::task::spawn_blocking(move || config::remove(&dir))
+    let removed = tokio::task::spawn_blocking(move || config::remove(StateDir::new(&dir)))
         .await
         .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?
         .map_err(fleet_err)?;

@@ -4,6 +4,7 @@
 //! so a rotated password needs no new join and nothing secret is in argv.
 
 use super::FleetError;
+use crate::statedir::StateDir;
 use std::path::{Path, PathBuf};
 
 /// The environment variable a password is read from when no file is given.
@@ -68,22 +69,22 @@ pub fn check_private(path: &Path, what: &'static str) -> Result<(), FleetError> 
 }
 
 /// The fleet config of a state dir.
-pub fn path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).fleet_config()
+pub fn path(state_dir: &StateDir) -> PathBuf {
+    state_dir.fleet_config()
 }
 
 /// The state dir's fleet config; `Ok(None)` when it joined none.
-pub fn load(state_dir: &Path) -> Result<Option<FleetConfig>, FleetError> {
+pub fn load(state_dir: &StateDir) -> Result<Option<FleetConfig>, FleetError> {
     Ok(crate::store::read_json(&path(state_dir))?)
 }
 
 /// Record the fleet config (atomically, private to the user).
-pub fn save(state_dir: &Path, cfg: &FleetConfig) -> Result<(), FleetError> {
+pub fn save(state_dir: &StateDir, cfg: &FleetConfig) -> Result<(), FleetError> {
     Ok(crate::store::write_json_atomic(&path(state_dir), cfg)?)
 }
 
 /// Forget the fleet config; true when there was one.
-pub fn remove(state_dir: &Path) -> Result<bool, FleetError> {
+pub fn remove(state_dir: &StateDir) -> Result<bool, FleetError> {
     let p = path(state_dir);
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(true),
@@ -180,9 +181,10 @@ mod tests {
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
             replicas: 3,
         };
-        save(dir.path(), &cfg).unwrap();
-        assert_eq!(load(dir.path()).unwrap(), Some(cfg));
-        assert!(remove(dir.path()).unwrap());
-        assert_eq!(load(dir.path()).unwrap(), None);
+        let state = StateDir::new(dir.path());
+        save(state, &cfg).unwrap();
+        assert_eq!(load(state).unwrap(), Some(cfg));
+        assert!(remove(state).unwrap());
+        assert_eq!(load(state).unwrap(), None);
     }
 }

@@ -29,6 +29,7 @@
 //! The supervisor runs this on its own runtime; the `fleet` commands make a
 //! small runtime of their own (the rest of drover is synchronous).
 
+pub mod blocking;
 pub mod candidate;
 pub mod config;
 pub mod connection;

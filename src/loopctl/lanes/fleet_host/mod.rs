@@ -14,6 +14,7 @@
 mod lane;
 mod prompt;
 
+use crate::fleet::blocking::{FleetRuntime, Threads};
 use crate::fleet::work::{self, CoordReply, Finished, HostRequest, WorkItem};
 use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
@@ -89,13 +90,8 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
     {
         return Err(e.into());
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("drover-fleet-work")
-        .enable_all()
-        .build()
-        .map_err(FleetError::Runtime)?;
-    let h = rt.handle().clone();
+    let rt = FleetRuntime::new(Threads::Worker("drover-fleet-work"))?;
+    let h = rt.handle();
     let worked = rt.block_on(async {
         let client = connection::connect(&opts.cfg, handed).await?;
         let js = async_nats::jetstream::new(client.clone());

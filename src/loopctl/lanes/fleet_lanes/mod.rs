@@ -25,8 +25,9 @@ mod deliveries;
 mod takers;
 
 use crate::engine::{Action, Actor, Engine, Request};
+use crate::fleet::blocking::WorkQueue;
 use crate::fleet::work::{self, CoordReply, ObjectRef, Step, WorkItem};
-use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
+use crate::fleet::{FleetConfig, FleetError, Handed, Names};
 use crate::loopctl::LoopError;
 use crate::loopctl::land::{capture, git};
 use crate::loopctl::lanes::renew::Renewal;
@@ -102,10 +103,8 @@ struct Shared {
 /// for the rest.
 pub struct FleetLanes<L: LaneOps> {
     local: L,
-    rt: tokio::runtime::Runtime,
-    js: async_nats::jetstream::Context,
-    objects: async_nats::jetstream::object_store::ObjectStore,
-    names: Names,
+    /// The fleet's work-queue, on a runtime of its own.
+    queue: WorkQueue,
     run: String,
     state_dir: PathBuf,
     scripts: ItemScript,
@@ -136,31 +135,45 @@ fn record(log: &Path, entry: serde_json::Value) {
     }
 }
 
+/// What [`FleetLanes::start`] needs besides the lanes up here.
+pub struct FleetStart<'a> {
+    /// This host's fleet.
+    pub cfg: &'a FleetConfig,
+    /// The secrets handed to this process for the bus.
+    pub handed: &'a Handed,
+    /// The run's key: its hosts' requests come on its subjects.
+    pub run: &'a str,
+    pub state_dir: &'a Path,
+    /// The run's record (`<state>/fleet/<run>.jsonl`).
+    pub log: &'a Path,
+    /// The sim script of each lane sent to the fleet.
+    pub scripts: ItemScript,
+    /// The write lease of a task whose step is out, renewed here.
+    pub lease_ttl: Duration,
+    /// The work consumer, when this makes it, redelivers a step unacked
+    /// for this long.
+    pub ack_wait: Duration,
+    pub steps: RemoteSteps,
+}
+
 impl<L: LaneOps> FleetLanes<L> {
-    /// Connect as this host of `cfg`'s fleet and answer run `run`'s hosts;
-    /// `log` is the run's record (`<state>/fleet/<run>.jsonl`); the work consumer, when this makes
-    /// it, redelivers a step unacked for `ack_wait`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(
-        cfg: &FleetConfig,
-        handed: &Handed,
-        run: &str,
-        state_dir: &Path,
-        log: &Path,
-        local: L,
-        scripts: ItemScript,
-        lease_ttl: Duration,
-        ack_wait: Duration,
-        steps: RemoteSteps,
-    ) -> Result<Self, LoopError> {
-        let names = Names::of(cfg)?;
+    /// Connect as this host of `opts.cfg`'s fleet and answer run
+    /// `opts.run`'s hosts; `local` runs what stays here.
+    pub fn start(local: L, opts: FleetStart<'_>) -> Result<Self, LoopError> {
+        let FleetStart {
+            cfg,
+            handed,
+            run,
+            state_dir,
+            log,
+            scripts,
+            lease_ttl,
+            ack_wait,
+            steps,
+        } = opts;
+        // A config that names no fleet is said before a bad run id.
+        Names::of(cfg)?;
         crate::fleet::subjects::check_id("run", run)?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("drover-fleet")
-            .enable_all()
-            .build()
-            .map_err(FleetError::Runtime)?;
         let shared = Arc::new(Mutex::new(Shared {
             state_dir: state_dir.to_path_buf(),
             log: log.to_path_buf(),
@@ -182,46 +195,28 @@ impl<L: LaneOps> FleetLanes<L> {
                 })
                 .filter(|r| r != run)
                 .collect();
-        let (js, objects) = rt.block_on(async {
-            let client = connection::connect(cfg, handed).await?;
-            let js = async_nats::jetstream::new(client.clone());
-            work::work_stream(&js, &names).await?;
-            work::consumers(&js, &names, ack_wait).await?;
-            let objects = work::objects(&js, &names).await?;
-            // A store wiped since the last run: the creator makes the
-            // presence bucket and the event stream again (another host's
-            // user may not, and it is said).
-            for r in crate::fleet::lost::remake_own(&js, &names, cfg.heartbeat_ms).await {
-                r.log();
-            }
-            let sub = client
-                .subscribe(names.coord_filter(run))
-                .await
-                .map_err(|e| FleetError::bus("answer the hosts", e))?;
-            tokio::spawn(deliveries::watch(
-                client.clone(),
-                js.clone(),
-                Arc::clone(&shared),
-                names.clone(),
-                run.to_string(),
-                earlier,
-            ));
-            tokio::spawn(answer::serve(
-                client,
-                sub,
-                js.clone(),
-                Arc::clone(&shared),
-                names.clone(),
-                run.to_string(),
-            ));
-            Ok::<_, FleetError>((js, objects))
-        })?;
+        let queue = WorkQueue::open(cfg, handed, ack_wait)?;
+        let names = queue.names().clone();
+        let sub = queue.subscribe(names.coord_filter(run))?;
+        queue.spawn(deliveries::watch(
+            queue.client().clone(),
+            queue.jetstream().clone(),
+            Arc::clone(&shared),
+            names.clone(),
+            run.to_string(),
+            earlier,
+        ));
+        queue.spawn(answer::serve(
+            queue.client().clone(),
+            sub,
+            queue.jetstream().clone(),
+            Arc::clone(&shared),
+            names,
+            run.to_string(),
+        ));
         Ok(FleetLanes {
             local,
-            rt,
-            js,
-            objects,
-            names,
+            queue,
             run: run.to_string(),
             state_dir: state_dir.to_path_buf(),
             scripts,
@@ -245,9 +240,7 @@ impl<L: LaneOps> FleetLanes<L> {
     /// server (a wiped store): nothing queued there will come back. A
     /// server that cannot be asked now is not taken for that.
     fn streams_present(&mut self) -> Result<(), LoopError> {
-        let gone = self
-            .rt
-            .block_on(crate::fleet::lost::gone(&self.js, &self.names));
+        let gone = self.queue.lost();
         self.checked = Instant::now();
         match gone {
             Some(what) => {
@@ -278,11 +271,7 @@ impl<L: LaneOps> FleetLanes<L> {
         made?;
         let bytes = std::fs::read(&file).map_err(|e| LoopError::io(&file, e))?;
         let _ = std::fs::remove_file(&file);
-        let name = format!("base-{base}.bundle");
-        let bucket = self.names.objects_bucket();
-        let r = self.rt.block_on(work::retrying(|| {
-            work::put_bytes(&self.js, &bucket, &self.objects, &name, &bytes)
-        }))?;
+        let r = self.queue.put(&format!("base-{base}.bundle"), &bytes)?;
         self.bundles.insert(base.to_string(), r.clone());
         Ok(r)
     }
@@ -393,14 +382,13 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         // The worktree against its HEAD, bytes exact: a review's candidate,
         // or a later round's work so far (none for a fresh worktree).
         let (_, _, patch) = capture::diff(&lane.cwd, &base)?;
-        let bucket = self.names.objects_bucket();
         let candidate = if patch.is_empty() && lane.role == Role::Implementer {
             None
         } else {
-            let name = format!("cand-{}.patch", job.job_id);
-            Some(self.rt.block_on(work::retrying(|| {
-                work::put_bytes(&self.js, &bucket, &self.objects, &name, &patch)
-            }))?)
+            Some(
+                self.queue
+                    .put(&format!("cand-{}.patch", job.job_id), &patch)?,
+            )
         };
         let (step, avoid_host) = match lane.role {
             Role::Implementer => (Step::Implement, None),
@@ -413,10 +401,10 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         let before_rebase = match &job.brief.before_rebase {
             Some(p) => {
                 let bytes = std::fs::read(p).map_err(|e| LoopError::io(p, e))?;
-                let name = format!("before-{}.patch", job.job_id);
-                Some(self.rt.block_on(work::retrying(|| {
-                    work::put_bytes(&self.js, &bucket, &self.objects, &name, &bytes)
-                }))?)
+                Some(
+                    self.queue
+                        .put(&format!("before-{}.patch", job.job_id), &bytes)?,
+                )
             }
             None => None,
         };
@@ -473,9 +461,7 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
         );
         self.jobs.insert(lane.id.clone(), job.job_id.clone());
         // Retried while the server is away; the run and job id dedupe a repeat.
-        let seq = self.rt.block_on(work::retrying(|| {
-            work::publish(&self.js, &self.names, &item)
-        }))?;
+        let seq = self.queue.publish(&item)?;
         if let Some(r) = lock(&self.shared).remotes.get_mut(&job.job_id) {
             r.seq = Some(seq);
         }

@@ -2,7 +2,6 @@
 //! runs on the coordinator instead of waiting out its turn on the queue.
 
 use super::FleetLanes;
-use crate::fleet::work;
 use crate::loopctl::ops::LaneOps;
 use std::time::{Duration, Instant};
 
@@ -33,30 +32,7 @@ impl<L: LaneOps> FleetLanes<L> {
             }
             None => TAKER_WINDOW_FIRST,
         };
-        let yes = self.rt.block_on(async {
-            let name = work::consumer_name(agent.as_str());
-            let Ok(stream) = self.js.get_stream(self.names.work_stream()).await else {
-                return true;
-            };
-            let Ok(mut c) = stream
-                .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&name)
-                .await
-            else {
-                return true;
-            };
-            let until = tokio::time::Instant::now() + window;
-            loop {
-                match c.info().await {
-                    Ok(i) if i.num_waiting > 0 || i.num_ack_pending > 0 => return true,
-                    Ok(_) => {}
-                    Err(_) => return true,
-                }
-                if tokio::time::Instant::now() >= until {
-                    return false;
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        });
+        let yes = self.queue.taken(agent.as_str(), window);
         self.takers.insert(agent, (Instant::now(), yes));
         yes
     }

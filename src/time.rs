@@ -88,6 +88,24 @@ pub mod opt_secs {
     }
 }
 
+/// An optional time with milliseconds (`null` when absent) in a field that
+/// only says when a file was last written: text that is no time reads as
+/// absent, as nothing decides on it (the next write puts the time in).
+pub mod opt_millis_note {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_some(&format_millis(*t)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.and_then(|s| parse(&s).ok()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -303,12 +303,8 @@ fn ls(a: LsArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let hosts: Vec<Presence> =
         blocking::hosts(&cfg, &Handed::from_env(&cfg)).map_err(fleet_fail)?;
     let now = drover::paths::now_ms();
-    let ms_of = |at: &str| {
-        chrono::DateTime::parse_from_rfc3339(at)
-            .ok()
-            .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
-            .unwrap_or(0)
-    };
+    let ms_of =
+        |at: &chrono::DateTime<chrono::Utc>| u64::try_from(at.timestamp_millis()).unwrap_or(0);
     if a.json {
         let rows: Vec<_> = hosts
             .iter()

@@ -59,14 +59,14 @@ async fn open(cfg: &FleetConfig, handed: &Handed, lanes: &LanesFn) -> Result<Bea
     let client = connection::connect(cfg, handed).await?;
     let js = async_nats::jetstream::new(client.clone());
     let (kv, ttl) = membership::bucket(&js, &names, cfg.heartbeat_ms).await?;
-    let now = crate::paths::now_rfc3339();
+    let now = crate::time::to_millis(chrono::Utc::now());
     let presence = Presence {
         host: cfg.host.clone(),
         slots: cfg.slots,
         lanes: lanes(),
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        joined_at: now.clone(),
+        joined_at: now,
         heartbeat_at: now,
         heartbeat_ms: membership::heartbeat_for(cfg.heartbeat_ms, ttl).as_millis() as u64,
         // What is installed here, for `fleet ls` (each `--version` bounded).
@@ -213,7 +213,7 @@ async fn heartbeat(
             }
         }
         beat.presence.lanes = lanes();
-        beat.presence.heartbeat_at = crate::paths::now_rfc3339();
+        beat.presence.heartbeat_at = crate::time::to_millis(chrono::Utc::now());
         match membership::put(&beat.link.kv, &beat.presence).await {
             Ok(()) if failing => {
                 failing = false;

@@ -23,10 +23,12 @@ pub struct Presence {
     pub pid: u32,
     /// drover's version on that host.
     pub version: String,
-    /// When this supervisor joined (RFC 3339).
-    pub joined_at: String,
-    /// When this record was written (RFC 3339).
-    pub heartbeat_at: String,
+    /// When this supervisor joined (RFC 3339 with milliseconds).
+    #[serde(with = "crate::time::millis")]
+    pub joined_at: chrono::DateTime<chrono::Utc>,
+    /// When this record was written (RFC 3339 with milliseconds).
+    #[serde(with = "crate::time::millis")]
+    pub heartbeat_at: chrono::DateTime<chrono::Utc>,
     pub heartbeat_ms: u64,
     /// The agents installed on that host (`claude`, `codex`), each with
     /// its version.
@@ -209,8 +211,9 @@ pub async fn remove(kv: &jetstream::kv::Store, host: &str) -> Result<(), FleetEr
         .map_err(|e| FleetError::bus("remove presence", e))
 }
 
-/// Every host present, sorted by id. A record that does not parse is skipped
-/// with a warning (another drover version may write more).
+/// Every host present, sorted by id. A record that does not parse (its
+/// times included) is skipped with a warning (another drover version may
+/// write more).
 pub async fn list(kv: &jetstream::kv::Store) -> Result<Vec<Presence>, FleetError> {
     use futures_util::StreamExt;
     let mut keys = kv
@@ -239,6 +242,23 @@ pub async fn list(kv: &jetstream::kv::Store) -> Result<Vec<Presence>, FleetError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record as a host writes it reads its times, and is written back
+    /// byte for byte; a time that is no time makes the record unreadable
+    /// (`list` skips it with a warning).
+    #[test]
+    fn a_presence_record_round_trips_and_a_bad_time_is_refused() {
+        let text = r#"{"host":"h1","slots":2,"lanes":1,"pid":42,"version":"0.1.0","joined_at":"2026-12-06T01:06:05.728Z","heartbeat_at":"2026-12-06T01:07:05.000Z","heartbeat_ms":5000,"agents":{"claude":"2.0.1"}}"#;
+        let p: Presence = serde_json::from_str(text).unwrap();
+        assert_eq!(p.joined_at.timestamp_millis(), 1_796_519_165_728);
+        assert_eq!(p.heartbeat_at.timestamp_millis(), 1_796_519_225_000);
+        assert_eq!(serde_json::to_string(&p).unwrap(), text);
+        let bad = text.replace("2026-12-06T01:07:05.000Z", "later");
+        let e = serde_json::from_str::<Presence>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"later\" is not an RFC 3339 time"), "{e}");
+    }
 
     #[test]
     fn a_host_is_late_after_two_missed_heartbeats() {

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use super::expiry::Expiry;
 pub use super::lend::{LendOutcome, borrow, give_back};
 
 /// Version of `leases.json`.
@@ -59,7 +60,7 @@ pub struct Lease {
     pub owner_session: String,
     pub lease_type: String,
     pub active_agent: Option<Agent>,
-    pub expires_at: String,
+    pub expires_at: Expiry,
     pub recovery_command: Option<String>,
     pub state: LeaseState,
     /// Why the lease needs recovery.
@@ -79,9 +80,9 @@ impl Lease {
         self.eligible() && self.task_id.as_deref() == Some(task)
     }
 
-    /// Past `expires_at` (an unparseable time counts as past).
+    /// Past `expires_at` (an unreadable time counts as past).
     pub fn past_expiry(&self, now: DateTime<Utc>) -> bool {
-        DateTime::parse_from_rfc3339(&self.expires_at).map_or(true, |t| now >= t)
+        self.expires_at.is_past(now)
     }
 }
 
@@ -352,8 +353,7 @@ pub fn claim(
         ));
     }
     let owner = session.session_id.clone();
-    let expires_at = (now + chrono::Duration::seconds(ttl as i64))
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let expires_at = Expiry::at(now + chrono::Duration::seconds(ttl as i64));
     let out = update(state_dir, now, |doc| {
         if let Some(i) = doc.leases.iter().position(|l| l.is_for(&req.task)) {
             let l = &mut doc.leases[i];
@@ -548,7 +548,7 @@ mod tests {
             owner_session: "implementer".into(),
             lease_type: "write".into(),
             active_agent: None,
-            expires_at: expires.into(),
+            expires_at: serde_json::from_value(json!(expires)).unwrap(),
             recovery_command: None,
             state: LeaseState::Active,
             recovery_reason: None,

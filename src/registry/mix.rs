@@ -181,7 +181,9 @@ pub struct MixLedger {
     pub spent: Spent,
     pub skew_wu: f64,
     pub next_agent: Agent,
-    pub updated_at: Option<String>,
+    /// When the ledger was last written.
+    #[serde(default, with = "crate::time::opt_millis_note")]
+    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl MixLedger {
@@ -336,7 +338,7 @@ pub fn update<R>(
     }
     let out = f(&mut ledger);
     ledger.recompute();
-    ledger.updated_at = Some(crate::paths::now_rfc3339());
+    ledger.updated_at = Some(crate::time::to_millis(chrono::Utc::now()));
     store::write_json_atomic(&path, &ledger)?;
     Ok((out, ledger))
 }

@@ -30,12 +30,15 @@
 
 pub mod error;
 pub mod events;
+pub mod expiry;
 pub mod heartbeat;
 pub mod lanes;
 pub mod lease;
 pub mod lend;
 pub mod mix;
 pub mod redact;
+#[cfg(test)]
+mod round_trip_tests;
 pub mod schema;
 pub mod scope;
 pub mod topology;

@@ -137,10 +137,10 @@ pub fn leases(leases: &[Lease], now: DateTime<Utc>) -> String {
     let rows: Vec<Vec<String>> = leases
         .iter()
         .map(|l| {
-            let expires = match DateTime::parse_from_rfc3339(&l.expires_at) {
-                Ok(t) if t > now => format!("in {}", human_age(Some(t.with_timezone(&Utc) - now))),
-                Ok(t) => format!("{} ago", human_age(Some(now - t.with_timezone(&Utc)))),
-                Err(_) => "unparseable".into(),
+            let expires = match l.expires_at.time() {
+                Some(t) if t > now => format!("in {}", human_age(Some(t - now))),
+                Some(t) => format!("{} ago", human_age(Some(now - t))),
+                None => "unparseable".into(),
             };
             let task = match &l.task_id {
                 Some(t) => t.clone(),

@@ -233,7 +233,7 @@ impl FleetModel {
     pub fn replay_from(hosts: &[Presence], margin: Duration) -> Option<u64> {
         hosts
             .iter()
-            .filter_map(|p| ms_of(Some(&p.joined_at)))
+            .filter_map(|p| u64::try_from(p.joined_at.timestamp_millis()).ok())
             .min()
             .map(|ms| ms.saturating_sub(margin.as_millis() as u64))
     }
@@ -301,7 +301,7 @@ pub fn build(m: &FleetModel, a: &BuildArgs) -> FleetView {
     let mut hosts = Vec::new();
     let mut rows = Vec::new();
     for p in &m.present {
-        let heartbeat_ms = ms_of(Some(&p.heartbeat_at)).unwrap_or(0);
+        let heartbeat_ms = u64::try_from(p.heartbeat_at.timestamp_millis()).unwrap_or(0);
         let since = Duration::from_millis(a.now_ms.saturating_sub(heartbeat_ms));
         let feed = m.feeds.get(&p.host);
         hosts.push(HostRow {
@@ -368,8 +368,8 @@ mod tests {
             lanes: 1,
             pid: 1,
             version: "0".into(),
-            joined_at: "2030-01-01T00:00:00.000Z".into(),
-            heartbeat_at: "2030-01-01T00:00:10.000Z".into(),
+            joined_at: "2030-01-01T00:00:00.000Z".parse().unwrap(),
+            heartbeat_at: "2030-01-01T00:00:10.000Z".parse().unwrap(),
             heartbeat_ms: 5000,
             agents: Default::default(),
         }
@@ -584,7 +584,7 @@ mod tests {
     #[test]
     fn replay_starts_at_the_earliest_join_less_the_margin() {
         let mut late = presence("h2");
-        late.joined_at = at(30);
+        late.joined_at = at(30).parse().unwrap();
         let hosts = [late, presence("h1")];
         assert_eq!(
             FleetModel::replay_from(&hosts, Duration::from_secs(10)),

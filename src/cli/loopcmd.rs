@@ -615,7 +615,7 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     .map_err(lerr)?;
     let code = print_final(&st, json)?;
     let stale = st.stale_holds();
-    let landed = st.tasks.iter().any(|t| t.phase == runner::Phase::Landed);
+    let landed = st.tasks.iter().any(|t| t.kind() == runner::Phase::Landed);
     if !landed && !stale.is_empty() {
         // Not a success: an earlier run's lease kept every task from starting.
         for (id, cmd) in &stale {

@@ -40,7 +40,7 @@ fn run(d: &Drover, autotune: bool) -> (RunStatus, String) {
     let cfg = loop_common::run_config(d, &repo, &charter, 2, Duration::from_secs(600), u);
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
     assert!(
-        st.tasks.iter().all(|t| t.phase == Phase::Landed),
+        st.tasks.iter().all(|t| t.kind() == Phase::Landed),
         "every task lands: {st:?}"
     );
     let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();

@@ -91,7 +91,7 @@ fn a_gate_past_its_charter_timeout_is_ended_with_its_group() {
     let (st, took) = run_bounded(&d, &repo, &charter, Unattended::default(), None);
     let st = st.unwrap_or_else(|| panic!("still waiting on the gate: {}", decisions(&d)));
     let t = &st.tasks[0];
-    assert_eq!(t.phase, Phase::Parked, "{t:?}");
+    assert_eq!(t.kind(), Phase::Parked, "{t:?}");
     assert!(took < Duration::from_secs(60), "{took:?}");
     assert!(live_groups(&pids).is_empty(), "a gate group outlived it");
 }
@@ -116,7 +116,7 @@ fn the_wall_clock_budget_ends_a_running_gate() {
     };
     let (st, took) = run_bounded(&d, &repo, &charter, u, None);
     let st = st.unwrap_or_else(|| panic!("still waiting on the gate: {}", decisions(&d)));
-    assert_ne!(st.tasks[0].phase, Phase::Landed);
+    assert_ne!(st.tasks[0].kind(), Phase::Landed);
     assert!(took < Duration::from_secs(40), "{took:?}");
     assert!(
         live_groups(&pids).is_empty(),
@@ -169,7 +169,7 @@ fn a_ship_command_past_its_timeout_is_ended_with_its_group() {
     let ship = format!("echo $$ >> {}; sleep 600 & exec sleep 600", pids.display());
     let (st, _) = run_bounded(&d, &repo, &charter, u, Some(ship));
     let st = st.unwrap_or_else(|| panic!("still waiting on the ship command: {}", decisions(&d)));
-    assert_eq!(st.tasks[0].phase, Phase::Landed);
+    assert_eq!(st.tasks[0].kind(), Phase::Landed);
     let dec = decisions(&d);
     assert!(
         dec.contains("ship command for ") && dec.contains("timed out after 2 s"),

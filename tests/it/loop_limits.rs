@@ -54,7 +54,7 @@ fn a_limit_parks_the_lane_then_it_resumes_and_lands() {
     cfg.turn_timeout = Duration::from_secs(24 * 3600);
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
     let t = &st.tasks[0];
-    assert_eq!(t.phase, Phase::Landed, "{t:?}");
+    assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     assert!(t.limit_parks >= 1, "{t:?}");
     assert_eq!(st.state.as_str(), "closed");
     let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
@@ -90,7 +90,7 @@ fn a_limit_quoted_in_output_parks_nothing() {
     })
     .unwrap();
     let t = &st.tasks[0];
-    assert_eq!(t.phase, Phase::Landed, "{t:?}");
+    assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     assert_eq!(t.limit_parks, 0);
     let dec = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
     assert!(!dec.contains("usage limit"), "{dec}");
@@ -141,7 +141,7 @@ fn a_codex_limit_with_its_popup_parks_then_keeps_the_model_and_lands() {
     cfg.turn_timeout = Duration::from_secs(24 * 3600);
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
     assert!(
-        st.tasks.iter().all(|t| t.phase == Phase::Landed),
+        st.tasks.iter().all(|t| t.kind() == Phase::Landed),
         "{:?}",
         st.tasks
     );

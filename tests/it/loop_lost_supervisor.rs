@@ -114,7 +114,7 @@ fn run_killing_before(role: Role) -> (Result<(), LoopError>, Vec<Phase>, String)
 fn run_phases(state: &Path) -> Vec<Phase> {
     let text = std::fs::read_to_string(state.join("loop1/run.json")).unwrap();
     let v: runner::RunStatus = serde_json::from_str(&text).unwrap();
-    v.tasks.into_iter().map(|t| t.phase).collect()
+    v.tasks.into_iter().map(|t| t.kind()).collect()
 }
 
 /// The run stopped interrupted (for `--resume`) and nothing was parked.

@@ -220,7 +220,7 @@ steps = [{ work = 2500 }, { write = { path = "shared.txt", content = "one\ntwo\n
     );
     let st = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
     for t in &st.tasks {
-        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+        assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     }
     assert_eq!(
         git(&r.repo, &["show", "drover/integration/loop1:shared.txt"]),

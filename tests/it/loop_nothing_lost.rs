@@ -36,7 +36,7 @@ fn closeout(d: &Drover) -> String {
 }
 
 fn phase(st: &RunStatus, id: &str) -> Option<Phase> {
-    st.tasks.iter().find(|t| t.id == id).map(|t| t.phase)
+    st.tasks.iter().find(|t| t.id == id).map(|t| t.kind())
 }
 
 /// Guards issue 24 item 1: two files saying `id: TASK-1` and one saying

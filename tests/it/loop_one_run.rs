@@ -74,7 +74,7 @@ fn a_second_run_on_the_same_board_is_refused_naming_the_first() {
     );
     let st = first.join().unwrap();
     assert!(
-        st.tasks.iter().all(|t| t.phase == Phase::Landed),
+        st.tasks.iter().all(|t| t.kind() == Phase::Landed),
         "{:?}",
         st.tasks
     );
@@ -98,7 +98,7 @@ fn an_integration_branch_already_in_the_repo_makes_the_run_take_the_next_n() {
     );
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();
     assert_eq!(st.run, 2);
-    assert_eq!(st.tasks[0].phase, Phase::Landed);
+    assert_eq!(st.tasks[0].kind(), Phase::Landed);
     assert!(!d.state.join("loop1").exists());
 }
 

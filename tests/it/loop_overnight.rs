@@ -94,15 +94,16 @@ fn overnight_holds_the_question_and_lists_it_first_when_it_ends() {
     };
     let (st, said) = run_collect(&mut ops, config(&d, &repo, &charter, u));
     let t1 = &st.tasks[0];
-    assert_eq!(t1.phase, Phase::Parked, "{t1:?}");
+    assert_eq!(t1.kind(), Phase::Parked, "{t1:?}");
     assert!(
-        t1.reason
+        t1.note()
+            .reason
             .as_deref()
             .unwrap()
             .starts_with("permission escalation held in QUESTIONS.md (overnight)"),
         "{t1:?}"
     );
-    assert_eq!(st.tasks[1].phase, Phase::Landed, "{:?}", st.tasks[1]);
+    assert_eq!(st.tasks[1].kind(), Phase::Landed, "{:?}", st.tasks[1]);
     let q = read(&d.state.join("loop1/QUESTIONS.md"));
     let qline = q
         .lines()
@@ -188,7 +189,7 @@ fn owner_present_holds_the_lane_until_the_owner_answers() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(st.tasks[0].phase, Phase::Landed, "{:?}", st.tasks[0]);
+    assert_eq!(st.tasks[0].kind(), Phase::Landed, "{:?}", st.tasks[0]);
     assert!(
         said.iter().any(
             |m| m.starts_with("TASK-1: lane l1-impl-task-1 is held for the owner (permission)")
@@ -228,10 +229,11 @@ fn two_rounds_with_new_findings_trip_and_park_overnight() {
     u.mode = Mode::Overnight { until: None };
     let (st, _) = run_collect(&mut ops, config(&d, &repo, &charter, u));
     let t = &st.tasks[0];
-    assert_eq!(t.phase, Phase::Parked, "{t:?}");
-    assert_eq!(t.round, 2, "no third round: {t:?}");
+    assert_eq!(t.kind(), Phase::Parked, "{t:?}");
+    assert_eq!(t.round(), 2, "no third round: {t:?}");
     assert!(
-        t.resume
+        t.note()
+            .resume
             .as_deref()
             .unwrap()
             .starts_with("until the owner is back"),
@@ -269,12 +271,16 @@ fn four_hours_trip_a_spinning_lane_recorded_stalled_not_killed() {
     u.stall_after = Duration::from_secs(15 * 60);
     let (st, _) = run_collect(&mut ops, config(&d, &repo, &charter, u));
     let (t1, t2) = (&st.tasks[0], &st.tasks[1]);
-    assert_eq!(t1.phase, Phase::Parked, "{t1:?}");
+    assert_eq!(t1.kind(), Phase::Parked, "{t1:?}");
     assert!(
-        t1.reason.as_deref().unwrap().starts_with("tripwire: "),
+        t1.note()
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("tripwire: "),
         "{t1:?}"
     );
-    assert_eq!(t2.phase, Phase::Landed, "{t2:?}");
+    assert_eq!(t2.kind(), Phase::Landed, "{t2:?}");
     let dec = read(&d.state.join("loop1/DECISIONS.md"));
     assert!(
         dec.contains(

@@ -85,9 +85,9 @@ fn a_semantic_conflict_is_caught_before_landing_and_repaired() {
     );
     let t2 = st.tasks.iter().find(|t| t.id == "TASK-2").unwrap();
     for t in &st.tasks {
-        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+        assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     }
-    assert_eq!(t2.round, 2, "{t2:?}");
+    assert_eq!(t2.round(), 2, "{t2:?}");
     let branch = "drover/integration/loop1";
     assert_eq!(git(&repo, &["show", &format!("{branch}:a.txt")]), "on");
     assert_eq!(git(&repo, &["show", &format!("{branch}:b.txt")]), "off");
@@ -129,8 +129,8 @@ fn a_semantic_conflict_with_no_rounds_left_is_parked_with_the_evidence() {
     let (repo, charter) = setup(&d, [&["a.txt"], &["b.txt"]], TOGETHER_RED);
     let st = run(&d, &repo, &charter, SEMANTIC, REVIEWER_PASS, 0);
     let t2 = st.tasks.iter().find(|t| t.id == "TASK-2").unwrap();
-    assert_eq!(t2.phase, Phase::Parked, "{t2:?}");
-    let why = t2.reason.clone().unwrap();
+    assert_eq!(t2.kind(), Phase::Parked, "{t2:?}");
+    let why = t2.note().reason.clone().unwrap();
     assert!(
         why.contains("turns the gate red (exit 1)") && why.contains("gate evidence under"),
         "{why}"
@@ -179,16 +179,20 @@ fn a_conflict_goes_back_to_its_lane_as_a_rebase_round_and_lands() {
         runner::DEFAULT_REPAIR_ROUNDS,
     );
     for t in &st.tasks {
-        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+        assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     }
     let t2 = st.tasks.iter().find(|t| t.id == "TASK-2").unwrap();
-    assert_eq!((t2.round, t2.rebases), (2, 1), "{t2:?}");
+    assert_eq!(
+        (t2.round(), t2.work().map_or(0, |w| w.rebases)),
+        (2, 1),
+        "{t2:?}"
+    );
     assert_eq!(
         git(&repo, &["show", "drover/integration/loop1:shared.txt"]),
         "one\ntwo (second)\nTWO (first)\nthree\nfour"
     );
     let dec = decisions(&d);
-    let first = st.tasks[0].sha.clone().unwrap();
+    let first = st.tasks[0].sha().unwrap().to_string();
     assert!(
         dec.contains("conflicts in shared.txt (from ")
             && dec.contains(&format!("{} TASK-1: First)", &first[..7])),
@@ -207,7 +211,7 @@ fn a_conflict_goes_back_to_its_lane_as_a_rebase_round_and_lands() {
     assert!(
         closeout.contains(&format!(
             "- TASK-2 (Second), {}, rebased",
-            t2.sha.clone().unwrap()
+            t2.sha().unwrap().to_string()
         )),
         "{closeout}"
     );
@@ -245,7 +249,7 @@ steps = [{ work = 100 }, { heartbeat = { status = "pass" } }, { report = { path 
         runner::DEFAULT_REPAIR_ROUNDS,
     );
     let t2 = st.tasks.iter().find(|t| t.id == "TASK-2").unwrap();
-    assert_eq!(t2.phase, Phase::Landed, "{t2:?}");
+    assert_eq!(t2.kind(), Phase::Landed, "{t2:?}");
     let dec = decisions(&d);
     assert!(
         dec.contains("changed more than the conflicts' resolution (shared.txt): reviewed again"),
@@ -280,14 +284,15 @@ fn a_rebase_round_that_leaves_markers_is_refused_with_the_files_named() {
         runner::DEFAULT_REPAIR_ROUNDS,
     );
     let t2 = st.tasks.iter().find(|t| t.id == "TASK-2").unwrap();
-    assert_eq!(t2.phase, Phase::Parked, "{t2:?}");
-    let why = t2.reason.clone().unwrap();
+    assert_eq!(t2.kind(), Phase::Parked, "{t2:?}");
+    let why = t2.note().reason.clone().unwrap();
     assert!(
         why.starts_with("conflict markers left in shared.txt after its rebase round"),
         "{why}"
     );
     assert!(
-        t2.resume
+        t2.note()
+            .resume
             .clone()
             .unwrap()
             .starts_with("resolve the conflict markers in shared.txt in ")
@@ -342,9 +347,13 @@ fn twelve_tasks(batch: usize) -> (usize, u32, f64) {
     let t = std::time::Instant::now();
     let st = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
     let secs = t.elapsed().as_secs_f64();
-    let landed = st.tasks.iter().filter(|t| t.phase == Phase::Landed).count();
+    let landed = st
+        .tasks
+        .iter()
+        .filter(|t| t.kind() == Phase::Landed)
+        .count();
     for t in &st.tasks {
-        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+        assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     }
     for k in 1..=6 {
         let text = git(
@@ -483,7 +492,7 @@ fn a_red_batch_in_the_loop_lands_the_rest_and_repairs_the_culprit() {
         runner::DEFAULT_REPAIR_ROUNDS,
     );
     for t in &st.tasks {
-        assert_eq!(t.phase, Phase::Landed, "{t:?}");
+        assert_eq!(t.kind(), Phase::Landed, "{t:?}");
     }
     let dec = decisions(&d);
     // A landing of two or more in which fewer landed: a red batch, bisected.
@@ -497,7 +506,7 @@ fn a_red_batch_in_the_loop_lands_the_rest_and_repairs_the_culprit() {
             (Some(l), Some(o)) if o >= 2 && l >= 1 && l < o)
     });
     assert!(bisected, "no red batch was bisected: {dec}");
-    let repaired: Vec<_> = st.tasks.iter().filter(|t| t.round == 2).collect();
+    let repaired: Vec<_> = st.tasks.iter().filter(|t| t.round() == 2).collect();
     assert_eq!(repaired.len(), 1, "one culprit: {:?}", st.tasks);
     let culprit = &repaired[0].id;
     assert!(culprit == "TASK-1" || culprit == "TASK-2", "{culprit}");

@@ -108,20 +108,20 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
 
     let by = |id: &str| status.tasks.iter().find(|t| t.id == id).unwrap().clone();
     for id in ["TASK-1", "TASK-2", "TASK-4"] {
-        assert_eq!(by(id).phase, Phase::Landed, "{id}: {:?}", by(id));
+        assert_eq!(by(id).kind(), Phase::Landed, "{id}: {:?}", by(id));
     }
-    assert_eq!(by("TASK-2").round, 2, "the reviewer failed TASK-2 once");
+    assert_eq!(by("TASK-2").round(), 2, "the reviewer failed TASK-2 once");
     let t3 = by("TASK-3");
-    assert_eq!(t3.phase, Phase::Parked);
-    let r3 = t3.reason.unwrap();
+    assert_eq!(t3.kind(), Phase::Parked);
+    let r3 = t3.note().reason.clone().unwrap();
     assert!(
         r3.contains("outside its claim") && r3.contains("other.txt") && !r3.contains("c.txt"),
         "{r3}"
     );
     let t5 = by("TASK-5");
-    assert_eq!(t5.phase, Phase::Parked);
+    assert_eq!(t5.kind(), Phase::Parked);
     assert!(
-        t5.reason.clone().unwrap().starts_with(
+        t5.note().reason.clone().unwrap().starts_with(
             "conflict markers left in shared.txt after its rebase round (dropped at landing"
         ),
         "{t5:?}"
@@ -150,7 +150,7 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
         vec!["TASK-1", "TASK-2", "TASK-4"]
     );
     for (t, sha) in &commits {
-        assert_eq!(by(t).sha.as_deref(), Some(sha.as_str()));
+        assert_eq!(by(t).sha(), Some(sha.as_str()));
     }
     assert_eq!(
         git(&repo, &["show", &format!("{branch}:b.txt")]),
@@ -178,7 +178,7 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     let run_dir = d.state.join("loop1");
     let text = std::fs::read_to_string(run_dir.join("closeout.md")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let sha = |id: &str| by(id).sha.unwrap();
+    let sha = |id: &str| by(id).sha().unwrap().to_string();
     let integ_head = git(&repo, &["rev-parse", branch]);
     let expect_head = vec![
         format!("# Closeout: greeter loop1 · Charter: {}", charter.sha256),
@@ -330,9 +330,10 @@ fn a_permission_prompt_parks_the_task_and_asks() {
     };
     let status = runner::run(&mut lanes, cfg, |m| eprintln!("loop: {m}")).unwrap();
     let t = &status.tasks[0];
-    assert_eq!(t.phase, Phase::Parked);
+    assert_eq!(t.kind(), Phase::Parked);
     assert!(
-        t.reason
+        t.note()
+            .reason
             .as_deref()
             .unwrap()
             .starts_with("no answer from the owner within 5 s"),

@@ -48,7 +48,7 @@ fn implementer(n: u32, work_ms: u64, outside: &[u32]) -> String {
 }
 
 fn phases(st: &RunStatus) -> Vec<(String, Phase)> {
-    st.tasks.iter().map(|t| (t.id.clone(), t.phase)).collect()
+    st.tasks.iter().map(|t| (t.id.clone(), t.kind())).collect()
 }
 
 fn decisions(d: &Drover) -> String {
@@ -80,7 +80,7 @@ fn max_iterations_stops_the_run_blocked() {
         "in-flight work settles and lands"
     );
     assert!(
-        st.tasks[1..].iter().all(|t| t.phase == Phase::Ready),
+        st.tasks[1..].iter().all(|t| t.kind() == Phase::Ready),
         "{:?}",
         phases(&st)
     );
@@ -148,16 +148,17 @@ fn the_wall_clock_budget_bounds_a_turn() {
         "{st:?}"
     );
     let t1 = &st.tasks[0];
-    assert_eq!(t1.phase, Phase::Parked);
+    assert_eq!(t1.kind(), Phase::Parked);
     assert!(
-        t1.reason
+        t1.note()
+            .reason
             .as_deref()
             .unwrap()
             .contains("wall-clock budget ran out"),
         "{t1:?}"
     );
     assert_eq!(
-        st.tasks[1].phase,
+        st.tasks[1].kind(),
         Phase::Ready,
         "nothing starts past the budget"
     );
@@ -235,7 +236,7 @@ fn pause_settles_then_resume_goes_on() {
     });
     assert_eq!(st.state.as_str(), "closed");
     assert!(
-        st.tasks.iter().all(|t| t.phase == Phase::Landed),
+        st.tasks.iter().all(|t| t.kind() == Phase::Landed),
         "{:?}",
         phases(&st)
     );

@@ -11,6 +11,7 @@ use crate::loopctl::board::{self, ready};
 use crate::loopctl::ops::LaneOps;
 use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::{Phase, Runner, TaskState};
+use crate::loopctl::run::task::Note;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Record each problem of the board not recorded before in this process.
@@ -68,10 +69,10 @@ impl<O: LaneOps> Runner<'_, O> {
         self.reread_board()?;
         let split = ready::split(&self.board, &self.cfg.charter);
         for t in self.status.tasks.iter_mut() {
-            if t.phase == Phase::Held && split.ready.contains(&t.id) {
-                t.phase = Phase::Ready;
-                t.reason = None;
-                t.cause = None;
+            if t.kind() == Phase::Held && split.ready.contains(&t.id) {
+                t.phase.enter_ready();
+                t.note_mut().reason = None;
+                t.note_mut().cause = None;
             }
         }
         Ok(())
@@ -110,38 +111,12 @@ pub(in crate::loopctl) fn initial_tasks(board: &board::Board, charter: &Charter)
         .filter(|t| !t.is_done())
         .map(|t| {
             let held = split.hold.iter().find(|h| h.id == t.id);
-            TaskState {
-                id: t.id.clone(),
-                title: t.title.clone(),
-                phase: if held.is_some() {
-                    Phase::Held
-                } else {
-                    Phase::Ready
-                },
-                tier: None,
-                agent: None,
-                reviewer: None,
-                round: 0,
-                lane: None,
-                job: None,
-                worktree: None,
-                branch: None,
-                candidate_sha256: None,
-                sha: None,
-                reason: held.map(|h| h.reason.clone()),
+            let note = held.map(|h| Note {
+                reason: Some(h.reason.clone()),
                 resume: None,
-                cause: held.map(|h| TaskCause::Held(h.cause)),
-                limit_parks: 0,
-                stall: None,
-                first_dispatch: None,
-                excluded_s: 0,
-                findings: Default::default(),
-                candidate_base: None,
-                onto: None,
-                rebases: 0,
-                rebase: None,
-                prior_candidate: None,
-            }
+                cause: Some(TaskCause::Held(h.cause)),
+            });
+            TaskState::new(&t.id, &t.title, note)
         })
         .collect()
 }

@@ -55,11 +55,13 @@ impl super::runner::RunStatus {
     /// Give the tasks of a run written before causes were recorded their
     /// cause (see [`TaskCause::of_legacy`]); a task that has one keeps it.
     pub fn fill_legacy_causes(&mut self) {
-        for t in self.tasks.iter_mut().filter(|t| t.cause.is_none()) {
-            t.cause = TaskCause::of_legacy(
-                t.phase,
-                t.reason.as_deref().unwrap_or(""),
-                t.resume.as_deref().unwrap_or(""),
+        for t in self.tasks.iter_mut().filter(|t| t.cause().is_none()) {
+            let kind = t.kind();
+            let note = t.note_mut();
+            note.cause = TaskCause::of_legacy(
+                kind,
+                note.reason.as_deref().unwrap_or(""),
+                note.resume.as_deref().unwrap_or(""),
             );
         }
     }
@@ -88,7 +90,8 @@ mod tests {
     fn task(id: &str, phase: &str, reason: &str, resume: &str, cause: Option<&str>) -> Value {
         let mut t = json!({
             "id": id, "title": id, "phase": phase, "tier": null, "agent": null,
-            "reviewer": null, "round": 1, "lane": null, "job": null,
+            "reviewer": null, "round": u32::from(!matches!(phase, "held" | "ready")),
+            "lane": null, "job": null,
             "worktree": null, "branch": null, "candidate_sha256": null,
             "sha": null, "reason": reason, "resume": resume, "limit_parks": 0,
             "stall": null,
@@ -154,7 +157,7 @@ mod tests {
             ),
         ]));
         st.fill_legacy_causes();
-        let causes: Vec<Option<TaskCause>> = st.tasks.iter().map(|t| t.cause).collect();
+        let causes: Vec<Option<TaskCause>> = st.tasks.iter().map(|t| t.cause()).collect();
         assert_eq!(
             causes,
             [
@@ -201,7 +204,7 @@ mod tests {
             .iter()
             .map(|t| {
                 let mut t = t.clone();
-                t.resume = None;
+                t.note_mut().resume = None;
                 super::super::finish::closeout_resume(&t)
             })
             .collect();

@@ -42,7 +42,7 @@ impl<O: LaneOps> Runner<'_, O> {
         for (id, sha) in found {
             let landed = self
                 .task(&id)
-                .is_some_and(|t| t.phase == Phase::Landed && t.sha.as_deref() == Some(&sha));
+                .is_some_and(|t| t.kind() == Phase::Landed && t.sha() == Some(&sha));
             if self.task(&id).is_some() && !landed {
                 self.landed(&id, &sha)?;
             }

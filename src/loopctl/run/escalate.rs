@@ -207,15 +207,11 @@ impl<O: LaneOps> Runner<'_, O> {
         let limited: Vec<String> = self.slots.limited.keys().cloned().collect();
         let mut due = Vec::new();
         for t in self.status.tasks.iter_mut() {
-            let in_flight = matches!(t.phase, Phase::Implementing | Phase::Reviewing);
+            let in_flight = matches!(t.kind(), Phase::Implementing | Phase::Reviewing);
             if (in_flight && paused) || held.contains(&t.id) || limited.contains(&t.id) {
                 t.excluded_s += dt;
             }
-            let Some(first) = t
-                .first_dispatch
-                .as_deref()
-                .and_then(|f| crate::loopctl::run::limits::parse_resets_at(Some(f)))
-            else {
+            let Some(first) = t.first_dispatch else {
                 continue;
             };
             let active = tripwire::active(

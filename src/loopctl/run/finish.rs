@@ -123,12 +123,12 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         let mut notes = Vec::new();
         for t in self.status.tasks.clone() {
-            let Some(wt) = t.worktree.clone() else {
+            let Some(wt) = t.worktree().cloned() else {
                 continue;
             };
             // A gate's checkout left by a killed run is drover's own.
             crate::loopctl::land::gate_checkout::remove_checkout(&self.cfg.repo, &wt);
-            if t.phase == Phase::Landed {
+            if t.kind() == Phase::Landed {
                 match self.remove_landed_worktree(&t, &wt) {
                     Ok(()) => {}
                     Err(why) => {
@@ -159,19 +159,19 @@ impl<O: LaneOps> Runner<'_, O> {
             ..Default::default()
         };
         for t in &self.status.tasks {
-            match t.phase {
+            match t.kind() {
                 Phase::Landed => {
                     c.landed.push((
                         t.id.clone(),
                         t.title.clone(),
-                        t.sha.clone().unwrap_or_default(),
+                        t.sha().unwrap_or_default().to_string(),
                     ));
-                    if t.rebases > 0 {
+                    if t.work().map_or(0, |w| w.rebases) > 0 {
                         c.rebased.push(t.id.clone());
                     }
                 }
                 Phase::Parked | Phase::Held => {
-                    let reason = t.reason.clone().unwrap_or_default();
+                    let reason = t.note().reason.clone().unwrap_or_default();
                     let Some(resume) = closeout_resume(t) else {
                         continue;
                     };
@@ -201,7 +201,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .status
             .tasks
             .iter()
-            .filter(|t| t.phase == Phase::Landed)
+            .filter(|t| t.kind() == Phase::Landed)
             .count();
         c.notes.push(format!(
             "{landed} task(s) landed, in {} landing(s); gate evidence under {}",
@@ -317,11 +317,11 @@ impl<O: LaneOps> Runner<'_, O> {
 /// charter excludes (the close-out leaves it out). Decided on the task's
 /// cause: its reason is for people.
 pub(super) fn closeout_resume(t: &TaskState) -> Option<String> {
-    let held = |c| t.phase == Phase::Held && t.cause == Some(TaskCause::Held(c));
+    let held = |c| t.kind() == Phase::Held && t.cause() == Some(TaskCause::Held(c));
     if held(HoldCause::Excluded) {
         return None;
     }
-    Some(t.resume.clone().unwrap_or_else(|| match t.phase {
+    Some(t.note().resume.clone().unwrap_or_else(|| match t.kind() {
         _ if held(HoldCause::NeedsOwner) => "an owner ruling removes the needs-owner label".into(),
         _ if held(HoldCause::NoFiles) => {
             "add `modified_files:` (the files it will change) to the task, then rerun".into()

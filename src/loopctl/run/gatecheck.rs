@@ -5,7 +5,7 @@
 use crate::loopctl::LoopError;
 use crate::loopctl::land;
 use crate::loopctl::ops::LaneOps;
-use crate::loopctl::run::runner::{Phase, Runner, slug};
+use crate::loopctl::run::runner::{Runner, slug};
 use crate::registry::heartbeat::{self, HeartbeatRequest};
 use chrono::Utc;
 
@@ -19,10 +19,10 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
         };
-        let (Some(wt), Some(gate)) = (t.worktree.clone(), self.cfg.charter.gate.clone()) else {
+        let (Some(wt), Some(gate)) = (t.worktree().cloned(), self.cfg.charter.gate.clone()) else {
             return Ok(());
         };
-        let lane_dir = self.run.lane_dir(t.lane.as_deref().unwrap_or(id))?;
+        let lane_dir = self.run.lane_dir(t.lane().unwrap_or(id))?;
         let bounds = self.child_bounds(self.gate_timeout());
         // The gate runs on a checkout of the candidate of its own, so what
         // it writes never enters the task's worktree (and its next capture).
@@ -32,11 +32,11 @@ impl<O: LaneOps> Runner<'_, O> {
             .join(format!("l{}-impl-{}", self.run.n, slug(id)))
             .join("candidate.patch");
         let base = t
-            .candidate_base
-            .clone()
+            .work()
+            .and_then(|w| w.candidate_base.clone())
             .unwrap_or_else(|| self.status.base_sha.clone());
         let setup = self.setup_for(&lane_dir, "gate-setup.log");
-        let env = self.lane_port_env(t.lane.as_deref().unwrap_or(id));
+        let env = self.lane_port_env(t.lane().unwrap_or(id));
         let g = match land::gate_checkout::run_gate_on_candidate(
             &wt,
             &base,
@@ -102,7 +102,7 @@ impl<O: LaneOps> Runner<'_, O> {
             );
         }
         if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Landing;
+            t.phase.enter_landing();
         }
         self.queues.landing.push(id.to_string());
         self.say(&format!("{id}: gate ready, queued for landing"));

@@ -4,7 +4,7 @@
 
 use crate::loopctl::land::{self, Fate, Queued};
 use crate::loopctl::ops::{LaneOps, Role};
-use crate::loopctl::run::runner::{Phase, Runner, slug};
+use crate::loopctl::run::runner::{Runner, slug};
 use crate::loopctl::{LoopError, land::capture, land::git};
 use crate::registry::{lease, lend, mix};
 use chrono::Utc;
@@ -30,7 +30,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     task: id.clone(),
                     title: t.title.clone(),
                     patch: self.run.path.join(lane).join("candidate.patch"),
-                    base: t.candidate_base.clone(),
+                    base: t.work().and_then(|w| w.candidate_base.clone()),
                 })
             })
             .collect();
@@ -56,8 +56,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.status.integration_head = Some(l.head.clone());
         for (id, fate) in &l.fates {
             if let (Fate::Landed { sha, .. }, Some(t)) = (fate, self.task_mut(id)) {
-                t.phase = Phase::Landed;
-                t.sha = Some(sha.clone());
+                t.phase.land(sha);
             }
         }
         self.persist()?;
@@ -86,9 +85,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 Fate::Stopped { reason } => {
                     // Still queued: the close-out (or a resume) says so.
                     if let Some(t) = self.task_mut(id) {
-                        t.reason = Some(reason.clone());
-                        t.resume = Some("resume the run, or rerun the task".into());
-                        t.cause = None;
+                        t.note_mut().reason = Some(reason.clone());
+                        t.note_mut().resume = Some("resume the run, or rerun the task".into());
+                        t.note_mut().cause = None;
                     }
                     self.say(&format!("{id}: not landed: {reason}"));
                 }
@@ -132,10 +131,11 @@ impl<O: LaneOps> Runner<'_, O> {
     pub(in crate::loopctl) fn landed(&mut self, id: &str, sha: &str) -> Result<(), LoopError> {
         self.book_landed(id)?;
         if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Landed;
-            t.sha = Some(sha.to_string());
-            t.lane = None;
-            t.job = None;
+            t.phase.land(sha);
+            if let Some(w) = t.work_mut() {
+                w.lane = None;
+                w.job = None;
+            }
         }
         self.consecutive_blockers = 0;
         self.say(&format!("{id}: landed as {sha}"));
@@ -224,14 +224,16 @@ impl<O: LaneOps> Runner<'_, O> {
             return self.forget_removed_worktree(t);
         }
         let base = t
-            .onto
-            .clone()
+            .work()
+            .and_then(|w| w.onto.clone())
             .unwrap_or_else(|| self.status.base_sha.clone());
         let (_, _, patch) = capture::diff(wt, &base).map_err(|e| e.to_string())?;
-        if Some(crate::loopctl::sha256::hex(&patch)) != t.candidate_sha256 {
+        if Some(crate::loopctl::sha256::hex(&patch))
+            != t.work().and_then(|w| w.candidate_sha256.clone())
+        {
             return Err("it changed since its candidate landed".into());
         }
-        let branch = t.branch.clone().unwrap_or_default();
+        let branch = t.branch().map(str::to_string).unwrap_or_default();
         // Commits of its own: on its branch, not on the integration branch,
         // and not drover's (the work committed before a merge, the merge).
         let authors = git::run(
@@ -262,7 +264,7 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), String> {
         let repo = &self.cfg.repo;
         git::run(repo, &["worktree", "prune"]).map_err(|e| e.to_string())?;
-        let Some(branch) = t.branch.clone() else {
+        let Some(branch) = t.branch().map(str::to_string) else {
             return Ok(());
         };
         let r = format!("refs/heads/{branch}");

@@ -14,6 +14,7 @@ use crate::loopctl::ops::{LaneOps, Outcome, Role};
 use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::LimitPark;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
+use crate::loopctl::run::task::Note;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -115,11 +116,13 @@ impl<O: LaneOps> Runner<'_, O> {
             )
         };
         if let Some(t) = self.task_mut(task) {
-            t.phase = Phase::Parked;
+            t.phase.enter_parked();
             t.limit_parks = parks;
-            t.reason = Some(reason.clone());
-            t.resume = Some(resume.clone());
-            t.cause = (!optout).then_some(TaskCause::LimitWait);
+            *t.note_mut() = Note {
+                reason: Some(reason.clone()),
+                resume: Some(resume.clone()),
+                cause: (!optout).then_some(TaskCause::LimitWait),
+            };
         }
         self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
@@ -177,7 +180,7 @@ impl<O: LaneOps> Runner<'_, O> {
             let label = wait_label(lane.agent);
             let answered = self.ops.answer(&lane, label)?;
             self.cancel_job(&p.job);
-            let round = self.task(&task).map_or(1, |t| t.round);
+            let round = self.task(&task).map_or(1, |t| t.round());
             let (phase, role, tag) = match p.role {
                 Role::Implementer => (Phase::Implementing, "implementer", 'i'),
                 Role::Reviewer => (Phase::Reviewing, "reviewer", 'v'),
@@ -190,10 +193,11 @@ impl<O: LaneOps> Runner<'_, O> {
                 p.parks
             );
             if let Some(t) = self.task_mut(&task) {
-                t.phase = phase;
-                t.reason = None;
-                t.resume = None;
-                t.cause = None;
+                match phase {
+                    Phase::Reviewing => t.phase.enter_reviewing(),
+                    _ => t.phase.enter_implementing(),
+                }
+                *t.note_mut() = Note::default();
             }
             let menu = if answered {
                 format!("chose \"{label}\", ")
@@ -215,11 +219,13 @@ impl<O: LaneOps> Runner<'_, O> {
                     lane.id
                 );
                 if let Some(t) = self.task_mut(&task) {
-                    t.phase = Phase::Parked;
+                    t.phase.enter_parked();
                     t.limit_parks = parks;
-                    t.reason = Some(reason.clone());
-                    t.resume = Some(resume.clone());
-                    t.cause = Some(TaskCause::LimitWait);
+                    *t.note_mut() = Note {
+                        reason: Some(reason.clone()),
+                        resume: Some(resume.clone()),
+                        cause: Some(TaskCause::LimitWait),
+                    };
                 }
                 self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(

@@ -17,32 +17,27 @@
 //! | `tuning` | `state`, `samples`, `iteration_of` | tuning, runner |
 //! | guards, outputs | `consecutive_blockers`, `stop`, `paused`, `mode`, `rulings`, `notifier`, `resume_tag`, `say` | drive, escalate, steps, landing, finish, limits, rounds, resume, runner |
 //!
-//! ## Map: a task's fields by phase
+//! ## Map: a task's state by phase
 //!
-//! [`runner::TaskState`] is flat (as `run.json` has it); each optional field
-//! matters only in some phases:
+//! [`task::TaskState`] keeps what outlives phases (`id`, `title`, `tier`,
+//! `agent`, `limit_parks`, `stall`, `first_dispatch`, `excluded_s`,
+//! `findings`) beside a [`task::TaskPhase`] whose variants carry what each
+//! phase has:
 //!
-//! - `tier`: set on start and kept (steps, resume).
-//! - `agent`, `lane`, `job`, `worktree`, `branch`, `first_dispatch`: set when
-//!   implementing starts (steps), kept through Reviewing and Landing, read by
-//!   resume, landing and the tripwire; `lane`/`job` change per round (rounds).
-//! - `reviewer`, `candidate_sha256`, `candidate_base`, `prior_candidate`:
-//!   set when a candidate is captured and goes to review (steps), read in
-//!   Reviewing and Landing.
-//! - `round`, `onto`, `rebases`, `rebase`, `findings`: repair and rebase
-//!   rounds (rounds, the tripwire), from Implementing to Landing.
-//! - `sha`: Landed only (landing).
-//! - `reason`, `resume`, `cause`: Held and Parked (boardsync, steps, limits,
-//!   landing, resume, finish); `limit_parks`, `stall`, `excluded_s`: any live
-//!   phase (limits, stall, escalate).
+//! - `Held`, `Ready`: a [`task::Note`] only (`reason`, `resume`, `cause`:
+//!   boardsync, steps, finish); no work.
+//! - `Implementing`, `Reviewing`, `Landing`, `Parked`: a [`task::Work`] (lane,
+//!   job, worktree, branch, reviewer, round, candidate, rebase rounds: set by
+//!   steps and rounds, read by resume, landing and the tripwire) and a note.
+//!   A task parked before it started has an empty work.
+//! - `Landed`: its `sha` (landing), with its work and note.
 //!
-//! Fields outlive their phase on disk, so an enum per phase must carry them
-//! or `run.json` changes: a parked task keeps its `lane` (only `job` is
-//! cleared); a Landing task the run stopped before its turn has `reason`
-//! and `resume`; a batch landing writes Landed with `sha` while `lane` and
-//! `job` are still set (`landed` clears them after); a task back from a
-//! usage-limit park returns to Implementing or Reviewing with everything it
-//! had.
+//! The note outlives its phase as `run.json` always kept it: a Landing task
+//! the run stopped before its turn says so, and a round sent back from
+//! landing keeps it until a step clears it. `run.json` holds a task flat
+//! ([`task::TaskRecord`]); loading refuses a record no phase can hold (work
+//! on a Held or Ready task, a `sha` on one not Landed, Landed with none, an
+//! unreadable `first_dispatch`).
 
 pub(in crate::loopctl) mod boardsync;
 mod bounded;

@@ -46,7 +46,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             let since = *n.ended_since.get_or_insert(now);
             let n = n.clone();
-            let round = self.task(&task).map_or(1, |t| t.round);
+            let round = self.task(&task).map_or(1, |t| t.round());
             let report = lane.lane_dir.join(format!("report-i{round}.json"));
             let attempt = Engine::open(&self.cfg.state_dir)
                 .ok()

@@ -139,7 +139,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             let Some(t) = self.task(&id).cloned() else {
                 continue;
             };
-            if t.phase != Phase::Landed || t.sha.as_deref() != Some(sha.as_str()) {
+            if t.kind() != Phase::Landed || t.sha() != Some(sha.as_str()) {
                 self.decide(
                     "recover",
                     &format!(
@@ -167,9 +167,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mut restarted = Vec::new();
         let mut used = Vec::new();
         for t in self.status.tasks.clone() {
-            let limit_park = t.phase == Phase::Parked && t.cause == Some(TaskCause::LimitWait);
-            let wt_exists = t.worktree.as_ref().is_some_and(|w| w.exists());
-            match t.phase {
+            let limit_park = t.kind() == Phase::Parked && t.cause() == Some(TaskCause::LimitWait);
+            let wt_exists = t.worktree().is_some_and(|w| w.exists());
+            match t.kind() {
                 Phase::Landing => self.queues.landing.push(t.id.clone()),
                 Phase::Implementing | Phase::Reviewing => {
                     match finished.iter().find(|(id, _, _)| *id == t.id) {
@@ -259,17 +259,19 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let n = self.run.n;
         let mut out = Vec::new();
         for t in &self.status.tasks {
-            let Some(job) = t.job.clone() else { continue };
-            let (lane, report, tag) = match t.phase {
+            let Some(job) = t.job().map(str::to_string) else {
+                continue;
+            };
+            let (lane, report, tag) = match t.kind() {
                 Phase::Implementing => (
                     format!("l{n}-impl-{}", slug(&t.id)),
-                    format!("report-i{}.json", t.round),
-                    format!("-i{}", t.round),
+                    format!("report-i{}.json", t.round()),
+                    format!("-i{}", t.round()),
                 ),
                 Phase::Reviewing => (
                     format!("l{n}-rev-{}", slug(&t.id)),
-                    format!("report-v{}.json", t.round),
-                    format!("-v{}", t.round),
+                    format!("report-v{}.json", t.round()),
+                    format!("-v{}", t.round()),
                 ),
                 _ => continue,
             };
@@ -291,11 +293,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
         };
-        let (Some(agent), Some(wt)) = (t.agent, t.worktree.clone()) else {
+        let (Some(agent), Some(wt)) = (t.agent, t.worktree().cloned()) else {
             return self.restart(id);
         };
-        let (role, agent) = match t.phase {
-            Phase::Reviewing => (Role::Reviewer, t.reviewer.unwrap_or(agent.other())),
+        let (role, agent) = match t.kind() {
+            Phase::Reviewing => (Role::Reviewer, t.reviewer().unwrap_or(agent.other())),
             _ => (Role::Implementer, agent),
         };
         self.reclaim(id)?;
@@ -365,7 +367,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             .task(id)
             .and_then(|t| t.agent)
             .unwrap_or(crate::registry::Agent::Claude);
-        let round = self.task(id).map_or(1, |t| t.round.max(1));
+        let round = self.task(id).map_or(1, |t| t.round().max(1));
         let lane = self.impl_lane(id);
         let lane_dir = self.run.lane_dir(&lane)?;
         let now = Utc::now();
@@ -390,9 +392,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         };
         let handle = self.implementer_up(id, agent, tier, round, false)?;
         if let Some(t) = self.task_mut(id) {
-            t.reason = None;
-            t.resume = None;
-            t.cause = None;
+            t.note_mut().reason = None;
+            t.note_mut().resume = None;
+            t.note_mut().cause = None;
             t.stall = None;
         }
         let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);
@@ -404,7 +406,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         // A round that began with a merge is re-run with what it was told
         // (the brief alone would have the lane redo the task over the
         // other side of its conflicts).
-        let prompt = match self.task(id).and_then(|t| t.rebase.clone()) {
+        let prompt = match self.task(id).and_then(|t| t.rebase().cloned()) {
             Some(r) if !r.addendum.is_empty() => format!(
                 "{text}{}{}",
                 r.addendum,
@@ -428,8 +430,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.ops.dispatch(&handle, &spec)?;
         let at = self.now();
         self.slots.jobs.insert(job.clone(), (id.to_string(), at));
-        if let Some(t) = self.task_mut(id) {
-            t.job = Some(job);
+        if let Some(w) = self.task_mut(id).and_then(|t| t.work_mut()) {
+            w.job = Some(job);
         }
         self.persist()
     }

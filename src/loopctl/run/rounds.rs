@@ -64,7 +64,9 @@ impl<O: LaneOps> Runner<'_, O> {
     /// task's `round` counts every implementer round (the first attempt is
     /// round 1) and `rebases` its rebase rounds so far, this one included.
     fn counted(&self, id: &str, round: u32, tag: &str) -> u32 {
-        let rebases = self.task(id).map_or(0, |t| t.rebases);
+        let rebases = self
+            .task(id)
+            .map_or(0, |t| t.work().map_or(0, |w| w.rebases));
         if tag == "rebase" {
             rebases.max(1)
         } else {
@@ -91,26 +93,26 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(None);
         };
-        if t.agent.is_none() || t.worktree.is_none() {
+        if t.agent.is_none() || t.worktree().is_none() {
             return Ok(None);
         }
-        if t.round > self.cfg.repair_rounds {
+        if t.round() > self.cfg.repair_rounds {
             let d = self.decide(
                 "tripwire",
-                &format!("{id}: {} failed rounds; last: {evidence}", t.round),
+                &format!("{id}: {} failed rounds; last: {evidence}", t.round()),
             )?;
             self.rulings.push((
-                format!("{d} {id} parked after {} failed rounds", t.round),
+                format!("{d} {id} parked after {} failed rounds", t.round()),
                 "a new approach or a split of the task".into(),
             ));
             self.park(
                 id,
-                &format!("{} failed rounds: {evidence}", t.round),
+                &format!("{} failed rounds: {evidence}", t.round()),
                 "a new approach or a split (see DECISIONS.md)",
             )?;
             return Ok(None);
         }
-        Ok(Some(t.round + 1))
+        Ok(Some(t.round() + 1))
     }
 
     /// Bring the task's implementer lane up again in its worktree and
@@ -129,7 +131,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
         };
-        let (Some(agent), Some(wt)) = (t.agent, t.worktree.clone()) else {
+        let (Some(agent), Some(wt)) = (t.agent, t.worktree().cloned()) else {
             return Ok(());
         };
         let lane = format!("l{}-impl-{}", self.run.n, slug(id));
@@ -155,9 +157,11 @@ impl<O: LaneOps> Runner<'_, O> {
         let handle = self.lane_up(spec)?;
         self.slots.lanes.insert(id.to_string(), handle);
         if let Some(t) = self.task_mut(id) {
-            t.phase = crate::loopctl::run::runner::Phase::Implementing;
-            t.round = round;
-            t.lane = Some(lane.clone());
+            t.phase.enter_implementing();
+            if let Some(w) = t.work_mut() {
+                w.round = round;
+                w.lane = Some(lane.clone());
+            }
         }
         self.say(&format!("{id}: {tag} round {nth} in lane {lane}"));
         let brief = std::fs::read_to_string(lane_dir.join("brief.md")).unwrap_or_default();
@@ -187,7 +191,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(());
         };
         let branch = self.status.integration_branch.clone();
-        let task_branch = t.branch.clone().unwrap_or_default();
+        let task_branch = t.branch().map(str::to_string).unwrap_or_default();
         let park_resume = format!("rebase the work of {task_branch} onto {branch}, then rerun");
         let evidence = match gate_tail {
             Some(tail) => {
@@ -218,7 +222,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(());
         };
         let (Some(wt), Ok(onto)) = (
-            t.worktree.clone(),
+            t.worktree().cloned(),
             crate::loopctl::land::git::rev(
                 &self.status.integration_worktree,
                 &format!("refs/heads/{branch}"),
@@ -227,8 +231,8 @@ impl<O: LaneOps> Runner<'_, O> {
             return self.park(id, &evidence, &park_resume);
         };
         let since = t
-            .candidate_base
-            .clone()
+            .work()
+            .and_then(|w| w.candidate_base.clone())
             .unwrap_or_else(|| self.status.base_sha.clone());
         let lane_dir = self.run.lane_dir(&self.impl_lane(id))?;
         let merged = match rebase::merge_in(&wt, id, &branch, &onto, &since, &lane_dir) {
@@ -243,7 +247,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let conflicts = merged.conflicts.clone();
         let short = onto.chars().take(12).collect::<String>();
-        if let Some(t) = self.task_mut(id) {
+        if let Some(t) = self.task_mut(id).and_then(|t| t.work_mut()) {
             t.onto = Some(onto.clone());
             t.rebase = Some(RebaseRound {
                 merged: merged.clone(),
@@ -289,7 +293,10 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Keep what a merge round is told, for a resume to tell it again.
     fn remember_round(&mut self, id: &str, addendum: &str, tag: &str) {
-        if let Some(r) = self.task_mut(id).and_then(|t| t.rebase.as_mut()) {
+        if let Some(r) = self
+            .task_mut(id)
+            .and_then(|t| t.work_mut().and_then(|w| w.rebase.as_mut()))
+        {
             r.addendum = addendum.to_string();
             r.tag = tag.to_string();
         }
@@ -307,7 +314,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(None);
         };
-        let (Some(r), Some(wt)) = (t.rebase.clone(), t.worktree.clone()) else {
+        let (Some(r), Some(wt)) = (t.rebase().cloned(), t.worktree().cloned()) else {
             return Ok(Some(true));
         };
         let lane_dir = self.run.lane_dir(&self.impl_lane(id))?;
@@ -358,8 +365,8 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             Err(e) => return Err(e),
         };
-        if let Some(t) = self.task_mut(id) {
-            t.rebase = None;
+        if let Some(w) = self.task_mut(id).and_then(|t| t.work_mut()) {
+            w.rebase = None;
         }
         if r.merged.conflicts.is_empty() {
             return Ok(Some(true));
@@ -386,9 +393,10 @@ impl<O: LaneOps> Runner<'_, O> {
         let mut i = 0;
         while i < self.queues.carried.len() {
             let id = self.queues.carried[i].clone();
-            let reviewer = self.task(&id).and_then(|t| t.reviewer);
+            let reviewer = self.task(&id).and_then(|t| t.reviewer());
             let busy = self.status.tasks.iter().any(|t| {
-                t.phase == crate::loopctl::run::runner::Phase::Reviewing && t.reviewer == reviewer
+                t.kind() == crate::loopctl::run::runner::Phase::Reviewing
+                    && t.reviewer() == reviewer
             });
             if busy {
                 i += 1;

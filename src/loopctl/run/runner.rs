@@ -182,7 +182,7 @@ impl RunStatus {
     pub fn stale_holds(&self) -> Vec<(String, String)> {
         self.tasks
             .iter()
-            .filter(|t| t.phase == Phase::Parked && t.cause == Some(TaskCause::LeaseRefused))
+            .filter(|t| t.kind() == Phase::Parked && t.cause() == Some(TaskCause::LeaseRefused))
             .map(|t| {
                 (
                     t.id.clone(),
@@ -475,7 +475,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status
             .tasks
             .iter()
-            .filter(|t| matches!(t.phase, Phase::Implementing | Phase::Reviewing))
+            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
             .count()
     }
 
@@ -485,7 +485,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             self.status
                 .tasks
                 .iter()
-                .filter(|t| t.phase == p)
+                .filter(|t| t.kind() == p)
                 .map(|t| (t.id.clone(), t.title.clone()))
                 .collect()
         };
@@ -493,8 +493,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             .status
             .tasks
             .iter()
-            .filter(|t| matches!(t.phase, Phase::Held | Phase::Parked))
-            .map(|t| (t.id.clone(), t.reason.clone().unwrap_or_default()))
+            .filter(|t| matches!(t.kind(), Phase::Held | Phase::Parked))
+            .map(|t| (t.id.clone(), t.note().reason.clone().unwrap_or_default()))
             .collect();
         self.run
             .write_queue(&rows(Phase::Ready), &hold, &rows(Phase::Landing))?;
@@ -513,11 +513,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.run.write_lanes(&lanes)?;
         let mut live: Vec<String> = self.rulings.iter().map(|(r, _)| r.clone()).collect();
         for t in &self.status.tasks {
-            if t.phase == Phase::Parked {
+            if t.kind() == Phase::Parked {
                 live.push(format!(
                     "{} parked: {}",
                     t.id,
-                    t.reason.as_deref().unwrap_or("")
+                    t.note().reason.as_deref().unwrap_or("")
                 ));
             }
         }
@@ -548,7 +548,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 .status
                 .tasks
                 .iter()
-                .find(|t| t.phase == Phase::Ready)
+                .find(|t| t.kind() == Phase::Ready)
                 .map(|t| t.id.clone())
             else {
                 return Ok(());

@@ -11,6 +11,7 @@ use crate::loopctl::ops::{
 };
 use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
+use crate::loopctl::run::task::Note;
 use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
 use chrono::Utc;
@@ -28,7 +29,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let mut spent = ledger.map(|l| l.spent).unwrap_or_default();
         for t in &self.status.tasks {
             if matches!(
-                t.phase,
+                t.kind(),
                 Phase::Implementing | Phase::Reviewing | Phase::Landing
             ) {
                 match t.agent {
@@ -101,7 +102,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .tasks
             .iter()
             .filter(|t| t.id != id)
-            .filter(|t| matches!(t.phase, Phase::Implementing | Phase::Reviewing))
+            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
             .filter_map(|t| self.board.task(&t.id))
             .flat_map(|t| t.files.clone())
             .collect()
@@ -144,17 +145,19 @@ impl<O: LaneOps> Runner<'_, O> {
             effort: None,
             // A first round, or a round re-run after a resume that merged
             // nothing in: all it is told is built from the board.
-            portable: fresh || self.task(id).is_none_or(|t| t.rebase.is_none()),
+            portable: fresh || self.task(id).is_none_or(|t| t.rebase().is_none()),
         };
         if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Implementing;
+            t.phase.enter_implementing();
             t.agent = Some(agent);
-            t.reviewer = Some(agent.other());
             t.tier = Some(tier.as_str().into());
-            t.round = round;
-            t.lane = Some(lane);
-            t.worktree = Some(wt);
-            t.branch = Some(branch);
+            if let Some(w) = t.work_mut() {
+                w.reviewer = Some(agent.other());
+                w.round = round;
+                w.lane = Some(lane);
+                w.worktree = Some(wt);
+                w.branch = Some(branch);
+            }
         }
         let handle = self.lane_up(spec)?;
         self.slots.lanes.insert(id.to_string(), handle.clone());
@@ -169,7 +172,7 @@ impl<O: LaneOps> Runner<'_, O> {
         repair: Option<String>,
     ) -> Result<(), LoopError> {
         let (round, lane_dir) = match (self.task(id), self.slots.lanes.get(id)) {
-            (Some(t), Some(h)) => (t.round, h.lane_dir.clone()),
+            (Some(t), Some(h)) => (t.round(), h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
         let job = format!(
@@ -215,7 +218,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let facts = {
             let t = self.task(id);
             BriefFacts {
-                round: t.map_or(1, |t| t.round),
+                round: t.map_or(1, |t| t.round()),
                 tier: t.and_then(|t| t.tier.clone()),
                 others: match lane.role {
                     Role::Implementer => self.others(id),
@@ -243,9 +246,11 @@ impl<O: LaneOps> Runner<'_, O> {
             .jobs
             .insert(job.to_string(), (id.to_string(), now));
         if let Some(t) = self.task_mut(id) {
-            t.job = Some(job.to_string());
+            if let Some(w) = t.work_mut() {
+                w.job = Some(job.to_string());
+            }
             if t.first_dispatch.is_none() {
-                t.first_dispatch = Some(crate::loopctl::night::clock::rfc3339(now));
+                t.first_dispatch = Some(crate::time::to_secs(now));
             }
         }
         self.persist()
@@ -264,7 +269,7 @@ impl<O: LaneOps> Runner<'_, O> {
         job: &str,
         outcome: Outcome,
     ) -> Result<(), LoopError> {
-        let phase = self.task(id).map(|t| t.phase);
+        let phase = self.task(id).map(|t| t.kind());
         match outcome {
             Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
             Outcome::Failed { status, reason }
@@ -299,7 +304,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     fn after_implement(&mut self, id: &str) -> Result<(), LoopError> {
         let (agent, wt, lane_dir) = match (self.task(id), self.slots.lanes.get(id)) {
-            (Some(t), Some(h)) => (t.agent, t.worktree.clone(), h.lane_dir.clone()),
+            (Some(t), Some(h)) => (t.agent, t.worktree().cloned(), h.lane_dir.clone()),
             _ => return Ok(()),
         };
         self.lane_down(id)?;
@@ -309,10 +314,10 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(wt) = wt else { return Ok(()) };
         // A round that began with a merge: markers refused, the merge
         // concluded, and whether it needs a new review.
-        let rebased = self.task(id).is_some_and(|t| t.rebase.is_some());
+        let rebased = self.task(id).is_some_and(|t| t.rebase().is_some());
         let conflicts = self
             .task(id)
-            .and_then(|t| t.rebase.as_ref())
+            .and_then(|t| t.rebase())
             .is_some_and(|r| !r.merged.conflicts.is_empty());
         let review = if rebased {
             match self.finish_rebase(id)? {
@@ -324,12 +329,12 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         if conflicts && review {
             // The reviewer is shown the candidate before the rebase too.
-            let round = self.task(id).map_or(0, |t| t.round);
+            let round = self.task(id).map_or(0, |t| t.round());
             let prior = lane_dir.join(format!("candidate-r{}.patch", round.saturating_sub(1)));
             if std::fs::copy(lane_dir.join("candidate.patch"), &prior).is_ok()
-                && let Some(t) = self.task_mut(id)
+                && let Some(w) = self.task_mut(id).and_then(|t| t.work_mut())
             {
-                t.prior_candidate = Some(prior);
+                w.prior_candidate = Some(prior);
             }
         }
         // The lease's claim is the authority (it may have been renewed with more files).
@@ -340,7 +345,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .unwrap_or_default();
         let base = self
             .task(id)
-            .and_then(|t| t.onto.clone())
+            .and_then(|t| t.work().and_then(|w| w.onto.clone()))
             .unwrap_or_else(|| self.status.base_sha.clone());
         match capture::capture(id, &wt, &base, &claimed, &lane_dir)? {
             Err(refusal) => {
@@ -366,9 +371,9 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                 }
                 capture::write_return(&lane_dir, id, &lines)?;
-                if let Some(t) = self.task_mut(id) {
-                    t.candidate_sha256 = Some(c.raw_sha256.clone());
-                    t.candidate_base = Some(c.base.clone());
+                if let Some(w) = self.task_mut(id).and_then(|t| t.work_mut()) {
+                    w.candidate_sha256 = Some(c.raw_sha256.clone());
+                    w.candidate_base = Some(c.base.clone());
                 }
                 self.say(&format!(
                     "{id}: candidate captured ({})",
@@ -392,12 +397,12 @@ impl<O: LaneOps> Runner<'_, O> {
         let mut i = 0;
         while i < self.queues.reviews.len() {
             let (id, patch) = self.queues.reviews[i].clone();
-            let reviewer = self.task(&id).and_then(|t| t.reviewer);
+            let reviewer = self.task(&id).and_then(|t| t.reviewer());
             let busy = self
                 .status
                 .tasks
                 .iter()
-                .any(|t| t.phase == Phase::Reviewing && t.reviewer == reviewer);
+                .any(|t| t.kind() == Phase::Reviewing && t.reviewer() == reviewer);
             if busy || self.ops.live()?.len() >= self.status.lanes_cap {
                 i += 1;
                 continue;
@@ -422,7 +427,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(t) = self.task(id).cloned() else {
             return Ok(());
         };
-        let (Some(reviewer), Some(wt)) = (t.reviewer, t.worktree.clone()) else {
+        let (Some(reviewer), Some(wt)) = (t.reviewer(), t.worktree().cloned()) else {
             return Ok(());
         };
         let lane = format!("l{}-rev-{}", self.run.n, slug(id));
@@ -432,12 +437,16 @@ impl<O: LaneOps> Runner<'_, O> {
         // reviewer's added directory), so reading it asks nothing.
         let bytes =
             capture::shown_copy(&std::fs::read(patch).map_err(|e| LoopError::io(patch, e))?);
-        let patch = lane_dir.join(format!("candidate-v{}.patch", t.round));
+        let patch = lane_dir.join(format!("candidate-v{}.patch", t.round()));
         crate::store::write_bytes_atomic(&patch, &bytes)?;
         // After a rebase round the reviewer sees both diffs: before and after.
-        let before = match t.prior_candidate.as_deref().map(std::fs::read) {
+        let before = match t
+            .work()
+            .and_then(|w| w.prior_candidate.as_deref())
+            .map(std::fs::read)
+        {
             Some(Ok(b)) => {
-                let p = lane_dir.join(format!("candidate-v{}-before-rebase.patch", t.round));
+                let p = lane_dir.join(format!("candidate-v{}-before-rebase.patch", t.round()));
                 crate::store::write_bytes_atomic(&p, &capture::shown_copy(&b))?;
                 Some(p)
             }
@@ -455,7 +464,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 task: id,
                 title: &t.title,
                 tier,
-                round: t.round,
+                round: t.round(),
                 reviewer: reviewer.as_str(),
                 patch: &patch,
                 before: before.as_deref(),
@@ -478,23 +487,25 @@ impl<O: LaneOps> Runner<'_, O> {
         let handle = self.lane_up(spec)?;
         self.slots.lanes.insert(id.to_string(), handle);
         if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Reviewing;
-            t.lane = Some(lane.clone());
-            t.prior_candidate = None;
+            t.phase.enter_reviewing();
+            if let Some(w) = t.work_mut() {
+                w.lane = Some(lane.clone());
+                w.prior_candidate = None;
+            }
         }
         self.say(&format!("{id}: review in lane {lane} ({reviewer})"));
         let job = format!(
             "loop{}-{}-v{}{}",
             self.run.n,
             slug(id),
-            t.round,
+            t.round(),
             self.resume_tag
         );
-        let report = lane_dir.join(format!("report-v{}.json", t.round));
+        let report = lane_dir.join(format!("report-v{}.json", t.round()));
         self.dispatch(
             id,
             &job,
-            &format!("{text}{}", brief::review_trailer(id, t.round, &patch)),
+            &format!("{text}{}", brief::review_trailer(id, t.round(), &patch)),
             &report,
             BriefFacts {
                 before_rebase: before,
@@ -511,7 +522,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .slots
             .lanes
             .get(id)
-            .map(|h| h.lane_dir.join(format!("report-v{}.json", t.round)));
+            .map(|h| h.lane_dir.join(format!("report-v{}.json", t.round())));
         self.lane_down(id)?;
         let reg = crate::registry::load_required(&self.cfg.state_dir)?;
         let verdict = reg
@@ -567,17 +578,21 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         let _ = lease::release(&self.cfg.state_dir, id, false, now);
         if let Some(t) = self.task_mut(id) {
-            t.phase = Phase::Parked;
-            t.reason = Some(reason.to_string());
-            t.resume = Some(resume.to_string());
-            t.cause = cause;
-            t.job = None;
+            t.phase.enter_parked();
+            *t.note_mut() = Note {
+                reason: Some(reason.to_string()),
+                resume: Some(resume.to_string()),
+                cause,
+            };
+            if let Some(w) = t.work_mut() {
+                w.job = None;
+            }
         }
         // A park is a blocker for the guards; a landing resets the streak.
         self.consecutive_blockers += 1;
         self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
-        let round = self.task(id).map_or(0, |t| t.round);
+        let round = self.task(id).map_or(0, |t| t.round());
         self.notify(
             "park",
             Some(id),

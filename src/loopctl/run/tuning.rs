@@ -42,7 +42,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let (Some(t), Some(lane)) = (self.task(task), self.slots.lanes.get(task)) else {
             return;
         };
-        let role = match t.phase {
+        let role = match t.kind() {
             Phase::Implementing => Role::Implementer,
             Phase::Reviewing => Role::Reviewer,
             _ => return,

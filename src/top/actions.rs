@@ -4,6 +4,7 @@
 
 use super::ui::Verb;
 use crate::daemon::Client;
+use crate::loopctl::night::control::Control;
 use crate::proto::args;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -21,10 +22,16 @@ pub trait Actions {
     fn act(&mut self, verb: Verb, pane: &str) -> Result<String, String>;
     /// Deliver a prompt (confirmed as `drover send` does).
     fn send(&mut self, pane: &str, text: &str) -> Result<String, String>;
+    /// Set a control on loop run `run`, with `drover loop control`'s
+    /// authority and checks (a closed run refuses it).
+    fn control(&mut self, run: u32, control: Control) -> Result<String, String>;
 }
 
-/// The real actions: the drover binary's own commands for attach and
-/// approve/deny, the supervisor's delivery for send (a prompt never goes
+/// The reason `top`'s run keys record in `DECISIONS.md`.
+pub const CONTROL_REASON: &str = "drover top";
+
+/// The real actions: the drover binary's own commands for attach,
+/// approve/deny and `loop control`, the supervisor's delivery for send (a prompt never goes
 /// through another process's argv).
 #[derive(Debug, Clone)]
 pub struct CliActions {
@@ -86,6 +93,27 @@ impl Actions for CliActions {
                 verb.as_str(),
                 first_line(&out.stderr)
             ))
+        }
+    }
+
+    fn control(&mut self, run: u32, control: Control) -> Result<String, String> {
+        let what = format!("{} of loop{run}", control.as_str());
+        let out = self
+            .drover()
+            .args(["loop", "control", &format!("loop{run}"), control.as_str()])
+            .args(["--reason", CONTROL_REASON])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run loop control: {e}"))?;
+        if out.status.success() {
+            let said = first_line(&out.stdout);
+            Ok(if said.is_empty() {
+                format!("{what}: done")
+            } else {
+                said
+            })
+        } else {
+            Err(format!("{what} refused: {}", first_line(&out.stderr)))
         }
     }
 

@@ -1,7 +1,10 @@
 //! `top`'s terminal loop: raw mode on the alternate screen, restored on every
 //! way out (quit, a signal, the supervisor stopping, a panic). It sleeps in
 //! poll(2) on the terminal, the supervisor's event feed and a signal pipe;
-//! it redraws when one of them speaks, never on a timer.
+//! it redraws when one of them speaks. While a loop process works a run, it
+//! also looks at the run's files once a second (their modification times;
+//! a file is read again only when it changed), since a run changes state
+//! without a supervisor event (a pause settling, a landing).
 
 use super::actions::Actions;
 use super::gather;
@@ -120,13 +123,26 @@ impl Screen {
 
     /// Sleep in poll(2) until the terminal, `feed` or a signal speaks.
     pub fn wait(&self, feed: std::os::fd::BorrowedFd<'_>) -> Result<Ready, TopError> {
+        self.wait_for(feed, None)
+    }
+
+    /// [`Screen::wait`], for at most `timeout` when one is given.
+    pub fn wait_for(
+        &self,
+        feed: std::os::fd::BorrowedFd<'_>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Ready, TopError> {
+        let timeout = match timeout {
+            None => PollTimeout::NONE,
+            Some(t) => PollTimeout::try_from(t).unwrap_or(PollTimeout::MAX),
+        };
         let stdin = std::io::stdin();
         let mut fds = [
             PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
             PollFd::new(feed, PollFlags::POLLIN),
             PollFd::new(self.sig_rd.as_fd(), PollFlags::POLLIN),
         ];
-        match poll(&mut fds, PollTimeout::NONE) {
+        match poll(&mut fds, timeout) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
             Err(e) => return Err(TopError::Terminal(e.into())),
         }
@@ -179,7 +195,12 @@ struct App {
     seen_warning: Option<String>,
     /// What `top/seen.json` was last read or written with.
     saved_seen: std::collections::BTreeMap<String, u64>,
+    /// The loop's runs, each read again only when its files change.
+    runs: super::runs::RunsReader,
 }
+
+/// How often `top` looks at a live run's files.
+pub const RUN_LOOK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// This process and its parents, up to a few levels (from /proc).
 pub(super) fn ancestors() -> Vec<u32> {
@@ -211,8 +232,10 @@ impl App {
         }
         inp.panes
             .retain(|p| Some(p.name()) != self.self_pane.as_deref());
+        self.runs.update(&self.opts.state_dir);
+        inp.runs = self.runs.runs();
         self.inputs = inp;
-        self.warning = warning;
+        self.warning = warning.or_else(|| self.runs.warning.clone());
         self.rebuild();
     }
 
@@ -265,6 +288,7 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         warning: None,
         seen_warning: None,
         saved_seen: Default::default(),
+        runs: Default::default(),
     };
     app.view.seq = feed.last_seq;
     match super::seen::load(&app.opts.state_dir) {
@@ -282,16 +306,22 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         if std::mem::take(&mut redraw) {
             screen.term.draw(|f| render(f, &app.view, &app.ui))?;
         }
+        let look = app.runs.any_live().then_some(RUN_LOOK);
         let Ready {
             tty,
             feed: ev,
             signal: sig,
-        } = screen.wait(feed.as_fd())?;
+        } = screen.wait_for(feed.as_fd(), look)?;
         if screen.quitting() {
             return Ok(());
         }
         let mut dirty = false;
         let mut moved = false;
+        if look.is_some() && !(tty || ev || sig) && app.runs.update(&app.opts.state_dir) {
+            // Only the runs changed: the rest as it was read.
+            app.inputs.runs = app.runs.runs();
+            moved = true;
+        }
         if sig {
             screen.on_signal()?;
             redraw = true;
@@ -342,6 +372,14 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
                         app.ui.message = Some(format!("{}ing {p}…", verb_ing(verb)));
                         screen.term.draw(|f| render(f, &app.view, &app.ui))?;
                         app.ui.message = Some(match actions.act(verb, &p) {
+                            Ok(m) | Err(m) => m,
+                        });
+                        dirty = true;
+                    }
+                    Command::Control(run, c) => {
+                        app.ui.message = Some(format!("{} of loop{run}…", c.as_str()));
+                        screen.term.draw(|f| render(f, &app.view, &app.ui))?;
+                        app.ui.message = Some(match actions.control(run, c) {
                             Ok(m) | Err(m) => m,
                         });
                         dirty = true;

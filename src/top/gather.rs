@@ -119,6 +119,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         inp.gate = Some(GateCell {
             ready: report.verdict == crate::gate::Verdict::Ready,
             reasons: report.reasons.len(),
+            words: super::shipgate::words(&report),
         });
     }
 }

@@ -34,6 +34,7 @@ pub fn parse(bytes: &[u8]) -> Vec<Key> {
             '\r' | '\n' => out.push(Key::Enter),
             '\x7f' | '\x08' => out.push(Key::Backspace),
             '\x03' => out.push(Key::Interrupt),
+            '\t' => out.push(Key::Tab),
             c if !c.is_control() => out.push(Key::Char(c)),
             _ => {}
         }

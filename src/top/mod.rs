@@ -3,15 +3,20 @@
 //! function ([`render`]); keys are a pure function too ([`ui`]); only
 //! [`app`] touches the terminal, and it redraws on supervisor events.
 //! [`fleet`] is `top --fleet`: every joined host's panes, from the fleet's
-//! event stream, in the same shape.
+//! event stream, in the same shape. [`runs`] is the loop's runs above the
+//! table, with keys to pause, resume and close out the selected one.
 
 pub mod actions;
 pub mod app;
+pub mod columns;
 pub mod fleet;
 pub mod gather;
 pub mod input;
 pub mod render;
+pub mod runs;
+pub mod runs_lines;
 pub mod seen;
+pub mod shipgate;
 pub mod state;
 pub mod ui;
 pub mod view;

@@ -4,6 +4,7 @@
 use super::state::RowState;
 use super::view::{Row, View};
 use crate::agent::State;
+use crate::loopctl::night::control::Control;
 use std::collections::BTreeMap;
 
 /// A key, independent of the terminal library.
@@ -15,6 +16,7 @@ pub enum Key {
     Up,
     Down,
     Backspace,
+    Tab,
     /// Ctrl-C.
     Interrupt,
 }
@@ -42,6 +44,8 @@ pub enum Mode {
     Normal,
     /// Waiting for y/n before approving or denying.
     Confirm { verb: Verb, pane: String },
+    /// Waiting for y/n before a control of a run (close-out).
+    ConfirmRun { control: Control, run: u32 },
     /// Typing a prompt for a pane.
     Send { pane: String, text: String },
     /// Typing a filter.
@@ -57,6 +61,8 @@ pub enum Command {
     Attach(String),
     Act(Verb, String),
     Send(String, String),
+    /// Set a control on a run, as `drover loop control` does.
+    Control(u32, Control),
 }
 
 /// The interaction state.
@@ -70,6 +76,9 @@ pub struct Ui {
     pub message: Option<String>,
     /// Finished panes the operator has looked at: name → the since_ms seen.
     pub seen: BTreeMap<String, u64>,
+    /// The run the run keys act on, by number (the first shown when unset
+    /// or gone).
+    pub run: Option<u32>,
 }
 
 /// The rows the filter lets through: a filter matches a pane's name, state
@@ -107,6 +116,14 @@ impl Ui {
         self.selected_index(&rows).map(|i| rows[i].pane.clone())
     }
 
+    /// The run the run keys act on: the selected one, else the first shown.
+    pub fn selected_run(&self, view: &View) -> Option<u32> {
+        let shown = || view.runs.iter().map(|r| r.n);
+        self.run
+            .filter(|n| shown().any(|m| m == *n))
+            .or_else(|| shown().next())
+    }
+
     fn select(&mut self, row: &Row) {
         self.selected = Some(row.pane.clone());
         if row.state == RowState::Agent(State::Done) {
@@ -126,6 +143,13 @@ impl Ui {
                     return Command::Act(verb, pane);
                 }
                 self.message = Some(format!("{} cancelled", verb.as_str()));
+                Command::Redraw
+            }
+            Mode::ConfirmRun { control, run } => {
+                if matches!(key, Key::Char('y') | Key::Char('Y')) {
+                    return Command::Control(run, control);
+                }
+                self.message = Some(format!("{} of loop{run} cancelled", control.as_str()));
                 Command::Redraw
             }
             Mode::Send { pane, mut text } => match key {
@@ -229,6 +253,29 @@ impl Ui {
                 self.mode = Mode::Filter;
                 Command::Redraw
             }
+            Key::Char(c @ ('p' | 'r' | 'c')) => match self.selected_run(view) {
+                None => {
+                    self.message = Some("no loop run in this state dir".into());
+                    Command::Redraw
+                }
+                Some(run) if c == 'p' => Command::Control(run, Control::Pause),
+                Some(run) if c == 'r' => Command::Control(run, Control::Resume),
+                Some(run) => {
+                    self.mode = Mode::ConfirmRun {
+                        control: Control::CloseOut,
+                        run,
+                    };
+                    Command::Redraw
+                }
+            },
+            Key::Tab => {
+                let ns: Vec<u32> = view.runs.iter().map(|r| r.n).collect();
+                if let Some(cur) = self.selected_run(view) {
+                    let i = ns.iter().position(|n| *n == cur).unwrap_or(0);
+                    self.run = ns.get((i + 1) % ns.len()).copied();
+                }
+                Command::Redraw
+            }
             Key::Esc => {
                 self.filter.clear();
                 self.message = None;
@@ -303,5 +350,39 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].pane, "a");
         assert_eq!(ui.on_key(&v, Key::Char('q')), Command::Quit);
+    }
+
+    #[test]
+    fn run_keys_act_on_the_selected_run_and_close_out_needs_a_yes() {
+        let mut v = view();
+        let mut ui = Ui::default();
+        assert_eq!(ui.on_key(&v, Key::Char('p')), Command::Redraw);
+        assert_eq!(ui.message.as_deref(), Some("no loop run in this state dir"));
+        let run = |n| crate::top::runs::RunCell {
+            n,
+            state: "running".into(),
+            ..Default::default()
+        };
+        v.runs = vec![run(4), run(2)];
+        assert_eq!(
+            ui.on_key(&v, Key::Char('p')),
+            Command::Control(4, Control::Pause)
+        );
+        ui.on_key(&v, Key::Tab);
+        assert_eq!(ui.selected_run(&v), Some(2));
+        assert_eq!(
+            ui.on_key(&v, Key::Char('r')),
+            Command::Control(2, Control::Resume)
+        );
+        assert_eq!(ui.on_key(&v, Key::Char('c')), Command::Redraw);
+        assert_eq!(ui.on_key(&v, Key::Char('n')), Command::Redraw);
+        assert_eq!(ui.message.as_deref(), Some("close-out of loop2 cancelled"));
+        ui.on_key(&v, Key::Char('c'));
+        assert_eq!(
+            ui.on_key(&v, Key::Char('y')),
+            Command::Control(2, Control::CloseOut)
+        );
+        ui.on_key(&v, Key::Tab);
+        assert_eq!(ui.selected_run(&v), Some(4), "Tab wraps");
     }
 }

@@ -7,6 +7,7 @@
 use crate::agent::State;
 use crate::lane::ls::WorktreeState;
 use crate::proto::PaneEntry;
+use crate::top::runs::RunCell;
 use crate::top::state::RowState;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -100,6 +101,8 @@ pub struct Row {
 pub struct GateCell {
     pub ready: bool,
     pub reasons: usize,
+    /// What it says, in words ([`super::shipgate::words`]).
+    pub words: String,
 }
 
 /// Everything one screen of `top` shows.
@@ -107,6 +110,10 @@ pub struct GateCell {
 pub struct View {
     pub rows: Vec<Row>,
     pub gate: Option<GateCell>,
+    /// The loop's runs to show, the ones that need a human first.
+    pub runs: Vec<RunCell>,
+    /// Older closed runs left out.
+    pub older_runs: usize,
     /// The selected pane's last screen lines.
     pub detail: Vec<String>,
     /// The newest feed seq this view reflects.
@@ -212,6 +219,8 @@ pub struct Inputs {
     pub parked: BTreeMap<String, String>,
     /// Panes the operator has looked at since they finished: name → since_ms seen.
     pub seen: BTreeMap<String, u64>,
+    /// The loop's runs, by number.
+    pub runs: BTreeMap<u32, RunCell>,
     pub now_ms: u64,
 }
 
@@ -364,9 +373,12 @@ pub fn build(inp: &Inputs) -> View {
         r.attention = attention(r, inp.seen.get(&r.pane).copied());
     }
     rows.sort_by(|a, b| a.attention.cmp(&b.attention).then(a.pane.cmp(&b.pane)));
+    let (runs, older_runs) = super::runs::shown(&inp.runs);
     View {
         rows,
         gate: inp.gate.clone(),
+        runs,
+        older_runs,
         detail: Vec::new(),
         seq: 0,
         now_ms: inp.now_ms,

@@ -114,6 +114,7 @@ mod tmux_exit_status;
 mod tmux_pipe;
 mod tmux_server_replaced;
 mod top_exit;
+mod top_loop;
 mod top_pty;
 mod top_render;
 mod watch_socket;

@@ -152,15 +152,73 @@ fn a_tiny_terminal_does_not_panic() {
 }
 
 /// Guards: between 120 and 174 columns the lane columns once squeezed the
-/// pane and state columns to five characters; the wide layout now starts
-/// only where it fits whole.
+/// pane and state columns to five characters. Columns are sized by what
+/// they hold: the lane columns show where every column fits whole (always
+/// from 175 on), and the pane and state are never cut where they fit.
 #[test]
 fn the_lane_columns_show_only_where_they_fit() {
     let v = lanes_view();
-    let narrow = screen(&v, &Ui::default(), 174, 24);
+    let narrow = screen(&v, &Ui::default(), 100, 24);
     assert!(!narrow.contains("WORKTREE"), "{narrow}");
     assert!(narrow.contains("! impl-codex "), "{narrow}");
-    let wide = screen(&v, &Ui::default(), 175, 24);
+    assert!(narrow.contains("blocked:permission"), "{narrow}");
+    let wide = screen(&v, &Ui::default(), 160, 24);
     assert!(wide.contains("WORKTREE"), "{wide}");
     assert!(wide.contains("blocked:permission"), "{wide}");
+}
+
+/// At 160 columns a loop's job id, decision and lease show whole (they
+/// were cut to `loop3-…`); at 80 they lose their middle, not the tail that
+/// tells them apart. The run shows above the table, the header says what
+/// the ship gate waits for.
+#[test]
+fn loop_ids_show_whole_at_160_columns_and_keep_their_tail_at_80() {
+    let mut v = lanes_view();
+    let job = "loop3-implement-TASK-17-attempt-2";
+    let lease = "TASK-17:active";
+    let row = v.rows.iter_mut().find(|r| r.pane == "impl-claude").unwrap();
+    row.job = Some(drover::top::view::JobCell {
+        job_id: job.into(),
+        status: "running".into(),
+        decision: Some("hold_working".into()),
+    });
+    row.lease = Some(lease.into());
+    v.gate = Some(drover::top::view::GateCell {
+        ready: false,
+        reasons: 1,
+        words: "ship gate: no single task to check".into(),
+    });
+    v.runs = vec![drover::top::runs::RunCell {
+        n: 3,
+        state: "running".into(),
+        live: true,
+        total: 2,
+        tasks: vec![drover::top::runs::RunTask {
+            id: "TASK-17".into(),
+            phase: "implementing".into(),
+            round: 1,
+            agent: Some("claude".into()),
+            lane: Some("l3-impl-task-17".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }];
+    let wide = screen(&v, &Ui::default(), 160, 30);
+    assert!(wide.contains(job) && wide.contains(lease), "{wide}");
+    assert!(
+        wide.contains("ship gate: no single task to check"),
+        "{wide}"
+    );
+    assert!(
+        wide.contains("loop3 running · 0 of 2 landed")
+            && wide.contains("TASK-17 implementing round 1 claude lane l3-impl-task-17"),
+        "{wide}"
+    );
+    let small = screen(&v, &Ui::default(), 80, 24);
+    let line = small
+        .lines()
+        .find(|l| l.contains("impl-claude"))
+        .unwrap_or_default();
+    assert!(line.contains("impl-claude "), "the pane whole: {small}");
+    assert!(line.contains("…t-2 "), "the job's tail: {small}");
 }

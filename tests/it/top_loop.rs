@@ -1,0 +1,182 @@
+//! The loop in `drover top`, in a real PTY (a drover pane) over a real
+//! `drover loop run` with sim lanes on a real repository and Backlog.md
+//! board: the run with its state and tasks, a parked task and its reason,
+//! the run keys pausing and resuming it (checked with `loop status
+//! --json`), a paused run without lane panes shown instead of the "no
+//! panes" hint, the ship gate said in words, and at 160 columns a job id
+//! shown whole.
+
+use crate::common;
+use crate::loop_common;
+
+use common::{BIN, Drover, wait_until};
+use loop_common::{REVIEWER_PASS, run_json, spawn_loop, wait_exit};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(180);
+
+/// TASK-1 writes outside its claim (parked at once); TASK-2 works a while
+/// (time to pause); TASK-3 is quick.
+const IMPLEMENTER: &str = r#"
+[[turn]]
+match = "task=TASK-1 "
+steps = [{ work = 100 }, { write = { path = "f1.txt", content = "1\n" } }, { write = { path = "other.txt", content = "not mine\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-2 "
+steps = [{ work = 6000 }, { write = { path = "f2.txt", content = "2\n" } }, { report = { path = "{report}" } }, "finish"]
+[[turn]]
+match = "task=TASK-3 "
+steps = [{ work = 100 }, { write = { path = "f3.txt", content = "3\n" } }, { report = { path = "{report}" } }, "finish"]
+"#;
+
+fn start_top(d: &Drover, size: &str) {
+    let state = d.state.display().to_string();
+    d.ok(&[
+        "pane",
+        "new",
+        "top",
+        "--size",
+        size,
+        "--",
+        BIN,
+        "--state-dir",
+        &state,
+        "top",
+    ]);
+}
+
+fn wait_screen(d: &Drover, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    let mut last = String::new();
+    let held = wait_until(LONG, || {
+        last = d.read("top");
+        ok(&last)
+    });
+    assert!(held, "top never showed {what}; screen:\n{last}");
+    last
+}
+
+/// `loop status 1 --json`'s state.
+fn status(d: &Drover) -> String {
+    let v: serde_json::Value =
+        serde_json::from_str(&d.ok(&["loop", "status", "1", "--json"])).unwrap_or_default();
+    v["state"].as_str().unwrap_or("").to_string()
+}
+
+fn task<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    v["tasks"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == id))
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+/// The run in top: its parked task with the reason, the task under way with
+/// its job id whole at 160 columns; `p` pauses it (a paused run with no lane
+/// live shows as such, not as "no panes"), `r` resumes it.
+#[test]
+fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
+    let d = Drover::new().native();
+    let (repo, charter) = loop_common::board_repo(&d, 3, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    let root = d.scratch();
+    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    let log = root.join("loop.log");
+    let (r, c, i, v) = (
+        repo.display().to_string(),
+        charter.display().to_string(),
+        imp.display().to_string(),
+        rev.display().to_string(),
+    );
+    let mut child = spawn_loop(
+        &d,
+        &[
+            "loop",
+            "run",
+            "--repo",
+            &r,
+            "--charter",
+            &c,
+            "--sim-implementer",
+            &i,
+            "--sim-reviewer",
+            &v,
+            "--backend",
+            "native",
+        ],
+        &log,
+    );
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
+            == "implementing"
+            && task(&run_json(&d), "TASK-2")["job"].is_string()),
+        "TASK-2 never started: {}",
+        logs()
+    );
+    let job = task(&run_json(&d), "TASK-2")["job"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    start_top(&d, "160x40");
+    let s = wait_screen(
+        &d,
+        "the run with its parked task and the task under way",
+        |s| {
+            s.contains("loop1 running")
+                && s.contains("P TASK-1 parked")
+                && s.contains("outside its claim")
+                && s.contains("TASK-2 implementing round 1")
+        },
+    );
+    assert!(s.contains("ship gate: "), "the gate in words:\n{s}");
+    assert!(!s.contains("gate blocked ("), "no bare count:\n{s}");
+    // The job's row at 160 columns: its id whole.
+    let s = wait_screen(&d, "TASK-2's job id whole", |s| s.contains(&job));
+    assert!(!s.contains("no panes:"), "{s}");
+
+    // `p`: pause, as `loop control 1 pause` does; TASK-2 settles, nothing
+    // new starts, no lane stays live.
+    d.ok(&["pane", "keys", "top", "p"]);
+    assert!(
+        wait_until(LONG, || status(&d) == "paused"),
+        "never paused: {}; {}",
+        status(&d),
+        logs()
+    );
+    let decisions = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    assert!(
+        decisions.contains("control: pause: drover top"),
+        "{decisions}"
+    );
+    wait_screen(
+        &d,
+        "the paused run and its task to come, not \"no panes\"",
+        |s| {
+            s.contains("loop1 paused")
+                && s.contains("TASK-3 ready")
+                && s.contains("loop1 paused: no lane panes live")
+                && !s.contains("no panes:")
+        },
+    );
+
+    // `r`: resume; TASK-3 runs and the run closes.
+    d.ok(&["pane", "keys", "top", "r"]);
+    assert!(
+        wait_until(LONG, || status(&d) != "paused"),
+        "never resumed: {}",
+        logs()
+    );
+    let st = wait_exit(&mut child, LONG);
+    assert!(st.is_some(), "the run never ended: {}", logs());
+    assert_eq!(
+        task(&run_json(&d), "TASK-3")["phase"],
+        "landed",
+        "{}",
+        logs()
+    );
+    wait_screen(&d, "the closed run with its last landing", |s| {
+        s.contains("loop1 closed") && s.contains("last ") && s.contains("landing 2")
+    });
+    d.ok(&["pane", "keys", "top", "q"]);
+}

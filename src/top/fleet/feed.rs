@@ -5,6 +5,7 @@
 //! folds what comes into the model.
 
 use super::model::FleetModel;
+use crate::fleet::blocking::{FleetRuntime, Threads};
 use crate::fleet::events::FleetEvent;
 use crate::fleet::follow::{Follower, Start, Watch};
 use crate::fleet::membership::{MIN_HEARTBEAT_MS, Presence};
@@ -43,10 +44,7 @@ impl FleetFeed {
         cfg: &FleetConfig,
         handed: &Handed,
     ) -> Result<(FleetFeed, Vec<Presence>), FleetError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(FleetError::Runtime)?;
+        let rt = FleetRuntime::new(Threads::Caller)?;
         let (watch, follower, hosts) = rt.block_on(async {
             let mut watch = Watch::connect(cfg, handed).await?;
             let hosts = watch.hosts().await?;

@@ -74,7 +74,7 @@ impl Drop for Restore {
 /// The terminal as `top` holds it (both `top` and `top --fleet`): raw mode
 /// on the alternate screen, given back on every way out; the signals that
 /// end it (TERM, HUP, INT) or resize it (WINCH) arrive on a pipe that
-/// [`Screen::wait`] watches beside the terminal and a feed.
+/// [`Screen::wait_for`] watches beside the terminal and a feed.
 pub(super) struct Screen {
     pub term: Term,
     sig_rd: UnixStream,
@@ -121,12 +121,8 @@ impl Screen {
         })
     }
 
-    /// Sleep in poll(2) until the terminal, `feed` or a signal speaks.
-    pub fn wait(&self, feed: std::os::fd::BorrowedFd<'_>) -> Result<Ready, TopError> {
-        self.wait_for(feed, None)
-    }
-
-    /// [`Screen::wait`], for at most `timeout` when one is given.
+    /// Sleep in poll(2) until the terminal, `feed` or a signal speaks, for
+    /// at most `timeout` when one is given.
     pub fn wait_for(
         &self,
         feed: std::os::fd::BorrowedFd<'_>,

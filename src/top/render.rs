@@ -44,7 +44,8 @@ fn header(view: &View, ui: &Ui) -> String {
         .rows
         .iter()
         .filter(|r| r.attention.needs_human())
-        .count();
+        .count()
+        + view.runs.iter().filter(|r| r.needs_human()).count();
     let gate = match &view.gate {
         None => "ship gate: -".to_string(),
         Some(g) => g.words.clone(),

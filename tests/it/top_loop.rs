@@ -154,6 +154,7 @@ fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
         "the paused run and its task to come, not \"no panes\"",
         |s| {
             s.contains("loop1 paused")
+                && s.contains("1 need you")
                 && s.contains("TASK-3 ready")
                 && s.contains("loop1 paused: no lane panes live")
                 && !s.contains("no panes:")

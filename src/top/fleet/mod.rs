@@ -4,7 +4,9 @@
 //! a model, a view built from it by a pure function ([`model`]), drawn by a
 //! pure function ([`render`]), keys a pure function too ([`ui`]); only
 //! [`run`] touches the terminal. It watches only: acting on a remote pane
-//! (attach, approve, send) is done by `drover top` on its host.
+//! (attach, approve, send) is done by `drover top` on its host. The loop's
+//! runs of this host's state dir show above the hosts, as in `top` (a fleet
+//! run on its coordinator), with the same run keys.
 
 pub mod bounds;
 pub mod feed;
@@ -20,14 +22,30 @@ use ui::{FleetCommand, FleetUi};
 
 /// Run the fleet dashboard until `q`, Ctrl-C, SIGTERM/SIGHUP or the fleet's
 /// event stream ends. Reaching the fleet fails before the screen is taken.
-pub fn run(cfg: &FleetConfig, handed: &Handed) -> Result<(), TopError> {
+///
+/// `state_dir`: this host's state dir, whose loop runs show (none: no
+/// runs); `actions` set a control on one of them.
+pub fn run(
+    cfg: &FleetConfig,
+    handed: &Handed,
+    state_dir: Option<&std::path::Path>,
+    actions: &mut dyn crate::top::Actions,
+) -> Result<(), TopError> {
     let (mut feed, hosts) = FleetFeed::open(cfg, handed)?;
     let mut model = FleetModel::default();
     model.set_present(hosts);
     let mut ui = FleetUi::default();
     let ancestors = ancestors();
     let mut warning: Option<String> = None;
-    let view_of = |model: &FleetModel, ui: &FleetUi, warning: &Option<String>| -> FleetView {
+    let mut runs = crate::top::runs::RunsReader::default();
+    if let Some(dir) = state_dir {
+        runs.update(dir);
+    }
+    let view_of = |model: &FleetModel,
+                   ui: &FleetUi,
+                   warning: &Option<String>,
+                   runs: &crate::top::runs::RunsReader|
+     -> FleetView {
         let mut v = build(
             model,
             &BuildArgs {
@@ -38,11 +56,12 @@ pub fn run(cfg: &FleetConfig, handed: &Handed) -> Result<(), TopError> {
                 now_ms: crate::paths::now_ms(),
             },
         );
-        v.warning = warning.clone();
+        v.warning = warning.clone().or_else(|| runs.warning.clone());
+        (v.runs, v.older_runs) = crate::top::runs::shown(&runs.runs());
         v
     };
     let mut screen = Screen::open()?;
-    let mut view = view_of(&model, &ui, &warning);
+    let mut view = view_of(&model, &ui, &warning, &runs);
     let mut redraw = true;
     loop {
         if std::mem::take(&mut redraw) {
@@ -52,15 +71,24 @@ pub fn run(cfg: &FleetConfig, handed: &Handed) -> Result<(), TopError> {
             tty,
             feed: ev,
             signal,
-        } = screen.wait(feed.fd())?;
+        } = screen.wait_for(
+            feed.fd(),
+            runs.any_live().then_some(crate::top::app::RUN_LOOK),
+        )?;
         if screen.quitting() {
             return Ok(());
+        }
+        let mut dirty = false;
+        // A live run changes without a fleet event: look at its files.
+        if let Some(dir) = state_dir
+            && runs.update(dir)
+        {
+            dirty = true;
         }
         if signal {
             screen.on_signal()?;
             redraw = true;
         }
-        let mut dirty = false;
         if ev {
             for msg in feed.drain() {
                 match msg {
@@ -80,14 +108,25 @@ pub fn run(cfg: &FleetConfig, handed: &Handed) -> Result<(), TopError> {
                 return Ok(());
             };
             for key in keys {
-                if ui.on_key(&view, key) == FleetCommand::Quit {
-                    return Ok(());
+                match ui.on_key(&view, key) {
+                    FleetCommand::Quit => return Ok(()),
+                    FleetCommand::Redraw => {}
+                    FleetCommand::Control(run, c) => {
+                        ui.message = Some(format!("{} of loop{run}…", c.as_str()));
+                        screen.term.draw(|f| render::render(f, &view, &ui))?;
+                        ui.message = Some(match actions.control(run, c) {
+                            Ok(m) | Err(m) => m,
+                        });
+                        if let Some(dir) = state_dir {
+                            runs.update(dir);
+                        }
+                    }
                 }
                 dirty = true;
             }
         }
         if dirty {
-            view = view_of(&model, &ui, &warning);
+            view = view_of(&model, &ui, &warning, &runs);
             redraw = true;
         }
     }

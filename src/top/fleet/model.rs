@@ -282,6 +282,9 @@ pub struct FleetView {
     pub warning: Option<String>,
     /// Events the stream dropped before they were read.
     pub stream_missed: u64,
+    /// This host's loop runs (a fleet run's coordinator), and how many older closed ones are left out.
+    pub runs: Vec<crate::top::runs::RunCell>,
+    pub older_runs: usize,
 }
 
 /// What [`build`] needs besides the model.
@@ -344,6 +347,8 @@ pub fn build(m: &FleetModel, a: &BuildArgs) -> FleetView {
         stream_missed: m.stream_missed,
         now_ms: a.now_ms,
         warning: None,
+        runs: Vec::new(),
+        older_runs: 0,
     }
 }
 

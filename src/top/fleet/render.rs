@@ -12,8 +12,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 
 /// The keys, as the footer lists them.
-pub const KEYS_HELP: &str =
-    "j/k move  n next  / filter  q quit  (view only: act on a pane with `drover top` on its host)";
+pub const KEYS_HELP: &str = "j/k move  n next  / filter  p/r/c pause/resume/close run  q quit  (panes: view only, act with `drover top` on their host)";
 
 const SPACING: u16 = 1;
 
@@ -46,6 +45,12 @@ fn header(view: &FleetView, ui: &FleetUi) -> String {
 }
 
 fn footer(view: &FleetView, ui: &FleetUi) -> String {
+    if let Some((c, run)) = ui.confirm {
+        return format!(
+            "{} loop{run} (in-flight work finishes and lands, then the run closes)? y/N",
+            c.as_str()
+        );
+    }
     if ui.filtering {
         return format!("filter (enter keeps, esc clears): /{}_", ui.filter);
     }
@@ -92,15 +97,32 @@ fn table<'a>(titles: &[&'a str], widths: &[u16], rows: Vec<Row<'a>>) -> Table<'a
 /// Draw one frame.
 pub fn render(f: &mut Frame, view: &FleetView, ui: &FleetUi) {
     let area = f.area();
-    let body = area.height.saturating_sub(2);
+    let mut body = area.height.saturating_sub(2);
+    let run_lines = crate::top::runs_lines::lines(
+        &view.runs,
+        view.older_runs,
+        ui.selected_run(view),
+        area.width as usize,
+        (body / 3) as usize,
+    );
+    let runs_h = run_lines.len() as u16;
+    body = body.saturating_sub(runs_h);
     let hosts_h = (view.hosts.len() as u16 + 1).min(body / 3).max(1);
-    let [head, hosts_area, panes_area, foot] = Layout::vertical([
+    let [head, runs_area, hosts_area, panes_area, foot] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(runs_h),
         Constraint::Length(hosts_h),
         Constraint::Min(0),
         Constraint::Length(1),
     ])
     .areas(area);
+    if runs_h > 0 {
+        let lines: Vec<ratatui::text::Line> = run_lines
+            .into_iter()
+            .map(ratatui::text::Line::raw)
+            .collect();
+        f.render_widget(Paragraph::new(lines), runs_area);
+    }
     f.render_widget(
         Paragraph::new(clip(&header(view, ui), area.width as usize)),
         head,

@@ -1,8 +1,11 @@
 //! `top --fleet`'s keys, as a pure function like `top`'s: move, next that
 //! needs you, filter, quit. Remote panes are view only: the keys that act
-//! on a pane in `top` say where to act instead.
+//! on a pane in `top` say where to act instead. A loop run of this host
+//! (the coordinator of a fleet run) takes `top`'s run keys: `p`, `r`, `c`
+//! (after a `y`), `Tab`.
 
 use super::model::{FleetRow, FleetView};
+use crate::loopctl::night::control::Control;
 use crate::top::ui::Key;
 use std::collections::BTreeMap;
 
@@ -11,6 +14,8 @@ use std::collections::BTreeMap;
 pub enum FleetCommand {
     Redraw,
     Quit,
+    /// Set a control on a run of this host, as `drover loop control` does.
+    Control(u32, Control),
 }
 
 /// The interaction state.
@@ -25,6 +30,10 @@ pub struct FleetUi {
     pub message: Option<String>,
     /// Done panes selected in this run: (host, pane) → the since_ms seen.
     pub seen: BTreeMap<(String, String), u64>,
+    /// The run the run keys act on (the first shown when unset or gone).
+    pub run: Option<u32>,
+    /// A close-out waiting for its `y`.
+    pub confirm: Option<(Control, u32)>,
 }
 
 /// The rows the filter lets through: a substring of the host, the pane's
@@ -66,10 +75,25 @@ impl FleetUi {
         }
     }
 
+    /// The run the run keys act on.
+    pub fn selected_run(&self, view: &FleetView) -> Option<u32> {
+        let shown = || view.runs.iter().map(|r| r.n);
+        self.run
+            .filter(|n| shown().any(|m| m == *n))
+            .or_else(|| shown().next())
+    }
+
     /// Handle one key.
     pub fn on_key(&mut self, view: &FleetView, key: Key) -> FleetCommand {
         if key == Key::Interrupt {
             return FleetCommand::Quit;
+        }
+        if let Some((c, run)) = self.confirm.take() {
+            if matches!(key, Key::Char('y' | 'Y')) {
+                return FleetCommand::Control(run, c);
+            }
+            self.message = Some(format!("{} of loop{run} cancelled", c.as_str()));
+            return FleetCommand::Redraw;
         }
         if self.filtering {
             match key {
@@ -121,6 +145,19 @@ impl FleetUi {
                 });
             }
             Key::Char('/') => self.filtering = true,
+            Key::Char(c @ ('p' | 'r' | 'c')) => match self.selected_run(view) {
+                None => self.message = Some("no loop run in this host's state dir".into()),
+                Some(run) if c == 'p' => return FleetCommand::Control(run, Control::Pause),
+                Some(run) if c == 'r' => return FleetCommand::Control(run, Control::Resume),
+                Some(run) => self.confirm = Some((Control::CloseOut, run)),
+            },
+            Key::Tab => {
+                let ns: Vec<u32> = view.runs.iter().map(|r| r.n).collect();
+                if let Some(cur) = self.selected_run(view) {
+                    let i = ns.iter().position(|n| *n == cur).unwrap_or(0);
+                    self.run = ns.get((i + 1) % ns.len()).copied();
+                }
+            }
             Key::Esc => {
                 self.filter.clear();
                 self.message = None;
@@ -185,5 +222,29 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert!(rows.iter().all(|r| r.host == "h1"));
         assert_eq!(ui.on_key(&v, Key::Char('q')), FleetCommand::Quit);
+    }
+
+    #[test]
+    fn a_run_of_this_host_takes_the_run_keys() {
+        let mut v = view();
+        let mut ui = FleetUi::default();
+        ui.on_key(&v, Key::Char('p'));
+        assert_eq!(
+            ui.message.as_deref(),
+            Some("no loop run in this host's state dir")
+        );
+        v.runs = vec![crate::top::runs::RunCell {
+            n: 2,
+            ..Default::default()
+        }];
+        assert_eq!(
+            ui.on_key(&v, Key::Char('p')),
+            FleetCommand::Control(2, Control::Pause)
+        );
+        assert_eq!(ui.on_key(&v, Key::Char('c')), FleetCommand::Redraw);
+        assert_eq!(
+            ui.on_key(&v, Key::Char('y')),
+            FleetCommand::Control(2, Control::CloseOut)
+        );
     }
 }

@@ -175,6 +175,14 @@ impl RunStatus {
         }
     }
 
+    /// Tasks with a lane at work (implementing or reviewing).
+    pub fn in_flight(&self) -> usize {
+        self.tasks
+            .iter()
+            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
+            .count()
+    }
+
     /// The tasks parked because an earlier run still holds their write
     /// lease (with the command that clears it), for a run that landed
     /// nothing because of them.
@@ -468,14 +476,6 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         self.status.tasks.iter_mut().find(|t| t.id == id)
     }
 
-    pub(in crate::loopctl) fn active(&self) -> usize {
-        self.status
-            .tasks
-            .iter()
-            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
-            .count()
-    }
-
     /// Write QUEUE.md, LANES.md, STATE.md and run.json from the state.
     pub(in crate::loopctl) fn persist(&mut self) -> Result<(), LoopError> {
         let rows = |p: Phase| -> Vec<(String, String)> {
@@ -545,7 +545,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Start Ready tasks while the pool and the lanes cap allow.
     pub(in crate::loopctl) fn start_ready(&mut self) -> Result<(), LoopError> {
-        while self.active() < self.status.pool {
+        while self.status.in_flight() < self.status.pool {
             let Some(id) = self
                 .status
                 .tasks

@@ -1,14 +1,16 @@
-//! `drover loop run|status|lint`: the CLI over [`drover::loopctl`].
+//! `drover loop run|lint`: the CLI over [`drover::loopctl`] — flags
+//! parsed into the library's types, [`drover::loopctl::start`] called,
+//! what it returns printed and mapped to exit codes (`loop status` and
+//! `loop control` are in `loopstatus.rs`).
 
 use super::{Ctx, fail};
 use clap::{Args, Subcommand};
 use drover::exit;
-use drover::loopctl::lanes::fleet_lanes::{FleetLanes, FleetStart, RemoteSteps};
 use drover::loopctl::lanes::lanes_ops::{LaneOptions, RealLanes};
-use drover::loopctl::ops::{LaneOps, LaneSpec};
+use drover::loopctl::ops::LaneSpec;
 use drover::loopctl::run::runner::{self, RunConfig, RunStatus};
-use drover::loopctl::{LoopError, board, board::charter, board::ready, run::rundir};
-use std::path::{Path, PathBuf};
+use drover::loopctl::{LoopError, board, board::charter, board::ready, start};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Subcommand)]
@@ -212,7 +214,7 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
-fn lerr(e: LoopError) -> anyhow::Error {
+pub(super) fn lerr(e: LoopError) -> anyhow::Error {
     fail(e.exit_code(), e.to_string())
 }
 
@@ -238,24 +240,11 @@ pub(super) fn lane_env(
     Ok(env)
 }
 
-fn toplevel() -> anyhow::Result<PathBuf> {
-    let cwd = std::env::current_dir()?;
-    let top = drover::loopctl::land::git::line(&cwd, &["rev-parse", "--show-toplevel"]).map_err(
-        |_| {
-            fail(
-                exit::USAGE,
-                "not in a git repository: pass --repo (and --board)",
-            )
-        },
-    )?;
-    Ok(PathBuf::from(top))
-}
-
 pub fn run(cmd: LoopCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         LoopCmd::Run(a) => run_cmd(*a, ctx),
-        LoopCmd::Status(a) => status(a, ctx),
-        LoopCmd::Control(a) => control_cmd(a, ctx),
+        LoopCmd::Status(a) => super::loopstatus::status(a, ctx),
+        LoopCmd::Control(a) => super::loopstatus::control_cmd(a, ctx),
         LoopCmd::Lint {
             cmd: LintCmd::Queue(a),
         } => lint_queue(a),
@@ -263,99 +252,15 @@ pub fn run(cmd: LoopCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     }
 }
 
-/// A usage error naming `flag` when `path` is not a file (before anything
-/// starts: not the raw OS error of a read deep in the run).
-fn need_file(flag: &str, path: &Path) -> anyhow::Result<()> {
-    if path.is_file() {
-        return Ok(());
-    }
-    Err(fail(
-        exit::USAGE,
-        format!("{flag} {}: no such file", path.display()),
-    ))
-}
-
-/// A usage error saying where a board was looked for when there is none.
-fn need_board(dir: &Path, given: bool) -> anyhow::Result<()> {
-    let tasks = board::tasks_dir(dir);
-    if tasks.is_dir() {
-        return Ok(());
-    }
-    let how = if given {
-        format!("--board {}", dir.display())
-    } else {
-        format!("no --board given, and {}", dir.display())
-    };
-    Err(fail(
-        exit::USAGE,
-        format!(
-            "{how}: no Backlog.md board there (looked for {} and {}); make one with `backlog init`, or pass --board DIR",
-            dir.join("tasks").display(),
-            dir.join("backlog").join("tasks").display()
-        ),
-    ))
-}
-
-/// The board's directory relative to the repository, for the fleet's hosts
-/// (they build each lane's brief from the task there, at the base). Real
-/// agents need it committed there at the base; simulated lanes do without.
-fn fleet_board(
-    repo: &Path,
-    board_dir: &Path,
-    base: Option<&str>,
-    sim: bool,
-) -> anyhow::Result<Option<String>> {
-    let abs = std::fs::canonicalize(board_dir).unwrap_or_else(|_| board_dir.to_path_buf());
-    let rel = abs
-        .strip_prefix(repo)
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned());
-    if sim {
-        return Ok(rel);
-    }
-    let Some(rel) = rel else {
-        return Err(fail(
-            exit::USAGE,
-            format!(
-                "--fleet with real agents: the board {} is not in the repository {}; the fleet's hosts build each brief from the board at the base, so keep it in the repository (or pass --sim)",
-                board_dir.display(),
-                repo.display()
-            ),
-        ));
-    };
-    let git = drover::loopctl::land::git::line;
-    let base = base.unwrap_or("HEAD");
-    let spec = if rel.is_empty() {
-        ".".to_string()
-    } else {
-        rel.clone()
-    };
-    let changed = git(repo, &["diff", "--name-only", base, "--", &spec]).unwrap_or_default();
-    let untracked = git(
-        repo,
-        &["ls-files", "--others", "--exclude-standard", "--", &spec],
-    )
-    .unwrap_or_default();
-    if let Some(first) = changed.lines().chain(untracked.lines()).next() {
-        return Err(fail(
-            exit::USAGE,
-            format!(
-                "--fleet with real agents: the board differs from {base} ({first}); the fleet's hosts build each brief from the board at the base: commit it first"
-            ),
-        ));
-    }
-    Ok(Some(rel))
-}
-
 fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
-    need_file("CHARTER", &a.charter)?;
+    start::need_file("CHARTER", &a.charter).map_err(lerr)?;
     let c = charter::load(&a.charter).map_err(lerr)?;
     let given = a.board.is_some();
     let board_dir = match a.board {
         Some(b) => b,
-        None => toplevel()?.join("backlog"),
+        None => start::repo(None).map_err(lerr)?.join("backlog"),
     };
-    need_board(&board_dir, given)?;
+    start::need_board(&board_dir, given).map_err(lerr)?;
     let b = board::load(&board_dir).map_err(lerr)?;
     let q = std::fs::read_to_string(&a.queue)
         .map_err(|e| fail(exit::USAGE, format!("{}: {e}", a.queue.display())))?;
@@ -397,7 +302,7 @@ fn lint_queue(a: LintQueueArgs) -> anyhow::Result<u8> {
     }
 }
 
-fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+pub(super) fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     if !(a.autotune_k.is_finite() && a.autotune_k >= 1.0) {
         return Err(fail(
             exit::USAGE,
@@ -413,81 +318,45 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     drover::loopctl::child::end_on_signals()?;
     // A resumed run takes its repo, board, base and charter from its run.json.
     let resumed = match &a.resume {
-        Some(r) => {
-            let run = rundir::RunDir::open(&state_dir, run_number(r)?).map_err(lerr)?;
-            Some(drover::loopctl::run::resume::recorded(&run).map_err(lerr)?)
-        }
+        Some(r) => Some(start::recorded(&state_dir, run_number(r)?).map_err(lerr)?),
         None => None,
     };
-    let mut a = a;
+    let mut given = start::Given {
+        repo: a.repo.clone(),
+        charter: a.charter.clone(),
+        board: a.board.clone(),
+        base: a.base.clone(),
+        sim: a.sim,
+        sim_implementer: a.sim_implementer.clone(),
+        sim_reviewer: a.sim_reviewer.clone(),
+    };
     if let Some(st) = &resumed {
-        a.repo.get_or_insert_with(|| st.repo.clone());
-        a.charter.get_or_insert_with(|| st.charter.clone());
-        if let Some(b) = &st.board_dir {
-            a.board.get_or_insert_with(|| b.clone());
-        }
-        a.base.get_or_insert_with(|| st.base.clone());
-        // A sim run resumes as a sim run, with its scripts (the flags given
-        // now, if any, win).
-        if let Some(rec) = &st.sim
-            && !a.sim
-            && a.sim_implementer.is_none()
-            && a.sim_reviewer.is_none()
-        {
-            a.sim = true;
-            a.sim_implementer = rec.implementer.clone();
-            a.sim_reviewer = rec.reviewer.clone();
-        }
+        given.fill_from(st);
     }
     let scripts = (
-        a.sim_implementer
+        given
+            .sim_implementer
             .as_deref()
             .map(super::loopsim::read_script)
             .transpose()?,
-        a.sim_reviewer
+        given
+            .sim_reviewer
             .as_deref()
             .map(super::loopsim::read_script)
             .transpose()?,
     );
-    let sim = a.sim || scripts.0.is_some() || scripts.1.is_some();
-    let sim_record = sim.then(|| drover::loopctl::night::settings::SimLanesRecord {
-        implementer: a.sim_implementer.as_deref().map(super::loopsim::absolute),
-        reviewer: a.sim_reviewer.as_deref().map(super::loopsim::absolute),
-    });
+    let sim = given.is_sim();
     if !sim && a.close_only.is_none() {
-        let missing = drover::loopctl::lanes::lanes_ops::missing_agents();
-        if !missing.is_empty() {
-            return Err(fail(
-                exit::ERROR,
-                format!(
-                    "{} not found on PATH: the loop's lanes run Claude Code and Codex; install them, or pass --sim for simulated agents (see LOOP.md)",
-                    missing.join(" and ")
-                ),
-            ));
-        }
+        start::need_agents().map_err(lerr)?;
     }
-    let repo = match a.repo {
-        Some(r) => std::fs::canonicalize(&r)
-            .map_err(|e| fail(exit::USAGE, format!("--repo {}: {e}", r.display())))?,
-        None => toplevel()?,
-    };
-    let charter_path = a
-        .charter
-        .clone()
-        .ok_or_else(|| fail(exit::USAGE, "pass --charter FILE (or --resume RUN)"))?;
-    need_file("--charter", &charter_path)?;
-    let charter = charter::load(&charter_path).map_err(lerr)?;
-    let board_dir = a.board.clone().unwrap_or_else(|| repo.join("backlog"));
-    need_board(&board_dir, a.board.is_some())?;
+    let place = start::place(&given).map_err(lerr)?;
     // A run on this repository that stopped unclosed holds its tasks: said
     // before anything (a run dir, a branch) is created.
     if resumed.is_none() {
-        super::loopcheck::refuse_after_unclosed(&state_dir, &repo, ctx.client().ok())?;
+        super::loopcheck::refuse_after_unclosed(&state_dir, &place.repo, ctx.client().ok())?;
     }
-    // Signing that cannot work is said before any lane starts, not at the
-    // first landing in the night.
     if a.sign {
-        drover::git::check_signing(&repo).map_err(|m| fail(exit::USAGE, format!("--sign: {m}")))?;
+        start::need_signing(&place.repo).map_err(lerr)?;
     }
     drover::loopctl::land::git::set_sign(a.sign);
     let client = ctx.client_or_start()?;
@@ -498,60 +367,17 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     opts.backend = a.backend;
     opts.spawn_budget = a.spawn_budget;
     opts.env = user_env;
-    opts.scripts = super::loopsim::sim_scripts(&scripts, sim, &board_dir);
-    let fleet_scripts = super::loopsim::sim_scripts(&scripts, sim, &board_dir);
+    opts.scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
+    let mut fleet_scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
     let lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
-    let cfg = RunConfig {
-        state_dir,
-        board_dir,
-        repo,
-        charter,
-        base: a.base,
-        pool: a.pool,
-        ship_cmd: a.ship_cmd,
-        autocomplete: !a.no_autocomplete,
-        repair_rounds: a.repair_rounds,
-        turn_timeout: Duration::from_secs(a.turn_timeout_s.max(1)),
-        unattended: drover::loopctl::night::settings::Unattended {
-            guards: drover::loopctl::night::guards::Guards {
-                max_iterations: a.max_iterations,
-                max_consecutive_blockers: a.max_consecutive_blockers,
-                wall_clock: (a.wall_clock_s > 0).then(|| Duration::from_secs(a.wall_clock_s)),
-            },
-            no_resume_on_limit: a.no_resume_on_limit,
-            no_resume_tasks: a.no_resume_task,
-            stall_after: Duration::from_secs(a.stall_after_s.max(1)),
-            stall_kill_after: a.stall_kill_after_s.map(Duration::from_secs),
-            report_grace: Duration::from_secs(a.report_grace_s.max(1)),
-            notify: drover::loopctl::night::notify::Targets {
-                cmd: a.notify_cmd,
-                url: a.notify_url,
-                first_retry: None,
-                ca_file: a.notify_ca,
-                http_timeout: None,
-            },
-            ship_timeout: Duration::from_secs(a.ship_timeout.max(1)),
-            land_batch: usize::try_from(a.land_batch).unwrap_or(usize::MAX),
-            sim: sim_record,
-            ..Default::default()
-        },
-    };
-    let json = a.json;
-    let mut cfg = cfg;
-    if a.clock_scale > 1 {
-        // A resumed run's clock goes on from where it was, never back.
-        let recorded = resumed.as_ref().and_then(|st| st.clock_at);
-        let start = recorded.map_or(chrono::Utc::now(), |t| t.max(chrono::Utc::now()));
-        cfg.unattended.clock = std::sync::Arc::new(drover::loopctl::night::clock::FastClock::new(
-            start,
-            a.clock_scale,
-        ));
-    }
-    cfg.unattended.autotune = a.lane_autotune;
-    cfg.unattended.autotune_k = a.autotune_k;
+    let sim_record = given.sim_record();
+    let mut cfg = config(&a, state_dir, place, given.base, sim_record);
+    start::set_clock(&mut cfg, a.clock_scale, resumed.as_ref());
     if a.overnight {
-        cfg.unattended.mode = overnight_mode(a.until.as_deref(), cfg.unattended.clock.now())?;
+        cfg.unattended.mode =
+            start::overnight_mode(a.until.as_deref(), cfg.unattended.clock.now()).map_err(lerr)?;
     }
+    let json = a.json;
     let mut console = super::console::Console::open(&cfg.state_dir, json);
     let mut say = |m: &str| console.say(m);
     let run_no = resumed.as_ref().map(|r| r.run);
@@ -566,57 +392,29 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     ));
     let st = match &a.fleet {
-        None => drive(lanes, cfg, run_no, a.close_only.as_deref(), say),
+        None => start::drive(lanes, cfg, run_no, a.close_only.as_deref(), say),
         Some(fleet) => {
-            let fc = drover::fleet::config::load(drover::statedir::StateDir::new(&cfg.state_dir))
-                .map_err(|e| fail(e.exit_code(), e.to_string()))?
-                .ok_or_else(|| {
-                    fail(
-                        exit::REFUSED,
-                        drover::fleet::FleetError::NotJoined.to_string(),
-                    )
-                })?;
-            if &fc.fleet != fleet {
-                return Err(fail(
-                    exit::REFUSED,
-                    format!("--fleet {fleet}: this host joined fleet {}", fc.fleet),
-                ));
-            }
-            let key = format!("{}-{}", fc.host, chrono::Utc::now().format("%Y%m%dT%H%M%S"));
-            let board = fleet_board(&cfg.repo, &cfg.board_dir, cfg.base.as_deref(), sim)?;
-            let log = drover::statedir::StateDir::new(&cfg.state_dir).fleet_log(&key);
-            let mut fleet_scripts = fleet_scripts;
-            let lanes = FleetLanes::start(
+            let f = start::fleet_lanes(
+                fleet,
+                &cfg,
+                sim,
                 lanes,
-                FleetStart {
-                    cfg: &fc,
-                    handed: &drover::fleet::Handed::from_env(&fc),
-                    run: &key,
-                    state_dir: &cfg.state_dir,
-                    log: &log,
-                    scripts: Box::new(move |s: &LaneSpec| fleet_scripts.as_mut().map(|f| f(s))),
-                    lease_ttl: Duration::from_secs(drover::registry::lease::DEFAULT_LEASE_TTL_S),
-                    ack_wait: Duration::from_millis(a.fleet_ack_wait_ms),
-                    steps: RemoteSteps {
-                        board,
-                        turn_timeout: cfg.turn_timeout,
-                        report_grace: cfg.unattended.report_grace,
-                    },
-                },
+                Box::new(move |s: &LaneSpec| fleet_scripts.as_mut().map(|f| f(s))),
+                Duration::from_millis(a.fleet_ack_wait_ms),
             )
             .map_err(lerr)?;
             say(&format!(
-                "fleet {fleet}: steps on the work-queue as run {key}; its record is {}",
-                log.display()
+                "fleet {fleet}: steps on the work-queue as run {}; its record is {}",
+                f.key,
+                f.log.display()
             ));
-            drive(lanes, cfg, run_no, None, say)
+            start::drive(f.lanes, cfg, run_no, None, say)
         }
     }
     .map_err(lerr)?;
     let code = print_final(&st, json)?;
-    let stale = st.stale_holds();
-    let landed = st.tasks.iter().any(|t| t.kind() == runner::Phase::Landed);
-    if !landed && !stale.is_empty() {
+    let stale = start::refused_by_stale_holds(&st);
+    if !stale.is_empty() {
         // Not a success: an earlier run's lease kept every task from starting.
         for (id, cmd) in &stale {
             use std::io::Write;
@@ -631,42 +429,52 @@ fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// Run (or resume run `resumed`) on `lanes`.
-fn drive<O: LaneOps>(
-    mut lanes: O,
-    cfg: RunConfig,
-    resumed: Option<u32>,
-    close_only: Option<&str>,
-    say: impl FnMut(&str),
-) -> Result<RunStatus, LoopError> {
-    match resumed {
-        Some(n) if let Some(why) = close_only => {
-            drover::loopctl::run::closeonly::close_unresumed(&mut lanes, cfg, n, why, say)
-        }
-        Some(n) => drover::loopctl::run::resume::resume(&mut lanes, cfg, n, say),
-        None => runner::run(&mut lanes, cfg, say),
+/// The run's config from its flags and where it works.
+fn config(
+    a: &RunArgs,
+    state_dir: PathBuf,
+    place: drover::loopctl::start::Place,
+    base: Option<String>,
+    sim: Option<drover::loopctl::night::settings::SimLanesRecord>,
+) -> RunConfig {
+    use drover::loopctl::night::{guards::Guards, notify::Targets, settings::Unattended};
+    RunConfig {
+        state_dir,
+        board_dir: place.board_dir,
+        repo: place.repo,
+        charter: place.charter,
+        base,
+        pool: a.pool.clone(),
+        ship_cmd: a.ship_cmd.clone(),
+        autocomplete: !a.no_autocomplete,
+        repair_rounds: a.repair_rounds,
+        turn_timeout: Duration::from_secs(a.turn_timeout_s.max(1)),
+        unattended: Unattended {
+            guards: Guards {
+                max_iterations: a.max_iterations,
+                max_consecutive_blockers: a.max_consecutive_blockers,
+                wall_clock: (a.wall_clock_s > 0).then(|| Duration::from_secs(a.wall_clock_s)),
+            },
+            no_resume_on_limit: a.no_resume_on_limit,
+            no_resume_tasks: a.no_resume_task.clone(),
+            stall_after: Duration::from_secs(a.stall_after_s.max(1)),
+            stall_kill_after: a.stall_kill_after_s.map(Duration::from_secs),
+            report_grace: Duration::from_secs(a.report_grace_s.max(1)),
+            notify: Targets {
+                cmd: a.notify_cmd.clone(),
+                url: a.notify_url.clone(),
+                first_retry: None,
+                ca_file: a.notify_ca.clone(),
+                http_timeout: None,
+            },
+            ship_timeout: Duration::from_secs(a.ship_timeout.max(1)),
+            land_batch: usize::try_from(a.land_batch).unwrap_or(usize::MAX),
+            sim,
+            autotune: a.lane_autotune,
+            autotune_k: a.autotune_k,
+            ..Default::default()
+        },
     }
-}
-
-/// `--overnight [--until HH:MM]` (the owner's local time) as a mode.
-fn overnight_mode(
-    until: Option<&str>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<drover::loopctl::night::overnight::Mode> {
-    use drover::loopctl::night::overnight;
-    let until = match until {
-        None => None,
-        Some(u) => {
-            let at = overnight::parse_hhmm(u).ok_or_else(|| {
-                fail(
-                    exit::USAGE,
-                    format!("--until {u:?} is a time HH:MM (24 h, the owner's local time)"),
-                )
-            })?;
-            Some(overnight::until_utc(now, at, &chrono::Local))
-        }
-    };
-    Ok(overnight::Mode::Overnight { until })
 }
 
 /// Print a finished run: its close-out, or its status as JSON.
@@ -683,184 +491,11 @@ pub fn print_final(st: &RunStatus, json: bool) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-fn run_number(r: &str) -> anyhow::Result<u32> {
+pub(super) fn run_number(r: &str) -> anyhow::Result<u32> {
     r.trim_start_matches("loop").parse::<u32>().map_err(|_| {
         fail(
             exit::USAGE,
             format!("RUN {r:?} is a number like 3 or loop3"),
         )
     })
-}
-
-fn control_cmd(a: ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    use drover::loopctl::night::control::{self, Control};
-    let c = Control::parse(&a.control).ok_or_else(|| {
-        fail(
-            exit::USAGE,
-            super::fmt::unknown(
-                "control",
-                &a.control,
-                &["pause", "resume", "close-out", "emergency-stop"],
-            ),
-        )
-    })?;
-    let state_dir = ctx.state_dir()?;
-    let run = rundir::RunDir::open(&state_dir, run_number(&a.run)?).map_err(lerr)?;
-    // A control is read by the loop working the run: with none, it would
-    // sit in the file and do nothing.
-    if let Ok(Some(st)) = drover::store::read_json::<RunStatus>(&run.file("run.json"))
-        && !st.is_live()
-    {
-        if st.finished_at.is_none() && c == Control::CloseOut {
-            // Closed here, without a resume: nothing of it goes on.
-            return close_without_resume(run.n, &a.reason, ctx);
-        }
-        let why = if st.finished_at.is_some() {
-            format!("loop{} is {} (closed); nothing runs it", run.n, st.state)
-        } else {
-            format!(
-                "loop{} is not running: its loop process is gone; resume it with `drover loop run --resume {}`",
-                run.n, run.n
-            )
-        };
-        return Err(fail(exit::REFUSED, why));
-    }
-    let set = control::write(&run.path, c, &a.reason).map_err(lerr)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&set)?);
-    } else {
-        let ruling = set.ruling().map_or("none (running)", |r| r.0.as_str());
-        println!("loop{}: {} set; ruling now: {ruling}", run.n, c.as_str());
-    }
-    Ok(exit::OK)
-}
-
-/// `loop control N close-out` on a run whose loop process is gone: the run
-/// is closed as `loop run --resume N` would open it (its recorded repo,
-/// board, charter and lanes), without starting or re-running anything.
-fn close_without_resume(n: u32, reason: &str, ctx: &Ctx) -> anyhow::Result<u8> {
-    use clap::FromArgMatches;
-    let n = n.to_string();
-    let m = RunArgs::augment_args(clap::Command::new("run")).try_get_matches_from([
-        "run",
-        "--resume",
-        n.as_str(),
-    ])?;
-    let mut args = RunArgs::from_arg_matches(&m)?;
-    args.close_only = Some(reason.to_string());
-    run_cmd(args, ctx)
-}
-
-/// The questions held overnight come first once overnight is over (during
-/// it, only how many are held).
-fn print_held_questions(v: &serde_json::Value) {
-    let held: Vec<&serde_json::Value> = v["questions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|q| q["overnight"].as_bool() == Some(true))
-        .collect();
-    if held.is_empty() {
-        return;
-    }
-    let mode = v["mode"].as_str().unwrap_or("");
-    if mode.starts_with("overnight") && v["finished_at"].is_null() {
-        println!("{mode}: {} question(s) held in QUESTIONS.md", held.len());
-        return;
-    }
-    println!("Questions held overnight ({}):", held.len());
-    for q in held {
-        let s = |k: &str| q[k].as_str().unwrap_or("?");
-        println!(
-            "- {} {}: {} — recommendation: {}",
-            s("at"),
-            s("task"),
-            s("question"),
-            s("recommendation")
-        );
-    }
-    println!();
-}
-
-fn status(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    let state_dir = ctx.state_dir()?;
-    let n = match &a.run {
-        Some(r) => run_number(r)?,
-        None => match rundir::runs(&state_dir).last() {
-            Some(n) => *n,
-            None => return Err(fail(exit::USAGE, "no loop runs in this state dir yet")),
-        },
-    };
-    let run = rundir::RunDir::open(&state_dir, n).map_err(lerr)?;
-    let path = run.file("run.json");
-    let mut v: serde_json::Value = drover::store::read_json(&path)
-        .map_err(|e| fail(exit::ERROR, e.to_string()))?
-        .ok_or_else(|| fail(exit::ERROR, format!("{} is missing", path.display())))?;
-    // Whether a loop process works it now: a run whose loop died says so.
-    let live = serde_json::from_value::<RunStatus>(v.clone()).ok();
-    if let Some(st) = &live {
-        v["live"] = serde_json::Value::Bool(st.is_live());
-        v["state"] = serde_json::Value::String(st.live_state().as_str().into());
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(exit::OK);
-    }
-    print_held_questions(&v);
-    println!(
-        "loop{n} · {} · charter {} · pool {} · lanes cap {} · landings {}",
-        v["state"].as_str().unwrap_or("?"),
-        &v["charter_sha256"]
-            .as_str()
-            .unwrap_or("?")
-            .chars()
-            .take(12)
-            .collect::<String>(),
-        v["pool"],
-        v["lanes_cap"],
-        v["landings"]
-    );
-    println!(
-        "integration branch {}",
-        v["integration_branch"].as_str().unwrap_or("?")
-    );
-    let rows: Vec<Vec<String>> = v["tasks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            let s = |k: &str| t[k].as_str().unwrap_or("-").to_string();
-            vec![
-                s("id"),
-                s("phase"),
-                s("agent"),
-                t["round"].to_string(),
-                s("lane"),
-                t["sha"]
-                    .as_str()
-                    .map_or("-".into(), |x| x.chars().take(12).collect()),
-                t["stall"].as_str().unwrap_or("-").to_string(),
-                s("reason"),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        drover::registry::view::table(
-            &[
-                "TASK", "PHASE", "AGENT", "ROUND", "LANE", "SHA", "STALL", "REASON"
-            ],
-            &rows
-        )
-    );
-    if let Some(s) = v["stopped_by"].as_str() {
-        println!("stopped by {s}");
-    }
-    if live.as_ref().is_some_and(|st| st.live_state() != st.state) {
-        println!("its loop process is gone: resume it with `drover loop run --resume {n}`");
-    }
-    if let Some(c) = v["closeout"].as_str() {
-        println!("close-out: {c}");
-    }
-    Ok(exit::OK)
 }

@@ -4,7 +4,7 @@
 use super::fail;
 use drover::exit;
 use drover::loopctl::ops::{LaneSpec, Role};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub(super) fn read_script(p: &Path) -> anyhow::Result<String> {
     drover::agent::sim::Script::load(p).map_err(|e| fail(exit::USAGE, e.to_string()))?;
@@ -36,9 +36,4 @@ pub(super) fn sim_scripts(
             drover::loopctl::lanes::simlanes::obedient_script(s.role, &s.task, files)
         })
     }))
-}
-
-/// `p` from the root (a resume may run from another directory).
-pub(super) fn absolute(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }

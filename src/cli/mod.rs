@@ -19,6 +19,7 @@ mod lease;
 mod loopcheck;
 mod loopcmd;
 mod loopsim;
+mod loopstatus;
 mod mix;
 mod notify;
 mod pane;

@@ -20,6 +20,17 @@ pub enum LoopError {
     Git { args: String, message: String },
     #[error("refused: {0}")]
     Refused(String),
+    /// A flag or what it names is wrong (said as it is, for the command line).
+    #[error("{0}")]
+    Flag(String),
+    /// Real agents' lanes need these on PATH (`claude and codex`).
+    #[error(
+        "{0} not found on PATH: the loop's lanes run Claude Code and Codex; install them, or pass --sim for simulated agents (see LOOP.md)"
+    )]
+    MissingAgents(String),
+    /// `--fleet` names another fleet than the one this host joined.
+    #[error("--fleet {given}: this host joined fleet {joined}")]
+    WrongFleet { given: String, joined: String },
     #[error("lane {lane}: {message}")]
     Lane { lane: String, message: String },
     /// The supervisor holding the lanes cannot be reached: the run stopped
@@ -84,8 +95,10 @@ impl LoopError {
     /// The exit code of `docs/` for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            LoopError::Usage { .. } | LoopError::Parse { .. } => crate::exit::USAGE,
-            LoopError::Refused(_) => crate::exit::REFUSED,
+            LoopError::Usage { .. } | LoopError::Parse { .. } | LoopError::Flag(_) => {
+                crate::exit::USAGE
+            }
+            LoopError::Refused(_) | LoopError::WrongFleet { .. } => crate::exit::REFUSED,
             LoopError::Interrupted { .. } => crate::exit::TRANSPORT,
             // As a shell reports a process its signal ended: 128 + signal.
             LoopError::Signalled { signal, .. } => match *signal {

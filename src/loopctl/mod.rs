@@ -19,7 +19,10 @@
 //!   implementer's lease renewal) and over bare sim panes;
 //! - [`run`]: the run dir (`<state>/loop<N>/`) and the runner — the pipeline
 //!   over the trait, its loop, steps, landing, resume, close-out, usage-limit
-//!   parking, escalations and stall classes.
+//!   parking, escalations and stall classes;
+//! - [`start`]: a run started from what `loop run` is given — the resumed
+//!   run's record, the repository, charter and board checked, the clock,
+//!   the lanes here or on a fleet — and driven to its end.
 
 pub mod board;
 pub mod child;
@@ -31,6 +34,7 @@ pub mod ops;
 pub mod review;
 pub mod run;
 pub mod sha256;
+pub mod start;
 
 pub use error::LoopError;
 pub use night::stall::class as stall_class;

@@ -211,7 +211,7 @@ fn a_conflict_goes_back_to_its_lane_as_a_rebase_round_and_lands() {
     assert!(
         closeout.contains(&format!(
             "- TASK-2 (Second), {}, rebased",
-            t2.sha().unwrap().to_string()
+            t2.sha().unwrap()
         )),
         "{closeout}"
     );

@@ -198,3 +198,37 @@ fn crash_run(rng: &mut Lcg, max_kills: u32) -> u32 {
     );
     kills
 }
+
+/// A `run.json` whose task holds a `first_dispatch` that is no time is
+/// refused on `--resume` with what is wrong, and left as it is (before,
+/// it loaded and the tripwire silently skipped the task).
+#[test]
+fn a_run_json_with_an_unreadable_first_dispatch_is_refused_on_resume() {
+    let d = Drover::new();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-json/05.json");
+    let text = std::fs::read_to_string(fixture).unwrap().replacen(
+        "\"first_dispatch\": \"2026-",
+        "\"first_dispatch\": \"yesterday-",
+        1,
+    );
+    assert!(
+        text.contains("yesterday-"),
+        "the fixture has a dispatched task"
+    );
+    let run = d.state.join("loop1");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("run.json"), &text).unwrap();
+    let out = d.run(&["loop", "run", "--resume", "1", "--sim"]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("first_dispatch \"yesterday-") && err.contains("is not an RFC 3339 time"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("run.json")).unwrap(),
+        text,
+        "the file is left as it was"
+    );
+}

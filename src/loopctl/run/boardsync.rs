@@ -16,9 +16,9 @@ use crate::loopctl::run::task::Note;
 impl<O: LaneOps> Runner<'_, O> {
     /// Record each problem of the board not recorded before in this process.
     pub(in crate::loopctl) fn report_board(&mut self) -> Result<(), LoopError> {
-        for p in self.board.problems.clone() {
+        for p in self.board.view.problems.clone() {
             let line = p.describe();
-            if self.board_reported.insert(line.clone()) {
+            if self.board.reported.insert(line.clone()) {
                 self.decide("board", &format!("left out: {line}"))?;
                 self.say(&format!("board: left out: {line}"));
             }
@@ -31,12 +31,12 @@ impl<O: LaneOps> Runner<'_, O> {
     pub(in crate::loopctl) fn reread_board(&mut self) -> Result<(), LoopError> {
         match board::load(&self.cfg.board_dir) {
             Ok(b) => {
-                self.board = b;
+                self.board.view = b;
                 self.report_board()
             }
             Err(e) => {
                 let line = format!("cannot be read, the board read before is kept: {e}");
-                if self.board_reported.insert(line.clone()) {
+                if self.board.reported.insert(line.clone()) {
                     self.decide("board", &line)?;
                     self.say(&format!("board: {line}"));
                 }
@@ -50,7 +50,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// written, is recorded (a note and a `board` entry): the landing stands.
     pub(in crate::loopctl) fn mark_done(&mut self, id: &str) -> Result<(), LoopError> {
         self.reread_board()?;
-        let why = match self.board.task(id).cloned() {
+        let why = match self.board.view.task(id).cloned() {
             Some(t) => match board::write_done(&t) {
                 Ok(()) => return Ok(()),
                 Err(e) => format!("could not be marked Done: {e}"),
@@ -67,7 +67,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// After a landing, tasks whose dependencies are now Done become Ready.
     pub(in crate::loopctl) fn refresh_board(&mut self) -> Result<(), LoopError> {
         self.reread_board()?;
-        let split = ready::split(&self.board, &self.cfg.charter);
+        let split = ready::split(&self.board.view, &self.cfg.charter);
         for t in self.status.tasks.iter_mut() {
             if t.kind() == Phase::Held && split.ready.contains(&t.id) {
                 t.phase.enter_ready();
@@ -81,6 +81,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The board's problems as close-out rows: (file, reason, resume).
     pub(in crate::loopctl) fn board_rows(&self) -> Vec<(String, String, String)> {
         self.board
+            .view
             .problems
             .iter()
             .map(|p| {

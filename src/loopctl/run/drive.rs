@@ -99,7 +99,7 @@ impl<O: LaneOps> Runner<'_, O> {
     fn counters(&self) -> Counters {
         Counters {
             iterations: self.status.iterations,
-            consecutive_blockers: self.consecutive_blockers,
+            consecutive_blockers: self.controls.consecutive_blockers,
             elapsed: self.elapsed(),
         }
     }
@@ -107,7 +107,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// True when nothing new may start (a stop, a pause, or a guard that
     /// trips now).
     pub(in crate::loopctl) fn guard_before_start(&mut self) -> Result<bool, LoopError> {
-        if self.stop.is_some() || self.paused.is_some() {
+        if self.controls.holds_starts() {
             return Ok(true);
         }
         match guards::check_start(&self.cfg.unattended.guards, &self.counters()) {
@@ -128,7 +128,7 @@ impl<O: LaneOps> Runner<'_, O> {
             ),
         )?;
         self.say(&format!("stopping: guard {}: {}", t.guard, t.why));
-        self.stop = Some(Stop::Guard(t));
+        self.controls.stop = Some(Stop::Guard(t));
         self.persist()
     }
 
@@ -146,27 +146,27 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         match c.ruling() {
             Some((Control::EmergencyStop, r)) => {
-                if !matches!(self.stop, Some(Stop::Emergency(_))) {
+                if !matches!(self.controls.stop, Some(Stop::Emergency(_))) {
                     self.decide("control", &format!("emergency stop: {r}"))?;
                     self.say(&format!("EMERGENCY STOP: {r}"));
-                    self.stop = Some(Stop::Emergency(r.to_string()));
+                    self.controls.stop = Some(Stop::Emergency(r.to_string()));
                 }
             }
             Some((Control::Pause, r)) => {
-                if self.paused.is_none() {
+                if self.controls.paused.is_none() {
                     self.decide("control", &format!("pause: {r}; in-flight work settles"))?;
                     self.say(&format!("pausing: {r} (in-flight work settles)"));
-                    self.paused = Some((r.to_string(), false));
+                    self.controls.paused = Some((r.to_string(), false));
                     self.status.state = RunState::Pausing;
                     self.persist()?;
                 }
             }
             Some((Control::CloseOut, r)) => {
                 self.unpause()?;
-                if self.stop.is_none() {
+                if self.controls.stop.is_none() {
                     self.decide("control", &format!("close out: {r}"))?;
                     self.say(&format!("closing out: {r} (in-flight work finishes)"));
-                    self.stop = Some(Stop::CloseOut(r.to_string()));
+                    self.controls.stop = Some(Stop::CloseOut(r.to_string()));
                 }
             }
             Some((Control::Resume, _)) | None => self.unpause()?,
@@ -175,7 +175,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     fn unpause(&mut self) -> Result<(), LoopError> {
-        if self.paused.take().is_some() {
+        if self.controls.paused.take().is_some() {
             self.decide("control", "resume")?;
             self.say("resumed");
             self.status.state = RunState::Running;
@@ -199,7 +199,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 });
             }
             self.poll_controls()?;
-            if matches!(self.stop, Some(Stop::Emergency(_))) {
+            if matches!(self.controls.stop, Some(Stop::Emergency(_))) {
                 return Ok(());
             }
             self.check_overnight()?;
@@ -207,14 +207,14 @@ impl<O: LaneOps> Runner<'_, O> {
             if self.clocks.checkpoint_due() {
                 self.persist()?;
             }
-            if self.stop.is_none()
+            if self.controls.stop.is_none()
                 && let Some(t) =
                     guards::check_running(&self.cfg.unattended.guards, &self.counters())
             {
                 self.trip(t)?;
             }
             // Paused, in-flight work settles (reviews, landings); nothing new starts.
-            if self.paused.is_none() {
+            if self.controls.paused.is_none() {
                 self.resume_limits()?;
             }
             self.start_reviews()?;
@@ -224,7 +224,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 continue;
             }
             // A stopping run cannot wait for the owner.
-            if self.stop.is_some()
+            if self.controls.stop.is_some()
                 && self
                     .slots
                     .jobs
@@ -234,9 +234,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.release_held()?;
             }
             if self.slots.jobs.is_empty() {
-                if let Some((reason, shown)) = self.paused.clone() {
+                if let Some((reason, shown)) = self.controls.paused.clone() {
                     if !shown {
-                        self.paused = Some((reason.clone(), true));
+                        self.controls.paused = Some((reason.clone(), true));
                         self.status.state = RunState::Paused;
                         self.persist()?;
                         self.say(&format!("PAUSED: {reason}"));
@@ -244,7 +244,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     self.idle(WAIT_SLICE);
                     continue;
                 }
-                if self.stop.is_none() && !self.slots.limited.is_empty() {
+                if self.controls.stop.is_none() && !self.slots.limited.is_empty() {
                     self.wait_for_limits();
                     continue;
                 }

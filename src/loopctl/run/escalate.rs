@@ -22,7 +22,7 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         let at = crate::loopctl::night::clock::rfc3339(self.now());
         self.run.ask_at(task, question, rec, &at)?;
-        let overnight = self.mode.is_overnight();
+        let overnight = self.controls.mode.is_overnight();
         self.status.questions.push(Question {
             at,
             task: task.to_string(),
@@ -62,7 +62,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         q(true)
             .chain(q(false))
-            .chain(self.rulings.clone())
+            .chain(self.controls.rulings.clone())
             .collect()
     }
 
@@ -89,7 +89,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let lane_id = lane.as_ref().map_or_else(String::new, |l| l.id.clone());
         let what = kind.map_or_else(|| decision.to_string(), |k| k.as_str().to_string());
-        let overnight = self.mode.is_overnight();
+        let overnight = self.controls.mode.is_overnight();
         let rec = overnight::recommendation(kind, &lane_id, id, overnight);
         let q = format!("lane {lane_id} is waiting for a human ({what}): {reason}");
         self.ask(id, &q, &rec, job)?;
@@ -98,7 +98,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let route = if gone {
             Route::Park
         } else {
-            overnight::route(self.mode)
+            overnight::route(self.controls.mode)
         };
         let when = if gone {
             "its fleet host took the lane down"
@@ -141,19 +141,19 @@ impl<O: LaneOps> Runner<'_, O> {
     /// A park for the owner: not a blocker for the guards (the loop could
     /// go on; it chose to ask).
     fn park_question(&mut self, id: &str, reason: &str, resume: &str) -> Result<(), LoopError> {
-        let streak = self.consecutive_blockers;
+        let streak = self.controls.consecutive_blockers;
         self.park(id, reason, resume)?;
-        self.consecutive_blockers = streak;
+        self.controls.consecutive_blockers = streak;
         Ok(())
     }
 
     /// Overnight ends at its `--until` on the loop's clock: the questions
     /// held overnight are listed first, then the run goes on owner present.
     pub(in crate::loopctl) fn check_overnight(&mut self) -> Result<(), LoopError> {
-        if !self.mode.ended(self.now()) {
+        if !self.controls.mode.ended(self.now()) {
             return Ok(());
         }
-        self.mode = Mode::OwnerPresent;
+        self.controls.mode = Mode::OwnerPresent;
         let held: Vec<Question> = self
             .status
             .questions
@@ -196,15 +196,9 @@ impl<O: LaneOps> Runner<'_, O> {
     pub(in crate::loopctl) fn account_time(&mut self) -> Result<(), LoopError> {
         let now = self.now();
         let dt = self.clocks.pass(now);
-        let paused = self.paused.is_some();
-        let held: Vec<String> = self
-            .slots
-            .jobs
-            .iter()
-            .filter(|(j, _)| self.slots.held.contains_key(*j))
-            .map(|(_, (t, _))| t.clone())
-            .collect();
-        let limited: Vec<String> = self.slots.limited.keys().cloned().collect();
+        let paused = self.controls.paused.is_some();
+        let held = self.slots.held_tasks();
+        let limited = self.slots.limited_tasks();
         let mut due = Vec::new();
         for t in self.status.tasks.iter_mut() {
             let in_flight = matches!(t.kind(), Phase::Implementing | Phase::Reviewing);
@@ -251,7 +245,7 @@ impl<O: LaneOps> Runner<'_, O> {
             self.ops.down(&h)?;
         }
         self.queues.reviews.retain(|(t, _)| t != id);
-        let overnight = self.mode.is_overnight();
+        let overnight = self.controls.mode.is_overnight();
         let (call, rec) = tripwire::call(r, overnight);
         let why = r.describe();
         let d = self.decide(
@@ -274,7 +268,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 &d,
             )?;
         } else {
-            self.rulings.push((
+            self.controls.rulings.push((
                 format!("{d} {id} parked by the tripwire: {why}"),
                 format!("{}: {advice}", rec.as_str()),
             ));

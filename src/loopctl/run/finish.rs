@@ -243,11 +243,11 @@ impl<O: LaneOps> Runner<'_, O> {
             "closeout",
             &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
         )?;
-        self.status.state = match &self.stop {
+        self.status.state = match &self.controls.stop {
             Some(s) => s.state(),
             None => RunState::Closed,
         };
-        self.status.stopped_by = self.stop.as_ref().map(|s| s.describe());
+        self.status.stopped_by = self.controls.stop.as_ref().map(|s| s.describe());
         self.status.finished_at = Some(crate::time::to_secs(self.now()));
         self.status.closeout = Some(path);
         self.persist()?;

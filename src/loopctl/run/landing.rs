@@ -137,7 +137,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 w.job = None;
             }
         }
-        self.consecutive_blockers = 0;
+        self.controls.consecutive_blockers = 0;
         self.say(&format!("{id}: landed as {sha}"));
         self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(

@@ -159,7 +159,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Resume the lanes whose limit has reset (nothing resumes once the run
     /// is stopping: they stay parked for the close-out).
     pub(in crate::loopctl) fn resume_limits(&mut self) -> Result<(), LoopError> {
-        if self.stop.is_some() {
+        if self.controls.stop.is_some() {
             return Ok(());
         }
         let now = self.now();

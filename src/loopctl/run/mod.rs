@@ -8,14 +8,15 @@
 //! | part | fields | used by |
 //! |---|---|---|
 //! | identity, config | `ops`, `cfg`, `run` | nearly every step file |
-//! | board view | `board`, `board_reported` | boardsync, steps, runner |
+//! | `board` | `view`, `reported` | boardsync, steps, runner |
 //! | recorded state | `status` (`run.json`) | all but bounded, limits, nudge, stall |
 //! | `slots` | `lanes`, `jobs`, `limited`, `quiet`, `held`, `nudges` | steps, rounds, finish, escalate, limits, nudge, stall, tuning, drive, resume |
 //! | `queues` | `landing`, `reviews`, `carried` | drive, gatecheck, landing, resume, escalate, steps, rounds |
 //! | `clocks` | `started`, `spent_before`, `persisted`, `last_pass` | bounded, drive, runner, escalate |
 //! | `locks` | `run`, `board` | runner, resume |
 //! | `tuning` | `state`, `samples`, `iteration_of` | tuning, runner |
-//! | guards, outputs | `consecutive_blockers`, `stop`, `paused`, `mode`, `rulings`, `notifier`, `resume_tag`, `say` | drive, escalate, steps, landing, finish, limits, rounds, resume, runner |
+//! | `controls` | `consecutive_blockers`, `stop`, `paused`, `mode`, `rulings` | drive, escalate, steps, landing, finish, limits, rounds, runner |
+//! | outputs | `notifier`, `resume_tag`, `say` | drive, escalate, finish, resume, runner |
 //!
 //! ## Map: a task's state by phase
 //!
@@ -50,6 +51,7 @@ mod gatecheck;
 mod landing;
 pub mod limits;
 pub mod nudge;
+mod park;
 pub(in crate::loopctl) mod parts;
 pub mod resume;
 pub mod rounds;

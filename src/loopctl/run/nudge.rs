@@ -66,6 +66,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 Step::Answer(problems) => {
                     let files = self
                         .board
+                        .view
                         .task(&task)
                         .map(|t| t.files.clone())
                         .unwrap_or_default();

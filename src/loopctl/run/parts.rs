@@ -1,12 +1,12 @@
 //! The runner's parts: the state a [`Runner`](super::runner::Runner) owns,
 //! grouped by concern so each step reads the part it works on — the lanes
-//! and the jobs in them, the queues between steps, the run's clocks, its
-//! locks, and lane autotune.
+//! and the jobs in them, the queues between steps, the run's clocks, what
+//! stops, pauses or steers it, its locks, and lane autotune.
 
 use crate::loopctl::night::nudge::Nudge;
 use crate::loopctl::night::{autotune, clock};
 use crate::loopctl::ops::LaneHandle;
-use crate::loopctl::run::drive::LimitPark;
+use crate::loopctl::run::drive::{LimitPark, Stop};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,6 +30,39 @@ pub(in crate::loopctl) struct Slots {
     /// Implementer jobs at the end of their turn with no report: what was
     /// said to them ([`crate::loopctl::run::nudge`]).
     pub(in crate::loopctl) nudges: BTreeMap<String, Nudge>,
+}
+
+/// The board as the run last read it, and the problems of it this process
+/// already recorded (each is said once).
+pub(in crate::loopctl) struct BoardView {
+    pub(in crate::loopctl) view: crate::loopctl::board::Board,
+    pub(in crate::loopctl) reported: std::collections::BTreeSet<String>,
+}
+
+impl BoardView {
+    /// The board `view`, nothing of it recorded yet.
+    pub(in crate::loopctl) fn new(view: crate::loopctl::board::Board) -> BoardView {
+        BoardView {
+            view,
+            reported: Default::default(),
+        }
+    }
+}
+
+impl Slots {
+    /// The tasks whose lane is held for the owner.
+    pub(in crate::loopctl) fn held_tasks(&self) -> Vec<String> {
+        self.jobs
+            .iter()
+            .filter(|(j, _)| self.held.contains_key(*j))
+            .map(|(_, (t, _))| t.clone())
+            .collect()
+    }
+
+    /// The tasks whose lane is parked at a usage limit.
+    pub(in crate::loopctl) fn limited_tasks(&self) -> Vec<String> {
+        self.limited.keys().cloned().collect()
+    }
 }
 
 /// Tasks waiting between steps.
@@ -85,6 +118,29 @@ impl Clocks {
     /// Whether `run.json` is due ([`CHECKPOINT`](super::runner::CHECKPOINT)).
     pub(in crate::loopctl) fn checkpoint_due(&self) -> bool {
         self.persisted.elapsed() >= super::runner::CHECKPOINT
+    }
+}
+
+/// What stops, pauses or steers the run: the guards' streak, a stop
+/// decided, a pause, the mode, and the rulings listed for ratification.
+pub(in crate::loopctl) struct Controls {
+    /// Parks since the last landing (the guard's streak).
+    pub(in crate::loopctl) consecutive_blockers: u32,
+    /// Why the run stops, once decided.
+    pub(in crate::loopctl) stop: Option<Stop>,
+    /// Set while paused: the reason, and whether `PAUSED:` was printed.
+    pub(in crate::loopctl) paused: Option<(String, bool)>,
+    /// Owner present or overnight, now.
+    pub(in crate::loopctl) mode: crate::loopctl::night::overnight::Mode,
+    /// Rulings listed for ratification: (ruling, recommendation).
+    pub(in crate::loopctl) rulings: Vec<(String, String)>,
+}
+
+impl Controls {
+    /// Whether nothing new may start whatever the guards say: a stop is
+    /// decided or the run is paused.
+    pub(in crate::loopctl) fn holds_starts(&self) -> bool {
+        self.stop.is_some() || self.paused.is_some()
     }
 }
 

@@ -101,7 +101,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 "tripwire",
                 &format!("{id}: {} failed rounds; last: {evidence}", t.round()),
             )?;
-            self.rulings.push((
+            self.controls.rulings.push((
                 format!("{d} {id} parked after {} failed rounds", t.round()),
                 "a new approach or a split of the task".into(),
             ));

@@ -14,8 +14,7 @@ use crate::loopctl::board::{self, Board};
 use crate::loopctl::night::settings::Unattended;
 use crate::loopctl::ops::LaneOps;
 use crate::loopctl::run::cause::TaskCause;
-use crate::loopctl::run::drive::Stop;
-use crate::loopctl::run::parts::{Clocks, Locks, Queues, Slots, Tuning};
+use crate::loopctl::run::parts::{BoardView, Clocks, Controls, Locks, Queues, Slots, Tuning};
 use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::{LaneRow, RunDir};
 pub use crate::loopctl::run::task::{Phase, TaskState};
@@ -176,6 +175,14 @@ impl RunStatus {
         }
     }
 
+    /// Tasks with a lane at work (implementing or reviewing).
+    pub fn in_flight(&self) -> usize {
+        self.tasks
+            .iter()
+            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
+            .count()
+    }
+
     /// The tasks parked because an earlier run still holds their write
     /// lease (with the command that clears it), for a run that landed
     /// nothing because of them.
@@ -209,7 +216,8 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) ops: &'a mut O,
     pub(in crate::loopctl) cfg: RunConfig,
     pub(in crate::loopctl) run: RunDir,
-    pub(in crate::loopctl) board: Board,
+    /// The board as last read, and its problems already recorded.
+    pub(in crate::loopctl) board: BoardView,
     pub(in crate::loopctl) status: RunStatus,
     /// The lanes and the jobs in them.
     pub(in crate::loopctl) slots: Slots,
@@ -218,18 +226,11 @@ pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) clocks: Clocks,
     pub(in crate::loopctl) locks: Locks,
     pub(in crate::loopctl) tuning: Tuning,
-    pub(in crate::loopctl) consecutive_blockers: u32,
-    pub(in crate::loopctl) stop: Option<Stop>,
+    /// What stops, pauses or steers it.
+    pub(in crate::loopctl) controls: Controls,
     pub(in crate::loopctl) notifier: crate::loopctl::night::notify::Notifier,
-    /// Set while paused: the reason, and whether `PAUSED:` was printed.
-    pub(in crate::loopctl) paused: Option<(String, bool)>,
-    pub(in crate::loopctl) rulings: Vec<(String, String)>,
-    /// Owner present or overnight, now.
-    pub(in crate::loopctl) mode: crate::loopctl::night::overnight::Mode,
     /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
     pub(in crate::loopctl) resume_tag: String,
-    /// The board's problems already recorded by this process.
-    pub(in crate::loopctl) board_reported: std::collections::BTreeSet<String>,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -374,7 +375,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
         if let Some(why) = why {
             let id = r.decide("ruling", &why)?;
-            r.rulings
+            r.controls
+                .rulings
                 .push((format!("{id} {why}"), "keep for this run".into()));
         }
         crate::registry::events::emit_quiet(
@@ -382,7 +384,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             "loop.start",
             serde_json::json!({"run": r.run.n, "pool": pool, "charter_sha256": r.status.charter_sha256}),
         );
-        let line = crate::loopctl::run::boardsync::on_the_board(r.status.tasks.len(), &r.board);
+        let line =
+            crate::loopctl::run::boardsync::on_the_board(r.status.tasks.len(), &r.board.view);
         r.say(&format!(
             "loop{}: {line}, pool {pool}, lanes cap {}",
             r.run.n, r.status.lanes_cap
@@ -416,21 +419,22 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             ops,
             cfg,
             run,
-            board,
+            board: BoardView::new(board),
             status,
             slots: Slots::default(),
             queues: Queues::default(),
             clocks: Clocks::new(started, spent_before),
             locks: Locks::default(),
             tuning: Tuning::new(tuner),
-            consecutive_blockers,
-            stop: None,
+            controls: Controls {
+                consecutive_blockers,
+                stop: None,
+                paused: None,
+                rulings,
+                mode,
+            },
             notifier,
-            paused: None,
-            rulings,
-            mode,
             resume_tag: String::new(),
-            board_reported: Default::default(),
             say,
         };
         if let Some(why) = unreadable {
@@ -458,6 +462,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         id: &str,
     ) -> Result<crate::loopctl::board::Task, LoopError> {
         self.board
+            .view
             .task(id)
             .cloned()
             .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))
@@ -469,14 +474,6 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     pub(in crate::loopctl) fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
         self.status.tasks.iter_mut().find(|t| t.id == id)
-    }
-
-    pub(in crate::loopctl) fn active(&self) -> usize {
-        self.status
-            .tasks
-            .iter()
-            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
-            .count()
     }
 
     /// Write QUEUE.md, LANES.md, STATE.md and run.json from the state.
@@ -511,7 +508,12 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             })
             .collect();
         self.run.write_lanes(&lanes)?;
-        let mut live: Vec<String> = self.rulings.iter().map(|(r, _)| r.clone()).collect();
+        let mut live: Vec<String> = self
+            .controls
+            .rulings
+            .iter()
+            .map(|(r, _)| r.clone())
+            .collect();
         for t in &self.status.tasks {
             if t.kind() == Phase::Parked {
                 live.push(format!(
@@ -521,11 +523,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 ));
             }
         }
-        self.status.mode = self.mode.label();
-        self.status.rulings = self.rulings.clone();
+        self.status.mode = self.controls.mode.label();
+        self.status.rulings = self.controls.rulings.clone();
         self.status.clock_at = Some(crate::time::to_secs(self.now()));
         self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.status.consecutive_blockers = self.consecutive_blockers;
+        self.status.consecutive_blockers = self.controls.consecutive_blockers;
         self.status.autotune = self.tuning.state.save();
         self.clocks.persisted = std::time::Instant::now();
         self.run
@@ -543,7 +545,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Start Ready tasks while the pool and the lanes cap allow.
     pub(in crate::loopctl) fn start_ready(&mut self) -> Result<(), LoopError> {
-        while self.active() < self.status.pool {
+        while self.status.in_flight() < self.status.pool {
             let Some(id) = self
                 .status
                 .tasks

@@ -1,6 +1,7 @@
 //! The runner's task steps: start (lease, brief, lane, dispatch), the outcome
 //! of an implementer or reviewer turn, capture, review, repair, the pre-land
-//! gate check, landing, parking, and the removal of a landed worktree.
+//! gate check, landing, and the removal of a landed worktree (parking is in
+//! `park.rs`).
 
 use crate::engine::{Action, Actor, Engine, Request};
 use crate::loopctl::LoopError;
@@ -9,9 +10,7 @@ use crate::loopctl::land::capture;
 use crate::loopctl::ops::{
     BriefFacts, JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec,
 };
-use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
-use crate::loopctl::run::task::Note;
 use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
 use chrono::Utc;
@@ -103,7 +102,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .iter()
             .filter(|t| t.id != id)
             .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
-            .filter_map(|t| self.board.task(&t.id))
+            .filter_map(|t| self.board.view.task(&t.id))
             .flat_map(|t| t.files.clone())
             .collect()
     }
@@ -210,6 +209,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let report_files = match lane.role {
             Role::Implementer => self
                 .board
+                .view
                 .task(id)
                 .map(|t| t.files.clone())
                 .unwrap_or_default(),
@@ -455,6 +455,7 @@ impl<O: LaneOps> Runner<'_, O> {
         // The reviewer checks the candidate against what the task asks.
         let criteria = self
             .board
+            .view
             .task(id)
             .map(|task| task.criteria.clone())
             .unwrap_or_default();
@@ -553,57 +554,5 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.repair(id, &format!("the review failed: {evidence}"), &class, true)
             }
         }
-    }
-
-    pub(in crate::loopctl) fn park(
-        &mut self,
-        id: &str,
-        reason: &str,
-        resume: &str,
-    ) -> Result<(), LoopError> {
-        self.park_because(id, None, reason, resume)
-    }
-
-    /// [`Self::park`] with the cause the run decides on later.
-    pub(in crate::loopctl) fn park_because(
-        &mut self,
-        id: &str,
-        cause: Option<TaskCause>,
-        reason: &str,
-        resume: &str,
-    ) -> Result<(), LoopError> {
-        let now = Utc::now();
-        if let Some(a) = self.task(id).and_then(|t| t.agent) {
-            let _ = lend::give_back(&self.cfg.state_dir, id, a, now);
-        }
-        let _ = lease::release(&self.cfg.state_dir, id, false, now);
-        if let Some(t) = self.task_mut(id) {
-            t.phase.enter_parked();
-            *t.note_mut() = Note {
-                reason: Some(reason.to_string()),
-                resume: Some(resume.to_string()),
-                cause,
-            };
-            if let Some(w) = t.work_mut() {
-                w.job = None;
-            }
-        }
-        // A park is a blocker for the guards; a landing resets the streak.
-        self.consecutive_blockers += 1;
-        self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
-        self.say(&format!("{id}: parked: {reason}"));
-        let round = self.task(id).map_or(0, |t| t.round());
-        self.notify(
-            "park",
-            Some(id),
-            &format!("round {round}"),
-            &format!("{id} parked: {reason}; resume: {resume}"),
-        );
-        crate::registry::events::emit_quiet(
-            &self.cfg.state_dir,
-            "loop.park",
-            serde_json::json!({"run": self.run.n, "task": id}),
-        );
-        self.persist()
     }
 }

@@ -181,3 +181,78 @@ fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
     });
     d.ok(&["pane", "keys", "top", "q"]);
 }
+
+/// A run whose loop process was killed shows as `interrupted` with its
+/// `--resume` command; `c` asks first and `y` closes it without a resume,
+/// as `drover loop control 1 close-out` does.
+#[test]
+fn top_closes_out_an_interrupted_run_after_a_yes() {
+    let d = Drover::new().native();
+    let (repo, charter) = loop_common::board_repo(&d, 2, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    let root = d.scratch();
+    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, IMPLEMENTER.replace("work = 6000", "work = 60000")).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    let log = root.join("loop.log");
+    let (r, c, i, v) = (
+        repo.display().to_string(),
+        charter.display().to_string(),
+        imp.display().to_string(),
+        rev.display().to_string(),
+    );
+    let mut child = spawn_loop(
+        &d,
+        &[
+            "loop",
+            "run",
+            "--repo",
+            &r,
+            "--charter",
+            &c,
+            "--sim-implementer",
+            &i,
+            "--sim-reviewer",
+            &v,
+            "--backend",
+            "native",
+        ],
+        &log,
+    );
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
+            == "implementing"),
+        "TASK-2 never started: {}",
+        logs()
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        wait_until(LONG, || status(&d) == "interrupted"),
+        "{}",
+        status(&d)
+    );
+    start_top(&d, "120x40");
+    wait_screen(&d, "the interrupted run", |s| {
+        s.contains("loop1 interrupted") && s.contains("drover loop run --resume 1")
+    });
+    d.ok(&["pane", "keys", "top", "c"]);
+    wait_screen(&d, "the close-out's question", |s| {
+        s.contains("close-out loop1 (") && s.contains("y/N")
+    });
+    d.ok(&["pane", "keys", "top", "n"]);
+    wait_screen(&d, "the close-out cancelled", |s| {
+        s.contains("close-out of loop1 cancelled")
+    });
+    assert_eq!(status(&d), "interrupted");
+    d.ok(&["pane", "keys", "top", "c"]);
+    wait_screen(&d, "the close-out's question", |s| s.contains("y/N"));
+    d.ok(&["pane", "keys", "top", "y"]);
+    assert!(
+        wait_until(LONG, || status(&d) == "closed"),
+        "never closed: {}",
+        status(&d)
+    );
+    wait_screen(&d, "the closed run", |s| s.contains("loop1 closed"));
+    d.ok(&["pane", "keys", "top", "q"]);
+}

@@ -56,7 +56,7 @@ fn header(view: &View, ui: &Ui) -> String {
         format!("  filter /{}", ui.filter)
     };
     format!(
-        "drover top  {} rows  {need} need you  {gate}  as of {}{filter}",
+        "drover top  {} rows  {need} need you  as of {}{filter}  {gate}",
         view.rows.len(),
         clock(view.now_ms)
     )

@@ -237,6 +237,7 @@ pub struct RunsReader {
 impl RunsReader {
     /// Look at the runs; whether anything changed since the last look.
     pub fn update(&mut self, state_dir: &Path) -> bool {
+        self.warning = None;
         let ns = crate::loopctl::run::rundir::runs(state_dir);
         let before = self.read.len();
         self.read.retain(|n, _| ns.contains(n));

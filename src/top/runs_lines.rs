@@ -13,6 +13,12 @@ pub const RUN_KEYS: &str = "p pause  r resume  c close out";
 /// One run's head line.
 pub fn head(r: &RunCell) -> String {
     let mut out = format!("loop{} {}", r.n, r.state);
+    if r.state == "interrupted" {
+        out.push_str(&format!(
+            " (its loop process is gone: `drover loop run --resume {}`, or c to close it out)",
+            r.n
+        ));
+    }
     if !r.mode.is_empty() && r.mode != "owner-present" {
         out.push_str(&format!(" ({})", r.mode));
     }
@@ -31,12 +37,7 @@ pub fn head(r: &RunCell) -> String {
         Some(l) => out.push_str(&format!(" · last {l}")),
         None => out.push_str(" · nothing landed yet"),
     }
-    if r.state == "interrupted" {
-        out.push_str(&format!(
-            " · its loop process is gone: `drover loop run --resume {}`",
-            r.n
-        ));
-    } else if let Some(s) = &r.stopped_by {
+    if let Some(s) = r.stopped_by.as_ref().filter(|_| r.state != "interrupted") {
         out.push_str(&format!(" · stopped by {s}"));
     }
     out

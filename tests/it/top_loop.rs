@@ -181,3 +181,143 @@ fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
     });
     d.ok(&["pane", "keys", "top", "q"]);
 }
+
+/// A run whose loop process was killed shows as `interrupted` with its
+/// `--resume` command; `c` asks first and `y` closes it without a resume,
+/// as `drover loop control 1 close-out` does.
+#[test]
+fn top_closes_out_an_interrupted_run_after_a_yes() {
+    let d = Drover::new().native();
+    let (repo, charter) = loop_common::board_repo(&d, 2, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    let root = d.scratch();
+    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, IMPLEMENTER.replace("work = 6000", "work = 60000")).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    let log = root.join("loop.log");
+    let (r, c, i, v) = (
+        repo.display().to_string(),
+        charter.display().to_string(),
+        imp.display().to_string(),
+        rev.display().to_string(),
+    );
+    let mut child = spawn_loop(
+        &d,
+        &[
+            "loop",
+            "run",
+            "--repo",
+            &r,
+            "--charter",
+            &c,
+            "--sim-implementer",
+            &i,
+            "--sim-reviewer",
+            &v,
+            "--backend",
+            "native",
+        ],
+        &log,
+    );
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
+            == "implementing"),
+        "TASK-2 never started: {}",
+        logs()
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        wait_until(LONG, || status(&d) == "interrupted"),
+        "{}",
+        status(&d)
+    );
+    start_top(&d, "120x40");
+    wait_screen(&d, "the interrupted run", |s| {
+        s.contains("loop1 interrupted") && s.contains("drover loop run --resume 1")
+    });
+    d.ok(&["pane", "keys", "top", "c"]);
+    wait_screen(&d, "the close-out's question", |s| {
+        s.contains("close-out loop1 (") && s.contains("y/N")
+    });
+    d.ok(&["pane", "keys", "top", "n"]);
+    wait_screen(&d, "the close-out cancelled", |s| {
+        s.contains("close-out of loop1 cancelled")
+    });
+    assert_eq!(status(&d), "interrupted");
+    d.ok(&["pane", "keys", "top", "c"]);
+    wait_screen(&d, "the close-out's question", |s| s.contains("y/N"));
+    d.ok(&["pane", "keys", "top", "y"]);
+    assert!(
+        wait_until(LONG, || status(&d) == "closed"),
+        "never closed: {}",
+        status(&d)
+    );
+    wait_screen(&d, "the closed run", |s| s.contains("loop1 closed"));
+    d.ok(&["pane", "keys", "top", "q"]);
+}
+
+/// CPU time (user + system) a process has used, in clock ticks.
+fn cpu_ticks(pid: i32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or_default();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    n(11) + n(12)
+}
+
+/// Idle cost with a live run: `top` over a paused run looks at the run's
+/// files once a second (their times), and reads them only when they change.
+#[test]
+#[ignore = "a 30 s measurement; run with --ignored --nocapture"]
+fn top_idle_cpu_with_a_paused_run() {
+    let d = Drover::new().native();
+    let (repo, charter) = loop_common::board_repo(&d, 3, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    let root = d.scratch();
+    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    let log = root.join("loop.log");
+    let (r, c, i, v) = (
+        repo.display().to_string(),
+        charter.display().to_string(),
+        imp.display().to_string(),
+        rev.display().to_string(),
+    );
+    let mut child = spawn_loop(
+        &d,
+        &[
+            "loop",
+            "run",
+            "--repo",
+            &r,
+            "--charter",
+            &c,
+            "--sim-implementer",
+            &i,
+            "--sim-reviewer",
+            &v,
+            "--backend",
+            "native",
+        ],
+        &log,
+    );
+    assert!(wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
+        == "implementing"));
+    d.ok(&["loop", "control", "1", "pause"]);
+    assert!(wait_until(LONG, || status(&d) == "paused"));
+    start_top(&d, "80x24");
+    wait_screen(&d, "the paused run", |s| s.contains("loop1 paused"));
+    let pid = common::pid_of(&d.pane("top").unwrap_or_default());
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as u64;
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(30));
+    let ms = (cpu_ticks(pid) - before) * 1000 / hz;
+    println!("top idle CPU over 30 s with a paused run: {ms} ms");
+    d.ok(&["loop", "control", "1", "emergency-stop"]);
+    let _ = wait_exit(&mut child, LONG);
+    assert!(ms <= 100, "top used {ms} ms of CPU while idle");
+}

@@ -5,8 +5,14 @@
 //!
 //! `cargo bench --bench engine [-- --workers 8 --transitions 500 --jobs 20]`
 //!
+//! `-- --crash 1000 [--workers 4]` runs the long crash test instead: writers
+//! `kill -9`ed at random points at least 1,000 times, the invariants checked
+//! after every round (`engine_crash.rs`).
+//!
 //! Workers are real processes (this binary re-executed with `--worker`).
 
+#[path = "engine_crash.rs"]
+mod crash;
 #[path = "support.rs"]
 mod support;
 
@@ -27,6 +33,17 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--worker") {
         return worker(&args[i + 1..]);
+    }
+    let kills: usize = support::arg("--crash", 0);
+    if kills > 0 {
+        return match crash::run(kills, support::arg("--workers", 4)) {
+            Ok(0) => ExitCode::SUCCESS,
+            Ok(_) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("bench engine --crash: {e}");
+                ExitCode::from(1)
+            }
+        };
     }
     let o = Opts {
         workers: support::arg("--workers", 8),
@@ -217,6 +234,15 @@ fn worker(args: &[String]) -> ExitCode {
     };
     let (w, n, jobs) = (num(2), num(3), num(4).max(1));
     let state = PathBuf::from(state);
+    if mode == "crash" {
+        return match crash::worker(&state, num(2), num(3) as u64) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("crash worker: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let go = state.join("go");
     while !go.exists() {
         std::thread::yield_now();

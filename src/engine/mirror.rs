@@ -7,7 +7,7 @@
 //! record on disk at that moment, so a late writer can only move it forward.
 
 use super::record::{JobRecord, Status};
-use crate::store::{StoreError, lock_beside, read_json, write_json_atomic};
+use crate::store::{StoreError, lock_beside, read_json};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -63,7 +63,9 @@ pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<b
         changed |= repair(&mut doc, dir);
     }
     if changed {
-        write_json_atomic(mirror_path, &doc)?;
+        crate::store::write_json_atomic_steps(mirror_path, &doc, &mut |step| {
+            super::crash::point(step)
+        })?;
     }
     Ok(changed)
 }
@@ -109,6 +111,7 @@ fn repair(doc: &mut StatusMirror, dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::write_json_atomic;
 
     fn record(seq: u64, status: Status) -> JobRecord {
         JobRecord {

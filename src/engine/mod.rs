@@ -6,7 +6,8 @@
 //!    before any lock is taken.
 //! 2. The critical section, under `jobs/registry.lock`: read the record and the
 //!    seq counter, call [`table::decide`] (a pure `fn` pointer), and on accept
-//!    write the counter then the record, each atomically. Nothing else happens
+//!    note the new seq in the counter (no fsync, see [`seq`]) and write the
+//!    record atomically: one durable write. Nothing else happens
 //!    while the lock is held: no subprocess, socket, sleep or notification
 //!    (two callers add one file each: [`Engine::transition_if`] reads the
 //!    report a completion was decided on, [`Engine::with_record_locked`]
@@ -14,17 +15,21 @@
 //! 3. After release: the audit entry is appended (fsynced) and the
 //!    `status.json` mirror is brought forward (see [`mirror`]).
 //!
-//! The counter is written before the record, so a `kill -9` between the two
-//! leaves a gap in the seq, never a seq used twice.
+//! The record carries its seq and the records are the durable counter; the
+//! counter file is noted before the record and trusted only in the boot that
+//! wrote it, so a `kill -9` at any point leaves a gap in the seq at most, never
+//! a seq used twice ([`seq`]; every point is tested, see [`crash`]).
 //!
 //! Files under `<state>/jobs/`: `<job_id>.job.json` (one record per job),
-//! `seq.json`, `registry.lock`, `audit.jsonl`, `status.json`.
+//! `seq.hint`, `registry.lock`, `audit.jsonl`, `status.json`.
 
 pub mod audit;
+mod crash;
 mod error;
 pub mod mirror;
 pub mod record;
 pub mod request;
+pub mod seq;
 pub mod table;
 
 pub use audit::{AuditEntry, Outcome, replay};
@@ -34,8 +39,7 @@ pub use record::{JobRecord, Status};
 pub use request::{Action, Actor, Authority, Lane, Request};
 pub use table::{Decider, Decision, Inputs, Rule, decide};
 
-use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, write_json_atomic};
-use serde::{Deserialize, Serialize};
+use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, write_json_atomic_steps};
 use std::path::{Path, PathBuf};
 
 /// What an accepted or acknowledged request left behind.
@@ -54,11 +58,6 @@ impl Applied {
             Applied::Accepted { record } | Applied::Ack { record } => record,
         }
     }
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct SeqDoc {
-    last_seq: u64,
 }
 
 /// The jobs of one state dir.
@@ -101,10 +100,6 @@ impl Engine {
         self.dir.join("registry.lock")
     }
 
-    fn seq_path(&self) -> PathBuf {
-        self.dir.join("seq.json")
-    }
-
     /// Make a request. `Ok` on accept or ACK; every refusal is
     /// `EngineError::Refused` and has been audited.
     pub fn transition(&self, req: &Request) -> Result<Applied, EngineError> {
@@ -127,6 +122,7 @@ impl Engine {
         crate::store::check_tail(&self.audit_path())?;
         let inputs = Inputs::now();
         let (before, decision) = self.critical(req, &inputs, decide, still)?;
+        crash::point("unlocked");
         // The lock is released here; what follows may be slow without holding anyone up.
         let from = before.as_ref().map(|r| r.status);
         let mut entry = AuditEntry {
@@ -160,6 +156,7 @@ impl Engine {
                 };
                 append_jsonl(&self.audit_path(), &entry, true)
                     .map_err(|e| after("audit append", e))?;
+                crash::point("audited");
                 mirror::refresh(
                     &self.mirror_path(),
                     &self.record_path(&req.job_id),
@@ -193,9 +190,10 @@ impl Engine {
         }
     }
 
-    /// The critical section: read, decide with `decider`, at most one record
-    /// write (preceded by the seq counter). The decider is a `fn` pointer, so it
-    /// can use only what it is handed: the record, the request, fixed inputs.
+    /// The critical section: read, decide with `decider`, at most one durable
+    /// write (the record; the seq counter is noted just before it without an
+    /// fsync, see [`seq`]). The decider is a `fn` pointer, so it can use only
+    /// what it is handed: the record, the request, fixed inputs.
     fn critical(
         &self,
         req: &Request,
@@ -204,6 +202,7 @@ impl Engine {
         still: Option<(&'static str, &dyn Fn() -> bool)>,
     ) -> Result<(Option<JobRecord>, Decision), EngineError> {
         let _guard = LockGuard::exclusive(&self.lock_path())?;
+        crash::point("locked");
         if let Some((what, still)) = still
             && !still()
         {
@@ -214,18 +213,23 @@ impl Engine {
         }
         let path = self.record_path(&req.job_id);
         let record = record::read_record(&path, &req.job_id)?;
-        let last = match read_json::<SeqDoc>(&self.seq_path())? {
-            Some(d) => d.last_seq,
-            None => self.max_record_seq()?,
-        };
+        let last = seq::last(&self.dir, || self.max_record_seq())?;
         let last = last.max(record.as_ref().map_or(0, |r| r.transition_seq));
         let next_seq = last.saturating_add(1);
         let decision = decider(record.as_ref(), req, inputs, next_seq);
         if let Decision::Accept(new) = &decision {
-            write_json_atomic(&self.seq_path(), &SeqDoc { last_seq: next_seq })?;
-            write_json_atomic(&path, new)?;
+            seq::write(&self.dir, next_seq)?;
+            crash::point("seq written");
+            write_json_atomic_steps(&path, new, &mut |step| crash::point(step))?;
         }
         Ok((record, decision))
+    }
+
+    /// The last seq given out in this state dir (read under the lock; a
+    /// reboot or a missing counter costs a scan of the records).
+    pub fn last_seq(&self) -> Result<u64, EngineError> {
+        let _guard = LockGuard::exclusive(&self.lock_path())?;
+        Ok(seq::last(&self.dir, || self.max_record_seq())?)
     }
 
     /// Run `f` on a job's record under the lock every transition takes, so
@@ -244,10 +248,9 @@ impl Engine {
         Ok(f(record.as_ref()))
     }
 
-    /// Recovery when `seq.json` is missing: the highest seq of any record.
-    fn max_record_seq(&self) -> Result<u64, EngineError> {
-        Ok(self
-            .list()?
+    /// The durable counter: the highest seq of any record (see [`seq`]).
+    fn max_record_seq(&self) -> Result<u64, crate::store::StoreError> {
+        Ok(record::read_all(&self.dir)?
             .iter()
             .map(|r| r.transition_seq)
             .max()

@@ -44,6 +44,9 @@ pub const PANE: &str = "DROVER_PANE";
 pub const LOOP_CHILD: &str = "DROVER_LOOP_CHILD";
 /// Stands in for the boot id (tests simulate a reboot with it).
 pub const BOOT_ID: &str = "DROVER_BOOT_ID";
+/// A test's crash point: the engine's writer kills itself (SIGKILL) at the
+/// N-th crash point it passes (src/engine/crash.rs).
+pub const ENGINE_CRASH_AT: &str = "DROVER_ENGINE_CRASH_AT";
 /// How long a store lock is waited for, in ms.
 pub const LOCK_WAIT_MS: &str = "DROVER_LOCK_WAIT_MS";
 /// Shadow autocomplete on or off.

@@ -6,6 +6,17 @@ use std::path::Path;
 /// Atomically replace `path` with `bytes`: temp file in the same dir, fsync,
 /// rename, fsync the directory.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    write_bytes_atomic_steps(path, bytes, &mut |_| {})
+}
+
+/// [`write_bytes_atomic`], calling `step` after each of its durable steps
+/// (`"written"`, `"synced"`, `"renamed"`, `"dir synced"`): the engine's
+/// crash points (a test stops the writer between any two of them).
+pub fn write_bytes_atomic_steps(
+    path: &Path,
+    bytes: &[u8],
+    step: &mut dyn FnMut(&'static str),
+) -> Result<(), StoreError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -24,10 +35,15 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let mut f = super::open_private(&tmp, OpenOptions::new().write(true).create_new(true))?;
         f.write_all(bytes)
             .map_err(|e| StoreError::io("write", &tmp, e))?;
+        step("written");
         f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;
+        step("synced");
         drop(f);
         fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
-        sync_dir(dir)
+        step("renamed");
+        sync_dir(dir)?;
+        step("dir synced");
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -40,12 +56,21 @@ pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
     path: &Path,
     value: &T,
 ) -> Result<(), StoreError> {
+    write_json_atomic_steps(path, value, &mut |_| {})
+}
+
+/// [`write_json_atomic`] with [`write_bytes_atomic_steps`]'s `step`.
+pub fn write_json_atomic_steps<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+    step: &mut dyn FnMut(&'static str),
+) -> Result<(), StoreError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StoreError::Serialize {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
     bytes.push(b'\n');
-    write_bytes_atomic(path, &bytes)
+    write_bytes_atomic_steps(path, &bytes, step)
 }
 
 /// Read a JSON document; `Ok(None)` when it does not exist, `Corrupt` when it

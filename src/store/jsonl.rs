@@ -91,7 +91,9 @@ fn read_back(
 
 /// Append one record as one line with a single `write` call, under the lock
 /// beside the log, after applying the torn-tail rule to what is there.
-/// `durable` fsyncs before returning.
+/// `durable` fsyncs before returning, after the lock is released: the next
+/// appender need not wait for this one's disk flush, and writers appending
+/// together share one (group commit).
 pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     path: &Path,
     record: &T,
@@ -105,7 +107,7 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     if let Some(dir) = path.parent() {
         super::create_private_dir(dir)?;
     }
-    let _guard = super::lock_beside(path)?;
+    let guard = super::lock_beside(path)?;
     let mut f = super::open_private(
         path,
         OpenOptions::new().create(true).read(true).append(true),
@@ -117,12 +119,13 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     }
     f.write_all(&line)
         .map_err(|e| StoreError::io("append", path, e))?;
+    if let Ok(md) = f.metadata() {
+        remember_checked(path, &md, md.len());
+    }
+    drop(guard);
     if durable {
         f.sync_data()
             .map_err(|e| StoreError::io("fsync", path, e))?;
-    }
-    if let Ok(md) = f.metadata() {
-        remember_checked(path, &md, md.len());
     }
     Ok(())
 }

@@ -13,7 +13,10 @@ mod private;
 mod sweep;
 mod tail;
 
-pub use atomic::{read_json, write_bytes_atomic, write_json_atomic};
+pub use atomic::{
+    read_json, write_bytes_atomic, write_bytes_atomic_steps, write_json_atomic,
+    write_json_atomic_steps,
+};
 pub use jsonl::{JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl};
 pub use lock::{
     LOCK_WAIT, LOCK_WAIT_ENV, LockGuard, holder_of, lock_beside, lock_path_for, lock_wait,

@@ -15,6 +15,7 @@ mod data_integrity;
 mod demo;
 mod dry_runs;
 mod engine_cli;
+mod engine_crash;
 mod engine_lock;
 mod engine_props;
 mod engine_races;

@@ -1,0 +1,162 @@
+//! The seq counter without a durable write of its own.
+//!
+//! `transition_seq` is global to the state dir, and a committed seq is never
+//! given out again. Every record carries the seq of its last transition and
+//! records are never deleted, so the highest seq of any record is the last
+//! one committed: the records are the durable counter. Scanning them on every
+//! transition would cost a read per job, so the last seq given out is kept in
+//! `jobs/seq.hint` as well, written in place and never fsynced, with the boot
+//! it was written in and a checksum:
+//!
+//! - it is written under `registry.lock` *before* the record, so within a
+//!   boot it is never behind a record (a `kill -9` between the two leaves a
+//!   gap, never a seq used twice; the page cache survives a killed process);
+//! - it is trusted only in the boot that wrote it: after a reboot (a power
+//!   loss may have kept a record and lost the hint) the records are scanned
+//!   again, under the lock, and the hint rewritten;
+//! - a hint that does not check (torn, edited, missing) is scanned around the
+//!   same way, so it can cost time but never a reused seq.
+//!
+//! A state dir from before keeps its counter in `seq.json` (written before each
+//! record, durably). The first scan takes the highest of it and of the
+//! records, writes the hint and removes `seq.json`: a stale `seq.json` left
+//! behind would make an older drover reuse seqs, one that is missing makes it
+//! scan the records as this one does.
+
+use crate::store::{StoreError, read_json};
+use serde::Deserialize;
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// The hint's file name in `jobs/`.
+pub const HINT_FILE: &str = "seq.hint";
+/// The counter of state dirs written before the hint.
+pub const LEGACY_FILE: &str = "seq.json";
+
+#[derive(Deserialize)]
+struct LegacyDoc {
+    last_seq: u64,
+}
+
+/// `<seq, 20 digits> <boot id> <checksum, 16 hex digits>\n`: one length for
+/// every seq of a boot, so a rewrite covers the whole of the last one.
+fn encode(seq: u64, boot: &str) -> String {
+    let body = format!("{seq:020} {boot}");
+    format!("{body} {:016x}\n", fnv1a(body.as_bytes()))
+}
+
+/// The seq of a hint written in `boot`, if it checks.
+fn decode(bytes: &[u8], boot: &str) -> Option<u64> {
+    let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    let (body, sum) = text.rsplit_once(' ')?;
+    if u64::from_str_radix(sum, 16).ok()? != fnv1a(body.as_bytes()) {
+        return None;
+    }
+    let (seq, written_in) = body.split_once(' ')?;
+    (written_in == boot).then(|| seq.parse().ok()).flatten()
+}
+
+/// FNV-1a, 64 bits: enough to tell a torn or edited hint from a whole one.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    crate::paths::fnv1a64(bytes)
+}
+
+/// This boot's id; empty where the kernel does not say, and then no hint is
+/// ever trusted (every transition scans).
+fn boot() -> &'static str {
+    static BOOT: OnceLock<String> = OnceLock::new();
+    BOOT.get_or_init(crate::procfs::boot_id)
+}
+
+/// The last seq given out in `dir`. Call under `registry.lock`. `scan` gives
+/// the highest seq of any record; it runs only when the hint is not valid,
+/// and then the hint is rewritten (and a legacy `seq.json` folded in and removed).
+pub fn last(dir: &Path, scan: impl FnOnce() -> Result<u64, StoreError>) -> Result<u64, StoreError> {
+    let path = dir.join(HINT_FILE);
+    let boot = boot();
+    if !boot.is_empty() {
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                if let Some(seq) = decode(&bytes, boot) {
+                    return Ok(seq);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(StoreError::Io {
+                    op: "read",
+                    path,
+                    source: e,
+                });
+            }
+        }
+    }
+    let legacy_path = dir.join(LEGACY_FILE);
+    let legacy = read_json::<LegacyDoc>(&legacy_path)?.map_or(0, |d| d.last_seq);
+    let last = legacy.max(scan()?);
+    if !boot.is_empty() {
+        write(dir, last)?;
+    }
+    if legacy > 0 || legacy_path.exists() {
+        match std::fs::remove_file(&legacy_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(StoreError::Io {
+                    op: "remove",
+                    path: legacy_path,
+                    source: e,
+                });
+            }
+        }
+        tracing::info!(last_seq = last, "seq.json folded into seq.hint");
+    }
+    Ok(last)
+}
+
+/// Record `seq` as the last given out. Call under `registry.lock`, before the
+/// record that carries it is written. One `pwrite`, no fsync (see the module doc).
+pub fn write(dir: &Path, seq: u64) -> Result<(), StoreError> {
+    let path = dir.join(HINT_FILE);
+    let line = encode(seq, boot());
+    let io = |op, e| StoreError::Io {
+        op,
+        path: path.clone(),
+        source: e,
+    };
+    let f = crate::store::open_private(
+        &path,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )?;
+    f.write_all_at(line.as_bytes(), 0)
+        .map_err(|e| io("write", e))?;
+    let len = f.metadata().map_err(|e| io("stat", e))?.len();
+    if len != line.len() as u64 {
+        f.set_len(line.len() as u64)
+            .map_err(|e| io("truncate", e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hint_checks_only_whole_and_in_its_boot() {
+        let line = encode(42, "boot-a");
+        assert_eq!(decode(line.as_bytes(), "boot-a"), Some(42));
+        assert_eq!(decode(line.as_bytes(), "boot-b"), None, "another boot");
+        // Torn: the start of a newer hint over the end of this one.
+        let newer = encode(100, "boot-a");
+        let torn = format!("{}{}", &newer[..19], &line[19..]);
+        assert_eq!(decode(torn.as_bytes(), "boot-a"), None, "torn");
+        assert_eq!(decode(b"", "boot-a"), None);
+        assert_eq!(decode(&line.as_bytes()[..10], "boot-a"), None);
+    }
+}

@@ -340,10 +340,10 @@ const PARSE_QUEUE: usize = 16;
 /// Chunks parsed under one lock acquisition at most (128 KiB, as before
 /// reads were gathered: how long a reader of the screen may wait).
 const PARSE_BATCH: usize = 2;
-/// A chunk handed to the parser gathers the PTY's reads (at most 4 KiB each:
-/// the line discipline's buffer) while more output is already waiting, up
-/// to this size: one hand-over, one allocation and at most one wake-up of
-/// the parser per chunk instead of per read (docs/performance.md, "Ingest").
+/// While the parser is busy and more output is already waiting, the PTY's
+/// reads (at most 4 KiB each: the line discipline's buffer) are gathered
+/// into one chunk of up to this size: one hand-over and one allocation per
+/// chunk instead of per read (docs/performance.md, "Ingest").
 const CHUNK: usize = 64 * 1024;
 
 /// The reading half: drain the PTY as fast as it fills, so the app is never
@@ -379,7 +379,10 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
             continue;
         }
         let waiting = !eof && reader.more_waiting();
-        if waiting && len < CHUNK {
+        // Gather only while the parser is busy with earlier chunks: an idle
+        // parser gets each read at once, so the two threads never wait on
+        // each other's batches.
+        if waiting && len < CHUNK && queued.load(Ordering::Acquire) > 0 {
             continue;
         }
         queued.fetch_add(1, Ordering::AcqRel);

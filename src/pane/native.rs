@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// How long kill waits for a SIGKILLed group to be reaped.
 const REAP_TIMEOUT: Duration = Duration::from_secs(3);
-const READ_BUF: usize = 64 * 1024;
+/// The reader's buffer: a chunk, and room for one more PTY read.
+const READ_BUF: usize = CHUNK + 4096;
 /// While output keeps coming, wake the pane's watchers at most this often
 /// (always at the end of a burst). Must stay below the detector's burst-quiet
 /// time (2 ms) so a flood still reads as one continuous burst; saves a
@@ -332,11 +333,18 @@ impl NativePane {
     }
 }
 
-/// Chunks read but not yet parsed, at most: bounds memory when the parser
-/// falls behind a flood (the PTY then pushes back on the app, as a terminal does).
-const PARSE_QUEUE: usize = 256;
-/// Chunks parsed under one lock acquisition at most.
-const PARSE_BATCH: usize = 32;
+/// Chunks read but not yet parsed, at most: bounds memory (to 1 MiB) when the
+/// parser falls behind a flood (the PTY then pushes back on the app, as a
+/// terminal does).
+const PARSE_QUEUE: usize = 16;
+/// Chunks parsed under one lock acquisition at most (128 KiB, as before
+/// reads were gathered: how long a reader of the screen may wait).
+const PARSE_BATCH: usize = 2;
+/// While the parser is busy and more output is already waiting, the PTY's
+/// reads (at most 4 KiB each: the line discipline's buffer) are gathered
+/// into one chunk of up to this size: one hand-over and one allocation per
+/// chunk instead of per read (docs/performance.md, "Ingest").
+const CHUNK: usize = 64 * 1024;
 
 /// The reading half: drain the PTY as fast as it fills, so the app is never
 /// held up by parsing, and hand the bytes to the parser in order.
@@ -351,23 +359,38 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
             .spawn(move || parser_loop(pane, generation, rx, q, m))
     };
     let mut buf = vec![0u8; READ_BUF];
-    loop {
-        let n = match reader.read.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
+    let mut len = 0;
+    let mut eof = false;
+    while !eof {
+        match reader.read.read(&mut buf[len..]) {
+            Ok(0) => eof = true,
+            Ok(n) => len += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                reader.wait_readable();
-                continue;
+                if len == 0 {
+                    reader.wait_readable();
+                    continue;
+                }
             }
             // EIO once every slave fd is closed: the normal end.
-            Err(_) => break,
-        };
+            Err(_) => eof = true,
+        }
+        if len == 0 {
+            continue;
+        }
+        let waiting = !eof && reader.more_waiting();
+        // Gather only while the parser is busy with earlier chunks: an idle
+        // parser gets each read at once, so the two threads never wait on
+        // each other's batches.
+        if waiting && len < CHUNK && queued.load(Ordering::Acquire) > 0 {
+            continue;
+        }
         queued.fetch_add(1, Ordering::AcqRel);
-        more.store(reader.more_waiting(), Ordering::Release);
-        if tx.send(buf[..n].to_vec()).is_err() {
+        more.store(waiting, Ordering::Release);
+        if tx.send(buf[..len].to_vec()).is_err() {
             return;
         }
+        len = 0;
     }
     drop(tx);
     if let Ok(h) = parser {

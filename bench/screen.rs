@@ -1,0 +1,97 @@
+//! Screen-model benchmark (docs/performance.md, "Ingest"): the parsing half of
+//! the ingest path without a PTY. The bytes `bench/ingest` feeds a pane (the
+//! generator's output, with the PTY's `onlcr` applied) go through, in 4 KiB
+//! chunks as the reader hands them over:
+//!   vte     vte's parser with a `Perform` that does nothing: the floor of any
+//!           screen model built on it
+//!   screen  drover's screen model (`Screen::process`)
+//! and the ratio screen/vte is printed.
+//!
+//! `cargo bench --bench screen [-- --mib 64 --runs 5]`
+
+use std::time::Instant;
+
+use drover::screen::Screen;
+
+/// What the PTY reader hands the parser at most per read.
+const CHUNK: usize = 4095;
+
+struct Noop(u64);
+
+impl vte::Perform for Noop {
+    fn print(&mut self, c: char) {
+        self.0 = self.0.wrapping_add(c as u64);
+    }
+    fn execute(&mut self, b: u8) {
+        self.0 = self.0.wrapping_add(u64::from(b));
+    }
+    fn csi_dispatch(&mut self, p: &vte::Params, _: &[u8], _: bool, c: char) {
+        self.0 = self.0.wrapping_add(p.len() as u64 + c as u64);
+    }
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mib = arg(&args, "--mib", 64);
+    let runs = arg(&args, "--runs", 5).max(1);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("perl")
+        .arg(format!("{root}/bench/ingest-gen.pl"))
+        .arg((mib * 1024 * 1024).to_string())
+        .output()
+        .expect("bench/screen: perl bench/ingest-gen.pl");
+    // The PTY's line discipline turns each \n into \r\n.
+    let mut data = Vec::with_capacity(out.stdout.len() * 21 / 20);
+    for &b in &out.stdout {
+        if b == b'\n' {
+            data.push(b'\r');
+        }
+        data.push(b);
+    }
+    let (mut vte_t, mut screen_t) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut p = vte::Parser::new();
+        let mut n = Noop(0);
+        for c in data.chunks(CHUNK) {
+            p.advance(&mut n, c);
+        }
+        std::hint::black_box(n.0);
+        vte_t.push(t.elapsed().as_secs_f64());
+
+        let t = Instant::now();
+        let mut s = Screen::new(120, 40);
+        for c in data.chunks(CHUNK) {
+            s.process(c);
+        }
+        std::hint::black_box(s.bytes());
+        screen_t.push(t.elapsed().as_secs_f64());
+    }
+    let (v, s) = (median(&mut vte_t), median(&mut screen_t));
+    let mb = data.len() as f64 / 1e6;
+    println!(
+        "screen model, {mib} MiB of bench/ingest output in {CHUNK}-byte chunks, median of {runs} (load {})",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split(' ')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!("  vte alone (no grid)  {v:7.3} s  {:7.1} MB/s", mb / v);
+    println!("  drover screen model  {s:7.3} s  {:7.1} MB/s", mb / s);
+    println!("  screen/vte  {:.2}", s / v);
+}

@@ -57,6 +57,42 @@ fn wait_screen(d: &Drover, what: &str, ok: impl Fn(&str) -> bool) -> String {
 }
 
 /// `loop status 1 --json`'s state.
+/// A sim run of three tasks on a fresh board (4 lanes, a pool of 1, a
+/// gate that passes), its loop process and the log it writes.
+fn start_sim_run(d: &Drover) -> (std::process::Child, PathBuf) {
+    let (repo, charter) = loop_common::board_repo(d, 3, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    let root = d.scratch();
+    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
+    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    std::fs::write(&rev, REVIEWER_PASS).unwrap();
+    let log = root.join("loop.log");
+    let (r, c, i, v) = (
+        repo.display().to_string(),
+        charter.display().to_string(),
+        imp.display().to_string(),
+        rev.display().to_string(),
+    );
+    let child = spawn_loop(
+        d,
+        &[
+            "loop",
+            "run",
+            "--repo",
+            &r,
+            "--charter",
+            &c,
+            "--sim-implementer",
+            &i,
+            "--sim-reviewer",
+            &v,
+            "--backend",
+            "native",
+        ],
+        &log,
+    );
+    (child, log)
+}
+
 fn status(d: &Drover) -> String {
     let v: serde_json::Value =
         serde_json::from_str(&d.ok(&["loop", "status", "1", "--json"])).unwrap_or_default();
@@ -76,36 +112,7 @@ fn task<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 #[test]
 fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
     let d = Drover::new().native();
-    let (repo, charter) = loop_common::board_repo(&d, 3, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
-    let root = d.scratch();
-    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
-    std::fs::write(&imp, IMPLEMENTER).unwrap();
-    std::fs::write(&rev, REVIEWER_PASS).unwrap();
-    let log = root.join("loop.log");
-    let (r, c, i, v) = (
-        repo.display().to_string(),
-        charter.display().to_string(),
-        imp.display().to_string(),
-        rev.display().to_string(),
-    );
-    let mut child = spawn_loop(
-        &d,
-        &[
-            "loop",
-            "run",
-            "--repo",
-            &r,
-            "--charter",
-            &c,
-            "--sim-implementer",
-            &i,
-            "--sim-reviewer",
-            &v,
-            "--backend",
-            "native",
-        ],
-        &log,
-    );
+    let (mut child, log) = start_sim_run(&d);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
@@ -272,36 +279,7 @@ fn cpu_ticks(pid: i32) -> u64 {
 #[ignore = "a 30 s measurement; run with --ignored --nocapture"]
 fn top_idle_cpu_with_a_paused_run() {
     let d = Drover::new().native();
-    let (repo, charter) = loop_common::board_repo(&d, 3, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
-    let root = d.scratch();
-    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
-    std::fs::write(&imp, IMPLEMENTER).unwrap();
-    std::fs::write(&rev, REVIEWER_PASS).unwrap();
-    let log = root.join("loop.log");
-    let (r, c, i, v) = (
-        repo.display().to_string(),
-        charter.display().to_string(),
-        imp.display().to_string(),
-        rev.display().to_string(),
-    );
-    let mut child = spawn_loop(
-        &d,
-        &[
-            "loop",
-            "run",
-            "--repo",
-            &r,
-            "--charter",
-            &c,
-            "--sim-implementer",
-            &i,
-            "--sim-reviewer",
-            &v,
-            "--backend",
-            "native",
-        ],
-        &log,
-    );
+    let (mut child, _log) = start_sim_run(&d);
     assert!(wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
         == "implementing"));
     d.ok(&["loop", "control", "1", "pause"]);

@@ -192,7 +192,7 @@ fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), Dispatch
 
 /// With a registry, the session must be one of its sessions.
 fn check_session(state_dir: &Path, session: &str) -> Result<(), DispatchError> {
-    let Ok(Some(reg)) = crate::registry::load(state_dir) else {
+    let Ok(Some(reg)) = crate::registry::load(crate::statedir::StateDir::new(state_dir)) else {
         return Ok(());
     };
     if reg.session(session).is_some() {
@@ -325,7 +325,7 @@ pub fn dispatch(
             req.expected_status = Some(crate::engine::Status::Running);
             engine.transition(&req)?;
             crate::registry::events::emit_quiet(
-                state_dir,
+                crate::statedir::StateDir::new(state_dir),
                 "job.not_delivered",
                 json!({"job_id": spec.job_id, "attempt_id": attempt_id, "pane": spec.pane}),
             );
@@ -369,7 +369,7 @@ pub fn dispatch(
         autocomplete: spec.autocomplete,
     })?;
     crate::registry::events::emit_quiet(
-        state_dir,
+        crate::statedir::StateDir::new(state_dir),
         "job.dispatched",
         json!({"job_id": spec.job_id, "attempt_id": attempt_id, "session_id": spec.session_id,
                "pane": spec.pane, "pane_generation": generation, "autocomplete": spec.autocomplete}),

@@ -149,7 +149,7 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     git(repo, &["add", "README.md"])?;
     git(repo, &["commit", "-q", "-m", "initial"])?;
     drover::registry::init(
-        &d.state_dir,
+        drover::statedir::StateDir::new(&d.state_dir),
         &drover::registry::InitRequest {
             topology: drover::registry::Topology::FourRole,
             agent_mix: None,

@@ -75,11 +75,13 @@ pub fn run(a: EventsArgs, state: &std::path::Path, ctx: &Ctx) -> anyhow::Result<
         return follow(a, ctx);
     }
     let map = |e: registry::RegistryError| fail(e.exit_code(), e.to_string());
-    let r = events::read(state).map_err(map)?;
+    let r = events::read(drover::statedir::StateDir::new(state)).map_err(map)?;
     if r.torn_tail {
         eprintln!(
             "drover: warning: skipped a torn last line in {}",
-            registry::events_path(state).display()
+            drover::statedir::StateDir::new(state)
+                .registry_events()
+                .display()
         );
     }
     let kept: Vec<&events::Event> = r

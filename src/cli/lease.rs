@@ -146,7 +146,7 @@ pub fn run(
                 files,
                 ttl_s,
             };
-            let o = lease::claim(state, &req, now).map_err(map)?;
+            let o = lease::claim(drover::statedir::StateDir::new(state), &req, now).map_err(map)?;
             let (lease::ClaimOutcome::Claimed(l) | lease::ClaimOutcome::Renewed(l)) = &o;
             if let Some(w) = &l.worktree
                 && !std::path::Path::new(w).is_dir()
@@ -168,7 +168,8 @@ pub fn run(
             Ok(exit::OK)
         }
         LeaseCmd::Release { task, force } => {
-            let o = lease::release(state, &task, force, now).map_err(map)?;
+            let o = lease::release(drover::statedir::StateDir::new(state), &task, force, now)
+                .map_err(map)?;
             out(&match o {
                 lease::ReleaseOutcome::Released => format!("released the lease of {task}\n"),
                 lease::ReleaseOutcome::NotHeld => {
@@ -179,7 +180,8 @@ pub fn run(
         }
         LeaseCmd::Borrow { task, agent } => {
             let agent = Agent::from(agent);
-            let o = lease::borrow(state, &task, agent, now).map_err(map)?;
+            let o = lease::borrow(drover::statedir::StateDir::new(state), &task, agent, now)
+                .map_err(map)?;
             out(&match o {
                 lease::LendOutcome::Changed => format!("{agent} borrowed the lease of {task}\n"),
                 lease::LendOutcome::Unchanged => {
@@ -190,7 +192,8 @@ pub fn run(
         }
         LeaseCmd::Return { task, agent } => {
             let agent = Agent::from(agent);
-            let o = lease::give_back(state, &task, agent, now).map_err(map)?;
+            let o = lease::give_back(drover::statedir::StateDir::new(state), &task, agent, now)
+                .map_err(map)?;
             out(&match o {
                 lease::LendOutcome::Changed => format!("{agent} returned the lease of {task}\n"),
                 lease::LendOutcome::Unchanged => format!("the lease of {task} was not borrowed\n"),
@@ -198,7 +201,7 @@ pub fn run(
             Ok(exit::OK)
         }
         LeaseCmd::Ls { json } => {
-            let leases = lease::list(state, now).map_err(map)?;
+            let leases = lease::list(drover::statedir::StateDir::new(state), now).map_err(map)?;
             if json {
                 json_line(&leases)?;
             } else {
@@ -208,7 +211,9 @@ pub fn run(
         }
         LeaseCmd::Show { task, json } => {
             let task = task.get();
-            let Some(i) = lease::inspect(state, &task, now).map_err(map)? else {
+            let Some(i) =
+                lease::inspect(drover::statedir::StateDir::new(state), &task, now).map_err(map)?
+            else {
                 return Err(fail(exit::REFUSED, format!("no lease for task {task}")));
             };
             if json {
@@ -241,7 +246,8 @@ pub fn run(
                     ));
                 }
             };
-            let s = scope::check_scope(state, &task, &files, now).map_err(map)?;
+            let s = scope::check_scope(drover::statedir::StateDir::new(state), &task, &files, now)
+                .map_err(map)?;
             if json {
                 json_line(&s)?;
             } else if s.out_of_scope.is_empty() {

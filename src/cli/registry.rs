@@ -199,7 +199,8 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
                 agent: a.agent.map(Agent::from),
                 ttl_s: a.ttl_s,
             };
-            let s = heartbeat::heartbeat(&state, &req, now).map_err(map)?;
+            let s = heartbeat::heartbeat(drover::statedir::StateDir::new(&state), &req, now)
+                .map_err(map)?;
             if a.json {
                 json_line(&s)?;
             } else {
@@ -268,7 +269,7 @@ fn run_registry(
                 .transpose()
                 .map_err(map)?;
             let (outcome, reg) = registry::init(
-                state,
+                drover::statedir::StateDir::new(state),
                 &InitRequest {
                     topology,
                     agent_mix,
@@ -285,11 +286,14 @@ fn run_registry(
                     registry::InitOutcome::MixUpdated => "updated the agent mix of",
                     registry::InitOutcome::Replaced => "replaced",
                 };
-                let leases = lease::list(state, now).map_err(map)?;
+                let leases =
+                    lease::list(drover::statedir::StateDir::new(state), now).map_err(map)?;
                 out(&format!(
                     "{what} {} registry at {}\n\n{}",
                     reg.topology,
-                    registry::registry_path(state).display(),
+                    drover::statedir::StateDir::new(state)
+                        .registry_file()
+                        .display(),
                     view::registry(&reg, &leases, now)
                 ));
             }
@@ -297,7 +301,10 @@ fn run_registry(
         }
         RegistryCmd::Show { json } => {
             if json {
-                json_line(&registry::load_required(state).map_err(map)?)?;
+                json_line(
+                    &registry::load_required(drover::statedir::StateDir::new(state))
+                        .map_err(map)?,
+                )?;
             } else {
                 out(&view::show(state, now).map_err(map)?);
             }

@@ -73,7 +73,10 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 /// thread of this process, so it ends with it; a supervisor that is another
 /// process (this one failed to start) is left alone.
 fn reconcile_lanes_once_serving(state_dir: &std::path::Path, socket: &std::path::Path) {
-    if !drover::lane::lanes_path(state_dir).exists() {
+    if !drover::statedir::StateDir::new(state_dir)
+        .lanes_file()
+        .exists()
+    {
         return;
     }
     let (state_dir, socket) = (state_dir.to_path_buf(), socket.to_path_buf());

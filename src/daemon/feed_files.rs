@@ -143,7 +143,10 @@ pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
             crate::statedir::StateDir::new(&state_dir).decisions_log(),
             Source::Decisions,
         ),
-        Tail::new(crate::registry::events_path(&state_dir), Source::Registry),
+        Tail::new(
+            crate::statedir::StateDir::new(&state_dir).registry_events(),
+            Source::Registry,
+        ),
     ];
     let mut watched: Vec<(WatchDescriptor, usize)> = Vec::new();
     let dir_flags = AddWatchFlags::IN_MODIFY

@@ -237,9 +237,9 @@ pub fn check(
     if let Some(t) = task {
         registry::validate_id("--task", t)?;
     }
-    let reg = registry::load(state_dir)?;
-    let leases = lease::list(state_dir, now)?;
-    let audit = events::audit(state_dir).map_err(|e| e.to_string());
+    let reg = registry::load(crate::statedir::StateDir::new(state_dir))?;
+    let leases = lease::list(crate::statedir::StateDir::new(state_dir), now)?;
+    let audit = events::audit(crate::statedir::StateDir::new(state_dir)).map_err(|e| e.to_string());
     let report = evaluate(&GateInput {
         registry: reg.as_ref(),
         leases: &leases,
@@ -249,7 +249,7 @@ pub fn check(
         now,
     });
     events::emit_quiet(
-        state_dir,
+        crate::statedir::StateDir::new(state_dir),
         "gate.check",
         json!({"task": report.task, "verdict": report.verdict, "reasons": report.reasons.len(), "load_bearing": load_bearing}),
     );

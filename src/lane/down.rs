@@ -201,7 +201,7 @@ pub fn down(
         });
     }
     crate::registry::events::emit_quiet(
-        state_dir,
+        crate::statedir::StateDir::new(state_dir),
         "lane.down",
         json!({"lanes": out.iter().map(|o| json!({"lane_id": o.lane_id, "removed": o.removed})).collect::<Vec<_>>()}),
     );

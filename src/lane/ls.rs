@@ -136,8 +136,11 @@ pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>
     };
     let jobs = jobs_by_pane(state_dir);
     let now = chrono::Utc::now();
-    let leases = crate::registry::lease::list(state_dir, now).unwrap_or_default();
-    let reg = crate::registry::load(state_dir).ok().flatten();
+    let leases = crate::registry::lease::list(crate::statedir::StateDir::new(state_dir), now)
+        .unwrap_or_default();
+    let reg = crate::registry::load(crate::statedir::StateDir::new(state_dir))
+        .ok()
+        .flatten();
     Ok(doc
         .lanes
         .iter()

@@ -25,9 +25,7 @@ pub mod spawn;
 pub mod up;
 
 use crate::daemon::ClientError;
-pub use crate::registry::lanes::{
-    Desired, LaneRecord, LanesDoc, Phase, SCHEMA_VERSION, lanes_path,
-};
+pub use crate::registry::lanes::{Desired, LaneRecord, LanesDoc, Phase, SCHEMA_VERSION};
 use crate::registry::{Agent, RegistryError};
 use crate::store::{self, LockGuard, StoreError};
 use std::path::{Path, PathBuf};
@@ -107,7 +105,9 @@ pub fn branch_name(session_id: &str, agent: Agent) -> String {
 
 /// Read `lanes.json` (empty when there is none; corrupt is an error).
 pub fn load(state_dir: &Path) -> Result<LanesDoc, LaneError> {
-    Ok(crate::registry::lanes::read(state_dir)?)
+    Ok(crate::registry::lanes::read(
+        crate::statedir::StateDir::new(state_dir),
+    )?)
 }
 
 /// Change `lanes.json` under its lock.
@@ -115,7 +115,7 @@ pub fn update<R>(
     state_dir: &Path,
     f: impl FnOnce(&mut LanesDoc) -> Result<R, LaneError>,
 ) -> Result<R, LaneError> {
-    let path = lanes_path(state_dir);
+    let path = crate::statedir::StateDir::new(state_dir).lanes_file();
     let _lock = store::lock_beside(&path)?;
     let mut doc = load(state_dir)?;
     let out = f(&mut doc)?;
@@ -185,7 +185,7 @@ mod tests {
     fn a_missing_file_is_an_empty_doc_and_a_corrupt_one_an_error() {
         let d = tempfile::tempdir().unwrap();
         assert!(load(d.path()).unwrap().lanes.is_empty());
-        let p = lanes_path(d.path());
+        let p = crate::statedir::StateDir::new(d.path()).lanes_file();
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, "{not json").unwrap();
         assert!(matches!(load(d.path()), Err(LaneError::Store(_))));

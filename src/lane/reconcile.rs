@@ -338,7 +338,7 @@ pub fn run(state_dir: &Path, client: &mut Client, dry_run: bool) -> Result<Vec<R
     let rows = run_locked(state_dir, client, dry_run, None, &[])?;
     if !dry_run && rows.iter().any(|r| r.action.repairs()) {
         crate::registry::events::emit_quiet(
-            state_dir,
+            crate::statedir::StateDir::new(state_dir),
             "lane.reconcile",
             json!({"lanes": rows.iter().map(|r| json!({"lane_id": r.lane_id, "action": r.action.describe()})).collect::<Vec<_>>()}),
         );
@@ -497,7 +497,10 @@ pub fn start_pane(
 /// Run at supervisor start (from a thread of `drover serve`, once the socket
 /// answers): reconcile when there are lanes, logging the outcome.
 pub fn at_start(state_dir: &Path, client: &mut Client) {
-    if !super::lanes_path(state_dir).exists() {
+    if !crate::statedir::StateDir::new(state_dir)
+        .lanes_file()
+        .exists()
+    {
         return;
     }
     match run(state_dir, client, false) {

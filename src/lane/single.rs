@@ -173,7 +173,7 @@ fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), La
         Ok(())
     })?;
     crate::registry::events::emit_quiet(
-        state_dir,
+        crate::statedir::StateDir::new(state_dir),
         "lane.down",
         serde_json::json!({"lanes": [{"lane_id": lane_id, "removed": false}]}),
     );

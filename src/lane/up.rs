@@ -155,7 +155,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let main_changes = git::changes(&repo)?.len();
     let lanes = selected(req)?;
     registry::init(
-        state_dir,
+        crate::statedir::StateDir::new(state_dir),
         &registry::InitRequest {
             topology: req.topology,
             agent_mix: None,
@@ -313,7 +313,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let unchanged = rows.iter().filter(|r| !r.action.repairs()).count();
     if rows.iter().any(|r| r.action.repairs()) {
         registry::events::emit_quiet(
-            state_dir,
+            crate::statedir::StateDir::new(state_dir),
             "lane.up",
             json!({"lanes": ids, "base_ref": base_ref, "base_sha": base_sha, "backend": req.backend, "sim": req.sim}),
         );

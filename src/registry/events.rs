@@ -8,6 +8,7 @@
 
 use super::RegistryError;
 use super::redact::{Finding, Redactor};
+use crate::statedir::StateDir;
 use crate::store::{self, LockGuard};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -40,7 +41,7 @@ fn seq_lock_path(log: &Path) -> PathBuf {
 
 /// The redactor for this state dir: paths under the state dir and the lease
 /// worktrees may stay, every other absolute path goes.
-pub fn redactor(state_dir: &Path) -> Redactor {
+pub fn redactor(state_dir: &StateDir) -> Redactor {
     let mut roots = vec![state_dir.to_path_buf()];
     if let Ok(canon) = std::fs::canonicalize(state_dir) {
         roots.push(canon);
@@ -59,7 +60,7 @@ pub fn redactor(state_dir: &Path) -> Redactor {
 
 /// Append an event; returns its `seq`. `fields` must be an object or null; it
 /// is redacted before it is written.
-pub fn emit(state_dir: &Path, kind: &str, fields: Value) -> Result<u64, RegistryError> {
+pub fn emit(state_dir: &StateDir, kind: &str, fields: Value) -> Result<u64, RegistryError> {
     if kind.is_empty()
         || kind.len() > MAX_KIND_LEN
         || !kind
@@ -84,7 +85,7 @@ pub fn emit(state_dir: &Path, kind: &str, fields: Value) -> Result<u64, Registry
     let Value::Object(fields) = fields else {
         return Err(RegistryError::usage("fields", "must be a JSON object"));
     };
-    let log = super::events_path(state_dir);
+    let log = state_dir.registry_events();
     let _seq_lock = LockGuard::exclusive(&seq_lock_path(&log))?;
     let seq = last_seq(&log)? + 1;
     let ev = Event {
@@ -99,7 +100,7 @@ pub fn emit(state_dir: &Path, kind: &str, fields: Value) -> Result<u64, Registry
 
 /// [`emit`], logging instead of failing: for events that follow a change
 /// already made (the change must not be reported as failed).
-pub fn emit_quiet(state_dir: &Path, kind: &str, fields: Value) {
+pub fn emit_quiet(state_dir: &StateDir, kind: &str, fields: Value) {
     if let Err(e) = emit(state_dir, kind, fields) {
         tracing::warn!(kind, error = %e, "could not record event");
     }
@@ -124,8 +125,8 @@ fn store_io(op: &'static str, path: &Path, source: std::io::Error) -> RegistryEr
 }
 
 /// Every event, and whether a torn last line was skipped.
-pub fn read(state_dir: &Path) -> Result<store::JsonlRead<Event>, RegistryError> {
-    Ok(store::read_jsonl(&super::events_path(state_dir))?)
+pub fn read(state_dir: &StateDir) -> Result<store::JsonlRead<Event>, RegistryError> {
+    Ok(store::read_jsonl(&state_dir.registry_events())?)
 }
 
 /// A privacy finding in the log, located by `seq` (or line when a record has none).
@@ -138,8 +139,8 @@ pub struct AuditFinding {
 }
 
 /// The privacy audit of the whole log: every finding, never the offending value.
-pub fn audit(state_dir: &Path) -> Result<Vec<AuditFinding>, RegistryError> {
-    let log = super::events_path(state_dir);
+pub fn audit(state_dir: &StateDir) -> Result<Vec<AuditFinding>, RegistryError> {
+    let log = state_dir.registry_events();
     let r = store::read_jsonl::<Value>(&log)?;
     let red = redactor(state_dir);
     let mut out = Vec::new();
@@ -170,9 +171,9 @@ pub struct Follower {
 
 impl Follower {
     /// Follow the log of a state dir from its start.
-    pub fn new(state_dir: &Path) -> Follower {
+    pub fn new(state_dir: &StateDir) -> Follower {
         Follower {
-            path: super::events_path(state_dir),
+            path: state_dir.registry_events(),
             offset: 0,
             partial: Vec::new(),
             last_seq: 0,
@@ -249,18 +250,37 @@ mod tests {
     #[test]
     fn seq_counts_up_and_survives_a_torn_tail() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(emit(d.path(), "a", json!({"x": 1})).unwrap(), 1);
-        assert_eq!(emit(d.path(), "b", Value::Null).unwrap(), 2);
+        assert_eq!(
+            emit(
+                crate::statedir::StateDir::new(d.path()),
+                "a",
+                json!({"x": 1})
+            )
+            .unwrap(),
+            1
+        );
+        assert_eq!(
+            emit(crate::statedir::StateDir::new(d.path()), "b", Value::Null).unwrap(),
+            2
+        );
         use std::io::Write;
-        let log = super::super::events_path(d.path());
+        let log = StateDir::new(d.path()).registry_events();
         std::fs::OpenOptions::new()
             .append(true)
             .open(&log)
             .unwrap()
             .write_all(b"{\"seq\": 3, \"ki")
             .unwrap();
-        assert_eq!(emit(d.path(), "c", json!({"seq": 99})).unwrap(), 3);
-        let r = read(d.path()).unwrap();
+        assert_eq!(
+            emit(
+                crate::statedir::StateDir::new(d.path()),
+                "c",
+                json!({"seq": 99})
+            )
+            .unwrap(),
+            3
+        );
+        let r = read(crate::statedir::StateDir::new(d.path())).unwrap();
         assert!(!r.torn_tail);
         let seqs: Vec<_> = r.records.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 2, 3]);
@@ -270,21 +290,29 @@ mod tests {
     fn secrets_never_reach_the_log() {
         let d = tempfile::tempdir().unwrap();
         emit(
-            d.path(),
+            crate::statedir::StateDir::new(d.path()),
             "x",
             json!({"cmd": "export GH=ghp_ABCDEFGHIJKLMNOPQRSTUVWX0123"}),
         )
         .unwrap();
-        let text = std::fs::read_to_string(super::super::events_path(d.path())).unwrap();
+        let text = std::fs::read_to_string(StateDir::new(d.path()).registry_events()).unwrap();
         assert!(!text.contains("ABCDEFGHIJKLMNOP"), "{text}");
-        assert!(audit(d.path()).unwrap().is_empty());
+        assert!(
+            audit(crate::statedir::StateDir::new(d.path()))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
     fn bad_kind_is_a_usage_error() {
         let d = tempfile::tempdir().unwrap();
         assert!(matches!(
-            emit(d.path(), "Bad Kind", Value::Null),
+            emit(
+                crate::statedir::StateDir::new(d.path()),
+                "Bad Kind",
+                Value::Null
+            ),
             Err(RegistryError::Usage { .. })
         ));
     }
@@ -292,12 +320,12 @@ mod tests {
     #[test]
     fn follower_sees_only_complete_new_lines() {
         let d = tempfile::tempdir().unwrap();
-        let mut f = Follower::new(d.path());
+        let mut f = Follower::new(crate::statedir::StateDir::new(d.path()));
         assert!(f.poll().unwrap().is_empty());
-        emit(d.path(), "a", Value::Null).unwrap();
+        emit(crate::statedir::StateDir::new(d.path()), "a", Value::Null).unwrap();
         assert_eq!(f.poll().unwrap().len(), 1);
         assert!(f.poll().unwrap().is_empty());
-        emit(d.path(), "b", Value::Null).unwrap();
+        emit(crate::statedir::StateDir::new(d.path()), "b", Value::Null).unwrap();
         let got = f.poll().unwrap();
         assert_eq!(got[0].kind, "b");
     }

@@ -3,10 +3,10 @@
 
 use super::schema::{Agent, Registry, Session};
 use super::{RegistryError, validate_id};
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
-use std::path::Path;
 
 /// A heartbeat older than this is stale unless the heartbeat set its own TTL.
 pub const DEFAULT_TTL_S: u64 = 30 * 60;
@@ -130,7 +130,7 @@ pub fn apply(
 
 /// Record a heartbeat in `session_registry.json` (under its lock).
 pub fn heartbeat(
-    state_dir: &Path,
+    state_dir: &StateDir,
     req: &HeartbeatRequest,
     now: DateTime<Utc>,
 ) -> Result<Session, RegistryError> {

@@ -6,9 +6,10 @@
 
 use super::Agent;
 use crate::proto::Backend;
+use crate::statedir::StateDir;
 use crate::store::{self, StoreError};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The schema version of `lanes.json`.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -140,14 +141,9 @@ impl LanesDoc {
     }
 }
 
-/// `<state>/registry/lanes.json`.
-pub fn lanes_path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).lanes_file()
-}
-
 /// Read `lanes.json` (empty when there is none; corrupt is an error).
-pub fn read(state_dir: &Path) -> Result<LanesDoc, StoreError> {
-    let path = lanes_path(state_dir);
+pub fn read(state_dir: &StateDir) -> Result<LanesDoc, StoreError> {
+    let path = state_dir.lanes_file();
     let doc: Option<LanesDoc> = store::read_json(&path)?;
     let doc = doc.unwrap_or_default();
     if doc.schema_version != SCHEMA_VERSION {

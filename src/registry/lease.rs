@@ -12,6 +12,7 @@
 use super::schema::Agent;
 use super::worktree::{self, WorktreeCheck};
 use super::{RegistryError, validate_id};
+use crate::statedir::StateDir;
 use crate::store;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -107,8 +108,8 @@ fn parse(path: &Path, v: Value) -> Result<LeaseDoc, RegistryError> {
 }
 
 /// Read `leases.json` as stored (`None` when absent).
-pub fn load(state_dir: &Path) -> Result<Option<LeaseDoc>, RegistryError> {
-    let path = super::leases_path(state_dir);
+pub fn load(state_dir: &StateDir) -> Result<Option<LeaseDoc>, RegistryError> {
+    let path = state_dir.leases_file();
     match store::read_json::<Value>(&path)? {
         Some(v) => parse(&path, v).map(Some),
         None => Ok(None),
@@ -148,7 +149,7 @@ pub fn refresh(doc: &mut LeaseDoc, now: DateTime<Utc>, inspect: Inspector<'_>) -
 }
 
 /// The leases with their states brought up to date, without writing.
-pub fn list(state_dir: &Path, now: DateTime<Utc>) -> Result<Vec<Lease>, RegistryError> {
+pub fn list(state_dir: &StateDir, now: DateTime<Utc>) -> Result<Vec<Lease>, RegistryError> {
     let mut doc = load(state_dir)?.unwrap_or_default();
     refresh(&mut doc, now, &git_inspector());
     Ok(doc.leases)
@@ -158,11 +159,11 @@ pub fn list(state_dir: &Path, now: DateTime<Utc>) -> Result<Vec<Lease>, Registry
 /// closure's error aborts without writing, unless a lease just moved to
 /// `recovery-needed`: that is stored either way.
 pub(super) fn update<R>(
-    state_dir: &Path,
+    state_dir: &StateDir,
     now: DateTime<Utc>,
     f: impl FnOnce(&mut LeaseDoc) -> Result<R, RegistryError>,
 ) -> Result<R, RegistryError> {
-    let path = super::leases_path(state_dir);
+    let path = state_dir.leases_file();
     let _lock = store::lock_beside(&path)?;
     let mut doc = match store::read_json::<Value>(&path)? {
         Some(v) => parse(&path, v)?,
@@ -309,7 +310,7 @@ fn resolve_path(abs: &Path) -> PathBuf {
 
 /// Claim the write lease for a task (or renew it for its owner).
 pub fn claim(
-    state_dir: &Path,
+    state_dir: &StateDir,
     req: &ClaimRequest,
     now: DateTime<Utc>,
 ) -> Result<ClaimOutcome, RegistryError> {
@@ -453,7 +454,7 @@ pub enum ReleaseOutcome {
 
 /// Release a task's lease. A borrowed or recovery-needed lease needs `force`.
 pub fn release(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: &str,
     force: bool,
     now: DateTime<Utc>,
@@ -507,7 +508,7 @@ pub struct Inspection {
 
 /// The task's lease and what its worktree looks like now.
 pub fn inspect(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<Inspection>, RegistryError> {

@@ -5,10 +5,10 @@
 use super::lease::{LeaseState, update};
 use super::schema::Agent;
 use super::{RegistryError, validate_id};
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
-use std::path::Path;
 
 /// Whether a borrow or return changed anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -20,7 +20,7 @@ pub enum LendOutcome {
 }
 
 fn lend(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: &str,
     agent: Agent,
     borrow: bool,
@@ -69,7 +69,7 @@ fn lend(
 
 /// Lend the task's lease to one agent; refused while the other holds it.
 pub fn borrow(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: &str,
     agent: Agent,
     now: DateTime<Utc>,
@@ -79,7 +79,7 @@ pub fn borrow(
 
 /// Give a borrowed lease back.
 pub fn give_back(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: &str,
     agent: Agent,
     now: DateTime<Utc>,

@@ -4,6 +4,7 @@
 
 use super::schema::Agent;
 use super::{RegistryError, validate_id};
+use crate::statedir::StateDir;
 use crate::store;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -308,8 +309,8 @@ pub fn next_agent(target: MixTarget, skew_wu: f64, session: Option<Spent>) -> Ag
 }
 
 /// Read `agent_mix.json` (`None` when absent).
-pub fn load(state_dir: &Path) -> Result<Option<MixLedger>, RegistryError> {
-    let path = super::mix_path(state_dir);
+pub fn load(state_dir: &StateDir) -> Result<Option<MixLedger>, RegistryError> {
+    let path = state_dir.mix_file();
     let Some(v) = store::read_json::<serde_json::Value>(&path)? else {
         return Ok(None);
     };
@@ -323,11 +324,11 @@ fn parse_ledger(path: &Path, v: serde_json::Value) -> Result<MixLedger, Registry
 /// Change the ledger under its lock. `policy` (the registry's, when there is
 /// one) replaces the stored policy.
 pub fn update<R>(
-    state_dir: &Path,
+    state_dir: &StateDir,
     policy: Option<&MixPolicy>,
     f: impl FnOnce(&mut MixLedger) -> R,
 ) -> Result<(R, MixLedger), RegistryError> {
-    let path = super::mix_path(state_dir);
+    let path = state_dir.mix_file();
     let _lock = store::lock_beside(&path)?;
     let mut ledger = match store::read_json::<serde_json::Value>(&path)? {
         Some(v) => parse_ledger(&path, v)?,
@@ -355,7 +356,7 @@ pub struct RecordRequest {
 /// Append a ledger row; when a session is named, refresh its lanes'
 /// `wu_spent_rolling` in the registry.
 pub fn record(
-    state_dir: &Path,
+    state_dir: &StateDir,
     req: &RecordRequest,
     now: DateTime<Utc>,
 ) -> Result<MixReport, RegistryError> {
@@ -398,7 +399,7 @@ pub fn record(
 
 /// Set every lane's `wu_spent_rolling` from the ledger's window. The ledger is
 /// re-read under the registry lock so a late writer cannot store an old sum.
-fn refresh_lane_wu(state_dir: &Path) -> Result<(), RegistryError> {
+fn refresh_lane_wu(state_dir: &StateDir) -> Result<(), RegistryError> {
     super::update(state_dir, |reg| {
         let ledger = load(state_dir)?.unwrap_or_else(|| MixLedger::new(reg.agent_mix.clone()));
         for s in &mut reg.sessions {

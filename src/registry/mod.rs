@@ -49,40 +49,11 @@ pub use error::RegistryError;
 pub use schema::{Agent, Lane, Lanes, Registry, Session};
 pub use topology::{ShipGate, Topology};
 
+use crate::statedir::StateDir;
 use crate::store;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-
-/// `<state>/registry`.
-pub fn registry_dir(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).registry_dir()
-}
-
-/// `<state>/registry/session_registry.json`.
-pub fn registry_path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).registry_file()
-}
-
-/// `<state>/registry/leases.json`.
-pub fn leases_path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).leases_file()
-}
-
-/// `<state>/registry/agent_mix.json`.
-pub fn mix_path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).mix_file()
-}
-
-/// `<state>/registry/events.jsonl`.
-pub fn events_path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).registry_events()
-}
-
-/// `<state>/registry/assignments/<session_id>.md`.
-pub fn assignment_path(state_dir: &Path, session_id: &str) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).assignment(session_id)
-}
+use std::path::Path;
 
 /// Check an id-like argument (task, session, branch): 1-128 of
 /// `[A-Za-z0-9._/#:+@-]`, not starting with `-` or `/`, no `..`.
@@ -107,8 +78,8 @@ pub fn validate_id(field: &str, s: &str) -> Result<(), RegistryError> {
 }
 
 /// The registry, lifted to version 2; `None` when there is none. Never writes.
-pub fn load(state_dir: &Path) -> Result<Option<Registry>, RegistryError> {
-    let path = registry_path(state_dir);
+pub fn load(state_dir: &StateDir) -> Result<Option<Registry>, RegistryError> {
+    let path = state_dir.registry_file();
     match store::read_json::<Value>(&path)? {
         Some(v) => schema::parse(&path, v).map(Some),
         None => Ok(None),
@@ -116,19 +87,19 @@ pub fn load(state_dir: &Path) -> Result<Option<Registry>, RegistryError> {
 }
 
 /// The registry, or [`RegistryError::NotInitialised`].
-pub fn load_required(state_dir: &Path) -> Result<Registry, RegistryError> {
+pub fn load_required(state_dir: &StateDir) -> Result<Registry, RegistryError> {
     load(state_dir)?.ok_or_else(|| RegistryError::NotInitialised {
-        path: registry_path(state_dir),
+        path: state_dir.registry_file(),
     })
 }
 
 /// Change the registry under its lock and store it (as version 2). The
 /// closure's error aborts without writing.
 pub fn update<R>(
-    state_dir: &Path,
+    state_dir: &StateDir,
     f: impl FnOnce(&mut Registry) -> Result<R, RegistryError>,
 ) -> Result<R, RegistryError> {
-    let path = registry_path(state_dir);
+    let path = state_dir.registry_file();
     let _lock = store::lock_beside(&path)?;
     let Some(v) = store::read_json::<Value>(&path)? else {
         return Err(RegistryError::NotInitialised { path });
@@ -165,8 +136,11 @@ pub enum InitOutcome {
 /// stubs. A registry that is already there is left alone when it matches,
 /// refused when it does not (unless `force`), and never overwritten when it
 /// does not parse.
-pub fn init(state_dir: &Path, req: &InitRequest) -> Result<(InitOutcome, Registry), RegistryError> {
-    let path = registry_path(state_dir);
+pub fn init(
+    state_dir: &StateDir,
+    req: &InitRequest,
+) -> Result<(InitOutcome, Registry), RegistryError> {
+    let path = state_dir.registry_file();
     let (outcome, reg) = {
         let _lock = store::lock_beside(&path)?;
         let existing = match store::read_json::<Value>(&path)? {
@@ -207,7 +181,7 @@ pub fn init(state_dir: &Path, req: &InitRequest) -> Result<(InitOutcome, Registr
         }
         (outcome, reg)
     };
-    if outcome != InitOutcome::Unchanged || !mix_path(state_dir).exists() {
+    if outcome != InitOutcome::Unchanged || !state_dir.mix_file().exists() {
         mix::update(state_dir, Some(&reg.agent_mix), |_| ())?;
     }
     for s in &reg.sessions {
@@ -232,11 +206,11 @@ fn policy_for(target: Option<mix::MixTarget>, old: Option<&mix::MixPolicy>) -> m
 }
 
 fn write_assignment_stub(
-    state_dir: &Path,
+    state_dir: &StateDir,
     reg: &Registry,
     s: &Session,
 ) -> Result<(), RegistryError> {
-    let path = assignment_path(state_dir, &s.session_id);
+    let path = state_dir.assignment(&s.session_id);
     if path.exists() {
         return Ok(());
     }
@@ -305,22 +279,43 @@ mod tests {
             agent_mix: None,
             force: false,
         };
-        assert_eq!(init(d.path(), &req).unwrap().0, InitOutcome::Created);
-        assert_eq!(init(d.path(), &req).unwrap().0, InitOutcome::Unchanged);
+        assert_eq!(
+            init(crate::statedir::StateDir::new(d.path()), &req)
+                .unwrap()
+                .0,
+            InitOutcome::Created
+        );
+        assert_eq!(
+            init(crate::statedir::StateDir::new(d.path()), &req)
+                .unwrap()
+                .0,
+            InitOutcome::Unchanged
+        );
         let other = InitRequest {
             topology: Topology::ExpandedEight,
             ..req.clone()
         };
         assert!(matches!(
-            init(d.path(), &other),
+            init(crate::statedir::StateDir::new(d.path()), &other),
             Err(RegistryError::Refused { .. })
         ));
         let forced = InitRequest {
             force: true,
             ..other
         };
-        assert_eq!(init(d.path(), &forced).unwrap().0, InitOutcome::Replaced);
-        assert_eq!(load_required(d.path()).unwrap().sessions.len(), 8);
-        assert!(assignment_path(d.path(), "deep-reviewer").exists());
+        assert_eq!(
+            init(crate::statedir::StateDir::new(d.path()), &forced)
+                .unwrap()
+                .0,
+            InitOutcome::Replaced
+        );
+        assert_eq!(
+            load_required(crate::statedir::StateDir::new(d.path()))
+                .unwrap()
+                .sessions
+                .len(),
+            8
+        );
+        assert!(StateDir::new(d.path()).assignment("deep-reviewer").exists());
     }
 }

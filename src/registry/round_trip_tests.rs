@@ -4,7 +4,8 @@
 //! byte; a lease's expiry that is no time is kept and reads as past.
 
 use super::lease::{self, Expiry};
-use super::{leases_path, mix, mix_path};
+use super::mix;
+use crate::statedir::StateDir;
 use crate::store;
 use std::path::{Path, PathBuf};
 
@@ -15,9 +16,9 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// A state dir holding `text` at `path_of(state)`.
-fn state_with(path_of: fn(&Path) -> PathBuf, text: &[u8]) -> (tempfile::TempDir, PathBuf) {
+fn state_with(path_of: fn(&StateDir) -> PathBuf, text: &[u8]) -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
-    let p = path_of(d.path());
+    let p = path_of(StateDir::new(d.path()));
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, text).unwrap();
     (d, p)
@@ -36,8 +37,10 @@ fn at(s: &str) -> chrono::DateTime<chrono::Utc> {
 #[test]
 fn leases_written_before_read_as_times_and_write_back_the_same() {
     let text = std::fs::read(fixture("written_leases.json")).unwrap();
-    let (d, _) = state_with(leases_path, &text);
-    let doc = lease::load(d.path()).unwrap().unwrap();
+    let (d, _) = state_with(StateDir::leases_file, &text);
+    let doc = lease::load(crate::statedir::StateDir::new(d.path()))
+        .unwrap()
+        .unwrap();
     let times: Vec<_> = doc.leases.iter().map(|l| l.expires_at.time()).collect();
     assert_eq!(
         times,
@@ -55,8 +58,10 @@ fn leases_written_before_read_as_times_and_write_back_the_same() {
 fn an_unreadable_expiry_is_kept_and_reads_as_expired() {
     let text = std::fs::read_to_string(fixture("written_leases.json")).unwrap();
     let text = text.replace("2026-12-06T03:06:05Z", "next tuesday");
-    let (d, _) = state_with(leases_path, text.as_bytes());
-    let doc = lease::load(d.path()).unwrap().unwrap();
+    let (d, _) = state_with(StateDir::leases_file, text.as_bytes());
+    let doc = lease::load(crate::statedir::StateDir::new(d.path()))
+        .unwrap()
+        .unwrap();
     let l = &doc.leases[0];
     assert_eq!(l.expires_at, Expiry::Unreadable("next tuesday".into()));
     assert_eq!(l.expires_at.to_string(), "next tuesday");
@@ -64,7 +69,7 @@ fn an_unreadable_expiry_is_kept_and_reads_as_expired() {
     assert_eq!(rewritten(d.path(), &doc), text.as_bytes());
     // Brought up to date, it is expired (its lease names no worktree).
     let now = at("2026-12-06T01:00:00Z");
-    let listed = lease::list(d.path(), now).unwrap();
+    let listed = lease::list(crate::statedir::StateDir::new(d.path()), now).unwrap();
     assert_eq!(listed[0].state, lease::LeaseState::Expired);
     assert_eq!(listed[1].state, lease::LeaseState::Active);
 }
@@ -73,16 +78,20 @@ fn an_unreadable_expiry_is_kept_and_reads_as_expired() {
 fn an_expiry_that_is_no_text_is_refused_as_before() {
     let text = std::fs::read_to_string(fixture("written_leases.json")).unwrap();
     let text = text.replace("\"2026-12-06T03:06:05Z\"", "17");
-    let (d, p) = state_with(leases_path, text.as_bytes());
-    let e = lease::load(d.path()).unwrap_err().to_string();
+    let (d, p) = state_with(StateDir::leases_file, text.as_bytes());
+    let e = lease::load(crate::statedir::StateDir::new(d.path()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&p.display().to_string()), "{e}");
 }
 
 #[test]
 fn a_written_ledger_reads_its_time_and_writes_back_the_same() {
     let text = std::fs::read(fixture("written_agent_mix.json")).unwrap();
-    let (d, _) = state_with(mix_path, &text);
-    let ledger = mix::load(d.path()).unwrap().unwrap();
+    let (d, _) = state_with(StateDir::mix_file, &text);
+    let ledger = mix::load(crate::statedir::StateDir::new(d.path()))
+        .unwrap()
+        .unwrap();
     assert_eq!(ledger.updated_at, Some(at("2026-12-06T01:06:05.729Z")));
     assert_eq!(rewritten(d.path(), &ledger), text);
 }
@@ -91,9 +100,15 @@ fn a_written_ledger_reads_its_time_and_writes_back_the_same() {
 fn a_ledger_time_that_is_no_time_reads_as_none_and_the_next_write_sets_it() {
     let text = std::fs::read_to_string(fixture("written_agent_mix.json")).unwrap();
     let text = text.replace("2026-12-06T01:06:05.729Z", "garbled");
-    let (d, _) = state_with(mix_path, text.as_bytes());
-    assert_eq!(mix::load(d.path()).unwrap().unwrap().updated_at, None);
+    let (d, _) = state_with(StateDir::mix_file, text.as_bytes());
+    assert_eq!(
+        mix::load(crate::statedir::StateDir::new(d.path()))
+            .unwrap()
+            .unwrap()
+            .updated_at,
+        None
+    );
     let before = chrono::Utc::now() - chrono::Duration::seconds(1);
-    let ((), after) = mix::update(d.path(), None, |_| ()).unwrap();
+    let ((), after) = mix::update(crate::statedir::StateDir::new(d.path()), None, |_| ()).unwrap();
     assert!(after.updated_at.is_some_and(|t| t >= before), "{after:?}");
 }

@@ -2,9 +2,9 @@
 
 use super::lease::{check_file, list};
 use super::{RegistryError, validate_id};
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::path::Path;
 
 /// The answer of a scope check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -91,7 +91,7 @@ impl Scope {
 /// Check files against the task's lease. `Refused` when there is no lease;
 /// files out of scope are listed in the answer (see [`Scope::refusal`]).
 pub fn check_scope(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: &str,
     files: &[String],
     now: DateTime<Utc>,

@@ -57,8 +57,8 @@ pub fn show(
     state_dir: &std::path::Path,
     now: DateTime<Utc>,
 ) -> Result<String, super::RegistryError> {
-    let reg = super::load_required(state_dir)?;
-    let leases = super::lease::list(state_dir, now)?;
+    let reg = super::load_required(crate::statedir::StateDir::new(state_dir))?;
+    let leases = super::lease::list(crate::statedir::StateDir::new(state_dir), now)?;
     Ok(registry(&reg, &leases, now))
 }
 

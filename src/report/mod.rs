@@ -238,7 +238,7 @@ pub fn lane_job(state_dir: &Path, pane: &str) -> Result<Option<LaneJob>, ReportE
 
 /// The worktree of the lane's record, if the lane has one.
 fn lane_worktree(state_dir: &Path, lane: &str) -> Option<PathBuf> {
-    let doc = crate::registry::lanes::read(state_dir).ok()?;
+    let doc = crate::registry::lanes::read(crate::statedir::StateDir::new(state_dir)).ok()?;
     doc.lanes
         .into_iter()
         .find(|l| l.lane_id == lane)
@@ -247,7 +247,7 @@ fn lane_worktree(state_dir: &Path, lane: &str) -> Option<PathBuf> {
 
 /// The base the lane's worktree was made from (its lane record), if any.
 fn lane_base(state_dir: &Path, lane: &str) -> Option<String> {
-    let doc = crate::registry::lanes::read(state_dir).ok()?;
+    let doc = crate::registry::lanes::read(crate::statedir::StateDir::new(state_dir)).ok()?;
     doc.lanes
         .into_iter()
         .find(|l| l.lane_id == lane)

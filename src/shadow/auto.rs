@@ -185,7 +185,7 @@ fn transition(engine: &Engine, d: &ShadowDecision, p: Prepared) -> Result<Outcom
         Ok(_) => {
             if let Some(state_dir) = engine.dir().parent() {
                 crate::registry::events::emit_quiet(
-                    state_dir,
+                    crate::statedir::StateDir::new(state_dir),
                     "job.autocompleted",
                     serde_json::json!({"job_id": d.job_id, "attempt_id": d.attempt_id}),
                 );

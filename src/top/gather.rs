@@ -54,7 +54,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         }
         Err(e) => warnings.push(format!("decisions: {e}")),
     }
-    let leases = match lease::load(state_dir) {
+    let leases = match lease::load(crate::statedir::StateDir::new(state_dir)) {
         Ok(doc) => doc.map(|d| d.leases).unwrap_or_default(),
         Err(e) => {
             warnings.push(format!("leases: {e}"));
@@ -80,15 +80,18 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
     }
     // The loop's lanes are panes named by their lane id; `lane up`'s are
     // lane records: a park names either.
-    if registry::events_path(state_dir).is_file() {
-        match events::read(state_dir) {
+    if crate::statedir::StateDir::new(state_dir)
+        .registry_events()
+        .is_file()
+    {
+        match events::read(crate::statedir::StateDir::new(state_dir)) {
             Ok(log) => {
                 inp.parked = parked_lanes(log.records.iter().map(|e| (e.kind.as_str(), &e.fields)));
             }
             Err(e) => warnings.push(format!("events: {e}")),
         }
     }
-    let reg = match registry::load(state_dir) {
+    let reg = match registry::load(crate::statedir::StateDir::new(state_dir)) {
         Ok(r) => r,
         Err(e) => {
             warnings.push(format!("registry: {e}"));
@@ -111,7 +114,8 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         let report = crate::gate::evaluate(&crate::gate::GateInput {
             registry: Some(reg),
             leases: &leases,
-            audit: events::audit(state_dir).map_err(|e| e.to_string()),
+            audit: events::audit(crate::statedir::StateDir::new(state_dir))
+                .map_err(|e| e.to_string()),
             task: None,
             load_bearing: false,
             now,

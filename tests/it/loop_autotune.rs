@@ -125,7 +125,8 @@ fn a_slow_lane_is_accelerated_and_the_next_lane_starts_at_the_lower_effort() {
         .unwrap_or_else(|| panic!("run.json keeps the effort for a resume: {:?}", st.autotune));
     assert_eq!(kept.effort, to);
     let events =
-        std::fs::read_to_string(drover::registry::events_path(&d.state)).unwrap_or_default();
+        std::fs::read_to_string(drover::statedir::StateDir::new(&d.state).registry_events())
+            .unwrap_or_default();
     assert!(
         events.contains("loop.autotune") && events.contains("\"actuated\":true"),
         "the recommendation is an event too"

@@ -280,9 +280,15 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
         "{panes:?}"
     );
     // Every lease the run took is gone; the mix ledger counts the landed work.
-    let leases = drover::registry::lease::list(&d.state, chrono::Utc::now()).unwrap();
+    let leases = drover::registry::lease::list(
+        drover::statedir::StateDir::new(&d.state),
+        chrono::Utc::now(),
+    )
+    .unwrap();
     assert!(leases.is_empty(), "{leases:?}");
-    let mix = drover::registry::mix::load(&d.state).unwrap().unwrap();
+    let mix = drover::registry::mix::load(drover::statedir::StateDir::new(&d.state))
+        .unwrap()
+        .unwrap();
     assert_eq!(mix.spent.claude + mix.spent.codex, 3);
 }
 

@@ -170,7 +170,7 @@ impl ReviewWatch {
         });
         crate::store::write_json_atomic(&self.report, &report)?;
         heartbeat::heartbeat(
-            state_dir,
+            crate::statedir::StateDir::new(state_dir),
             &HeartbeatRequest {
                 session_id: self.lane.role.session_id().into(),
                 task: Some(self.lane.task.clone()),
@@ -227,7 +227,7 @@ impl ReviewWatch {
 
     fn event(&self, state_dir: &Path, verdict: &str) {
         crate::registry::events::emit_quiet(
-            state_dir,
+            crate::statedir::StateDir::new(state_dir),
             "loop.verdict",
             serde_json::json!({"job": self.job, "task": self.lane.task,
                                "lane": self.lane.id, "verdict": verdict, "from": "reply"}),
@@ -248,7 +248,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let state = d.path().join("state");
         crate::registry::init(
-            &state,
+            crate::statedir::StateDir::new(&state),
             &crate::registry::InitRequest {
                 topology: crate::registry::Topology::FourRole,
                 agent_mix: None,
@@ -319,7 +319,7 @@ mod tests {
         assert_eq!(o, Some(Outcome::Completed));
         let engine = Engine::open(&state).unwrap();
         assert_eq!(engine.show("J").unwrap().status, Status::Completed);
-        let reg = crate::registry::load_required(&state).unwrap();
+        let reg = crate::registry::load_required(crate::statedir::StateDir::new(&state)).unwrap();
         let v = heartbeat::verdict(
             reg.session("reviewer").unwrap(),
             "TASK-1",

@@ -83,7 +83,9 @@ impl<O: LaneOps> Runner<'_, O> {
     fn release_unlanded(&mut self) {
         let now = chrono::Utc::now();
         let prefix = format!("drover/loop{}/", self.run.n);
-        let Ok(leases) = crate::registry::lease::list(&self.cfg.state_dir, now) else {
+        let Ok(leases) =
+            crate::registry::lease::list(crate::statedir::StateDir::new(&self.cfg.state_dir), now)
+        else {
             return;
         };
         for l in leases {
@@ -94,9 +96,19 @@ impl<O: LaneOps> Runner<'_, O> {
                 continue;
             }
             if let Some(a) = l.active_agent {
-                let _ = crate::registry::lend::give_back(&self.cfg.state_dir, task, a, now);
+                let _ = crate::registry::lend::give_back(
+                    crate::statedir::StateDir::new(&self.cfg.state_dir),
+                    task,
+                    a,
+                    now,
+                );
             }
-            if let Err(e) = crate::registry::lease::release(&self.cfg.state_dir, task, false, now) {
+            if let Err(e) = crate::registry::lease::release(
+                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                task,
+                false,
+                now,
+            ) {
                 self.say(&format!("{task}: its write lease stays held: {e}"));
             }
         }
@@ -262,7 +274,7 @@ impl<O: LaneOps> Runner<'_, O> {
         // Off the loop's path until now; the close-out gives it a few seconds.
         self.notifier.finish(NOTIFY_DRAIN);
         crate::registry::events::emit_quiet(
-            &self.cfg.state_dir,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
             "loop.closeout",
             serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
         );

@@ -64,7 +64,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return self.park(id, &format!("its gate was ended: {why}"), "rerun the task");
         }
         heartbeat::heartbeat(
-            &self.cfg.state_dir,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
             &HeartbeatRequest {
                 session_id: CI_SESSION.into(),
                 task: Some(id.to_string()),

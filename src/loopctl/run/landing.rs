@@ -141,7 +141,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.say(&format!("{id}: landed as {sha}"));
         self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(
-            &self.cfg.state_dir,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
             "loop.landed",
             serde_json::json!({"run": self.run.n, "task": id, "sha": sha}),
         );
@@ -154,13 +154,13 @@ impl<O: LaneOps> Runner<'_, O> {
         let now = Utc::now();
         self.mark_done(id)?;
         let agent = self.task(id).and_then(|t| t.agent);
-        let booked = mix::load(&self.cfg.state_dir)
+        let booked = mix::load(crate::statedir::StateDir::new(&self.cfg.state_dir))
             .ok()
             .flatten()
             .is_some_and(|l| l.ledger.iter().any(|e| e.task == id));
         if let Some(a) = agent.filter(|_| !booked) {
             mix::record(
-                &self.cfg.state_dir,
+                crate::statedir::StateDir::new(&self.cfg.state_dir),
                 &mix::RecordRequest {
                     task: id.to_string(),
                     agent: a,
@@ -172,9 +172,19 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         if let Some(a) = agent {
             // A borrow left by a crash would refuse the release.
-            let _ = lend::give_back(&self.cfg.state_dir, id, a, now);
+            let _ = lend::give_back(
+                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                id,
+                a,
+                now,
+            );
         }
-        lease::release(&self.cfg.state_dir, id, false, now)?;
+        lease::release(
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            id,
+            false,
+            now,
+        )?;
         Ok(())
     }
 

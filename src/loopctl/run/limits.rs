@@ -126,7 +126,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
-            &self.cfg.state_dir,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
             "loop.limit.park",
             serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                 "resets_at": resets_at.map(crate::loopctl::night::clock::rfc3339),
@@ -229,7 +229,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
                 self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(
-                    &self.cfg.state_dir,
+                    crate::statedir::StateDir::new(&self.cfg.state_dir),
                     "loop.limit.park",
                     serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                         "resets_at": null, "resume_at": crate::loopctl::night::clock::rfc3339(at)}),
@@ -254,7 +254,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 ),
             )?;
             crate::registry::events::emit_quiet(
-                &self.cfg.state_dir,
+                crate::statedir::StateDir::new(&self.cfg.state_dir),
                 "loop.limit.resume",
                 serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "job": job}),
             );

@@ -31,9 +31,19 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         let now = Utc::now();
         if let Some(a) = self.task(id).and_then(|t| t.agent) {
-            let _ = lend::give_back(&self.cfg.state_dir, id, a, now);
+            let _ = lend::give_back(
+                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                id,
+                a,
+                now,
+            );
         }
-        let _ = lease::release(&self.cfg.state_dir, id, false, now);
+        let _ = lease::release(
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            id,
+            false,
+            now,
+        );
         if let Some(t) = self.task_mut(id) {
             t.phase.enter_parked();
             *t.note_mut() = Note {
@@ -57,7 +67,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!("{id} parked: {reason}; resume: {resume}"),
         );
         crate::registry::events::emit_quiet(
-            &self.cfg.state_dir,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
             "loop.park",
             serde_json::json!({"run": self.run.n, "task": id}),
         );

@@ -331,7 +331,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let task = self.board_task(id)?;
         let n = self.run.n;
         let claimed = lease::claim(
-            &self.cfg.state_dir,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
             &lease::ClaimRequest {
                 task: id.to_string(),
                 session: Some(Role::Implementer.session_id().into()),
@@ -372,8 +372,18 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let lane_dir = self.run.lane_dir(&lane)?;
         let now = Utc::now();
         self.reclaim(id)?;
-        let _ = lend::give_back(&self.cfg.state_dir, id, agent.other(), now);
-        lend::borrow(&self.cfg.state_dir, id, agent, now)?;
+        let _ = lend::give_back(
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            id,
+            agent.other(),
+            now,
+        );
+        lend::borrow(
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            id,
+            agent,
+            now,
+        )?;
         let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
         let text = match std::fs::read_to_string(lane_dir.join("brief.md")) {
             Ok(t) if brief::parse(&t, &self.cfg.charter.guarded_paths).is_ok() => t,

@@ -142,7 +142,12 @@ impl<O: LaneOps> Runner<'_, O> {
         let prior =
             std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
         crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
-        crate::registry::lend::borrow(&self.cfg.state_dir, id, agent, Utc::now())?;
+        crate::registry::lend::borrow(
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            id,
+            agent,
+            Utc::now(),
+        )?;
         let spec = LaneSpec {
             id: lane.clone(),
             role: Role::Implementer,
@@ -404,7 +409,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.queues.carried.remove(i);
             crate::registry::heartbeat::heartbeat(
-                &self.cfg.state_dir,
+                crate::statedir::StateDir::new(&self.cfg.state_dir),
                 &crate::registry::heartbeat::HeartbeatRequest {
                     session_id: Role::Reviewer.session_id().into(),
                     task: Some(id.clone()),

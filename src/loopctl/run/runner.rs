@@ -273,7 +273,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             )));
         };
         let reg = crate::registry::init(
-            &cfg.state_dir,
+            crate::statedir::StateDir::new(&cfg.state_dir),
             &crate::registry::InitRequest {
                 topology: crate::registry::Topology::FourRole,
                 agent_mix: None,
@@ -281,7 +281,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             },
         );
         if let Err(e) = reg
-            && crate::registry::load(&cfg.state_dir)?.is_none()
+            && crate::registry::load(crate::statedir::StateDir::new(&cfg.state_dir))?.is_none()
         {
             return Err(e.into());
         }
@@ -380,7 +380,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 .push((format!("{id} {why}"), "keep for this run".into()));
         }
         crate::registry::events::emit_quiet(
-            &r.cfg.state_dir,
+            crate::statedir::StateDir::new(&r.cfg.state_dir),
             "loop.start",
             serde_json::json!({"run": r.run.n, "pool": pool, "charter_sha256": r.status.charter_sha256}),
         );

@@ -277,7 +277,9 @@ impl ItemCtx {
             };
             Ok(LaneEnd::Finished(match outcome {
                 Outcome::Completed if role == Role::Reviewer => {
-                    let reg = crate::registry::load_required(&self.opts.state_dir)?;
+                    let reg = crate::registry::load_required(crate::statedir::StateDir::new(
+                        &self.opts.state_dir,
+                    ))?;
                     let verdict = reg
                         .session(Role::Reviewer.session_id())
                         .map(|s| heartbeat::verdict(s, &item.task, chrono::Utc::now()))

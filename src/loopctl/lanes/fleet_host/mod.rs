@@ -78,7 +78,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
     // Its lanes report to this host's registry (a reviewer's verdict is read
     // there), made as `loop run` makes one when there is none.
     let made = crate::registry::init(
-        &opts.state_dir,
+        crate::statedir::StateDir::new(&opts.state_dir),
         &crate::registry::InitRequest {
             topology: crate::registry::Topology::FourRole,
             agent_mix: None,
@@ -86,7 +86,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
         },
     );
     if let Err(e) = made
-        && crate::registry::load(&opts.state_dir)?.is_none()
+        && crate::registry::load(crate::statedir::StateDir::new(&opts.state_dir))?.is_none()
     {
         return Err(e.into());
     }

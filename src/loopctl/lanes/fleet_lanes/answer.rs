@@ -407,7 +407,7 @@ fn finish(
             // reviewer session, as a reviewer here would have said it.
             if live {
                 let said = crate::registry::heartbeat::heartbeat(
-                    state_dir,
+                    crate::statedir::StateDir::new(state_dir),
                     &crate::registry::heartbeat::HeartbeatRequest {
                         session_id: Role::Reviewer.session_id().into(),
                         task: Some(r.lane.task.clone()),

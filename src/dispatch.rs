@@ -11,6 +11,7 @@ use crate::daemon::{Client, ClientError};
 use crate::engine::{Action, Actor, Engine, EngineError, Request};
 use crate::evidence::{Evidence, EvidenceStore};
 use crate::proto::{PaneEntry, args};
+use crate::statedir::StateDir;
 use crate::store::StoreError;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -192,7 +193,7 @@ fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), Dispatch
 
 /// With a registry, the session must be one of its sessions.
 fn check_session(state_dir: &Path, session: &str) -> Result<(), DispatchError> {
-    let Ok(Some(reg)) = crate::registry::load(crate::statedir::StateDir::new(state_dir)) else {
+    let Ok(Some(reg)) = crate::registry::load(StateDir::new(state_dir)) else {
         return Ok(());
     };
     if reg.session(session).is_some() {
@@ -235,7 +236,7 @@ pub fn dispatch(
     let report_path = spec
         .report_path
         .clone()
-        .unwrap_or_else(|| crate::statedir::StateDir::new(state_dir).lane_report(&spec.pane));
+        .unwrap_or_else(|| StateDir::new(state_dir).lane_report(&spec.pane));
     // Before the claim: a prompt that cannot be sent must not cost an attempt.
     check_deliver_size(spec, &report_path)?;
     let engine = Engine::open(state_dir)?;
@@ -258,7 +259,7 @@ pub fn dispatch(
     // dispatch evidence that makes the next check see this job happen under
     // the pane's dispatch lock, so two dispatches racing to one pane cannot
     // both pass the check.
-    let lane_dir = crate::statedir::StateDir::new(state_dir).lane_dir(&spec.pane);
+    let lane_dir = StateDir::new(state_dir).lane_dir(&spec.pane);
     crate::store::create_private_dir(&lane_dir)?;
     let serial = crate::store::LockGuard::exclusive(&lane_dir.join("dispatch.lock"))?;
     if let Some(running) = running_job_on(&engine, &evidence, &spec.pane, &spec.job_id)? {
@@ -325,7 +326,7 @@ pub fn dispatch(
             req.expected_status = Some(crate::engine::Status::Running);
             engine.transition(&req)?;
             crate::registry::events::emit_quiet(
-                crate::statedir::StateDir::new(state_dir),
+                StateDir::new(state_dir),
                 "job.not_delivered",
                 json!({"job_id": spec.job_id, "attempt_id": attempt_id, "pane": spec.pane}),
             );
@@ -369,7 +370,7 @@ pub fn dispatch(
         autocomplete: spec.autocomplete,
     })?;
     crate::registry::events::emit_quiet(
-        crate::statedir::StateDir::new(state_dir),
+        StateDir::new(state_dir),
         "job.dispatched",
         json!({"job_id": spec.job_id, "attempt_id": attempt_id, "session_id": spec.session_id,
                "pane": spec.pane, "pane_generation": generation, "autocomplete": spec.autocomplete}),

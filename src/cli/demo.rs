@@ -13,6 +13,7 @@ use drover::engine::{Action, Actor, Engine, Request};
 use drover::exit;
 use drover::proto::{Op, PaneSpec, args};
 use drover::shadow::ShadowDecision;
+use drover::statedir::StateDir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -149,7 +150,7 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     git(repo, &["add", "README.md"])?;
     git(repo, &["commit", "-q", "-m", "initial"])?;
     drover::registry::init(
-        drover::statedir::StateDir::new(&d.state_dir),
+        StateDir::new(&d.state_dir),
         &drover::registry::InitRequest {
             topology: drover::registry::Topology::FourRole,
             agent_mix: None,
@@ -386,7 +387,7 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     }
     let out = lane::down::down(&d.state_dir, Some(&mut d.client), None).map_err(lane_err)?;
     let removed = out.iter().filter(|o| o.removed).count();
-    let left = std::fs::read_dir(drover::statedir::StateDir::new(&d.state_dir).worktrees_dir())
+    let left = std::fs::read_dir(StateDir::new(&d.state_dir).worktrees_dir())
         .map(|r| r.count())
         .unwrap_or(0);
     d.say(&format!(
@@ -414,7 +415,7 @@ fn phase(
         }
     ));
     let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
-    let decisions_path = drover::statedir::StateDir::new(&d.state_dir).decisions_log();
+    let decisions_path = StateDir::new(&d.state_dir).decisions_log();
     let seen_before = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
         .map(|r| r.records.len())
         .unwrap_or(0);

@@ -7,6 +7,7 @@ use clap::Args;
 use drover::daemon::{EventStream, FollowSpec};
 use drover::exit;
 use drover::registry::{self, events};
+use drover::statedir::StateDir;
 use serde_json::Value;
 use std::io::Write;
 
@@ -75,13 +76,11 @@ pub fn run(a: EventsArgs, state: &std::path::Path, ctx: &Ctx) -> anyhow::Result<
         return follow(a, ctx);
     }
     let map = |e: registry::RegistryError| fail(e.exit_code(), e.to_string());
-    let r = events::read(drover::statedir::StateDir::new(state)).map_err(map)?;
+    let r = events::read(StateDir::new(state)).map_err(map)?;
     if r.torn_tail {
         eprintln!(
             "drover: warning: skipped a torn last line in {}",
-            drover::statedir::StateDir::new(state)
-                .registry_events()
-                .display()
+            StateDir::new(state).registry_events().display()
         );
     }
     let kept: Vec<&events::Event> = r

@@ -6,6 +6,7 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 use drover::exit;
 use drover::registry::{Agent, lease, scope, view};
+use drover::statedir::StateDir;
 use std::path::PathBuf;
 
 /// A lease's task: `--task T` (the old positional spelling is still read).
@@ -146,7 +147,7 @@ pub fn run(
                 files,
                 ttl_s,
             };
-            let o = lease::claim(drover::statedir::StateDir::new(state), &req, now).map_err(map)?;
+            let o = lease::claim(StateDir::new(state), &req, now).map_err(map)?;
             let (lease::ClaimOutcome::Claimed(l) | lease::ClaimOutcome::Renewed(l)) = &o;
             if let Some(w) = &l.worktree
                 && !std::path::Path::new(w).is_dir()
@@ -168,8 +169,7 @@ pub fn run(
             Ok(exit::OK)
         }
         LeaseCmd::Release { task, force } => {
-            let o = lease::release(drover::statedir::StateDir::new(state), &task, force, now)
-                .map_err(map)?;
+            let o = lease::release(StateDir::new(state), &task, force, now).map_err(map)?;
             out(&match o {
                 lease::ReleaseOutcome::Released => format!("released the lease of {task}\n"),
                 lease::ReleaseOutcome::NotHeld => {
@@ -180,8 +180,7 @@ pub fn run(
         }
         LeaseCmd::Borrow { task, agent } => {
             let agent = Agent::from(agent);
-            let o = lease::borrow(drover::statedir::StateDir::new(state), &task, agent, now)
-                .map_err(map)?;
+            let o = lease::borrow(StateDir::new(state), &task, agent, now).map_err(map)?;
             out(&match o {
                 lease::LendOutcome::Changed => format!("{agent} borrowed the lease of {task}\n"),
                 lease::LendOutcome::Unchanged => {
@@ -192,8 +191,7 @@ pub fn run(
         }
         LeaseCmd::Return { task, agent } => {
             let agent = Agent::from(agent);
-            let o = lease::give_back(drover::statedir::StateDir::new(state), &task, agent, now)
-                .map_err(map)?;
+            let o = lease::give_back(StateDir::new(state), &task, agent, now).map_err(map)?;
             out(&match o {
                 lease::LendOutcome::Changed => format!("{agent} returned the lease of {task}\n"),
                 lease::LendOutcome::Unchanged => format!("the lease of {task} was not borrowed\n"),
@@ -201,7 +199,7 @@ pub fn run(
             Ok(exit::OK)
         }
         LeaseCmd::Ls { json } => {
-            let leases = lease::list(drover::statedir::StateDir::new(state), now).map_err(map)?;
+            let leases = lease::list(StateDir::new(state), now).map_err(map)?;
             if json {
                 json_line(&leases)?;
             } else {
@@ -211,9 +209,7 @@ pub fn run(
         }
         LeaseCmd::Show { task, json } => {
             let task = task.get();
-            let Some(i) =
-                lease::inspect(drover::statedir::StateDir::new(state), &task, now).map_err(map)?
-            else {
+            let Some(i) = lease::inspect(StateDir::new(state), &task, now).map_err(map)? else {
                 return Err(fail(exit::REFUSED, format!("no lease for task {task}")));
             };
             if json {
@@ -246,8 +242,7 @@ pub fn run(
                     ));
                 }
             };
-            let s = scope::check_scope(drover::statedir::StateDir::new(state), &task, &files, now)
-                .map_err(map)?;
+            let s = scope::check_scope(StateDir::new(state), &task, &files, now).map_err(map)?;
             if json {
                 json_line(&s)?;
             } else if s.out_of_scope.is_empty() {

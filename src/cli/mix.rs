@@ -7,6 +7,7 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 use drover::exit;
 use drover::registry::{self, mix, view};
+use drover::statedir::StateDir;
 
 #[derive(Debug, Args)]
 pub struct MixArgs {
@@ -56,14 +57,14 @@ pub fn run(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> a
                 session,
             };
             (
-                mix::record(drover::statedir::StateDir::new(state), &req, now).map_err(map)?,
+                mix::record(StateDir::new(state), &req, now).map_err(map)?,
                 json || a.json,
             )
         }
         None => {
-            let reg = registry::load(drover::statedir::StateDir::new(state)).map_err(map)?;
+            let reg = registry::load(StateDir::new(state)).map_err(map)?;
             let policy = reg.as_ref().map(|r| r.agent_mix.clone());
-            let ledger = mix::load(drover::statedir::StateDir::new(state))
+            let ledger = mix::load(StateDir::new(state))
                 .map_err(map)?
                 .unwrap_or_else(|| mix::MixLedger::new(policy.clone().unwrap_or_default()));
             let policy = policy.unwrap_or_else(|| ledger.policy.clone());
@@ -71,7 +72,7 @@ pub fn run(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> a
             (mix::report(&policy, &entries, None), a.json)
         }
     };
-    let reg = registry::load(drover::statedir::StateDir::new(state)).map_err(map)?;
+    let reg = registry::load(StateDir::new(state)).map_err(map)?;
     if json {
         let sessions: Vec<serde_json::Value> = reg
             .iter()

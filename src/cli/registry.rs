@@ -12,6 +12,7 @@ use drover::gate;
 use drover::registry::{
     self, Agent, InitRequest, RegistryError, Topology, heartbeat, lease, mix, view,
 };
+use drover::statedir::StateDir;
 use std::io::Write;
 
 #[derive(Debug, Subcommand)]
@@ -199,8 +200,7 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
                 agent: a.agent.map(Agent::from),
                 ttl_s: a.ttl_s,
             };
-            let s = heartbeat::heartbeat(drover::statedir::StateDir::new(&state), &req, now)
-                .map_err(map)?;
+            let s = heartbeat::heartbeat(StateDir::new(&state), &req, now).map_err(map)?;
             if a.json {
                 json_line(&s)?;
             } else {
@@ -269,7 +269,7 @@ fn run_registry(
                 .transpose()
                 .map_err(map)?;
             let (outcome, reg) = registry::init(
-                drover::statedir::StateDir::new(state),
+                StateDir::new(state),
                 &InitRequest {
                     topology,
                     agent_mix,
@@ -286,14 +286,11 @@ fn run_registry(
                     registry::InitOutcome::MixUpdated => "updated the agent mix of",
                     registry::InitOutcome::Replaced => "replaced",
                 };
-                let leases =
-                    lease::list(drover::statedir::StateDir::new(state), now).map_err(map)?;
+                let leases = lease::list(StateDir::new(state), now).map_err(map)?;
                 out(&format!(
                     "{what} {} registry at {}\n\n{}",
                     reg.topology,
-                    drover::statedir::StateDir::new(state)
-                        .registry_file()
-                        .display(),
+                    StateDir::new(state).registry_file().display(),
                     view::registry(&reg, &leases, now)
                 ));
             }
@@ -301,10 +298,7 @@ fn run_registry(
         }
         RegistryCmd::Show { json } => {
             if json {
-                json_line(
-                    &registry::load_required(drover::statedir::StateDir::new(state))
-                        .map_err(map)?,
-                )?;
+                json_line(&registry::load_required(StateDir::new(state)).map_err(map)?)?;
             } else {
                 out(&view::show(state, now).map_err(map)?);
             }

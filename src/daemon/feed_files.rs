@@ -6,6 +6,7 @@
 
 use super::feed::Feed;
 use crate::proto::event::{Event, JobEvent, RegistryEvent, ShadowDecisionEvent};
+use crate::statedir::StateDir;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 /// The directories whose files the feed follows.
 fn dirs(state_dir: &Path) -> [PathBuf; 3] {
-    let sd = crate::statedir::StateDir::new(state_dir);
+    let sd = StateDir::new(state_dir);
     [sd.jobs_dir(), sd.shadow_dir(), sd.registry_dir()]
 }
 
@@ -139,12 +140,9 @@ pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
             tail: crate::engine::audit::follow(&state_dir),
             source: Source::Audit,
         },
+        Tail::new(StateDir::new(&state_dir).decisions_log(), Source::Decisions),
         Tail::new(
-            crate::statedir::StateDir::new(&state_dir).decisions_log(),
-            Source::Decisions,
-        ),
-        Tail::new(
-            crate::statedir::StateDir::new(&state_dir).registry_events(),
+            StateDir::new(&state_dir).registry_events(),
             Source::Registry,
         ),
     ];

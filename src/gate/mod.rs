@@ -11,6 +11,7 @@ use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::lease::{self, Lease, LeaseState};
 use crate::registry::schema::GATE_POLICY;
 use crate::registry::{self, Registry, RegistryError, ShipGate, Topology};
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
@@ -237,9 +238,9 @@ pub fn check(
     if let Some(t) = task {
         registry::validate_id("--task", t)?;
     }
-    let reg = registry::load(crate::statedir::StateDir::new(state_dir))?;
-    let leases = lease::list(crate::statedir::StateDir::new(state_dir), now)?;
-    let audit = events::audit(crate::statedir::StateDir::new(state_dir)).map_err(|e| e.to_string());
+    let reg = registry::load(StateDir::new(state_dir))?;
+    let leases = lease::list(StateDir::new(state_dir), now)?;
+    let audit = events::audit(StateDir::new(state_dir)).map_err(|e| e.to_string());
     let report = evaluate(&GateInput {
         registry: reg.as_ref(),
         leases: &leases,
@@ -249,7 +250,7 @@ pub fn check(
         now,
     });
     events::emit_quiet(
-        crate::statedir::StateDir::new(state_dir),
+        StateDir::new(state_dir),
         "gate.check",
         json!({"task": report.task, "verdict": report.verdict, "reasons": report.reasons.len(), "load_bearing": load_bearing}),
     );

@@ -5,6 +5,7 @@ use super::{LaneError, LaneRecord, git};
 use crate::daemon::Client;
 use crate::proto::PaneEntry;
 use crate::registry::worktree::{WorktreeCheck, inspect};
+use crate::statedir::StateDir;
 use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -91,10 +92,7 @@ impl std::fmt::Display for WorktreeState {
 /// Running jobs by the pane they were last dispatched to: (job, decision).
 fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> {
     let mut out = BTreeMap::new();
-    if !crate::statedir::StateDir::new(state_dir)
-        .jobs_dir()
-        .is_dir()
-    {
+    if !StateDir::new(state_dir).jobs_dir().is_dir() {
         return out;
     }
     let Ok(engine) = crate::engine::Engine::open(state_dir) else {
@@ -102,7 +100,7 @@ fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> 
     };
     let evidence = crate::evidence::EvidenceStore::new(state_dir);
     let decisions = crate::store::read_jsonl::<crate::shadow::ShadowDecision>(
-        &crate::statedir::StateDir::new(state_dir).decisions_log(),
+        &StateDir::new(state_dir).decisions_log(),
     )
     .map(|r| r.records)
     .unwrap_or_default();
@@ -136,9 +134,8 @@ pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>
     };
     let jobs = jobs_by_pane(state_dir);
     let now = chrono::Utc::now();
-    let leases = crate::registry::lease::list(crate::statedir::StateDir::new(state_dir), now)
-        .unwrap_or_default();
-    let reg = crate::registry::load(crate::statedir::StateDir::new(state_dir))
+    let leases = crate::registry::lease::list(StateDir::new(state_dir), now).unwrap_or_default();
+    let reg = crate::registry::load(StateDir::new(state_dir))
         .ok()
         .flatten();
     Ok(doc

@@ -27,6 +27,7 @@ pub mod up;
 use crate::daemon::ClientError;
 pub use crate::registry::lanes::{Desired, LaneRecord, LanesDoc, Phase, SCHEMA_VERSION};
 use crate::registry::{Agent, RegistryError};
+use crate::statedir::StateDir;
 use crate::store::{self, LockGuard, StoreError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -84,13 +85,13 @@ impl LaneError {
 
 /// `<state>/worktrees/<session>-<agent>`.
 pub fn worktree_path(state_dir: &Path, lane_id: &str) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).worktree(lane_id)
+    StateDir::new(state_dir).worktree(lane_id)
 }
 
 /// `<state>/lanes/<lane>`: drover's per-lane files (report, sim script),
 /// outside the worktree.
 pub fn lane_dir(state_dir: &Path, lane_id: &str) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).lane_dir(lane_id)
+    StateDir::new(state_dir).lane_dir(lane_id)
 }
 
 /// The lane id of (session, agent).
@@ -105,9 +106,7 @@ pub fn branch_name(session_id: &str, agent: Agent) -> String {
 
 /// Read `lanes.json` (empty when there is none; corrupt is an error).
 pub fn load(state_dir: &Path) -> Result<LanesDoc, LaneError> {
-    Ok(crate::registry::lanes::read(
-        crate::statedir::StateDir::new(state_dir),
-    )?)
+    Ok(crate::registry::lanes::read(StateDir::new(state_dir))?)
 }
 
 /// Change `lanes.json` under its lock.
@@ -115,7 +114,7 @@ pub fn update<R>(
     state_dir: &Path,
     f: impl FnOnce(&mut LanesDoc) -> Result<R, LaneError>,
 ) -> Result<R, LaneError> {
-    let path = crate::statedir::StateDir::new(state_dir).lanes_file();
+    let path = StateDir::new(state_dir).lanes_file();
     let _lock = store::lock_beside(&path)?;
     let mut doc = load(state_dir)?;
     let out = f(&mut doc)?;
@@ -145,7 +144,7 @@ pub fn op_lock_wait() -> Duration {
 /// Hold the lanes operation lock, waiting at most [`op_lock_wait`]; when
 /// it gives up, the error names the holder's pid.
 pub fn op_lock(state_dir: &Path) -> Result<LockGuard, LaneError> {
-    let path = crate::statedir::StateDir::new(state_dir).lanes_op_lock();
+    let path = StateDir::new(state_dir).lanes_op_lock();
     let wait = op_lock_wait();
     let deadline = Instant::now() + wait;
     loop {
@@ -185,7 +184,7 @@ mod tests {
     fn a_missing_file_is_an_empty_doc_and_a_corrupt_one_an_error() {
         let d = tempfile::tempdir().unwrap();
         assert!(load(d.path()).unwrap().lanes.is_empty());
-        let p = crate::statedir::StateDir::new(d.path()).lanes_file();
+        let p = StateDir::new(d.path()).lanes_file();
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, "{not json").unwrap();
         assert!(matches!(load(d.path()), Err(LaneError::Store(_))));

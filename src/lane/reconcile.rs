@@ -12,6 +12,7 @@
 use super::{Desired, LaneError, LaneRecord, Phase, git, procs};
 use crate::daemon::Client;
 use crate::proto::{PaneEntry, PaneSpec, args};
+use crate::statedir::StateDir;
 use serde::Serialize;
 use serde_json::json;
 use std::path::Path;
@@ -338,7 +339,7 @@ pub fn run(state_dir: &Path, client: &mut Client, dry_run: bool) -> Result<Vec<R
     let rows = run_locked(state_dir, client, dry_run, None, &[])?;
     if !dry_run && rows.iter().any(|r| r.action.repairs()) {
         crate::registry::events::emit_quiet(
-            crate::statedir::StateDir::new(state_dir),
+            StateDir::new(state_dir),
             "lane.reconcile",
             json!({"lanes": rows.iter().map(|r| json!({"lane_id": r.lane_id, "action": r.action.describe()})).collect::<Vec<_>>()}),
         );
@@ -497,10 +498,7 @@ pub fn start_pane(
 /// Run at supervisor start (from a thread of `drover serve`, once the socket
 /// answers): reconcile when there are lanes, logging the outcome.
 pub fn at_start(state_dir: &Path, client: &mut Client) {
-    if !crate::statedir::StateDir::new(state_dir)
-        .lanes_file()
-        .exists()
-    {
+    if !StateDir::new(state_dir).lanes_file().exists() {
         return;
     }
     match run(state_dir, client, false) {

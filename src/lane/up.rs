@@ -12,6 +12,7 @@ use crate::daemon::Client;
 use crate::pane::Backend;
 use crate::proto::{PaneEntry, args};
 use crate::registry::{self, Agent, Topology};
+use crate::statedir::StateDir;
 use serde::Serialize;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -155,7 +156,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let main_changes = git::changes(&repo)?.len();
     let lanes = selected(req)?;
     registry::init(
-        crate::statedir::StateDir::new(state_dir),
+        StateDir::new(state_dir),
         &registry::InitRequest {
             topology: req.topology,
             agent_mix: None,
@@ -313,7 +314,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let unchanged = rows.iter().filter(|r| !r.action.repairs()).count();
     if rows.iter().any(|r| r.action.repairs()) {
         registry::events::emit_quiet(
-            crate::statedir::StateDir::new(state_dir),
+            StateDir::new(state_dir),
             "lane.up",
             json!({"lanes": ids, "base_ref": base_ref, "base_sha": base_sha, "backend": req.backend, "sim": req.sim}),
         );

@@ -38,9 +38,7 @@ fn at(s: &str) -> chrono::DateTime<chrono::Utc> {
 fn leases_written_before_read_as_times_and_write_back_the_same() {
     let text = std::fs::read(fixture("written_leases.json")).unwrap();
     let (d, _) = state_with(StateDir::leases_file, &text);
-    let doc = lease::load(crate::statedir::StateDir::new(d.path()))
-        .unwrap()
-        .unwrap();
+    let doc = lease::load(StateDir::new(d.path())).unwrap().unwrap();
     let times: Vec<_> = doc.leases.iter().map(|l| l.expires_at.time()).collect();
     assert_eq!(
         times,
@@ -59,9 +57,7 @@ fn an_unreadable_expiry_is_kept_and_reads_as_expired() {
     let text = std::fs::read_to_string(fixture("written_leases.json")).unwrap();
     let text = text.replace("2026-12-06T03:06:05Z", "next tuesday");
     let (d, _) = state_with(StateDir::leases_file, text.as_bytes());
-    let doc = lease::load(crate::statedir::StateDir::new(d.path()))
-        .unwrap()
-        .unwrap();
+    let doc = lease::load(StateDir::new(d.path())).unwrap().unwrap();
     let l = &doc.leases[0];
     assert_eq!(l.expires_at, Expiry::Unreadable("next tuesday".into()));
     assert_eq!(l.expires_at.to_string(), "next tuesday");
@@ -69,7 +65,7 @@ fn an_unreadable_expiry_is_kept_and_reads_as_expired() {
     assert_eq!(rewritten(d.path(), &doc), text.as_bytes());
     // Brought up to date, it is expired (its lease names no worktree).
     let now = at("2026-12-06T01:00:00Z");
-    let listed = lease::list(crate::statedir::StateDir::new(d.path()), now).unwrap();
+    let listed = lease::list(StateDir::new(d.path()), now).unwrap();
     assert_eq!(listed[0].state, lease::LeaseState::Expired);
     assert_eq!(listed[1].state, lease::LeaseState::Active);
 }
@@ -79,7 +75,7 @@ fn an_expiry_that_is_no_text_is_refused_as_before() {
     let text = std::fs::read_to_string(fixture("written_leases.json")).unwrap();
     let text = text.replace("\"2026-12-06T03:06:05Z\"", "17");
     let (d, p) = state_with(StateDir::leases_file, text.as_bytes());
-    let e = lease::load(crate::statedir::StateDir::new(d.path()))
+    let e = lease::load(StateDir::new(d.path()))
         .unwrap_err()
         .to_string();
     assert!(e.contains(&p.display().to_string()), "{e}");
@@ -89,9 +85,7 @@ fn an_expiry_that_is_no_text_is_refused_as_before() {
 fn a_written_ledger_reads_its_time_and_writes_back_the_same() {
     let text = std::fs::read(fixture("written_agent_mix.json")).unwrap();
     let (d, _) = state_with(StateDir::mix_file, &text);
-    let ledger = mix::load(crate::statedir::StateDir::new(d.path()))
-        .unwrap()
-        .unwrap();
+    let ledger = mix::load(StateDir::new(d.path())).unwrap().unwrap();
     assert_eq!(ledger.updated_at, Some(at("2026-12-06T01:06:05.729Z")));
     assert_eq!(rewritten(d.path(), &ledger), text);
 }
@@ -102,13 +96,13 @@ fn a_ledger_time_that_is_no_time_reads_as_none_and_the_next_write_sets_it() {
     let text = text.replace("2026-12-06T01:06:05.729Z", "garbled");
     let (d, _) = state_with(StateDir::mix_file, text.as_bytes());
     assert_eq!(
-        mix::load(crate::statedir::StateDir::new(d.path()))
+        mix::load(StateDir::new(d.path()))
             .unwrap()
             .unwrap()
             .updated_at,
         None
     );
     let before = chrono::Utc::now() - chrono::Duration::seconds(1);
-    let ((), after) = mix::update(crate::statedir::StateDir::new(d.path()), None, |_| ()).unwrap();
+    let ((), after) = mix::update(StateDir::new(d.path()), None, |_| ()).unwrap();
     assert!(after.updated_at.is_some_and(|t| t >= before), "{after:?}");
 }

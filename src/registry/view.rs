@@ -4,6 +4,7 @@ use super::heartbeat::{self, Freshness};
 use super::lease::Lease;
 use super::mix::MixReport;
 use super::schema::{Agent, Registry};
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 
 /// Align rows under headers, two spaces between columns.
@@ -57,8 +58,8 @@ pub fn show(
     state_dir: &std::path::Path,
     now: DateTime<Utc>,
 ) -> Result<String, super::RegistryError> {
-    let reg = super::load_required(crate::statedir::StateDir::new(state_dir))?;
-    let leases = super::lease::list(crate::statedir::StateDir::new(state_dir), now)?;
+    let reg = super::load_required(StateDir::new(state_dir))?;
+    let leases = super::lease::list(StateDir::new(state_dir), now)?;
     Ok(registry(&reg, &leases, now))
 }
 

@@ -19,6 +19,7 @@ pub mod schema;
 
 use crate::engine::{Engine, Status};
 use crate::evidence::{Evidence, EvidenceStore, latest_dispatch};
+use crate::statedir::StateDir;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -191,7 +192,7 @@ pub fn lane_job(state_dir: &Path, pane: &str) -> Result<Option<LaneJob>, ReportE
         state_dir: state_dir.to_path_buf(),
         message: m,
     };
-    let jobs = crate::statedir::StateDir::new(state_dir).jobs_dir();
+    let jobs = StateDir::new(state_dir).jobs_dir();
     if !jobs.is_dir() {
         return Ok(None);
     }
@@ -238,7 +239,7 @@ pub fn lane_job(state_dir: &Path, pane: &str) -> Result<Option<LaneJob>, ReportE
 
 /// The worktree of the lane's record, if the lane has one.
 fn lane_worktree(state_dir: &Path, lane: &str) -> Option<PathBuf> {
-    let doc = crate::registry::lanes::read(crate::statedir::StateDir::new(state_dir)).ok()?;
+    let doc = crate::registry::lanes::read(StateDir::new(state_dir)).ok()?;
     doc.lanes
         .into_iter()
         .find(|l| l.lane_id == lane)
@@ -247,7 +248,7 @@ fn lane_worktree(state_dir: &Path, lane: &str) -> Option<PathBuf> {
 
 /// The base the lane's worktree was made from (its lane record), if any.
 fn lane_base(state_dir: &Path, lane: &str) -> Option<String> {
-    let doc = crate::registry::lanes::read(crate::statedir::StateDir::new(state_dir)).ok()?;
+    let doc = crate::registry::lanes::read(StateDir::new(state_dir)).ok()?;
     doc.lanes
         .into_iter()
         .find(|l| l.lane_id == lane)

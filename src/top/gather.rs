@@ -9,6 +9,7 @@ use crate::engine::{Engine, Status};
 use crate::proto::{PaneEntry, args};
 use crate::registry::{self, events, heartbeat, lease};
 use crate::shadow::ShadowDecision;
+use crate::statedir::StateDir;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -24,10 +25,7 @@ fn ms_of(ts: Option<&str>) -> Option<u64> {
 /// Everything but the panes from the state dir; problems become one warning.
 pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>) {
     let now = chrono::Utc::now();
-    if crate::statedir::StateDir::new(state_dir)
-        .jobs_dir()
-        .is_dir()
-    {
+    if StateDir::new(state_dir).jobs_dir().is_dir() {
         match Engine::open(state_dir).and_then(|e| e.list()) {
             Ok(jobs) => {
                 inp.jobs = jobs
@@ -45,7 +43,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
             Err(e) => warnings.push(format!("jobs: {e}")),
         }
     }
-    let decisions = crate::statedir::StateDir::new(state_dir).decisions_log();
+    let decisions = StateDir::new(state_dir).decisions_log();
     match crate::store::read_jsonl::<ShadowDecision>(&decisions) {
         Ok(r) => {
             for d in r.records {
@@ -54,7 +52,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         }
         Err(e) => warnings.push(format!("decisions: {e}")),
     }
-    let leases = match lease::load(crate::statedir::StateDir::new(state_dir)) {
+    let leases = match lease::load(StateDir::new(state_dir)) {
         Ok(doc) => doc.map(|d| d.leases).unwrap_or_default(),
         Err(e) => {
             warnings.push(format!("leases: {e}"));
@@ -80,18 +78,15 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
     }
     // The loop's lanes are panes named by their lane id; `lane up`'s are
     // lane records: a park names either.
-    if crate::statedir::StateDir::new(state_dir)
-        .registry_events()
-        .is_file()
-    {
-        match events::read(crate::statedir::StateDir::new(state_dir)) {
+    if StateDir::new(state_dir).registry_events().is_file() {
+        match events::read(StateDir::new(state_dir)) {
             Ok(log) => {
                 inp.parked = parked_lanes(log.records.iter().map(|e| (e.kind.as_str(), &e.fields)));
             }
             Err(e) => warnings.push(format!("events: {e}")),
         }
     }
-    let reg = match registry::load(crate::statedir::StateDir::new(state_dir)) {
+    let reg = match registry::load(StateDir::new(state_dir)) {
         Ok(r) => r,
         Err(e) => {
             warnings.push(format!("registry: {e}"));
@@ -114,8 +109,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         let report = crate::gate::evaluate(&crate::gate::GateInput {
             registry: Some(reg),
             leases: &leases,
-            audit: events::audit(crate::statedir::StateDir::new(state_dir))
-                .map_err(|e| e.to_string()),
+            audit: events::audit(StateDir::new(state_dir)).map_err(|e| e.to_string()),
             task: None,
             load_bearing: false,
             now,

@@ -6,6 +6,7 @@
 //! some fixed time: a lane kept up at a weekly usage limit waits days.
 
 use crate::registry::lease::{self, ClaimRequest, LeaseState};
+use crate::statedir::StateDir;
 use chrono::Utc;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -74,7 +75,7 @@ impl Drop for Renewal {
 /// extend (or the registry cannot be read), which ends the renewal.
 fn renew_once(state_dir: &Path, task: &str, ttl: Duration) -> bool {
     let now = Utc::now();
-    let Ok(leases) = lease::list(crate::statedir::StateDir::new(state_dir), now) else {
+    let Ok(leases) = lease::list(StateDir::new(state_dir), now) else {
         return false;
     };
     let Some(l) = leases
@@ -96,7 +97,7 @@ fn renew_once(state_dir: &Path, task: &str, ttl: Duration) -> bool {
         ttl_s: Some(ttl.as_secs().max(1)),
     };
     matches!(
-        lease::claim(crate::statedir::StateDir::new(state_dir), &req, now),
+        lease::claim(StateDir::new(state_dir), &req, now),
         Ok(lease::ClaimOutcome::Renewed(_))
     )
 }
@@ -119,7 +120,7 @@ mod tests {
     }
 
     fn lease_of(d: &Path, task: &str) -> Option<lease::Lease> {
-        lease::list(crate::statedir::StateDir::new(d), Utc::now())
+        lease::list(StateDir::new(d), Utc::now())
             .unwrap()
             .into_iter()
             .find(|l| l.task_id.as_deref() == Some(task))
@@ -128,7 +129,7 @@ mod tests {
     fn setup(ttl_s: u64) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         crate::registry::init(
-            crate::statedir::StateDir::new(d.path()),
+            StateDir::new(d.path()),
             &InitRequest {
                 topology: Topology::FourRole,
                 agent_mix: None,
@@ -137,7 +138,7 @@ mod tests {
         )
         .unwrap();
         lease::claim(
-            crate::statedir::StateDir::new(d.path()),
+            StateDir::new(d.path()),
             &ClaimRequest {
                 task: "TASK-1".into(),
                 session: Some(OWNER.into()),

@@ -15,6 +15,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::ops::{LaneHandle, LaneObs, Outcome};
 use crate::loopctl::review::verdict::{self, Reading, Stated};
 use crate::registry::heartbeat::{self, HeartbeatRequest};
+use crate::statedir::StateDir;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -170,7 +171,7 @@ impl ReviewWatch {
         });
         crate::store::write_json_atomic(&self.report, &report)?;
         heartbeat::heartbeat(
-            crate::statedir::StateDir::new(state_dir),
+            StateDir::new(state_dir),
             &HeartbeatRequest {
                 session_id: self.lane.role.session_id().into(),
                 task: Some(self.lane.task.clone()),
@@ -227,7 +228,7 @@ impl ReviewWatch {
 
     fn event(&self, state_dir: &Path, verdict: &str) {
         crate::registry::events::emit_quiet(
-            crate::statedir::StateDir::new(state_dir),
+            StateDir::new(state_dir),
             "loop.verdict",
             serde_json::json!({"job": self.job, "task": self.lane.task,
                                "lane": self.lane.id, "verdict": verdict, "from": "reply"}),
@@ -248,7 +249,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let state = d.path().join("state");
         crate::registry::init(
-            crate::statedir::StateDir::new(&state),
+            StateDir::new(&state),
             &crate::registry::InitRequest {
                 topology: crate::registry::Topology::FourRole,
                 agent_mix: None,
@@ -319,7 +320,7 @@ mod tests {
         assert_eq!(o, Some(Outcome::Completed));
         let engine = Engine::open(&state).unwrap();
         assert_eq!(engine.show("J").unwrap().status, Status::Completed);
-        let reg = crate::registry::load_required(crate::statedir::StateDir::new(&state)).unwrap();
+        let reg = crate::registry::load_required(StateDir::new(&state)).unwrap();
         let v = heartbeat::verdict(
             reg.session("reviewer").unwrap(),
             "TASK-1",

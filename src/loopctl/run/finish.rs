@@ -9,6 +9,7 @@ use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner, TaskState};
 use crate::loopctl::{LoopError, land::closeout, land::git};
+use crate::statedir::StateDir;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// After the loop: the close-out — unless the loop failed because the
@@ -83,8 +84,7 @@ impl<O: LaneOps> Runner<'_, O> {
     fn release_unlanded(&mut self) {
         let now = chrono::Utc::now();
         let prefix = format!("drover/loop{}/", self.run.n);
-        let Ok(leases) =
-            crate::registry::lease::list(crate::statedir::StateDir::new(&self.cfg.state_dir), now)
+        let Ok(leases) = crate::registry::lease::list(StateDir::new(&self.cfg.state_dir), now)
         else {
             return;
         };
@@ -97,14 +97,14 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             if let Some(a) = l.active_agent {
                 let _ = crate::registry::lend::give_back(
-                    crate::statedir::StateDir::new(&self.cfg.state_dir),
+                    StateDir::new(&self.cfg.state_dir),
                     task,
                     a,
                     now,
                 );
             }
             if let Err(e) = crate::registry::lease::release(
-                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                StateDir::new(&self.cfg.state_dir),
                 task,
                 false,
                 now,
@@ -274,7 +274,7 @@ impl<O: LaneOps> Runner<'_, O> {
         // Off the loop's path until now; the close-out gives it a few seconds.
         self.notifier.finish(NOTIFY_DRAIN);
         crate::registry::events::emit_quiet(
-            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            StateDir::new(&self.cfg.state_dir),
             "loop.closeout",
             serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
         );

@@ -15,6 +15,7 @@ use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::LimitPark;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::loopctl::run::task::Note;
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -126,7 +127,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
-            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            StateDir::new(&self.cfg.state_dir),
             "loop.limit.park",
             serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                 "resets_at": resets_at.map(crate::loopctl::night::clock::rfc3339),
@@ -229,7 +230,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
                 self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(
-                    crate::statedir::StateDir::new(&self.cfg.state_dir),
+                    StateDir::new(&self.cfg.state_dir),
                     "loop.limit.park",
                     serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                         "resets_at": null, "resume_at": crate::loopctl::night::clock::rfc3339(at)}),
@@ -254,7 +255,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 ),
             )?;
             crate::registry::events::emit_quiet(
-                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                StateDir::new(&self.cfg.state_dir),
                 "loop.limit.resume",
                 serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "job": job}),
             );

@@ -8,6 +8,7 @@ use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::Runner;
 use crate::loopctl::run::task::Note;
 use crate::registry::{lease, lend};
+use crate::statedir::StateDir;
 use chrono::Utc;
 
 impl<O: LaneOps> Runner<'_, O> {
@@ -31,19 +32,9 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         let now = Utc::now();
         if let Some(a) = self.task(id).and_then(|t| t.agent) {
-            let _ = lend::give_back(
-                crate::statedir::StateDir::new(&self.cfg.state_dir),
-                id,
-                a,
-                now,
-            );
+            let _ = lend::give_back(StateDir::new(&self.cfg.state_dir), id, a, now);
         }
-        let _ = lease::release(
-            crate::statedir::StateDir::new(&self.cfg.state_dir),
-            id,
-            false,
-            now,
-        );
+        let _ = lease::release(StateDir::new(&self.cfg.state_dir), id, false, now);
         if let Some(t) = self.task_mut(id) {
             t.phase.enter_parked();
             *t.note_mut() = Note {
@@ -67,7 +58,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!("{id} parked: {reason}; resume: {resume}"),
         );
         crate::registry::events::emit_quiet(
-            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            StateDir::new(&self.cfg.state_dir),
             "loop.park",
             serde_json::json!({"run": self.run.n, "task": id}),
         );

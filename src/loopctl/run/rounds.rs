@@ -12,6 +12,7 @@ use crate::loopctl::board::brief;
 use crate::loopctl::land::rebase::{self, Merged};
 use crate::loopctl::ops::{LaneOps, LaneSpec, Role};
 use crate::loopctl::run::runner::{Runner, slug};
+use crate::statedir::StateDir;
 use chrono::Utc;
 
 /// A round that began with the integration head merged into the task's
@@ -142,12 +143,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let prior =
             std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
         crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
-        crate::registry::lend::borrow(
-            crate::statedir::StateDir::new(&self.cfg.state_dir),
-            id,
-            agent,
-            Utc::now(),
-        )?;
+        crate::registry::lend::borrow(StateDir::new(&self.cfg.state_dir), id, agent, Utc::now())?;
         let spec = LaneSpec {
             id: lane.clone(),
             role: Role::Implementer,
@@ -409,7 +405,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.queues.carried.remove(i);
             crate::registry::heartbeat::heartbeat(
-                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                StateDir::new(&self.cfg.state_dir),
                 &crate::registry::heartbeat::HeartbeatRequest {
                     session_id: Role::Reviewer.session_id().into(),
                     task: Some(id.clone()),

@@ -19,6 +19,7 @@ use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::{LaneRow, RunDir};
 pub use crate::loopctl::run::task::{Phase, TaskState};
 use crate::loopctl::{LoopError, board::ready, land::git};
+use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -242,9 +243,7 @@ pub fn slug(id: &str) -> String {
 
 fn locks_available(state_dir: &Path) -> bool {
     matches!(
-        crate::store::LockGuard::try_exclusive(
-            &crate::statedir::StateDir::new(state_dir).loop_probe_lock()
-        ),
+        crate::store::LockGuard::try_exclusive(&StateDir::new(state_dir).loop_probe_lock()),
         Ok(Some(_))
     )
 }
@@ -273,7 +272,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             )));
         };
         let reg = crate::registry::init(
-            crate::statedir::StateDir::new(&cfg.state_dir),
+            StateDir::new(&cfg.state_dir),
             &crate::registry::InitRequest {
                 topology: crate::registry::Topology::FourRole,
                 agent_mix: None,
@@ -281,7 +280,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             },
         );
         if let Err(e) = reg
-            && crate::registry::load(crate::statedir::StateDir::new(&cfg.state_dir))?.is_none()
+            && crate::registry::load(StateDir::new(&cfg.state_dir))?.is_none()
         {
             return Err(e.into());
         }
@@ -301,13 +300,13 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
         // A repository may hold an integration branch (or a worktree) of a
         // run this state dir no longer has: its N is skipped.
-        let wts = crate::statedir::StateDir::new(&cfg.state_dir).worktrees_dir();
+        let wts = StateDir::new(&cfg.state_dir).worktrees_dir();
         let run = RunDir::create_free(&cfg.state_dir, |n| {
             git::rev(&cfg.repo, &format!("refs/heads/drover/integration/loop{n}")).is_ok()
                 || wts.join(format!("loop{n}-integration")).exists()
         })?;
         crate::loopctl::run::rundir::note_board_holder(&board_lock, run.n);
-        let integ_wt = crate::statedir::StateDir::new(&cfg.state_dir)
+        let integ_wt = StateDir::new(&cfg.state_dir)
             .worktrees_dir()
             .join(format!("loop{}-integration", run.n));
         git::add_worktree(&cfg.repo, &integ_wt, &run.integration_branch(), &base_sha)?;
@@ -380,7 +379,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 .push((format!("{id} {why}"), "keep for this run".into()));
         }
         crate::registry::events::emit_quiet(
-            crate::statedir::StateDir::new(&r.cfg.state_dir),
+            StateDir::new(&r.cfg.state_dir),
             "loop.start",
             serde_json::json!({"run": r.run.n, "pool": pool, "charter_sha256": r.status.charter_sha256}),
         );

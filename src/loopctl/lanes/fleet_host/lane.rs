@@ -17,6 +17,7 @@ use crate::loopctl::ops::{JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role}
 use crate::registry::Agent;
 use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::report::schema::Expect;
+use crate::statedir::StateDir;
 use std::path::Path;
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ impl ItemCtx {
             .take(8)
             .collect();
         let id = format!("{}-{short}", item.lane);
-        let root = crate::statedir::StateDir::new(&self.opts.state_dir)
+        let root = StateDir::new(&self.opts.state_dir)
             .fleet_dir()
             .join("work")
             .join(&item.run);
@@ -277,9 +278,7 @@ impl ItemCtx {
             };
             Ok(LaneEnd::Finished(match outcome {
                 Outcome::Completed if role == Role::Reviewer => {
-                    let reg = crate::registry::load_required(crate::statedir::StateDir::new(
-                        &self.opts.state_dir,
-                    ))?;
+                    let reg = crate::registry::load_required(StateDir::new(&self.opts.state_dir))?;
                     let verdict = reg
                         .session(Role::Reviewer.session_id())
                         .map(|s| heartbeat::verdict(s, &item.task, chrono::Utc::now()))

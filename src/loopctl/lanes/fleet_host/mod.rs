@@ -18,6 +18,7 @@ use crate::fleet::blocking::{FleetRuntime, Threads};
 use crate::fleet::work::{self, CoordReply, Finished, HostRequest, WorkItem};
 use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
+use crate::statedir::StateDir;
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -78,7 +79,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
     // Its lanes report to this host's registry (a reviewer's verdict is read
     // there), made as `loop run` makes one when there is none.
     let made = crate::registry::init(
-        crate::statedir::StateDir::new(&opts.state_dir),
+        StateDir::new(&opts.state_dir),
         &crate::registry::InitRequest {
             topology: crate::registry::Topology::FourRole,
             agent_mix: None,
@@ -86,7 +87,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
         },
     );
     if let Err(e) = made
-        && crate::registry::load(crate::statedir::StateDir::new(&opts.state_dir))?.is_none()
+        && crate::registry::load(StateDir::new(&opts.state_dir))?.is_none()
     {
         return Err(e.into());
     }
@@ -555,7 +556,7 @@ impl ItemCtx {
 /// operator trusts it once in Claude Code and Codex, as a repository of
 /// their own, and every lane's worktree and dir is trusted with it.
 pub fn host_repo(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).fleet_repo()
+    StateDir::new(state_dir).fleet_repo()
 }
 
 fn describe(r: &CoordReply) -> String {

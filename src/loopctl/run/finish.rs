@@ -9,7 +9,6 @@ use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::runner::{NOTIFY_DRAIN, Phase, RunStatus, Runner, TaskState};
 use crate::loopctl::{LoopError, land::closeout, land::git};
-use crate::statedir::StateDir;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// After the loop: the close-out — unless the loop failed because the
@@ -84,8 +83,7 @@ impl<O: LaneOps> Runner<'_, O> {
     fn release_unlanded(&mut self) {
         let now = chrono::Utc::now();
         let prefix = format!("drover/loop{}/", self.run.n);
-        let Ok(leases) = crate::registry::lease::list(StateDir::new(&self.cfg.state_dir), now)
-        else {
+        let Ok(leases) = crate::registry::lease::list(self.cfg.state(), now) else {
             return;
         };
         for l in leases {
@@ -96,19 +94,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 continue;
             }
             if let Some(a) = l.active_agent {
-                let _ = crate::registry::lend::give_back(
-                    StateDir::new(&self.cfg.state_dir),
-                    task,
-                    a,
-                    now,
-                );
+                let _ = crate::registry::lend::give_back(self.cfg.state(), task, a, now);
             }
-            if let Err(e) = crate::registry::lease::release(
-                StateDir::new(&self.cfg.state_dir),
-                task,
-                false,
-                now,
-            ) {
+            if let Err(e) = crate::registry::lease::release(self.cfg.state(), task, false, now) {
                 self.say(&format!("{task}: its write lease stays held: {e}"));
             }
         }
@@ -274,7 +262,7 @@ impl<O: LaneOps> Runner<'_, O> {
         // Off the loop's path until now; the close-out gives it a few seconds.
         self.notifier.finish(NOTIFY_DRAIN);
         crate::registry::events::emit_quiet(
-            StateDir::new(&self.cfg.state_dir),
+            self.cfg.state(),
             "loop.closeout",
             serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
         );

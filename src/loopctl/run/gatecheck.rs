@@ -64,7 +64,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return self.park(id, &format!("its gate was ended: {why}"), "rerun the task");
         }
         heartbeat::heartbeat(
-            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            self.cfg.state(),
             &HeartbeatRequest {
                 session_id: CI_SESSION.into(),
                 task: Some(id.to_string()),

@@ -7,7 +7,6 @@ use crate::loopctl::ops::{LaneOps, Role};
 use crate::loopctl::run::runner::{Runner, slug};
 use crate::loopctl::{LoopError, land::capture, land::git};
 use crate::registry::{lease, lend, mix};
-use crate::statedir::StateDir;
 use chrono::Utc;
 use std::path::Path;
 
@@ -142,7 +141,7 @@ impl<O: LaneOps> Runner<'_, O> {
         self.say(&format!("{id}: landed as {sha}"));
         self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(
-            StateDir::new(&self.cfg.state_dir),
+            self.cfg.state(),
             "loop.landed",
             serde_json::json!({"run": self.run.n, "task": id, "sha": sha}),
         );
@@ -155,13 +154,13 @@ impl<O: LaneOps> Runner<'_, O> {
         let now = Utc::now();
         self.mark_done(id)?;
         let agent = self.task(id).and_then(|t| t.agent);
-        let booked = mix::load(StateDir::new(&self.cfg.state_dir))
+        let booked = mix::load(self.cfg.state())
             .ok()
             .flatten()
             .is_some_and(|l| l.ledger.iter().any(|e| e.task == id));
         if let Some(a) = agent.filter(|_| !booked) {
             mix::record(
-                StateDir::new(&self.cfg.state_dir),
+                self.cfg.state(),
                 &mix::RecordRequest {
                     task: id.to_string(),
                     agent: a,
@@ -173,9 +172,9 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         if let Some(a) = agent {
             // A borrow left by a crash would refuse the release.
-            let _ = lend::give_back(StateDir::new(&self.cfg.state_dir), id, a, now);
+            let _ = lend::give_back(self.cfg.state(), id, a, now);
         }
-        lease::release(StateDir::new(&self.cfg.state_dir), id, false, now)?;
+        lease::release(self.cfg.state(), id, false, now)?;
         Ok(())
     }
 

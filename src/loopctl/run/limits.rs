@@ -15,7 +15,6 @@ use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::drive::LimitPark;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::loopctl::run::task::Note;
-use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -127,7 +126,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
-            StateDir::new(&self.cfg.state_dir),
+            self.cfg.state(),
             "loop.limit.park",
             serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                 "resets_at": resets_at.map(crate::loopctl::night::clock::rfc3339),
@@ -230,7 +229,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
                 self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(
-                    StateDir::new(&self.cfg.state_dir),
+                    self.cfg.state(),
                     "loop.limit.park",
                     serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
                         "resets_at": null, "resume_at": crate::loopctl::night::clock::rfc3339(at)}),
@@ -255,7 +254,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 ),
             )?;
             crate::registry::events::emit_quiet(
-                StateDir::new(&self.cfg.state_dir),
+                self.cfg.state(),
                 "loop.limit.resume",
                 serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "job": job}),
             );

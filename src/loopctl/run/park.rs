@@ -8,7 +8,6 @@ use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::runner::Runner;
 use crate::loopctl::run::task::Note;
 use crate::registry::{lease, lend};
-use crate::statedir::StateDir;
 use chrono::Utc;
 
 impl<O: LaneOps> Runner<'_, O> {
@@ -32,9 +31,9 @@ impl<O: LaneOps> Runner<'_, O> {
     ) -> Result<(), LoopError> {
         let now = Utc::now();
         if let Some(a) = self.task(id).and_then(|t| t.agent) {
-            let _ = lend::give_back(StateDir::new(&self.cfg.state_dir), id, a, now);
+            let _ = lend::give_back(self.cfg.state(), id, a, now);
         }
-        let _ = lease::release(StateDir::new(&self.cfg.state_dir), id, false, now);
+        let _ = lease::release(self.cfg.state(), id, false, now);
         if let Some(t) = self.task_mut(id) {
             t.phase.enter_parked();
             *t.note_mut() = Note {
@@ -58,7 +57,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &format!("{id} parked: {reason}; resume: {resume}"),
         );
         crate::registry::events::emit_quiet(
-            StateDir::new(&self.cfg.state_dir),
+            self.cfg.state(),
             "loop.park",
             serde_json::json!({"run": self.run.n, "task": id}),
         );

@@ -25,7 +25,6 @@ use crate::loopctl::run::rundir::RunDir;
 use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner, slug};
 use crate::loopctl::{board, land, land::git};
 use crate::registry::{lease, lend};
-use crate::statedir::StateDir;
 use chrono::Utc;
 
 /// The file locked while a process runs the loop of a run dir.
@@ -332,7 +331,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let task = self.board_task(id)?;
         let n = self.run.n;
         let claimed = lease::claim(
-            StateDir::new(&self.cfg.state_dir),
+            self.cfg.state(),
             &lease::ClaimRequest {
                 task: id.to_string(),
                 session: Some(Role::Implementer.session_id().into()),
@@ -354,7 +353,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Where a task's worktree is (by the run's naming rule).
     pub(in crate::loopctl) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
-        StateDir::new(&self.cfg.state_dir)
+        self.cfg
+            .state()
             .worktrees_dir()
             .join(format!("loop{}-{}", self.run.n, slug(id)))
     }
@@ -373,8 +373,8 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let lane_dir = self.run.lane_dir(&lane)?;
         let now = Utc::now();
         self.reclaim(id)?;
-        let _ = lend::give_back(StateDir::new(&self.cfg.state_dir), id, agent.other(), now);
-        lend::borrow(StateDir::new(&self.cfg.state_dir), id, agent, now)?;
+        let _ = lend::give_back(self.cfg.state(), id, agent.other(), now);
+        lend::borrow(self.cfg.state(), id, agent, now)?;
         let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
         let text = match std::fs::read_to_string(lane_dir.join("brief.md")) {
             Ok(t) if brief::parse(&t, &self.cfg.charter.guarded_paths).is_ok() => t,

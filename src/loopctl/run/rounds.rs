@@ -12,7 +12,6 @@ use crate::loopctl::board::brief;
 use crate::loopctl::land::rebase::{self, Merged};
 use crate::loopctl::ops::{LaneOps, LaneSpec, Role};
 use crate::loopctl::run::runner::{Runner, slug};
-use crate::statedir::StateDir;
 use chrono::Utc;
 
 /// A round that began with the integration head merged into the task's
@@ -143,7 +142,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let prior =
             std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
         crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
-        crate::registry::lend::borrow(StateDir::new(&self.cfg.state_dir), id, agent, Utc::now())?;
+        crate::registry::lend::borrow(self.cfg.state(), id, agent, Utc::now())?;
         let spec = LaneSpec {
             id: lane.clone(),
             role: Role::Implementer,
@@ -405,7 +404,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             self.queues.carried.remove(i);
             crate::registry::heartbeat::heartbeat(
-                StateDir::new(&self.cfg.state_dir),
+                self.cfg.state(),
                 &crate::registry::heartbeat::HeartbeatRequest {
                     session_id: Role::Reviewer.session_id().into(),
                     task: Some(id.clone()),

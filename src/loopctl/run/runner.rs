@@ -61,6 +61,13 @@ pub struct RunConfig {
     pub unattended: Unattended,
 }
 
+impl RunConfig {
+    /// The state dir, with its layout.
+    pub fn state(&self) -> &StateDir {
+        StateDir::new(&self.state_dir)
+    }
+}
+
 /// The run as `loop status` shows it (`run.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStatus {

@@ -51,7 +51,7 @@ impl<O: LaneOps> Runner<'_, O> {
                         &format!("{task}: lane {} is {c}: {why}; not killed", lane.id),
                     )?;
                     crate::registry::events::emit_quiet(
-                        crate::statedir::StateDir::new(&self.cfg.state_dir),
+                        self.cfg.state(),
                         "loop.stall",
                         serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "class": c}),
                     );

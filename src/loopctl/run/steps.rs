@@ -13,7 +13,6 @@ use crate::loopctl::ops::{
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
-use crate::statedir::StateDir;
 use chrono::Utc;
 use std::path::Path;
 
@@ -21,7 +20,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The next implementer's agent: the one that reduces the mix's skew,
     /// counting tasks in flight as one WU each.
     fn pick_agent(&self) -> Agent {
-        let ledger = mix::load(StateDir::new(&self.cfg.state_dir)).ok().flatten();
+        let ledger = mix::load(self.cfg.state()).ok().flatten();
         let target = ledger
             .as_ref()
             .map(|l| l.policy.target)
@@ -76,7 +75,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let lane = self.impl_lane(id);
         let lane_dir = self.run.lane_dir(&lane)?;
         self.reclaim(id)?;
-        lend::borrow(StateDir::new(&self.cfg.state_dir), id, agent, Utc::now())?;
+        lend::borrow(self.cfg.state(), id, agent, Utc::now())?;
         let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
         let others = self.others(id);
         let b = brief::build(&lane, &task, tier, &others, &self.ops.report_command());
@@ -310,7 +309,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         self.lane_down(id)?;
         if let Some(a) = agent {
-            lend::give_back(StateDir::new(&self.cfg.state_dir), id, a, Utc::now())?;
+            lend::give_back(self.cfg.state(), id, a, Utc::now())?;
         }
         let Some(wt) = wt else { return Ok(()) };
         // A round that began with a merge: markers refused, the merge
@@ -339,7 +338,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         // The lease's claim is the authority (it may have been renewed with more files).
-        let claimed = lease::list(StateDir::new(&self.cfg.state_dir), Utc::now())?
+        let claimed = lease::list(self.cfg.state(), Utc::now())?
             .into_iter()
             .find(|l| l.task_id.as_deref() == Some(id))
             .map(|l| l.claimed_files)
@@ -526,7 +525,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .get(id)
             .map(|h| h.lane_dir.join(format!("report-v{}.json", t.round())));
         self.lane_down(id)?;
-        let reg = crate::registry::load_required(StateDir::new(&self.cfg.state_dir))?;
+        let reg = crate::registry::load_required(self.cfg.state())?;
         let verdict = reg
             .session(Role::Reviewer.session_id())
             .map(|s| heartbeat::verdict(s, id, Utc::now()))

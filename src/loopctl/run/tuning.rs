@@ -77,7 +77,7 @@ impl<O: LaneOps> Runner<'_, O> {
             self.decide("autotune", &format!("before iteration {next}: {line}"))?;
             self.say(&format!("autotune: {line}"));
             crate::registry::events::emit_quiet(
-                crate::statedir::StateDir::new(&self.cfg.state_dir),
+                self.cfg.state(),
                 "loop.autotune",
                 serde_json::json!({
                     "run": self.run.n,

@@ -56,14 +56,15 @@ fn wait_screen(d: &Drover, what: &str, ok: impl Fn(&str) -> bool) -> String {
     last
 }
 
-/// `loop status 1 --json`'s state.
-/// A sim run of three tasks on a fresh board (4 lanes, a pool of 1, a
-/// gate that passes), its loop process and the log it writes.
-fn start_sim_run(d: &Drover) -> (std::process::Child, PathBuf) {
-    let (repo, charter) = loop_common::board_repo(d, 3, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+/// A sim run of `tasks` tasks on a fresh board (4 lanes, a pool of 1, a
+/// gate that passes) with `implementer`'s script, its loop process and the
+/// log it writes.
+fn start_sim_run(d: &Drover, tasks: u32, implementer: &str) -> (std::process::Child, PathBuf) {
+    let (repo, charter) =
+        loop_common::board_repo(d, tasks, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
     let root = d.scratch();
     let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
-    std::fs::write(&imp, IMPLEMENTER).unwrap();
+    std::fs::write(&imp, implementer).unwrap();
     std::fs::write(&rev, REVIEWER_PASS).unwrap();
     let log = root.join("loop.log");
     let (r, c, i, v) = (
@@ -93,6 +94,7 @@ fn start_sim_run(d: &Drover) -> (std::process::Child, PathBuf) {
     (child, log)
 }
 
+/// `loop status 1 --json`'s state.
 fn status(d: &Drover) -> String {
     let v: serde_json::Value =
         serde_json::from_str(&d.ok(&["loop", "status", "1", "--json"])).unwrap_or_default();
@@ -112,7 +114,7 @@ fn task<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 #[test]
 fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
     let d = Drover::new().native();
-    let (mut child, log) = start_sim_run(&d);
+    let (mut child, log) = start_sim_run(&d, 3, IMPLEMENTER);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
@@ -195,36 +197,8 @@ fn top_shows_the_run_and_its_keys_pause_and_resume_it() {
 #[test]
 fn top_closes_out_an_interrupted_run_after_a_yes() {
     let d = Drover::new().native();
-    let (repo, charter) = loop_common::board_repo(&d, 2, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
-    let root = d.scratch();
-    let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
-    std::fs::write(&imp, IMPLEMENTER.replace("work = 6000", "work = 60000")).unwrap();
-    std::fs::write(&rev, REVIEWER_PASS).unwrap();
-    let log = root.join("loop.log");
-    let (r, c, i, v) = (
-        repo.display().to_string(),
-        charter.display().to_string(),
-        imp.display().to_string(),
-        rev.display().to_string(),
-    );
-    let mut child = spawn_loop(
-        &d,
-        &[
-            "loop",
-            "run",
-            "--repo",
-            &r,
-            "--charter",
-            &c,
-            "--sim-implementer",
-            &i,
-            "--sim-reviewer",
-            &v,
-            "--backend",
-            "native",
-        ],
-        &log,
-    );
+    let slow = IMPLEMENTER.replace("work = 6000", "work = 60000");
+    let (mut child, log) = start_sim_run(&d, 2, &slow);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
@@ -279,7 +253,7 @@ fn cpu_ticks(pid: i32) -> u64 {
 #[ignore = "a 30 s measurement; run with --ignored --nocapture"]
 fn top_idle_cpu_with_a_paused_run() {
     let d = Drover::new().native();
-    let (mut child, _log) = start_sim_run(&d);
+    let (mut child, _log) = start_sim_run(&d, 3, IMPLEMENTER);
     assert!(wait_until(LONG, || task(&run_json(&d), "TASK-2")["phase"]
         == "implementing"));
     d.ok(&["loop", "control", "1", "pause"]);

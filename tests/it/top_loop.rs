@@ -9,7 +9,7 @@
 use crate::common;
 use crate::loop_common;
 
-use common::{BIN, Drover, wait_until};
+use common::{Drover, wait_until};
 use loop_common::{REVIEWER_PASS, run_json, spawn_loop, wait_exit};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,20 +30,9 @@ match = "task=TASK-3 "
 steps = [{ work = 100 }, { write = { path = "f3.txt", content = "3\n" } }, { report = { path = "{report}" } }, "finish"]
 "#;
 
+/// `drover top` in the pane `top` (what `wait_screen` reads).
 fn start_top(d: &Drover, size: &str) {
-    let state = d.state.display().to_string();
-    d.ok(&[
-        "pane",
-        "new",
-        "top",
-        "--size",
-        size,
-        "--",
-        BIN,
-        "--state-dir",
-        &state,
-        "top",
-    ]);
+    super::top_pty::start_top(d, "top", size);
 }
 
 fn wait_screen(d: &Drover, what: &str, ok: impl Fn(&str) -> bool) -> String {

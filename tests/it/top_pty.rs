@@ -21,7 +21,8 @@ fn ask_script(d: &Drover) -> std::path::PathBuf {
     p
 }
 
-fn start_top(d: &Drover, name: &str, size: &str) {
+/// `drover top` in pane `name` of `size`, on `d`'s state dir.
+pub(crate) fn start_top(d: &Drover, name: &str, size: &str) {
     let state = d.state.display().to_string();
     d.ok(&[
         "pane",

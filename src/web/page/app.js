@@ -1,0 +1,2 @@
+"use strict";
+// The page of `drover web` (docs/web.md).

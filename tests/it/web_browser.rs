@@ -1,0 +1,373 @@
+//! The page of `drover web` in a real browser: headless Chromium driven
+//! over WebDriver (tests/it/webdriver.rs) against a real `drover web` over
+//! a real supervisor with sim panes and a sim run. The page loads with the
+//! token and shows nothing without it; a lane's state change arrives within
+//! a bound; agent- and board-written text shows as text and runs nothing;
+//! approving from the page moves a blocked lane on, and is refused when the
+//! server is read-only; another origin gets no data and answers nothing; a
+//! token replaced by `--new-token` is refused. Screenshots at phone and
+//! desktop sizes (docs/images/web-*.png).
+
+mod harness;
+
+use crate::common::{Drover, T, wait_until};
+use crate::webdriver::Browser;
+use harness::{
+    DESKTOP, Foreign, LONG, PHONE, Web, asking_sim, block, page_state, pane_sel, port,
+    signed_in, sim_run, state,
+};
+use serde_json::Value;
+
+/// How soon a state change must reach the page (measured: see the prints).
+const UPDATE_BOUND_MS: u64 = 3000;
+
+/// Markup and escapes an agent or a board could write.
+const IMG: &str = "<img src=x onerror=window.__pwned=1>";
+const SCRIPT: &str = "<script>window.__pwned=1</script>";
+
+/// `typeof window.__pwned` in the page: "undefined" unless something ran.
+fn pwned(b: &Browser) -> String {
+    b.exec("return typeof window.__pwned;", vec![])
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The status of a same-origin `fetch` of `path` from the page.
+fn fetch_status(b: &Browser, path: &str) -> i64 {
+    b.exec(
+        "const x = new XMLHttpRequest(); x.open('GET', arguments[0], false); x.send(); return x.status;",
+        vec![Value::from(path)],
+    )
+    .as_i64()
+    .unwrap_or(-1)
+}
+
+/// Without the token a fresh browser gets a 401 and no data; with the
+/// printed URL it lands on `/` (the token out of the address bar), its
+/// cookie out of the page's reach, and sees the panes with their states.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn the_page_loads_with_the_token_and_shows_nothing_without_it() {
+    let d = Drover::new();
+    d.sim("p1", "claude", None);
+    d.ok(&["wait", "p1", "--until", "idle", "--timeout-ms", "20000"]);
+    let web = Web::start(&d, port(), &[]);
+
+    let b = Browser::start(PHONE.0, PHONE.1);
+    b.goto(&format!("{}/", web.origin()));
+    let text = b.body_text();
+    assert!(!text.contains("p1"), "no data without the token:\n{text}");
+    assert!(b.find("[data-testid=pane-row]").is_none(), "{text}");
+    assert_eq!(fetch_status(&b, "/api/view"), 401, "the API refuses too");
+    b.goto(&format!("{}/?token={}", web.origin(), "0".repeat(64)));
+    assert!(
+        b.find("[data-testid=pane-row]").is_none(),
+        "a wrong token shows nothing:\n{}",
+        b.body_text()
+    );
+
+    b.goto(&web.url);
+    b.wait_find(&pane_sel("p1", ""), LONG);
+    assert!(
+        !b.url().contains("token="),
+        "the token left the address bar: {}",
+        b.url()
+    );
+    let cookies = b.exec("return document.cookie;", vec![]);
+    assert!(
+        !cookies.as_str().unwrap_or_default().contains(web.token()),
+        "the cookie is HttpOnly: {cookies}"
+    );
+    assert!(
+        wait_until(T, || page_state(&b, "p1").as_deref() == Some("idle")),
+        "{}",
+        b.body_text()
+    );
+    let conn = b.wait_find("[data-testid=conn]", T);
+    assert!(wait_until(T, || b.try_text(&conn).as_deref() == Some("live")));
+    let banner = b.wait_find("[data-testid=readonly-banner]", T);
+    assert!(
+        b.text(&banner).contains("drover web --allow-actions"),
+        "read-only says so"
+    );
+}
+
+/// A sim lane going working then blocked shows on the page; the delay from
+/// the supervisor's `since_ms` to the page drawing it is printed and bound.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn a_lanes_state_change_reaches_the_page_within_a_bound() {
+    let d = Drover::new();
+    asking_sim(&d, "p1");
+    let web = Web::start(&d, port(), &[]);
+    let b = signed_in(&web, DESKTOP);
+    assert!(wait_until(T, || page_state(&b, "p1").as_deref() == Some("idle")));
+    // The page's clock when it first drew each state (same machine as the
+    // supervisor's since_ms).
+    b.exec(
+        "window.__seen = {};
+         const look = () => {
+           const e = document.querySelector('[data-testid=pane-row][data-pane=p1] [data-testid=pane-state]');
+           if (!e) return;
+           const s = e.textContent.split(':')[0];
+           if (!(s in window.__seen)) window.__seen[s] = Date.now();
+         };
+         new MutationObserver(look).observe(document.body, {subtree: true, childList: true, characterData: true});",
+        vec![],
+    );
+    d.ok(&["send", "p1", "make the file"]);
+    let mut since = std::collections::BTreeMap::new();
+    assert!(
+        wait_until(LONG, || {
+            if let Some(p) = d.pane("p1") {
+                let st = p["observation"]["state"].as_str().unwrap_or("").to_string();
+                let ms = p["observation"]["since_ms"].as_u64().unwrap_or(0);
+                since.entry(st).or_insert(ms);
+            }
+            since.contains_key("blocked")
+        }),
+        "p1 never blocked"
+    );
+    assert!(
+        wait_until(LONG, || page_state(&b, "p1").is_some_and(|s| s.starts_with("blocked"))),
+        "the page never showed p1 blocked:\n{}",
+        b.body_text()
+    );
+    let seen = b.exec("return window.__seen;", vec![]);
+    for st in ["working", "blocked"] {
+        let (Some(at), Some(from)) = (seen[st].as_u64(), since.get(st)) else {
+            // A state too short to be polled by `pane ls` is not measured.
+            continue;
+        };
+        let delay = at.saturating_sub(*from);
+        println!("web page update: p1 {st} drawn {delay} ms after the supervisor saw it");
+        assert!(
+            delay <= UPDATE_BOUND_MS,
+            "{st} took {delay} ms to reach the page"
+        );
+    }
+    assert!(seen["blocked"].is_u64(), "blocked was drawn: {seen}");
+}
+
+/// A pane's screen and a task's title holding markup and terminal escapes
+/// show on the page as the text they are; nothing of them runs.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn agent_and_board_text_shows_as_text_and_runs_nothing() {
+    let d = Drover::new().native();
+    let line = format!("{IMG} {SCRIPT}");
+    d.new_pane(
+        "evil",
+        &[],
+        &[
+            "sh",
+            "-c",
+            "printf '%s\\n\\033[31mRED\\033[0m \\033]0;osc-title\\007\\033[2Jafter-clear\\n' \"$0\"; exec sleep 600",
+            &line,
+        ],
+    );
+    d.wait_text("evil", "after-clear", T);
+    let title = format!("{IMG} {SCRIPT} \u{1b}[31mred\u{1b}[0m");
+    let _run = sim_run(&d, &[&title]);
+    let web = Web::start(&d, port(), &[]);
+    let b = signed_in(&web, DESKTOP);
+
+    let t = b.wait_find("[data-testid=task-title]", LONG);
+    let shown = b.text(&t);
+    assert!(
+        shown.contains(IMG) && shown.contains(SCRIPT) && shown.contains("[31mred"),
+        "the title as text: {shown:?}"
+    );
+    b.click(&pane_sel("evil", ""), T);
+    let mut screen = String::new();
+    assert!(
+        wait_until(T, || {
+            screen = b
+                .find("[data-testid=screen]")
+                .and_then(|e| b.try_text(&e))
+                .unwrap_or_default();
+            screen.contains("after-clear")
+        }),
+        "the screen never showed:\n{}",
+        b.body_text()
+    );
+    assert!(screen.contains("RED"), "{screen}");
+    assert!(!screen.contains('\u{1b}'), "no escape reaches the page: {screen:?}");
+    let counts = b.exec(
+        "return [document.images.length, document.scripts.length];",
+        vec![],
+    );
+    assert_eq!(counts, serde_json::json!([0, 1]), "no element was made of it");
+    assert_eq!(pwned(&b), "undefined", "nothing ran");
+}
+
+/// Read-only: the buttons are disabled and say why; one forced on is
+/// refused by the server and the page says why; the lane stays blocked.
+/// With `--allow-actions`: Approve, then Confirm, and the lane goes on.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
+    let d = Drover::new();
+    asking_sim(&d, "p1");
+    block(&d, "p1");
+    let web = Web::start(&d, port(), &[]);
+    let b = signed_in(&web, PHONE);
+    let approve = "[data-testid=need-row][data-pane=p1] [data-testid=approve]";
+    let button = b.wait_find(approve, LONG);
+    assert!(
+        b.attr(&button, "disabled").is_some(),
+        "read-only disables the button"
+    );
+    assert!(
+        b.attr(&button, "title")
+            .is_some_and(|t| t.contains("--allow-actions")),
+        "and says why"
+    );
+    // Forced on, it reaches the server, which refuses.
+    b.exec(
+        "for (const e of document.querySelectorAll('button')) e.disabled = false;",
+        vec![],
+    );
+    b.click(approve, T);
+    b.click("[data-testid=confirm]", T);
+    let result = b.wait_find("[data-testid=action-result]:not([hidden])", T);
+    let mut said = String::new();
+    assert!(wait_until(T, || {
+        said = b.try_text(&result).unwrap_or_default();
+        !said.is_empty()
+    }));
+    assert!(said.contains("read-only"), "the page shows the refusal: {said}");
+    assert_eq!(state(&d, "p1"), "blocked", "the lane was not answered");
+    let port = web.stop();
+
+    let web = Web::start(&d, port, &["--allow-actions"]);
+    b.goto(&format!("{}/", web.origin()));
+    let button = b.wait_find(approve, LONG);
+    assert!(b.attr(&button, "disabled").is_none(), "actions allowed");
+    assert!(b.find("[data-testid=readonly-banner]:not([hidden])").is_none());
+    b.click(approve, T);
+    b.click("[data-testid=confirm]", T);
+    assert!(
+        wait_until(LONG, || state(&d, "p1") != "blocked"),
+        "the lane is still blocked: {}",
+        b.body_text()
+    );
+    d.ok(&["wait", "p1", "--until", "done", "--timeout-ms", "20000"]);
+    assert!(
+        wait_until(T, || page_state(&b, "p1").is_some_and(|s| !s.starts_with("blocked"))),
+        "{}",
+        b.body_text()
+    );
+    let result = b.wait_find("[data-testid=action-result]", T);
+    let said = b.text(&result);
+    assert!(!said.contains("error") && said.starts_with("Approve p1"), "{said}");
+}
+
+/// A page from another origin (another port of the same host, so the
+/// browser sends the signed-in cookie: same-site) that reads the API and
+/// posts an answer with credentials gets no data and answers nothing.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn another_origin_gets_no_data_and_answers_nothing() {
+    let d = Drover::new();
+    asking_sim(&d, "p1");
+    block(&d, "p1");
+    let since = d.pane("p1").expect("p1")["observation"]["since_ms"]
+        .as_u64()
+        .unwrap_or(0);
+    let web = Web::start(&d, port(), &["--allow-actions"]);
+    let b = signed_in(&web, DESKTOP);
+    let body = format!(r#"{{"pane":"p1","action":"approve","choice":null,"since_ms":{since}}}"#);
+    let attack = format!(
+        "<!doctype html><title>elsewhere</title><script>
+const D = {target:?}, B = {body:?};
+window.__out = [];
+const note = (what, p) => p.then(async r => window.__out.push(what + ' ' + r.status + ' ' + r.type + ' ' + (await r.text().catch(() => ''))),
+                                 e => window.__out.push(what + ' failed ' + e));
+Promise.allSettled([
+  note('view', fetch(D + '/api/view', {{credentials: 'include'}})),
+  note('view-no-cors', fetch(D + '/api/view', {{credentials: 'include', mode: 'no-cors'}})),
+  note('answer', fetch(D + '/api/answer', {{method: 'POST', credentials: 'include', headers: {{'Content-Type': 'application/json'}}, body: B}})),
+  note('answer-no-cors', fetch(D + '/api/answer', {{method: 'POST', credentials: 'include', mode: 'no-cors', headers: {{'Content-Type': 'text/plain'}}, body: B}})),
+]).then(() => {{ window.__done = true; }});
+</script>",
+        target = web.origin(),
+    );
+    let foreign = Foreign::serve(attack);
+    b.goto(&foreign.url());
+    assert!(
+        wait_until(T, || b.exec("return window.__done === true;", vec![]) == true),
+        "the foreign page never finished"
+    );
+    let out = b.exec("return window.__out;", vec![]);
+    println!("from another origin: {out}");
+    let text = out.to_string();
+    assert!(!text.contains("p1"), "no data reached another origin: {text}");
+    assert!(!text.contains("\"ok\""), "no answer was made: {text}");
+    assert_eq!(out.as_array().map(Vec::len), Some(4), "{text}");
+    assert_eq!(state(&d, "p1"), "blocked", "the lane was not answered");
+    // The drover page itself still works with the same cookie.
+    b.goto(&format!("{}/", web.origin()));
+    b.wait_find(&pane_sel("p1", ""), LONG);
+}
+
+/// After a restart with `--new-token` the open page says it is no longer
+/// signed in, a reload shows nothing, the old URL is refused and the new
+/// one works.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn a_token_replaced_by_new_token_is_refused() {
+    let d = Drover::new();
+    d.sim("p1", "claude", None);
+    d.ok(&["wait", "p1", "--until", "idle", "--timeout-ms", "20000"]);
+    let web = Web::start(&d, port(), &[]);
+    let old = web.url.clone();
+    let b = signed_in(&web, PHONE);
+    let port = web.stop();
+    let web = Web::start(&d, port, &["--new-token"]);
+    assert_ne!(web.url, old, "a new token");
+    b.wait_text("the page signed out", LONG, |t| {
+        t.contains("disconnected since") && t.contains("not signed in")
+    });
+    b.goto(&format!("{}/", web.origin()));
+    assert!(b.find("[data-testid=pane-row]").is_none(), "{}", b.body_text());
+    b.goto(&old);
+    assert!(b.find("[data-testid=pane-row]").is_none(), "{}", b.body_text());
+    assert_eq!(fetch_status(&b, "/api/view"), 401);
+    b.goto(&web.url);
+    b.wait_find(&pane_sel("p1", ""), LONG);
+}
+
+/// The page with a blocked lane and a run, at phone and desktop sizes:
+/// checked for what they must show, and written to docs/images when
+/// `DROVER_WEB_SCREENSHOTS=1`.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn screenshots_at_phone_and_desktop_sizes() {
+    let d = Drover::new().native();
+    asking_sim(&d, "review-docs");
+    block(&d, "review-docs");
+    let _run = sim_run(&d, &["Add the parser", "Document the flags"]);
+    let web = Web::start(&d, port(), &["--allow-actions"]);
+    let write = std::env::var("DROVER_WEB_SCREENSHOTS").is_ok_and(|v| v == "1");
+    for (name, size) in [("web-phone.png", PHONE), ("web-desktop.png", DESKTOP)] {
+        let b = signed_in(&web, size);
+        b.wait_find("[data-testid=need-row] [data-testid=dialog]", LONG);
+        b.wait_find("[data-testid=run-row] [data-testid=task-title]", LONG);
+        let wide = b.exec(
+            "const e = document.documentElement; return e.scrollWidth > e.clientWidth;",
+            vec![],
+        );
+        assert_eq!(wide, false, "no sideways scroll at {size:?}");
+        let path = if write {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images").join(name)
+        } else {
+            d.scratch().join(name)
+        };
+        b.screenshot(&path);
+        let png = std::fs::read(&path).expect("the screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        println!("{}: {} bytes", path.display(), png.len());
+    }
+}

@@ -58,3 +58,4 @@ pub mod store;
 pub mod time;
 pub mod top;
 pub mod watch;
+pub mod web;

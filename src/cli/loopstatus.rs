@@ -20,32 +20,21 @@ pub(super) fn control_cmd(a: super::loopcmd::ControlArgs, ctx: &Ctx) -> anyhow::
         )
     })?;
     let state_dir = ctx.state_dir()?;
-    let run = rundir::RunDir::open(&state_dir, run_number(&a.run)?).map_err(lerr)?;
-    // A control is read by the loop working the run: with none, it would
-    // sit in the file and do nothing.
-    if let Ok(Some(st)) = drover::store::read_json::<RunStatus>(&run.file("run.json"))
-        && !st.is_live()
-    {
-        if st.finished_at.is_none() && c == Control::CloseOut {
-            // Closed here, without a resume: nothing of it goes on.
-            return close_without_resume(run.n, &a.reason, ctx);
+    let n = run_number(&a.run)?;
+    let set = match control::request(&state_dir, n, c, &a.reason) {
+        Ok(control::Requested::Set(set)) => set,
+        // Closed here, without a resume: nothing of it goes on.
+        Ok(control::Requested::CloseWithoutResume) => {
+            return close_without_resume(n, &a.reason, ctx);
         }
-        let why = if st.finished_at.is_some() {
-            format!("loop{} is {} (closed); nothing runs it", run.n, st.state)
-        } else {
-            format!(
-                "loop{} is not running: its loop process is gone; resume it with `drover loop run --resume {}`",
-                run.n, run.n
-            )
-        };
-        return Err(fail(exit::REFUSED, why));
-    }
-    let set = control::write(&run.path, c, &a.reason).map_err(lerr)?;
+        Err(control::ControlError::Loop(e)) => return Err(lerr(e)),
+        Err(e) => return Err(fail(exit::REFUSED, e.to_string())),
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
     } else {
         let ruling = set.ruling().map_or("none (running)", |r| r.0.as_str());
-        println!("loop{}: {} set; ruling now: {ruling}", run.n, c.as_str());
+        println!("loop{n}: {} set; ruling now: {ruling}", c.as_str());
     }
     Ok(exit::OK)
 }

@@ -34,6 +34,7 @@ mod status;
 mod top;
 mod values;
 mod wait;
+mod web;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -164,6 +165,11 @@ pub enum Command {
     /// A live dashboard of every pane and lane, the ones that need you first.
     #[command(after_help = "Example:\n  drover top")]
     Top(top::TopArgs),
+    /// A live page of panes, lanes, runs and hosts for a browser; read-only unless --allow-actions.
+    #[command(
+        after_help = "Prints the URL with its token once. Loopback by default; see docs/web.md.\n\nExample:\n  drover web --allow-actions"
+    )]
+    Web(web::WebArgs),
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -389,6 +395,7 @@ pub fn main() -> ExitCode {
         Command::Man(a) => completions::man(a),
         Command::Loop { cmd } => loopcmd::run(cmd, &ctx),
         Command::Top(a) => top::run(a, &ctx),
+        Command::Web(a) => web::run(a, &ctx),
         Command::Fleet { cmd } => fleet::run(cmd, &ctx),
         Command::Report { cmd } => report::run(cmd, &ctx),
         Command::Registry(c) => registry::run(c, &ctx),

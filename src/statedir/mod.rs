@@ -237,6 +237,21 @@ impl StateDir {
         self.0.join("top").join("seen.json")
     }
 
+    /// `drover web`'s files (its token and audit log).
+    pub fn web_dir(&self) -> PathBuf {
+        self.0.join("web")
+    }
+
+    /// `drover web`'s token (0600).
+    pub fn web_token(&self) -> PathBuf {
+        self.web_dir().join("token")
+    }
+
+    /// What was asked of `drover web`, one JSON line per action.
+    pub fn web_audit(&self) -> PathBuf {
+        self.web_dir().join("audit.jsonl")
+    }
+
     /// The user's detection rules.
     pub fn rules_file(&self) -> PathBuf {
         self.0.join("rules.toml")

@@ -21,6 +21,8 @@ const DECISIONS_TAIL: u64 = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunTask {
     pub id: String,
+    /// Its title on the board.
+    pub title: String,
     /// `implementing`, `reviewing`, `landing`, `parked`, `ready`.
     pub phase: String,
     pub round: u64,
@@ -44,6 +46,8 @@ impl RunTask {
 pub struct RunQuestion {
     pub task: String,
     pub question: String,
+    /// When it was asked, as the loop wrote it.
+    pub at: String,
 }
 
 /// One run as `top` shows it.
@@ -58,6 +62,8 @@ pub struct RunCell {
     pub finished: bool,
     /// `owner-present`, `overnight`, …
     pub mode: String,
+    /// The branch the run lands on.
+    pub integration_branch: String,
     /// Tasks not landed and not held, the ones that need a human first.
     pub tasks: Vec<RunTask>,
     pub landed: usize,
@@ -116,6 +122,7 @@ pub fn cell_of(n: u32, v: &Value, state: Option<(RunState, bool)>, decisions: &s
         .filter(|t| !matches!(t["phase"].as_str(), Some("landed" | "held")))
         .map(|t| RunTask {
             id: s(t, "id").unwrap_or_else(|| "?".into()),
+            title: s(t, "title").unwrap_or_default(),
             phase: phase(t),
             round: t["round"].as_u64().unwrap_or(0),
             agent: s(t, "agent"),
@@ -133,6 +140,7 @@ pub fn cell_of(n: u32, v: &Value, state: Option<(RunState, bool)>, decisions: &s
         .map(|q| RunQuestion {
             task: s(q, "task").unwrap_or_else(|| "?".into()),
             question: s(q, "question").unwrap_or_default(),
+            at: s(q, "at").unwrap_or_default(),
         })
         .collect();
     RunCell {
@@ -141,6 +149,7 @@ pub fn cell_of(n: u32, v: &Value, state: Option<(RunState, bool)>, decisions: &s
         live,
         state,
         mode: s(v, "mode").unwrap_or_default(),
+        integration_branch: s(v, "integration_branch").unwrap_or_default(),
         landed: tasks_v.iter().filter(|t| t["phase"] == "landed").count(),
         held: tasks_v.iter().filter(|t| t["phase"] == "held").count(),
         total: tasks_v.len(),

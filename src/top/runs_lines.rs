@@ -129,6 +129,7 @@ mod tests {
                     lane: Some("l3-impl-task-3".into()),
                     reason: Some("the gate stayed red".into()),
                     stall: None,
+                    ..Default::default()
                 },
                 RunTask {
                     id: "TASK-2".into(),
@@ -142,6 +143,7 @@ mod tests {
             questions: vec![RunQuestion {
                 task: "TASK-3".into(),
                 question: "Which API?".into(),
+                ..Default::default()
             }],
             ..Default::default()
         }

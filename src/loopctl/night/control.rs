@@ -91,6 +91,63 @@ pub fn write(run_dir: &Path, c: Control, reason: &str) -> Result<Controls, LoopE
     Ok(cur)
 }
 
+/// What [`request`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requested {
+    /// The control is set; the loop working the run reads it.
+    Set(Controls),
+    /// A close-out of a run whose loop process is gone: nothing reads a
+    /// control, so the caller closes the run itself (as `loop run --resume N`
+    /// would open it, without starting anything).
+    CloseWithoutResume,
+}
+
+/// Why a control was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    #[error("loop{n} is {state} (closed); nothing runs it")]
+    Closed { n: u32, state: String },
+    #[error(
+        "loop{n} is not running: its loop process is gone; resume it with `drover loop run --resume {n}`"
+    )]
+    NotRunning { n: u32 },
+    #[error(transparent)]
+    Loop(#[from] LoopError),
+}
+
+/// Ask for control `c` on run `n` of `state_dir` with `loop control`'s
+/// checks (one function for the CLI, `top` and `drover web`): a control on
+/// a run nobody works would sit in the file and do nothing, so a closed run
+/// or one whose loop process is gone refuses it, except a close-out of an
+/// unfinished run, which the caller carries out ([`Requested::CloseWithoutResume`]).
+pub fn request(
+    state_dir: &Path,
+    n: u32,
+    c: Control,
+    reason: &str,
+) -> Result<Requested, ControlError> {
+    let run = crate::loopctl::run::rundir::RunDir::open(state_dir, n)?;
+    let status =
+        crate::store::read_json::<crate::loopctl::run::runner::RunStatus>(&run.file("run.json"));
+    if let Ok(Some(st)) = status
+        && !st.is_live()
+    {
+        if st.finished_at.is_none() && c == Control::CloseOut {
+            return Ok(Requested::CloseWithoutResume);
+        }
+        return Err(if st.finished_at.is_some() {
+            ControlError::Closed {
+                n,
+                state: st.state.as_str().to_string(),
+            }
+        } else {
+            ControlError::NotRunning { n }
+        });
+    }
+    Ok(Requested::Set(write(&run.path, c, reason)?))
+}
+
 /// The controls set on a run (none when the file is absent; a corrupt file
 /// is an error, never read as "no controls").
 pub fn read(run_dir: &Path) -> Result<Controls, LoopError> {

@@ -1,0 +1,244 @@
+//! The snapshot the page shows, as typed JSON: `top`'s view
+//! ([`crate::top::view::View`]) in the shape docs/web.md gives, the ones
+//! that need a human first. Nothing else goes in: no env values, prompt
+//! bodies or transcripts; a pane's screen is asked for separately.
+
+use crate::top::runs::RunCell;
+use crate::top::view::{Attention, Row, View};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The whole page's data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    /// The newest supervisor event seq it reflects.
+    pub seq: u64,
+    pub read_only: bool,
+    /// This machine's hostname.
+    pub host: String,
+    /// The token's id (as the audit log names it).
+    pub token_id: String,
+    pub warning: Option<String>,
+    pub panes: Vec<PaneJson>,
+    pub runs: Vec<RunJson>,
+    pub older_runs: usize,
+    pub gate: Option<GateJson>,
+    pub hosts: Vec<HostJson>,
+}
+
+/// One pane (or lane without a pane).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PaneJson {
+    pub name: String,
+    pub agent: String,
+    pub agent_version: Option<String>,
+    pub state: String,
+    pub blocked_kind: Option<String>,
+    /// A blocked dialog's option labels, when known.
+    pub options: Vec<String>,
+    pub since_ms: u64,
+    pub attention: &'static str,
+    pub needs_human: bool,
+    pub lane_id: Option<String>,
+    pub worktree_state: Option<String>,
+    pub ahead: Option<u64>,
+    pub behind: Option<u64>,
+    pub parked_until: Option<String>,
+    pub job_id: Option<String>,
+    pub decision: Option<String>,
+}
+
+/// One loop run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunJson {
+    pub n: u32,
+    pub state: String,
+    pub live: bool,
+    pub mode: String,
+    pub integration_branch: String,
+    pub needs_human: bool,
+    pub tasks: Vec<TaskJson>,
+    pub questions: Vec<QuestionJson>,
+}
+
+/// A task of a run under way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskJson {
+    pub id: String,
+    pub title: String,
+    pub phase: String,
+    pub round: u64,
+    pub agent: Option<String>,
+    pub lane: Option<String>,
+    pub reason: Option<String>,
+    pub needs_human: bool,
+}
+
+/// A question put to the owner.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionJson {
+    pub task: String,
+    pub question: String,
+    pub at: String,
+}
+
+/// The ship gate's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateJson {
+    pub ready: bool,
+    pub words: String,
+}
+
+/// A fleet host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostJson {
+    pub host: String,
+    pub state: String,
+    pub last_seen: Option<String>,
+    pub panes: usize,
+}
+
+/// The word of an attention.
+pub fn attention_word(a: Attention) -> &'static str {
+    match a {
+        Attention::Blocked => "blocked",
+        Attention::Parked => "parked",
+        Attention::Stalled => "stalled",
+        Attention::Done => "done",
+        Attention::Exited => "exited",
+        Attention::None => "none",
+    }
+}
+
+/// A pane's row (with its dialog's options when blocked).
+pub fn pane_json(r: &Row, options: Vec<String>) -> PaneJson {
+    let blocked = r.state.agent() == Some(crate::agent::State::Blocked);
+    PaneJson {
+        name: r.pane.clone(),
+        agent: r.agent.clone(),
+        agent_version: r.agent_version.clone(),
+        state: r.state.as_str().to_string(),
+        blocked_kind: r.state_kind.clone().filter(|_| blocked),
+        options,
+        since_ms: r.since_ms,
+        attention: attention_word(r.attention),
+        needs_human: r.attention.needs_human(),
+        lane_id: r.lane_id.clone(),
+        worktree_state: r.worktree_state.map(|w| w.as_str().to_string()),
+        ahead: r.ahead_behind.map(|a| a.0),
+        behind: r.ahead_behind.map(|a| a.1),
+        parked_until: r.parked_until.clone(),
+        job_id: r.job.as_ref().map(|j| j.job_id.clone()),
+        decision: r.job.as_ref().and_then(|j| j.decision.clone()),
+    }
+}
+
+/// A run as the page shows it.
+pub fn run_json(c: &RunCell) -> RunJson {
+    RunJson {
+        n: c.n,
+        state: c.state.clone(),
+        live: c.live,
+        mode: c.mode.clone(),
+        integration_branch: c.integration_branch.clone(),
+        needs_human: c.needs_human(),
+        tasks: c
+            .tasks
+            .iter()
+            .map(|t| TaskJson {
+                title: t.title.clone(),
+                id: t.id.clone(),
+                phase: t.phase.clone(),
+                round: t.round,
+                agent: t.agent.clone(),
+                lane: t.lane.clone(),
+                reason: t.reason.clone().or_else(|| t.stall.clone()),
+                needs_human: t.needs_human(),
+            })
+            .collect(),
+        questions: c
+            .questions
+            .iter()
+            .map(|q| QuestionJson {
+                task: q.task.clone(),
+                question: q.question.clone(),
+                at: q.at.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Everything the page needs that is not `top`'s view.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    pub read_only: bool,
+    pub host: String,
+    pub token_id: String,
+    /// Blocked panes' dialog options by pane.
+    pub options: BTreeMap<String, Vec<String>>,
+    pub hosts: Vec<HostJson>,
+}
+
+/// The snapshot of a view (pure).
+pub fn snapshot(v: &View, x: &Extras) -> Snapshot {
+    Snapshot {
+        seq: v.seq,
+        read_only: x.read_only,
+        host: x.host.clone(),
+        token_id: x.token_id.clone(),
+        warning: v.warning.clone(),
+        panes: v
+            .rows
+            .iter()
+            .map(|r| pane_json(r, x.options.get(&r.pane).cloned().unwrap_or_default()))
+            .collect(),
+        runs: v.runs.iter().map(run_json).collect(),
+        older_runs: v.older_runs,
+        gate: v.gate.as_ref().map(|g| GateJson {
+            ready: g.ready,
+            words: g.words.clone(),
+        }),
+        hosts: x.hosts.clone(),
+    }
+}
+
+/// This machine's hostname.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::top::view::{Inputs, build, test_pane};
+
+    #[test]
+    fn blocked_panes_come_first_with_their_options() {
+        let inp = Inputs {
+            panes: vec![
+                test_pane("a-idle", "idle", 5),
+                test_pane("b-blocked", "blocked", 7),
+            ],
+            ..Default::default()
+        };
+        let v = build(&inp);
+        let mut x = Extras {
+            token_id: "abcd1234".into(),
+            ..Default::default()
+        };
+        x.options
+            .insert("b-blocked".into(), vec!["Yes".into(), "No".into()]);
+        let s = snapshot(&v, &x);
+        assert_eq!(s.panes[0].name, "b-blocked");
+        assert_eq!(s.panes[0].attention, "blocked");
+        assert!(s.panes[0].needs_human);
+        assert_eq!(s.panes[0].options, ["Yes", "No"]);
+        assert_eq!(s.panes[0].since_ms, 7);
+        assert!(s.panes[1].options.is_empty());
+        let json = serde_json::to_value(&s).unwrap_or_default();
+        assert_eq!(json["panes"][1]["state"], "idle");
+        assert!(json["gate"].is_null());
+    }
+}

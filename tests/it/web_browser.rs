@@ -13,8 +13,8 @@ mod harness;
 use crate::common::{Drover, T, wait_until};
 use crate::webdriver::Browser;
 use harness::{
-    DESKTOP, Foreign, LONG, PHONE, Web, asking_sim, block, page_state, pane_sel, port,
-    signed_in, sim_run, state,
+    DESKTOP, Foreign, LONG, PHONE, Web, asking_sim, block, page_state, pane_sel, port, signed_in,
+    sim_run, state,
 };
 use serde_json::Value;
 
@@ -130,7 +130,8 @@ fn a_lanes_state_change_reaches_the_page_within_a_bound() {
         "p1 never blocked"
     );
     assert!(
-        wait_until(LONG, || page_state(&b, "p1").is_some_and(|s| s.starts_with("blocked"))),
+        wait_until(LONG, || page_state(&b, "p1")
+            .is_some_and(|s| s.starts_with("blocked"))),
         "the page never showed p1 blocked:\n{}",
         b.body_text()
     );
@@ -163,11 +164,11 @@ fn agent_and_board_text_shows_as_text_and_runs_nothing() {
         &[
             "sh",
             "-c",
-            "printf '%s\\n\\033[31mRED\\033[0m \\033]0;osc-title\\007\\033[2Jafter-clear\\n' \"$0\"; exec sleep 600",
+            "printf '%s\\n\\033[31mRED\\033[0m \\033]0;osc-title\\007\\033[5Cafter-escapes\\n' \"$0\"; exec sleep 600",
             &line,
         ],
     );
-    d.wait_text("evil", "after-clear", T);
+    d.wait_text("evil", "after-escapes", T);
     let title = format!("{IMG} {SCRIPT} \u{1b}[31mred\u{1b}[0m");
     let _run = sim_run(&d, &[&title]);
     let web = Web::start(&d, port(), &[]);
@@ -187,18 +188,29 @@ fn agent_and_board_text_shows_as_text_and_runs_nothing() {
                 .find("[data-testid=screen]")
                 .and_then(|e| b.try_text(&e))
                 .unwrap_or_default();
-            screen.contains("after-clear")
+            screen.contains("after-escapes")
         }),
         "the screen never showed:\n{}",
         b.body_text()
     );
-    assert!(screen.contains("RED"), "{screen}");
-    assert!(!screen.contains('\u{1b}'), "no escape reaches the page: {screen:?}");
+    assert!(
+        screen.contains(IMG) && screen.contains(SCRIPT) && screen.contains("RED"),
+        "the screen as text: {screen}"
+    );
+    assert!(!screen.contains("osc-title"), "{screen}");
+    assert!(
+        !screen.contains('\u{1b}'),
+        "no escape reaches the page: {screen:?}"
+    );
     let counts = b.exec(
         "return [document.images.length, document.scripts.length];",
         vec![],
     );
-    assert_eq!(counts, serde_json::json!([0, 1]), "no element was made of it");
+    assert_eq!(
+        counts,
+        serde_json::json!([0, 1]),
+        "no element was made of it"
+    );
     assert_eq!(pwned(&b), "undefined", "nothing ran");
 }
 
@@ -237,7 +249,10 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
         said = b.try_text(&result).unwrap_or_default();
         !said.is_empty()
     }));
-    assert!(said.contains("read-only"), "the page shows the refusal: {said}");
+    assert!(
+        said.contains("read-only"),
+        "the page shows the refusal: {said}"
+    );
     assert_eq!(state(&d, "p1"), "blocked", "the lane was not answered");
     let port = web.stop();
 
@@ -245,7 +260,10 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
     b.goto(&format!("{}/", web.origin()));
     let button = b.wait_find(approve, LONG);
     assert!(b.attr(&button, "disabled").is_none(), "actions allowed");
-    assert!(b.find("[data-testid=readonly-banner]:not([hidden])").is_none());
+    assert!(
+        b.find("[data-testid=readonly-banner]:not([hidden])")
+            .is_none()
+    );
     b.click(approve, T);
     b.click("[data-testid=confirm]", T);
     assert!(
@@ -255,13 +273,17 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
     );
     d.ok(&["wait", "p1", "--until", "done", "--timeout-ms", "20000"]);
     assert!(
-        wait_until(T, || page_state(&b, "p1").is_some_and(|s| !s.starts_with("blocked"))),
+        wait_until(T, || page_state(&b, "p1")
+            .is_some_and(|s| !s.starts_with("blocked"))),
         "{}",
         b.body_text()
     );
     let result = b.wait_find("[data-testid=action-result]", T);
     let said = b.text(&result);
-    assert!(!said.contains("error") && said.starts_with("Approve p1"), "{said}");
+    assert!(
+        !said.contains("error") && said.starts_with("Approve p1"),
+        "{said}"
+    );
 }
 
 /// A page from another origin (another port of the same host, so the
@@ -297,13 +319,17 @@ Promise.allSettled([
     let foreign = Foreign::serve(attack);
     b.goto(&foreign.url());
     assert!(
-        wait_until(T, || b.exec("return window.__done === true;", vec![]) == true),
+        wait_until(T, || b.exec("return window.__done === true;", vec![])
+            == true),
         "the foreign page never finished"
     );
     let out = b.exec("return window.__out;", vec![]);
     println!("from another origin: {out}");
     let text = out.to_string();
-    assert!(!text.contains("p1"), "no data reached another origin: {text}");
+    assert!(
+        !text.contains("p1"),
+        "no data reached another origin: {text}"
+    );
     assert!(!text.contains("\"ok\""), "no answer was made: {text}");
     assert_eq!(out.as_array().map(Vec::len), Some(4), "{text}");
     assert_eq!(state(&d, "p1"), "blocked", "the lane was not answered");
@@ -331,9 +357,17 @@ fn a_token_replaced_by_new_token_is_refused() {
         t.contains("disconnected since") && t.contains("not signed in")
     });
     b.goto(&format!("{}/", web.origin()));
-    assert!(b.find("[data-testid=pane-row]").is_none(), "{}", b.body_text());
+    assert!(
+        b.find("[data-testid=pane-row]").is_none(),
+        "{}",
+        b.body_text()
+    );
     b.goto(&old);
-    assert!(b.find("[data-testid=pane-row]").is_none(), "{}", b.body_text());
+    assert!(
+        b.find("[data-testid=pane-row]").is_none(),
+        "{}",
+        b.body_text()
+    );
     assert_eq!(fetch_status(&b, "/api/view"), 401);
     b.goto(&web.url);
     b.wait_find(&pane_sel("p1", ""), LONG);
@@ -361,7 +395,9 @@ fn screenshots_at_phone_and_desktop_sizes() {
         );
         assert_eq!(wide, false, "no sideways scroll at {size:?}");
         let path = if write {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images").join(name)
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/images")
+                .join(name)
         } else {
             d.scratch().join(name)
         };

@@ -18,6 +18,9 @@ const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long the driver may take to say it is ready.
 const DRIVER_START: Duration = Duration::from_secs(20);
 
+/// Narrower than this, the browser is a phone (touch, mobile viewport).
+const PHONE_WIDTH: u32 = 600;
+
 /// Bound on one WebDriver call (a new session starts a browser).
 const CALL: Duration = Duration::from_secs(60);
 
@@ -114,6 +117,12 @@ impl Browser {
                     "--hide-scrollbars",
                     format!("--window-size={width},{height}"),
                 ],
+                // The viewport itself at this size (a headless window is
+                // at least 500 wide and counts its frame); a phone is one.
+                "mobileEmulation": {"deviceMetrics": {
+                    "width": width, "height": height, "pixelRatio": 1.0,
+                    "mobile": width < PHONE_WIDTH, "touch": width < PHONE_WIDTH,
+                }},
             },
         }}});
         let v = b
@@ -240,7 +249,10 @@ impl Browser {
 
     /// An attribute of an element, if set.
     pub fn attr(&self, el: &Element, name: &str) -> Option<String> {
-        let p = format!("/session/{}/element/{}/attribute/{name}", self.session, el.0);
+        let p = format!(
+            "/session/{}/element/{}/attribute/{name}",
+            self.session, el.0
+        );
         self.call("GET", &p, None)
             .ok()
             .and_then(|v| v.as_str().map(String::from))

@@ -352,7 +352,7 @@
     clear(rl);
     for (const r of v.runs || []) rl.appendChild(runRow(r));
     if (v.gate) {
-      rl.appendChild(h("p", { cls: "gate " + (v.gate.ready ? "ok" : ""), testid: "gate", text: "ship gate: " + v.gate.words }));
+      rl.appendChild(h("p", { cls: "gate " + (v.gate.ready ? "ok" : ""), testid: "gate", text: v.gate.words }));
     }
     if (v.older_runs) rl.appendChild(h("p", { cls: "note", text: v.older_runs + " older runs" }));
     $("runs").hidden = !(v.runs || []).length && !v.gate && !v.older_runs;

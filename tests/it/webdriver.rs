@@ -351,7 +351,7 @@ pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
         } as u32)
     }
     let bytes: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(bytes.len() / 4 * 3);

@@ -119,3 +119,4 @@ mod top_loop;
 mod top_pty;
 mod top_render;
 mod watch_socket;
+mod web_http;

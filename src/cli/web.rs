@@ -30,7 +30,7 @@ pub struct WebArgs {
     /// Replace the token: the URL printed before stops working.
     #[arg(long)]
     new_token: bool,
-    /// Show the fleet's hosts too (docs/fleet.md).
+    /// Show the fleet's hosts too (docs/fleet.md); not built yet: refused.
     #[arg(long)]
     fleet: bool,
 }

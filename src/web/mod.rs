@@ -53,6 +53,10 @@ pub enum WebError {
     HalfTls,
     #[error("--allow-host {0:?} is not a host name")]
     BadHost(String),
+    #[error(
+        "drover web --fleet is not built yet; `drover top --fleet FLEET` shows every host's panes"
+    )]
+    FleetNotYet,
     #[error("TLS: {0}")]
     Tls(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -72,7 +76,10 @@ impl WebError {
     /// The exit code (docs/cli.md).
     pub fn exit_code(&self) -> u8 {
         match self {
-            WebError::NeedsTls(_) | WebError::HalfTls | WebError::BadHost(_) => crate::exit::USAGE,
+            WebError::NeedsTls(_)
+            | WebError::HalfTls
+            | WebError::BadHost(_)
+            | WebError::FleetNotYet => crate::exit::USAGE,
             WebError::Client(e) => e.exit_code(),
             _ => crate::exit::ERROR,
         }
@@ -83,6 +90,9 @@ impl WebError {
 pub fn check(o: &WebOptions) -> Result<(), WebError> {
     if o.tls.is_none() && !o.insecure_http && !o.listen.ip().is_loopback() {
         return Err(WebError::NeedsTls(o.listen));
+    }
+    if o.fleet {
+        return Err(WebError::FleetNotYet);
     }
     for h in &o.allow_hosts {
         let ok = !h.is_empty()

@@ -121,3 +121,4 @@ mod top_render;
 mod watch_socket;
 mod web_browser;
 mod webdriver;
+mod web_http;

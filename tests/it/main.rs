@@ -120,5 +120,5 @@ mod top_pty;
 mod top_render;
 mod watch_socket;
 mod web_browser;
-mod webdriver;
 mod web_http;
+mod webdriver;

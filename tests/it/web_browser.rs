@@ -286,6 +286,64 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
     );
 }
 
+/// `loop status 1 --json`'s state.
+fn run_status(d: &Drover) -> String {
+    let v: Value =
+        serde_json::from_str(&d.ok(&["loop", "status", "1", "--json"])).unwrap_or_default();
+    v["state"].as_str().unwrap_or("").to_string()
+}
+
+/// Pause asks first (Cancel leaves the run running), Confirm pauses it as
+/// `loop control` does, with the page's token id as the reason, and the page
+/// then offers Resume, which resumes it.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn pausing_and_resuming_a_run_from_the_page_asks_first() {
+    let d = Drover::new().native();
+    let _run = sim_run(&d, &["Add the parser"]);
+    let web = Web::start(&d, port(), &["--allow-actions"]);
+    let b = signed_in(&web, PHONE);
+    let pause = "[data-testid=run-row][data-run=\"1\"] [data-testid=pause]";
+    b.click(pause, LONG);
+    b.click("[data-testid=cancel]", T);
+    assert!(b.find("[data-testid=confirm]").is_none(), "cancelled");
+    assert_eq!(run_status(&d), "running", "nothing sent before Confirm");
+    b.click(pause, T);
+    b.click("[data-testid=confirm]", T);
+    assert!(
+        wait_until(LONG, || matches!(
+            run_status(&d).as_str(),
+            "pausing" | "paused"
+        )),
+        "never paused: {}; page:\n{}",
+        run_status(&d),
+        b.body_text()
+    );
+    let decisions = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap_or_default();
+    assert!(decisions.contains("pause: drover web "), "{decisions}");
+    let result = b.wait_find("[data-testid=action-result]:not([hidden])", T);
+    assert!(
+        b.text(&result).starts_with("Pause loop1: "),
+        "{}",
+        b.text(&result)
+    );
+    b.click(
+        "[data-testid=run-row][data-run=\"1\"] [data-testid=resume]",
+        LONG,
+    );
+    b.click("[data-testid=confirm]", T);
+    assert!(
+        wait_until(LONG, || run_status(&d) == "running"),
+        "never resumed: {}; page:\n{}",
+        run_status(&d),
+        b.body_text()
+    );
+    b.wait_find(
+        "[data-testid=run-row][data-run=\"1\"] [data-testid=pause]",
+        LONG,
+    );
+}
+
 /// A page from another origin (another port of the same host, so the
 /// browser sends the signed-in cookie: same-site) that reads the API and
 /// posts an answer with credentials gets no data and answers nothing.

@@ -4,9 +4,10 @@
 //! token and shows nothing without it; a lane's state change arrives within
 //! a bound; agent- and board-written text shows as text and runs nothing;
 //! approving from the page moves a blocked lane on, and is refused when the
-//! server is read-only; another origin gets no data and answers nothing; a
-//! token replaced by `--new-token` is refused. Screenshots at phone and
-//! desktop sizes (docs/images/web-*.png).
+//! server is read-only; a run is paused and resumed after a confirm; another
+//! origin gets no data and answers nothing; a token replaced by
+//! `--new-token` is refused; the page reconnects when the server is back.
+//! Screenshots at phone and desktop sizes (docs/images/web-*.png).
 
 mod harness;
 
@@ -429,6 +430,34 @@ fn a_token_replaced_by_new_token_is_refused() {
     assert_eq!(fetch_status(&b, "/api/view"), 401);
     b.goto(&web.url);
     b.wait_find(&pane_sel("p1", ""), LONG);
+}
+
+/// When `drover web` goes away the open page says since when it is
+/// disconnected; when it is back (same token) the page reconnects by itself
+/// and follows changes again.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn the_page_reconnects_when_drover_web_is_back() {
+    let d = Drover::new();
+    asking_sim(&d, "p1");
+    let web = Web::start(&d, port(), &[]);
+    let b = signed_in(&web, PHONE);
+    let port = web.stop();
+    b.wait_text("disconnected", LONG, |t| t.contains("disconnected since"));
+    let _web = Web::start(&d, port, &[]);
+    let conn = b.wait_find("[data-testid=conn]", T);
+    assert!(
+        wait_until(LONG, || b.try_text(&conn).as_deref() == Some("live")),
+        "never live again: {}",
+        b.body_text()
+    );
+    block(&d, "p1");
+    assert!(
+        wait_until(LONG, || page_state(&b, "p1")
+            .is_some_and(|s| s.starts_with("blocked"))),
+        "no change followed after the reconnect:\n{}",
+        b.body_text()
+    );
 }
 
 /// The page with a blocked lane and a run, at phone and desktop sizes:

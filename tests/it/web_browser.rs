@@ -287,6 +287,49 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
     );
 }
 
+/// Deny, and a dialog's own option by its label, each after a confirm,
+/// end the turn the way the same keys would.
+#[test]
+#[ignore = "needs chromium and chromedriver (apt-get install chromium chromium-driver); .ci/run installs them"]
+fn deny_and_an_option_label_answer_from_the_page() {
+    let d = Drover::new();
+    asking_sim(&d, "p1");
+    block(&d, "p1");
+    let web = Web::start(&d, port(), &["--allow-actions"]);
+    let b = signed_in(&web, PHONE);
+    let row = "[data-testid=need-row][data-pane=p1]";
+    b.click(
+        &format!("{row} [data-testid=choice][data-choice=\"No\"]"),
+        LONG,
+    );
+    b.click("[data-testid=confirm]", T);
+    assert!(
+        wait_until(LONG, || state(&d, "p1") == "idle"),
+        "the option No did not end the turn: {}; page:\n{}",
+        state(&d, "p1"),
+        b.body_text()
+    );
+    assert!(
+        !d.scratch().join("made.txt").exists(),
+        "denied: nothing made"
+    );
+    block(&d, "p1");
+    b.click(&format!("{row} [data-testid=deny]"), LONG);
+    b.click("[data-testid=confirm]", T);
+    assert!(
+        wait_until(LONG, || state(&d, "p1") == "idle"),
+        "Deny did not end the turn: {}; page:\n{}",
+        state(&d, "p1"),
+        b.body_text()
+    );
+    let result = b.wait_find("[data-testid=action-result]", T);
+    assert!(
+        b.text(&result).starts_with("Deny p1: "),
+        "{}",
+        b.text(&result)
+    );
+}
+
 /// `loop status 1 --json`'s state.
 fn run_status(d: &Drover) -> String {
     let v: Value =
@@ -474,7 +517,9 @@ fn screenshots_at_phone_and_desktop_sizes() {
     let write = std::env::var("DROVER_WEB_SCREENSHOTS").is_ok_and(|v| v == "1");
     for (name, size) in [("web-phone.png", PHONE), ("web-desktop.png", DESKTOP)] {
         let b = signed_in(&web, size);
-        b.wait_find("[data-testid=need-row] [data-testid=dialog]", LONG);
+        b.wait_text("the dialog's rows", LONG, |t| {
+            t.contains("Do you want to proceed?")
+        });
         b.wait_find("[data-testid=run-row] [data-testid=task-title]", LONG);
         let wide = b.exec(
             "const e = document.documentElement; return e.scrollWidth > e.clientWidth;",

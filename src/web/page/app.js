@@ -197,9 +197,10 @@
     if (p.decision) kids.push(h("div", { cls: "note", text: p.decision }));
     if (p.parked_until) kids.push(h("div", { cls: "note", text: "parked until " + p.parked_until }));
     if (p.attention === "blocked") {
-      if (dialog && dialog.since === p.since_ms && dialog.lines.length) {
-        kids.push(h("pre", { cls: "dialog", testid: "dialog", text: dialog.lines.join("\n") }));
-      }
+      // Always drawn, at a fixed height: the buttons below must not move
+      // under a thumb when the rows arrive.
+      const rows = dialog && dialog.since === p.since_ms ? dialog.lines.join("\n") : "";
+      kids.push(h("pre", { cls: "dialog", testid: "dialog", text: rows }));
       kids.push(...answerButtons(p));
     }
     return h("li", { cls: "need", testid: "need-row", data: { pane: p.name } }, kids);

@@ -95,7 +95,7 @@ fn the_page_loads_with_the_token_and_shows_nothing_without_it() {
 }
 
 /// Each state a sim lane goes through over several turns (working, done)
-/// is drawn on the page; the delay from the supervisor's `since_ms` (in the
+/// is drawn on the page, and its selected screen follows; the delay from the supervisor's `since_ms` (in the
 /// row's `data-since`) to the page's clock when it drew it is printed
 /// (median and worst) and bound.
 #[test]
@@ -125,6 +125,9 @@ fn a_lanes_state_change_reaches_the_page_within_a_bound() {
          new MutationObserver(look).observe(document.body, {subtree: true, childList: true, characterData: true});",
         vec![],
     );
+    // Selected, its screen follows each new snapshot too.
+    b.click(&pane_sel("p1", ""), T);
+    b.wait_find("[data-testid=screen]", T);
     for k in 0..TURNS {
         d.ok(&["send", "p1", &format!("turn {k}")]);
         d.ok(&["wait", "p1", "--until", "done", "--timeout-ms", "20000"]);
@@ -138,6 +141,18 @@ fn a_lanes_state_change_reaches_the_page_within_a_bound() {
             .is_some()),
         "the page never drew the last turn's state:\n{}",
         b.body_text()
+    );
+    let last_prompt = format!("turn {}", TURNS - 1);
+    let mut screen = String::new();
+    assert!(
+        wait_until(T, || {
+            screen = b
+                .find("[data-testid=screen]")
+                .and_then(|e| b.try_text(&e))
+                .unwrap_or_default();
+            screen.contains(&last_prompt)
+        }),
+        "the selected pane's screen never showed {last_prompt:?}:\n{screen}"
     );
     let seen = b.exec("return window.__seen;", vec![]);
     let mut delays: Vec<u64> = seen

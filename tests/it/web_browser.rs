@@ -198,8 +198,13 @@ fn agent_and_board_text_shows_as_text_and_runs_nothing() {
     let web = Web::start(&d, port(), &[]);
     let b = signed_in(&web, DESKTOP);
 
-    let t = b.wait_find("[data-testid=task-title]", LONG);
-    let shown = b.text(&t);
+    b.wait_find("[data-testid=task-title]", LONG);
+    // Read in the page in one go (a live run redraws the row).
+    let shown = b.exec(
+        "return document.querySelector('[data-testid=task-title]').innerText;",
+        vec![],
+    );
+    let shown = shown.as_str().unwrap_or_default();
     assert!(
         shown.contains(IMG) && shown.contains(SCRIPT) && shown.contains("[31mred"),
         "the title as text: {shown:?}"
@@ -238,6 +243,17 @@ fn agent_and_board_text_shows_as_text_and_runs_nothing() {
     assert_eq!(pwned(&b), "undefined", "nothing ran");
 }
 
+/// Whether the button `sel` is disabled and its title, read in one go in
+/// the page (an element found before a redraw would be stale).
+fn button(b: &Browser, sel: &str) -> (bool, String) {
+    let v = b.exec(
+        "const e = document.querySelector(arguments[0]); return e ? [e.disabled, e.title] : null;",
+        vec![Value::from(sel)],
+    );
+    assert!(v.is_array(), "no button {sel}: {}", b.body_text());
+    (v[0] == true, v[1].as_str().unwrap_or_default().to_string())
+}
+
 /// Read-only: the buttons are disabled and say why; one forced on is
 /// refused by the server and the page says why; the lane stays blocked.
 /// With `--allow-actions`: Approve, then Confirm, and the lane goes on.
@@ -250,22 +266,19 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
     let web = Web::start(&d, port(), &[]);
     let b = signed_in(&web, PHONE);
     let approve = "[data-testid=need-row][data-pane=p1] [data-testid=approve]";
-    let button = b.wait_find(approve, LONG);
-    assert!(
-        b.attr(&button, "disabled").is_some(),
-        "read-only disables the button"
-    );
-    assert!(
-        b.attr(&button, "title")
-            .is_some_and(|t| t.contains("--allow-actions")),
-        "and says why"
-    );
-    // Forced on, it reaches the server, which refuses.
+    // The dialog's rows drawn: the page's last redraw before the state moves.
+    b.wait_text("the dialog", LONG, |t| {
+        t.contains("Do you want to proceed?")
+    });
+    let (disabled, why) = button(&b, approve);
+    assert!(disabled, "read-only disables the button");
+    assert!(why.contains("--allow-actions"), "and says why: {why}");
+    // Forced on and clicked (in one go: a redraw would disable it again),
+    // it reaches the server, which refuses.
     b.exec(
-        "for (const e of document.querySelectorAll('button')) e.disabled = false;",
-        vec![],
+        "const e = document.querySelector(arguments[0]); e.disabled = false; e.click();",
+        vec![Value::from(approve)],
     );
-    b.click(approve, T);
     b.click("[data-testid=confirm]", T);
     let result = b.wait_find("[data-testid=action-result]:not([hidden])", T);
     let mut said = String::new();
@@ -282,8 +295,10 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
 
     let web = Web::start(&d, port, &["--allow-actions"]);
     b.goto(&format!("{}/", web.origin()));
-    let button = b.wait_find(approve, LONG);
-    assert!(b.attr(&button, "disabled").is_none(), "actions allowed");
+    b.wait_text("the dialog", LONG, |t| {
+        t.contains("Do you want to proceed?")
+    });
+    assert!(!button(&b, approve).0, "actions allowed");
     assert!(
         b.find("[data-testid=readonly-banner]:not([hidden])")
             .is_none()

@@ -676,3 +676,85 @@ fn the_snapshot_carries_no_env_value() {
     assert!(!s.body.contains(secret));
     assert_eq!(w.get("/api/screen?pane=nope").status, 404);
 }
+
+/// With `--allow-actions`, a real sim loop run: its tasks with their titles
+/// on the page; a pause for a state the page no longer shows is refused
+/// with 409; a pause and a resume for the state it shows are `loop
+/// control`'s (recorded in DECISIONS.md as `drover web <token id>`), and
+/// the run goes on to close.
+#[test]
+fn run_controls_check_the_state_the_page_saw() {
+    use crate::loop_common::{run_json, wait_exit};
+    let d = Drover::new().native();
+    let (mut child, _log) = crate::top_loop::start_sim_run(&d, 3, crate::top_loop::IMPLEMENTER);
+    let task2 = |v: &Value| {
+        v["tasks"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["id"] == "TASK-2"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let long = Duration::from_secs(180);
+    assert!(
+        wait_until(long, || task2(&run_json(&d))["phase"] == "implementing"),
+        "TASK-2 never started"
+    );
+    let w = start_web(&d, &["--allow-actions"]);
+    let mut run = Value::Null;
+    assert!(
+        wait_until(long, || {
+            run = w.view()["runs"][0].clone();
+            run["state"] == "running" && run["live"] == true
+        }),
+        "the page never showed the run running: {run}"
+    );
+    let t = run["tasks"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == "TASK-2"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(!t["title"].as_str().unwrap_or_default().is_empty(), "{run}");
+    let stale = w.post(
+        "/api/control",
+        &serde_json::json!({"run": 1, "control": "pause", "state": "paused"}),
+    );
+    assert_eq!(stale.status, 409, "{stale:?}");
+    assert!(
+        stale
+            .body
+            .contains("the state moved on: loop1 is now running"),
+        "{stale:?}"
+    );
+    let pause = w.post(
+        "/api/control",
+        &serde_json::json!({"run": 1, "control": "pause", "state": "running"}),
+    );
+    assert_eq!(pause.status, 200, "{pause:?}");
+    let status = || {
+        let v: Value =
+            serde_json::from_str(&d.ok(&["loop", "status", "1", "--json"])).unwrap_or_default();
+        v["state"].as_str().unwrap_or_default().to_string()
+    };
+    assert!(wait_until(long, || status() == "paused"), "never paused");
+    let id = w.view()["token_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let decisions = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap();
+    assert!(
+        decisions.contains(&format!("control: pause: drover web {id}")),
+        "{decisions}"
+    );
+    let resume = w.post(
+        "/api/control",
+        &serde_json::json!({"run": 1, "control": "resume", "state": "paused"}),
+    );
+    assert_eq!(resume.status, 200, "{resume:?}");
+    assert!(wait_exit(&mut child, long).is_some(), "the run never ended");
+    let audit = std::fs::read_to_string(d.state.join("web/audit.jsonl")).unwrap();
+    let outcomes: Vec<String> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["outcome"].to_string())
+        .collect();
+    assert_eq!(outcomes, ["\"refused\"", "\"ok\"", "\"ok\""], "{audit}");
+}

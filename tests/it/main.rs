@@ -119,6 +119,8 @@ mod top_loop;
 mod top_pty;
 mod top_render;
 mod watch_socket;
+mod web_actions;
 mod web_browser;
+mod web_common;
 mod web_http;
 mod webdriver;

@@ -18,7 +18,7 @@ const LONG: Duration = Duration::from_secs(180);
 
 /// TASK-1 writes outside its claim (parked at once); TASK-2 works a while
 /// (time to pause); TASK-3 is quick.
-const IMPLEMENTER: &str = r#"
+pub(crate) const IMPLEMENTER: &str = r#"
 [[turn]]
 match = "task=TASK-1 "
 steps = [{ work = 100 }, { write = { path = "f1.txt", content = "1\n" } }, { write = { path = "other.txt", content = "not mine\n" } }, { report = { path = "{report}" } }, "finish"]
@@ -48,7 +48,11 @@ fn wait_screen(d: &Drover, what: &str, ok: impl Fn(&str) -> bool) -> String {
 /// A sim run of `tasks` tasks on a fresh board (4 lanes, a pool of 1, a
 /// gate that passes) with `implementer`'s script, its loop process and the
 /// log it writes.
-fn start_sim_run(d: &Drover, tasks: u32, implementer: &str) -> (std::process::Child, PathBuf) {
+pub(crate) fn start_sim_run(
+    d: &Drover,
+    tasks: u32,
+    implementer: &str,
+) -> (std::process::Child, PathBuf) {
     let (repo, charter) =
         loop_common::board_repo(d, tasks, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
     let root = d.scratch();

@@ -29,32 +29,32 @@
 //! A module lower in the chain never imports one higher up.
 
 pub mod agent;
-pub mod backoff;
+pub use drover_base::backoff;
 pub mod daemon;
 pub mod dispatch;
 pub mod engine;
-pub mod evidence;
-pub mod exit;
+pub use drover_base::evidence;
+pub use drover_base::exit;
 pub mod fleet;
 pub mod gate;
-pub mod git;
+pub use drover_base::git;
 pub mod lane;
 #[cfg(test)]
 mod layers;
 pub mod loopctl;
 pub mod pane;
-pub mod paths;
-pub mod policy;
-pub(crate) mod procfs;
-pub mod proto;
+pub use drover_base::paths;
+pub(crate) use drover_base::procfs;
+pub use drover_policy::policy;
+pub use drover_proto::proto;
 pub mod registry;
 pub mod rehearse;
 pub mod report;
-pub mod screen;
+pub use drover_screen::screen;
 pub mod shadow;
-pub mod shell;
-pub mod statedir;
-pub mod store;
-pub mod time;
+pub use drover_base::shell;
+pub use drover_base::statedir;
+pub use drover_base::store;
+pub use drover_base::time;
 pub mod top;
 pub mod watch;

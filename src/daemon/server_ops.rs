@@ -6,7 +6,7 @@
 use super::protocol::{ErrorCode, PROTOCOL_VERSION, Request, Response};
 use super::server::{Entry, Sup, lock, pane_err};
 use crate::agent::State;
-use crate::pane::Backend;
+use crate::pane::{Backend, PaneSpecExt};
 use crate::proto::args::{PaneNew, Split};
 use crate::proto::{Event, PaneEntry, PaneView, reply};
 use serde_json::Value;

@@ -16,9 +16,16 @@ pub const DEFAULT_HEARTBEAT_MS: u64 = 5_000;
 
 pub use crate::proto::fleet::{Auth, FleetConfig, Secret};
 
-impl Secret {
+/// Reading a [`Secret`] (the type is the protocol crate's, so reading it
+/// lives in this extension trait).
+pub trait SecretLoad {
     /// The secret, without a final newline.
-    pub fn load(&self, what: &'static str) -> Result<String, FleetError> {
+    fn load(&self, what: &'static str) -> Result<String, FleetError>;
+}
+
+impl SecretLoad for Secret {
+    /// The secret, without a final newline.
+    fn load(&self, what: &'static str) -> Result<String, FleetError> {
         let raw = match self {
             Secret::File { path } => {
                 check_private(path, what)?;

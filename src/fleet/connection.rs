@@ -4,7 +4,7 @@
 //! this function: errors name the file or variable, never the value.
 
 use super::FleetError;
-use super::config::{Auth, FleetConfig, PASSWORD_ENV, Secret, TOKEN_ENV};
+use super::config::{Auth, FleetConfig, PASSWORD_ENV, Secret, SecretLoad, TOKEN_ENV};
 use std::time::Duration;
 
 /// How long one attempt to reach a server may take.

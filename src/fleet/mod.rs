@@ -44,7 +44,7 @@ pub mod subjects;
 pub mod version;
 pub mod work;
 
-pub use config::{Auth, FleetConfig, Secret};
+pub use config::{Auth, FleetConfig, Secret, SecretLoad};
 pub use connection::Handed;
 pub use member::Member;
 pub use subjects::Names;

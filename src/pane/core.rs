@@ -7,7 +7,7 @@
 
 use super::attach::{AttachHandle, AttachSlot};
 use super::backend::Backend;
-use super::spec::PaneSpec;
+use super::spec::{PaneSpec, PaneSpecExt};
 use crate::screen::Screen;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};

@@ -33,8 +33,8 @@ pub use keys::{KeyError, key_bytes};
 pub use native::NativePane;
 pub use procfs::{env_values, foreground_job};
 pub use spec::{
-    DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, find_executable, parse_size, validate_env_name,
-    validate_pane_name,
+    DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, PaneSpecExt, find_executable, parse_size,
+    validate_env_name, validate_pane_name,
 };
 
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! keeps per pane for re-adoption: written private and atomically, read back
 //! with unreadable or other-version files reported and left in place.
 
-use super::spec::PaneSpec;
+use super::spec::{PaneSpec, PaneSpecExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! (set on the child, never typed), wait for the exec, and verify the env in
 //! `/proc/<pid>/environ`. A failed exec is the error of the spawn.
 
-use super::{PaneError, PaneSpec};
+use super::{PaneError, PaneSpec, PaneSpecExt};
 use nix::sys::signal::Signal;
 use portable_pty::{Child, MasterPty, PtySize, native_pty_system};
 use std::io::Read;

@@ -11,10 +11,22 @@ const MAX_DIM: u16 = 1000;
 /// `pane.new` carries as it is.
 pub use crate::proto::PaneSpec;
 
-impl PaneSpec {
+/// What the pane layer knows about a [`PaneSpec`] (the type is the
+/// protocol crate's, so its checks live in this extension trait).
+pub trait PaneSpecExt {
     /// The `PATH` the pane's command is looked up in: the spec's own (the
     /// last one given), else the supervisor's.
-    pub(crate) fn path_var(&self) -> String {
+    fn path_var(&self) -> String;
+    /// Check everything that can be checked before spawning.
+    fn validate(&self) -> Result<(), PaneError>;
+    /// The env names declared for the child (never the values).
+    fn env_names(&self) -> Vec<String>;
+}
+
+impl PaneSpecExt for PaneSpec {
+    /// The `PATH` the pane's command is looked up in: the spec's own (the
+    /// last one given), else the supervisor's.
+    fn path_var(&self) -> String {
         self.env
             .iter()
             .rev()
@@ -25,7 +37,7 @@ impl PaneSpec {
     }
 
     /// Check everything that can be checked before spawning.
-    pub fn validate(&self) -> Result<(), PaneError> {
+    fn validate(&self) -> Result<(), PaneError> {
         validate_pane_name(&self.name)?;
         for (k, v) in &self.env {
             validate_env_name(k)?;
@@ -63,7 +75,7 @@ impl PaneSpec {
     }
 
     /// The env names declared for the child (never the values).
-    pub fn env_names(&self) -> Vec<String> {
+    fn env_names(&self) -> Vec<String> {
         self.env.iter().map(|(k, _)| k.clone()).collect()
     }
 }

@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn a_hostile_repository_runs_nothing_here() {
         let d = tempfile::tempdir().unwrap();
-        let (r, marker) = crate::git::tests::hostile_repo(d.path());
+        let (r, marker) = crate::git::hostile::hostile_repo(d.path());
         let g = |args: &[&str]| {
             crate::git::Git::new(&r)
                 .args(args.iter().copied())

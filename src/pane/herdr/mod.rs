@@ -21,7 +21,7 @@ pub use client::{Client, Fault, MIN_VERSION, SocketLookup, parse_version, socket
 pub use keys::herdr_key;
 pub use pane::HerdrPane;
 
-use crate::pane::{PaneError, PaneEvents, PaneSpec};
+use crate::pane::{PaneError, PaneEvents, PaneSpec, PaneSpecExt};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};

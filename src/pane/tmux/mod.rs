@@ -22,7 +22,7 @@ mod state;
 pub use codec::{decode_output, parse_version, quote};
 pub use pane::TmuxPane;
 
-use crate::pane::{PaneError, PaneEvents, PaneSpec};
+use crate::pane::{PaneError, PaneEvents, PaneSpec, PaneSpecExt};
 use control::{Control, Reply, Sink};
 use pane::{Start, lock};
 use std::collections::HashMap;

@@ -59,7 +59,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+    pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         StoreError::Io {
             op,
             path: path.to_path_buf(),

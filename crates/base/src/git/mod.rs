@@ -20,6 +20,8 @@
 
 mod untrusted;
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod hostile;
 #[cfg(test)]
 pub(crate) mod tests;
 

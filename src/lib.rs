@@ -28,33 +28,32 @@
 //!
 //! A module lower in the chain never imports one higher up.
 
-pub mod agent;
+pub use drover_agent::agent;
 pub use drover_base::backoff;
-pub mod daemon;
-pub mod dispatch;
-pub mod engine;
 pub use drover_base::evidence;
 pub use drover_base::exit;
-pub mod fleet;
-pub mod gate;
 pub use drover_base::git;
-pub mod lane;
+pub use drover_engine::engine;
+pub use drover_fleet::fleet;
+pub use drover_lanes::dispatch;
+pub use drover_lanes::lane;
+pub use drover_supervisor::daemon;
+pub use drover_supervisor::gate;
 #[cfg(test)]
 mod layers;
-pub mod loopctl;
-pub mod pane;
 pub use drover_base::paths;
-pub(crate) use drover_base::procfs;
-pub use drover_policy::policy;
-pub use drover_proto::proto;
-pub mod registry;
-pub mod rehearse;
-pub mod report;
-pub use drover_screen::screen;
-pub mod shadow;
 pub use drover_base::shell;
 pub use drover_base::statedir;
 pub use drover_base::store;
 pub use drover_base::time;
-pub mod top;
-pub mod watch;
+pub use drover_engine::registry;
+pub use drover_loop::loopctl;
+pub use drover_pane::pane;
+pub use drover_policy::policy;
+pub use drover_proto::proto;
+pub use drover_rehearse::rehearse;
+pub use drover_screen::screen;
+pub use drover_supervisor::report;
+pub use drover_supervisor::shadow;
+pub use drover_supervisor::watch;
+pub use drover_top::top;

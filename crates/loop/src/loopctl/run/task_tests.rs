@@ -9,7 +9,7 @@ use std::path::Path;
 /// The fixtures: a `loop run --sim` (a task landed, one parked after its
 /// rounds, two held) saved at each change of its `run.json`.
 fn fixtures() -> Vec<std::path::PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-json");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/run-json");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the run.json fixtures")
         .map(|e| e.expect("a fixture").path())

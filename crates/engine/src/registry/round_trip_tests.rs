@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/registry_fixtures")
+        .join("../../tests/registry_fixtures")
         .join(name)
 }
 

@@ -11,7 +11,7 @@ pub const CLAUDE_VERSION: &str = "2.1.197";
 /// The Codex version `rehearse` picks from the cache by default.
 pub const CODEX_VERSION: &str = "0.171.0";
 /// The supported versions, one `<agent> <version>` a line (`#` comments).
-pub const SUPPORTED_VERSIONS: &str = include_str!("../../scripts/agent-versions");
+pub const SUPPORTED_VERSIONS: &str = include_str!("../../../../scripts/agent-versions");
 /// Overrides [`SUPPORTED_VERSIONS`] for the real-agent suite and the canary:
 /// `claude 2.1.332,codex 0.171.0` (commas or newlines).
 pub const VERSIONS_VAR: &str = crate::statedir::env::AGENT_VERSIONS;

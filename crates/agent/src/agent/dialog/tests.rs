@@ -3,7 +3,7 @@ use crate::agent::rows_from_text;
 
 fn screen(path: &str) -> Vec<String> {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/screens")
+        .join("../../tests/fixtures/screens")
         .join(path);
     rows_from_text(&std::fs::read_to_string(&p).unwrap())
 }

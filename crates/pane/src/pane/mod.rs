@@ -15,7 +15,7 @@ mod input;
 mod keys;
 mod native;
 mod native_backend;
-pub(crate) use crate::procfs;
+pub use crate::procfs;
 pub mod reap;
 pub mod record;
 mod saved;
@@ -24,7 +24,7 @@ pub use spawn::SCRUBBED_ENV;
 mod spec;
 pub mod tmux;
 
-pub(crate) use self::core::signal_name;
+pub use self::core::signal_name;
 pub use self::core::{ExitInfo, PaneInfo, ScreenMeta};
 pub use attach::{AttachHandle, AttachMsg};
 pub use backend::{Backend, PaneBackend};

@@ -246,7 +246,7 @@ macro_rules! core_backend_methods {
 pub(crate) use core_backend_methods;
 /// The name tmux and herdr give a signal that ended a pane's process
 /// (`Killed`, `Terminated`, …).
-pub(crate) fn signal_name(n: i32) -> String {
+pub fn signal_name(n: i32) -> String {
     match n {
         1 => "Hangup".into(),
         2 => "Interrupt".into(),

@@ -1,0 +1,11 @@
+//! Lanes (a pane and a worktree each) and dispatch of jobs to them.
+
+pub use drover_agent::agent;
+pub use drover_base::{backoff, evidence, exit, git, paths, procfs, shell, statedir, store, time};
+pub use drover_engine::{engine, registry};
+pub use drover_pane::pane;
+pub use drover_proto::proto;
+pub use drover_supervisor::{daemon, gate, report, shadow, watch};
+
+pub mod dispatch;
+pub mod lane;

@@ -7,7 +7,7 @@
 //! with the reason (it can be redispatched), so nothing waits on work that
 //! never started.
 
-use crate::daemon::{Client, ClientError};
+use crate::client::{Client, ClientError};
 use crate::engine::{Action, Actor, Engine, EngineError, Request};
 use crate::evidence::{Evidence, EvidenceStore};
 use crate::proto::{PaneEntry, args};
@@ -247,7 +247,7 @@ pub fn dispatch(
         .into_iter()
         .find(|p| p.name() == spec.pane)
         .ok_or_else(|| ClientError::Remote {
-            code: crate::daemon::protocol::ErrorCode::NotFound,
+            code: crate::proto::ErrorCode::NotFound,
             message: format!("no pane named {}; see `drover pane ls`", spec.pane),
         })?;
     let (generation, cwd) = match &info {

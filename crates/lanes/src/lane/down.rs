@@ -13,8 +13,8 @@
 //! `--force`.
 
 use super::{Desired, LaneError, LaneRecord, Phase, git, procs};
-use crate::daemon::protocol::ErrorCode;
-use crate::daemon::{Client, ClientError};
+use crate::client::{Client, ClientError};
+use crate::proto::ErrorCode;
 use crate::proto::args;
 use serde::Serialize;
 use serde_json::json;

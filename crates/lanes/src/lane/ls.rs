@@ -2,7 +2,7 @@
 //! decision, lease, heartbeat, worktree state and ahead/behind its base.
 
 use super::{LaneError, LaneRecord, git};
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::proto::PaneEntry;
 use crate::registry::worktree::{WorktreeCheck, inspect};
 use crate::statedir::StateDir;

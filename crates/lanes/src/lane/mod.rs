@@ -24,7 +24,7 @@ pub mod single;
 pub mod spawn;
 pub mod up;
 
-use crate::daemon::ClientError;
+use crate::client::ClientError;
 pub use crate::registry::lanes::{Desired, LaneRecord, LanesDoc, Phase, SCHEMA_VERSION};
 use crate::registry::{Agent, RegistryError};
 use crate::statedir::StateDir;

@@ -10,7 +10,7 @@
 //! changes nothing the second time.
 
 use super::{Desired, LaneError, LaneRecord, Phase, git, procs};
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::proto::{PaneEntry, PaneSpec, args};
 use crate::statedir::StateDir;
 use serde::Serialize;

@@ -8,7 +8,7 @@
 
 use super::reconcile::{self, Action};
 use super::{Desired, LaneError, LaneRecord, Phase, git, launch, procs};
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::registry::Agent;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 use super::reconcile::{self, Action, Row};
 use super::{Desired, LaneError, LaneRecord, Phase, git, launch, procs};
 use crate::agent::{State, Until};
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::pane::Backend;
 use crate::proto::{PaneEntry, args};
 use crate::registry::{self, Agent, Topology};

@@ -5,13 +5,12 @@
 mod adopt;
 mod answer;
 mod barrier_source;
-pub mod client;
+pub use crate::client;
 mod conn_limit;
 mod deliver;
 mod detect;
 mod evidence_watch;
 pub mod feed;
-mod feed_client;
 mod feed_conn;
 mod feed_files;
 mod fleet_hook;
@@ -30,6 +29,6 @@ mod server_watch;
 
 pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};
-pub use feed_client::{EventStream, FollowSpec};
+pub use client::{EventStream, FollowSpec};
 pub use hub::Snapshot;
 pub use server::{ServeError, ServeOptions, serve};

@@ -3,7 +3,7 @@
 //! the pane until detach), approve/deny a blocked agent, send a prompt.
 
 use super::ui::Verb;
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::loopctl::night::control::Control;
 use crate::proto::args;
 use std::path::PathBuf;

@@ -11,7 +11,7 @@ use super::gather;
 use super::render::render;
 use super::ui::{Command, Ui, Verb};
 use super::view::{Inputs, View, build};
-use crate::daemon::{Client, ClientError, EventStream, FollowSpec};
+use crate::client::{Client, ClientError, EventStream, FollowSpec};
 use crate::proto::PaneEntry;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use ratatui::crossterm::{execute, terminal};

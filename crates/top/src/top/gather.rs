@@ -4,7 +4,7 @@
 //! through `gate::check` would log an event, and so wake `top` again).
 
 use super::view::{GateCell, Heartbeat, Inputs, LaneCells, parked_lanes};
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::engine::{Engine, Status};
 use crate::proto::{PaneEntry, args};
 use crate::registry::{self, events, heartbeat, lease};
@@ -123,7 +123,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
 }
 
 /// The pane listing from the supervisor.
-pub fn panes(client: &mut Client) -> Result<Vec<PaneEntry>, crate::daemon::ClientError> {
+pub fn panes(client: &mut Client) -> Result<Vec<PaneEntry>, crate::client::ClientError> {
     client.call(args::PaneLs {})
 }
 

@@ -17,7 +17,7 @@
 //! go through the engine, dispatch with confirmed delivery and the
 //! supervisor's shadow policy, exactly as on the simulated carrier.
 
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::lane::single::{self, OneLane};
 use crate::lane::spawn::{DEFAULT_SPAWN_BUDGET, DEFAULT_SPAWN_WAIT, SpawnBudget};
 use crate::lane::{LaneError, git as lgit};

@@ -6,7 +6,7 @@
 //! simulated lane does.
 
 use crate::agent::{State, Until};
-use crate::daemon::{Client, ClientError};
+use crate::client::{Client, ClientError};
 use crate::dispatch::{DispatchSpec, dispatch};
 use crate::engine::{Action, Actor, Engine, Request, Status};
 use crate::loopctl::LoopError;

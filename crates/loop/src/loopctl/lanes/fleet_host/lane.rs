@@ -6,7 +6,7 @@
 
 use super::prompt::prompt;
 use super::{ItemCtx, LaneEnd, host_repo};
-use crate::daemon::Client;
+use crate::client::Client;
 use crate::engine::{Action, Actor, Engine, Request};
 use crate::fleet::work::{self, Finished, Step, WorkItem};
 use crate::loopctl::LoopError;

@@ -1,8 +1,8 @@
 //! Following the supervisor's event feed from a client (`events --follow`, `top`).
 
-use super::client::{Client, ClientError};
-use super::protocol::{FrameKind, read_frame};
+use super::{Client, ClientError};
 use crate::proto::args::EventsFollow;
+use crate::proto::{FrameKind, read_frame};
 use std::os::unix::net::UnixStream;
 
 /// What to ask the feed for.

@@ -3,6 +3,9 @@
 //! reply (`client.call(args::PaneLs {})` is a `Vec<PaneEntry>`); a reply
 //! that does not fit its type is a protocol error, never a silent default.
 
+mod feed_client;
+pub use feed_client::{EventStream, FollowSpec};
+
 use crate::proto::{
     ErrorBody, ErrorCode, FrameKind, Framed, Op, PROTOCOL_VERSION, Request, Response, args,
     read_frame, reply, write_frame,
@@ -73,7 +76,7 @@ pub enum Liveness {
 /// Whether a supervisor answers a ping on `socket` within `timeout`:
 /// liveness is an answer, never a socket file or an accepted connection.
 pub fn liveness(socket: &Path, timeout: Duration) -> Liveness {
-    use super::protocol::FrameError;
+    use crate::proto::FrameError;
     let Ok(mut stream) = UnixStream::connect(socket) else {
         return Liveness::Silent;
     };

@@ -27,6 +27,12 @@
 //! - [`policy`] decides, purely, whether an attempt is finished.
 //!
 //! A module lower in the chain never imports one higher up.
+//!
+//! The modules live in crates of the workspace, one concern each under
+//! `crates/` (the crate map is `## Layers` in docs/architecture.md); this
+//! crate re-exports every one under its path here (`drover::loopctl` is
+//! `drover_loop::loopctl`), so the binary, the integration tests and the
+//! benches name `drover::x::y`.
 
 pub use drover_agent::agent;
 pub use drover_base::backoff;

@@ -1,14 +1,26 @@
-//! The layering of the library's top-level modules, kept by a test until
-//! crates make the compiler keep it: the table under `## Layers` in
-//! docs/architecture.md says which layer each module is in, and every
-//! `crate::X` in a module's code (its tests included; comments are not
-//! code) must name a module in a lower layer.
+//! The layering of the library's modules: the table under `## Layers` in
+//! docs/architecture.md says which layer and which crate each module is in.
+//! Between crates the compiler keeps the order (a crate names only the
+//! crates it depends on); this test keeps it inside a crate that holds
+//! modules of several layers, and across the re-exports a crate's root makes
+//! (`pub use drover_base::store;` lets `crate::store` reach down): every
+//! `crate::X` in a module's code (its tests included; comments are not code)
+//! must name a module in a lower layer, and every module sits in the crate
+//! the table names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The layer of each module, from the `## Layers` table of `doc`.
-fn layers(doc: &str) -> Result<BTreeMap<String, usize>, String> {
+/// Where the table puts a module: its layer and its crate.
+#[derive(Debug, Clone, PartialEq)]
+struct Place {
+    layer: usize,
+    krate: String,
+}
+
+/// The layer and crate of each module, from the `## Layers` table of `doc`
+/// (rows `| layer | crate | modules |`).
+fn layers(doc: &str) -> Result<BTreeMap<String, Place>, String> {
     let start = doc
         .find("\n## Layers\n")
         .ok_or("docs/architecture.md has no `## Layers` section")?;
@@ -20,9 +32,18 @@ fn layers(doc: &str) -> Result<BTreeMap<String, usize>, String> {
         let Some(Ok(layer)) = cells.next().map(str::parse::<usize>) else {
             continue;
         };
+        let krate = cells
+            .next()
+            .unwrap_or_default()
+            .trim_matches('`')
+            .to_string();
         for name in cells.flat_map(|c| c.split(',')) {
             let name = name.trim().trim_matches('`');
-            if !name.is_empty() && out.insert(name.to_string(), layer).is_some() {
+            let place = Place {
+                layer,
+                krate: krate.clone(),
+            };
+            if !name.is_empty() && out.insert(name.to_string(), place).is_some() {
                 return Err(format!("`{name}` is in the layers table twice"));
             }
         }
@@ -30,15 +51,44 @@ fn layers(doc: &str) -> Result<BTreeMap<String, usize>, String> {
     Ok(out)
 }
 
-/// The library's top-level modules under `src`, each with its files.
-fn modules(src: &Path) -> std::io::Result<BTreeMap<String, Vec<PathBuf>>> {
+/// The library's modules: those of each crate under `crates/` and any still
+/// in the `drover` package's `src`, each with its crate and files.
+fn modules(root: &Path) -> Result<BTreeMap<String, (String, Vec<PathBuf>)>, String> {
+    let mut dirs = vec![("drover".to_string(), root.join("src"))];
+    let crates = root.join("crates");
+    let entries = std::fs::read_dir(&crates).map_err(|e| format!("crates: {e}"))?;
+    for e in entries {
+        let dir = e.map_err(|e| format!("crates: {e}"))?.path();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let name = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = "))
+            .map(|n| n.trim().trim_matches('"').to_string())
+            .ok_or_else(|| format!("{}/Cargo.toml names no package", dir.display()))?;
+        dirs.push((name, dir.join("src")));
+    }
+    let mut out = BTreeMap::new();
+    for (krate, src) in dirs {
+        let found = modules_in(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+        for (m, files) in found {
+            if let Some((other, _)) = out.insert(m.clone(), (krate.clone(), files)) {
+                return Err(format!("`{m}` is a module of both {other} and {krate}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The top-level modules under one `src`, each with its files.
+fn modules_in(src: &Path) -> std::io::Result<BTreeMap<String, Vec<PathBuf>>> {
     let mut out = BTreeMap::new();
     for e in std::fs::read_dir(src)? {
         let path = e?.path();
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        // The binary, the crate root and this check are not layered.
+        // The binary, the crate roots and this check are not layered.
         if matches!(stem, "main" | "lib" | "cli" | "layers") {
             continue;
         }
@@ -122,19 +172,26 @@ fn uses(text: &str) -> Vec<(String, usize)> {
     out
 }
 
-/// Every use that runs sideways or up a layer, and every module the table
-/// leaves out, as one line each.
+/// Every use that runs sideways or up a layer, every module the table
+/// leaves out or puts in another crate, as one line each.
 fn violations(root: &Path) -> Result<Vec<String>, String> {
     let doc = std::fs::read_to_string(root.join("docs/architecture.md"))
         .map_err(|e| format!("docs/architecture.md: {e}"))?;
     let layers = layers(&doc)?;
-    let modules = modules(&root.join("src")).map_err(|e| format!("src: {e}"))?;
+    let modules = modules(root)?;
     let mut out = Vec::new();
-    for (m, files) in &modules {
-        let Some(&own) = layers.get(m) else {
+    for (m, (krate, files)) in &modules {
+        let Some(place) = layers.get(m) else {
             out.push(format!("`{m}` is in no layer of docs/architecture.md"));
             continue;
         };
+        if place.krate != *krate {
+            out.push(format!(
+                "`{m}` is in {krate}, the layers table says {}",
+                place.krate
+            ));
+        }
+        let own = place.layer;
         for f in files {
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
             for (used, line) in uses(&text) {
@@ -142,10 +199,11 @@ fn violations(root: &Path) -> Result<Vec<String>, String> {
                     continue;
                 }
                 match layers.get(&used) {
-                    Some(&l) if l < own => {}
-                    Some(&l) => out.push(format!(
-                        "{}:{line}: `{m}` (layer {own}) uses `{used}` (layer {l})",
-                        f.strip_prefix(root).unwrap_or(f).display()
+                    Some(p) if p.layer < own => {}
+                    Some(p) => out.push(format!(
+                        "{}:{line}: `{m}` (layer {own}) uses `{used}` (layer {})",
+                        f.strip_prefix(root).unwrap_or(f).display(),
+                        p.layer
                     )),
                     None => {}
                 }
@@ -181,12 +239,52 @@ mod tests {
 
     #[test]
     fn the_table_is_read_and_a_module_twice_is_refused() {
-        let doc = "x\n## Layers\n\n| layer | modules |\n|---|---|\n| 0 | `a`, `b` |\n\
-                   | 1 | `c` |\n\n## Next\n| 2 | `d` |\n";
+        let doc = "x\n## Layers\n\n| layer | crate | modules |\n|---|---|---|\n\
+                   | 0 | `k-a` | `a`, `b` |\n| 1 | `k-c` | `c` |\n\n## Next\n| 2 | `k` | `d` |\n";
         let l = layers(doc).unwrap();
         assert_eq!(l.len(), 3);
-        assert_eq!((l["a"], l["b"], l["c"]), (0, 0, 1));
-        let twice = "## Layers\n| 0 | `a` |\n| 1 | `a` |\n";
+        let at = |m: &str| (l[m].layer, l[m].krate.as_str());
+        assert_eq!(
+            (at("a"), at("b"), at("c")),
+            ((0, "k-a"), (0, "k-a"), (1, "k-c"))
+        );
+        let twice = "## Layers\n| 0 | `k` | `a` |\n| 1 | `k` | `a` |\n";
         assert!(layers(&format!("\n{twice}")).is_err());
+    }
+
+    /// A module in another crate than the table says, one the table leaves
+    /// out, and a use up a layer inside a crate are each reported.
+    #[test]
+    fn a_misplaced_module_and_an_upward_use_are_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let w = |p: &str, s: &str| {
+            let p = r.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        w(
+            "docs/architecture.md",
+            "\n## Layers\n| 0 | `k-low` | `low` |\n| 1 | `k-up` | `up` |\n| 2 | `k-x` | `moved` |\n",
+        );
+        w("src/lib.rs", "");
+        w("crates/a/Cargo.toml", "[package]\nname = \"k-low\"\n");
+        w("crates/a/src/lib.rs", "pub mod low;\npub mod up;\n");
+        w("crates/a/src/low.rs", "use crate::up::X; // crate::moved\n");
+        w("crates/a/src/up.rs", "use crate::low::Y;\n");
+        w("crates/a/src/stray.rs", "");
+        w("crates/b/Cargo.toml", "[package]\nname = \"k-b\"\n");
+        w("crates/b/src/moved/mod.rs", "");
+        let mut got = violations(r).unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "`moved` is in k-b, the layers table says k-x",
+                "`stray` is in no layer of docs/architecture.md",
+                "`up` is in k-low, the layers table says k-up",
+                "crates/a/src/low.rs:1: `low` (layer 0) uses `up` (layer 1)",
+            ]
+        );
     }
 }

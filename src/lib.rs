@@ -27,35 +27,41 @@
 //! - [`policy`] decides, purely, whether an attempt is finished.
 //!
 //! A module lower in the chain never imports one higher up.
+//!
+//! The modules live in crates of the workspace, one concern each under
+//! `crates/` (the crate map is `## Layers` in docs/architecture.md); this
+//! crate re-exports every one under its path here (`drover::loopctl` is
+//! `drover_loop::loopctl`), so the binary, the integration tests and the
+//! benches name `drover::x::y`.
 
-pub mod agent;
-pub mod backoff;
-pub mod daemon;
-pub mod dispatch;
-pub mod engine;
-pub mod evidence;
-pub mod exit;
-pub mod fleet;
-pub mod gate;
-pub mod git;
-pub mod lane;
+pub use drover_agent::agent;
+pub use drover_base::backoff;
+pub use drover_base::evidence;
+pub use drover_base::exit;
+pub use drover_base::git;
+pub use drover_client::client;
+pub use drover_engine::engine;
+pub use drover_fleet::fleet;
+pub use drover_lanes::dispatch;
+pub use drover_lanes::lane;
+pub use drover_report::gate;
+pub use drover_supervisor::daemon;
 #[cfg(test)]
 mod layers;
-pub mod loopctl;
-pub mod pane;
-pub mod paths;
-pub mod policy;
-pub(crate) mod procfs;
-pub mod proto;
-pub mod registry;
-pub mod rehearse;
-pub mod report;
-pub mod screen;
-pub mod shadow;
-pub mod shell;
-pub mod statedir;
-pub mod store;
-pub mod time;
-pub mod top;
-pub mod watch;
-pub mod web;
+pub use drover_base::paths;
+pub use drover_base::shell;
+pub use drover_base::statedir;
+pub use drover_base::store;
+pub use drover_base::time;
+pub use drover_engine::registry;
+pub use drover_loop::loopctl;
+pub use drover_pane::pane;
+pub use drover_policy::policy;
+pub use drover_proto::proto;
+pub use drover_rehearse::rehearse;
+pub use drover_report::report;
+pub use drover_report::shadow;
+pub use drover_screen::screen;
+pub use drover_supervisor::watch;
+pub use drover_top::top;
+pub use drover_web::web;

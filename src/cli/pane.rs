@@ -2,7 +2,7 @@
 
 use super::{Ctx, client_err, fail};
 use drover::exit;
-use drover::pane::{PaneSpec, parse_size, validate_env_name};
+use drover::pane::{PaneSpec, PaneSpecExt, parse_size, validate_env_name};
 use drover::proto::{PaneEntry, args};
 use std::path::PathBuf;
 

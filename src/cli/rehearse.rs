@@ -3,7 +3,7 @@
 
 use super::{Ctx, client_err, fail};
 use drover::exit;
-use drover::pane::PaneSpec;
+use drover::pane::{PaneSpec, PaneSpecExt};
 use drover::proto::args;
 use drover::rehearse::{self, Agent, MockServer, Script, SetupFault, discover, home};
 use serde_json::json;

@@ -11,7 +11,8 @@ use support::*;
 #[test]
 fn decision_code_cannot_reach_effects() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let table = std::fs::read_to_string(format!("{root}/src/engine/table.rs")).expect("read");
+    let table =
+        std::fs::read_to_string(format!("{root}/crates/engine/src/engine/table.rs")).expect("read");
     let code: String = table
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -36,7 +37,8 @@ fn decision_code_cannot_reach_effects() {
     ] {
         assert!(!code.contains(banned), "table.rs mentions {banned}");
     }
-    let engine = std::fs::read_to_string(format!("{root}/src/engine/mod.rs")).expect("read");
+    let engine =
+        std::fs::read_to_string(format!("{root}/crates/engine/src/engine/mod.rs")).expect("read");
     let start = engine
         .find("fn critical(")
         .expect("critical section exists");

@@ -1,0 +1,12 @@
+//! Lanes (a pane and a worktree each) and dispatch of jobs to them.
+
+pub use drover_agent::agent;
+pub use drover_base::{backoff, evidence, exit, git, paths, procfs, shell, statedir, store, time};
+pub use drover_client::client;
+pub use drover_engine::{engine, registry};
+pub use drover_pane::pane;
+pub use drover_proto::proto;
+pub use drover_report::{gate, report, shadow};
+
+pub mod dispatch;
+pub mod lane;

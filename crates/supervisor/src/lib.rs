@@ -1,0 +1,16 @@
+//! The supervisor (`drover serve`): panes held for their life, barriers
+//! answered from observations, the event feed.
+
+pub use drover_agent::agent;
+pub use drover_base::{backoff, evidence, exit, git, paths, procfs, shell, statedir, store, time};
+pub use drover_client::client;
+pub use drover_engine::{engine, registry};
+pub use drover_fleet::fleet;
+pub use drover_pane::pane;
+pub use drover_policy::policy;
+pub use drover_proto::proto;
+pub use drover_report::{gate, report, shadow};
+pub use drover_screen::screen;
+
+pub mod daemon;
+pub mod watch;

@@ -121,4 +121,5 @@ mod top_render;
 mod watch_socket;
 mod web_actions;
 mod web_common;
+mod web_fleet;
 mod web_http;

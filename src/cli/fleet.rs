@@ -288,7 +288,7 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
+pub(super) fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
     let dir = ctx
         .state_dir()
         .map_err(|_| fleet_fail(FleetError::NotJoined))?;

@@ -30,7 +30,7 @@ pub struct WebArgs {
     /// Replace the token: the URL printed before stops working.
     #[arg(long)]
     new_token: bool,
-    /// Show the fleet's hosts too (docs/fleet.md); not built yet: refused.
+    /// Show the hosts of the fleet this state dir joined (`fleet join`): each one's state, last heartbeat and pane count (docs/fleet.md).
     #[arg(long)]
     fleet: bool,
 }
@@ -53,10 +53,18 @@ pub fn run(a: WebArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         insecure_http: a.insecure_http,
         allow_hosts: a.allow_host,
         new_token: a.new_token,
-        fleet: a.fleet,
+        fleet: None,
     };
     // Usage errors first, before the state dir or the supervisor.
     drover::web::check(&opts).map_err(web_err)?;
+    // The fleet next, as `top --fleet` checks it: not joined is refused.
+    let fleet = if a.fleet {
+        let (_, cfg) = super::fleet::joined(ctx)?;
+        let handed = drover::fleet::Handed::from_env(&cfg);
+        Some((cfg, handed))
+    } else {
+        None
+    };
     let state_dir = ctx.state_dir()?;
     // The supervisor must run: its feed is what the page shows.
     drop(ctx.client()?);
@@ -66,6 +74,7 @@ pub fn run(a: WebArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         socket: ctx.socket(&state_dir)?,
         state_dir,
         exe,
+        fleet,
         ..opts
     };
     drover::web::serve(opts, &mut |line| {

@@ -122,5 +122,6 @@ mod watch_socket;
 mod web_actions;
 mod web_browser;
 mod web_common;
+mod web_fleet;
 mod web_http;
 mod webdriver;

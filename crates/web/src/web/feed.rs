@@ -4,7 +4,10 @@
 //! while a loop process works one. It publishes through a `watch` channel
 //! only when the snapshot changed (the seq alone is no change). With
 //! nothing live and no events it sleeps in poll(2): idle costs nothing.
+//! With `--fleet` the same poll(2) waits on the fleet's feed too
+//! ([`super::fleet`]), woken as `top --fleet` is.
 
+use super::fleet::WebFleet;
 use super::view::{Extras, Snapshot, snapshot};
 use crate::client::{Client, ClientError, EventStream, FollowSpec};
 use crate::proto::{PaneEntry, args};
@@ -29,7 +32,6 @@ pub struct FeedConfig {
     pub socket: PathBuf,
     pub read_only: bool,
     pub token_id: String,
-    pub fleet: bool,
 }
 
 struct Feed {
@@ -42,6 +44,7 @@ struct Feed {
     /// The last snapshot published (its seq set to 0, for comparison).
     last: Option<Snapshot>,
     tx: watch::Sender<Arc<str>>,
+    fleet: Option<WebFleet>,
 }
 
 /// The option labels of the dialog a blocked pane shows.
@@ -66,6 +69,28 @@ fn options_of(client: &mut Client, p: &PaneEntry) -> Vec<String> {
 }
 
 impl Feed {
+    /// What the snapshot carries beside `top`'s view (no options yet).
+    fn extras(&self) -> Extras {
+        Extras {
+            read_only: self.cfg.read_only,
+            host: self.host.clone(),
+            token_id: self.cfg.token_id.clone(),
+            options: BTreeMap::new(),
+            hosts: self
+                .fleet
+                .as_ref()
+                .map(|f| f.hosts(crate::paths::now_ms()))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// This host's warning, else the fleet's.
+    fn warning(&self) -> Option<String> {
+        self.warning
+            .clone()
+            .or_else(|| self.fleet.as_ref().and_then(|f| f.warning.clone()))
+    }
+
     /// Read everything again (an event came).
     fn refresh(&mut self, client: &mut Client) {
         let seen = crate::top::seen::load(&self.cfg.state_dir).unwrap_or_default();
@@ -80,7 +105,7 @@ impl Feed {
     /// Build the snapshot from what was last read; send it if it changed.
     fn publish(&mut self, client: &mut Client) {
         let mut view = build(&self.inputs);
-        view.warning = self.warning.clone();
+        view.warning = self.warning();
         let mut options = BTreeMap::new();
         for p in &self.inputs.panes {
             let blocked = p
@@ -91,11 +116,8 @@ impl Feed {
             }
         }
         let x = Extras {
-            read_only: self.cfg.read_only,
-            host: self.host.clone(),
-            token_id: self.cfg.token_id.clone(),
             options,
-            hosts: Vec::new(),
+            ..self.extras()
         };
         let mut snap = snapshot(&view, &x);
         if self.last.as_ref() == Some(&snap) {
@@ -110,16 +132,14 @@ impl Feed {
 
     /// The supervisor is gone: say so on the page.
     fn gone(&mut self, why: String) {
+        if let Some(f) = self.fleet.as_mut() {
+            f.drain();
+        }
         self.inputs.panes.clear();
         self.warning = Some(why);
-        let x = Extras {
-            read_only: self.cfg.read_only,
-            host: self.host.clone(),
-            token_id: self.cfg.token_id.clone(),
-            ..Default::default()
-        };
+        let x = self.extras();
         let mut view = build(&self.inputs);
-        view.warning = self.warning.clone();
+        view.warning = self.warning();
         let snap = snapshot(&view, &x);
         if self.last.as_ref() != Some(&snap) {
             self.last = Some(snap.clone());
@@ -149,12 +169,33 @@ impl Feed {
                 None => PollTimeout::NONE,
                 Some(t) => PollTimeout::try_from(t).unwrap_or(PollTimeout::MAX),
             };
-            let mut fds = [PollFd::new(feed.as_fd(), PollFlags::POLLIN)];
-            let n = match poll(&mut fds, timeout) {
-                Ok(n) => n,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(ClientError::Protocol(format!("poll: {e}"))),
+            let (n, events, fleet) = {
+                let mut fds = vec![PollFd::new(feed.as_fd(), PollFlags::POLLIN)];
+                if let Some(fd) = self.fleet.as_ref().and_then(WebFleet::fd) {
+                    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                }
+                let n = match poll(&mut fds, timeout) {
+                    Ok(n) => n,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => return Err(ClientError::Protocol(format!("poll: {e}"))),
+                };
+                let ready = |fd: Option<&PollFd>| {
+                    fd.and_then(PollFd::revents).is_some_and(|r| !r.is_empty())
+                };
+                (n, ready(fds.first()), ready(fds.get(1)))
             };
+            if fleet && let Some(f) = self.fleet.as_mut() {
+                // The hosts re-read (every heartbeat) or a fleet event.
+                f.drain();
+                if !events {
+                    // A heartbeat may come sooner than RUN_LOOK: the runs too.
+                    if self.runs.any_live() && self.runs.update(&self.cfg.state_dir) {
+                        self.inputs.runs = self.runs.runs();
+                    }
+                    self.publish(&mut client);
+                    continue;
+                }
+            }
             if n == 0 {
                 // Only the runs may have changed: the rest as it was read.
                 if self.runs.update(&self.cfg.state_dir) {
@@ -185,7 +226,11 @@ impl Feed {
 
 /// Start the feed thread over `client` (already connected); the first
 /// snapshot is in the channel when this returns.
-pub fn start(cfg: FeedConfig, client: Client) -> std::io::Result<watch::Receiver<Arc<str>>> {
+pub fn start(
+    cfg: FeedConfig,
+    client: Client,
+    fleet: Option<WebFleet>,
+) -> std::io::Result<watch::Receiver<Arc<str>>> {
     let (tx, rx) = watch::channel::<Arc<str>>(Arc::from("{}"));
     let mut feed = Feed {
         host: super::view::hostname(),
@@ -196,6 +241,7 @@ pub fn start(cfg: FeedConfig, client: Client) -> std::io::Result<watch::Receiver
         seq: 0,
         last: None,
         tx,
+        fleet,
     };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
     std::thread::Builder::new()

@@ -11,6 +11,7 @@ pub mod api;
 pub mod audit;
 pub mod auth;
 pub mod feed;
+pub mod fleet;
 pub mod tls;
 pub mod token;
 pub mod view;
@@ -37,8 +38,8 @@ pub struct WebOptions {
     /// Host names accepted beside the listener's own.
     pub allow_hosts: Vec<String>,
     pub new_token: bool,
-    /// Show the fleet's hosts too.
-    pub fleet: bool,
+    /// Show the fleet's hosts too: the joined fleet and its handed secrets.
+    pub fleet: Option<(crate::fleet::FleetConfig, crate::fleet::Handed)>,
 }
 
 /// Why `drover web` could not serve.
@@ -53,10 +54,8 @@ pub enum WebError {
     HalfTls,
     #[error("--allow-host {0:?} is not a host name")]
     BadHost(String),
-    #[error(
-        "drover web --fleet is not built yet; `drover top --fleet FLEET` shows every host's panes"
-    )]
-    FleetNotYet,
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
     #[error("TLS: {0}")]
     Tls(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -76,11 +75,9 @@ impl WebError {
     /// The exit code (docs/cli.md).
     pub fn exit_code(&self) -> u8 {
         match self {
-            WebError::NeedsTls(_)
-            | WebError::HalfTls
-            | WebError::BadHost(_)
-            | WebError::FleetNotYet => crate::exit::USAGE,
+            WebError::NeedsTls(_) | WebError::HalfTls | WebError::BadHost(_) => crate::exit::USAGE,
             WebError::Client(e) => e.exit_code(),
+            WebError::Fleet(e) => e.exit_code(),
             _ => crate::exit::ERROR,
         }
     }
@@ -90,9 +87,6 @@ impl WebError {
 pub fn check(o: &WebOptions) -> Result<(), WebError> {
     if o.tls.is_none() && !o.insecure_http && !o.listen.ip().is_loopback() {
         return Err(WebError::NeedsTls(o.listen));
-    }
-    if o.fleet {
-        return Err(WebError::FleetNotYet);
     }
     for h in &o.allow_hosts {
         let ok = !h.is_empty()
@@ -143,6 +137,11 @@ pub fn serve(o: WebOptions, said: &mut dyn FnMut(&str)) -> Result<(), WebError> 
     let token = token::Token::load_or_create(&o.state_dir, o.new_token)?;
     // The supervisor must be there: its feed is what the page shows.
     let client = crate::client::Client::connect(&o.socket)?;
+    // The fleet too, when asked for: reaching it fails before serving.
+    let fleet = match &o.fleet {
+        Some((cfg, handed)) => Some(fleet::WebFleet::open(cfg, handed)?),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -160,9 +159,9 @@ pub fn serve(o: WebOptions, said: &mut dyn FnMut(&str)) -> Result<(), WebError> 
             socket: o.socket.clone(),
             read_only: !o.allow_actions,
             token_id: token.id(),
-            fleet: o.fleet,
         },
         client,
+        fleet,
     )?;
     let shared = Arc::new(Shared {
         guard: auth::Guard::new(addr.ip(), tls.is_some(), &o.allow_hosts),

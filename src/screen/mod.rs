@@ -5,6 +5,7 @@
 //! vt100 (pinned 0.18.1) renders full-screen TUIs the way tmux does; what it
 //! does not implement reaches us through its callbacks (docs/architecture.md).
 
+pub mod grid;
 mod hooks;
 mod render;
 mod sanitize;

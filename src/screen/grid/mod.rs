@@ -8,6 +8,7 @@
 //! to vt100 and compares every cell.
 
 mod cell;
+mod format;
 #[allow(clippy::module_inception)]
 mod grid;
 mod perform;
@@ -127,6 +128,23 @@ impl Model {
 
     pub fn set_scrollback(&mut self, rows: usize) {
         self.driver.term.grid_mut().set_scrollback(rows);
+    }
+
+    /// Escape sequences that draw the screen from scratch and set its
+    /// input modes (vt100's `state_formatted`).
+    pub fn state_formatted(&self) -> String {
+        self.driver.term.state_formatted()
+    }
+
+    /// Escape sequences that turn `prev`'s screen and modes into this one's
+    /// (vt100's `state_diff`).
+    pub fn state_diff(&self, prev: &Model) -> String {
+        self.driver.term.state_diff(&prev.driver.term)
+    }
+
+    /// Each visible row with its attributes (vt100's `rows_formatted`).
+    pub fn rows_formatted(&self) -> Vec<String> {
+        self.driver.term.rows_formatted()
     }
 
     /// The rows in view, top first.

@@ -213,6 +213,21 @@ fn compare(p: &mut Ref, m: &mut Model, ctx: &str) -> Result<(), String> {
     };
     first_diff(state_of_ref(p), state_of_model(m), "state")?;
     first_diff(view_of_ref(p.screen()), view_of_model(m), "cells")?;
+    let (rows, cols) = p.screen().size();
+    let f1: Vec<String> = p.screen().rows_formatted(0, cols.get()).collect();
+    if f1 != m.rows_formatted() {
+        return Err(format!(
+            "{ctx}: rows_formatted\n  vt100: {f1:?}\n  grid:  {:?}",
+            m.rows_formatted()
+        ));
+    }
+    let (s1, s2) = (p.screen().state_formatted(), m.state_formatted());
+    if s1 != s2 {
+        return Err(format!(
+            "{ctx}: state_formatted\n  vt100: {s1:?}\n  grid:  {s2:?}"
+        ));
+    }
+    let _ = rows;
     let q1 = p.callbacks_mut().take_terminal_queries_for_test();
     let q2 = m.hooks_mut().take_terminal_queries_for_test();
     if q1 != q2 {
@@ -404,7 +419,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn random_output_renders_as_vt100_does(
@@ -417,6 +432,12 @@ proptest! {
         let mut p = reference(rows, cols, sb);
         let mut m = Model::new(rows, cols, sb);
         let mut referee = true;
+        // What an attached terminal shows, in each model (the renderer's
+        // `shown`), and the previous step's state.
+        let mut shown_p = reference(rows, cols, 0);
+        let mut shown_m = Model::new(rows, cols, 0);
+        let mut before_p = p.screen().clone();
+        let mut before_m = m.driver.term.clone();
         for (i, step) in steps.iter().enumerate() {
             match step {
                 Step::Bytes(b) => {
@@ -439,6 +460,28 @@ proptest! {
             if let Err(e) = compare(&mut p, &mut m, &format!("step {i} {step:?}")) {
                 prop_assert!(false, "{}", e);
             }
+            let (d1, d2) = (p.screen().state_diff(&before_p), m.driver.term.state_diff(&before_m));
+            prop_assert_eq!(d1, d2, "state_diff from the previous step, step {} {:?}", i, step);
+            before_p = p.screen().clone();
+            before_m = m.driver.term.clone();
+            if shown_p.screen().size() != p.screen().size() {
+                let (r, c) = p.screen().size();
+                shown_p = reference(r.get(), c.get(), 0);
+                shown_m = Model::new(r.get(), c.get(), 0);
+            }
+            let (f1, f2) = (p.screen().state_diff(shown_p.screen()), m.state_diff(&shown_m));
+            prop_assert_eq!(&f1, &f2, "renderer frame, step {} {:?}", i, step);
+            if !feed_both(&mut shown_p, &mut shown_m, f1.as_bytes()) {
+                break;
+            }
         }
     }
+}
+
+/// 400 cases, or `PROPTEST_CASES` for a longer search.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
 }

@@ -4,8 +4,8 @@
 //! chunks as the reader hands them over:
 //!   vte     vte's parser with a `Perform` that does nothing: the floor of any
 //!           screen model built on it
-//!   vt100   vt100 0.18.1 with drover's hooks: the screen model before
-//!           drover's own grid (the old build, run beside the new)
+//!   vt100   vt100 0.18.1 (its callbacks left as no-ops): the screen
+//!           model before drover's own grid, run beside the new
 //!   screen  drover's screen model (`Screen::process`)
 //! and the ratios screen/vte and vt100/vte are printed.
 //!
@@ -84,12 +84,7 @@ fn main() {
 
         let t = Instant::now();
         let nz = |v| std::num::NonZeroU16::new(v).expect("nonzero");
-        let mut old = vt100::Parser::new_with_callbacks(
-            nz(40),
-            nz(120),
-            drover::screen::SCROLLBACK_ROWS,
-            drover::screen::Hooks::default(),
-        );
+        let mut old = vt100::Parser::new(nz(40), nz(120), drover::screen::SCROLLBACK_ROWS);
         for c in data.chunks(CHUNK) {
             old.process(c);
         }

@@ -164,6 +164,9 @@ impl Hooks {
     }
 }
 
+/// The reference terminal model reports the same sequences through its
+/// callbacks (the differential test runs it beside drover's grid).
+#[cfg(test)]
 impl vt100::Callbacks for Hooks {
     fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
         self.on_title(title);

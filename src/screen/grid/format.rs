@@ -223,7 +223,7 @@ pub(crate) fn row_formatted(
         }
     });
     let mut prev_attrs = prev_attrs.unwrap_or_default();
-    if wrapping && row.cells[usize::from(start)] == Cell::DEFAULT {
+    if wrapping && row.cells.get(usize::from(start)) == Some(&Cell::DEFAULT) {
         if prev_attrs != Attrs::DEFAULT {
             sgr_diff(out, &Attrs::DEFAULT, &prev_attrs);
             prev_attrs = Attrs::DEFAULT;
@@ -258,8 +258,9 @@ fn row_diff(
     width: u16,
 ) -> (Pos, Attrs) {
     let cols = row.cols();
-    let first = &row.cells[0];
-    let prev_first = &prev.cells[0];
+    let (Some(first), Some(prev_first)) = (row.cells.first(), prev.cells.first()) else {
+        return (prev_pos, prev_attrs);
+    };
     if wrapping
         && !prev_wrapping
         && row.same_cell(0, prev, 0)

@@ -120,7 +120,11 @@ impl Row {
         let mut kept = Vec::new();
         for cell in &mut self.cells {
             if cell.is_cluster() {
-                let s = std::mem::take(&mut self.clusters[cell.ch as usize]);
+                let s = self
+                    .clusters
+                    .get_mut(cell.ch as usize)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
                 cell.ch = kept.len() as u32;
                 kept.push(s);
             }

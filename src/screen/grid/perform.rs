@@ -104,7 +104,7 @@ impl Driver {
 
     /// SGR; stops at the first parameter it cannot read, as the reference
     /// model does.
-    fn sgr(&mut self, params: &vte::Params, i2: Option<u8>) {
+    fn sgr(&mut self, params: &vte::Params) {
         if params.is_empty() {
             self.term.attrs = Attrs::DEFAULT;
             return;
@@ -115,7 +115,6 @@ impl Driver {
             Some(&[n]) => u8_of(n),
             _ => None,
         };
-        let _ = i2;
         while let Some(param) = it.next() {
             let a = &mut self.term.attrs;
             match param {
@@ -280,7 +279,7 @@ impl vte::Perform for Driver {
                         }
                     }
                     'd' => g.row_set(p1(params, 1) - 1),
-                    'm' => self.sgr(params, i2),
+                    'm' => self.sgr(params),
                     'r' => {
                         let rows = g.rows_n;
                         let (top, bottom) = p2(params, 1, rows);

@@ -213,7 +213,7 @@ fn compare(p: &mut Ref, m: &mut Model, ctx: &str) -> Result<(), String> {
     };
     first_diff(state_of_ref(p), state_of_model(m), "state")?;
     first_diff(view_of_ref(p.screen()), view_of_model(m), "cells")?;
-    let (rows, cols) = p.screen().size();
+    let (_, cols) = p.screen().size();
     let f1: Vec<String> = p.screen().rows_formatted(0, cols.get()).collect();
     if f1 != m.rows_formatted() {
         return Err(format!(
@@ -227,7 +227,6 @@ fn compare(p: &mut Ref, m: &mut Model, ctx: &str) -> Result<(), String> {
             "{ctx}: state_formatted\n  vt100: {s1:?}\n  grid:  {s2:?}"
         ));
     }
-    let _ = rows;
     let q1 = p.callbacks_mut().take_terminal_queries_for_test();
     let q2 = m.hooks_mut().take_terminal_queries_for_test();
     if q1 != q2 {

@@ -4,8 +4,10 @@
 //! chunks as the reader hands them over:
 //!   vte     vte's parser with a `Perform` that does nothing: the floor of any
 //!           screen model built on it
+//!   vt100   vt100 0.18.1 (its callbacks left as no-ops): the screen
+//!           model before drover's own grid, run beside the new
 //!   screen  drover's screen model (`Screen::process`)
-//! and the ratio screen/vte is printed.
+//! and the ratios screen/vte and vt100/vte are printed.
 //!
 //! `cargo bench --bench screen [-- --mib 64 --runs 5]`
 
@@ -61,7 +63,7 @@ fn main() {
         }
         data.push(b);
     }
-    let (mut vte_t, mut screen_t) = (Vec::new(), Vec::new());
+    let (mut vte_t, mut screen_t, mut old_t) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
         let mut p = vte::Parser::new();
@@ -79,8 +81,21 @@ fn main() {
         }
         std::hint::black_box(s.bytes());
         screen_t.push(t.elapsed().as_secs_f64());
+
+        let t = Instant::now();
+        let nz = |v| std::num::NonZeroU16::new(v).expect("nonzero");
+        let mut old = vt100::Parser::new(nz(40), nz(120), drover::screen::SCROLLBACK_ROWS);
+        for c in data.chunks(CHUNK) {
+            old.process(c);
+        }
+        std::hint::black_box(old.screen().cursor_position());
+        old_t.push(t.elapsed().as_secs_f64());
     }
-    let (v, s) = (median(&mut vte_t), median(&mut screen_t));
+    let (v, s, o) = (
+        median(&mut vte_t),
+        median(&mut screen_t),
+        median(&mut old_t),
+    );
     let mb = data.len() as f64 / 1e6;
     println!(
         "screen model, {mib} MiB of bench/ingest output in {CHUNK}-byte chunks, median of {runs} (load {})",
@@ -93,5 +108,6 @@ fn main() {
     );
     println!("  vte alone (no grid)  {v:7.3} s  {:7.1} MB/s", mb / v);
     println!("  drover screen model  {s:7.3} s  {:7.1} MB/s", mb / s);
-    println!("  screen/vte  {:.2}", s / v);
+    println!("  vt100 0.18.1 model   {o:7.3} s  {:7.1} MB/s", mb / o);
+    println!("  screen/vte  {:.2}   vt100/vte  {:.2}", s / v, o / v);
 }

@@ -98,6 +98,13 @@ impl Hooks {
         out
     }
 
+    /// The pending queries, canonical form, taken (for the differential
+    /// test, which compares what each model saw).
+    #[cfg(test)]
+    pub(crate) fn take_terminal_queries_for_test(&mut self) -> Vec<u8> {
+        self.take_queries()
+    }
+
     fn push_query(&mut self, q: Query) {
         if self.queries.len() < 64 {
             self.queries.push(q);
@@ -113,13 +120,15 @@ fn first(params: &[&[u16]]) -> Option<u16> {
     params.first().and_then(|p| p.first().copied())
 }
 
-impl vt100::Callbacks for Hooks {
-    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+impl Hooks {
+    /// OSC 0 or 2 with exactly one argument.
+    pub(super) fn on_title(&mut self, title: &[u8]) {
         let t = String::from_utf8_lossy(&title[..title.len().min(MAX_TITLE)]);
         self.title = Some(super::sanitize_line(&t));
     }
 
-    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
+    /// Any other OSC; only 7501 is kept.
+    pub(super) fn on_osc(&mut self, params: &[&[u8]]) {
         if params.first() == Some(&&b"7501"[..]) {
             let payload: Vec<u8> = params[1..].join(&b';');
             let p = String::from_utf8_lossy(&payload[..payload.len().min(MAX_TITLE)]);
@@ -128,14 +137,8 @@ impl vt100::Callbacks for Hooks {
         }
     }
 
-    fn unhandled_csi(
-        &mut self,
-        _: &mut vt100::Screen,
-        i1: Option<u8>,
-        i2: Option<u8>,
-        params: &[&[u16]],
-        c: char,
-    ) {
+    /// A CSI the grid does not handle: queries and the sync mode.
+    pub(super) fn on_csi(&mut self, i1: Option<u8>, i2: Option<u8>, params: &[&[u16]], c: char) {
         match (i1, i2, c) {
             (None, None, 'c') if first(params).unwrap_or(0) == 0 => self.push_query(Query::Da1),
             (None, None, 'n') => match first(params) {
@@ -158,5 +161,29 @@ impl vt100::Callbacks for Hooks {
             }
             _ => {}
         }
+    }
+}
+
+/// The reference terminal model reports the same sequences through its
+/// callbacks (the differential test runs it beside drover's grid).
+#[cfg(test)]
+impl vt100::Callbacks for Hooks {
+    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+        self.on_title(title);
+    }
+
+    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
+        self.on_osc(params);
+    }
+
+    fn unhandled_csi(
+        &mut self,
+        _: &mut vt100::Screen,
+        i1: Option<u8>,
+        i2: Option<u8>,
+        params: &[&[u16]],
+        c: char,
+    ) {
+        self.on_csi(i1, i2, params, c);
     }
 }

@@ -1,10 +1,14 @@
-//! The screen model: a vt100 grid fed with a pane's bytes, plus the signals a
-//! grid does not keep — the terminal title, Codex's OSC 7501 state, whether a
-//! synchronized-output block is open — and the answers to terminal queries.
+//! The screen model: drover's grid (src/screen/grid) fed with a pane's bytes
+//! through the `vte` parser, plus the signals a grid does not keep — the
+//! terminal title, Codex's OSC 7501 state, whether a synchronized-output
+//! block is open — and the answers to terminal queries.
 //!
-//! vt100 (pinned 0.18.1) renders full-screen TUIs the way tmux does; what it
-//! does not implement reaches us through its callbacks (docs/architecture.md).
+//! The grid renders full-screen TUIs exactly as vt100 0.18.1 does (which
+//! renders them the way tmux does): detection rules and recordings are
+//! checked against that rendering, and a differential test holds the grid
+//! to it cell for cell (docs/architecture.md).
 
+pub mod grid;
 mod hooks;
 mod render;
 mod sanitize;
@@ -19,13 +23,13 @@ pub const SCROLLBACK_ROWS: usize = 1000;
 
 /// A pane's terminal as drover sees it.
 pub struct Screen {
-    parser: vt100::Parser<Hooks>,
+    model: grid::Model,
     bytes: u64,
 }
 
 impl std::fmt::Debug for Screen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (rows, cols) = self.parser.screen().size();
+        let (rows, cols) = self.model.size();
         f.debug_struct("Screen")
             .field("rows", &rows)
             .field("cols", &cols)
@@ -38,12 +42,7 @@ impl Screen {
     /// An empty screen of `cols` × `rows`.
     pub fn new(cols: u16, rows: u16) -> Self {
         Screen {
-            parser: vt100::Parser::new_with_callbacks(
-                nz(rows),
-                nz(cols),
-                SCROLLBACK_ROWS,
-                Hooks::default(),
-            ),
+            model: grid::Model::new(rows, cols, SCROLLBACK_ROWS),
             bytes: 0,
         }
     }
@@ -51,13 +50,13 @@ impl Screen {
     /// Feed output bytes from the pane.
     pub fn process(&mut self, bytes: &[u8]) {
         self.bytes += bytes.len() as u64;
-        self.parser.process(bytes);
+        self.model.process(bytes);
     }
 
     /// Draw bytes that are not the app's output (a repaint drover makes
     /// from its backend's copy of the screen): not counted in [`Self::bytes`].
     pub fn redraw(&mut self, bytes: &[u8]) {
-        self.parser.process(bytes);
+        self.model.process(bytes);
     }
 
     /// Total bytes fed so far.
@@ -67,58 +66,57 @@ impl Screen {
 
     /// (cols, rows).
     pub fn size(&self) -> (u16, u16) {
-        let (rows, cols) = self.parser.screen().size();
-        (cols.get(), rows.get())
+        let (rows, cols) = self.model.size();
+        (cols, rows)
     }
 
     /// Resize the grid.
     pub fn resize(&mut self, cols: u16, rows: u16) {
-        self.parser.set_size(nz(rows), nz(cols));
+        self.model.set_size(rows, cols);
     }
 
     /// Signals captured from sequences the grid does not keep.
     pub fn hooks(&self) -> &Hooks {
-        self.parser.callbacks()
+        self.model.hooks()
     }
 
     /// Take the replies to terminal queries seen since the last call, with the
     /// cursor position filled in for DSR 6.
     pub fn take_replies(&mut self) -> Vec<u8> {
-        let (row, col) = self.parser.screen().cursor_position();
-        let modes = ModeView::of(self.parser.screen());
-        self.parser
-            .callbacks_mut()
+        let (row, col) = self.model.cursor_position();
+        let modes = ModeView::of(&self.model);
+        self.model
+            .hooks_mut()
             .take_replies(row + 1, col + 1, &modes)
     }
 
     /// Take the queries seen since the last call as canonical requests for
     /// an attached terminal to answer (see [`Renderer`]).
     pub fn take_terminal_queries(&mut self) -> Vec<u8> {
-        self.parser.callbacks_mut().take_queries()
+        self.model.hooks_mut().take_queries()
     }
 
     /// Whether the application enabled bracketed paste (mode 2004).
     pub fn bracketed_paste(&self) -> bool {
-        self.parser.screen().bracketed_paste()
+        self.model.bracketed_paste()
     }
 
     /// Whether the application switched to application cursor keys (DECCKM).
     pub fn application_cursor(&self) -> bool {
-        self.parser.screen().application_cursor()
+        self.model.application_cursor()
     }
 
     /// Whether the alternate screen is active.
     pub fn alternate_screen(&self) -> bool {
-        self.parser.screen().alternate_screen()
+        self.model.alternate_screen()
     }
 
     /// The visible rows as plain text, trailing spaces trimmed, control
     /// characters removed (what `tmux capture-pane -p` prints).
     pub fn rows(&self) -> Vec<String> {
-        let screen = self.parser.screen();
-        let (_, cols) = screen.size();
-        screen
-            .rows(0, cols.get())
+        self.model
+            .rows_text()
+            .iter()
             .map(|r| sanitize_line(r.trim_end()))
             .collect()
     }
@@ -133,35 +131,34 @@ impl Screen {
         if n == 0 {
             return Vec::new();
         }
-        let screen = self.parser.screen_mut();
-        screen.set_scrollback(n);
-        let mut off = screen.scrollback();
-        let (height, cols) = screen.size();
-        let height = usize::from(height.get());
+        let model = &mut self.model;
+        model.set_scrollback(n);
+        let mut off = model.scrollback();
+        let height = usize::from(model.size().0);
         let mut rows = Vec::with_capacity(off);
         // The view shows `height` rows starting `off` rows above the screen;
         // page through it from the oldest requested row down.
         while off > 0 {
-            screen.set_scrollback(off);
+            model.set_scrollback(off);
             let take = off.min(height);
             rows.extend(
-                screen
-                    .rows(0, cols.get())
+                model
+                    .rows_text()
+                    .iter()
                     .take(take)
                     .map(|r| sanitize_line(r.trim_end())),
             );
             off -= take;
         }
-        screen.set_scrollback(0);
+        model.set_scrollback(0);
         rows
     }
 
     /// The visible rows with SGR attributes (for `read --raw`).
     pub fn rows_formatted(&self) -> Vec<Vec<u8>> {
-        let screen = self.parser.screen();
-        let (_, cols) = screen.size();
-        screen
-            .rows_formatted(0, cols.get())
+        self.model
+            .rows_formatted()
+            .into_iter()
             .map(String::into_bytes)
             .collect()
     }
@@ -169,21 +166,16 @@ impl Screen {
     /// Bytes that redraw this screen from scratch on a real terminal: used to
     /// replay the screen to an attaching client.
     pub fn repaint(&self) -> Vec<u8> {
-        let screen = self.parser.screen();
         let mut out = Vec::new();
-        if screen.alternate_screen() {
+        if self.model.alternate_screen() {
             out.extend_from_slice(b"\x1b[?1049h");
         } else {
             out.extend_from_slice(b"\x1b[?1049l");
         }
         out.extend_from_slice(b"\x1b[H\x1b[2J");
-        out.extend_from_slice(screen.state_formatted().as_bytes());
+        out.extend_from_slice(self.model.state_formatted().as_bytes());
         out
     }
-}
-
-fn nz(v: u16) -> std::num::NonZeroU16 {
-    std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN)
 }
 
 /// Join rows with newlines, dropping trailing blank rows.
@@ -210,7 +202,7 @@ pub struct ModeView {
 }
 
 impl ModeView {
-    fn of(s: &vt100::Screen) -> Self {
+    fn of(s: &grid::Model) -> Self {
         ModeView {
             bracketed_paste: s.bracketed_paste(),
             alternate_screen: s.alternate_screen(),

@@ -9,6 +9,7 @@
 //! re-issued in their canonical form.
 
 use super::Screen;
+use super::grid::Model;
 
 /// Modes switched to a known state before the first frame, so the terminal
 /// matches the blank model the frames are computed against.
@@ -19,7 +20,7 @@ const RESET_MODES: &[u8] =
 /// difference between it and the pane's screen.
 pub struct Renderer {
     /// The terminal as the frames so far left it (no scrollback).
-    shown: vt100::Parser,
+    shown: Model,
     started: bool,
 }
 
@@ -40,7 +41,7 @@ impl Default for Renderer {
 impl Renderer {
     pub fn new() -> Self {
         Renderer {
-            shown: vt100::Parser::new(std::num::NonZeroU16::MIN, std::num::NonZeroU16::MIN, 0),
+            shown: Model::new(1, 1, 0),
             started: false,
         }
     }
@@ -49,11 +50,11 @@ impl Renderer {
     /// (everything, the first time and after a resize); empty when nothing
     /// changed.
     pub fn frame(&mut self, screen: &Screen) -> Vec<u8> {
-        let cur = screen.parser.screen();
+        let cur = &screen.model;
         let mut out = Vec::new();
-        if !self.started || self.shown.screen().size() != cur.size() {
+        if !self.started || self.shown.size() != cur.size() {
             let (rows, cols) = cur.size();
-            self.shown = vt100::Parser::new(rows, cols, 0);
+            self.shown = Model::new(rows, cols, 0);
             out.extend_from_slice(RESET_MODES);
             // Follow the app onto (or off) the alternate screen, so its
             // last screen stays on the terminal after a detach.
@@ -65,7 +66,7 @@ impl Renderer {
             }
             out.extend_from_slice(b"\x1b[H\x1b[2J");
             self.started = true;
-        } else if cur.alternate_screen() != self.shown.screen().alternate_screen() {
+        } else if cur.alternate_screen() != self.shown.alternate_screen() {
             let seq: &[u8] = if cur.alternate_screen() {
                 b"\x1b[?1049h"
             } else {
@@ -74,7 +75,7 @@ impl Renderer {
             out.extend_from_slice(seq);
             self.shown.process(seq);
         }
-        let diff = cur.state_diff(self.shown.screen());
+        let diff = cur.state_diff(&self.shown);
         self.shown.process(diff.as_bytes());
         out.extend_from_slice(diff.as_bytes());
         out
@@ -98,6 +99,15 @@ mod tests {
         p
     }
 
+    /// The terminal's rows as `Screen::rows` gives a screen's.
+    fn shown_rows(t: &vt100::Parser) -> Vec<String> {
+        let (_, cols) = t.screen().size();
+        t.screen()
+            .rows(0, cols.get())
+            .map(|r| crate::screen::sanitize_line(r.trim_end()))
+            .collect()
+    }
+
     #[test]
     fn frames_reproduce_the_screen_and_carry_no_hostile_sequence() {
         let mut s = Screen::new(40, 10);
@@ -115,13 +125,10 @@ mod tests {
             );
         }
         let t = term(&frames, 40, 10);
-        assert_eq!(t.screen().contents(), s.parser.screen().contents());
+        assert_eq!(shown_rows(&t), s.rows());
         assert!(t.screen().bracketed_paste());
         assert!(t.screen().application_cursor());
-        assert_eq!(
-            t.screen().cursor_position(),
-            s.parser.screen().cursor_position()
-        );
+        assert_eq!(t.screen().cursor_position(), s.model.cursor_position());
         // Nothing changed: nothing to draw.
         assert!(r.frame(&s).is_empty());
     }
@@ -145,6 +152,6 @@ mod tests {
         s.resize(20, 5);
         let f = r.frame(&s);
         let t = term(&[f], 20, 5);
-        assert_eq!(t.screen().contents(), s.parser.screen().contents());
+        assert_eq!(shown_rows(&t), s.rows());
     }
 }

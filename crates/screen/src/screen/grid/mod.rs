@@ -1,0 +1,186 @@
+//! drover's own screen model under the `vte` parser: a grid of compact
+//! cells that renders as vt100 0.18.1 does for everything drover reads
+//! (visible rows, scrollback, cursor, modes, the hooks), written for the
+//! PTY's pace: plain text goes cell by cell with no width lookup, and
+//! scrolling reuses the scrollback's evicted rows.
+//!
+//! The differential test (tests.rs) feeds the same bytes to this model and
+//! to vt100 and compares every cell.
+
+mod cell;
+mod format;
+#[allow(clippy::module_inception)]
+mod grid;
+mod perform;
+mod row;
+mod term;
+
+pub use cell::{Attrs, Cell, Color};
+pub use grid::Pos;
+pub use row::Row;
+pub use term::{MouseEncoding, MouseMode};
+
+use super::Hooks;
+use perform::Driver;
+
+/// A terminal model: the parser, the grids and the hooks.
+pub struct Model {
+    parser: vte::Parser,
+    driver: Driver,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (rows, cols) = self.driver.term.size();
+        f.debug_struct("Model")
+            .field("rows", &rows)
+            .field("cols", &cols)
+            .finish()
+    }
+}
+
+impl Model {
+    /// An empty model of `rows` × `cols` (each at least 1) keeping
+    /// `scrollback` rows.
+    pub fn new(rows: u16, cols: u16, scrollback: usize) -> Model {
+        Model {
+            parser: vte::Parser::new(),
+            driver: Driver {
+                term: term::Term::new(rows.max(1), cols.max(1), scrollback),
+                hooks: Hooks::default(),
+            },
+        }
+    }
+
+    pub fn process(&mut self, bytes: &[u8]) {
+        self.parser.advance(&mut self.driver, bytes);
+    }
+
+    /// (rows, cols).
+    pub fn size(&self) -> (u16, u16) {
+        self.driver.term.size()
+    }
+
+    pub fn set_size(&mut self, rows: u16, cols: u16) {
+        self.driver.term.set_size(rows.max(1), cols.max(1));
+    }
+
+    pub fn hooks(&self) -> &Hooks {
+        &self.driver.hooks
+    }
+
+    pub fn hooks_mut(&mut self) -> &mut Hooks {
+        &mut self.driver.hooks
+    }
+
+    /// (row, col) of the cursor; col may equal the width (a wrap pending).
+    pub fn cursor_position(&self) -> (u16, u16) {
+        let p = self.driver.term.grid().pos;
+        (p.row, p.col)
+    }
+
+    pub fn alternate_screen(&self) -> bool {
+        self.driver.term.mode(term::ALT_SCREEN)
+    }
+
+    pub fn bracketed_paste(&self) -> bool {
+        self.driver.term.mode(term::BRACKETED_PASTE)
+    }
+
+    pub fn application_cursor(&self) -> bool {
+        self.driver.term.mode(term::APP_CURSOR)
+    }
+
+    pub fn application_keypad(&self) -> bool {
+        self.driver.term.mode(term::APP_KEYPAD)
+    }
+
+    pub fn hide_cursor(&self) -> bool {
+        self.driver.term.mode(term::HIDE_CURSOR)
+    }
+
+    pub fn mouse_mode(&self) -> MouseMode {
+        self.driver.term.mouse_mode
+    }
+
+    pub fn mouse_encoding(&self) -> MouseEncoding {
+        self.driver.term.mouse_encoding
+    }
+
+    /// DECSCUSR's value (0–6).
+    pub fn cursor_style(&self) -> u8 {
+        self.driver.term.cursor_style
+    }
+
+    /// The attributes new text is drawn with.
+    pub fn attrs(&self) -> Attrs {
+        self.driver.term.attrs
+    }
+
+    pub fn scrollback_len(&self) -> usize {
+        self.driver.term.grid().scrollback_len()
+    }
+
+    /// The view's offset into the scrollback (0: the live screen).
+    pub fn scrollback(&self) -> usize {
+        self.driver.term.grid().scrollback()
+    }
+
+    pub fn set_scrollback(&mut self, rows: usize) {
+        self.driver.term.grid_mut().set_scrollback(rows);
+    }
+
+    /// Escape sequences that draw the screen from scratch and set its
+    /// input modes (vt100's `state_formatted`).
+    pub fn state_formatted(&self) -> String {
+        self.driver.term.state_formatted()
+    }
+
+    /// Escape sequences that turn `prev`'s screen and modes into this one's
+    /// (vt100's `state_diff`).
+    pub fn state_diff(&self, prev: &Model) -> String {
+        self.driver.term.state_diff(&prev.driver.term)
+    }
+
+    /// Each visible row with its attributes (vt100's `rows_formatted`).
+    pub fn rows_formatted(&self) -> Vec<String> {
+        self.driver.term.rows_formatted()
+    }
+
+    /// The rows in view, top first.
+    pub fn visible_rows(&self) -> impl Iterator<Item = &Row> {
+        self.driver.term.grid().visible_rows()
+    }
+
+    /// The visible rows as text (columns `0..cols`, blank cells before
+    /// text as spaces, wide characters once).
+    pub fn rows_text(&self) -> Vec<String> {
+        let cols = usize::from(self.size().1);
+        self.visible_rows().map(|r| row_text(r, cols)).collect()
+    }
+}
+
+/// A row's text as vt100's `Screen::rows` gives it.
+pub fn row_text(row: &Row, width: usize) -> String {
+    let mut out = String::new();
+    let mut skip = false;
+    let mut at = 0usize;
+    for (col, cell) in row.cells.iter().enumerate().take(width) {
+        if skip {
+            skip = false;
+            continue;
+        }
+        skip = cell.is_wide();
+        if cell.has_contents() {
+            for _ in at..col {
+                out.push(' ');
+            }
+            row.push_contents(col, &mut out);
+            at = col + if cell.is_wide() { 2 } else { 1 };
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

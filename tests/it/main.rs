@@ -124,4 +124,5 @@ mod web_browser;
 mod web_common;
 mod web_fleet;
 mod web_http;
+mod web_limits;
 mod webdriver;

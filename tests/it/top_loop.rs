@@ -55,6 +55,18 @@ pub(crate) fn start_sim_run(
 ) -> (std::process::Child, PathBuf) {
     let (repo, charter) =
         loop_common::board_repo(d, tasks, "- lanes: 4\n- pool: 1\n- gate: `true`\n");
+    spawn_sim_run(d, &repo, &charter, implementer)
+}
+
+/// `loop run` on `repo`'s board under `charter` (native panes), the sim
+/// implementer following `implementer`, the reviewer passing every round;
+/// its output in the scratch dir's `loop.log` (returned).
+pub(crate) fn spawn_sim_run(
+    d: &Drover,
+    repo: &std::path::Path,
+    charter: &std::path::Path,
+    implementer: &str,
+) -> (std::process::Child, PathBuf) {
     let root = d.scratch();
     let (imp, rev): (PathBuf, PathBuf) = (root.join("imp.toml"), root.join("rev.toml"));
     std::fs::write(&imp, implementer).unwrap();

@@ -3,7 +3,7 @@
 //! a second local HTTP server: another origin serving one page.
 
 use crate::common::{Drover, T, wait_until};
-use crate::loop_common::{self, REVIEWER_PASS, spawn_loop};
+use crate::loop_common;
 use crate::webdriver::{Browser, free_port};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -183,29 +183,11 @@ pub fn sim_run(d: &Drover, titles: &[&str]) -> Run {
     for (k, title) in titles.iter().enumerate() {
         task_file(&tasks, k as u32 + 1, title);
     }
-    let root = d.scratch();
-    let (imp, rev) = (root.join("imp.toml"), root.join("rev.toml"));
-    std::fs::write(&imp, "[[turn]]\nsteps = [{ work = 60000 }, \"finish\"]\n").expect("imp");
-    std::fs::write(&rev, REVIEWER_PASS).expect("rev");
-    let s = |p: &std::path::Path| p.display().to_string();
-    let (r, c, i, v) = (s(&repo), s(&charter), s(&imp), s(&rev));
-    let child = spawn_loop(
+    let (child, log) = crate::top_loop::spawn_sim_run(
         d,
-        &[
-            "loop",
-            "run",
-            "--repo",
-            &r,
-            "--charter",
-            &c,
-            "--sim-implementer",
-            &i,
-            "--sim-reviewer",
-            &v,
-            "--backend",
-            "native",
-        ],
-        &root.join("loop.log"),
+        &repo,
+        &charter,
+        "[[turn]]\nsteps = [{ work = 60000 }, \"finish\"]\n",
     );
     let run = Run(child);
     let implementing = wait_until(LONG, || {
@@ -214,7 +196,7 @@ pub fn sim_run(d: &Drover, titles: &[&str]) -> Run {
     assert!(
         implementing,
         "the run never started a task: {}",
-        std::fs::read_to_string(root.join("loop.log")).unwrap_or_default()
+        std::fs::read_to_string(&log).unwrap_or_default()
     );
     run
 }

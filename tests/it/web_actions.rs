@@ -4,7 +4,7 @@
 //! control`, and every one is audited; without the flag, 403.
 
 use crate::common::{Drover, wait_until};
-use crate::web_common::{LONG, ask_script, pane_of, start_web};
+use crate::web_common::{blocked_asker, pane_of, start_web};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -59,29 +59,8 @@ fn a_read_only_page_refuses_actions() {
 #[test]
 fn an_answer_to_a_state_that_moved_on_is_refused_and_a_fresh_one_approves() {
     let d = Drover::new();
-    let script = ask_script(&d);
-    d.sim("asker", "claude", Some(&script));
-    assert_eq!(
-        d.wait_state(&["asker"], "idle", 30_000).status.code(),
-        Some(0)
-    );
-    let w = start_web(&d, &["--allow-actions"]);
+    let (w, since) = blocked_asker(&d, &["--allow-actions"]);
     assert_eq!(w.mode, "actions allowed");
-    d.ok(&["send", "asker", "make it"]);
-    assert_eq!(
-        d.wait_state(&["asker"], "blocked", 30_000).status.code(),
-        Some(0)
-    );
-    let mut since = 0;
-    assert!(
-        wait_until(LONG, || {
-            let v = w.view();
-            let p = pane_of(&v, "asker");
-            since = p["since_ms"].as_u64().unwrap_or(0);
-            p["state"] == "blocked"
-        }),
-        "the page never saw the pane blocked"
-    );
     let v = w.view();
     let p = pane_of(&v, "asker");
     assert_eq!(p["attention"], "blocked");

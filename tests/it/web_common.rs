@@ -218,6 +218,35 @@ pub(crate) fn pane_of<'a>(v: &'a Value, name: &str) -> &'a Value {
         .unwrap_or(&Value::Null)
 }
 
+/// A sim lane `asker` blocked on a permission dialog, and `drover web`
+/// (started with `flags`) once its page sees it blocked: the web and the
+/// pane's `since_ms` as the page saw it.
+pub(crate) fn blocked_asker(d: &Drover, flags: &[&str]) -> (Web, u64) {
+    let script = ask_script(d);
+    d.sim("asker", "claude", Some(&script));
+    assert_eq!(
+        d.wait_state(&["asker"], "idle", 30_000).status.code(),
+        Some(0)
+    );
+    let w = start_web(d, flags);
+    d.ok(&["send", "asker", "make it"]);
+    assert_eq!(
+        d.wait_state(&["asker"], "blocked", 30_000).status.code(),
+        Some(0)
+    );
+    let mut since = 0;
+    assert!(
+        crate::common::wait_until(LONG, || {
+            let v = w.view();
+            let p = pane_of(&v, "asker");
+            since = p["since_ms"].as_u64().unwrap_or(0);
+            p["state"] == "blocked"
+        }),
+        "the page never saw the pane blocked"
+    );
+    (w, since)
+}
+
 /// A sim agent that asks permission, then says ok and finishes.
 pub(crate) fn ask_script(d: &Drover) -> std::path::PathBuf {
     let p = d.scratch().join("ask.toml");

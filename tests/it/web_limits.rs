@@ -4,7 +4,7 @@
 //! close-out of a run whose loop process is gone closes it.
 
 use crate::common::{Drover, wait_until};
-use crate::web_common::{LONG, ask_script, pane_of, start_web};
+use crate::web_common::{LONG, blocked_asker, pane_of, start_web};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -14,28 +14,7 @@ use std::time::Duration;
 #[test]
 fn a_body_over_the_limit_is_413_and_answers_nothing() {
     let d = Drover::new();
-    let script = ask_script(&d);
-    d.sim("asker", "claude", Some(&script));
-    assert_eq!(
-        d.wait_state(&["asker"], "idle", 30_000).status.code(),
-        Some(0)
-    );
-    let w = start_web(&d, &["--allow-actions"]);
-    d.ok(&["send", "asker", "make it"]);
-    assert_eq!(
-        d.wait_state(&["asker"], "blocked", 30_000).status.code(),
-        Some(0)
-    );
-    let mut since = 0;
-    assert!(
-        wait_until(LONG, || {
-            let v = w.view();
-            let p = pane_of(&v, "asker");
-            since = p["since_ms"].as_u64().unwrap_or(0);
-            p["state"] == "blocked"
-        }),
-        "the page never saw the pane blocked"
-    );
+    let (w, since) = blocked_asker(&d, &["--allow-actions"]);
     // A valid answer padded with whitespace past the limit: read whole, it
     // would approve the dialog.
     let answer = serde_json::json!({"pane": "asker", "action": "approve", "choice": null, "since_ms": since})

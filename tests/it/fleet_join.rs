@@ -154,12 +154,10 @@ fn two_hosts_join_and_are_listed_and_one_that_leaves_is_gone() {
     assert!(common::stdout(&out).contains("in no fleet"));
 }
 
-#[test]
-#[ignore = "needs nats-server: scripts/install-nats.sh"]
-fn a_host_killed_with_sigkill_disappears_within_the_ttl_and_rejoins_on_restart() {
+/// A server and hosts `h1` and `h2` joined with 300 ms heartbeats.
+pub(crate) fn two_fast_hosts() -> (Nats, Drover, Drover) {
     let nats = Nats::start(&users());
     let (d1, d2) = (Drover::new(), Drover::new());
-    // 300 ms heartbeats: the bucket's TTL is 900 ms.
     join(
         &d1,
         &nats,
@@ -176,6 +174,14 @@ fn a_host_killed_with_sigkill_disappears_within_the_ttl_and_rejoins_on_restart()
         "pw-h2-Zr9",
         &["--heartbeat-ms", "300"],
     );
+    (nats, d1, d2)
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_host_killed_with_sigkill_disappears_within_the_ttl_and_rejoins_on_restart() {
+    // 300 ms heartbeats: the bucket's TTL is 900 ms.
+    let (_nats, d1, d2) = two_fast_hosts();
     assert_eq!(hosts(&d1), ["h1", "h2"]);
     // Alive past several TTLs: the heartbeat keeps it.
     let t = Instant::now();

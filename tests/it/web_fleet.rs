@@ -2,8 +2,7 @@
 //! from a real nats-server as `top --fleet` reads them (docs/web.md).
 
 use crate::common::{Drover, wait_until};
-use crate::fleet_join::{join, users};
-use crate::nats_common::Nats;
+use crate::fleet_join::two_fast_hosts;
 use crate::web_common::{LONG, Web, start_web};
 use serde_json::Value;
 
@@ -30,24 +29,7 @@ fn wait_view(w: &Web, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn the_snapshot_lists_every_joined_host_with_its_pane_count() {
-    let nats = Nats::start(&users());
-    let (d1, d2) = (Drover::new(), Drover::new());
-    join(
-        &d1,
-        &nats,
-        "h1",
-        "h1",
-        "pw-h1-Xq7",
-        &["--heartbeat-ms", "300"],
-    );
-    join(
-        &d2,
-        &nats,
-        "h2",
-        "h2",
-        "pw-h2-Zr9",
-        &["--heartbeat-ms", "300"],
-    );
+    let (_nats, d1, d2) = two_fast_hosts();
     d2.ok(&["pane", "new", "b1", "--", "sh", "-c", "sleep 120"]);
     d2.ok(&["pane", "new", "b2", "--", "sh", "-c", "sleep 120"]);
     let w = start_web(&d1, &["--fleet"]);

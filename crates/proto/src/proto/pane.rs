@@ -136,4 +136,10 @@ impl PaneEntry {
     pub fn is_lost(&self) -> bool {
         matches!(self, PaneEntry::Lost(_))
     }
+
+    /// Whether the pane is live and its agent blocked on a dialog.
+    pub fn is_blocked(&self) -> bool {
+        self.live()
+            .is_some_and(|v| v.observation.state == super::state::State::Blocked)
+    }
 }

@@ -120,10 +120,7 @@ fn answer_inner(cx: &Ctx, req: &AnswerReq) -> Reply {
         Some(v) => (v.observation.label(), v.observation.since_ms),
         None => ("lost".to_string(), 0),
     };
-    let blocked = p
-        .live()
-        .is_some_and(|v| v.observation.state == crate::agent::State::Blocked);
-    if !blocked || since != req.since_ms {
+    if !p.is_blocked() || since != req.since_ms {
         return refused(
             StatusCode::CONFLICT,
             format!("the state moved on: {} is now {state}", req.pane),

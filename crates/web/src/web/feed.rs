@@ -108,10 +108,7 @@ impl Feed {
         view.warning = self.warning();
         let mut options = BTreeMap::new();
         for p in &self.inputs.panes {
-            let blocked = p
-                .live()
-                .is_some_and(|v| v.observation.state == crate::agent::State::Blocked);
-            if blocked {
+            if p.is_blocked() {
                 options.insert(p.name().to_string(), options_of(client, p));
             }
         }

@@ -312,6 +312,15 @@ pub struct FleetJoin {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetLeave {}
 
+/// `signal`: an agent's hook, notify call or status line reports what
+/// happened (docs/agents.md, "Signals"). The pane is the one whose process
+/// tree holds the caller (its peer credentials), never a name it gives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    #[serde(flatten)]
+    pub note: super::signal::SignalNote,
+}
+
 /// `shutdown`: stop every pane and exit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shutdown {}

@@ -7,6 +7,7 @@
 //! always written them: [`EventLine::to_line`] goes through a
 //! `serde_json::Value`, whose map keeps its keys sorted.
 
+use super::signal::Source;
 use super::state::{BlockedKind, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -42,6 +43,34 @@ pub enum Event {
     PaneKilled { pane: String, pid: u32 },
     #[serde(rename = "pane.respawned")]
     PaneRespawned { pane: String, generation: u64 },
+    /// An agent's own signal reached the supervisor (its kind and source
+    /// only: no body, no tool input).
+    #[serde(rename = "pane.signal")]
+    PaneSignal {
+        pane: String,
+        generation: u64,
+        source: Source,
+        signal: String,
+    },
+    /// The screen and the agent's own signals disagreed past their bound:
+    /// the pane's state follows the fused rule; both sides are recorded,
+    /// with the screen's hash (docs/agents.md, "Signals": the drift canary).
+    #[serde(rename = "signal.disagree")]
+    SignalDisagree {
+        pane: String,
+        generation: u64,
+        /// The state the screen alone gave (`blocked:permission`, …).
+        screen: String,
+        /// The state the signals gave.
+        signals: String,
+        /// The state the pane now has, and the rule that decided it.
+        fused: String,
+        rule: String,
+        /// The sha256 of the screen's rendered rows, to find its capture.
+        screen_sha256: String,
+        /// How long they have disagreed.
+        for_ms: u64,
+    },
     /// An accepted request of `jobs/audit.jsonl`.
     #[serde(rename = "job.transition")]
     JobTransition(JobEvent),
@@ -126,6 +155,8 @@ impl Event {
             Event::PaneExited { .. } => "pane.exited",
             Event::PaneKilled { .. } => "pane.killed",
             Event::PaneRespawned { .. } => "pane.respawned",
+            Event::PaneSignal { .. } => "pane.signal",
+            Event::SignalDisagree { .. } => "signal.disagree",
             Event::JobTransition(_) => "job.transition",
             Event::JobRefused(_) => "job.refused",
             Event::JobAck(_) => "job.ack",
@@ -142,7 +173,9 @@ impl Event {
             | Event::PaneState { pane, .. }
             | Event::PaneExited { pane, .. }
             | Event::PaneKilled { pane, .. }
-            | Event::PaneRespawned { pane, .. } => Some(pane),
+            | Event::PaneRespawned { pane, .. }
+            | Event::PaneSignal { pane, .. }
+            | Event::SignalDisagree { pane, .. } => Some(pane),
             Event::ShadowDecision(d) => d.pane.as_deref(),
             Event::Registry(r) => r.pane.as_deref(),
             Event::JobTransition(_) | Event::JobRefused(_) | Event::JobAck(_) => None,

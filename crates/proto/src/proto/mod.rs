@@ -19,6 +19,7 @@ pub mod frame;
 pub mod pane;
 pub mod reply;
 pub mod request;
+pub mod signal;
 pub mod snapshot;
 pub mod state;
 
@@ -40,4 +41,5 @@ pub use frame::{
 };
 pub use pane::{LostPane, PaneEntry, PaneSpec, PaneView};
 pub use request::{BadRequest, Envelope, Framed, OP_NAMES, Op, Request, RequestError, parse_frame};
+pub use signal::{Signal, SignalNote, Source};
 pub use snapshot::Snapshot;

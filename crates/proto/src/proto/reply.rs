@@ -215,6 +215,13 @@ pub enum Left {
     },
 }
 
+/// `signal`: the pane the signal was taken for, or none when the caller is
+/// in none of this supervisor's panes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalTaken {
+    pub pane: Option<String>,
+}
+
 /// `shutdown`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopping {

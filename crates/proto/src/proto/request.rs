@@ -52,6 +52,8 @@ pub enum Request {
     FleetJoin(args::FleetJoin),
     #[serde(rename = "fleet.leave")]
     FleetLeave(args::FleetLeave),
+    #[serde(rename = "signal")]
+    Signal(args::Signal),
     #[serde(rename = "shutdown")]
     Shutdown(args::Shutdown),
 }
@@ -126,6 +128,7 @@ ops! {
     EventsFollow => "events.follow", reply::Following;
     FleetJoin => "fleet.join", reply::Joined;
     FleetLeave => "fleet.leave", reply::Left;
+    Signal => "signal", reply::SignalTaken;
     Shutdown => "shutdown", reply::Stopping;
 }
 
@@ -150,6 +153,12 @@ trait Checked {
 impl Checked for args::Wait {
     fn check(&self) -> Result<(), String> {
         args::Wait::check(self)
+    }
+}
+
+impl Checked for args::Signal {
+    fn check(&self) -> Result<(), String> {
+        self.note.check()
     }
 }
 

@@ -267,6 +267,10 @@ pub struct Observation {
     /// the screen gives a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<String>,
+    /// Which source decided the state: the screen, unless an agent's own
+    /// signal did (docs/agents.md, "Signals").
+    #[serde(default)]
+    pub source: super::signal::Source,
 }
 
 impl Observation {
@@ -278,6 +282,7 @@ impl Observation {
             exit_code: None,
             evidence,
             resets_at: None,
+            source: super::signal::Source::Screen,
         }
     }
 

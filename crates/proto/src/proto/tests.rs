@@ -88,6 +88,10 @@ fn every_documented_request_round_trips() {
                    "password": "pw"}),
         ),
         req("fleet.leave", json!({})),
+        req(
+            "signal",
+            json!({"source": "hook", "session": "s1", "signal": "permission_asked", "tool": "Bash"}),
+        ),
         req("shutdown", json!({})),
     ];
     let mut seen = std::collections::BTreeSet::new();

@@ -26,6 +26,7 @@ mod server;
 mod server_attach;
 mod server_ops;
 mod server_watch;
+mod signal;
 
 pub use barrier_source::SocketBarrier;
 pub use client::{Client, ClientError};

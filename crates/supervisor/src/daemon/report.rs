@@ -48,7 +48,7 @@ pub(super) fn pane_roots(sup: &Sup) -> Vec<PaneRoot> {
 
 /// The pane whose process tree holds `pid` (the pid itself or an ancestor
 /// is its leader).
-fn lane_of(sup: &Sup, pid: u32) -> Option<PaneRoot> {
+pub(super) fn lane_of(sup: &Sup, pid: u32) -> Option<PaneRoot> {
     let roots = pane_roots(sup);
     crate::pane::procfs::lineage(pid, MAX_DEPTH)
         .into_iter()

@@ -393,6 +393,7 @@ async fn connection(sup: Arc<Sup>, stream: UnixStream) {
                 return;
             }
             Request::Report(a) => report(&sup, id, Ok(a), peer).await,
+            Request::Signal(a) => super::signal::take(&sup, id, a, peer).await,
             // Long requests end at once when the client hangs up: a dead
             // client must not hold its socket (and a barrier) until timeout.
             req @ (Request::Wait(_) | Request::Deliver(_)) => tokio::select! {

@@ -74,6 +74,12 @@ async fn dispatch(sup: &Arc<Sup>, req: Request) -> Result<Value, Response> {
         Request::EvidenceWatch(a) => out(super::evidence_watch::start(sup, a)),
         Request::FleetJoin(a) => out(super::fleet_hook::join(sup, a).await),
         Request::FleetLeave(_) => out(super::fleet_hook::leave(sup).await),
+        // Answered with the caller's credentials (server.rs), never here.
+        Request::Signal(_) => Err(Response::err(
+            0,
+            ErrorCode::Usage,
+            "signal needs the caller's credentials",
+        )),
         Request::Shutdown(_) => {
             let _ = sup.shutdown.send(true);
             out(Ok(reply::Stopping { stopping: true }))

@@ -7,6 +7,8 @@
 //!   process exit and quiescence.
 //! - [`adapter`]: per-kind argv/env/config builders, readiness and the write
 //!   plan for delivering a prompt. Pure functions.
+//! - [`signals`]: the agents' own signals (hooks, notify, status line,
+//!   transcripts), parsed and kept per pane beside the screen.
 //! - [`sim`]: the simulated agent behind `drover sim-agent`.
 
 pub mod adapter;
@@ -14,6 +16,7 @@ pub mod classify;
 pub mod dialog;
 pub mod limit;
 pub mod rules;
+pub mod signals;
 pub mod sim;
 pub mod state;
 pub mod version;

@@ -66,8 +66,8 @@ pub enum Event {
         /// The state the pane now has, and the rule that decided it.
         fused: String,
         rule: String,
-        /// The sha256 of the screen's rendered rows, to find its capture.
-        screen_sha256: String,
+        /// The screen's hash, as the pane's snapshot gives it (`screen_hash`).
+        screen_hash: String,
         /// How long they have disagreed.
         for_ms: u64,
     },

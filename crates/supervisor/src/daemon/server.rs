@@ -62,6 +62,8 @@ pub(super) struct Entry {
     /// Moves on every output notification: for waits on the screen itself
     /// (not on the classified state), such as a paste showing up.
     pub(super) output: Arc<watch::Sender<u64>>,
+    /// What the pane's agent has said through its own signals.
+    pub(super) signals: Mutex<crate::agent::signals::Ledger>,
 }
 
 pub(super) struct Sup {
@@ -510,6 +512,7 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         pane,
         notify: events.notify,
         output: events.output,
+        signals: Default::default(),
     });
     lock(&sup.panes).insert(name, entry.clone());
     tokio::spawn(super::detect::detector(sup.clone(), entry));

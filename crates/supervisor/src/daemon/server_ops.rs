@@ -267,6 +267,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
             pane,
             notify,
             output,
+            signals: Default::default(),
         });
         super::lost::record(&sup2, &*entry.pane);
         lock(&sup2.lost).remove(&name);

@@ -4,7 +4,8 @@
 //! `report` (super::report): a lane's hooks never reach another lane.
 
 use super::protocol::Response;
-use super::server::Sup;
+use super::server::{Sup, lock};
+use crate::proto::Event;
 use crate::proto::args;
 use crate::proto::reply::SignalTaken;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 pub(super) async fn take(
     sup: &Arc<Sup>,
     id: u64,
-    _args: args::Signal,
+    args: args::Signal,
     peer: Option<tokio::net::unix::UCred>,
 ) -> Response {
     let me = nix::unistd::getuid().as_raw();
@@ -24,5 +25,19 @@ pub(super) async fn take(
         .and_then(|p| u32::try_from(p).ok())
         .and_then(|pid| super::report::lane_of(sup, pid))
         .map(|root| root.name);
+    let entry = pane
+        .as_deref()
+        .and_then(|p| lock(&sup.panes).get(p).cloned());
+    if let Some(e) = entry {
+        let note = args.note;
+        let ev = Event::PaneSignal {
+            pane: e.pane.name().to_string(),
+            generation: e.pane.generation(),
+            source: note.source,
+            signal: note.signal.kind().to_string(),
+        };
+        lock(&e.signals).apply(crate::paths::now_ms(), note);
+        sup.feed.publish(ev);
+    }
     Response::reply(id, &SignalTaken { pane })
 }

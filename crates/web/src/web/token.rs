@@ -54,7 +54,17 @@ impl Token {
                         hex: s.trim().to_string(),
                     });
                 }
-                Ok(_) => {}
+                // Never replaced silently: a token someone edited by hand
+                // (or a disk that lost it) is the operator's to look at.
+                Ok(_) => {
+                    return Err(StoreError::Corrupt {
+                        path,
+                        line: None,
+                        message:
+                            "not a token of 64 hex digits (`drover web --new-token` replaces it)"
+                                .into(),
+                    });
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(StoreError::io("read", &path, e)),
             }
@@ -103,5 +113,27 @@ mod tests {
         let t3 = Token::load_or_create(tmp.path(), true).unwrap_or_else(|e| panic!("{e}"));
         assert!(!t3.matches(t1.secret()));
         assert!(!format!("{t3:?}").contains(t3.secret()));
+    }
+
+    /// Guards a malformed token file being replaced without a word: it is
+    /// reported and kept; `--new-token` replaces it.
+    #[test]
+    fn a_malformed_token_is_reported_and_kept() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        Token::load_or_create(tmp.path(), false).unwrap_or_else(|e| panic!("{e}"));
+        let path = StateDir::new(tmp.path()).web_token();
+        std::fs::write(&path, "not-a-token\n").unwrap_or_else(|e| panic!("{e}"));
+        let e = Token::load_or_create(tmp.path(), false).expect_err("a malformed token");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("corrupt") && msg.contains("--new-token"),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap_or_default(),
+            "not-a-token\n"
+        );
+        let t = Token::load_or_create(tmp.path(), true).unwrap_or_else(|e| panic!("{e}"));
+        assert!(well_formed(t.secret()));
     }
 }

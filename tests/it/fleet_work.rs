@@ -4,7 +4,7 @@
 //! and the coordinator lands it — against a real nats-server, with the hosts
 //! separate supervisors with their own state dirs on this machine.
 
-use crate::common::{self, Drover, git, stderr, wait_until};
+use crate::common::{Drover, git, stderr, wait_until};
 use crate::fleet_join::{join, run as drover_run, secret_file};
 use crate::nats_common::{Nats, NatsCluster, Setup};
 use serde_json::Value;
@@ -100,6 +100,8 @@ pub(crate) fn assert_landed_once(repo: &Path, n: usize, err: &str) {
 pub(crate) struct Worker {
     child: Child,
     err: Arc<Mutex<Vec<u8>>>,
+    /// Set once its stderr reached end of file (everything it said is in `err`).
+    err_done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Worker {
@@ -120,8 +122,26 @@ impl Worker {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let err = common::collect_output(Box::new(child.stderr.take().unwrap()));
-        Worker { child, err }
+        let mut stderr = child.stderr.take().unwrap();
+        let err = Arc::new(Mutex::new(Vec::new()));
+        let err_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (e2, d2) = (err.clone(), err_done.clone());
+        std::thread::spawn(move || {
+            use std::io::Read as _;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                e2.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+            d2.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        Worker {
+            child,
+            err,
+            err_done,
+        }
     }
 
     pub(crate) fn said(&self) -> String {
@@ -138,6 +158,13 @@ impl Worker {
             }
             _ => false,
         });
+        // What it said last may still be in the pipe when it has exited:
+        // read to end of file (bounded: a child it left may hold the pipe).
+        if code.is_some() {
+            wait_until(Duration::from_secs(5), || {
+                self.err_done.load(std::sync::atomic::Ordering::SeqCst)
+            });
+        }
         code
     }
 

@@ -107,8 +107,9 @@ fn notice(kind: Option<&str>) -> Notice {
     }
 }
 
-/// Why a turn failed, from `StopFailure`'s `error_type` (matched on its
-/// words: the set of types is the agent's and grows).
+/// Why a turn failed, from Claude's `StopFailure` `error` (`error_type`
+/// in some versions) or Codex's `codex_error_info`, matched on its words:
+/// the set of types is the agent's and grows.
 pub fn turn_error(kind: &str) -> TurnError {
     let k = kind.to_ascii_lowercase();
     let has = |w: &[&str]| w.iter().any(|w| k.contains(w));
@@ -265,11 +266,27 @@ pub fn claude_status(bytes: &[u8]) -> Result<Vec<SignalNote>, ParseError> {
     Ok(checked(notes))
 }
 
+/// The first words of the instructions of Codex's hidden side turn that
+/// names a new thread (0.171.0): its notify call is no turn of the user's.
+const TITLE_TURN: &str = "Generate a concise, single-line task title";
+
+/// Whether a notify call is Codex's thread-title turn (another thread id,
+/// fired beside the first real turn's end): only its input says so, and
+/// only this parser sees the input.
+fn title_turn(m: &Map<String, Value>) -> bool {
+    m.get("input-messages")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.starts_with(TITLE_TURN))
+}
+
 /// Codex's `notify` argument (the last argv) as notes of source `notify`:
-/// `agent-turn-complete` is a turn's end; other types give none.
+/// `agent-turn-complete` is a turn's end (except Codex's thread-title side
+/// turn); other types give none.
 pub fn codex_notify(bytes: &[u8]) -> Result<Vec<SignalNote>, ParseError> {
     let m = object(bytes)?;
-    if str_of(&m, "type") != Some("agent-turn-complete") {
+    if str_of(&m, "type") != Some("agent-turn-complete") || title_turn(&m) {
         return Ok(Vec::new());
     }
     Ok(checked(vec![SignalNote {
@@ -282,7 +299,8 @@ pub fn codex_notify(bytes: &[u8]) -> Result<Vec<SignalNote>, ParseError> {
 }
 
 /// One line of a Codex rollout file as notes of source `transcript`: its
-/// `event_msg` lines `task_started`, `task_complete`, `turn_aborted` and
+/// `event_msg` lines `task_started`, `task_complete` (a turn's end, or its
+/// failure when it carries an `error`), `turn_aborted` and
 /// `token_count` (usage and, when given, the account's limits); every
 /// other line gives none.
 pub fn codex_rollout_line(bytes: &[u8]) -> Result<Vec<SignalNote>, ParseError> {
@@ -300,9 +318,16 @@ pub fn codex_rollout_line(bytes: &[u8]) -> Result<Vec<SignalNote>, ParseError> {
     };
     let notes = match str_of(p, "type").unwrap_or_default() {
         "task_started" => vec![note(Signal::PromptSubmitted)],
-        "task_complete" => vec![note(Signal::TurnEnded {
-            message_sha256: str_of(p, "last_agent_message").map(sha256_hex),
-        })],
+        // A turn that ended on an error (a usage limit) carries `error`
+        // with its `codex_error_info` and no message.
+        "task_complete" => match obj_of(p, "error") {
+            Some(e) => vec![note(Signal::TurnFailed {
+                error: turn_error(str_of(e, "codex_error_info").unwrap_or_default()),
+            })],
+            None => vec![note(Signal::TurnEnded {
+                message_sha256: str_of(p, "last_agent_message").map(sha256_hex),
+            })],
+        },
         "turn_aborted" => vec![note(Signal::TurnAborted)],
         "token_count" => {
             let mut v = Vec::new();

@@ -344,6 +344,14 @@ fn codex_rollout_lines_give_turns_usage_and_limits() {
             message_sha256: Some(sha256_hex("ok"))
         }
     );
+    let failed = json!({"type":"task_complete","last_agent_message":null,
+        "error":{"message":"You've hit your usage limit.","codex_error_info":"usage_limit_exceeded"}});
+    assert_eq!(
+        one(rollout(ev(failed))).signal,
+        Signal::TurnFailed {
+            error: TurnError::RateLimit
+        }
+    );
     assert_eq!(
         one(rollout(ev(
             json!({"type":"turn_aborted","reason":"interrupted"})

@@ -397,11 +397,15 @@ fn pane_new_wires_claude_and_codex_unless_no_signals() {
     let hook = doc["hooks"]["Stop"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap();
-    assert_eq!(hook, format!("{BIN} signal claude-hook"));
+    let state = d.state.display();
+    assert_eq!(
+        hook,
+        format!("{BIN} signal claude-hook --state-dir {state}")
+    );
     assert!(Path::new(BIN).is_absolute());
     assert_eq!(
         doc["statusLine"]["command"].as_str().unwrap(),
-        format!("{BIN} signal claude-status")
+        format!("{BIN} signal claude-status --state-dir {state}")
     );
     let listed = d.pane("c").unwrap();
     assert!(argv_of(&listed).contains(&"--settings".to_string()));
@@ -412,7 +416,7 @@ fn pane_new_wires_claude_and_codex_unless_no_signals() {
         [
             codex.as_str(),
             "-c",
-            &format!(r#"notify=["{BIN}","signal","codex-notify"]"#)
+            &format!(r#"notify=["{BIN}","signal","codex-notify","--state-dir","{state}"]"#)
         ]
     );
 

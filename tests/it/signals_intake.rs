@@ -191,6 +191,13 @@ fn the_status_line_prints_its_pane_and_notify_takes_its_last_argument() {
     assert_event(&ev, "st", "limits", "status");
     let (ev, _) = feed.next();
     assert_event(&ev, "st", "usage", "status");
+    // Claude gone, its end of the status line closed: still exit 0, no word.
+    let closed = format!(
+        "( {BIN} signal claude-status < {} >&- ; echo rc=$? )",
+        status.display()
+    );
+    let r = in_pane(&d, "st", &dir, 3, &closed);
+    assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("rc=0\n", ""));
 
     let notify = fixture("codex-0.171.0/agent-turn-complete.plain.json").to_string();
     let line = format!("{BIN} signal codex-notify \"$(cat {})\"", {

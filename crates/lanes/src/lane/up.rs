@@ -263,6 +263,18 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             refusals.join("; ")
         )));
     }
+    // Only once nothing is refused: the agent's own signals (its settings
+    // file written under the state dir).
+    for rec in fresh.iter_mut().filter(|r| !r.sim) {
+        let l = launch::Launch {
+            argv: std::mem::take(&mut rec.argv),
+            resume_argv: rec.resume_argv.take(),
+            pane_agent: launch::program(rec.agent),
+        };
+        let l = launch::with_signals(l, rec.agent, &req.exe, state_dir, &rec.lane_id)?;
+        rec.argv = l.argv;
+        rec.resume_argv = l.resume_argv;
+    }
     let created: Vec<String> = fresh.iter().map(|r| r.lane_id.clone()).collect();
     let ids: Vec<String> = lanes
         .iter()

@@ -302,6 +302,19 @@ mod tests {
     }
 
     #[test]
+    fn task_children_lists_a_child_and_nothing_for_a_gone_pid() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let kids = task_children(std::process::id()).expect("children lists");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(kids.contains(&child.id()), "{kids:?}");
+        assert_eq!(task_children(u32::MAX), None);
+    }
+
+    #[test]
     fn parses_stat_with_awkward_names() {
         let line = "1234 (a (weird) name) S 1 1234 1234 34816 1234 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0";
         let s = parse_stat(line).unwrap();

@@ -467,6 +467,36 @@ mod tests {
         assert_eq!(sd.lane_report("l1"), Path::new("/s/lanes/l1/report.json"));
     }
 
+    /// The names on disk are a format: each accessor gives what older
+    /// drovers wrote and read.
+    #[test]
+    fn the_layout_keeps_its_names() {
+        let sd = StateDir::new("/s");
+        let names: [(PathBuf, &str); 17] = [
+            (sd.gitignore(), "/s/.gitignore"),
+            (sd.job_record("J1"), "/s/jobs/J1.job.json"),
+            (sd.jobs_audit(), "/s/jobs/audit.jsonl"),
+            (sd.jobs_status(), "/s/jobs/status.json"),
+            (sd.jobs_lock(), "/s/jobs/registry.lock"),
+            (sd.jobs_seq_hint(), "/s/jobs/seq.hint"),
+            (sd.jobs_seq_legacy(), "/s/jobs/seq.json"),
+            (sd.evidence_file("J1"), "/s/evidence/J1.jsonl"),
+            (sd.pane_record("p"), "/s/panes/p.json"),
+            (sd.herdr_pane("p"), "/s/herdr/panes/p.json"),
+            (sd.herdr_exit_file("p", 3), "/s/herdr/exit/p.3"),
+            (sd.tmux_server(), "/s/tmux/server.json"),
+            (sd.tmux_pane("p"), "/s/tmux/panes/p.json"),
+            (sd.tmux_paste("p"), "/s/tmux/panes/p.paste"),
+            (sd.lane_dispatch_lock("l"), "/s/lanes/l/dispatch.lock"),
+            (sd.lane_sim_script("l"), "/s/lanes/l/sim-script.toml"),
+            (sd.spawn_slot_lock(2), "/s/spawn/slot-2.lock"),
+        ];
+        for (got, want) in names {
+            assert_eq!(got, Path::new(want));
+        }
+        assert_eq!(sd.rehearsal_dir("r"), Path::new("/s/rehearse/r"));
+    }
+
     #[test]
     fn an_owned_state_dir_lends_its_layout() {
         let owned = StateDirBuf::new("/s");

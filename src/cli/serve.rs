@@ -101,7 +101,7 @@ pub fn kill_server(ctx: &Ctx) -> anyhow::Result<u8> {
         eprintln!("drover: no supervisor running for {}", dir.display());
         Ok(exit::OK)
     };
-    let state_dir = match drover::paths::existing_state_dir(ctx.state_dir_arg.as_deref()) {
+    let state_dir = match drover::paths::existing_state_dir(Some(ctx.state_dir_located()?)) {
         Ok(d) => StateDirBuf::from(d),
         Err(drover::paths::PathError::Missing { path }) => return not_running(&path),
         Err(e) => return Err(fail(exit::ERROR, e.to_string())),

@@ -67,7 +67,7 @@ fn job(j: usize) -> String {
 fn run(o: &Opts) -> Result<usize, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let state = tmp.path();
-    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).map_err(|e| e.to_string())?;
     for j in 0..o.jobs {
         let id = job(j);
         let create = Request::new(&id, Action::Create { deadline: None }, Actor::operator());
@@ -262,7 +262,7 @@ fn worker(args: &[String]) -> ExitCode {
 }
 
 fn engine_worker(state: &Path, w: usize, n: usize, jobs: usize) -> Result<(), String> {
-    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).map_err(|e| e.to_string())?;
     let mut acks = String::new();
     let mut lat = String::new();
     for i in 0..n {

@@ -32,7 +32,7 @@ fn job(w: usize) -> String {
 /// A crash worker: `progress` on its own job until killed, saying `REQ i`
 /// before each request and `ACK i seq` once it is acknowledged.
 pub fn worker(state: &Path, w: usize, from: u64) -> Result<(), String> {
-    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     for i in from.. {
         writeln!(out, "REQ {i}").map_err(|e| e.to_string())?;
@@ -62,7 +62,7 @@ impl Rng {
 pub fn run(kills: usize, workers: usize) -> Result<usize, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let state = tmp.path();
-    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).map_err(|e| e.to_string())?;
     for w in 0..workers {
         let id = job(w);
         let create = Request::new(&id, Action::Create { deadline: None }, Actor::operator());

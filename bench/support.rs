@@ -56,6 +56,7 @@ impl Supervisor {
         std::fs::create_dir_all(&raw).map_err(|e| format!("state dir: {e}"))?;
         // Resolved exactly as the CLI resolves it, so `drover wait` finds the same socket.
         let state = drover::paths::resolve_state_dir(Some(&raw)).map_err(|e| e.to_string())?;
+        let state = drover::statedir::StateDirBuf::from(state);
         let socket = drover::paths::socket_path(&state).map_err(|e| e.to_string())?;
         let mut client = Client::connect_or_start(&state, &socket, Some(Path::new(EXE.as_str())))
             .map_err(|e| format!("start supervisor: {e}"))?;
@@ -67,7 +68,7 @@ impl Supervisor {
             .ok_or("ping did not return a pid")?;
         Ok(Supervisor {
             dir,
-            state,
+            state: state.into_path_buf(),
             socket,
             pid,
             client,

@@ -3,9 +3,9 @@
 //! is never a reason to stop a run: the lines go on into the log, and the
 //! run goes on to its close-out.
 
+use drover::statedir::StateDir;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
 
 /// Where `loop run` says what it is doing.
 pub struct Console {
@@ -16,10 +16,9 @@ pub struct Console {
 }
 
 impl Console {
-    /// A console that appends to `<state_dir>/logs/loop.log` (when it can be
+    /// A console that appends to `<state dir>/logs/loop.log` (when it can be
     /// opened) and, unless `json`, prints on stderr.
-    pub fn open(state_dir: &Path, json: bool) -> Self {
-        let sd = drover::statedir::StateDir::new(state_dir);
+    pub fn open(sd: &StateDir, json: bool) -> Self {
         let dir = sd.logs_dir();
         let log = drover::store::create_private_dir(&dir)
             .and_then(|()| {

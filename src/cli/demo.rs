@@ -13,9 +13,9 @@ use drover::engine::{Action, Actor, Engine, Request};
 use drover::exit;
 use drover::proto::{Op, PaneSpec, args};
 use drover::shadow::ShadowDecision;
-use drover::statedir::StateDir;
+use drover::statedir::StateDirBuf;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
@@ -61,7 +61,7 @@ const PHASE_TIMEOUT: Duration = Duration::from_secs(20);
 
 struct Demo {
     client: Client,
-    state_dir: PathBuf,
+    state_dir: StateDirBuf,
     started: Instant,
 }
 
@@ -76,8 +76,16 @@ impl Demo {
 }
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = drover::git::Git::new(dir)
-        .identity("drover demo", "demo@drover.invalid")
+    run_git(
+        drover::git::Git::new(dir).identity("drover demo", "demo@drover.invalid"),
+        args,
+    )
+}
+
+/// Run `git` with `args` for a demo: a failure names the command and what
+/// git said.
+pub(super) fn run_git(git: drover::git::Git, args: &[&str]) -> anyhow::Result<()> {
+    let out = git
         .args(args)
         .output()
         .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;
@@ -101,7 +109,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let tmp = std::env::temp_dir().join(format!("drover-demo-{}", std::process::id()));
     let repo = tmp.join("repo");
     std::fs::create_dir_all(&repo)?;
-    let state_dir = std::fs::canonicalize(&tmp)?.join("state");
+    let state_dir = StateDirBuf::new(std::fs::canonicalize(&tmp)?.join("state"));
     std::fs::create_dir_all(&state_dir)?;
     let socket =
         drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
@@ -150,7 +158,7 @@ fn tour(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     git(repo, &["add", "README.md"])?;
     git(repo, &["commit", "-q", "-m", "initial"])?;
     drover::registry::init(
-        StateDir::new(&d.state_dir),
+        &d.state_dir,
         &drover::registry::InitRequest {
             topology: drover::registry::Topology::FourRole,
             agent_mix: None,
@@ -271,11 +279,11 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     for role in topology.roles() {
         for agent in drover::registry::Agent::ALL {
             let id = lane::lane_id(role.session_id, agent);
-            let dir = lane::lane_dir(&d.state_dir, &id);
+            let dir = d.state_dir.lane_dir(&id);
             std::fs::create_dir_all(&dir)?;
-            let report = dir.join("report.json").display().to_string();
+            let report = d.state_dir.lane_report(&id).display().to_string();
             std::fs::write(
-                dir.join("sim-script.toml"),
+                d.state_dir.lane_sim_script(&id),
                 format!(
                     "[[turn]]\nsteps = [{{ work = 400 }}, {{ report = {{ path = {report:?} }} }}, \"finish\"]\n"
                 ),
@@ -387,7 +395,7 @@ fn lanes_round(d: &mut Demo, repo: &Path, exe: &Path) -> anyhow::Result<()> {
     }
     let out = lane::down::down(&d.state_dir, Some(&mut d.client), None).map_err(lane_err)?;
     let removed = out.iter().filter(|o| o.removed).count();
-    let left = std::fs::read_dir(StateDir::new(&d.state_dir).worktrees_dir())
+    let left = std::fs::read_dir(d.state_dir.worktrees_dir())
         .map(|r| r.count())
         .unwrap_or(0);
     d.say(&format!(
@@ -415,7 +423,7 @@ fn phase(
         }
     ));
     let engine = Engine::open(&d.state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
-    let decisions_path = StateDir::new(&d.state_dir).decisions_log();
+    let decisions_path = d.state_dir.decisions_log();
     let seen_before = drover::store::read_jsonl::<ShadowDecision>(&decisions_path)
         .map(|r| r.records.len())
         .unwrap_or(0);

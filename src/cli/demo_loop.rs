@@ -11,6 +11,7 @@ use drover::exit;
 use drover::loopctl::lanes::simlanes::SimLanes;
 use drover::loopctl::ops::{LaneSpec, Role};
 use drover::loopctl::run::runner::{self, RunConfig};
+use drover::statedir::{StateDir, StateDirBuf};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -62,22 +63,7 @@ const TASKS: [(u32, &str, &str, &str); 3] = [
 ];
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = drover::git::Git::new(dir)
-        .drover_identity()
-        .args(args)
-        .output()
-        .map_err(|e| fail(exit::ERROR, format!("the demo needs git: {e}")))?;
-    if !out.status.success() {
-        return Err(fail(
-            exit::ERROR,
-            format!(
-                "git {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        ));
-    }
-    Ok(())
+    super::demo::run_git(drover::git::Git::new(dir).drover_identity(), args)
 }
 
 pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
@@ -86,7 +72,7 @@ pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
     std::fs::create_dir_all(&repo)?;
     let tmp = std::fs::canonicalize(&tmp)?;
     let repo = tmp.join("greeter");
-    let state_dir = tmp.join("state");
+    let state_dir = StateDirBuf::new(tmp.join("state"));
     std::fs::create_dir_all(&state_dir)?;
     let socket =
         drover::paths::socket_path(&state_dir).map_err(|e| fail(exit::ERROR, e.to_string()))?;
@@ -120,7 +106,7 @@ pub fn run(keep: bool, _ctx: &Ctx) -> anyhow::Result<u8> {
 fn tour(
     tmp: &Path,
     repo: &Path,
-    state_dir: &Path,
+    state_dir: &StateDir,
     client: Client,
     exe: &Path,
     keep: bool,

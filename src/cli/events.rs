@@ -71,16 +71,16 @@ pub(super) fn kind_matches(want: Option<&str>, kind: &str) -> bool {
     })
 }
 
-pub fn run(a: EventsArgs, state: &std::path::Path, ctx: &Ctx) -> anyhow::Result<u8> {
+pub fn run(a: EventsArgs, state: &StateDir, ctx: &Ctx) -> anyhow::Result<u8> {
     if a.follow {
         return follow(a, ctx);
     }
     let map = |e: registry::RegistryError| fail(e.exit_code(), e.to_string());
-    let r = events::read(StateDir::new(state)).map_err(map)?;
+    let r = events::read(state).map_err(map)?;
     if r.torn_tail {
         eprintln!(
             "drover: warning: skipped a torn last line in {}",
-            StateDir::new(state).registry_events().display()
+            state.registry_events().display()
         );
     }
     let kept: Vec<&events::Event> = r

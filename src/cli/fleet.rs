@@ -10,7 +10,7 @@ use drover::fleet::follow::{self, Start};
 use drover::fleet::membership::{self, Presence};
 use drover::fleet::{Auth, FleetConfig, FleetError, Handed, Names, Secret};
 use drover::proto::reply::Left;
-use drover::statedir::StateDir;
+use drover::statedir::StateDirBuf;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -257,7 +257,7 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         }
     }
     let state_dir = ctx.state_dir_create()?;
-    if let Some(old) = config::load(StateDir::new(&state_dir)).map_err(fleet_fail)?
+    if let Some(old) = config::load(&state_dir).map_err(fleet_fail)?
         && old.fleet != cfg.fleet
     {
         return Err(fail(
@@ -288,11 +288,11 @@ fn join(a: JoinArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub(super) fn joined(ctx: &Ctx) -> anyhow::Result<(PathBuf, FleetConfig)> {
+pub(super) fn joined(ctx: &Ctx) -> anyhow::Result<(StateDirBuf, FleetConfig)> {
     let dir = ctx
         .state_dir()
         .map_err(|_| fleet_fail(FleetError::NotJoined))?;
-    let cfg = config::load(StateDir::new(&dir))
+    let cfg = config::load(&dir)
         .map_err(fleet_fail)?
         .ok_or_else(|| fleet_fail(FleetError::NotJoined))?;
     Ok((dir, cfg))
@@ -388,7 +388,7 @@ fn leave(ctx: &Ctx) -> anyhow::Result<u8> {
     // No supervisor: remove the key ourselves, then the config.
     Names::of(&cfg).map_err(fleet_fail)?;
     let removed = blocking::remove_own_presence(&cfg, &Handed::from_env(&cfg));
-    config::remove(StateDir::new(&dir)).map_err(fleet_fail)?;
+    config::remove(&dir).map_err(fleet_fail)?;
     if let Err(e) = removed {
         eprintln!("drover: warning: {e}; the host's entry expires with the fleet's TTL");
     }

@@ -5,7 +5,6 @@ use super::{Ctx, fail};
 use drover::exit;
 use drover::fleet::{FleetError, Handed, config};
 use drover::loopctl::lanes::fleet_host::{self, HostOptions};
-use drover::statedir::StateDir;
 use std::sync::Arc;
 
 #[derive(Debug, clap::Args)]
@@ -30,7 +29,7 @@ pub struct WorkArgs {
 pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let env = super::loopcmd::lane_env(&a.env, &a.env_file)?;
     let state_dir = ctx.state_dir()?;
-    let cfg = config::load(StateDir::new(&state_dir))
+    let cfg = config::load(&state_dir)
         .map_err(|e| fail(e.exit_code(), e.to_string()))?
         .ok_or_else(|| fail(exit::REFUSED, FleetError::NotJoined.to_string()))?;
     // Its lanes run on this host's supervisor, which must be in the fleet:
@@ -60,7 +59,7 @@ pub fn run(a: WorkArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         ));
     }
     let opts = HostOptions {
-        state_dir,
+        state_dir: state_dir.into_path_buf(),
         exe: std::env::current_exe()?,
         slots: a.slots.map_or(cfg.slots, usize::from),
         cfg,

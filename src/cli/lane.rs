@@ -230,7 +230,7 @@ fn json_word<T: Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-fn up(a: UpArgs, ctx: &Ctx, state_dir: &std::path::Path) -> anyhow::Result<u8> {
+fn up(a: UpArgs, ctx: &Ctx, state_dir: &drover::statedir::StateDir) -> anyhow::Result<u8> {
     let topology = Topology::parse(&a.topology).ok_or_else(|| {
         fail(
             exit::USAGE,

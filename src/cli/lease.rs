@@ -124,11 +124,7 @@ pub enum LeaseCmd {
     },
 }
 
-pub fn run(
-    cmd: LeaseCmd,
-    state: &std::path::Path,
-    now: chrono::DateTime<Utc>,
-) -> anyhow::Result<u8> {
+pub fn run(cmd: LeaseCmd, state: &StateDir, now: chrono::DateTime<Utc>) -> anyhow::Result<u8> {
     match cmd {
         LeaseCmd::Claim {
             task,
@@ -147,7 +143,7 @@ pub fn run(
                 files,
                 ttl_s,
             };
-            let o = lease::claim(StateDir::new(state), &req, now).map_err(map)?;
+            let o = lease::claim(state, &req, now).map_err(map)?;
             let (lease::ClaimOutcome::Claimed(l) | lease::ClaimOutcome::Renewed(l)) = &o;
             if let Some(w) = &l.worktree
                 && !std::path::Path::new(w).is_dir()
@@ -169,7 +165,7 @@ pub fn run(
             Ok(exit::OK)
         }
         LeaseCmd::Release { task, force } => {
-            let o = lease::release(StateDir::new(state), &task, force, now).map_err(map)?;
+            let o = lease::release(state, &task, force, now).map_err(map)?;
             out(&match o {
                 lease::ReleaseOutcome::Released => format!("released the lease of {task}\n"),
                 lease::ReleaseOutcome::NotHeld => {
@@ -180,7 +176,7 @@ pub fn run(
         }
         LeaseCmd::Borrow { task, agent } => {
             let agent = Agent::from(agent);
-            let o = lease::borrow(StateDir::new(state), &task, agent, now).map_err(map)?;
+            let o = lease::borrow(state, &task, agent, now).map_err(map)?;
             out(&match o {
                 lease::LendOutcome::Changed => format!("{agent} borrowed the lease of {task}\n"),
                 lease::LendOutcome::Unchanged => {
@@ -191,7 +187,7 @@ pub fn run(
         }
         LeaseCmd::Return { task, agent } => {
             let agent = Agent::from(agent);
-            let o = lease::give_back(StateDir::new(state), &task, agent, now).map_err(map)?;
+            let o = lease::give_back(state, &task, agent, now).map_err(map)?;
             out(&match o {
                 lease::LendOutcome::Changed => format!("{agent} returned the lease of {task}\n"),
                 lease::LendOutcome::Unchanged => format!("the lease of {task} was not borrowed\n"),
@@ -199,7 +195,7 @@ pub fn run(
             Ok(exit::OK)
         }
         LeaseCmd::Ls { json } => {
-            let leases = lease::list(StateDir::new(state), now).map_err(map)?;
+            let leases = lease::list(state, now).map_err(map)?;
             if json {
                 json_line(&leases)?;
             } else {
@@ -209,7 +205,7 @@ pub fn run(
         }
         LeaseCmd::Show { task, json } => {
             let task = task.get();
-            let Some(i) = lease::inspect(StateDir::new(state), &task, now).map_err(map)? else {
+            let Some(i) = lease::inspect(state, &task, now).map_err(map)? else {
                 return Err(fail(exit::REFUSED, format!("no lease for task {task}")));
             };
             if json {
@@ -242,7 +238,7 @@ pub fn run(
                     ));
                 }
             };
-            let s = scope::check_scope(StateDir::new(state), &task, &files, now).map_err(map)?;
+            let s = scope::check_scope(state, &task, &files, now).map_err(map)?;
             if json {
                 json_line(&s)?;
             } else if s.out_of_scope.is_empty() {

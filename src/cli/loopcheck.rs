@@ -5,13 +5,14 @@
 use super::fail;
 use drover::exit;
 use drover::loopctl::run::{rundir, runner::RunStatus};
+use drover::statedir::StateDir;
 use std::path::Path;
 
 /// Refuse (exit 3) a new run on `repo` while an earlier run on it stopped
 /// unclosed: name the run, how to resume or close it, and its lane panes
 /// still live on the supervisor.
 pub(super) fn refuse_after_unclosed(
-    state_dir: &Path,
+    state_dir: &StateDir,
     repo: &Path,
     client: Option<drover::daemon::Client>,
 ) -> anyhow::Result<()> {
@@ -19,7 +20,7 @@ pub(super) fn refuse_after_unclosed(
     let unclosed: Vec<(u32, RunStatus)> = rundir::runs(state_dir)
         .into_iter()
         .filter_map(|n| {
-            let path = drover::statedir::StateDir::new(state_dir).run_file(n);
+            let path = state_dir.run_file(n);
             let st: RunStatus = drover::store::read_json(&path).ok()??;
             (st.finished_at.is_none() && !st.is_live() && same(&st.repo)).then_some((n, st))
         })

@@ -371,14 +371,14 @@ pub(super) fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut fleet_scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
     let lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
     let sim_record = given.sim_record();
-    let mut cfg = config(&a, state_dir, place, given.base, sim_record);
+    let mut cfg = config(&a, state_dir.into_path_buf(), place, given.base, sim_record);
     start::set_clock(&mut cfg, a.clock_scale, resumed.as_ref());
     if a.overnight {
         cfg.unattended.mode =
             start::overnight_mode(a.until.as_deref(), cfg.unattended.clock.now()).map_err(lerr)?;
     }
     let json = a.json;
-    let mut console = super::console::Console::open(&cfg.state_dir, json);
+    let mut console = super::console::Console::open(cfg.state(), json);
     let mut say = |m: &str| console.say(m);
     let run_no = resumed.as_ref().map(|r| r.run);
     say(&format!(

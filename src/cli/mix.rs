@@ -41,7 +41,7 @@ pub enum MixCmd {
     },
 }
 
-pub fn run(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> anyhow::Result<u8> {
+pub fn run(a: MixArgs, state: &StateDir, now: chrono::DateTime<Utc>) -> anyhow::Result<u8> {
     let (report, json) = match a.cmd {
         Some(MixCmd::Record {
             task,
@@ -56,15 +56,12 @@ pub fn run(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> a
                 wu,
                 session,
             };
-            (
-                mix::record(StateDir::new(state), &req, now).map_err(map)?,
-                json || a.json,
-            )
+            (mix::record(state, &req, now).map_err(map)?, json || a.json)
         }
         None => {
-            let reg = registry::load(StateDir::new(state)).map_err(map)?;
+            let reg = registry::load(state).map_err(map)?;
             let policy = reg.as_ref().map(|r| r.agent_mix.clone());
-            let ledger = mix::load(StateDir::new(state))
+            let ledger = mix::load(state)
                 .map_err(map)?
                 .unwrap_or_else(|| mix::MixLedger::new(policy.clone().unwrap_or_default()));
             let policy = policy.unwrap_or_else(|| ledger.policy.clone());
@@ -72,7 +69,7 @@ pub fn run(a: MixArgs, state: &std::path::Path, now: chrono::DateTime<Utc>) -> a
             (mix::report(&policy, &entries, None), a.json)
         }
     };
-    let reg = registry::load(StateDir::new(state)).map_err(map)?;
+    let reg = registry::load(state).map_err(map)?;
     if json {
         let sessions: Vec<serde_json::Value> = reg
             .iter()

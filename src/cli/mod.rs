@@ -38,6 +38,7 @@ mod wait;
 mod web;
 
 use clap::{Parser, Subcommand};
+use drover::statedir::{StateDir, StateDirBuf};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -208,8 +209,9 @@ pub struct Ctx {
 impl Ctx {
     /// The state dir, which must exist: for commands that only read.
     /// Nothing is created.
-    pub fn state_dir(&self) -> anyhow::Result<PathBuf> {
+    pub fn state_dir(&self) -> anyhow::Result<StateDirBuf> {
         drover::paths::existing_state_dir(Some(self.state_dir_located()?))
+            .map(StateDirBuf::from)
             .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
 
@@ -224,13 +226,14 @@ impl Ctx {
     }
 
     /// The state dir, created if missing: for commands that write.
-    pub fn state_dir_create(&self) -> anyhow::Result<PathBuf> {
+    pub fn state_dir_create(&self) -> anyhow::Result<StateDirBuf> {
         drover::paths::resolve_state_dir(Some(self.state_dir_located()?))
+            .map(StateDirBuf::from)
             .map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
 
     /// The supervisor's socket for this state dir.
-    pub fn socket(&self, state_dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    pub fn socket(&self, state_dir: &StateDir) -> anyhow::Result<PathBuf> {
         drover::paths::socket_path(state_dir).map_err(|e| fail(drover::exit::ERROR, e.to_string()))
     }
 
@@ -240,7 +243,7 @@ impl Ctx {
         let not_running =
             |dir: PathBuf| client_err(drover::daemon::ClientError::NotRunning { state_dir: dir });
         let state_dir = match drover::paths::existing_state_dir(Some(self.state_dir_located()?)) {
-            Ok(d) => d,
+            Ok(d) => StateDirBuf::from(d),
             Err(drover::paths::PathError::Missing { path }) => return Err(not_running(path)),
             Err(e) => return Err(fail(drover::exit::ERROR, e.to_string())),
         };

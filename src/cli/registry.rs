@@ -200,7 +200,7 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
                 agent: a.agent.map(Agent::from),
                 ttl_s: a.ttl_s,
             };
-            let s = heartbeat::heartbeat(StateDir::new(&state), &req, now).map_err(map)?;
+            let s = heartbeat::heartbeat(&state, &req, now).map_err(map)?;
             if a.json {
                 json_line(&s)?;
             } else {
@@ -249,7 +249,7 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
 
 fn run_registry(
     cmd: RegistryCmd,
-    state: &std::path::Path,
+    state: &StateDir,
     now: chrono::DateTime<Utc>,
 ) -> anyhow::Result<u8> {
     match cmd {
@@ -269,7 +269,7 @@ fn run_registry(
                 .transpose()
                 .map_err(map)?;
             let (outcome, reg) = registry::init(
-                StateDir::new(state),
+                state,
                 &InitRequest {
                     topology,
                     agent_mix,
@@ -286,11 +286,11 @@ fn run_registry(
                     registry::InitOutcome::MixUpdated => "updated the agent mix of",
                     registry::InitOutcome::Replaced => "replaced",
                 };
-                let leases = lease::list(StateDir::new(state), now).map_err(map)?;
+                let leases = lease::list(state, now).map_err(map)?;
                 out(&format!(
                     "{what} {} registry at {}\n\n{}",
                     reg.topology,
-                    StateDir::new(state).registry_file().display(),
+                    state.registry_file().display(),
                     view::registry(&reg, &leases, now)
                 ));
             }
@@ -298,7 +298,7 @@ fn run_registry(
         }
         RegistryCmd::Show { json } => {
             if json {
-                json_line(&registry::load_required(StateDir::new(state)).map_err(map)?)?;
+                json_line(&registry::load_required(state).map_err(map)?)?;
             } else {
                 out(&view::show(state, now).map_err(map)?);
             }

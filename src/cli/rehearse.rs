@@ -241,7 +241,7 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     let dir = match &a.dir {
         Some(d) => std::path::absolute(d)?,
-        None => ctx.state_dir_create()?.join("rehearse").join(&name),
+        None => ctx.state_dir_create()?.rehearsal_dir(&name),
     };
     let io = |what: &str, p: &Path, e: std::io::Error| {
         fail(exit::ERROR, format!("{what} {}: {e}", p.display()))

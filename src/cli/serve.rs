@@ -4,6 +4,7 @@ use super::{Ctx, client_err, fail};
 use drover::daemon::{Client, ServeError, ServeOptions, client, serve};
 use drover::exit;
 use drover::proto::args;
+use drover::statedir::{StateDir, StateDirBuf};
 use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
@@ -57,7 +58,7 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     };
     reconcile_lanes_once_serving(&state_dir, &socket);
     let opts = ServeOptions {
-        state_dir,
+        state_dir: state_dir.into_path_buf(),
         socket,
         log_filter: format!("drover={log_filter},warn"),
     };
@@ -72,14 +73,11 @@ pub fn run(args: ServeArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 /// (after a crash or a reboot the panes are gone; see `docs/lanes.md`). A
 /// thread of this process, so it ends with it; a supervisor that is another
 /// process (this one failed to start) is left alone.
-fn reconcile_lanes_once_serving(state_dir: &std::path::Path, socket: &std::path::Path) {
-    if !drover::statedir::StateDir::new(state_dir)
-        .lanes_file()
-        .exists()
-    {
+fn reconcile_lanes_once_serving(state_dir: &StateDir, socket: &std::path::Path) {
+    if !state_dir.lanes_file().exists() {
         return;
     }
-    let (state_dir, socket) = (state_dir.to_path_buf(), socket.to_path_buf());
+    let (state_dir, socket) = (state_dir.to_buf(), socket.to_path_buf());
     std::thread::spawn(move || {
         let Ok(mut c) =
             drover::daemon::client::wait_for_socket(&socket, drover::daemon::client::START_TIMEOUT)
@@ -103,8 +101,8 @@ pub fn kill_server(ctx: &Ctx) -> anyhow::Result<u8> {
         eprintln!("drover: no supervisor running for {}", dir.display());
         Ok(exit::OK)
     };
-    let state_dir = match drover::paths::existing_state_dir(ctx.state_dir_arg.as_deref()) {
-        Ok(d) => d,
+    let state_dir = match drover::paths::existing_state_dir(Some(ctx.state_dir_located()?)) {
+        Ok(d) => StateDirBuf::from(d),
         Err(drover::paths::PathError::Missing { path }) => return not_running(&path),
         Err(e) => return Err(fail(exit::ERROR, e.to_string())),
     };

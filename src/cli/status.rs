@@ -93,7 +93,7 @@ fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
     {
         return Vec::new();
     }
-    let Ok(engine) = Engine::open(state_dir) else {
+    let Ok(engine) = Engine::open(drover::statedir::StateDir::new(state_dir)) else {
         return Vec::new();
     };
     let records = engine.list().unwrap_or_default();

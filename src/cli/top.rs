@@ -32,7 +32,7 @@ fn need_terminal() -> anyhow::Result<()> {
 }
 
 /// The keys' actions: this drover binary's own commands.
-fn cli_actions(ctx: &Ctx, state_dir: &std::path::Path) -> anyhow::Result<CliActions> {
+fn cli_actions(ctx: &Ctx, state_dir: &drover::statedir::StateDir) -> anyhow::Result<CliActions> {
     let exe = std::env::current_exe()
         .map_err(|e| fail(exit::ERROR, format!("cannot find the drover binary: {e}")))?;
     Ok(CliActions {
@@ -80,9 +80,14 @@ pub fn run(a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             Some(a) => a,
             None => &mut none,
         };
-        return drover::top::fleet::run(&cfg, &handed, state_dir.as_deref(), actions)
-            .map(|()| exit::OK)
-            .map_err(top_err);
+        return drover::top::fleet::run(
+            &cfg,
+            &handed,
+            state_dir.as_deref().map(|d| d.path()),
+            actions,
+        )
+        .map(|()| exit::OK)
+        .map_err(top_err);
     }
     need_terminal()?;
     let state_dir = ctx.state_dir()?;
@@ -90,6 +95,7 @@ pub fn run(a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     // Start the supervisor as any command does (unless --no-autostart).
     drop(ctx.client()?);
     let mut actions = cli_actions(ctx, &state_dir)?;
+    let state_dir = state_dir.into_path_buf();
     drover::top::run(TopOptions { state_dir, socket }, &mut actions)
         .map(|()| exit::OK)
         .map_err(top_err)

@@ -72,7 +72,7 @@ pub fn run(a: WebArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         .map_err(|e| fail(exit::ERROR, format!("cannot find the drover binary: {e}")))?;
     let opts = WebOptions {
         socket: ctx.socket(&state_dir)?,
-        state_dir,
+        state_dir: state_dir.into_path_buf(),
         exe,
         fleet,
         ..opts

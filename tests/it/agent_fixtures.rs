@@ -217,7 +217,7 @@ when = [ { region = "last", regex = "for shortcuts" } ]
 "#,
     )
     .unwrap();
-    let c = Classifier::load(state.path()).unwrap();
+    let c = Classifier::load(drover::statedir::StateDir::new(state.path())).unwrap();
     let o = classify_file(
         &c,
         AgentKind::Claude,
@@ -244,7 +244,9 @@ fn bad_rules_file_is_an_error_naming_it() {
     let state = tempfile::tempdir().unwrap();
     let path = state.path().join("rules.toml");
     std::fs::write(&path, "[[rule]]\nname = 'x'\nagents = ['claude']\nstate = 'idle'\nwhen = [ { region = 'bottom', regex = '(' } ]\n").unwrap();
-    let e = Classifier::load(state.path()).unwrap_err().to_string();
+    let e = Classifier::load(drover::statedir::StateDir::new(state.path()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&path.display().to_string()), "{e}");
     assert!(e.contains("bad regex"), "{e}");
 
@@ -263,7 +265,7 @@ fn bad_rules_file_is_an_error_naming_it() {
 #[test]
 fn without_override_load_uses_builtin() {
     let state = tempfile::tempdir().unwrap();
-    let c = Classifier::load(state.path()).unwrap();
+    let c = Classifier::load(drover::statedir::StateDir::new(state.path())).unwrap();
     let o = classify_file(
         &c,
         AgentKind::Codex,

@@ -35,7 +35,7 @@ fn usage_errors_exit_2_and_touch_nothing() {
         });
         assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
     }
-    let engine = Engine::open(st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
     assert!(engine.list().expect("list").is_empty());
     assert!(engine.audit(None).expect("audit").is_empty());
 }
@@ -50,7 +50,9 @@ fn corrupt_record_is_exit_1_and_never_reset() {
         c
     });
     assert_eq!(code(&o), 0);
-    let p = Engine::open(st).expect("engine").record_path("J");
+    let p = Engine::open(drover::statedir::StateDir::new(st))
+        .expect("engine")
+        .record_path("J");
     std::fs::write(&p, b"{\"job_id\": ").expect("write");
     for args in [
         vec!["job", "cancel", "J"],

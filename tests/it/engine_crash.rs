@@ -125,7 +125,7 @@ fn lose_hint(engine: &Engine, how: u64) {
 fn a_writer_killed_at_every_step_loses_nothing_and_reuses_no_seq() {
     let dir = tempfile::tempdir().expect("tempdir");
     let st = dir.path();
-    let engine = Engine::open(st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
     // A running job that every check moves forward once (its seq must be new).
     prepare(&engine, "progress", "side");
     // Committed transitions that died before their audit entry: what the log
@@ -266,7 +266,7 @@ fn a_writer_killed_at_every_step_loses_nothing_and_reuses_no_seq() {
 fn a_seq_json_state_dir_continues_without_reusing_a_seq() {
     let dir = tempfile::tempdir().expect("tempdir");
     let st = dir.path();
-    let engine = Engine::open(st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
     prepare(&engine, "progress", "old");
     // As the old layout leaves it: seq.json ahead of every record, no hint.
     let _ = std::fs::remove_file(engine.dir().join("seq.hint"));

@@ -182,7 +182,7 @@ proptest! {
     #[test]
     fn engine_agrees_with_the_table(reqs in prop::collection::vec(arb_request(), 1..30)) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let engine = Engine::open(dir.path()).expect("engine");
+        let engine = Engine::open(drover::statedir::StateDir::new(dir.path())).expect("engine");
         for g in &reqs {
             let id = format!("p{}", g.job);
             let cur = engine.show(&id).ok();

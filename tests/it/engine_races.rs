@@ -136,7 +136,7 @@ fn random_request(engine: &Engine, rng: &mut Rng, worker: u64, i: usize) -> Requ
 }
 
 fn random_worker(state: &Path, worker: u64, n: usize, seed: u64) {
-    let engine = Engine::open(state).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).expect("engine");
     let mut rng = Rng::new(seed);
     let mut lines = String::new();
     for i in 0..n {
@@ -156,7 +156,7 @@ fn random_worker(state: &Path, worker: u64, n: usize, seed: u64) {
 /// Cycle one job through claim, progress ×3, complete, redispatch forever,
 /// printing `ACK <seq> <progress key|->` after each acknowledged transition.
 fn loop_worker(state: &Path, job: &str) {
-    let engine = Engine::open(state).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).expect("engine");
     let stdout = std::io::stdout();
     for i in 0u64.. {
         let cur = engine.show(job).expect("job exists");
@@ -291,7 +291,7 @@ fn sixteen_claimers_exactly_one_wins() {
             assert_eq!(code(o), 3, "losers are refused: {}", stderr(o));
             assert!(stderr(o).contains("rule from-status"), "{}", stderr(o));
         }
-        let engine = Engine::open(st).expect("engine");
+        let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
         let rec = engine.show(&job).expect("record");
         assert_eq!(rec.status, Status::Running);
         assert_eq!(
@@ -314,7 +314,7 @@ fn sixteen_claimers_exactly_one_wins() {
 fn random_requests_from_eight_processes_replay_exactly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let st = dir.path();
-    let engine = Engine::open(st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
     for j in 0..JOBS / 2 {
         let req = Request::new(
             job_name(j * 2 + 1),
@@ -461,7 +461,7 @@ fn random_cli_requests_replay_exactly() {
             assert!(c == 0 || c == 3, "{args:?} exited {c}: {err}");
         }
     }
-    let engine = Engine::open(&st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(&st)).expect("engine");
     let seqs = audit_accepted_seqs(&engine);
     assert_eq!(
         seqs.iter().copied().collect::<BTreeSet<_>>().len(),
@@ -477,7 +477,7 @@ fn random_cli_requests_replay_exactly() {
 fn kill_nine_during_transitions_loses_nothing_acknowledged() {
     let dir = tempfile::tempdir().expect("tempdir");
     let st = dir.path();
-    let engine = Engine::open(st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
     for job in ["K1", "K2"] {
         let req = Request::new(job, Action::Create { deadline: None }, Actor::operator());
         engine.transition(&req).expect("create");
@@ -626,7 +626,7 @@ fn kill_nine_cli_at_each_phase() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let st = dir.path();
-    let engine = Engine::open(st).expect("engine");
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
     engine
         .transition(&Request::new(
             "C",

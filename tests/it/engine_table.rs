@@ -606,7 +606,7 @@ fn actor(who: &Who) -> Actor {
 }
 
 fn current_attempt(state: &Path, job: &str) -> Option<String> {
-    Engine::open(state)
+    Engine::open(drover::statedir::StateDir::new(state))
         .ok()?
         .show(job)
         .ok()
@@ -629,7 +629,7 @@ fn request(state: &Path, s: &Step) -> Request {
 
 /// Outcome through the library.
 fn lib_step(state: &Path, s: &Step) -> Result<Expect, String> {
-    let engine = Engine::open(state).map_err(|e| e.to_string())?;
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).map_err(|e| e.to_string())?;
     match engine.transition(&request(state, s)) {
         Ok(drover::engine::Applied::Accepted { record }) => Ok(Expect::Accepted(record.status)),
         Ok(drover::engine::Applied::Ack { .. }) => Ok(Expect::Ack),
@@ -683,7 +683,7 @@ fn cli_step(state: &Path, s: &Step) -> Result<Expect, String> {
             c.env("DROVER_SESSION_ID", sess);
         }
     }
-    let before = Engine::open(state)
+    let before = Engine::open(drover::statedir::StateDir::new(state))
         .ok()
         .and_then(|e| e.show(s.job).ok())
         .map(|r| r.status.as_str().to_string())
@@ -691,7 +691,7 @@ fn cli_step(state: &Path, s: &Step) -> Result<Expect, String> {
     let o = run(c);
     match code(&o) {
         0 => {
-            let after = Engine::open(state)
+            let after = Engine::open(drover::statedir::StateDir::new(state))
                 .and_then(|e| e.show(s.job))
                 .map_err(|e| e.to_string())?;
             if stdout(&o).contains("already") {
@@ -750,7 +750,7 @@ fn run_cases(cli: bool) {
                 c.name
             );
         }
-        let engine = Engine::open(state).expect("engine");
+        let engine = Engine::open(drover::statedir::StateDir::new(state)).expect("engine");
         let before = engine.show(c.step.job).ok();
         let audit_before = engine.audit(None).expect("audit").len();
         let last_seq = engine

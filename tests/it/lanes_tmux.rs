@@ -26,7 +26,9 @@ fn tmux_lanes_come_up_survive_a_supervisor_kill_and_go_down() {
         .is_ok_and(|o| o.status.success());
     assert!(ok, "tmux is not installed: this test needs tmux >= 3.2");
     let d = Drover::new();
-    let _g = TmuxGuard(drover::pane::tmux::socket_name(&d.state));
+    let _g = TmuxGuard(drover::pane::tmux::socket_name(
+        drover::statedir::StateDir::new(&d.state),
+    ));
     let r = repo(&d);
     up(&d, &r, "reviewer,implementer", &["--backend", "tmux"]);
     let before = records(&d);

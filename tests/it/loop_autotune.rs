@@ -172,7 +172,7 @@ fn the_cli_records_the_effort_in_the_next_lanes_argv() {
         let (seen, stop, state) = (seen.clone(), stop.clone(), d.state.clone());
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Ok(doc) = drover::lane::load(&state) {
+                if let Ok(doc) = drover::lane::load(drover::statedir::StateDir::new(&state)) {
                     let mut s = seen.lock().unwrap();
                     for l in doc.lanes {
                         s.entry(l.lane_id).or_insert(l.argv);

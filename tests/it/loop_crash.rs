@@ -125,7 +125,7 @@ impl Night {
 
     /// Jobs of the run, by id.
     fn jobs(&self) -> Vec<String> {
-        Engine::open(&self.d.state)
+        Engine::open(drover::statedir::StateDir::new(&self.d.state))
             .unwrap()
             .list()
             .unwrap()
@@ -243,7 +243,7 @@ fn a_supervisor_lost_while_every_lane_is_in_flight_stops_the_loop_for_resume() {
     let mut child = n.spawn(&n.first);
     let loop_pid = Pid::from_raw(child.id() as i32);
     n.wait_mid_run();
-    let engine = Engine::open(&n.d.state).unwrap();
+    let engine = Engine::open(drover::statedir::StateDir::new(&n.d.state)).unwrap();
     let mut landed = Vec::new();
     let frozen = common::wait_until(LONG, || {
         kill(loop_pid, Signal::SIGSTOP).unwrap();
@@ -314,7 +314,7 @@ fn a_turn_finished_before_the_crash_is_used_not_redone() {
     let dispatched = common::wait_until(LONG, || run_json(&n.d)["tasks"][0]["job"] == job);
     assert!(dispatched, "{}", n.decisions());
     kill(pid, Signal::SIGSTOP).unwrap();
-    let engine = Engine::open(&n.d.state).unwrap();
+    let engine = Engine::open(drover::statedir::StateDir::new(&n.d.state)).unwrap();
     let done = common::wait_until(LONG, || {
         engine
             .show(job)

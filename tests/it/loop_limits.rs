@@ -129,8 +129,12 @@ fn a_codex_limit_with_its_popup_parks_then_keeps_the_model_and_lands() {
         ));
     }
     let exe = PathBuf::from(common::BIN);
-    let client =
-        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let client = drover::daemon::Client::connect_or_start(
+        drover::statedir::StateDir::new(&d.state),
+        &d.socket(),
+        Some(&exe),
+    )
+    .unwrap();
     let scripts = move |s: &drover::loopctl::ops::LaneSpec| match (s.role, s.agent) {
         (drover::loopctl::ops::Role::Implementer, drover::registry::Agent::Codex) => codex.clone(),
         (drover::loopctl::ops::Role::Implementer, _) => claude.clone(),

@@ -89,7 +89,12 @@ fn run_killing_before(role: Role) -> (Result<(), LoopError>, Vec<Phase>, String)
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let exe = PathBuf::from(common::BIN);
-        let client = drover::daemon::Client::connect_or_start(&state, &socket, Some(&exe)).unwrap();
+        let client = drover::daemon::Client::connect_or_start(
+            drover::statedir::StateDir::new(&state),
+            &socket,
+            Some(&exe),
+        )
+        .unwrap();
         let scripts = |s: &LaneSpec| match s.role {
             Role::Implementer => IMPLEMENTER.to_string(),
             Role::Reviewer => REVIEWER_PASS.to_string(),

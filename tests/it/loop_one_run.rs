@@ -39,7 +39,12 @@ fn a_second_run_on_the_same_board_is_refused_naming_the_first() {
     let (state, socket) = (d.state.clone(), d.socket());
     let first = std::thread::spawn(move || {
         let exe = std::path::PathBuf::from(common::BIN);
-        let client = drover::daemon::Client::connect_or_start(&state, &socket, Some(&exe)).unwrap();
+        let client = drover::daemon::Client::connect_or_start(
+            drover::statedir::StateDir::new(&state),
+            &socket,
+            Some(&exe),
+        )
+        .unwrap();
         let imp = implementer(2000);
         let scripts = move |s: &drover::loopctl::ops::LaneSpec| match s.role {
             drover::loopctl::ops::Role::Implementer => imp.clone(),

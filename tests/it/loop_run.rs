@@ -88,8 +88,12 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
     let charter = charter::load(&charter_path).unwrap();
 
     let exe = PathBuf::from(common::BIN);
-    let client =
-        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let client = drover::daemon::Client::connect_or_start(
+        drover::statedir::StateDir::new(&d.state),
+        &d.socket(),
+        Some(&exe),
+    )
+    .unwrap();
     let mut lanes = SimLanes::new(&d.state, client, &exe, Box::new(scripts));
     let cfg = RunConfig {
         state_dir: d.state.clone(),
@@ -311,8 +315,12 @@ fn a_permission_prompt_parks_the_task_and_asks() {
     let charter_path = root.join("CHARTER.md");
     std::fs::write(&charter_path, "aim: clean\ngate: true\n").unwrap();
     let exe = PathBuf::from(common::BIN);
-    let client =
-        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let client = drover::daemon::Client::connect_or_start(
+        drover::statedir::StateDir::new(&d.state),
+        &d.socket(),
+        Some(&exe),
+    )
+    .unwrap();
     let script = |s: &LaneSpec| match s.role {
         Role::Implementer => {
             "[[turn]]\nsteps = [{ work = 200 }, { ask = \"rm -rf build/\" }, \"finish\"]\n"

@@ -283,7 +283,8 @@ impl Run {
         );
         let info: Value = serde_json::from_slice(&out.stdout).expect("rehearse --json");
         let state = drover::paths::resolve_state_dir(Some(&state)).expect("state dir");
-        let socket = drover::paths::socket_path(&state).expect("socket path");
+        let socket = drover::paths::socket_path(drover::statedir::StateDir::new(&state))
+            .expect("socket path");
         let mut client = Client::connect(&socket).expect("connect to the supervisor");
         assert_on_backend(&mut client, name, backend);
         Run {
@@ -600,7 +601,7 @@ impl Drop for Run {
         let _ = std::process::Command::new("tmux")
             .args([
                 "-L",
-                &drover::pane::tmux::socket_name(&self.state),
+                &drover::pane::tmux::socket_name(drover::statedir::StateDir::new(&self.state)),
                 "kill-server",
             ])
             .stderr(std::process::Stdio::null())
@@ -1017,8 +1018,12 @@ fn dispatched(agent: Agent, v: &str, name: &str, prompt: &str) -> (Run, String) 
     };
     let state = r.state.clone();
     let t = Instant::now();
-    let d = dispatch(&state, &mut r.client, &spec)
-        .unwrap_or_else(|e| panic!("{}: dispatch: {e}", agent.name()));
+    let d = dispatch(
+        drover::statedir::StateDir::new(&state),
+        &mut r.client,
+        &spec,
+    )
+    .unwrap_or_else(|e| panic!("{}: dispatch: {e}", agent.name()));
     // The first write is confirmed; a retry would come after the supervisor's
     // 10 s confirmation timeout.
     assert!(
@@ -1631,7 +1636,8 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
     }
 
     r.drover(&["serve", "--daemon"]);
-    let socket = drover::paths::socket_path(&r.state).expect("socket path");
+    let socket =
+        drover::paths::socket_path(drover::statedir::StateDir::new(&r.state)).expect("socket path");
     r.client = Client::connect(&socket).expect("connect to the new supervisor");
     let after = panes(&mut r);
     for (a, b) in before.iter().zip(&after) {

@@ -58,7 +58,10 @@ fn rehearse(agent: &str, extra: &[&str]) -> Rehearsal {
     }
     let info: Value = serde_json::from_slice(&out.stdout).unwrap();
     let state = drover::paths::resolve_state_dir(Some(&state)).unwrap();
-    let client = Client::connect(&drover::paths::socket_path(&state).unwrap()).unwrap();
+    let client = Client::connect(
+        &drover::paths::socket_path(drover::statedir::StateDir::new(&state)).unwrap(),
+    )
+    .unwrap();
     Rehearsal {
         _root: root,
         client,

@@ -41,7 +41,7 @@ pub(crate) fn worktree(wt: &Path) {
 
 /// Job `job` running on `pane`, its dispatch naming `report` and `wt`.
 pub(crate) fn running_job(state: &Path, job: &str, pane: &str, report: &Path, wt: &Path) -> String {
-    let engine = Engine::open(state).unwrap();
+    let engine = Engine::open(drover::statedir::StateDir::new(state)).unwrap();
     engine
         .transition(&Request::new(
             job,
@@ -59,7 +59,7 @@ pub(crate) fn running_job(state: &Path, job: &str, pane: &str, report: &Path, wt
         ))
         .unwrap();
     let attempt = applied.record().attempt_id.clone().unwrap();
-    EvidenceStore::new(state)
+    EvidenceStore::new(drover::statedir::StateDir::new(state))
         .append(
             job,
             &Evidence::Dispatch {
@@ -261,7 +261,7 @@ fn a_finished_job_is_refused_with_exit_3_and_its_report_is_kept() {
     let l = lane_with_report_at(None);
     assert_eq!(l.report(&["done"]).code, Some(0));
     let before = std::fs::read(&l.report).unwrap();
-    let engine = Engine::open(&l.state).unwrap();
+    let engine = Engine::open(drover::statedir::StateDir::new(&l.state)).unwrap();
     engine
         .transition(
             &Request::new("J1", Action::Complete { reason: None }, Actor::supervisor())

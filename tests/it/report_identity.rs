@@ -237,7 +237,14 @@ fn a_report_never_changes_after_completion() {
                 };
                 let bounds = drover::report::Bounds::default();
                 let mut n = 0;
-                while drover::report::write_for_lane(&state, "lane-a", &bounds, &said).is_ok() {
+                while drover::report::write_for_lane(
+                    drover::statedir::StateDir::new(&state),
+                    "lane-a",
+                    &bounds,
+                    &said,
+                )
+                .is_ok()
+                {
                     n += 1;
                 }
                 n
@@ -251,7 +258,7 @@ fn a_report_never_changes_after_completion() {
         // Not a settle: a jitter of 0-600 µs so the rounds hit the race at
         // different points of the writer's loop.
         std::thread::sleep(std::time::Duration::from_micros(100 * (round % 7)));
-        Engine::open(&state)
+        Engine::open(drover::statedir::StateDir::new(&state))
             .unwrap()
             .transition(
                 &Request::new("J1", Action::Complete { reason: None }, Actor::supervisor())

@@ -23,7 +23,9 @@ fn tmux_drover() -> (Drover, TmuxGuard) {
         .is_ok_and(|o| o.status.success());
     assert!(ok, "tmux is not installed: these tests need tmux >= 3.2");
     let d = Drover::new();
-    let g = TmuxGuard(drover::pane::tmux::socket_name(&d.state));
+    let g = TmuxGuard(drover::pane::tmux::socket_name(
+        drover::statedir::StateDir::new(&d.state),
+    ));
     (d, g)
 }
 

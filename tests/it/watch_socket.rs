@@ -32,7 +32,7 @@ fn watcher_over_the_socket_matches_then_backs_off_when_the_supervisor_is_gone() 
     let d = Drover::new();
     d.sim("a", "codex", None);
     let state = d.state.clone();
-    let socket = drover::paths::socket_path(&state).unwrap();
+    let socket = drover::paths::socket_path(drover::statedir::StateDir::new(&state)).unwrap();
     let src = SocketBarrier::new(socket, vec!["a".into()], BarrierMode::All);
     let mut w = Watcher::new(
         src,

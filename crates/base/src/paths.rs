@@ -73,15 +73,12 @@ fn make_private_state_dir(dir: &Path) -> Result<(), PathError> {
     Ok(())
 }
 
-/// The name of the file that keeps the state dir out of `git status`.
-pub const STATE_GITIGNORE: &str = ".gitignore";
-
 /// Keep the state dir out of `git status` in the repository around it (a
 /// `.gitignore` of `*` inside it, so no tracked file of the user's is
 /// edited). One that is there already is left as it is; one that cannot be
 /// written (a read-only state dir) only costs the `?? .drover/` line.
 fn ignore_in_git(dir: &Path) {
-    let path = dir.join(STATE_GITIGNORE);
+    let path = crate::statedir::StateDir::new(dir).gitignore();
     if path.symlink_metadata().is_ok() {
         return;
     }
@@ -199,7 +196,7 @@ fn user_label(uid: u32) -> String {
 }
 
 /// The supervisor's socket for a state dir: named after a hash of its path.
-pub fn socket_path(state_dir: &Path) -> Result<PathBuf, PathError> {
+pub fn socket_path(state_dir: &crate::statedir::StateDir) -> Result<PathBuf, PathError> {
     let h = fnv1a64(state_dir.as_os_str().as_encoded_bytes());
     Ok(socket_dir()?.join(format!("{h:016x}.sock")))
 }

@@ -134,18 +134,27 @@ pub fn cwd(pid: u32) -> Option<PathBuf> {
 /// The children of `pid` (every thread's), from `/proc/<pid>/task/*/children`
 /// (none when it has exited meanwhile).
 fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
+    task_children(pid).unwrap_or_default()
+}
+
+/// The children of `pid` (every thread's) from the kernel's lists
+/// `/proc/<pid>/task/*/children`; `None` when no list could be read (a
+/// kernel without them, or `pid` gone).
+pub fn task_children(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut listed = false;
+    let mut out = Vec::new();
+    for text in tasks
         .filter_map(|e| e.ok())
         .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|text| {
+    {
+        listed = true;
+        out.extend(
             text.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok())
-                .collect::<Vec<_>>()
-        })
-        .collect()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    listed.then_some(out)
 }
 
 /// This process's descendants with their stat, walked down the kernel's
@@ -290,6 +299,19 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(found, "the shell and its sleep are not in the tree");
+    }
+
+    #[test]
+    fn task_children_lists_a_child_and_nothing_for_a_gone_pid() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let kids = task_children(std::process::id()).expect("children lists");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(kids.contains(&child.id()), "{kids:?}");
+        assert_eq!(task_children(u32::MAX), None);
     }
 
     #[test]

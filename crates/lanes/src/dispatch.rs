@@ -192,8 +192,8 @@ fn check_deliver_size(spec: &DispatchSpec, report: &Path) -> Result<(), Dispatch
 }
 
 /// With a registry, the session must be one of its sessions.
-fn check_session(state_dir: &Path, session: &str) -> Result<(), DispatchError> {
-    let Ok(Some(reg)) = crate::registry::load(StateDir::new(state_dir)) else {
+fn check_session(state_dir: &StateDir, session: &str) -> Result<(), DispatchError> {
+    let Ok(Some(reg)) = crate::registry::load(state_dir) else {
         return Ok(());
     };
     if reg.session(session).is_some() {
@@ -229,14 +229,14 @@ fn running_job_on(
 
 /// Dispatch a job to a pane. `client` talks to the running supervisor.
 pub fn dispatch(
-    state_dir: &Path,
+    state_dir: &StateDir,
     client: &mut Client,
     spec: &DispatchSpec,
 ) -> Result<Dispatched, DispatchError> {
     let report_path = spec
         .report_path
         .clone()
-        .unwrap_or_else(|| StateDir::new(state_dir).lane_report(&spec.pane));
+        .unwrap_or_else(|| state_dir.lane_report(&spec.pane));
     // Before the claim: a prompt that cannot be sent must not cost an attempt.
     check_deliver_size(spec, &report_path)?;
     let engine = Engine::open(state_dir)?;
@@ -259,9 +259,9 @@ pub fn dispatch(
     // dispatch evidence that makes the next check see this job happen under
     // the pane's dispatch lock, so two dispatches racing to one pane cannot
     // both pass the check.
-    let lane_dir = StateDir::new(state_dir).lane_dir(&spec.pane);
+    let lane_dir = state_dir.lane_dir(&spec.pane);
     crate::store::create_private_dir(&lane_dir)?;
-    let serial = crate::store::LockGuard::exclusive(&lane_dir.join("dispatch.lock"))?;
+    let serial = crate::store::LockGuard::exclusive(&state_dir.lane_dispatch_lock(&spec.pane))?;
     if let Some(running) = running_job_on(&engine, &evidence, &spec.pane, &spec.job_id)? {
         return Err(DispatchError::LaneBusy {
             pane: spec.pane.clone(),
@@ -326,7 +326,7 @@ pub fn dispatch(
             req.expected_status = Some(crate::engine::Status::Running);
             engine.transition(&req)?;
             crate::registry::events::emit_quiet(
-                StateDir::new(state_dir),
+                state_dir,
                 "job.not_delivered",
                 json!({"job_id": spec.job_id, "attempt_id": attempt_id, "pane": spec.pane}),
             );
@@ -370,7 +370,7 @@ pub fn dispatch(
         autocomplete: spec.autocomplete,
     })?;
     crate::registry::events::emit_quiet(
-        StateDir::new(state_dir),
+        state_dir,
         "job.dispatched",
         json!({"job_id": spec.job_id, "attempt_id": attempt_id, "session_id": spec.session_id,
                "pane": spec.pane, "pane_generation": generation, "autocomplete": spec.autocomplete}),

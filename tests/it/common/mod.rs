@@ -193,7 +193,7 @@ impl Drover {
 
     /// The supervisor's socket (same derivation as the binary's).
     pub fn socket(&self) -> PathBuf {
-        drover::paths::socket_path(&self.state).unwrap()
+        drover::paths::socket_path(drover::statedir::StateDir::new(&self.state)).unwrap()
     }
 
     /// The supervisor's pid, from its lock file.

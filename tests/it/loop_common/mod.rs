@@ -49,8 +49,12 @@ pub fn board_repo(d: &Drover, n: u32, charter_lines: &str) -> (PathBuf, PathBuf)
 /// reviewer `rev`.
 pub fn sim_lanes(d: &Drover, imp: String, rev: String) -> SimLanes {
     let exe = PathBuf::from(common::BIN);
-    let client =
-        drover::daemon::Client::connect_or_start(&d.state, &d.socket(), Some(&exe)).unwrap();
+    let client = drover::daemon::Client::connect_or_start(
+        drover::statedir::StateDir::new(&d.state),
+        &d.socket(),
+        Some(&exe),
+    )
+    .unwrap();
     let scripts = move |s: &LaneSpec| match s.role {
         Role::Implementer => imp.clone(),
         Role::Reviewer => rev.clone(),

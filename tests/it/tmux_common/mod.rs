@@ -29,7 +29,7 @@ pub fn tmux_pane(d: &Drover, name: &str, flags: &[&str], cmd: &[&str]) -> serde_
 
 /// The `-L` socket of this state dir's tmux server.
 pub fn socket(d: &Drover) -> String {
-    drover::pane::tmux::socket_name(&d.state)
+    drover::pane::tmux::socket_name(drover::statedir::StateDir::new(&d.state))
 }
 
 /// `tmux -L <socket> ARGS…` on this state dir's server.

@@ -19,7 +19,7 @@ use super::AgentError;
 use super::limit;
 use super::rules::{self, Rule, ScreenView};
 use super::state::{AgentKind, BlockedKind, Observation, State};
-use std::path::Path;
+use crate::statedir::StateDir;
 
 /// Quiet time after which disagreeing signals are resolved (see module docs).
 pub const SETTLE_MS: u64 = 1_000;
@@ -203,7 +203,7 @@ impl Classifier {
 
     /// `<state_dir>/rules.toml` when present (a bad file is an error naming it),
     /// else the embedded rules.
-    pub fn load(state_dir: &Path) -> Result<Self, AgentError> {
+    pub fn load(state_dir: &StateDir) -> Result<Self, AgentError> {
         Ok(Classifier {
             rules: rules::load(state_dir)?,
         })

@@ -4,10 +4,10 @@
 use super::AgentError;
 use super::state::{AgentKind, BlockedKind, State};
 use super::wrap;
+use crate::statedir::StateDir;
 use regex::Regex;
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::path::Path;
 
 /// The rules shipped in the binary.
 pub const BUILTIN_RULES: &str = include_str!("rules.toml");
@@ -221,8 +221,8 @@ pub fn compile(text: &str, origin: &str) -> Result<Vec<Rule>, AgentError> {
 }
 
 /// Load `<state_dir>/rules.toml` when it exists, else the embedded rules.
-pub fn load(state_dir: &Path) -> Result<Vec<Rule>, AgentError> {
-    let path = crate::statedir::StateDir::new(state_dir).rules_file();
+pub fn load(state_dir: &StateDir) -> Result<Vec<Rule>, AgentError> {
+    let path = state_dir.rules_file();
     match std::fs::read_to_string(&path) {
         Ok(text) => compile(&text, &path.display().to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => compile(BUILTIN_RULES, "builtin"),

@@ -12,10 +12,11 @@ mod report_state;
 pub use report_state::LaneReportState;
 
 use crate::proto::state::State;
+use crate::statedir::{StateDir, StateDirBuf};
 use crate::store::{StoreError, append_jsonl, read_jsonl};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,20 +165,20 @@ impl Evidence {
 /// The evidence files of a state dir.
 #[derive(Debug, Clone)]
 pub struct EvidenceStore {
-    dir: PathBuf,
+    state: StateDirBuf,
 }
 
 impl EvidenceStore {
     /// The store under `<state>/evidence/`.
-    pub fn new(state_dir: &Path) -> Self {
+    pub fn new(state_dir: &StateDir) -> Self {
         EvidenceStore {
-            dir: crate::statedir::StateDir::new(state_dir).evidence_dir(),
+            state: state_dir.to_buf(),
         }
     }
 
     /// The file of one job.
     pub fn path(&self, job_id: &str) -> PathBuf {
-        self.dir.join(format!("{job_id}.jsonl"))
+        self.state.evidence_file(job_id)
     }
 
     /// Append one event durably (fsync) under the file's lock.
@@ -192,7 +193,7 @@ impl EvidenceStore {
 
     /// Job ids that have evidence.
     pub fn jobs(&self) -> Vec<String> {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+        let Ok(rd) = std::fs::read_dir(self.state.evidence_dir()) else {
             return Vec::new();
         };
         let mut out: Vec<String> = rd
@@ -200,7 +201,7 @@ impl EvidenceStore {
             .filter_map(|e| {
                 e.file_name()
                     .to_str()
-                    .and_then(|n| n.strip_suffix(".jsonl"))
+                    .and_then(|n| n.strip_suffix(crate::statedir::EVIDENCE_SUFFIX))
                     .map(str::to_string)
             })
             .collect();
@@ -265,7 +266,7 @@ mod tests {
     #[test]
     fn append_read_round_trip() {
         let d = tempfile::tempdir().unwrap();
-        let s = EvidenceStore::new(d.path());
+        let s = EvidenceStore::new(StateDir::new(d.path()));
         s.append("J1", &dispatch(1, "A1")).unwrap();
         s.append(
             "J1",

@@ -7,14 +7,25 @@
 //! `&Path` becomes a `&StateDir` for free ([`StateDir::new`]) and a
 //! `&StateDir` is a `&Path` wherever one is asked for (it derefs to one), so
 //! functions move from `state_dir: &Path` to `&StateDir` one at a time.
+//! [`StateDirBuf`] is the owned one (as `PathBuf` is of `Path`), for what
+//! keeps a state dir: a backend, a store, the CLI's context.
 
 pub mod env;
 
+use std::borrow::Borrow;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
 /// The file a running loop holds locked in its run dir.
 pub const RUN_LOCK: &str = "run.lock";
+/// The file that keeps the state dir out of `git status`.
+pub const GITIGNORE: &str = ".gitignore";
+/// How a job's record file ends in the jobs dir (`<job>.job.json`).
+pub const JOB_SUFFIX: &str = ".job.json";
+/// The engine's audit log's name in the jobs dir.
+pub const AUDIT_FILE: &str = "audit.jsonl";
+/// How a job's evidence file ends in the evidence dir (`<job>.jsonl`).
+pub const EVIDENCE_SUFFIX: &str = ".jsonl";
 
 /// A state dir, with its layout.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -35,9 +46,44 @@ impl StateDir {
         &self.0
     }
 
+    /// The `.gitignore` of `*` that keeps the state dir out of `git status`.
+    pub fn gitignore(&self) -> PathBuf {
+        self.0.join(GITIGNORE)
+    }
+
     /// The engine's jobs: one document per job and the audit log.
     pub fn jobs_dir(&self) -> PathBuf {
         self.0.join("jobs")
+    }
+
+    /// Job `job_id`'s record.
+    pub fn job_record(&self, job_id: &str) -> PathBuf {
+        self.jobs_dir().join(format!("{job_id}{JOB_SUFFIX}"))
+    }
+
+    /// The engine's audit log, one JSON line per request.
+    pub fn jobs_audit(&self) -> PathBuf {
+        self.jobs_dir().join(AUDIT_FILE)
+    }
+
+    /// The jobs' status mirror.
+    pub fn jobs_status(&self) -> PathBuf {
+        self.jobs_dir().join("status.json")
+    }
+
+    /// The lock every job transition holds.
+    pub fn jobs_lock(&self) -> PathBuf {
+        self.jobs_dir().join("registry.lock")
+    }
+
+    /// The hint of the last transition seq given out.
+    pub fn jobs_seq_hint(&self) -> PathBuf {
+        self.jobs_dir().join("seq.hint")
+    }
+
+    /// The seq counter of state dirs written before the hint.
+    pub fn jobs_seq_legacy(&self) -> PathBuf {
+        self.jobs_dir().join("seq.json")
     }
 
     /// The shadow policy's folder.
@@ -127,6 +173,16 @@ impl StateDir {
         self.lanes_dir().join(lane_id)
     }
 
+    /// The lock a dispatch to lane `lane_id` holds.
+    pub fn lane_dispatch_lock(&self, lane_id: &str) -> PathBuf {
+        self.lane_dir(lane_id).join("dispatch.lock")
+    }
+
+    /// The script a sim lane's agent plays.
+    pub fn lane_sim_script(&self, lane_id: &str) -> PathBuf {
+        self.lane_dir(lane_id).join("sim-script.toml")
+    }
+
     /// The report a lane's agent writes by default.
     pub fn lane_report(&self, lane_id: &str) -> PathBuf {
         self.lane_dir(lane_id).join("report.json")
@@ -178,6 +234,11 @@ impl StateDir {
         self.0.join("panes")
     }
 
+    /// Native pane `name`'s record.
+    pub fn pane_record(&self, name: &str) -> PathBuf {
+        self.panes_dir().join(format!("{name}.json"))
+    }
+
     /// The herdr backend's folder.
     pub fn herdr_dir(&self) -> PathBuf {
         self.0.join("herdr")
@@ -188,9 +249,20 @@ impl StateDir {
         self.herdr_dir().join("panes")
     }
 
+    /// herdr pane `name`'s record.
+    pub fn herdr_pane(&self, name: &str) -> PathBuf {
+        self.herdr_panes_dir().join(format!("{name}.json"))
+    }
+
     /// Where herdr panes' exit statuses are written.
     pub fn herdr_exit_dir(&self) -> PathBuf {
         self.herdr_dir().join("exit")
+    }
+
+    /// Where herdr pane `name`'s wrapper writes generation `generation`'s
+    /// exit status.
+    pub fn herdr_exit_file(&self, name: &str, generation: u64) -> PathBuf {
+        self.herdr_exit_dir().join(format!("{name}.{generation}"))
     }
 
     /// The tmux backend's folder.
@@ -201,6 +273,24 @@ impl StateDir {
     /// tmux panes' records.
     pub fn tmux_panes_dir(&self) -> PathBuf {
         self.tmux_dir().join("panes")
+    }
+
+    /// The tmux server drover started.
+    pub fn tmux_server(&self) -> PathBuf {
+        self.tmux_dir().join("server.json")
+    }
+
+    /// tmux pane `name`'s record.
+    pub fn tmux_pane(&self, name: &str) -> PathBuf {
+        self.tmux_panes_dir().join(format!("{name}.json"))
+    }
+
+    /// An empty file whose presence says tmux pane `name`'s app enabled
+    /// bracketed paste: tmux has no format that tells (checked on 3.3a), and
+    /// a re-seeded screen needs it, or a prompt is typed and a fast Enter can
+    /// be lost.
+    pub fn tmux_paste(&self, name: &str) -> PathBuf {
+        self.tmux_panes_dir().join(format!("{name}.paste"))
     }
 
     /// tmux panes' output pipes.
@@ -238,9 +328,25 @@ impl StateDir {
         self.0.join("evidence")
     }
 
+    /// Job `job_id`'s evidence, one JSON line per event.
+    pub fn evidence_file(&self, job_id: &str) -> PathBuf {
+        self.evidence_dir()
+            .join(format!("{job_id}{EVIDENCE_SUFFIX}"))
+    }
+
+    /// Rehearsal `name`'s folder (its home, its mock's port).
+    pub fn rehearsal_dir(&self, name: &str) -> PathBuf {
+        self.0.join("rehearse").join(name)
+    }
+
     /// Lanes' spawn records.
     pub fn spawn_dir(&self) -> PathBuf {
         self.0.join("spawn")
+    }
+
+    /// The lock of lane spawn slot `slot`.
+    pub fn spawn_slot_lock(&self, slot: usize) -> PathBuf {
+        self.spawn_dir().join(format!("slot-{slot}.lock"))
     }
 
     /// What `drover top` has shown already.
@@ -282,6 +388,80 @@ impl AsRef<Path> for StateDir {
     }
 }
 
+/// An owned state dir: derefs to a [`StateDir`] (and so to a [`Path`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StateDirBuf(PathBuf);
+
+impl StateDirBuf {
+    /// `path` as an owned state dir.
+    pub fn new(path: impl Into<PathBuf>) -> StateDirBuf {
+        StateDirBuf(path.into())
+    }
+
+    /// The path, given back.
+    pub fn into_path_buf(self) -> PathBuf {
+        self.0
+    }
+}
+
+impl StateDir {
+    /// An owned copy.
+    pub fn to_buf(&self) -> StateDirBuf {
+        StateDirBuf(self.0.to_path_buf())
+    }
+}
+
+impl From<PathBuf> for StateDirBuf {
+    fn from(p: PathBuf) -> Self {
+        StateDirBuf(p)
+    }
+}
+
+impl From<&StateDir> for StateDirBuf {
+    fn from(sd: &StateDir) -> Self {
+        sd.to_buf()
+    }
+}
+
+impl Deref for StateDirBuf {
+    type Target = StateDir;
+    fn deref(&self) -> &StateDir {
+        StateDir::new(&self.0)
+    }
+}
+
+impl Borrow<StateDir> for StateDirBuf {
+    fn borrow(&self) -> &StateDir {
+        self
+    }
+}
+
+impl AsRef<StateDir> for StateDirBuf {
+    fn as_ref(&self) -> &StateDir {
+        self
+    }
+}
+
+/// Written as its path, as a `Path` is.
+impl serde::Serialize for StateDir {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// Written as its path, as a `PathBuf` is.
+impl serde::Serialize for StateDirBuf {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl AsRef<Path> for StateDirBuf {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +476,46 @@ mod tests {
         assert_eq!(sd.jobs_dir(), Path::new("/s/jobs"));
         assert_eq!(sd.run_file(3), Path::new("/s/loop3/run.json"));
         assert_eq!(sd.lane_report("l1"), Path::new("/s/lanes/l1/report.json"));
+    }
+
+    /// The names on disk are a format: each accessor gives what older
+    /// drovers wrote and read.
+    #[test]
+    fn the_layout_keeps_its_names() {
+        let sd = StateDir::new("/s");
+        let names: [(PathBuf, &str); 17] = [
+            (sd.gitignore(), "/s/.gitignore"),
+            (sd.job_record("J1"), "/s/jobs/J1.job.json"),
+            (sd.jobs_audit(), "/s/jobs/audit.jsonl"),
+            (sd.jobs_status(), "/s/jobs/status.json"),
+            (sd.jobs_lock(), "/s/jobs/registry.lock"),
+            (sd.jobs_seq_hint(), "/s/jobs/seq.hint"),
+            (sd.jobs_seq_legacy(), "/s/jobs/seq.json"),
+            (sd.evidence_file("J1"), "/s/evidence/J1.jsonl"),
+            (sd.pane_record("p"), "/s/panes/p.json"),
+            (sd.herdr_pane("p"), "/s/herdr/panes/p.json"),
+            (sd.herdr_exit_file("p", 3), "/s/herdr/exit/p.3"),
+            (sd.tmux_server(), "/s/tmux/server.json"),
+            (sd.tmux_pane("p"), "/s/tmux/panes/p.json"),
+            (sd.tmux_paste("p"), "/s/tmux/panes/p.paste"),
+            (sd.lane_dispatch_lock("l"), "/s/lanes/l/dispatch.lock"),
+            (sd.lane_sim_script("l"), "/s/lanes/l/sim-script.toml"),
+            (sd.spawn_slot_lock(2), "/s/spawn/slot-2.lock"),
+        ];
+        for (got, want) in names {
+            assert_eq!(got, Path::new(want));
+        }
+        assert_eq!(sd.rehearsal_dir("r"), Path::new("/s/rehearse/r"));
+    }
+
+    #[test]
+    fn an_owned_state_dir_lends_its_layout() {
+        let owned = StateDirBuf::new("/s");
+        let sd: &StateDir = &owned;
+        assert_eq!(sd.panes_dir(), Path::new("/s/panes"));
+        let p: &Path = &owned;
+        assert_eq!(p, Path::new("/s"));
+        assert_eq!(sd.to_buf(), owned);
+        assert_eq!(owned.into_path_buf(), PathBuf::from("/s"));
     }
 }

@@ -10,6 +10,7 @@ use crate::proto::{
     ErrorBody, ErrorCode, FrameKind, Framed, Op, PROTOCOL_VERSION, Request, Response, args,
     read_frame, reply, write_frame,
 };
+use crate::statedir::StateDir;
 use serde_json::Value;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -143,7 +144,7 @@ impl Client {
 
     /// Connect to the supervisor of `state_dir`; when none runs, say so
     /// ([`ClientError::NotRunning`]) and start nothing.
-    pub fn connect_running(state_dir: &Path, socket: &Path) -> Result<Self, ClientError> {
+    pub fn connect_running(state_dir: &StateDir, socket: &Path) -> Result<Self, ClientError> {
         match UnixStream::connect(socket) {
             Ok(stream) => Ok(Client { stream, next_id: 1 }),
             Err(e) if is_absent(&e) => Err(ClientError::NotRunning {
@@ -159,7 +160,7 @@ impl Client {
     /// Connect, starting the supervisor (`exe serve`) when none is running,
     /// as tmux does. `exe = None` disables auto-start.
     pub fn connect_or_start(
-        state_dir: &Path,
+        state_dir: &StateDir,
         socket: &Path,
         exe: Option<&Path>,
     ) -> Result<Self, ClientError> {
@@ -168,7 +169,7 @@ impl Client {
 
     /// [`Client::connect_or_start`], passing `-v` × `verbose` to a supervisor it starts.
     pub fn connect_or_start_verbose(
-        state_dir: &Path,
+        state_dir: &StateDir,
         socket: &Path,
         exe: Option<&Path>,
         verbose: u8,
@@ -302,15 +303,15 @@ impl Client {
 }
 
 /// Start `exe serve` detached (own session, stdio on /dev/null).
-pub fn start_daemon(exe: &Path, state_dir: &Path) -> Result<(), ClientError> {
+pub fn start_daemon(exe: &Path, state_dir: &StateDir) -> Result<(), ClientError> {
     start_daemon_verbose(exe, state_dir, 0).map(drop)
 }
 
 /// What a supervisor needs before it can start: its lock file, writable.
 /// Checked here so the caller hears the real cause (e.g. a read-only file
 /// system), not only that no supervisor answered.
-fn preflight(state_dir: &Path) -> Result<(), ClientError> {
-    let lock = crate::statedir::StateDir::new(state_dir).supervisor_lock();
+fn preflight(state_dir: &StateDir) -> Result<(), ClientError> {
+    let lock = state_dir.supervisor_lock();
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -332,14 +333,14 @@ fn io_cause(e: &std::io::Error) -> String {
 /// its early death can be noticed.
 pub fn start_daemon_verbose(
     exe: &Path,
-    state_dir: &Path,
+    state_dir: &StateDir,
     verbose: u8,
 ) -> Result<std::process::Child, ClientError> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     preflight(state_dir)?;
     let mut cmd = Command::new(exe);
-    cmd.arg("serve").arg("--state-dir").arg(state_dir);
+    cmd.arg("serve").arg("--state-dir").arg(state_dir.path());
     if verbose > 0 {
         cmd.arg(format!("-{}", "v".repeat(usize::from(verbose))));
     }
@@ -361,7 +362,7 @@ pub fn start_daemon_verbose(
 /// say so and where its log is.
 pub fn wait_started(
     mut child: std::process::Child,
-    state_dir: &Path,
+    state_dir: &StateDir,
     socket: &Path,
     timeout: Duration,
 ) -> Result<Client, ClientError> {
@@ -399,9 +400,7 @@ pub fn wait_started(
                 if let Some(status) = exited {
                     return Err(ClientError::StartFailed(format!(
                         "it exited at start ({status}); see {}",
-                        crate::statedir::StateDir::new(state_dir)
-                            .supervisor_log()
-                            .display()
+                        state_dir.supervisor_log().display()
                     )));
                 }
                 return Err(ClientError::Unreachable {
@@ -448,8 +447,11 @@ pub fn wait_for_socket(socket: &Path, timeout: Duration) -> Result<Client, Clien
 
 /// Wait until the supervisor of `state_dir` has stopped: the lock it holds
 /// for its whole life is free again. `Ok(false)` when `timeout` passed first.
-pub fn wait_stopped(state_dir: &Path, timeout: Duration) -> Result<bool, crate::store::StoreError> {
-    let lock = crate::statedir::StateDir::new(state_dir).supervisor_lock();
+pub fn wait_stopped(
+    state_dir: &StateDir,
+    timeout: Duration,
+) -> Result<bool, crate::store::StoreError> {
+    let lock = state_dir.supervisor_lock();
     let deadline = Instant::now() + timeout;
     loop {
         if crate::store::LockGuard::try_exclusive(&lock)?.is_some() {

@@ -6,24 +6,23 @@
 use super::record::{JobRecord, Status, parse_time};
 use super::request::Request;
 use super::table::{Decision, Inputs, decide};
+use crate::statedir::StateDir;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The audit log's name in the jobs dir.
-pub const AUDIT_FILE: &str = "audit.jsonl";
+pub use crate::statedir::AUDIT_FILE;
 
 /// `<state>/jobs/audit.jsonl`.
-pub fn audit_log(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir)
-        .jobs_dir()
-        .join(AUDIT_FILE)
+pub fn audit_log(state_dir: &StateDir) -> PathBuf {
+    state_dir.jobs_audit()
 }
 
 /// Follow the audit log of `state_dir` from where it ends now (creating
 /// nothing): each read gives the complete lines appended since. For readers
 /// outside the engine (the supervisor's event feed).
-pub fn follow(state_dir: &Path) -> crate::store::JsonlTail {
+pub fn follow(state_dir: &StateDir) -> crate::store::JsonlTail {
     crate::store::JsonlTail::from_end(audit_log(state_dir))
 }
 

@@ -39,6 +39,7 @@ pub use record::{JobRecord, Status};
 pub use request::{Action, Actor, Authority, Lane, Request};
 pub use table::{Decider, Decision, Inputs, Rule, decide};
 
+use crate::statedir::{StateDir, StateDirBuf};
 use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, write_json_atomic_steps};
 use std::path::{Path, PathBuf};
 
@@ -63,17 +64,24 @@ impl Applied {
 /// The jobs of one state dir.
 #[derive(Debug, Clone)]
 pub struct Engine {
+    state: StateDirBuf,
     dir: PathBuf,
 }
 
-use record::RECORD_SUFFIX;
-
 impl Engine {
     /// The engine for `<state_dir>/jobs/` (created if missing).
-    pub fn open(state_dir: &Path) -> Result<Engine, EngineError> {
-        let dir = crate::statedir::StateDir::new(state_dir).jobs_dir();
+    pub fn open(state_dir: &StateDir) -> Result<Engine, EngineError> {
+        let dir = state_dir.jobs_dir();
         crate::store::create_private_dir(&dir)?;
-        Ok(Engine { dir })
+        Ok(Engine {
+            state: state_dir.to_buf(),
+            dir,
+        })
+    }
+
+    /// The state dir whose jobs these are.
+    pub fn state_dir(&self) -> &StateDir {
+        &self.state
     }
 
     /// `<state>/jobs`.
@@ -83,21 +91,21 @@ impl Engine {
 
     /// The record file of a job.
     pub fn record_path(&self, job_id: &str) -> PathBuf {
-        self.dir.join(format!("{job_id}{RECORD_SUFFIX}"))
+        self.state.job_record(job_id)
     }
 
     /// `jobs/audit.jsonl`.
     pub fn audit_path(&self) -> PathBuf {
-        self.dir.join(audit::AUDIT_FILE)
+        self.state.jobs_audit()
     }
 
     /// `jobs/status.json`.
     pub fn mirror_path(&self) -> PathBuf {
-        self.dir.join("status.json")
+        self.state.jobs_status()
     }
 
     fn lock_path(&self) -> PathBuf {
-        self.dir.join("registry.lock")
+        self.state.jobs_lock()
     }
 
     /// Make a request. `Ok` on accept or ACK; every refusal is
@@ -213,12 +221,12 @@ impl Engine {
         }
         let path = self.record_path(&req.job_id);
         let record = record::read_record(&path, &req.job_id)?;
-        let last = seq::last(&self.dir, || self.max_record_seq())?;
+        let last = seq::last(&self.state, || self.max_record_seq())?;
         let last = last.max(record.as_ref().map_or(0, |r| r.transition_seq));
         let next_seq = last.saturating_add(1);
         let decision = decider(record.as_ref(), req, inputs, next_seq);
         if let Decision::Accept(new) = &decision {
-            seq::write(&self.dir, next_seq)?;
+            seq::write(&self.state, next_seq)?;
             crash::point("seq written");
             write_json_atomic_steps(&path, new, &mut |step| crash::point(step))?;
         }
@@ -229,7 +237,7 @@ impl Engine {
     /// reboot or a missing counter costs a scan of the records).
     pub fn last_seq(&self) -> Result<u64, EngineError> {
         let _guard = LockGuard::exclusive(&self.lock_path())?;
-        Ok(seq::last(&self.dir, || self.max_record_seq())?)
+        Ok(seq::last(&self.state, || self.max_record_seq())?)
     }
 
     /// Run `f` on a job's record under the lock every transition takes, so

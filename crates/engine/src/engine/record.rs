@@ -196,7 +196,7 @@ pub fn read_record(
 }
 
 /// The suffix of a record file: `<job_id>.job.json`.
-pub const RECORD_SUFFIX: &str = ".job.json";
+pub use crate::statedir::JOB_SUFFIX as RECORD_SUFFIX;
 
 /// Every record in a jobs dir, sorted by id. A corrupt record is an error
 /// naming its file.

@@ -23,17 +23,12 @@
 //! behind would make an older drover reuse seqs, one that is missing makes it
 //! scan the records as this one does.
 
+use crate::statedir::StateDir;
 use crate::store::{StoreError, read_json};
 use serde::Deserialize;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::sync::OnceLock;
-
-/// The hint's file name in `jobs/`.
-pub const HINT_FILE: &str = "seq.hint";
-/// The counter of state dirs written before the hint.
-pub const LEGACY_FILE: &str = "seq.json";
 
 #[derive(Deserialize)]
 struct LegacyDoc {
@@ -70,11 +65,14 @@ fn boot() -> &'static str {
     BOOT.get_or_init(crate::procfs::boot_id)
 }
 
-/// The last seq given out in `dir`. Call under `registry.lock`. `scan` gives
+/// The last seq given out in the state dir. Call under `registry.lock`. `scan` gives
 /// the highest seq of any record; it runs only when the hint is not valid,
 /// and then the hint is rewritten (and a legacy `seq.json` folded in and removed).
-pub fn last(dir: &Path, scan: impl FnOnce() -> Result<u64, StoreError>) -> Result<u64, StoreError> {
-    let path = dir.join(HINT_FILE);
+pub fn last(
+    state_dir: &StateDir,
+    scan: impl FnOnce() -> Result<u64, StoreError>,
+) -> Result<u64, StoreError> {
+    let path = state_dir.jobs_seq_hint();
     let boot = boot();
     if !boot.is_empty() {
         match std::fs::read(&path) {
@@ -93,11 +91,11 @@ pub fn last(dir: &Path, scan: impl FnOnce() -> Result<u64, StoreError>) -> Resul
             }
         }
     }
-    let legacy_path = dir.join(LEGACY_FILE);
+    let legacy_path = state_dir.jobs_seq_legacy();
     let legacy = read_json::<LegacyDoc>(&legacy_path)?.map_or(0, |d| d.last_seq);
     let last = legacy.max(scan()?);
     if !boot.is_empty() {
-        write(dir, last)?;
+        write(state_dir, last)?;
     }
     if legacy > 0 || legacy_path.exists() {
         match std::fs::remove_file(&legacy_path) {
@@ -118,8 +116,8 @@ pub fn last(dir: &Path, scan: impl FnOnce() -> Result<u64, StoreError>) -> Resul
 
 /// Record `seq` as the last given out. Call under `registry.lock`, before the
 /// record that carries it is written. One `pwrite`, no fsync (see the module doc).
-pub fn write(dir: &Path, seq: u64) -> Result<(), StoreError> {
-    let path = dir.join(HINT_FILE);
+pub fn write(state_dir: &StateDir, seq: u64) -> Result<(), StoreError> {
+    let path = state_dir.jobs_seq_hint();
     let line = encode(seq, boot());
     let io = |op, e| StoreError::Io {
         op,

@@ -54,12 +54,9 @@ fn opt(s: Option<&str>) -> String {
 
 /// Load the registry and its leases and render them: what `drover registry
 /// show` prints (and what `drover demo` can print after [`super::init`]).
-pub fn show(
-    state_dir: &std::path::Path,
-    now: DateTime<Utc>,
-) -> Result<String, super::RegistryError> {
-    let reg = super::load_required(StateDir::new(state_dir))?;
-    let leases = super::lease::list(StateDir::new(state_dir), now)?;
+pub fn show(state_dir: &StateDir, now: DateTime<Utc>) -> Result<String, super::RegistryError> {
+    let reg = super::load_required(state_dir)?;
+    let leases = super::lease::list(state_dir, now)?;
     Ok(registry(&reg, &leases, now))
 }
 

@@ -16,9 +16,9 @@ use super::{Desired, LaneError, LaneRecord, Phase, git, procs};
 use crate::client::{Client, ClientError};
 use crate::proto::ErrorCode;
 use crate::proto::args;
+use crate::statedir::StateDir;
 use serde::Serialize;
 use serde_json::json;
-use std::path::Path;
 
 /// What `lane down` did with one lane.
 #[derive(Debug, Clone, Serialize)]
@@ -140,7 +140,7 @@ pub fn try_remove(rec: &LaneRecord) -> Result<Option<String>, LaneError> {
 /// Take lanes down (`ids`, or every lane when `None`); `client` is `None`
 /// when no supervisor runs.
 pub fn down(
-    state_dir: &Path,
+    state_dir: &StateDir,
     mut client: Option<&mut Client>,
     ids: Option<&[String]>,
 ) -> Result<Vec<DownOutcome>, LaneError> {
@@ -201,7 +201,7 @@ pub fn down(
         });
     }
     crate::registry::events::emit_quiet(
-        crate::statedir::StateDir::new(state_dir),
+        state_dir,
         "lane.down",
         json!({"lanes": out.iter().map(|o| json!({"lane_id": o.lane_id, "removed": o.removed})).collect::<Vec<_>>()}),
     );

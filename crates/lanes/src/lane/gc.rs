@@ -4,6 +4,7 @@
 //! there, re-checked at removal), else kept with the reason.
 
 use super::{Desired, LaneError, git, procs};
+use crate::statedir::StateDir;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -57,7 +58,7 @@ pub const LOOP_RUN_LOCK: &str = crate::statedir::RUN_LOCK;
 /// The loop run (`loop<N>`) whose worktree `name` is, when that run is
 /// running now (another process holds its run lock). A worktree of a run
 /// that is not running is swept like any other.
-pub fn live_loop_run(state_dir: &Path, name: &str) -> Option<String> {
+pub fn live_loop_run(state_dir: &StateDir, name: &str) -> Option<String> {
     let n: String = name
         .strip_prefix("loop")?
         .chars()
@@ -67,7 +68,7 @@ pub fn live_loop_run(state_dir: &Path, name: &str) -> Option<String> {
         return None;
     }
     let run = format!("loop{n}");
-    let lock = crate::statedir::StateDir::new(state_dir).run_lock(n.parse().ok()?);
+    let lock = state_dir.run_lock(n.parse().ok()?);
     if !lock.is_file() {
         return None;
     }
@@ -78,7 +79,7 @@ pub fn live_loop_run(state_dir: &Path, name: &str) -> Option<String> {
 }
 
 /// Sweep (or, with `dry_run`, only list) what no lane owns.
-pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
+pub fn gc(state_dir: &StateDir, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
     git::check_installed()?;
     // A dry run changes nothing: it lists without waiting for an operation.
     let _g = if dry_run {
@@ -89,7 +90,7 @@ pub fn gc(state_dir: &Path, dry_run: bool) -> Result<Vec<GcItem>, LaneError> {
     let doc = super::load(state_dir)?;
     let mut items = Vec::new();
     let mut repos: Vec<PathBuf> = doc.repos.clone();
-    let root = crate::statedir::StateDir::new(state_dir).worktrees_dir();
+    let root = state_dir.worktrees_dir();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -337,12 +338,15 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(
-            live_loop_run(&state, "loop1-task-1").as_deref(),
+            live_loop_run(StateDir::new(&state), "loop1-task-1").as_deref(),
             Some("loop1")
         );
-        assert_eq!(live_loop_run(&state, "loop1x-task-1"), None);
-        assert_eq!(live_loop_run(&state, "implementer-claude"), None);
-        let items = gc(&state, false).unwrap();
+        assert_eq!(live_loop_run(StateDir::new(&state), "loop1x-task-1"), None);
+        assert_eq!(
+            live_loop_run(StateDir::new(&state), "implementer-claude"),
+            None
+        );
+        let items = gc(StateDir::new(&state), false).unwrap();
         let it = items.iter().find(|i| i.name == "loop1-task-1").unwrap();
         assert_eq!(it.action, "kept");
         assert!(
@@ -352,7 +356,7 @@ mod tests {
         );
         assert!(wt.exists());
         drop(held);
-        let items = gc(&state, false).unwrap();
+        let items = gc(StateDir::new(&state), false).unwrap();
         let it = items.iter().find(|i| i.name == "loop1-task-1").unwrap();
         assert_eq!(it.action, "removed", "{}", it.reason);
         assert!(!wt.exists());

@@ -213,12 +213,16 @@ const LIST_TRIES: u32 = 4;
 /// written: "failed to read .git/worktrees/…") is asked again.
 pub fn worktrees(repo: &Path) -> Result<Vec<WorktreeEntry>, LaneError> {
     let mut tries = 0;
+    let mut delay = crate::backoff::Backoff::new(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_millis(400),
+    );
     let out = loop {
         tries += 1;
         match ok(repo, &["worktree", "list", "--porcelain"]) {
             Ok(out) => break out,
             Err(e) if tries < LIST_TRIES && e.to_string().contains("worktrees/") => {
-                std::thread::sleep(std::time::Duration::from_millis(50 << tries));
+                std::thread::sleep(delay.next_delay());
             }
             Err(e) => return Err(e),
         }

@@ -9,7 +9,6 @@ use crate::statedir::StateDir;
 use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// One row of `lane ls`.
 #[derive(Debug, Clone, Serialize)]
@@ -90,20 +89,19 @@ impl std::fmt::Display for WorktreeState {
 }
 
 /// Running jobs by the pane they were last dispatched to: (job, decision).
-fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> {
+fn jobs_by_pane(state_dir: &StateDir) -> BTreeMap<String, (String, Option<String>)> {
     let mut out = BTreeMap::new();
-    if !StateDir::new(state_dir).jobs_dir().is_dir() {
+    if !state_dir.jobs_dir().is_dir() {
         return out;
     }
     let Ok(engine) = crate::engine::Engine::open(state_dir) else {
         return out;
     };
     let evidence = crate::evidence::EvidenceStore::new(state_dir);
-    let decisions = crate::store::read_jsonl::<crate::shadow::ShadowDecision>(
-        &StateDir::new(state_dir).decisions_log(),
-    )
-    .map(|r| r.records)
-    .unwrap_or_default();
+    let decisions =
+        crate::store::read_jsonl::<crate::shadow::ShadowDecision>(&state_dir.decisions_log())
+            .map(|r| r.records)
+            .unwrap_or_default();
     for job in engine.list().unwrap_or_default() {
         if job.status != crate::engine::Status::Running {
             continue;
@@ -126,7 +124,7 @@ fn jobs_by_pane(state_dir: &Path) -> BTreeMap<String, (String, Option<String>)> 
 }
 
 /// The rows of `lane ls`; `client` is `None` when no supervisor runs.
-pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>, LaneError> {
+pub fn ls(state_dir: &StateDir, client: Option<&mut Client>) -> Result<Vec<LaneView>, LaneError> {
     let doc = super::load(state_dir)?;
     let panes: Vec<PaneEntry> = match client {
         Some(c) => super::reconcile::pane_listing(c)?,
@@ -134,10 +132,8 @@ pub fn ls(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<LaneView>
     };
     let jobs = jobs_by_pane(state_dir);
     let now = chrono::Utc::now();
-    let leases = crate::registry::lease::list(StateDir::new(state_dir), now).unwrap_or_default();
-    let reg = crate::registry::load(StateDir::new(state_dir))
-        .ok()
-        .flatten();
+    let leases = crate::registry::lease::list(state_dir, now).unwrap_or_default();
+    let reg = crate::registry::load(state_dir).ok().flatten();
     Ok(doc
         .lanes
         .iter()

@@ -29,7 +29,6 @@ pub use crate::registry::lanes::{Desired, LaneRecord, LanesDoc, Phase, SCHEMA_VE
 use crate::registry::{Agent, RegistryError};
 use crate::statedir::StateDir;
 use crate::store::{self, LockGuard, StoreError};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long an operation waits for another one holding the lanes lock.
@@ -86,17 +85,6 @@ impl LaneError {
     }
 }
 
-/// `<state>/worktrees/<session>-<agent>`.
-pub fn worktree_path(state_dir: &Path, lane_id: &str) -> PathBuf {
-    StateDir::new(state_dir).worktree(lane_id)
-}
-
-/// `<state>/lanes/<lane>`: drover's per-lane files (report, sim script),
-/// outside the worktree.
-pub fn lane_dir(state_dir: &Path, lane_id: &str) -> PathBuf {
-    StateDir::new(state_dir).lane_dir(lane_id)
-}
-
 /// The lane id of (session, agent).
 pub fn lane_id(session_id: &str, agent: Agent) -> String {
     format!("{session_id}-{agent}")
@@ -108,16 +96,16 @@ pub fn branch_name(session_id: &str, agent: Agent) -> String {
 }
 
 /// Read `lanes.json` (empty when there is none; corrupt is an error).
-pub fn load(state_dir: &Path) -> Result<LanesDoc, LaneError> {
-    Ok(crate::registry::lanes::read(StateDir::new(state_dir))?)
+pub fn load(state_dir: &StateDir) -> Result<LanesDoc, LaneError> {
+    Ok(crate::registry::lanes::read(state_dir)?)
 }
 
 /// Change `lanes.json` under its lock.
 pub fn update<R>(
-    state_dir: &Path,
+    state_dir: &StateDir,
     f: impl FnOnce(&mut LanesDoc) -> Result<R, LaneError>,
 ) -> Result<R, LaneError> {
-    let path = StateDir::new(state_dir).lanes_file();
+    let path = state_dir.lanes_file();
     let _lock = store::lock_beside(&path)?;
     let mut doc = load(state_dir)?;
     let out = f(&mut doc)?;
@@ -126,7 +114,7 @@ pub fn update<R>(
 }
 
 /// Replace one record (by lane id) under the lock.
-pub fn save(state_dir: &Path, rec: &LaneRecord) -> Result<(), LaneError> {
+pub fn save(state_dir: &StateDir, rec: &LaneRecord) -> Result<(), LaneError> {
     let mut rec = rec.clone();
     rec.updated_at = crate::time::to_millis(chrono::Utc::now());
     update(state_dir, |doc| {
@@ -146,8 +134,8 @@ pub fn op_lock_wait() -> Duration {
 
 /// Hold the lanes operation lock, waiting at most [`op_lock_wait`]; when
 /// it gives up, the error names the holder's pid.
-pub fn op_lock(state_dir: &Path) -> Result<LockGuard, LaneError> {
-    let path = StateDir::new(state_dir).lanes_op_lock();
+pub fn op_lock(state_dir: &StateDir) -> Result<LockGuard, LaneError> {
+    let path = state_dir.lanes_op_lock();
     let wait = op_lock_wait();
     let deadline = Instant::now() + wait;
     loop {
@@ -186,11 +174,14 @@ mod tests {
     #[test]
     fn a_missing_file_is_an_empty_doc_and_a_corrupt_one_an_error() {
         let d = tempfile::tempdir().unwrap();
-        assert!(load(d.path()).unwrap().lanes.is_empty());
+        assert!(load(StateDir::new(d.path())).unwrap().lanes.is_empty());
         let p = StateDir::new(d.path()).lanes_file();
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, "{not json").unwrap();
-        assert!(matches!(load(d.path()), Err(LaneError::Store(_))));
+        assert!(matches!(
+            load(StateDir::new(d.path())),
+            Err(LaneError::Store(_))
+        ));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "{not json");
     }
 }

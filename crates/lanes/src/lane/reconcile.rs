@@ -15,7 +15,6 @@ use crate::proto::{PaneEntry, PaneSpec, args};
 use crate::statedir::StateDir;
 use serde::Serialize;
 use serde_json::json;
-use std::path::Path;
 
 /// The pane of a lane as the supervisor lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,7 +253,7 @@ fn wt_cell(w: &WtObs) -> String {
 
 /// Reconcile every recorded lane (or only `only`); the caller holds the op lock.
 pub fn run_locked(
-    state_dir: &Path,
+    state_dir: &StateDir,
     client: &mut Client,
     dry_run: bool,
     only: Option<&[String]>,
@@ -268,7 +267,7 @@ pub fn run_locked(
 /// started, never a lane touched. With none running (`client` absent),
 /// every lane is judged as a real reconcile's new supervisor would find it:
 /// with no pane of its own yet.
-pub fn dry_run(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<Row>, LaneError> {
+pub fn dry_run(state_dir: &StateDir, client: Option<&mut Client>) -> Result<Vec<Row>, LaneError> {
     let list = match client {
         Some(c) => pane_listing(c)?,
         None => Vec::new(),
@@ -277,7 +276,7 @@ pub fn dry_run(state_dir: &Path, client: Option<&mut Client>) -> Result<Vec<Row>
 }
 
 fn rows_from(
-    state_dir: &Path,
+    state_dir: &StateDir,
     mut client: Option<&mut Client>,
     list: &[PaneEntry],
     dry_run: bool,
@@ -334,12 +333,16 @@ fn rows_from(
 }
 
 /// Reconcile under the op lock.
-pub fn run(state_dir: &Path, client: &mut Client, dry_run: bool) -> Result<Vec<Row>, LaneError> {
+pub fn run(
+    state_dir: &StateDir,
+    client: &mut Client,
+    dry_run: bool,
+) -> Result<Vec<Row>, LaneError> {
     let _g = super::op_lock(state_dir)?;
     let rows = run_locked(state_dir, client, dry_run, None, &[])?;
     if !dry_run && rows.iter().any(|r| r.action.repairs()) {
         crate::registry::events::emit_quiet(
-            StateDir::new(state_dir),
+            state_dir,
             "lane.reconcile",
             json!({"lanes": rows.iter().map(|r| json!({"lane_id": r.lane_id, "action": r.action.describe()})).collect::<Vec<_>>()}),
         );
@@ -348,7 +351,7 @@ pub fn run(state_dir: &Path, client: &mut Client, dry_run: bool) -> Result<Vec<R
 }
 
 fn apply(
-    state_dir: &Path,
+    state_dir: &StateDir,
     client: &mut Client,
     rec: &LaneRecord,
     obs: &Observed,
@@ -411,7 +414,7 @@ fn apply(
 /// branch it created while that still points at the base and no worktree
 /// uses it, and forget the record. A lane that had been up is marked
 /// `recovery-needed` instead.
-pub(super) fn rollback(state_dir: &Path, rec: &LaneRecord, cause: LaneError) -> LaneError {
+pub(super) fn rollback(state_dir: &StateDir, rec: &LaneRecord, cause: LaneError) -> LaneError {
     if rec.phase != Phase::Creating {
         let mut r = rec.clone();
         r.phase = Phase::RecoveryNeeded;
@@ -439,7 +442,7 @@ pub(super) fn rollback(state_dir: &Path, rec: &LaneRecord, cause: LaneError) -> 
 
 /// Start the lane's pane as its next generation and record it.
 pub fn start_pane(
-    state_dir: &Path,
+    state_dir: &StateDir,
     client: &mut Client,
     rec: &mut LaneRecord,
     resume: bool,
@@ -497,8 +500,8 @@ pub fn start_pane(
 
 /// Run at supervisor start (from a thread of `drover serve`, once the socket
 /// answers): reconcile when there are lanes, logging the outcome.
-pub fn at_start(state_dir: &Path, client: &mut Client) {
-    if !StateDir::new(state_dir).lanes_file().exists() {
+pub fn at_start(state_dir: &StateDir, client: &mut Client) {
+    if !state_dir.lanes_file().exists() {
         return;
     }
     match run(state_dir, client, false) {

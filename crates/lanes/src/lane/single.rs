@@ -10,7 +10,8 @@ use super::reconcile::{self, Action};
 use super::{Desired, LaneError, LaneRecord, Phase, git, launch, procs};
 use crate::client::Client;
 use crate::registry::Agent;
-use std::path::{Path, PathBuf};
+use crate::statedir::StateDir;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What lane to bring up.
@@ -57,7 +58,7 @@ pub struct OneLane {
 /// that does not exist is made on a new branch at the base; one that exists
 /// must be a worktree of `repo` on `branch`. On failure nothing stays
 /// recorded and no pane stays up (a worktree it made is left to its owner).
-pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
+pub fn up(state_dir: &StateDir, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
     prepare(state_dir, l)?;
     start(state_dir, client, l)
 }
@@ -66,7 +67,7 @@ pub fn up(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneReco
 /// [`super::ports`]) and make its worktree, its pane not started yet, so its
 /// owner may set the worktree up first (the loop's `setup:`). Then
 /// [`start`], or [`down`] to forget it. On failure nothing stays recorded.
-pub fn prepare(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
+pub fn prepare(state_dir: &StateDir, l: &OneLane) -> Result<LaneRecord, LaneError> {
     if let Some((k, _)) = l.user_env.iter().find(|(k, _)| {
         super::up::LANE_ENV.contains(&k.as_str()) || k == crate::statedir::env::AGENT
     }) {
@@ -105,7 +106,11 @@ pub fn prepare(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
 
 /// The second half of [`up`]: start the prepared lane's pane and wait until
 /// its agent is ready.
-pub fn start(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneRecord, LaneError> {
+pub fn start(
+    state_dir: &StateDir,
+    client: &mut Client,
+    l: &OneLane,
+) -> Result<LaneRecord, LaneError> {
     {
         let _g = super::op_lock(state_dir)?;
         let ids = [l.lane_id.clone()];
@@ -137,12 +142,12 @@ pub fn start(state_dir: &Path, client: &mut Client, l: &OneLane) -> Result<LaneR
 /// Stop the lane's pane (waiting until its process has exited) and forget
 /// its record. The worktree and branch stay: they are the owner's. A lane
 /// that is not recorded is already down.
-pub fn down(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), LaneError> {
+pub fn down(state_dir: &StateDir, client: &mut Client, lane_id: &str) -> Result<(), LaneError> {
     let _g = super::op_lock(state_dir)?;
     forget(state_dir, client, lane_id)
 }
 
-fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), LaneError> {
+fn forget(state_dir: &StateDir, client: &mut Client, lane_id: &str) -> Result<(), LaneError> {
     let Some(rec) = super::load(state_dir)?.get(lane_id).cloned() else {
         return Ok(());
     };
@@ -173,14 +178,14 @@ fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), La
         Ok(())
     })?;
     crate::registry::events::emit_quiet(
-        crate::statedir::StateDir::new(state_dir),
+        state_dir,
         "lane.down",
         serde_json::json!({"lanes": [{"lane_id": lane_id, "removed": false}]}),
     );
     Ok(())
 }
 
-fn record(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
+fn record(state_dir: &StateDir, l: &OneLane) -> Result<LaneRecord, LaneError> {
     let launch = match &l.sim {
         Some(script) => launch::sim_launch(&l.exe, l.agent, l.writes, script.as_deref()),
         None => {

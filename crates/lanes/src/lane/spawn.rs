@@ -5,8 +5,8 @@
 //! when the guard drops, also when its holder dies (the lock is the kernel's).
 
 use super::LaneError;
+use crate::statedir::{StateDir, StateDirBuf};
 use crate::store::LockGuard;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Agents started at once by default.
@@ -26,15 +26,15 @@ pub struct SpawnSlot {
 /// The budget of a state dir.
 #[derive(Debug, Clone)]
 pub struct SpawnBudget {
-    dir: PathBuf,
+    state: StateDirBuf,
     size: usize,
 }
 
 impl SpawnBudget {
     /// `size` slots under `<state>/spawn/` (0 is taken as 1).
-    pub fn new(state_dir: &Path, size: usize) -> Self {
+    pub fn new(state_dir: &StateDir, size: usize) -> Self {
         SpawnBudget {
-            dir: crate::statedir::StateDir::new(state_dir).spawn_dir(),
+            state: state_dir.to_buf(),
             size: size.max(1),
         }
     }
@@ -46,11 +46,11 @@ impl SpawnBudget {
     /// Take a free slot, waiting at most `wait`; a budget still in use then
     /// is a timeout naming it.
     pub fn acquire(&self, wait: Duration) -> Result<SpawnSlot, LaneError> {
-        crate::store::create_private_dir(&self.dir)?;
+        crate::store::create_private_dir(&self.state.spawn_dir())?;
         let deadline = Instant::now() + wait;
         loop {
             for slot in 0..self.size {
-                let path = self.dir.join(format!("slot-{slot}.lock"));
+                let path = self.state.spawn_slot_lock(slot);
                 if let Some(g) = LockGuard::try_exclusive(&path)? {
                     return Ok(SpawnSlot { _guard: g, slot });
                 }
@@ -60,7 +60,7 @@ impl SpawnBudget {
                 return Err(LaneError::Timeout(format!(
                     "all {} agent spawn slot(s) of {} stayed in use for {} s; wait for the agents being started, or raise the spawn budget",
                     self.size,
-                    self.dir.display(),
+                    self.state.spawn_dir().display(),
                     wait.as_secs()
                 )));
             }
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn a_full_budget_times_out_and_a_freed_slot_is_taken() {
         let d = tempfile::tempdir().unwrap();
-        let b = SpawnBudget::new(d.path(), 2);
+        let b = SpawnBudget::new(crate::statedir::StateDir::new(d.path()), 2);
         let s1 = b.acquire(Duration::from_secs(5)).unwrap();
         let _s2 = b.acquire(Duration::from_secs(5)).unwrap();
         let e = b.acquire(Duration::from_millis(200)).unwrap_err();
@@ -91,7 +91,7 @@ mod tests {
     #[test]
     fn concurrent_spawns_never_exceed_the_budget() {
         let d = tempfile::tempdir().unwrap();
-        let b = SpawnBudget::new(d.path(), 2);
+        let b = SpawnBudget::new(crate::statedir::StateDir::new(d.path()), 2);
         let now = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..5)

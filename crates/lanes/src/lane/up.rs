@@ -34,7 +34,7 @@ pub(super) fn lane_env(
     lane_id: &str,
     session_id: &str,
     role: &str,
-    state_dir: &Path,
+    state_dir: &StateDir,
     socket: &Path,
 ) -> Vec<(String, String)> {
     use crate::statedir::env;
@@ -135,7 +135,11 @@ fn check_request(req: &UpRequest) -> Result<(), LaneError> {
 }
 
 /// Bring lanes up. The supervisor behind `client` runs the panes.
-pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpReport, LaneError> {
+pub fn up(
+    state_dir: &StateDir,
+    client: &mut Client,
+    req: &UpRequest,
+) -> Result<UpReport, LaneError> {
     check_request(req)?;
     git::check_installed()?;
     let repo = git::toplevel(&req.repo)?;
@@ -156,7 +160,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let main_changes = git::changes(&repo)?.len();
     let lanes = selected(req)?;
     registry::init(
-        StateDir::new(state_dir),
+        state_dir,
         &registry::InitRequest {
             topology: req.topology,
             agent_mix: None,
@@ -183,7 +187,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             }
             continue;
         }
-        let wt = super::worktree_path(state_dir, &id);
+        let wt = state_dir.worktree(&id);
         let branch = super::branch_name(role.session_id, *agent);
         if wt.exists() {
             refusals.push(format!(
@@ -200,7 +204,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             }
         }
         let launch = if req.sim {
-            let script = super::lane_dir(state_dir, &id).join("sim-script.toml");
+            let script = state_dir.lane_sim_script(&id);
             launch::sim_launch(
                 &req.exe,
                 *agent,
@@ -326,7 +330,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
     let unchanged = rows.iter().filter(|r| !r.action.repairs()).count();
     if rows.iter().any(|r| r.action.repairs()) {
         registry::events::emit_quiet(
-            StateDir::new(state_dir),
+            state_dir,
             "lane.up",
             json!({"lanes": ids, "base_ref": base_ref, "base_sha": base_sha, "backend": req.backend, "sim": req.sim}),
         );
@@ -347,7 +351,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
 /// A supervisor that does not know the requested backend makes a native
 /// pane; stop those and say so rather than pretend.
 fn check_backend(
-    state_dir: &Path,
+    state_dir: &StateDir,
     client: &mut Client,
     backend: Backend,
     ids: &[String],
@@ -421,7 +425,7 @@ pub fn wait_ready(client: &mut Client, ids: &[String], timeout: Duration) -> Res
 /// branch again; then drover's marker (excluded from git) and the
 /// `.worktreeinclude` files. A path that exists and is not this lane's
 /// worktree is refused, never reused.
-pub fn make_worktree(state_dir: &Path, rec: &mut LaneRecord) -> Result<(), LaneError> {
+pub fn make_worktree(state_dir: &StateDir, rec: &mut LaneRecord) -> Result<(), LaneError> {
     let wt = rec.worktree.clone();
     if wt.exists() {
         let ours = git::worktree_at(&rec.repo, &wt)?
@@ -460,12 +464,12 @@ pub fn make_worktree(state_dir: &Path, rec: &mut LaneRecord) -> Result<(), LaneE
             }
         }
     }
-    let marker = json!({"lane_id": rec.lane_id, "state_dir": state_dir});
+    let marker = json!({"lane_id": rec.lane_id, "state_dir": state_dir.path()});
     std::fs::write(wt.join(super::MARKER), format!("{marker}\n"))
         .map_err(|e| LaneError::Git(format!("cannot write the lane marker: {e}")))?;
     git::exclude_marker(&wt)?;
     git::copy_worktreeinclude(&rec.repo, &wt)?;
-    crate::store::create_private_dir(&super::lane_dir(state_dir, &rec.lane_id))
+    crate::store::create_private_dir(&state_dir.lane_dir(&rec.lane_id))
         .map_err(|e| LaneError::Git(format!("cannot create the lane dir: {e}")))?;
     Ok(())
 }

@@ -6,22 +6,22 @@ use super::backend::{Backend, PaneBackend};
 use super::herdr::{HerdrHost, Place, SplitDirection};
 use super::tmux::TmuxHost;
 use super::{NativePane, PaneError, PaneEvents, PaneSpec};
-use std::path::{Path, PathBuf};
+use crate::statedir::{StateDir, StateDirBuf};
 use std::sync::{Arc, OnceLock};
 
 /// Every backend's host for one state dir; each started on first use.
 #[derive(Debug)]
 pub struct Hosts {
-    state_dir: PathBuf,
+    state_dir: StateDirBuf,
     tmux: OnceLock<Arc<TmuxHost>>,
     herdr: OnceLock<Arc<HerdrHost>>,
 }
 
 impl Hosts {
     /// Hosts for `state_dir`; nothing starts until a pane needs it.
-    pub fn new(state_dir: &Path) -> Self {
+    pub fn new(state_dir: &StateDir) -> Self {
         Hosts {
-            state_dir: state_dir.to_path_buf(),
+            state_dir: state_dir.to_buf(),
             tmux: OnceLock::new(),
             herdr: OnceLock::new(),
         }

@@ -378,25 +378,12 @@ pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
 /// list (cheap), or a scan of every process where the kernel has no such list.
 fn children() -> Vec<(u32, Stat)> {
     let me = i64::from(std::process::id());
-    let mut pids: Vec<u32> = Vec::new();
-    let mut listed = false;
-    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
-        for t in tasks.filter_map(|e| e.ok()) {
-            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
-                listed = true;
-                pids.extend(
-                    text.split_whitespace()
-                        .filter_map(|p| p.parse::<u32>().ok()),
-                );
-            }
-        }
-    }
-    if !listed {
+    let Some(mut pids) = procfs::task_children(std::process::id()) else {
         return procfs::all()
             .into_iter()
             .filter(|(_, st)| st.ppid == me)
             .collect();
-    }
+    };
     pids.sort_unstable();
     pids.dedup();
     pids.into_iter()

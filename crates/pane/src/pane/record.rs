@@ -5,6 +5,7 @@
 //! when a generation starts, removed once its processes are ended.
 
 use super::reap::{Member, TreeKey, marker};
+use crate::statedir::StateDir;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -47,13 +48,13 @@ pub enum RecordError {
 }
 
 /// The directory of the records.
-pub fn dir(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).panes_dir()
+pub fn dir(state_dir: &StateDir) -> PathBuf {
+    state_dir.panes_dir()
 }
 
 /// The record file of pane `name`.
-pub fn path(state_dir: &Path, name: &str) -> PathBuf {
-    dir(state_dir).join(format!("{name}.json"))
+pub fn path(state_dir: &StateDir, name: &str) -> PathBuf {
+    state_dir.pane_record(name)
 }
 
 impl PaneRecord {
@@ -121,7 +122,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// Write `rec` atomically, private to the user.
-pub fn write(state_dir: &Path, rec: &PaneRecord) -> Result<(), RecordError> {
+pub fn write(state_dir: &StateDir, rec: &PaneRecord) -> Result<(), RecordError> {
     use std::os::unix::fs::PermissionsExt;
     let d = dir(state_dir);
     if !d.is_dir() {
@@ -137,7 +138,7 @@ pub fn write(state_dir: &Path, rec: &PaneRecord) -> Result<(), RecordError> {
 }
 
 /// Remove pane `name`'s record (absent is fine).
-pub fn remove(state_dir: &Path, name: &str) -> Result<(), RecordError> {
+pub fn remove(state_dir: &StateDir, name: &str) -> Result<(), RecordError> {
     let p = path(state_dir, name);
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(()),
@@ -148,7 +149,7 @@ pub fn remove(state_dir: &Path, name: &str) -> Result<(), RecordError> {
 
 /// Every record in the state dir, each with its file; a corrupt or
 /// unknown-version file is an error naming it (never removed).
-pub fn load_all(state_dir: &Path) -> Vec<(PathBuf, Result<PaneRecord, RecordError>)> {
+pub fn load_all(state_dir: &StateDir) -> Vec<(PathBuf, Result<PaneRecord, RecordError>)> {
     let Ok(rd) = std::fs::read_dir(dir(state_dir)) else {
         return Vec::new();
     };
@@ -249,23 +250,24 @@ mod tests {
     fn round_trip_private_and_corrupt_files_named() {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), &sample("w")).unwrap();
-        let mode = std::fs::metadata(path(tmp.path(), "w"))
+        let sd = StateDir::new(tmp.path());
+        write(sd, &sample("w")).unwrap();
+        let mode = std::fs::metadata(path(sd, "w"))
             .unwrap()
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
-        std::fs::write(dir(tmp.path()).join("x.json"), "{not json").unwrap();
-        std::fs::copy(path(tmp.path(), "w"), dir(tmp.path()).join("y.json")).unwrap();
-        let all = load_all(tmp.path());
+        std::fs::write(dir(sd).join("x.json"), "{not json").unwrap();
+        std::fs::copy(path(sd, "w"), dir(sd).join("y.json")).unwrap();
+        let all = load_all(sd);
         assert_eq!(all.len(), 3);
         assert_eq!(all[0].1.as_ref().unwrap(), &sample("w"));
         let e = all[1].1.as_ref().unwrap_err().to_string();
         assert!(e.contains("x.json"), "{e}");
         let e = all[2].1.as_ref().unwrap_err().to_string();
         assert!(e.contains("y.json"), "{e}");
-        remove(tmp.path(), "w").unwrap();
-        remove(tmp.path(), "w").unwrap();
-        assert_eq!(load_all(tmp.path()).len(), 2);
+        remove(sd, "w").unwrap();
+        remove(sd, "w").unwrap();
+        assert_eq!(load_all(sd).len(), 2);
     }
 }

@@ -15,7 +15,6 @@ use crate::statedir::StateDir;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
-use std::path::Path;
 
 /// Ready or blocked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -230,7 +229,7 @@ pub fn evaluate(input: &GateInput<'_>) -> GateReport {
 /// Load everything and decide. A registry or lease file that cannot be read
 /// is an error, not a verdict.
 pub fn check(
-    state_dir: &Path,
+    state_dir: &StateDir,
     task: Option<&str>,
     load_bearing: bool,
     now: DateTime<Utc>,
@@ -238,9 +237,9 @@ pub fn check(
     if let Some(t) = task {
         registry::validate_id("--task", t)?;
     }
-    let reg = registry::load(StateDir::new(state_dir))?;
-    let leases = lease::list(StateDir::new(state_dir), now)?;
-    let audit = events::audit(StateDir::new(state_dir)).map_err(|e| e.to_string());
+    let reg = registry::load(state_dir)?;
+    let leases = lease::list(state_dir, now)?;
+    let audit = events::audit(state_dir).map_err(|e| e.to_string());
     let report = evaluate(&GateInput {
         registry: reg.as_ref(),
         leases: &leases,
@@ -250,7 +249,7 @@ pub fn check(
         now,
     });
     events::emit_quiet(
-        StateDir::new(state_dir),
+        state_dir,
         "gate.check",
         json!({"task": report.task, "verdict": report.verdict, "reasons": report.reasons.len(), "load_bearing": load_bearing}),
     );

@@ -187,12 +187,12 @@ pub struct LaneJob {
 
 /// The job last dispatched to `pane` (running first, else the newest
 /// dispatch of any status). Only reads the state dir.
-pub fn lane_job(state_dir: &Path, pane: &str) -> Result<Option<LaneJob>, ReportError> {
+pub fn lane_job(state_dir: &StateDir, pane: &str) -> Result<Option<LaneJob>, ReportError> {
     let bad = |m: String| ReportError::State {
         state_dir: state_dir.to_path_buf(),
         message: m,
     };
-    let jobs = StateDir::new(state_dir).jobs_dir();
+    let jobs = state_dir.jobs_dir();
     if !jobs.is_dir() {
         return Ok(None);
     }
@@ -238,8 +238,8 @@ pub fn lane_job(state_dir: &Path, pane: &str) -> Result<Option<LaneJob>, ReportE
 }
 
 /// The worktree of the lane's record, if the lane has one.
-fn lane_worktree(state_dir: &Path, lane: &str) -> Option<PathBuf> {
-    let doc = crate::registry::lanes::read(StateDir::new(state_dir)).ok()?;
+fn lane_worktree(state_dir: &StateDir, lane: &str) -> Option<PathBuf> {
+    let doc = crate::registry::lanes::read(state_dir).ok()?;
     doc.lanes
         .into_iter()
         .find(|l| l.lane_id == lane)
@@ -247,8 +247,8 @@ fn lane_worktree(state_dir: &Path, lane: &str) -> Option<PathBuf> {
 }
 
 /// The base the lane's worktree was made from (its lane record), if any.
-fn lane_base(state_dir: &Path, lane: &str) -> Option<String> {
-    let doc = crate::registry::lanes::read(StateDir::new(state_dir)).ok()?;
+fn lane_base(state_dir: &StateDir, lane: &str) -> Option<String> {
+    let doc = crate::registry::lanes::read(state_dir).ok()?;
     doc.lanes
         .into_iter()
         .find(|l| l.lane_id == lane)
@@ -289,7 +289,7 @@ fn inside(path: &Path, root: &Path) -> bool {
 /// that worktree, and the write done under the job lock only while the job
 /// is still running.
 pub fn write_for_lane(
-    state_dir: &Path,
+    state_dir: &StateDir,
     lane: &str,
     bounds: &Bounds,
     said: &Said,

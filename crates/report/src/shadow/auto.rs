@@ -183,13 +183,11 @@ fn transition(engine: &Engine, d: &ShadowDecision, p: Prepared) -> Result<Outcom
     match engine.transition_if(&p.req, Some(("the report", &same))) {
         Ok(_) if p.failed.is_some() => Ok(Outcome::FailedByLane(p.failed.unwrap_or_default())),
         Ok(_) => {
-            if let Some(state_dir) = engine.dir().parent() {
-                crate::registry::events::emit_quiet(
-                    crate::statedir::StateDir::new(state_dir),
-                    "job.autocompleted",
-                    serde_json::json!({"job_id": d.job_id, "attempt_id": d.attempt_id}),
-                );
-            }
+            crate::registry::events::emit_quiet(
+                engine.state_dir(),
+                "job.autocompleted",
+                serde_json::json!({"job_id": d.job_id, "attempt_id": d.attempt_id}),
+            );
             Ok(Outcome::Completed)
         }
         Err(e @ (EngineError::Refused { .. } | EngineError::Changed { .. })) => {
@@ -203,6 +201,7 @@ fn transition(engine: &Engine, d: &ShadowDecision, p: Prepared) -> Result<Outcom
 mod tests {
     use super::*;
     use crate::shadow::Summary;
+    use crate::statedir::StateDir;
 
     /// Job J1's dispatch of `attempt`, reporting to `report` from `wt`.
     fn dispatch_j1(runner: &Runner, attempt: &str, report: &std::path::Path, wt: &std::path::Path) {
@@ -266,11 +265,11 @@ mod tests {
             r#"{"attempt_id":"A1","state":"done","manifest":{"files":["out.txt"]}}"#,
         )
         .unwrap();
-        let runner = Runner::new(state);
+        let runner = Runner::new(StateDir::new(state));
         dispatch_j1(&runner, "A1", &report, &wt);
         let mut d = complete_clean("A1");
         // No job J1 in the engine: the transition fails after the record.
-        let engine = Engine::open(state).unwrap();
+        let engine = Engine::open(StateDir::new(state)).unwrap();
         let o = commit_and_record(&engine, &runner, &mut d).unwrap();
         assert!(matches!(o, Outcome::Refused(_)), "{o:?}");
         let text = std::fs::read_to_string(runner.decisions_path()).unwrap();
@@ -296,7 +295,7 @@ mod tests {
         let wt = state.join("wt");
         std::fs::create_dir_all(&wt).unwrap();
         std::fs::write(wt.join("out.txt"), "x").unwrap();
-        let engine = Engine::open(state).unwrap();
+        let engine = Engine::open(StateDir::new(state)).unwrap();
         engine
             .transition(&Request::new(
                 "J1",
@@ -324,7 +323,7 @@ mod tests {
             std::fs::write(&report, doc.to_string()).unwrap();
         };
         write("done");
-        let runner = Runner::new(state);
+        let runner = Runner::new(StateDir::new(state));
         dispatch_j1(&runner, &attempt, &report, &wt);
         let d = complete_clean(&attempt);
         let p = prepare(&runner, &d)

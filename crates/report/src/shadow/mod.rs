@@ -13,6 +13,7 @@ pub mod report;
 
 use crate::evidence::{Evidence, EvidenceStore, latest_dispatch, scenario_value};
 use crate::policy::{self, Decision};
+use crate::statedir::StateDir;
 use crate::store::{StoreError, append_jsonl};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -77,10 +78,10 @@ pub struct Runner {
 
 impl Runner {
     /// A runner writing to `<state>/shadow/decisions.jsonl`.
-    pub fn new(state_dir: &Path) -> Self {
+    pub fn new(state_dir: &StateDir) -> Self {
         Runner {
             evidence: EvidenceStore::new(state_dir),
-            decisions: crate::statedir::StateDir::new(state_dir).decisions_log(),
+            decisions: state_dir.decisions_log(),
             staleness_ms: STALENESS_MS,
         }
     }

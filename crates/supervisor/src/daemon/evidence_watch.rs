@@ -56,8 +56,8 @@ fn observation(spec: &WatchSpec, s: &Snapshot) -> Evidence {
 /// Run the watch until the job leaves `running` for this attempt.
 pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
     let state_dir = sup.state_dir().to_path_buf();
-    let runner = Runner::new(&state_dir);
-    let engine = match Engine::open(&state_dir) {
+    let runner = Runner::new(crate::statedir::StateDir::new(&state_dir));
+    let engine = match Engine::open(crate::statedir::StateDir::new(&state_dir)) {
         Ok(e) => e,
         Err(e) => {
             tracing::warn!(job = %spec.job_id, error = %e, "evidence watch cannot open the jobs");
@@ -232,10 +232,10 @@ pub(super) fn mark_restart(state_dir: &std::path::Path) {
     {
         return;
     }
-    let Ok(engine) = Engine::open(state_dir) else {
+    let Ok(engine) = Engine::open(crate::statedir::StateDir::new(state_dir)) else {
         return;
     };
-    let runner = Runner::new(state_dir);
+    let runner = Runner::new(crate::statedir::StateDir::new(state_dir));
     let jobs = match engine.list() {
         Ok(j) => j,
         Err(e) => {

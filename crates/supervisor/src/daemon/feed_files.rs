@@ -137,7 +137,7 @@ pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
     };
     let mut tails = vec![
         Tail {
-            tail: crate::engine::audit::follow(&state_dir),
+            tail: crate::engine::audit::follow(crate::statedir::StateDir::new(&state_dir)),
             source: Source::Audit,
         },
         Tail::new(StateDir::new(&state_dir).decisions_log(), Source::Decisions),

@@ -149,8 +149,13 @@ pub(super) fn for_lane(
     let bounds = Bounds {
         pane_cwd: root.cwd.clone(),
     };
-    let w = crate::report::write_for_lane(state_dir, &root.name, &bounds, &said)
-        .map_err(|e| err(&e))?;
+    let w = crate::report::write_for_lane(
+        crate::statedir::StateDir::new(state_dir),
+        &root.name,
+        &bounds,
+        &said,
+    )
+    .map_err(|e| err(&e))?;
     tracing::info!(lane = %root.name, job = %w.job_id, outcome = said.outcome(), "report written");
     Ok(Reported::Written(ReportWritten {
         lane: root.name.clone(),

@@ -149,7 +149,7 @@ pub fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     }
     init_logging(&opts);
     // A bad rules override is an error naming the file, never silently ignored.
-    let classifier = Classifier::load(&opts.state_dir)?;
+    let classifier = Classifier::load(crate::statedir::StateDir::new(&opts.state_dir))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -232,7 +232,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         shutdown,
         lost: Mutex::new(HashMap::new()),
         feed: Arc::new(super::feed::Feed::default()),
-        hosts: Hosts::new(&opts.state_dir),
+        hosts: Hosts::new(crate::statedir::StateDir::new(&opts.state_dir)),
         fleet: Mutex::new(None),
     });
     super::feed_files::start(&opts.state_dir, sup.feed.clone());

@@ -26,7 +26,7 @@ fn ms_of(ts: Option<&str>) -> Option<u64> {
 pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>) {
     let now = chrono::Utc::now();
     if StateDir::new(state_dir).jobs_dir().is_dir() {
-        match Engine::open(state_dir).and_then(|e| e.list()) {
+        match Engine::open(crate::statedir::StateDir::new(state_dir)).and_then(|e| e.list()) {
             Ok(jobs) => {
                 inp.jobs = jobs
                     .into_iter()
@@ -72,7 +72,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         .collect();
     // The lanes as `lane ls` shows them (worktree state and ahead/behind
     // from git); their panes' states come from the pane listing.
-    match crate::lane::ls::ls(state_dir, None) {
+    match crate::lane::ls::ls(crate::statedir::StateDir::new(state_dir), None) {
         Ok(rows) => inp.lanes = rows.iter().map(LaneCells::from).collect(),
         Err(e) => warnings.push(format!("lanes: {e}")),
     }

@@ -79,7 +79,7 @@ impl LaneOptions {
 
 /// Loop lanes as `drover lane` lanes.
 pub struct RealLanes {
-    state_dir: PathBuf,
+    state_dir: crate::statedir::StateDirBuf,
     client: Client,
     /// Jobs (dispatch, outcomes, observations) on their own connection.
     jobs: SimLanes,
@@ -116,10 +116,10 @@ impl RealLanes {
             Box::new(|_: &LaneSpec| String::new()),
         );
         RealLanes {
-            state_dir: state_dir.to_path_buf(),
+            state_dir: state_dir.to_path_buf().into(),
             client,
             jobs,
-            budget: SpawnBudget::new(state_dir, opts.spawn_budget),
+            budget: SpawnBudget::new(crate::statedir::StateDir::new(state_dir), opts.spawn_budget),
             opts,
             mine: BTreeSet::new(),
             renewals: BTreeMap::new(),

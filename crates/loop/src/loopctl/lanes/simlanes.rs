@@ -105,7 +105,7 @@ fn beside(path: &str, task: &str) -> String {
 
 /// Simulated lanes on the supervisor.
 pub struct SimLanes {
-    state_dir: PathBuf,
+    state_dir: crate::statedir::StateDirBuf,
     client: Client,
     exe: PathBuf,
     scripts: ScriptFor,
@@ -160,7 +160,7 @@ impl SimLanes {
     /// `exe` is the drover binary (it runs `sim-agent`).
     pub fn new(state_dir: &Path, client: Client, exe: &Path, scripts: ScriptFor) -> SimLanes {
         SimLanes {
-            state_dir: state_dir.to_path_buf(),
+            state_dir: state_dir.to_path_buf().into(),
             client,
             exe: exe.to_path_buf(),
             scripts,

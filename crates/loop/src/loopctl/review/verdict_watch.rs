@@ -211,7 +211,7 @@ impl ReviewWatch {
     /// from the agent may have completed it meanwhile). Completing is the
     /// supervisor's row of the table; cancelling is an operator's.
     fn finish(&self, state_dir: &Path, action: Action, to: Status) -> Result<(), LoopError> {
-        let engine = Engine::open(state_dir)?;
+        let engine = Engine::open(crate::statedir::StateDir::new(state_dir))?;
         let actor = if to == Status::Cancelled {
             Actor::operator()
         } else {
@@ -257,7 +257,7 @@ mod tests {
             },
         )
         .unwrap();
-        let engine = Engine::open(&state).unwrap();
+        let engine = Engine::open(crate::statedir::StateDir::new(&state)).unwrap();
         for a in [
             Action::Create { deadline: None },
             Action::Claim {
@@ -318,7 +318,7 @@ mod tests {
         let state = d.path().join("state");
         let o = w.check(&state, None, None, &env).unwrap();
         assert_eq!(o, Some(Outcome::Completed));
-        let engine = Engine::open(&state).unwrap();
+        let engine = Engine::open(crate::statedir::StateDir::new(&state)).unwrap();
         assert_eq!(engine.show("J").unwrap().status, Status::Completed);
         let reg = crate::registry::load_required(StateDir::new(&state)).unwrap();
         let v = heartbeat::verdict(
@@ -351,7 +351,7 @@ mod tests {
             matches!(&o, Some(Outcome::Failed { status, .. }) if status == NO_VERDICT),
             "{o:?}"
         );
-        let engine = Engine::open(&state).unwrap();
+        let engine = Engine::open(crate::statedir::StateDir::new(&state)).unwrap();
         assert_eq!(engine.show("J").unwrap().status, Status::Cancelled);
         assert!(!w.report.with_extension("md").exists());
     }

@@ -88,7 +88,7 @@ impl<O: LaneOps> Runner<'_, O> {
             );
         }
         let report = crate::gate::check(
-            &self.cfg.state_dir,
+            self.cfg.state(),
             Some(id),
             t.tier.as_deref() == Some("guarded"),
             Utc::now(),

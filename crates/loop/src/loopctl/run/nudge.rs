@@ -48,7 +48,7 @@ impl<O: LaneOps> Runner<'_, O> {
             let n = n.clone();
             let round = self.task(&task).map_or(1, |t| t.round());
             let report = lane.lane_dir.join(format!("report-i{round}.json"));
-            let attempt = Engine::open(&self.cfg.state_dir)
+            let attempt = Engine::open(self.cfg.state())
                 .ok()
                 .and_then(|e| e.show(&job).ok())
                 .and_then(|r| r.attempt_id)

@@ -255,7 +255,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     /// lane) — the lane dir holds the round's report, or the engine says
     /// the round's job completed.
     fn finished_turns(&self) -> Result<Vec<(String, String, String)>, LoopError> {
-        let engine = crate::engine::Engine::open(&self.cfg.state_dir)?;
+        let engine = crate::engine::Engine::open(self.cfg.state())?;
         let n = self.run.n;
         let mut out = Vec::new();
         for t in &self.status.tasks {

@@ -34,7 +34,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The env a gate for `lane`'s task runs with: the lane's port base,
     /// while the lane is recorded.
     pub(in crate::loopctl) fn lane_port_env(&self, lane: &str) -> Vec<(String, String)> {
-        crate::lane::load(&self.cfg.state_dir)
+        crate::lane::load(self.cfg.state())
             .ok()
             .and_then(|doc| doc.get(lane).and_then(crate::lane::ports::port_base))
             .map(|b| (crate::lane::ports::PORT_ENV.to_string(), b.to_string()))

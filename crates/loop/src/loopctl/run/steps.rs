@@ -42,7 +42,7 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     pub(in crate::loopctl) fn cancel_job(&self, job: &str) {
-        if let Ok(engine) = Engine::open(&self.cfg.state_dir) {
+        if let Ok(engine) = Engine::open(self.cfg.state()) {
             let _ = engine.transition(&Request::new(
                 job.to_string(),
                 Action::Cancel {
@@ -57,7 +57,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// just before a crash may not be in run.json yet); how many there were.
     pub(in crate::loopctl) fn cancel_open_jobs(&self) -> Result<usize, LoopError> {
         let prefix = format!("loop{}-", self.run.n);
-        let open: Vec<String> = Engine::open(&self.cfg.state_dir)?
+        let open: Vec<String> = Engine::open(self.cfg.state())?
             .list()?
             .into_iter()
             .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())

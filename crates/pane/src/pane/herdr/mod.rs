@@ -22,6 +22,7 @@ pub use keys::herdr_key;
 pub use pane::HerdrPane;
 
 use crate::pane::{PaneError, PaneEvents, PaneSpec, PaneSpecExt};
+use crate::statedir::{StateDir, StateDirBuf};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -111,7 +112,7 @@ pub(crate) fn seen_file(status_file: &Path) -> PathBuf {
 
 /// drover's herdr host for one state dir: the client, and the panes made.
 pub struct HerdrHost {
-    state_dir: PathBuf,
+    state_dir: StateDirBuf,
     client: Client,
     me: Weak<HerdrHost>,
     /// The version line, once `herdr --version` answered.
@@ -143,9 +144,9 @@ pub(crate) struct Created {
 
 impl HerdrHost {
     /// The host for `state_dir`; herdr is not contacted until a pane needs it.
-    pub fn new(state_dir: &Path) -> Arc<Self> {
+    pub fn new(state_dir: &StateDir) -> Arc<Self> {
         Arc::new_cyclic(|me| HerdrHost {
-            state_dir: state_dir.to_path_buf(),
+            state_dir: state_dir.to_buf(),
             client: Client::from_env(),
             me: me.clone(),
             version: Mutex::new(None),
@@ -386,17 +387,17 @@ impl HerdrHost {
         out
     }
 
-    pub(crate) fn state_dir(&self) -> &Path {
+    pub(crate) fn state_dir(&self) -> &StateDir {
         &self.state_dir
     }
 
     /// `<state>/herdr/exit/<name>.<generation>`, its directory private and
     /// any stale file removed.
     fn status_file(&self, name: &str, generation: u64) -> Result<PathBuf, PaneError> {
-        let dir = crate::statedir::StateDir::new(&self.state_dir).herdr_exit_dir();
+        let dir = self.state_dir.herdr_exit_dir();
         crate::store::create_private_dir(&dir)
             .map_err(|e| herdr_err(format!("cannot create {}: {e}", dir.display())))?;
-        let f = dir.join(format!("{name}.{generation}"));
+        let f = self.state_dir.herdr_exit_file(name, generation);
         let _ = std::fs::remove_file(&f);
         let _ = std::fs::remove_file(seen_file(&f));
         Ok(f)

@@ -5,8 +5,9 @@
 
 use super::pane::{HerdrPane, lock};
 use crate::pane::saved::SavedProcess;
+use crate::statedir::StateDir;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const SCHEMA: u32 = 1;
 
@@ -25,16 +26,8 @@ pub(super) struct SavedPane {
     pub(super) process: SavedProcess,
 }
 
-fn dir(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).herdr_panes_dir()
-}
-
-fn pane_path(state_dir: &Path, name: &str) -> PathBuf {
-    dir(state_dir).join(format!("{name}.json"))
-}
-
 /// Save a pane's re-adoption state (its current generation).
-pub(super) fn save(state_dir: &Path, pane: &HerdrPane) {
+pub(super) fn save(state_dir: &StateDir, pane: &HerdrPane) {
     let g = lock(&pane.inner);
     let saved = SavedPane {
         schema_version: SCHEMA,
@@ -46,15 +39,15 @@ pub(super) fn save(state_dir: &Path, pane: &HerdrPane) {
         process: SavedProcess::of(&g.spec, g.pid, g.generation, &g.created_at),
     };
     drop(g);
-    let p = pane_path(state_dir, &saved.process.name);
+    let p = state_dir.herdr_pane(&saved.process.name);
     if let Err(e) = crate::pane::saved::write_private(&p, &saved) {
         tracing::warn!(pane = %saved.process.name, error = %e, "cannot save herdr pane state");
     }
 }
 
 /// Drop a pane's re-adoption state (its processes are ended).
-pub(super) fn remove(state_dir: &Path, name: &str) {
-    let _ = std::fs::remove_file(pane_path(state_dir, name));
+pub(super) fn remove(state_dir: &StateDir, name: &str) {
+    let _ = std::fs::remove_file(state_dir.herdr_pane(name));
 }
 
 impl crate::pane::saved::Saved for SavedPane {
@@ -67,6 +60,6 @@ impl crate::pane::saved::Saved for SavedPane {
 }
 
 /// Every saved pane (unreadable files are reported and left in place).
-pub(super) fn load(state_dir: &Path) -> Vec<SavedPane> {
-    crate::pane::saved::load_all(&dir(state_dir), SCHEMA, "herdr")
+pub(super) fn load(state_dir: &StateDir) -> Vec<SavedPane> {
+    crate::pane::saved::load_all(&state_dir.herdr_panes_dir(), SCHEMA, "herdr")
 }

@@ -3,6 +3,7 @@
 //! command, so the command's first output and exit always belong to a pane
 //! drover knows.
 
+use crate::statedir::StateDir;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -21,9 +22,9 @@ pub struct Gate {
 
 impl Gate {
     /// A new FIFO under the state dir (private to the user).
-    pub fn new(state_dir: &Path, name: &str) -> Result<Gate, String> {
+    pub fn new(state_dir: &StateDir, name: &str) -> Result<Gate, String> {
         use std::os::unix::fs::PermissionsExt;
-        let dir = crate::statedir::StateDir::new(state_dir).tmux_gates_dir();
+        let dir = state_dir.tmux_gates_dir();
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         let path = dir.join(format!("{name}.{}", uuid::Uuid::new_v4().simple()));
@@ -92,7 +93,7 @@ mod tests {
     #[test]
     fn gate_lets_a_reader_through_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
-        let gate = Gate::new(dir.path(), "p").unwrap();
+        let gate = Gate::new(crate::statedir::StateDir::new(dir.path()), "p").unwrap();
         let mut child = std::process::Command::new(SHELL)
             .args(["-c", SCRIPT])
             .arg(gate.path())

@@ -23,6 +23,7 @@ pub use codec::{decode_output, parse_version, quote};
 pub use pane::TmuxPane;
 
 use crate::pane::{PaneError, PaneEvents, PaneSpec, PaneSpecExt};
+use crate::statedir::{StateDir, StateDirBuf};
 use control::{Control, Reply, Sink};
 use pane::{Start, lock};
 use std::collections::HashMap;
@@ -60,12 +61,12 @@ fn tmux_binary() -> PathBuf {
 /// re-adoption (after [`TmuxHost::adopt`]: a pane it re-adopted, or one on
 /// a server it could not reach). Such a pane's processes are never ended
 /// as lost.
-pub fn keeps_pane(state_dir: &Path, name: &str) -> bool {
+pub fn keeps_pane(state_dir: &StateDir, name: &str) -> bool {
     state::has_saved(state_dir, name)
 }
 
 /// The socket name for a state dir: `drover-<12 hex digits of its hash>`.
-pub fn socket_name(state_dir: &Path) -> String {
+pub fn socket_name(state_dir: &StateDir) -> String {
     let h = crate::paths::fnv1a64(state_dir.as_os_str().as_encoded_bytes());
     format!("drover-{:012x}", h & 0xffff_ffff_ffff)
 }
@@ -102,7 +103,7 @@ fn remove_dead_socket(path: &Path) {
 
 /// drover's tmux server for one state dir and the control client on it.
 pub struct TmuxHost {
-    state_dir: PathBuf,
+    state_dir: StateDirBuf,
     socket: String,
     binary: PathBuf,
     me: Weak<TmuxHost>,
@@ -167,9 +168,9 @@ fn tmux_err(message: impl Into<String>) -> PaneError {
 
 impl TmuxHost {
     /// The host for `state_dir`; nothing is started until a pane needs it.
-    pub fn new(state_dir: &Path) -> Arc<Self> {
+    pub fn new(state_dir: &StateDir) -> Arc<Self> {
         Arc::new_cyclic(|me| TmuxHost {
-            state_dir: state_dir.to_path_buf(),
+            state_dir: state_dir.to_buf(),
             socket: socket_name(state_dir),
             binary: tmux_binary(),
             me: me.clone(),

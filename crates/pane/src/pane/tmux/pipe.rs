@@ -14,6 +14,7 @@
 
 use super::TmuxHost;
 use super::pane::lock;
+use crate::statedir::StateDir;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -119,13 +120,13 @@ fn pipe_command(cat: &Path, rm: &Path, fifo: &Path) -> String {
 }
 
 /// Where the FIFOs are: private to the user.
-fn dir(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).tmux_pipes_dir()
+fn dir(state_dir: &StateDir) -> PathBuf {
+    state_dir.tmux_pipes_dir()
 }
 
 /// Remove the FIFOs an earlier supervisor left (their readers are gone; a
 /// `cat` still writing to one has it open and is not disturbed).
-pub(super) fn sweep(state_dir: &Path) {
+pub(super) fn sweep(state_dir: &StateDir) {
     if let Ok(rd) = std::fs::read_dir(dir(state_dir)) {
         for e in rd.flatten() {
             let _ = std::fs::remove_file(e.path());
@@ -137,7 +138,7 @@ pub(super) fn sweep(state_dir: &Path) {
 /// started. `bytes` gets what tmux writes (`burst_end` when the read
 /// drained the FIFO), `end` how the reader ended.
 pub(super) fn open(
-    state_dir: &Path,
+    state_dir: &StateDir,
     name: &str,
     generation: u64,
     bytes: impl FnMut(&[u8], bool) + Send + 'static,
@@ -391,7 +392,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let (etx, erx) = std::sync::mpsc::channel();
         let pipe = open(
-            dir.path(),
+            crate::statedir::StateDir::new(dir.path()),
             "p",
             1,
             move |b, _| tx.send(b.to_vec()).unwrap(),
@@ -412,7 +413,14 @@ mod tests {
         );
         assert!(pipe.ended() && !pipe.path.exists());
         let (etx, erx) = std::sync::mpsc::channel();
-        let idle = open(dir.path(), "q", 2, |_, _| {}, move |e| etx.send(e).unwrap()).unwrap();
+        let idle = open(
+            crate::statedir::StateDir::new(dir.path()),
+            "q",
+            2,
+            |_, _| {},
+            move |e| etx.send(e).unwrap(),
+        )
+        .unwrap();
         let path = idle.path.clone();
         drop(idle);
         assert_eq!(

@@ -6,8 +6,8 @@ use super::TmuxPane;
 use super::pane::lock;
 use crate::pane::record::{self, PaneRecord, RECORD_SCHEMA};
 use crate::pane::saved::SavedProcess;
+use crate::statedir::StateDir;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 const SCHEMA: u32 = 1;
 
@@ -29,42 +29,28 @@ pub(super) struct SavedPane {
     pub(super) process: SavedProcess,
 }
 
-fn dir(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).tmux_dir()
-}
-
-fn server_path(state_dir: &Path) -> PathBuf {
-    dir(state_dir).join("server.json")
-}
-
-fn pane_path(state_dir: &Path, name: &str) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir)
-        .tmux_panes_dir()
-        .join(format!("{name}.json"))
-}
-
 use crate::pane::saved::write_private;
 
 /// Record that drover started the server `pid` on `socket`.
-pub(super) fn record_server(state_dir: &Path, socket: &str, pid: u32) -> Result<(), String> {
+pub(super) fn record_server(state_dir: &StateDir, socket: &str, pid: u32) -> Result<(), String> {
     let doc = ServerDoc {
         schema_version: SCHEMA,
         socket: socket.to_string(),
         pid,
         start_time: record::start_time(pid).unwrap_or(0),
     };
-    write_private(&server_path(state_dir), &doc)
+    write_private(&state_dir.tmux_server(), &doc)
 }
 
 /// Forget the server (it was stopped).
-pub(super) fn forget_server(state_dir: &Path) {
-    let _ = std::fs::remove_file(server_path(state_dir));
+pub(super) fn forget_server(state_dir: &StateDir) {
+    let _ = std::fs::remove_file(state_dir.tmux_server());
 }
 
 /// Ok when the server `pid` answering on `socket` is the one drover
 /// started; otherwise a message saying it is left alone.
-pub(super) fn check_owned(state_dir: &Path, socket: &str, pid: u32) -> Result<(), String> {
-    let path = server_path(state_dir);
+pub(super) fn check_owned(state_dir: &StateDir, socket: &str, pid: u32) -> Result<(), String> {
+    let path = state_dir.tmux_server();
     let not_ours = || {
         format!(
             "a tmux server drover did not start (pid {pid}) is listening on -L {socket}; drover never touches it: stop it yourself or use another state dir"
@@ -84,7 +70,7 @@ pub(super) fn check_owned(state_dir: &Path, socket: &str, pid: u32) -> Result<()
 }
 
 /// Save a pane's re-adoption state and its pane record.
-pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
+pub(super) fn save_pane(state_dir: &StateDir, pane: &TmuxPane) {
     let g = lock(&pane.inner);
     let saved = SavedPane {
         schema_version: SCHEMA,
@@ -108,7 +94,7 @@ pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
         descendants: Vec::new(),
     };
     drop(g);
-    if let Err(e) = write_private(&pane_path(state_dir, &saved.process.name), &saved) {
+    if let Err(e) = write_private(&state_dir.tmux_pane(&saved.process.name), &saved) {
         tracing::warn!(pane = %saved.process.name, error = %e, "cannot save tmux pane state");
     }
     if let Err(e) = record::write(state_dir, &rec) {
@@ -117,7 +103,7 @@ pub(super) fn save_pane(state_dir: &Path, pane: &TmuxPane) {
 }
 
 /// Drop a pane's saved state and record.
-pub(super) fn remove_pane(state_dir: &Path, name: &str) {
+pub(super) fn remove_pane(state_dir: &StateDir, name: &str) {
     remove_saved(state_dir, name);
     if let Err(e) = record::remove(state_dir, name) {
         tracing::warn!(pane = %name, error = %e, "cannot remove pane record");
@@ -126,30 +112,21 @@ pub(super) fn remove_pane(state_dir: &Path, name: &str) {
 
 /// Whether re-adoption state of pane `name` is kept (it was re-adopted, or
 /// could not be looked at: its server did not answer).
-pub(super) fn has_saved(state_dir: &Path, name: &str) -> bool {
-    pane_path(state_dir, name).exists()
+pub(super) fn has_saved(state_dir: &StateDir, name: &str) -> bool {
+    state_dir.tmux_pane(name).exists()
 }
 
 /// Drop only a pane's re-adoption state: its record stays for the
 /// supervisor to report the pane as lost and end what still runs of it.
-pub(super) fn remove_saved(state_dir: &Path, name: &str) {
-    let _ = std::fs::remove_file(pane_path(state_dir, name));
-    let _ = std::fs::remove_file(paste_path(state_dir, name));
-}
-
-/// An empty file whose presence says the pane's app enabled bracketed paste:
-/// tmux has no format that tells (checked on 3.3a), and a re-seeded screen
-/// needs it, or a prompt is typed and a fast Enter can be lost.
-fn paste_path(state_dir: &Path, name: &str) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir)
-        .tmux_panes_dir()
-        .join(format!("{name}.paste"))
+pub(super) fn remove_saved(state_dir: &StateDir, name: &str) {
+    let _ = std::fs::remove_file(state_dir.tmux_pane(name));
+    let _ = std::fs::remove_file(state_dir.tmux_paste(name));
 }
 
 /// Note that the app turned bracketed paste on or off (an empty file made
 /// or removed: no content, no write of the pane state).
-pub(super) fn save_paste_mode(state_dir: &Path, name: &str, on: bool) {
-    let path = paste_path(state_dir, name);
+pub(super) fn save_paste_mode(state_dir: &StateDir, name: &str, on: bool) {
+    let path = state_dir.tmux_paste(name);
     let res = if on {
         use std::os::unix::fs::OpenOptionsExt;
         // The app can turn it on before the pane's state is first saved.
@@ -175,8 +152,8 @@ pub(super) fn save_paste_mode(state_dir: &Path, name: &str, on: bool) {
 }
 
 /// Whether the pane's app had bracketed paste on when last seen.
-pub(super) fn paste_mode(state_dir: &Path, name: &str) -> bool {
-    paste_path(state_dir, name).exists()
+pub(super) fn paste_mode(state_dir: &StateDir, name: &str) -> bool {
+    state_dir.tmux_paste(name).exists()
 }
 
 impl crate::pane::saved::Saved for SavedPane {
@@ -189,12 +166,8 @@ impl crate::pane::saved::Saved for SavedPane {
 }
 
 /// Every saved pane (unreadable files are reported and left in place).
-pub(super) fn load_panes(state_dir: &Path) -> Vec<SavedPane> {
-    crate::pane::saved::load_all(
-        &crate::statedir::StateDir::new(state_dir).tmux_panes_dir(),
-        SCHEMA,
-        "tmux",
-    )
+pub(super) fn load_panes(state_dir: &StateDir) -> Vec<SavedPane> {
+    crate::pane::saved::load_all(&state_dir.tmux_panes_dir(), SCHEMA, "tmux")
 }
 
 #[cfg(test)]

@@ -206,8 +206,9 @@ impl ItemCtx {
             Step::Implement => Role::Implementer,
             Step::Review => Role::Reviewer,
         };
-        let socket = crate::paths::socket_path(&self.opts.state_dir)
-            .map_err(|e| LoopError::usage("state dir", e.to_string()))?;
+        let socket =
+            crate::paths::socket_path(crate::statedir::StateDir::new(&self.opts.state_dir))
+                .map_err(|e| LoopError::usage("state dir", e.to_string()))?;
         let connect = || {
             Client::connect(&socket).map_err(|e| LoopError::Lane {
                 lane: id.to_string(),
@@ -380,7 +381,7 @@ impl ItemCtx {
                 continue;
             }
             let since = *said.ended_since.get_or_insert(now);
-            let attempt = Engine::open(&self.opts.state_dir)
+            let attempt = Engine::open(crate::statedir::StateDir::new(&self.opts.state_dir))
                 .ok()
                 .and_then(|e| e.show(job).ok())
                 .and_then(|r| r.attempt_id)
@@ -442,7 +443,7 @@ impl ItemCtx {
 
     /// Cancel this host's job of a lane given up.
     fn cancel(&self, job: &str, why: &str) {
-        if let Ok(engine) = Engine::open(&self.opts.state_dir) {
+        if let Ok(engine) = Engine::open(crate::statedir::StateDir::new(&self.opts.state_dir)) {
             let _ = engine.transition(&Request::new(
                 job.to_string(),
                 Action::Cancel {

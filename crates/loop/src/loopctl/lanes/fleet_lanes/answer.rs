@@ -328,7 +328,7 @@ fn start(state_dir: &Path, r: &mut Remote, job: &str, host: &str, key: (u64, i64
     if r.outcome.is_some() {
         return refused(format!("job {job} has its outcome"));
     }
-    let engine = match Engine::open(state_dir) {
+    let engine = match Engine::open(crate::statedir::StateDir::new(state_dir)) {
         Ok(e) => e,
         Err(e) => return refused(e.to_string()),
     };
@@ -387,7 +387,7 @@ fn finish(
     finished: &Finished,
     patch: Option<Result<Vec<u8>, FleetError>>,
 ) -> CoordReply {
-    let engine = match Engine::open(state_dir) {
+    let engine = match Engine::open(crate::statedir::StateDir::new(state_dir)) {
         Ok(e) => e,
         Err(e) => return refused(e.to_string()),
     };

@@ -441,11 +441,13 @@ impl<L: LaneOps> LaneOps for FleetLanes<L> {
             turn_timeout_s: Some(self.steps.turn_timeout.as_secs().max(1)),
             report_grace_s: Some(self.steps.report_grace.as_secs().max(1)),
         };
-        Engine::open(&self.state_dir)?.transition(&Request::new(
-            job.job_id.clone(),
-            Action::Create { deadline: None },
-            Actor::operator(),
-        ))?;
+        Engine::open(crate::statedir::StateDir::new(&self.state_dir))?.transition(
+            &Request::new(
+                job.job_id.clone(),
+                Action::Create { deadline: None },
+                Actor::operator(),
+            ),
+        )?;
         lock(&self.shared).remotes.insert(
             job.job_id.clone(),
             Remote {

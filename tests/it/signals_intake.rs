@@ -130,8 +130,11 @@ fn each_panes_hooks_are_its_own_and_a_stranger_is_nobodys() {
         "{}",
         common::stderr(&out)
     );
-    let mut c =
-        drover::daemon::Client::connect_running(drover::statedir::StateDir::new(&d.state), &d.socket()).expect("the supervisor");
+    let mut c = drover::daemon::Client::connect_running(
+        drover::statedir::StateDir::new(&d.state),
+        &d.socket(),
+    )
+    .expect("the supervisor");
     let taken = c
         .call(drover::proto::args::Signal {
             note: SignalNote {

@@ -92,6 +92,8 @@ mod real_loop;
 mod real_loop_brief;
 mod real_loop_common;
 mod real_loop_rebase;
+mod real_signals;
+mod real_signals_common;
 mod redteam_pass2;
 mod redteam_pass3;
 mod redteam_pass3_resume;

@@ -30,6 +30,7 @@ mod report;
 mod send;
 mod serve;
 mod shadow;
+mod signal;
 mod status;
 mod top;
 mod values;
@@ -170,6 +171,12 @@ pub enum Command {
         after_help = "Prints the URL with its token once. Loopback by default; see docs/web.md.\n\nExample:\n  drover web --allow-actions"
     )]
     Web(web::WebArgs),
+    /// Run by an agent's hook, status line or notify program: hand drover its signal (always exit 0).
+    #[command(
+        hide = true,
+        after_help = "Wired per pane by drover (docs/agents.md, \"The agents' own signals\"); gives up silently after 300 ms.\n\nExample:\n  drover signal claude-hook < hook.json\n  drover signal codex-notify '{\"type\":\"agent-turn-complete\"}'"
+    )]
+    Signal(signal::SignalArgs),
     #[command(flatten)]
     Registry(registry::Commands),
     #[command(flatten)]
@@ -344,6 +351,14 @@ fn state_dir_on_command_line(m: &clap::ArgMatches) -> bool {
 
 pub fn main() -> ExitCode {
     quiet_on_closed_stdout();
+    // An agent's hook: before the parser and the log, so that nothing it is
+    // handed can make it fail, print or take time.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if argv.get(1).map(String::as_str) == Some("signal") {
+        return signal::main_direct(&argv[2..]);
+    }
     let parsed = <Cli as clap::CommandFactory>::command()
         .try_get_matches()
         .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m).map(|c| (c, m)));
@@ -398,6 +413,7 @@ pub fn main() -> ExitCode {
         Command::Web(a) => web::run(a, &ctx),
         Command::Fleet { cmd } => fleet::run(cmd, &ctx),
         Command::Report { cmd } => report::run(cmd, &ctx),
+        Command::Signal(a) => return signal::run(a),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

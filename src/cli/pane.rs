@@ -126,6 +126,10 @@ pub struct NewArgs {
     /// With --split: where the new pane goes, right or down.
     #[arg(long, value_name = "DIR", default_value = "right", requires = "split")]
     pub split_direction: String,
+    /// Start a Claude or Codex agent without its own signals (no `--settings`
+    /// hooks and status line, no `-c notify=[…]`; docs/agents.md).
+    #[arg(long)]
+    pub no_signals: bool,
     /// Print one JSON document: {name, pid, generation, …}.
     #[arg(long)]
     pub json: bool,
@@ -273,6 +277,38 @@ pub fn build_spec(a: &NewArgs) -> anyhow::Result<PaneSpec> {
     Ok(spec)
 }
 
+/// A Claude or Codex pane (`--agent claude|codex` running that program) is
+/// started with its own signals (docs/agents.md, "The agents' own
+/// signals"): the flags go right after the program name; Claude's settings
+/// file is written under the state dir.
+fn wire_signals(spec: &mut PaneSpec, ctx: &Ctx) -> anyhow::Result<()> {
+    use drover::agent::{AgentKind, signal_wire};
+    let kind = match spec.agent.as_str() {
+        "claude" => AgentKind::Claude,
+        "codex" => AgentKind::Codex,
+        _ => return Ok(()),
+    };
+    let program = spec
+        .argv
+        .first()
+        .and_then(|p| std::path::Path::new(p).file_name())
+        .and_then(|n| n.to_str());
+    if program != Some(spec.agent.as_str()) {
+        return Ok(());
+    }
+    let state_dir = ctx.state_dir_create()?;
+    let fail_wire = |e: drover::agent::AgentError| {
+        super::fail(
+            drover::exit::ERROR,
+            format!("cannot wire the agent's signals: {e}"),
+        )
+    };
+    let exe = signal_wire::own_exe().map_err(fail_wire)?;
+    let flags = signal_wire::wire(kind, &exe, &state_dir, &spec.name).map_err(fail_wire)?;
+    signal_wire::insert_after_program(&mut spec.argv, flags);
+    Ok(())
+}
+
 /// A reply as JSON, its keys in the order they always had (sorted).
 fn print_json<T: serde::Serialize>(v: &T) {
     let v = serde_json::to_value(v).unwrap_or_default();
@@ -282,10 +318,13 @@ fn print_json<T: serde::Serialize>(v: &T) {
 pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         PaneCmd::New(a) => {
-            let spec = build_spec(&a)?;
+            let mut spec = build_spec(&a)?;
             let backend = a.backend;
             let was_running = ctx.client().is_ok();
             let mut c = ctx.client_or_start()?;
+            if !a.no_signals {
+                wire_signals(&mut spec, ctx)?;
+            }
             let req = args::PaneNew {
                 spec,
                 backend: Some(backend.to_string()),

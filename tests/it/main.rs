@@ -111,6 +111,8 @@ mod request_validation;
 mod shadow_e2e;
 mod shell_lib;
 mod shell_pane;
+mod signals_fixtures;
+mod signals_intake;
 mod tmux_backend;
 mod tmux_common;
 mod tmux_exit_status;

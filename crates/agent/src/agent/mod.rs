@@ -9,6 +9,8 @@
 //!   plan for delivering a prompt. Pure functions.
 //! - [`signals`]: the agents' own signals (hooks, notify, status line,
 //!   transcripts), parsed and kept per pane beside the screen.
+//! - [`signal_wire`]: the per-pane flags and settings file that make an
+//!   agent hand drover its signals (`drover signal`).
 //! - [`sim`]: the simulated agent behind `drover sim-agent`.
 
 pub mod adapter;
@@ -16,6 +18,7 @@ pub mod classify;
 pub mod dialog;
 pub mod limit;
 pub mod rules;
+pub mod signal_wire;
 pub mod signals;
 pub mod sim;
 pub mod state;

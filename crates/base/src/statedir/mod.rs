@@ -162,6 +162,17 @@ impl StateDir {
         self.0.join("loop.probe.lock")
     }
 
+    /// The agents' own signals' wiring, a folder per pane.
+    pub fn signals_dir(&self) -> PathBuf {
+        self.0.join("signals")
+    }
+
+    /// The Claude Code settings file (its hooks and status line) a pane's
+    /// agent is started with (`--settings`).
+    pub fn claude_settings(&self, pane: &str) -> PathBuf {
+        self.signals_dir().join(pane).join("claude-settings.json")
+    }
+
     /// Native panes' records.
     pub fn panes_dir(&self) -> PathBuf {
         self.0.join("panes")

@@ -83,6 +83,31 @@ pub fn agent_launch(agent: Agent, writes: bool) -> Launch {
     }
 }
 
+/// `launch` with the agent's own signals wired for pane `pane` (docs/agents.md,
+/// "The agents' own signals"): Claude's `--settings <file>` (the file written
+/// under the state dir) or Codex's `-c notify=[…]`, right after the program
+/// name in the argv and the resuming argv, each naming `exe`, drover's
+/// absolute path. Never the user's or the repository's own settings.
+pub fn with_signals(
+    mut launch: Launch,
+    agent: Agent,
+    exe: &Path,
+    state_dir: &Path,
+    pane: &str,
+) -> Result<Launch, crate::agent::AgentError> {
+    use crate::agent::signal_wire;
+    let kind = match agent {
+        Agent::Claude => crate::agent::state::AgentKind::Claude,
+        Agent::Codex => crate::agent::state::AgentKind::Codex,
+    };
+    let flags = signal_wire::wire(kind, exe, state_dir, pane)?;
+    signal_wire::insert_after_program(&mut launch.argv, flags.clone());
+    if let Some(r) = launch.resume_argv.as_mut() {
+        signal_wire::insert_after_program(r, flags);
+    }
+    Ok(launch)
+}
+
 /// The launch of a sim lane: drover's simulated agent with the agent's
 /// profile and the lane's permission mode (a read-only sim carries out no
 /// `write` step), following `script` when there is one. The sim keeps no
@@ -265,6 +290,43 @@ mod tests {
             s.argv[s.argv.len() - 2..],
             ["-c", "model_reasoning_effort=xhigh"]
         );
+    }
+
+    #[test]
+    fn signals_go_after_the_program_in_both_argvs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = Path::new("/bin/drover");
+        let c = with_signals(
+            agent_launch(Agent::Claude, true),
+            Agent::Claude,
+            exe,
+            tmp.path(),
+            "s-claude",
+        )
+        .unwrap();
+        let file = tmp.path().join("signals/s-claude/claude-settings.json");
+        assert!(file.is_file());
+        let f = file.display().to_string();
+        assert_eq!(c.argv[..3], ["claude", "--settings", f.as_str()]);
+        assert_eq!(
+            c.resume_argv.unwrap()[..4],
+            ["claude", "--settings", f.as_str(), "--continue"]
+        );
+        let x = with_signals(
+            agent_launch(Agent::Codex, false),
+            Agent::Codex,
+            exe,
+            tmp.path(),
+            "s-codex",
+        )
+        .unwrap();
+        let notify = r#"notify=["/bin/drover","signal","codex-notify"]"#;
+        assert_eq!(x.argv[..3], ["codex", "-c", notify]);
+        assert_eq!(
+            x.resume_argv.unwrap()[..4],
+            ["codex", "-c", notify, "resume"]
+        );
+        assert!(!tmp.path().join("signals/s-codex").exists());
     }
 
     #[test]

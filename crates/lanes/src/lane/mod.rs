@@ -59,6 +59,9 @@ pub enum LaneError {
     Registry(#[from] RegistryError),
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The agent's start could not be prepared (its signals' settings file).
+    #[error(transparent)]
+    Agent(#[from] crate::agent::AgentError),
 }
 
 impl LaneError {
@@ -76,7 +79,7 @@ impl LaneError {
             LaneError::Usage { .. } => exit::USAGE,
             LaneError::Refused(_) => exit::REFUSED,
             LaneError::Timeout(_) => exit::TIMEOUT,
-            LaneError::Git(_) | LaneError::Store(_) => exit::ERROR,
+            LaneError::Git(_) | LaneError::Store(_) | LaneError::Agent(_) => exit::ERROR,
             LaneError::Registry(e) => e.exit_code(),
             LaneError::Client(e) => e.exit_code(),
         }

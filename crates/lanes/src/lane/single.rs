@@ -75,7 +75,7 @@ pub fn prepare(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
             format!("{k} is set by drover for every lane"),
         ));
     }
-    let mut rec = record(state_dir, l);
+    let mut rec = record(state_dir, l)?;
     let _g = super::op_lock(state_dir)?;
     let doc = super::load(state_dir)?;
     if doc.get(&l.lane_id).is_some() {
@@ -180,7 +180,7 @@ fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), La
     Ok(())
 }
 
-fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
+fn record(state_dir: &Path, l: &OneLane) -> Result<LaneRecord, LaneError> {
     let launch = match &l.sim {
         Some(script) => launch::sim_launch(&l.exe, l.agent, l.writes, script.as_deref()),
         None => {
@@ -189,7 +189,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
             if let Some(r) = launch.resume_argv.as_mut() {
                 r.extend(l.extra_args.iter().cloned());
             }
-            launch
+            launch::with_signals(launch, l.agent, &l.exe, state_dir, &l.lane_id)?
         }
     };
     let launch = launch::with_effort(launch, l.agent, l.effort.as_deref());
@@ -209,7 +209,7 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
     if !l.worktree.exists() {
         let _ = git::worktree_prune(&l.repo);
     }
-    LaneRecord {
+    Ok(LaneRecord {
         lane_id: l.lane_id.clone(),
         session_id: l.session_id.clone(),
         role: l.role.clone(),
@@ -239,5 +239,5 @@ fn record(state_dir: &Path, l: &OneLane) -> LaneRecord {
         worktree_owner: Some(l.owner.clone()),
         created_at: now,
         updated_at: now,
-    }
+    })
 }

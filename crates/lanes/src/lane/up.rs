@@ -208,7 +208,13 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
                 script.is_file().then_some(script.as_path()),
             )
         } else {
-            launch::agent_launch(*agent, role.write_lease_owner())
+            launch::with_signals(
+                launch::agent_launch(*agent, role.write_lease_owner()),
+                *agent,
+                &req.exe,
+                state_dir,
+                &id,
+            )?
         };
         let program = launch.argv[0].clone();
         // An agent that is not installed would leave every lane recorded,

@@ -56,8 +56,9 @@ pub fn said_of(args: &Report) -> Said {
     }
 }
 
-/// The sockets to try, the hinted one first, each once.
-fn candidates(hint: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
+/// The sockets to try, the hinted one first, each once (also the way
+/// `drover signal` finds its supervisor).
+pub fn candidates(hint: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
     // Looked at, never created: a report makes nothing.
     let dir = crate::paths::socket_dir_path();
     {

@@ -268,6 +268,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
             notify,
             output,
             signals: Default::default(),
+            signal_rate: Default::default(),
         });
         super::lost::record(&sup2, &*entry.pane);
         lock(&sup2.lost).remove(&name);

@@ -1,14 +1,78 @@
 //! The `signal` op: an agent's hook, notify call or status line hands the
-//! supervisor what it said (docs/agents.md, "Signals"). The pane is the one
-//! whose process tree holds the caller, from its peer credentials, as for
-//! `report` (super::report): a lane's hooks never reach another lane.
+//! supervisor what it said (docs/agents.md, "The agents' own signals"). The
+//! pane is the one whose process tree holds the caller, from its peer
+//! credentials, as for `report` (super::report): a lane's hooks never reach
+//! another lane.
+//!
+//! Cheap by design: no disk write per signal, only the pane's ledger (in
+//! memory) and one `pane.signal` event on the feed (a limits or usage
+//! figure only when it changed). A pane's agent may send
+//! [`Rate::PER_SECOND`] signals a second; past that they are dropped, with
+//! one warning in the log per second of flood, so a looping hook cannot
+//! flood the feed.
 
 use super::protocol::Response;
 use super::server::{Sup, lock};
 use crate::proto::Event;
 use crate::proto::args;
 use crate::proto::reply::SignalTaken;
+use crate::proto::signal::{Signal, SignalNote};
 use std::sync::Arc;
+
+/// A pane's signals in the current one-second window.
+#[derive(Debug, Default)]
+pub(super) struct Rate {
+    window_start_ms: u64,
+    count: u32,
+    warned: bool,
+}
+
+/// What to do with one more signal.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Admit {
+    Take,
+    /// Drop it, and say so (the first drop of a window).
+    DropAndWarn,
+    Drop,
+}
+
+impl Rate {
+    /// Signals a pane's agent may send a second.
+    pub(super) const PER_SECOND: u32 = 200;
+
+    /// Count one more signal seen at `now_ms`.
+    pub(super) fn admit(&mut self, now_ms: u64) -> Admit {
+        if now_ms.saturating_sub(self.window_start_ms) >= 1000 {
+            *self = Rate {
+                window_start_ms: now_ms,
+                count: 0,
+                warned: false,
+            };
+        }
+        if self.count < Self::PER_SECOND {
+            self.count += 1;
+            return Admit::Take;
+        }
+        if self.warned {
+            Admit::Drop
+        } else {
+            self.warned = true;
+            Admit::DropAndWarn
+        }
+    }
+}
+
+/// Whether `note` only repeats a figure the ledger has (limits or usage,
+/// from the same source): the status line runs every few hundred ms with
+/// the same figures, which are kept and published once.
+fn repeats(ledger: &crate::agent::signals::Ledger, note: &SignalNote) -> bool {
+    matches!(note.signal, Signal::Limits(_) | Signal::Usage(_))
+        && ledger
+            .notes()
+            .rev()
+            .find(|(_, n)| n.source == note.source && n.signal.kind() == note.signal.kind())
+            .is_some_and(|(_, n)| n == note)
+}
 
 /// Take a signal for the caller's pane; a caller in none of this
 /// supervisor's panes (or of another user) is told so, and nothing changes.
@@ -29,15 +93,79 @@ pub(super) async fn take(
         .as_deref()
         .and_then(|p| lock(&sup.panes).get(p).cloned());
     if let Some(e) = entry {
-        let note = args.note;
-        let ev = Event::PaneSignal {
-            pane: e.pane.name().to_string(),
-            generation: e.pane.generation(),
-            source: note.source,
-            signal: note.signal.kind().to_string(),
-        };
-        lock(&e.signals).apply(crate::paths::now_ms(), note);
-        sup.feed.publish(ev);
+        let now = crate::paths::now_ms();
+        let admit = lock(&e.signal_rate).admit(now);
+        if admit == Admit::DropAndWarn {
+            tracing::warn!(
+                pane = %e.pane.name(),
+                per_second = Rate::PER_SECOND,
+                "the pane's agent sends more signals than taken; dropping the rest of this second"
+            );
+        }
+        if admit == Admit::Take {
+            let note = args.note;
+            let ev = Event::PaneSignal {
+                pane: e.pane.name().to_string(),
+                generation: e.pane.generation(),
+                source: note.source,
+                signal: note.signal.kind().to_string(),
+            };
+            let mut ledger = lock(&e.signals);
+            if !repeats(&ledger, &note) {
+                ledger.apply(now, note);
+                drop(ledger);
+                sup.feed.publish(ev);
+            }
+        }
     }
     Response::reply(id, &SignalTaken { pane })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pane_gets_its_per_second_and_one_warning_then_a_new_second() {
+        let mut r = Rate::default();
+        let t0 = 1_000_000;
+        for _ in 0..Rate::PER_SECOND {
+            assert_eq!(r.admit(t0), Admit::Take);
+        }
+        assert_eq!(r.admit(t0 + 10), Admit::DropAndWarn);
+        assert_eq!(r.admit(t0 + 20), Admit::Drop);
+        assert_eq!(r.admit(t0 + 999), Admit::Drop);
+        assert_eq!(r.admit(t0 + 1000), Admit::Take);
+    }
+
+    #[test]
+    fn a_figure_is_kept_once_until_it_changes_and_events_always() {
+        use crate::proto::signal::{Source, Usage};
+        let usage = |c: f64| SignalNote {
+            source: Source::Status,
+            session: None,
+            signal: Signal::Usage(Usage {
+                cost_usd: Some(c),
+                ..Usage::default()
+            }),
+        };
+        let mut l = crate::agent::signals::Ledger::default();
+        assert!(!repeats(&l, &usage(0.1)));
+        l.apply(1, usage(0.1));
+        assert!(repeats(&l, &usage(0.1)));
+        assert!(!repeats(&l, &usage(0.2)));
+        let ended = SignalNote {
+            source: Source::Hook,
+            session: None,
+            signal: Signal::TurnEnded {
+                message_sha256: None,
+            },
+        };
+        l.apply(2, ended.clone());
+        assert!(
+            repeats(&l, &usage(0.1)),
+            "another kind between changes nothing"
+        );
+        assert!(!repeats(&l, &ended), "an event is never a repeat");
+    }
 }

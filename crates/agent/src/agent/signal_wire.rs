@@ -1,0 +1,264 @@
+//! How a pane's agent is told to hand drover its own signals (docs/agents.md,
+//! "The agents' own signals"): per pane, by flags and a file drover owns,
+//! never by the user's `~/.claude/settings.json`, `~/.codex/config.toml` or
+//! a repository's `.claude/`.
+//!
+//! - Claude Code: `--settings <state>/signals/<pane>/claude-settings.json`,
+//!   a file holding a `command` hook for every event drover reads and a
+//!   status line, each `<absolute drover> signal claude-hook|claude-status`
+//!   (Claude merges it with the user's settings; hook arrays concatenate).
+//! - Codex: `-c notify=["<absolute drover>","signal","codex-notify"]`,
+//!   which replaces the user's own `notify` for that pane.
+//!
+//! [`plan`] is pure; [`wire`] writes the plan's file (atomically, 0600)
+//! and returns the flags to put after the agent's program name.
+
+use super::AgentError;
+use super::state::AgentKind;
+use std::path::{Path, PathBuf};
+
+/// The Claude Code hook events drover reads (`agent::signals::parse`).
+pub const CLAUDE_EVENTS: [&str; 13] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+];
+
+/// The events whose matcher is a tool's name: matched with `*`.
+const TOOL_EVENTS: [&str; 4] = [
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+];
+
+/// The timeout Claude Code gives each hook, in seconds. `drover signal`
+/// gives up on its own after 300 ms; this only bounds a binary that could
+/// not even start.
+pub const HOOK_TIMEOUT_S: u32 = 2;
+
+/// What starting an agent with its signals takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wiring {
+    /// The flags to put right after the agent's program name.
+    pub args: Vec<String>,
+    /// A file to write first (path, JSON), for Claude's settings.
+    pub file: Option<(PathBuf, serde_json::Value)>,
+}
+
+/// The shell command that runs `drover signal <what>` with `exe`, the
+/// absolute path of drover, quoted for the shell.
+pub fn command(exe: &Path, what: &str) -> String {
+    format!(
+        "{} signal {what}",
+        crate::shell::quote(&exe.display().to_string())
+    )
+}
+
+/// Claude Code's settings: a hook per event in [`CLAUDE_EVENTS`] (the
+/// tool events matching every tool) and the status line, each a call of
+/// `exe`.
+pub fn claude_settings(exe: &Path) -> serde_json::Value {
+    let hook = serde_json::json!({
+        "type": "command",
+        "command": command(exe, "claude-hook"),
+        "timeout": HOOK_TIMEOUT_S,
+    });
+    let mut hooks = serde_json::Map::new();
+    for ev in CLAUDE_EVENTS.iter() {
+        let entry = if TOOL_EVENTS.contains(ev) {
+            serde_json::json!({"matcher": "*", "hooks": [hook.clone()]})
+        } else {
+            serde_json::json!({"hooks": [hook.clone()]})
+        };
+        hooks.insert((*ev).to_string(), serde_json::Value::Array(vec![entry]));
+    }
+    serde_json::json!({
+        "hooks": hooks,
+        "statusLine": {"type": "command", "command": command(exe, "claude-status")},
+    })
+}
+
+/// Codex's `-c notify=[…]` value: a TOML array of `exe`, `signal`,
+/// `codex-notify` (Codex appends its JSON as the last argument).
+pub fn codex_notify_value(exe: &Path) -> String {
+    let words = [
+        exe.display().to_string(),
+        "signal".into(),
+        "codex-notify".into(),
+    ];
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| toml::Value::String(w.clone()).to_string())
+        .collect();
+    format!("notify=[{}]", quoted.join(","))
+}
+
+/// What starting an agent of `kind` with its signals takes, `exe` being
+/// drover's absolute path and `settings` where Claude's settings file goes.
+/// `None` for an agent without signals (a shell, the sim).
+pub fn plan(kind: AgentKind, exe: &Path, settings: &Path) -> Option<Wiring> {
+    match kind {
+        AgentKind::Claude => Some(Wiring {
+            args: vec!["--settings".into(), settings.display().to_string()],
+            file: Some((settings.to_path_buf(), claude_settings(exe))),
+        }),
+        AgentKind::Codex => Some(Wiring {
+            args: vec!["-c".into(), codex_notify_value(exe)],
+            file: None,
+        }),
+        AgentKind::Shell | AgentKind::Sim => None,
+    }
+}
+
+/// Write `pane`'s wiring under `state_dir` (Claude's settings file,
+/// atomically, 0600) and return the flags to put after the program name;
+/// none for an agent without signals. `exe` must be absolute.
+pub fn wire(
+    kind: AgentKind,
+    exe: &Path,
+    state_dir: &Path,
+    pane: &str,
+) -> Result<Vec<String>, AgentError> {
+    if !exe.is_absolute() {
+        return Err(AgentError::Launch {
+            message: format!("drover's path {} is not absolute", exe.display()),
+        });
+    }
+    let settings = crate::statedir::StateDir::new(state_dir).claude_settings(pane);
+    let Some(w) = plan(kind, exe, &settings) else {
+        return Ok(Vec::new());
+    };
+    if let Some((path, doc)) = &w.file {
+        crate::store::write_json_atomic(path, doc).map_err(|e| AgentError::Launch {
+            message: format!("cannot write {}: {e}", path.display()),
+        })?;
+    }
+    Ok(w.args)
+}
+
+/// `argv` with `flags` put right after its program name.
+pub fn insert_after_program(argv: &mut Vec<String>, flags: Vec<String>) {
+    if argv.is_empty() {
+        return;
+    }
+    let tail = argv.split_off(1);
+    argv.extend(flags);
+    argv.extend(tail);
+}
+
+/// The running drover's absolute path (a binary replaced on disk while it
+/// runs reads as `<path> (deleted)`: the path is where the new one is).
+pub fn own_exe() -> Result<PathBuf, AgentError> {
+    let e = std::env::current_exe().map_err(|e| AgentError::Launch {
+        message: format!("cannot find the drover binary: {e}"),
+    })?;
+    let s = e.display().to_string();
+    Ok(match s.strip_suffix(" (deleted)") {
+        Some(p) => PathBuf::from(p),
+        None => e,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_gets_a_settings_file_naming_the_absolute_drover_for_every_event() {
+        let exe = Path::new("/opt/my tools/drover");
+        let w = plan(
+            AgentKind::Claude,
+            exe,
+            Path::new("/s/signals/p/claude-settings.json"),
+        )
+        .unwrap();
+        assert_eq!(w.args, ["--settings", "/s/signals/p/claude-settings.json"]);
+        let (_, doc) = w.file.unwrap();
+        let hook_cmd = "'/opt/my tools/drover' signal claude-hook";
+        for ev in CLAUDE_EVENTS.iter() {
+            let entry = &doc["hooks"][ev][0];
+            assert_eq!(entry["hooks"][0]["type"], "command", "{ev}");
+            assert_eq!(entry["hooks"][0]["command"], hook_cmd, "{ev}");
+            assert_eq!(entry["hooks"][0]["timeout"], HOOK_TIMEOUT_S, "{ev}");
+            let tool = TOOL_EVENTS.contains(ev);
+            assert_eq!(entry.get("matcher").is_some(), tool, "{ev}");
+        }
+        assert_eq!(
+            doc["statusLine"],
+            serde_json::json!({"type":"command","command":"'/opt/my tools/drover' signal claude-status"})
+        );
+    }
+
+    #[test]
+    fn codex_gets_a_notify_array_of_the_absolute_drover() {
+        let w = plan(
+            AgentKind::Codex,
+            Path::new("/usr/bin/dro\"ver"),
+            Path::new("/x"),
+        )
+        .unwrap();
+        assert!(w.file.is_none());
+        assert_eq!(w.args[0], "-c");
+        let v: toml::Table = toml::from_str(&w.args[1]).unwrap();
+        assert_eq!(
+            v["notify"],
+            toml::Value::Array(vec![
+                "/usr/bin/dro\"ver".into(),
+                "signal".into(),
+                "codex-notify".into()
+            ])
+        );
+        assert!(plan(AgentKind::Shell, Path::new("/d"), Path::new("/x")).is_none());
+        assert!(plan(AgentKind::Sim, Path::new("/d"), Path::new("/x")).is_none());
+    }
+
+    #[test]
+    fn wire_writes_a_private_settings_file_and_refuses_a_relative_drover() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = Path::new("/bin/drover");
+        let args = wire(AgentKind::Claude, exe, tmp.path(), "lane-a").unwrap();
+        let file = tmp.path().join("signals/lane-a/claude-settings.json");
+        assert_eq!(args, ["--settings".to_string(), file.display().to_string()]);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(doc, claude_settings(exe));
+        assert!(wire(AgentKind::Codex, Path::new("drover"), tmp.path(), "x").is_err());
+        assert!(
+            wire(AgentKind::Shell, exe, tmp.path(), "y")
+                .unwrap()
+                .is_empty()
+        );
+        assert!(!tmp.path().join("signals/y").exists());
+    }
+
+    #[test]
+    fn flags_go_right_after_the_program() {
+        let mut argv = vec![
+            "claude".to_string(),
+            "--permission-mode".into(),
+            "plan".into(),
+        ];
+        insert_after_program(&mut argv, vec!["--settings".into(), "/f".into()]);
+        assert_eq!(
+            argv,
+            ["claude", "--settings", "/f", "--permission-mode", "plan"]
+        );
+        let mut empty: Vec<String> = Vec::new();
+        insert_after_program(&mut empty, vec!["x".into()]);
+        assert!(empty.is_empty());
+    }
+}

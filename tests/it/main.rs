@@ -106,6 +106,7 @@ mod registry_stress;
 mod rehearse_cli;
 mod rehearse_mock;
 mod rehearse_replay;
+mod rehearse_usage;
 mod report_cli;
 mod report_identity;
 mod request_validation;

@@ -7,7 +7,9 @@
 
 use crate::common;
 use crate::real_agents::{Agent, Run};
-use crate::real_signals_common::{SIGNAL_TIMEOUT, lane_worktree, signals_script};
+use crate::real_signals_common::{
+    SIGNAL_TIMEOUT, clear_composer, deliver, lane_worktree, signals_script,
+};
 
 use drover::agent::{AgentKind, signal_wire};
 use serde_json::Value;
@@ -104,12 +106,17 @@ impl Drop for Feed {
 /// `agent` in a rehearsal on `backend`, in a lane worktree, started with the
 /// flags `signal_wire` gives a lane's pane.
 fn wired(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str]) -> Run {
+    wired_with(backend, agent, v, name, extra, "")
+}
+
+/// [`wired`] with `head` (a `[usage]` table) before the script's turns.
+fn wired_with(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str], head: &str) -> Run {
     let kind = match agent {
         Agent::Claude => AgentKind::Claude,
         Agent::Codex => AgentKind::Codex,
     };
     let pane = format!("{name}-{}", v.replace('.', "_"));
-    let script = signals_script("");
+    let script = signals_script(head);
     Run::start_args(backend, agent, v, name, &script, None, extra, |root| {
         let exe = Path::new(env!("CARGO_BIN_EXE_drover"));
         let flags = signal_wire::wire(kind, exe, &root.join("state"), &pane).expect("wire");
@@ -284,5 +291,116 @@ fn claude_supervisor_killed_while_hooks_fire_leaves_the_agent_unaffected() {
         r.client = drover::daemon::Client::connect(&socket).expect("connect to the new supervisor");
         r.expect_text("Slept.");
         drop(feed);
+    }
+}
+
+/// `source:signal` of the hook events seen, `notified` left out (Claude's
+/// permission_prompt notice comes ~6 s into a dialog, or not at all).
+fn hook_kinds(feed: &Feed) -> Vec<String> {
+    feed.kinds()
+        .into_iter()
+        .filter(|k| k.starts_with("hook:") && k != "hook:notified")
+        .collect()
+}
+
+/// A permission denied and a turn interrupted on screen send nothing that
+/// ends a turn: after each, the next signal is the next prompt's.
+#[test]
+#[ignore = "needs the real agents (scripts/install-agents.sh)"]
+fn claude_wired_deny_and_interrupt_end_no_turn() {
+    for v in Agent::Claude.versions() {
+        let mut r = wired(&common::backend(), Agent::Claude, &v, "wired-quiet", &[]);
+        let mut feed = Feed::follow(&r);
+        r.expect_state("idle");
+        feed.until("session_started", "hook");
+        feed.clear();
+        r.prompt("run the command");
+        r.expect_state("blocked:permission");
+        feed.until("permission_asked", "hook");
+        r.answer(&["deny"]);
+        r.expect_state("idle");
+        clear_composer(&mut r);
+        deliver(&mut r, "take your time");
+        r.expect_state("working");
+        r.expect_text("This reply");
+        r.keys(&["Esc"]);
+        r.expect_text("Interrupted");
+        r.expect_state("idle");
+        clear_composer(&mut r);
+        deliver(&mut r, "say hello");
+        feed.until("turn_ended", "hook");
+        assert_eq!(
+            hook_kinds(&feed),
+            [
+                "hook:prompt_submitted",
+                "hook:tool_started",
+                "hook:permission_asked",
+                "hook:prompt_submitted",
+                "hook:prompt_submitted",
+                "hook:turn_ended"
+            ],
+            "claude {v}"
+        );
+        all_of(&feed.seen, &r.pane);
+    }
+}
+
+/// A long tool call and a subagent: tool_started, then tool_finished at
+/// least the tool's 3 s later; subagent_started before subagent_stopped,
+/// then the turn's end.
+#[test]
+#[ignore = "needs the real agents (scripts/install-agents.sh)"]
+fn claude_wired_long_tool_and_subagent() {
+    for v in Agent::Claude.versions() {
+        let mut r = wired(&common::backend(), Agent::Claude, &v, "wired-long", &[]);
+        let mut feed = Feed::follow(&r);
+        r.expect_state("idle");
+        feed.until("session_started", "hook");
+        feed.clear();
+        r.prompt("sleep a while");
+        feed.until("tool_started", "hook");
+        let started = Instant::now();
+        feed.until("tool_finished", "hook");
+        let ran = started.elapsed();
+        assert!(ran >= Duration::from_millis(2500), "claude {v}: {ran:?}");
+        feed.until("turn_ended", "hook");
+        r.expect_state("done");
+
+        feed.clear();
+        r.prompt("use a subagent");
+        feed.until("subagent_stopped", "hook");
+        feed.until("turn_ended", "hook");
+        let k = hook_kinds(&feed);
+        let at = |s: &str| k.iter().position(|x| x == s);
+        assert!(
+            at("hook:subagent_started").is_some()
+                && at("hook:subagent_started") < at("hook:subagent_stopped"),
+            "claude {v}: {k:?}"
+        );
+        all_of(&feed.seen, &r.pane);
+    }
+}
+
+/// Signed in as a subscription with the mock's `[usage]`: the status line's
+/// rate limits reach the supervisor as a `limits` signal.
+#[test]
+#[ignore = "needs the real agents (scripts/install-agents.sh)"]
+fn claude_wired_status_line_limits_from_the_mock() {
+    let head = "[usage]\nshort = { used_percent = 42.0, resets_in_s = 3600 }\n";
+    for v in Agent::Claude.versions() {
+        let backend = common::backend();
+        let mut r = wired_with(
+            &backend,
+            Agent::Claude,
+            &v,
+            "wired-rl",
+            &["--subscription"],
+            head,
+        );
+        let mut feed = Feed::follow(&r);
+        r.expect_state("idle");
+        r.prompt("say hello");
+        feed.until("limits", "status");
+        all_of(&feed.seen, &r.pane);
     }
 }

@@ -51,6 +51,9 @@ const CLAUDE_EVENTS: [(&str, bool); 15] = [
     ("PermissionDenied", true),
 ];
 
+/// A point in time, in nanoseconds since the epoch: calls after it count.
+pub(crate) type Mark = u128;
+
 /// One captured call.
 #[derive(Debug, Clone)]
 pub(crate) struct Call {
@@ -161,26 +164,25 @@ impl Capture {
         out
     }
 
-    /// The events of the hook (or notify) calls from the `from`-th call on.
-    pub(crate) fn events_from(&self, from: usize) -> Vec<String> {
+    /// The events of the hook (or notify) calls made after the mark `from`.
+    pub(crate) fn events_from(&self, from: Mark) -> Vec<String> {
         self.calls()
             .into_iter()
-            .skip(from)
+            .filter(|c| c.at_ns > from)
             .filter(|c| c.kind != "status")
             .map(|c| c.event())
             .collect()
     }
 
-    /// Wait until `cond` holds for the calls from the `from`-th on; returns them.
-    pub(crate) fn wait(
-        &self,
-        what: &str,
-        from: usize,
-        cond: impl Fn(&[Call]) -> bool,
-    ) -> Vec<Call> {
+    /// Wait until `cond` holds for the calls made after the mark `from`; returns them.
+    pub(crate) fn wait(&self, what: &str, from: Mark, cond: impl Fn(&[Call]) -> bool) -> Vec<Call> {
         let deadline = Instant::now() + SIGNAL_TIMEOUT;
         loop {
-            let calls: Vec<Call> = self.calls().into_iter().skip(from).collect();
+            let calls: Vec<Call> = self
+                .calls()
+                .into_iter()
+                .filter(|c| c.at_ns > from)
+                .collect();
             if cond(&calls) {
                 return calls;
             }
@@ -193,14 +195,19 @@ impl Capture {
         }
     }
 
-    /// Wait until a hook (or notify) call for `event` came, from the `from`-th call on.
-    pub(crate) fn wait_event(&self, from: usize, event: &str) -> Vec<Call> {
+    /// Wait until a hook (or notify) call for `event` came after the mark `from`.
+    pub(crate) fn wait_event(&self, from: Mark, event: &str) -> Vec<Call> {
         self.wait(event, from, |c| c.iter().any(|c| c.event() == event))
     }
 
-    /// How many calls so far (a mark for `events_from`).
-    pub(crate) fn mark(&self) -> usize {
-        self.calls().len()
+    /// Now, as a mark: the calls made after it. By the time a call
+    /// started, not the order its file appeared in (a status line begun
+    /// before a hook may be written after it).
+    pub(crate) fn mark(&self) -> Mark {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
     }
 }
 
@@ -296,7 +303,7 @@ pub(crate) fn signals_script(head: &str) -> String {
 
 /// Wait until Claude is idle and its SessionStart hook came; returns the
 /// mark the turn's calls start from.
-pub(crate) fn started(r: &mut Run, cap: &Capture) -> usize {
+pub(crate) fn started(r: &mut Run, cap: &Capture) -> Mark {
     r.expect_state("idle");
     cap.wait_event(0, "SessionStart");
     cap.mark()

@@ -413,7 +413,7 @@ pub fn main() -> ExitCode {
         Command::Web(a) => web::run(a, &ctx),
         Command::Fleet { cmd } => fleet::run(cmd, &ctx),
         Command::Report { cmd } => report::run(cmd, &ctx),
-        Command::Signal(a) => return signal::run(a),
+        Command::Signal(a) => return signal::run(a, ctx.state_dir_arg.clone()),
         Command::Registry(c) => registry::run(c, &ctx),
         Command::Job(c) => job::run(c, &ctx),
         Command::Agent(c) => agent::run(c, &ctx),

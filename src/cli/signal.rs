@@ -76,16 +76,24 @@ pub fn main_direct(words: &[String]) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     };
-    let rest: Vec<String> = words[1..]
-        .iter()
-        .filter(|w| *w != "--debug")
-        .cloned()
-        .collect();
-    run(SignalArgs { what, debug, rest })
+    // `--state-dir DIR` (the wiring names the pane's): whose supervisor
+    // to ask first; only a hint, the supervisor checks who calls.
+    let mut hint = None;
+    let mut rest = Vec::new();
+    let mut it = words[1..].iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "--debug" => {}
+            "--state-dir" => hint = it.next().map(PathBuf::from),
+            _ => rest.push(w.clone()),
+        }
+    }
+    run(SignalArgs { what, debug, rest }, hint)
 }
 
-/// `drover signal`, always exit 0.
-pub fn run(a: SignalArgs) -> ExitCode {
+/// `drover signal`, always exit 0. `hint`: the state dir whose supervisor
+/// is asked first (else `DROVER_STATE_DIR`'s).
+pub fn run(a: SignalArgs, hint: Option<PathBuf>) -> ExitCode {
     let started = Instant::now();
     let deadline = started + BUDGET;
     let (tx, rx) = mpsc::channel();
@@ -97,7 +105,7 @@ pub fn run(a: SignalArgs) -> ExitCode {
     let spawned = std::thread::Builder::new()
         .name("signal".into())
         .spawn(move || {
-            let _ = tx.send(work(what, last_arg, deadline));
+            let _ = tx.send(work(what, last_arg, hint, deadline));
         });
     let outcome = match spawned {
         Ok(_) => rx
@@ -129,7 +137,7 @@ fn say_debug(msg: &str) {
 }
 
 /// Read, parse, send.
-fn work(what: What, last_arg: Option<String>, deadline: Instant) -> Outcome {
+fn work(what: What, last_arg: Option<String>, hint: Option<PathBuf>, deadline: Instant) -> Outcome {
     let input = match what {
         What::ClaudeHook | What::ClaudeStatus => {
             let mut buf = Vec::new();
@@ -157,12 +165,13 @@ fn work(what: What, last_arg: Option<String>, deadline: Instant) -> Outcome {
     if notes.is_empty() {
         return Outcome::Nothing("nothing drover reads in this input".into());
     }
-    send(&notes, deadline)
+    send(&notes, hint, deadline)
 }
 
 /// Send `notes` to the supervisor whose pane holds this process.
-fn send(notes: &[SignalNote], deadline: Instant) -> Outcome {
-    let hint = std::env::var_os(drover::statedir::env::STATE_DIR).map(PathBuf::from);
+fn send(notes: &[SignalNote], hint: Option<PathBuf>, deadline: Instant) -> Outcome {
+    let hint =
+        hint.or_else(|| std::env::var_os(drover::statedir::env::STATE_DIR).map(PathBuf::from));
     let sockets = match drover::report::request::candidates(hint.as_deref()) {
         Ok(s) => s,
         Err(e) => return Outcome::Nothing(e.to_string()),

@@ -115,6 +115,7 @@ mod shell_lib;
 mod shell_pane;
 mod signals_fixtures;
 mod signals_intake;
+mod signals_real;
 mod tmux_backend;
 mod tmux_common;
 mod tmux_exit_status;

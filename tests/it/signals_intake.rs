@@ -196,6 +196,13 @@ fn the_status_line_prints_its_pane_and_notify_takes_its_last_argument() {
     assert_event(&ev, "st", "limits", "status");
     let (ev, _) = feed.next();
     assert_event(&ev, "st", "usage", "status");
+    // Claude gone, its end of the status line closed: still exit 0, no word.
+    let closed = format!(
+        "( {BIN} signal claude-status < {} >&- ; echo rc=$? )",
+        status.display()
+    );
+    let r = in_pane(&d, "st", &dir, 3, &closed);
+    assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("rc=0\n", ""));
 
     let notify = fixture("codex-0.171.0/notify.agent-turn-complete.json").to_string();
     let line = format!("{BIN} signal codex-notify \"$(cat {})\"", {
@@ -402,11 +409,15 @@ fn pane_new_wires_claude_and_codex_unless_no_signals() {
     let hook = doc["hooks"]["Stop"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap();
-    assert_eq!(hook, format!("{BIN} signal claude-hook"));
+    let state = d.state.display();
+    assert_eq!(
+        hook,
+        format!("{BIN} signal claude-hook --state-dir {state}")
+    );
     assert!(Path::new(BIN).is_absolute());
     assert_eq!(
         doc["statusLine"]["command"].as_str().unwrap(),
-        format!("{BIN} signal claude-status")
+        format!("{BIN} signal claude-status --state-dir {state}")
     );
     let listed = d.pane("c").unwrap();
     assert!(argv_of(&listed).contains(&"--settings".to_string()));
@@ -417,7 +428,7 @@ fn pane_new_wires_claude_and_codex_unless_no_signals() {
         [
             codex.as_str(),
             "-c",
-            &format!(r#"notify=["{BIN}","signal","codex-notify"]"#)
+            &format!(r#"notify=["{BIN}","signal","codex-notify","--state-dir","{state}"]"#)
         ]
     );
 
@@ -426,4 +437,77 @@ fn pane_new_wires_claude_and_codex_unless_no_signals() {
     assert!(!d.state.join("signals/n").exists());
     let p = d.new_pane("s", &["--agent", "claude"], &["sleep", "600"]);
     assert_eq!(argv_of(&p), ["sleep", "600"]);
+}
+
+/// A bin dir with `git`, `sh`, `sleep` and, when `agents`, stand-ins for
+/// `claude` and `codex` (only their argv is looked at).
+fn path_with(root: &Path, agents: bool) -> PathBuf {
+    let bin = root.join(if agents { "bin-agents" } else { "bin-git" });
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "sh", "sleep"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8(found.stdout).unwrap();
+        std::os::unix::fs::symlink(path.trim(), bin.join(tool)).unwrap();
+    }
+    if agents {
+        program(&bin, "claude");
+        program(&bin, "codex");
+    }
+    bin
+}
+
+/// `lane up` with the real agents' names starts Claude with `--settings`
+/// and Codex with its notify, in the argv and the resuming argv; a refused
+/// `lane up` writes no settings file.
+#[test]
+fn lane_up_wires_each_agent_and_a_refused_one_writes_nothing() {
+    let d = Drover::new();
+    let repo = crate::lanes_common::repo(&d);
+    let up = |path: &Path| {
+        d.cmd()
+            .args(["lane", "up", "--topology", "four-role", "--repo"])
+            .arg(&repo)
+            .args(["--agents", "claude,codex", "--sessions", "implementer"])
+            .args(["--timeout-ms", "1000"])
+            .env("PATH", path)
+            .output()
+            .unwrap()
+    };
+    let out = up(&path_with(&d.scratch(), false));
+    assert!(!out.status.success());
+    assert!(common::stderr(&out).contains("is not on PATH"));
+    assert!(
+        !d.state.join("signals").exists(),
+        "a refused lane up wrote settings"
+    );
+
+    // The stand-ins never draw a prompt: the lanes are recorded, not ready.
+    let _ = up(&path_with(&d.scratch(), true));
+    let recs = crate::lanes_common::records(&d);
+    let rec = |id: &str| {
+        recs.iter()
+            .find(|r| r["lane_id"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {recs:?}"))
+            .clone()
+    };
+    let words = |v: &Value| -> Vec<String> { serde_json::from_value(v.clone()).unwrap() };
+    let settings = d
+        .state
+        .join("signals/implementer-claude/claude-settings.json");
+    let s = settings.display().to_string();
+    let c = rec("implementer-claude");
+    assert_eq!(words(&c["argv"])[1..3], ["--settings", s.as_str()]);
+    assert_eq!(words(&c["resume_argv"])[1..3], ["--settings", s.as_str()]);
+    assert!(settings.is_file());
+    let x = rec("implementer-codex");
+    let notify = format!(
+        r#"notify=["{BIN}","signal","codex-notify","--state-dir","{}"]"#,
+        d.state.display()
+    );
+    assert_eq!(words(&x["argv"])[1..3], ["-c", notify.as_str()]);
+    assert_eq!(words(&x["resume_argv"])[1..3], ["-c", notify.as_str()]);
+    let _ = d.run(&["lane", "down", "--all"]);
 }

@@ -7,7 +7,7 @@
 //!   a file holding a `command` hook for every event drover reads and a
 //!   status line, each `<absolute drover> signal claude-hook|claude-status`
 //!   (Claude merges it with the user's settings; hook arrays concatenate).
-//! - Codex: `-c notify=["<absolute drover>","signal","codex-notify"]`,
+//! - Codex: `-c notify=["<absolute drover>","signal","codex-notify",…]`,
 //!   which replaces the user's own `notify` for that pane.
 //!
 //! [`plan`] is pure; [`wire`] writes the plan's file (atomically, 0600)
@@ -56,22 +56,25 @@ pub struct Wiring {
     pub file: Option<(PathBuf, serde_json::Value)>,
 }
 
-/// The shell command that runs `drover signal <what>` with `exe`, the
-/// absolute path of drover, quoted for the shell.
-pub fn command(exe: &Path, what: &str) -> String {
+/// The shell command that runs `drover signal <what> --state-dir <state>`
+/// with `exe`, the absolute path of drover, each path quoted for the shell.
+/// The state dir only says which supervisor to ask first (a hint: the
+/// supervisor finds the caller's pane from its peer credentials).
+pub fn command(exe: &Path, state_dir: &Path, what: &str) -> String {
     format!(
-        "{} signal {what}",
-        crate::shell::quote(&exe.display().to_string())
+        "{} signal {what} --state-dir {}",
+        crate::shell::quote(&exe.display().to_string()),
+        crate::shell::quote(&state_dir.display().to_string())
     )
 }
 
 /// Claude Code's settings: a hook per event in [`CLAUDE_EVENTS`] (the
 /// tool events matching every tool) and the status line, each a call of
 /// `exe`.
-pub fn claude_settings(exe: &Path) -> serde_json::Value {
+pub fn claude_settings(exe: &Path, state_dir: &Path) -> serde_json::Value {
     let hook = serde_json::json!({
         "type": "command",
-        "command": command(exe, "claude-hook"),
+        "command": command(exe, state_dir, "claude-hook"),
         "timeout": HOOK_TIMEOUT_S,
     });
     let mut hooks = serde_json::Map::new();
@@ -85,17 +88,20 @@ pub fn claude_settings(exe: &Path) -> serde_json::Value {
     }
     serde_json::json!({
         "hooks": hooks,
-        "statusLine": {"type": "command", "command": command(exe, "claude-status")},
+        "statusLine": {"type": "command", "command": command(exe, state_dir, "claude-status")},
     })
 }
 
 /// Codex's `-c notify=[…]` value: a TOML array of `exe`, `signal`,
-/// `codex-notify` (Codex appends its JSON as the last argument).
-pub fn codex_notify_value(exe: &Path) -> String {
+/// `codex-notify`, `--state-dir`, `state_dir` (Codex appends its JSON as
+/// the last argument).
+pub fn codex_notify_value(exe: &Path, state_dir: &Path) -> String {
     let words = [
         exe.display().to_string(),
         "signal".into(),
         "codex-notify".into(),
+        "--state-dir".into(),
+        state_dir.display().to_string(),
     ];
     let quoted: Vec<String> = words
         .iter()
@@ -105,16 +111,17 @@ pub fn codex_notify_value(exe: &Path) -> String {
 }
 
 /// What starting an agent of `kind` with its signals takes, `exe` being
-/// drover's absolute path and `settings` where Claude's settings file goes.
-/// `None` for an agent without signals (a shell, the sim).
-pub fn plan(kind: AgentKind, exe: &Path, settings: &Path) -> Option<Wiring> {
+/// drover's absolute path, `state_dir` its supervisor's and `settings`
+/// where Claude's settings file goes. `None` for an agent without signals
+/// (a shell, the sim).
+pub fn plan(kind: AgentKind, exe: &Path, state_dir: &Path, settings: &Path) -> Option<Wiring> {
     match kind {
         AgentKind::Claude => Some(Wiring {
             args: vec!["--settings".into(), settings.display().to_string()],
-            file: Some((settings.to_path_buf(), claude_settings(exe))),
+            file: Some((settings.to_path_buf(), claude_settings(exe, state_dir))),
         }),
         AgentKind::Codex => Some(Wiring {
-            args: vec!["-c".into(), codex_notify_value(exe)],
+            args: vec!["-c".into(), codex_notify_value(exe, state_dir)],
             file: None,
         }),
         AgentKind::Shell | AgentKind::Sim => None,
@@ -136,7 +143,7 @@ pub fn wire(
         });
     }
     let settings = crate::statedir::StateDir::new(state_dir).claude_settings(pane);
-    let Some(w) = plan(kind, exe, &settings) else {
+    let Some(w) = plan(kind, exe, state_dir, &settings) else {
         return Ok(Vec::new());
     };
     if let Some((path, doc)) = &w.file {
@@ -180,12 +187,13 @@ mod tests {
         let w = plan(
             AgentKind::Claude,
             exe,
+            Path::new("/s"),
             Path::new("/s/signals/p/claude-settings.json"),
         )
         .unwrap();
         assert_eq!(w.args, ["--settings", "/s/signals/p/claude-settings.json"]);
         let (_, doc) = w.file.unwrap();
-        let hook_cmd = "'/opt/my tools/drover' signal claude-hook";
+        let hook_cmd = "'/opt/my tools/drover' signal claude-hook --state-dir /s";
         for ev in CLAUDE_EVENTS.iter() {
             let entry = &doc["hooks"][ev][0];
             assert_eq!(entry["hooks"][0]["type"], "command", "{ev}");
@@ -196,7 +204,7 @@ mod tests {
         }
         assert_eq!(
             doc["statusLine"],
-            serde_json::json!({"type":"command","command":"'/opt/my tools/drover' signal claude-status"})
+            serde_json::json!({"type":"command","command":"'/opt/my tools/drover' signal claude-status --state-dir /s"})
         );
     }
 
@@ -205,6 +213,7 @@ mod tests {
         let w = plan(
             AgentKind::Codex,
             Path::new("/usr/bin/dro\"ver"),
+            Path::new("/my state"),
             Path::new("/x"),
         )
         .unwrap();
@@ -216,11 +225,14 @@ mod tests {
             toml::Value::Array(vec![
                 "/usr/bin/dro\"ver".into(),
                 "signal".into(),
-                "codex-notify".into()
+                "codex-notify".into(),
+                "--state-dir".into(),
+                "/my state".into()
             ])
         );
-        assert!(plan(AgentKind::Shell, Path::new("/d"), Path::new("/x")).is_none());
-        assert!(plan(AgentKind::Sim, Path::new("/d"), Path::new("/x")).is_none());
+        let none = |k| plan(k, Path::new("/d"), Path::new("/s"), Path::new("/x"));
+        assert!(none(AgentKind::Shell).is_none());
+        assert!(none(AgentKind::Sim).is_none());
     }
 
     #[test]
@@ -235,7 +247,7 @@ mod tests {
         assert_eq!(mode, 0o600);
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        assert_eq!(doc, claude_settings(exe));
+        assert_eq!(doc, claude_settings(exe, tmp.path()));
         assert!(wire(AgentKind::Codex, Path::new("drover"), tmp.path(), "x").is_err());
         assert!(
             wire(AgentKind::Shell, exe, tmp.path(), "y")

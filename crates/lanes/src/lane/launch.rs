@@ -320,7 +320,11 @@ mod tests {
             "s-codex",
         )
         .unwrap();
-        let notify = r#"notify=["/bin/drover","signal","codex-notify"]"#;
+        let notify = format!(
+            r#"notify=["/bin/drover","signal","codex-notify","--state-dir","{}"]"#,
+            tmp.path().display()
+        );
+        let notify = notify.as_str();
         assert_eq!(x.argv[..3], ["codex", "-c", notify]);
         assert_eq!(
             x.resume_argv.unwrap()[..4],

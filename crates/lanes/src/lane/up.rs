@@ -208,13 +208,7 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
                 script.is_file().then_some(script.as_path()),
             )
         } else {
-            launch::with_signals(
-                launch::agent_launch(*agent, role.write_lease_owner()),
-                *agent,
-                &req.exe,
-                state_dir,
-                &id,
-            )?
+            launch::agent_launch(*agent, role.write_lease_owner())
         };
         let program = launch.argv[0].clone();
         // An agent that is not installed would leave every lane recorded,
@@ -268,6 +262,18 @@ pub fn up(state_dir: &Path, client: &mut Client, req: &UpRequest) -> Result<UpRe
             "lane up made nothing: {}",
             refusals.join("; ")
         )));
+    }
+    // Only once nothing is refused: the agent's own signals (its settings
+    // file written under the state dir).
+    for rec in fresh.iter_mut().filter(|r| !r.sim) {
+        let l = launch::Launch {
+            argv: std::mem::take(&mut rec.argv),
+            resume_argv: rec.resume_argv.take(),
+            pane_agent: launch::program(rec.agent),
+        };
+        let l = launch::with_signals(l, rec.agent, &req.exe, state_dir, &rec.lane_id)?;
+        rec.argv = l.argv;
+        rec.resume_argv = l.resume_argv;
     }
     let created: Vec<String> = fresh.iter().map(|r| r.lane_id.clone()).collect();
     let ids: Vec<String> = lanes

@@ -404,3 +404,26 @@ fn claude_wired_status_line_limits_from_the_mock() {
         all_of(&feed.seen, &r.pane);
     }
 }
+
+/// A usage limit (the mock's 429): the turn fails with a `turn_failed`
+/// from Claude's StopFailure hook, and ends no turn.
+#[test]
+#[ignore = "needs the real agents (scripts/install-agents.sh)"]
+fn claude_wired_usage_limit_is_a_failed_turn() {
+    for v in Agent::Claude.versions() {
+        let mut r = wired(&common::backend(), Agent::Claude, &v, "wired-limit", &[]);
+        let mut feed = Feed::follow(&r);
+        r.expect_state("idle");
+        feed.until("session_started", "hook");
+        feed.clear();
+        r.prompt("hit the limit");
+        feed.until("turn_failed", "hook");
+        let k = hook_kinds(&feed);
+        assert_eq!(
+            k,
+            ["hook:prompt_submitted", "hook:turn_failed"],
+            "claude {v}"
+        );
+        all_of(&feed.seen, &r.pane);
+    }
+}

@@ -36,13 +36,13 @@ const REREAD_MS: u64 = 250;
 const RECORD_LAG: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Agent {
+pub(crate) enum Agent {
     Claude,
     Codex,
 }
 
 impl Agent {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
@@ -57,7 +57,7 @@ impl Agent {
     }
 
     /// The versions under test, each one run in turn.
-    fn versions(self) -> Vec<String> {
+    pub(crate) fn versions(self) -> Vec<String> {
         let v = discover::versions(self.lib());
         assert!(!v.is_empty(), "no {} version listed", self.name());
         v
@@ -180,16 +180,16 @@ struct Rec {
 }
 
 /// One rehearsal: a supervisor of its own, the mock model pane and the agent pane.
-struct Run {
+pub(crate) struct Run {
     agent: Agent,
     /// The agent's version under test.
-    version: String,
-    root: tempfile::TempDir,
-    pane: String,
-    cwd: PathBuf,
+    pub(crate) version: String,
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) pane: String,
+    pub(crate) cwd: PathBuf,
     /// The supervisor's state dir (jobs, evidence, shadow decisions).
-    state: PathBuf,
-    client: Client,
+    pub(crate) state: PathBuf,
+    pub(crate) client: Client,
     last_prompt: Option<String>,
     /// The next barrier counts only observations made after it starts: the
     /// `done` of the previous turn must not answer the one just prompted.
@@ -207,7 +207,7 @@ impl Run {
     }
 
     /// `rehearse` with extra options (`--subscription`, `--tz Z`, `--permission-mode M`).
-    fn start_with(
+    pub(crate) fn start_with(
         agent: Agent,
         version: &str,
         name: &str,
@@ -228,6 +228,25 @@ impl Run {
         script: &str,
         fault: Option<&str>,
         extra: &[&str],
+    ) -> Run {
+        Run::start_args(backend, agent, version, name, script, fault, extra, |_| {
+            Vec::new()
+        })
+    }
+
+    /// [`Run::start_on`] with more `rehearse` arguments, last, made from the
+    /// run's temporary root (a `--cwd` or a settings file made there; the
+    /// agent's own after `--`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start_args(
+        backend: &str,
+        agent: Agent,
+        version: &str,
+        name: &str,
+        script: &str,
+        fault: Option<&str>,
+        extra: &[&str],
+        more_args: impl FnOnce(&Path) -> Vec<String>,
     ) -> Run {
         let name = &format!("{name}-{}", version.replace('.', "_"));
         // Not under /tmp: Codex warns about helper binaries in temporary dirs.
@@ -275,6 +294,7 @@ impl Run {
         if let Some(r) = &rec {
             cmd.arg("--record").arg(&r.raw);
         }
+        cmd.args(more_args(root.path()));
         let out = cmd.output().expect("run drover rehearse");
         assert!(
             out.status.success(),
@@ -313,7 +333,7 @@ impl Run {
     }
 
     /// Run `drover --state-dir <state> ARGS` and return its stdout.
-    fn drover(&self, args: &[&str]) -> String {
+    pub(crate) fn drover(&self, args: &[&str]) -> String {
         let out = self.command().args(args).output().expect("run drover");
         assert!(
             out.status.success(),
@@ -335,7 +355,7 @@ impl Run {
 
     /// `drover approve|deny PANE` or `drover answer PANE CHOICE`, which must
     /// confirm that the pane left the dialog; returns its JSON.
-    fn answer(&self, args: &[&str]) -> Value {
+    pub(crate) fn answer(&self, args: &[&str]) -> Value {
         let mut a: Vec<&str> = vec![args[0], &self.pane];
         a.extend(&args[1..]);
         a.push("--json");
@@ -410,7 +430,7 @@ impl Run {
         }
     }
 
-    fn read(&mut self) -> Value {
+    pub(crate) fn read(&mut self) -> Value {
         self.client
             .call_raw("pane.read", json!({"pane": self.pane}))
             .expect("pane.read")
@@ -418,7 +438,11 @@ impl Run {
 
     /// Wait until `pred` holds for the screen text; re-read whenever the pane's
     /// observation changes (output starts or a burst ends), at least every REREAD_MS.
-    fn wait_screen<T>(&mut self, what: &str, mut pred: impl FnMut(&str) -> Option<T>) -> T {
+    pub(crate) fn wait_screen<T>(
+        &mut self,
+        what: &str,
+        mut pred: impl FnMut(&str) -> Option<T>,
+    ) -> T {
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
             let v = self.read();
@@ -449,7 +473,7 @@ impl Run {
 
     /// Wait until the agent is in `state` (`idle`, `working`, `done`,
     /// `blocked:permission`, `blocked:setup`); returns the screen.
-    fn expect_state(&mut self, state: &str) -> String {
+    pub(crate) fn expect_state(&mut self, state: &str) -> String {
         let markers = if USE_BARRIER {
             let v = self
                 .client
@@ -506,7 +530,7 @@ impl Run {
     }
 
     /// Type `text` as a paste, wait until the composer shows it, then press Enter.
-    fn prompt(&mut self, text: &str) {
+    pub(crate) fn prompt(&mut self, text: &str) {
         self.client
             .call_raw(
                 "pane.send",
@@ -520,17 +544,17 @@ impl Run {
     }
 
     /// Wait until `text` is on screen.
-    fn expect_text(&mut self, text: &str) {
+    pub(crate) fn expect_text(&mut self, text: &str) {
         self.wait_screen(text, |t| t.contains(text).then_some(()));
     }
 
-    fn keys(&mut self, keys: &[&str]) {
+    pub(crate) fn keys(&mut self, keys: &[&str]) {
         self.client
             .call_raw("pane.keys", json!({"pane": self.pane, "keys": keys}))
             .expect("pane.keys");
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.cwd.join(name)
     }
 

@@ -120,9 +120,9 @@ fn a_captured_stop_failure_is_a_rate_limit() {
 #[test]
 fn a_captured_status_line_is_usage_and_no_limits_without_them() {
     for rel in [
-        "claude-2.1.197/status-status.json",
-        "claude-2.1.197/status-status.limit-apikey.json",
-        "claude-2.1.332/status-status.json",
+        "claude-2.1.197/status-line.json",
+        "claude-2.1.197/status-line.after-limit-apikey.json",
+        "claude-2.1.332/status-line.json",
     ] {
         let p = payload(rel);
         let n = one(parse::claude_status(&bytes(rel)).unwrap(), rel);
@@ -140,7 +140,7 @@ fn a_captured_status_line_is_usage_and_no_limits_without_them() {
 
 #[test]
 fn codex_notify_takes_the_users_turn_and_skips_the_title_turn() {
-    let rel = "codex-0.171.0/agent-turn-complete.plain.json";
+    let rel = "codex-0.171.0/notify.agent-turn-complete.json";
     let p = payload(rel);
     let n = one(parse::codex_notify(&bytes(rel)).unwrap(), rel);
     assert_eq!(n.source, Source::Notify);
@@ -154,7 +154,7 @@ fn codex_notify_takes_the_users_turn_and_skips_the_title_turn() {
         }
     );
     // Codex's hidden thread-title turn (another thread id) is no turn of the user's.
-    let rel = "codex-0.171.0/agent-turn-complete.json";
+    let rel = "codex-0.171.0/notify.agent-turn-complete.title-side-turn.json";
     assert!(parse::codex_notify(&bytes(rel)).unwrap().is_empty());
 }
 
@@ -185,7 +185,7 @@ fn codex_rollout_lines_are_turns_usage_and_limits() {
         kind("codex-0.171.0/rollout-turn_aborted.json"),
         Signal::TurnAborted
     );
-    let rel = "codex-0.171.0/rollout-token_count-rate_limits.json";
+    let rel = "codex-0.171.0/rollout-token_count.at-limit.json";
     let notes = parse::codex_rollout_line(&bytes(rel)).unwrap();
     assert_eq!(notes.len(), 2, "{notes:?}");
     let Signal::Usage(u) = notes[0].signal else {

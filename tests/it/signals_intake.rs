@@ -66,7 +66,12 @@ fn fixture(rel: &str) -> Value {
         .join("tests/fixtures/signals")
         .join(rel);
     let v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
-    v["payload"].clone()
+    // A capture's wrapper (`argv`, `payload`) or the payload itself.
+    if v.get("argv").is_some() {
+        v["payload"].clone()
+    } else {
+        v
+    }
 }
 
 /// `v` written to `dir/name`; its path.
@@ -180,7 +185,7 @@ fn the_status_line_prints_its_pane_and_notify_takes_its_last_argument() {
     let feed = Signals::follow(&d);
     shell(&d, "st");
     let dir = d.scratch();
-    let mut status = fixture("claude-2.1.197/status-status.json");
+    let mut status = fixture("claude-2.1.197/status-line.json");
     status["rate_limits"] = serde_json::json!({
         "five_hour": {"used_percentage": 41, "resets_at": 1796550008},
         "seven_day": {"used_percentage": 12.5, "resets_at": 1797033600}
@@ -202,7 +207,7 @@ fn the_status_line_prints_its_pane_and_notify_takes_its_last_argument() {
     let r = in_pane(&d, "st", &dir, 3, &closed);
     assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("rc=0\n", ""));
 
-    let notify = fixture("codex-0.171.0/agent-turn-complete.plain.json").to_string();
+    let notify = fixture("codex-0.171.0/notify.agent-turn-complete.json").to_string();
     let line = format!("{BIN} signal codex-notify \"$(cat {})\"", {
         let p = dir.join("notify.json");
         std::fs::write(&p, &notify).unwrap();

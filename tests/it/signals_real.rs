@@ -163,7 +163,13 @@ fn real_codex_notify_reaches_its_pane_once_per_turn() {
         let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/signals/claude-2.1.332/SessionStart.json");
         let v: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
-        std::fs::write(&start, v["payload"].to_string()).unwrap();
+        // The fixture is the payload itself (a capture's wrapper had it under `payload`).
+        let payload = if v.get("argv").is_some() {
+            v["payload"].clone()
+        } else {
+            v
+        };
+        std::fs::write(&start, payload.to_string()).unwrap();
         let line = format!(
             "{} signal claude-hook < {}",
             crate::common::BIN,

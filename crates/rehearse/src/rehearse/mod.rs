@@ -20,6 +20,7 @@ pub mod script;
 pub mod server;
 pub mod sse;
 pub mod template;
+pub mod usage;
 
 pub use home::{Prepared, SetupFault};
 pub use script::{Script, Step, ToolCall, Turn};

@@ -36,6 +36,9 @@ pub struct Script {
     /// Turns, tried in order.
     #[serde(default, rename = "turn")]
     pub turns: Vec<Turn>,
+    /// The rate-limit headers every accepted answer carries (none by default).
+    #[serde(default)]
+    pub usage: Option<super::usage::Usage>,
     /// Follow the prompt's brief instead of the turns ([`super::follow`]).
     #[serde(skip)]
     pub follow: Option<super::follow::Reports>,
@@ -81,6 +84,9 @@ pub struct Step {
     /// Answer with the API's usage-limit rejection (HTTP 429) instead.
     #[serde(default)]
     pub limit: Option<super::limit::Limit>,
+    /// The rate-limit headers of this answer, instead of the script's `[usage]`.
+    #[serde(default)]
+    pub usage: Option<super::usage::Usage>,
 }
 
 /// A tool call, named and shaped as the agent's API expects (Claude `Write`

@@ -196,6 +196,22 @@ fn rejection(r: super::limit::Rejection) -> Response<ChannelBody> {
     resp
 }
 
+/// Add a script's rate-limit headers to an accepted answer.
+fn with_headers(
+    mut resp: Response<ChannelBody>,
+    headers: Vec<(String, String)>,
+) -> Response<ChannelBody> {
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            hyper::header::HeaderValue::from_str(&v),
+        ) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
+    resp
+}
+
 fn now_s() -> i64 {
     chrono::Utc::now().timestamp()
 }
@@ -301,14 +317,22 @@ async fn handle(
         Route::AnthropicMessages => {
             let (shape, pos) = anthropic::inspect(&v);
             let step = anthropic::choose(&state.script, &shape, &pos);
+            let usage = step.usage.as_ref().or(state.script.usage.as_ref());
+            let headers = usage.map(|u| u.anthropic(now_s())).unwrap_or_default();
             let resp = if let Some(l) = &step.limit {
                 rejection(l.anthropic(now_s()))
             } else if shape.stream {
-                stream(anthropic::events(&step, &shape.model, &pos))
+                with_headers(
+                    stream(anthropic::events(&step, &shape.model, &pos)),
+                    headers,
+                )
             } else {
-                json_response(
-                    StatusCode::OK,
-                    &anthropic::message(&step, &shape.model, &pos),
+                with_headers(
+                    json_response(
+                        StatusCode::OK,
+                        &anthropic::message(&step, &shape.model, &pos),
+                    ),
+                    headers,
                 )
             };
             (shape, resp)
@@ -316,9 +340,11 @@ async fn handle(
         _ => {
             let (shape, pos) = openai::inspect(&v);
             let step = openai::choose(&state.script, &shape, &pos);
+            let usage = step.usage.as_ref().or(state.script.usage.as_ref());
+            let headers = usage.map(|u| u.openai(now_s())).unwrap_or_default();
             let resp = match &step.limit {
                 Some(l) => rejection(l.openai(now_s())),
-                None => stream(openai::events(&step, &shape.model, &pos)),
+                None => with_headers(stream(openai::events(&step, &shape.model, &pos)), headers),
             };
             (shape.clone(), resp)
         }

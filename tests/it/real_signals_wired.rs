@@ -287,7 +287,8 @@ fn claude_supervisor_killed_while_hooks_fire_leaves_the_agent_unaffected() {
         assert!(took < Duration::from_secs(5), "claude {v}: {took:?}");
 
         r.drover(&["serve", "--daemon"]);
-        let socket = drover::paths::socket_path(&r.state).expect("socket path");
+        let socket = drover::paths::socket_path(drover::statedir::StateDir::new(&r.state))
+            .expect("socket path");
         r.client = drover::daemon::Client::connect(&socket).expect("connect to the new supervisor");
         r.expect_text("Slept.");
         drop(feed);

@@ -89,6 +89,15 @@ fn every_captured_claude_hook_is_its_signal_with_its_session() {
         );
         assert!(!serde_json::to_string(&n).unwrap().contains(msg));
     }
+    // Auto mode's approval asks with a Notification of its own type and no
+    // PermissionRequest: it must still read as a permission prompt.
+    let rel = "claude-2.1.332/Notification.agent-needs-input.json";
+    assert_eq!(
+        one(parse::claude_hook(&bytes(rel)).unwrap(), rel).signal,
+        Signal::Notified {
+            notice: Notice::PermissionPrompt
+        }
+    );
     for (event, kind) in [
         ("SubagentStart", "subagent_started"),
         ("SubagentStop", "subagent_stopped"),

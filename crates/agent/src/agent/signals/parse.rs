@@ -100,7 +100,9 @@ fn checked(notes: Vec<SignalNote>) -> Vec<SignalNote> {
 /// What a `Notification`'s `notification_type` names.
 fn notice(kind: Option<&str>) -> Notice {
     match kind {
-        Some("permission_prompt") => Notice::PermissionPrompt,
+        // 2.1.332 in auto mode asks for a choice with this type, and
+        // without a `PermissionRequest` (tests/fixtures/signals/README.md).
+        Some("permission_prompt" | "agent_needs_input") => Notice::PermissionPrompt,
         Some("idle_prompt") => Notice::IdlePrompt,
         Some("elicitation_dialog") => Notice::ElicitationDialog,
         _ => Notice::Other,

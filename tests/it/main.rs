@@ -109,6 +109,7 @@ mod request_validation;
 mod shadow_e2e;
 mod shell_lib;
 mod shell_pane;
+mod signals_fuse;
 mod tmux_backend;
 mod tmux_common;
 mod tmux_exit_status;

@@ -64,6 +64,8 @@ pub(super) struct Entry {
     pub(super) output: Arc<watch::Sender<u64>>,
     /// What the pane's agent has said through its own signals.
     pub(super) signals: Mutex<crate::agent::signals::Ledger>,
+    /// The screen fused with those signals (super::fusion).
+    pub(super) fusion: Mutex<super::fusion::Fusion>,
 }
 
 pub(super) struct Sup {
@@ -513,6 +515,7 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         notify: events.notify,
         output: events.output,
         signals: Default::default(),
+        fusion: Default::default(),
     });
     lock(&sup.panes).insert(name, entry.clone());
     tokio::spawn(super::detect::detector(sup.clone(), entry));

@@ -38,6 +38,7 @@ pub(super) async fn take(
         };
         lock(&e.signals).apply(crate::paths::now_ms(), note);
         sup.feed.publish(ev);
+        super::detect::on_signal(sup, &e);
     }
     Response::reply(id, &SignalTaken { pane })
 }

@@ -17,7 +17,7 @@
 use super::Ledger;
 use super::view::fold;
 use crate::proto::fuse::{Disagreement, Mark, SignalView};
-use crate::proto::signal::{LimitWindow, Source, TurnError};
+use crate::proto::signal::{LimitWindow, TurnError};
 use crate::proto::state::{BlockedKind, Observation, State};
 
 /// How long the screen and the signals may disagree before it is reported
@@ -258,8 +258,8 @@ fn latch_held(i: &Input) -> Option<BlockedKind> {
         .memo
         .dialog_seen_ms
         .is_some_and(|t| t + LATCH_SCREEN_SLACK_MS >= l.at.at_ms);
-    let showing = is_dialog(i.screen);
-    (!(shown && !showing)).then_some(l.kind)
+    let answered_on_screen = shown && !is_dialog(i.screen);
+    (!answered_on_screen).then_some(l.kind)
 }
 
 fn is_dialog(o: &Observation) -> bool {

@@ -1,7 +1,7 @@
 //! Every fusion rule, one test or more each, on hand-made screens.
 
 use super::*;
-use crate::proto::signal::{Limits, Notice, Signal, SignalNote};
+use crate::proto::signal::{Limits, Notice, Signal, SignalNote, Source};
 
 fn obs(state: State, kind: Option<BlockedKind>) -> Observation {
     let mut o = Observation::new(state, vec![format!("rule:test.{state}")]);

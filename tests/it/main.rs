@@ -110,6 +110,7 @@ mod shadow_e2e;
 mod shell_lib;
 mod shell_pane;
 mod signals_fuse;
+mod signals_fuse_screens;
 mod tmux_backend;
 mod tmux_common;
 mod tmux_exit_status;

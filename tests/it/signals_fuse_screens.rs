@@ -301,7 +301,9 @@ fn with_the_permission_rule_switched_off_the_latch_still_blocks_and_disagrees() 
     assert_eq!(d.screen, blind.label());
     assert!(t.due(T0 + 400 + DISAGREE_BOUND_MS - 1).is_none());
     t.step(&blind, &l, 1, T0, T0 + 2_000);
-    let due = t.due(T0 + 400 + DISAGREE_BOUND_MS).expect("due after the bound");
+    let due = t
+        .due(T0 + 400 + DISAGREE_BOUND_MS)
+        .expect("due after the bound");
     assert_eq!(due.signals, "blocked:permission");
     // With the rule on, the same screen and signals agree.
     let on = Classifier::builtin().unwrap();

@@ -33,7 +33,7 @@ pub enum AgentCmd {
 pub struct ExplainArgs {
     /// The pane.
     pub pane: String,
-    /// Print the supervisor's answer as one JSON document.
+    /// Print one JSON document: the supervisor's answer (`pane.explain`).
     #[arg(long)]
     pub json: bool,
 }

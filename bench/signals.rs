@@ -13,7 +13,9 @@
 //! before it writes the request. A cycle on `screen` sends a prompt, waits
 //! for working, then measures sim's `done` frame → the barrier's return; a
 //! cycle on `signal` sends `prompt_submitted` (working, by the turn-open
-//! rule), then measures `turn_ended` written → the barrier's return. Each
+//! rule), then measures `turn_ended` written → the barrier's return, and
+//! also sends `signal` a prompt to measure the screen path on a pane whose
+//! agent sends signals (fusion on, the screen deciding). Each
 //! waiter (the library client on a thread) is confirmed blocked on its
 //! socket before the change; one that was not is left out.
 
@@ -88,6 +90,7 @@ fn run(cycles: usize, work_ms: u64) -> Result<(), String> {
     )
     .map_err(io)?;
     let screen_trace = dir.join("trace-screen.txt");
+    let mixed_trace = dir.join("trace-mixed.txt");
     sup.sim_pane(
         "screen",
         "claude",
@@ -122,7 +125,8 @@ fn run(cycles: usize, work_ms: u64) -> Result<(), String> {
     );
     sup.call(
         "pane.new",
-        json!({"spec": {"name": "signal", "argv": ["sh", "-c", inner], "env": [],
+        json!({"spec": {"name": "signal", "argv": ["sh", "-c", inner],
+            "env": [[drover::agent::sim::TRACE_ENV, mixed_trace.display().to_string()]],
             "cwd": dir, "cols": 120, "rows": 40, "agent": "sim"},
             "backend": support::backend()}),
     )?;
@@ -134,6 +138,8 @@ fn run(cycles: usize, work_ms: u64) -> Result<(), String> {
     sup.wait_all(&names, &["idle"], Duration::from_secs(20))?;
     let mut screen_cur = TraceCursor::new(screen_trace);
     let mut sig_cur = TraceCursor::new(sig_trace);
+    let mut mixed_cur = TraceCursor::new(mixed_trace);
+    let mut mixed_ms = Vec::new();
     let mut waiter = Waiter::start(&sup)?;
     let (mut screen_ms, mut signal_ms, mut late) = (Vec::new(), Vec::new(), 0usize);
     let started = Instant::now();
@@ -152,6 +158,22 @@ fn run(cycles: usize, work_ms: u64) -> Result<(), String> {
             late += 1;
         } else {
             screen_ms.push((unix_ns(back) - changed) as f64 / 1e6);
+        }
+        // The screen path on the pane whose agent sends signals (its ledger
+        // holds the last turn's end): fusion on, the screen deciding.
+        sup.call(
+            "pane.send",
+            json!({"pane": "signal", "text": format!("bench {i}")}),
+        )?;
+        sup.wait_all(&names[1..], &["working"], Duration::from_secs(5))?;
+        let ready = waiter.request("signal")?;
+        let (back, snap) = waiter.finish()?;
+        check(&snap, "signal")?;
+        let changed = mixed_cur.next("done", Duration::from_secs(5))?;
+        if unix_ns(ready) >= changed {
+            late += 1;
+        } else {
+            mixed_ms.push((unix_ns(back) - changed) as f64 / 1e6);
         }
         // The signal path.
         writeln!(notes, r#"{{"source":"hook","signal":"prompt_submitted"}}"#).map_err(io)?;
@@ -173,8 +195,7 @@ fn run(cycles: usize, work_ms: u64) -> Result<(), String> {
     report(
         cycles,
         work_ms,
-        screen_ms,
-        signal_ms,
+        [screen_ms, mixed_ms, signal_ms],
         late,
         elapsed,
         &load_before,
@@ -202,8 +223,7 @@ fn stats(mut v: Vec<f64>) -> (usize, f64, f64, f64) {
 fn report(
     cycles: usize,
     work_ms: u64,
-    screen: Vec<f64>,
-    signal: Vec<f64>,
+    [screen, mixed, signal]: [Vec<f64>; 3],
     late: usize,
     elapsed: Duration,
     load_before: &str,
@@ -217,20 +237,23 @@ fn report(
         "  {:<40} {:>5} {:>9} {:>9} {:>9}",
         "", "n", "p50 ms", "p99 ms", "max ms"
     );
-    let s = stats(screen);
-    let g = stats(signal);
+    let row = |label: &str, v: Vec<f64>| {
+        let r = stats(v);
+        println!(
+            "  {label:<40} {:>5} {:>9.2} {:>9.2} {:>9.2}",
+            r.0, r.1, r.2, r.3
+        );
+        r
+    };
+    let s = row("screen, no signals: done drawn → barrier", screen);
+    let m = row("screen, signals on: done drawn → barrier", mixed);
+    let g = row("signal: turn_ended sent → barrier", signal);
     println!(
-        "  {:<40} {:>5} {:>9.2} {:>9.2} {:>9.2}",
-        "screen: sim draws done → barrier", s.0, s.1, s.2, s.3
-    );
-    println!(
-        "  {:<40} {:>5} {:>9.2} {:>9.2} {:>9.2}",
-        "signal: turn_ended sent → barrier", g.0, g.1, g.2, g.3
-    );
-    println!(
-        "  signal/screen: p50 {:.2}×, p99 {:.2}×",
+        "  signal/screen: p50 {:.2}×, p99 {:.2}×; screen with signals on/off: p50 {:.2}×, p99 {:.2}×",
         g.1 / s.1,
-        g.2 / s.2
+        g.2 / s.2,
+        m.1 / s.1,
+        m.2 / s.2
     );
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(
@@ -269,7 +292,7 @@ impl Waiter {
                         json!({"panes": [pane], "until": ["done"], "timeout_ms": WAIT_TIMEOUT_MS}),
                     )
                     .map_err(|e| e.to_string())
-                    .map(|v| (SystemTime::now(), v["snapshots"][0]["snapshot"].clone()));
+                    .map(|v| (SystemTime::now(), v["snapshots"][0].clone()));
                 if ans_tx.send(r).is_err() {
                     return;
                 }

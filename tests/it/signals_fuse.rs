@@ -275,4 +275,10 @@ fn a_permission_latch_blocks_until_the_tools_result() {
     let out = l.d.wait_state(&["p"], "working", 20_000);
     assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
     assert_eq!(l.explain()["rule"], "turn_open");
+    // A pane that is not there: one sentence, exit 5 (not_found).
+    let out = l.d.run(&["agent", "explain", "nosuch", "--json"]);
+    assert_eq!(out.status.code(), Some(5));
+    let err = common::stderr(&out);
+    assert!(err.contains("no pane named nosuch"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

@@ -1,6 +1,6 @@
-//! `drover agent classify` and `drover sim-agent`.
+//! `drover agent classify`, `drover agent explain` and `drover sim-agent`.
 
-use super::{Ctx, fail};
+use super::{Ctx, client_err, fail};
 use clap::{Args, Subcommand};
 use drover::agent::{AgentKind, Classifier, Signals, rows_from_text};
 use drover::exit;
@@ -23,6 +23,19 @@ pub enum AgentCmd {
     /// Classify a saved screen (plain text, as `tmux capture-pane -p` prints it).
     #[command(after_help = "Example:\n  drover agent classify --agent claude screen.txt --json")]
     Classify(ClassifyArgs),
+    /// How a pane's state was decided: the screen's observation, the newest
+    /// signal of each source, what they add up to, and the rule that decided.
+    #[command(after_help = "Example:\n  drover agent explain w1 --json")]
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The pane.
+    pub pane: String,
+    /// Print one JSON document: the supervisor's answer (`pane.explain`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -67,6 +80,9 @@ pub fn run(cmd: Commands, ctx: &Ctx) -> anyhow::Result<u8> {
         Commands::Agent {
             cmd: AgentCmd::Classify(a),
         } => classify(a, ctx),
+        Commands::Agent {
+            cmd: AgentCmd::Explain(a),
+        } => explain(a, ctx),
         Commands::SimAgent(a) => sim_agent(a),
     }
 }
@@ -96,6 +112,51 @@ fn classify(a: ClassifyArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         println!("{v}");
     } else {
         println!("{}\t{}", o.label(), o.evidence.join(" "));
+    }
+    Ok(exit::OK)
+}
+
+fn explain(a: ExplainArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let mut c = ctx.client()?;
+    let x = c
+        .call(drover::proto::args::PaneExplain { pane: a.pane })
+        .map_err(client_err)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&x)?);
+        return Ok(exit::OK);
+    }
+    println!(
+        "{}\t{} (rule {}, from {})",
+        x.pane,
+        x.fused.label(),
+        x.rule,
+        x.fused.source
+    );
+    match &x.screen {
+        Some(o) => println!(
+            "screen\t{}\t{}\thash {}",
+            o.label(),
+            o.evidence.join(" "),
+            x.screen_hash
+        ),
+        None => println!("screen\tnot classified yet"),
+    }
+    for s in &x.signals {
+        println!("{}\t{}\t{} ms ago", s.source, s.signal, s.age_ms);
+    }
+    if x.signals.is_empty() {
+        println!("signals\tnone: the screen alone decides");
+    }
+    if let Some(d) = &x.disagreement {
+        let reported = if x.disagreement_reported {
+            ", reported"
+        } else {
+            ""
+        };
+        println!(
+            "disagree\tscreen {} vs signals {} since {}{reported}",
+            d.screen, d.signals, d.since_ms
+        );
     }
     Ok(exit::OK)
 }

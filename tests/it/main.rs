@@ -114,6 +114,8 @@ mod shadow_e2e;
 mod shell_lib;
 mod shell_pane;
 mod signals_fixtures;
+mod signals_fuse;
+mod signals_fuse_screens;
 mod signals_intake;
 mod signals_real;
 mod tmux_backend;

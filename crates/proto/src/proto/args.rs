@@ -321,6 +321,12 @@ pub struct Signal {
     pub note: super::signal::SignalNote,
 }
 
+/// `pane.explain`: how the pane's state was decided (read-only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneExplain {
+    pub pane: String,
+}
+
 /// `shutdown`: stop every pane and exit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shutdown {}

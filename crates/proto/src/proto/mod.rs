@@ -16,6 +16,7 @@ pub mod error;
 pub mod event;
 pub mod fleet;
 pub mod frame;
+pub mod fuse;
 pub mod pane;
 pub mod reply;
 pub mod request;

@@ -54,6 +54,8 @@ pub enum Request {
     FleetLeave(args::FleetLeave),
     #[serde(rename = "signal")]
     Signal(args::Signal),
+    #[serde(rename = "pane.explain")]
+    PaneExplain(args::PaneExplain),
     #[serde(rename = "shutdown")]
     Shutdown(args::Shutdown),
 }
@@ -129,6 +131,7 @@ ops! {
     FleetJoin => "fleet.join", reply::Joined;
     FleetLeave => "fleet.leave", reply::Left;
     Signal => "signal", reply::SignalTaken;
+    PaneExplain => "pane.explain", super::fuse::Explained;
     Shutdown => "shutdown", reply::Stopping;
 }
 
@@ -192,6 +195,7 @@ unchecked!(
     EventsFollow,
     FleetJoin,
     FleetLeave,
+    PaneExplain,
     Shutdown
 );
 

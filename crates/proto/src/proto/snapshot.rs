@@ -24,6 +24,11 @@ pub struct Snapshot {
     /// `--fresh` barrier counts only observations numbered after its start.
     #[serde(default)]
     pub seq: u64,
+    /// Which source decided the state: `screen`, unless an agent's own
+    /// signal did (docs/agents.md, "Fusing the screen with the agents'
+    /// signals").
+    #[serde(default)]
+    pub source: super::signal::Source,
 }
 
 impl Snapshot {

@@ -92,6 +92,7 @@ fn every_documented_request_round_trips() {
             "signal",
             json!({"source": "hook", "session": "s1", "signal": "permission_asked", "tool": "Bash"}),
         ),
+        req("pane.explain", json!({"pane": "p1"})),
         req("shutdown", json!({})),
     ];
     let mut seen = std::collections::BTreeSet::new();
@@ -201,14 +202,34 @@ fn documented_replies_parse() {
     let snap = json!({"pane": "p1", "generation": 1, "state": "blocked", "kind": "permission",
         "exit_code": null, "since_ms": 5, "since": "2026-12-05T00:00:00Z",
         "evidence": ["rule:x"], "screen_hash": "00", "seq": 2});
+    // A snapshot without `source` (an older supervisor's) parses as the
+    // screen's; it is written with it.
     let s: Snapshot = serde_json::from_value(snap.clone()).unwrap();
     assert_eq!(s.state, state::State::Blocked);
     assert_eq!(s.label(), "blocked:permission");
+    assert_eq!(s.source, Source::Screen);
+    let mut with_source = snap.clone();
+    with_source["source"] = json!("screen");
     assert_eq!(
         serde_json::to_value(&s).unwrap(),
-        snap,
+        with_source,
         "same JSON as the untyped one"
     );
+    let mut hooked = snap.clone();
+    hooked["source"] = json!("hook");
+    let h: Snapshot = serde_json::from_value(hooked).unwrap();
+    assert_eq!(h.source, Source::Hook);
+    let explained: fuse::Explained = serde_json::from_value(json!({
+        "pane": "p1", "generation": 1, "screen": null, "screen_hash": "",
+        "signals": [{"source": "hook", "signal": "turn_ended", "at_ms": 5, "age_ms": 1}],
+        "view": {"notes": 1, "turn_end": {"at": {"at_ms": 5, "source": "hook"}, "how": "ended"}},
+        "fused": {"state": "done", "kind": null, "exit_code": null, "evidence": ["fuse:turn_ended"],
+                  "source": "hook"},
+        "rule": "turn_ended"
+    }))
+    .unwrap();
+    assert_eq!(explained.fused.source, Source::Hook);
+    assert!(explained.disagreement.is_none());
     let mut matched = snap.clone();
     matched["matched"] = json!(true);
     let w: reply::Waited =

@@ -229,6 +229,7 @@ mod tests {
             evidence: Vec::new(),
             screen_hash: hash.into(),
             seq: 0,
+            source: Default::default(),
         }
     }
 

@@ -26,6 +26,7 @@ pub(super) fn starting_snapshot(pane: &str, generation: u64) -> Snapshot {
         evidence: vec!["spawned".into()],
         screen_hash: String::new(),
         seq: 0,
+        source: crate::proto::Source::Screen,
     }
 }
 
@@ -114,7 +115,7 @@ async fn agent_version(entry: &Entry) -> Option<String> {
         .flatten()
 }
 
-fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
+fn publish(sup: &Arc<Sup>, entry: &Arc<Entry>, version: Option<&str>) {
     let got = entry.pane.with_screen(|screen, meta| {
         // A frame inside a synchronized-output block may be torn.
         if screen.hooks().in_sync_block() && meta.exit.is_none() {
@@ -129,19 +130,46 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
             hash,
         ))
     });
-    let Some((o, generation, hash)) = got else {
+    let Some((mut o, generation, hash)) = got else {
         return;
     };
+    if let Some(v) = version {
+        o.evidence.push(format!("agent_version:{v}"));
+    }
+    super::fusion::screen_seen(entry, o, generation, format!("{hash:016x}"));
+    publish_fused(sup, entry);
+}
+
+/// A signal reached the pane's ledger: fuse the last screen observation
+/// with it and publish at once, without waiting for output.
+pub(super) fn on_signal(sup: &Arc<Sup>, entry: &Arc<Entry>) {
+    publish_fused(sup, entry);
+}
+
+/// Fuse the pane's last screen observation with its signals and publish
+/// the outcome: only changes move the epoch (or every classification while
+/// a `--fresh` barrier waits).
+fn publish_fused(sup: &Arc<Sup>, entry: &Arc<Entry>) {
+    // Held until published: a signal's step and the detector's publish in
+    // the order they fused.
+    let mut fusion = lock(&entry.fusion);
+    let Some(step) = super::fusion::step(sup, entry, &mut fusion) else {
+        return;
+    };
+    let super::fusion::Step {
+        fused,
+        generation,
+        hash,
+        due,
+    } = step;
     let Observation {
         state,
         kind,
         exit_code,
         mut evidence,
+        source,
         ..
-    } = o;
-    if let Some(v) = version {
-        evidence.push(format!("agent_version:{v}"));
-    }
+    } = fused.observation;
     let mut state = state;
     let mut obs = lock(&entry.obs);
     // `starting` means "not ready yet": once this generation has been seen in
@@ -164,15 +192,21 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
         || obs.kind != kind
         || obs.exit_code != exit_code;
     obs.evidence = evidence;
-    obs.screen_hash = format!("{hash:016x}");
+    obs.screen_hash = hash;
+    obs.source = source;
     obs.seq += 1;
     let fresh_waiting = sup.fresh_waiters.load(Ordering::Relaxed) > 0;
-    if !changed && fresh_waiting {
+    if !changed {
         drop(obs);
-        sup.epoch.send_modify(|x| *x += 1);
+        if fresh_waiting {
+            sup.epoch.send_modify(|x| *x += 1);
+        }
+        if let Some(ev) = due {
+            sup.feed.publish(ev);
+        }
         return;
     }
-    if changed {
+    {
         let from = obs.state;
         obs.generation = generation;
         obs.state = state;
@@ -203,6 +237,9 @@ fn publish(sup: &Sup, entry: &Entry, version: Option<&str>) {
             });
         }
         sup.epoch.send_modify(|x| *x += 1);
+        if let Some(ev) = due {
+            sup.feed.publish(ev);
+        }
     }
 }
 

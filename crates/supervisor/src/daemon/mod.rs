@@ -15,6 +15,7 @@ mod feed_conn;
 mod feed_files;
 mod fleet_hook;
 pub mod frame_limit;
+mod fusion;
 mod hub;
 mod lost;
 mod observe;

@@ -66,6 +66,8 @@ pub(super) struct Entry {
     pub(super) signals: Mutex<crate::agent::signals::Ledger>,
     /// How many signals the pane's agent sent this second (a bound).
     pub(super) signal_rate: Mutex<super::signal::Rate>,
+    /// The screen fused with those signals (super::fusion).
+    pub(super) fusion: Mutex<super::fusion::Fusion>,
 }
 
 pub(super) struct Sup {
@@ -516,6 +518,7 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         output: events.output,
         signals: Default::default(),
         signal_rate: Default::default(),
+        fusion: Default::default(),
     });
     lock(&sup.panes).insert(name, entry.clone());
     tokio::spawn(super::detect::detector(sup.clone(), entry));

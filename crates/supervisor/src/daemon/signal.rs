@@ -115,6 +115,7 @@ pub(super) async fn take(
                 ledger.apply(now, note);
                 drop(ledger);
                 sup.feed.publish(ev);
+                super::detect::on_signal(sup, &e);
             }
         }
     }

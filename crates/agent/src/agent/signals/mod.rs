@@ -4,8 +4,14 @@
 //!   argument or rollout line, turned into [`SignalNote`]s (pure; bodies are
 //!   dropped here, a last message kept only as its sha256).
 //! - [`Ledger`]: what a pane's agent has said, in order, bounded.
+//! - [`view`]: the ledger folded into what it adds up to (a turn open, a
+//!   permission latch, the last turn's end, limits).
+//! - [`fuse`]: the screen's observation and that view fused by rules as
+//!   data, with the disagreement between them (the drift canary).
 
+pub mod fuse;
 pub mod parse;
+pub mod view;
 
 pub use crate::proto::signal::{Signal, SignalNote, Source};
 use std::collections::VecDeque;

@@ -1,0 +1,284 @@
+//! The screen fused with the agents' own signals, against a real supervisor:
+//! signals sent from inside a shell pane with the `signal` op (a small
+//! python3 client speaking the framed protocol of docs/protocol.md), the
+//! screen read as always (docs/agents.md, "Fusing the screen with the
+//! agents' signals").
+
+use crate::common;
+
+use common::{Drover, wait_until};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+const LONG: Duration = Duration::from_secs(30);
+
+/// A client of the `signal` op: `python3 sig.py SOCKET NOTE_JSON`; it sends
+/// one request frame and exits 0 when the supervisor took the note for a pane.
+const SIG_PY: &str = r#"import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+body = json.dumps({"v": 1, "id": 1, "op": "signal", "args": json.loads(sys.argv[2])}).encode()
+s.sendall(struct.pack(">I", len(body) + 1) + b"\x01" + body)
+def read(n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            sys.exit(3)
+        b += c
+    return b
+(n,) = struct.unpack(">I", read(4))
+reply = json.loads(read(n)[1:])
+sys.exit(0 if (reply.get("result") or {}).get("pane") else 4)
+"#;
+
+/// A shell pane `name` on a served state dir, and the helper's command line
+/// for a note (`{"source": "hook", "signal": …}`).
+struct Lane {
+    d: Drover,
+    name: &'static str,
+    sig: PathBuf,
+}
+
+impl Lane {
+    fn start(name: &'static str) -> Lane {
+        let d = Drover::new();
+        d.serve();
+        let sig = d.scratch().join("sig.py");
+        std::fs::write(&sig, SIG_PY).unwrap();
+        d.new_pane(name, &[], &["sh"]);
+        assert_eq!(d.wait_state(&[name], "idle", 20_000).status.code(), Some(0));
+        Lane { d, name, sig }
+    }
+
+    /// The shell command that sends `note` from inside the pane.
+    fn send_cmd(&self, note: Value) -> String {
+        format!(
+            "python3 {} {} '{}'",
+            self.sig.display(),
+            self.d.socket().display(),
+            note
+        )
+    }
+
+    fn explain(&self) -> Value {
+        let out = self.d.ok(&["agent", "explain", self.name, "--json"]);
+        serde_json::from_str(&out).unwrap()
+    }
+
+    /// Wait until `agent explain` satisfies `cond`; returns the last answer.
+    fn explain_until(&self, what: &str, cond: impl Fn(&Value) -> bool) -> Value {
+        let mut last = Value::Null;
+        let ok = wait_until(LONG, || {
+            last = self.explain();
+            cond(&last)
+        });
+        assert!(ok, "never {what}: {last:#}");
+        last
+    }
+}
+
+fn hook(signal: &str) -> Value {
+    json!({"source": "hook", "session": "s1", "signal": signal})
+}
+
+fn mkfifo(p: &Path) {
+    let st = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// `wait --until done` is answered by the agent's `Stop` (a `turn_ended`
+/// note) while the screen still says working: a command holds the shell's
+/// terminal, so the screen reads `working` (`fg:job`) throughout.
+#[test]
+fn a_stop_answers_wait_done_while_the_screen_still_says_working() {
+    let l = Lane::start("w");
+    let go = l.d.scratch().join("go");
+    mkfifo(&go);
+    let cmd = format!(
+        "{} && cat {} >/dev/null && {} && sleep 600",
+        l.send_cmd(hook("prompt_submitted")),
+        go.display(),
+        l.send_cmd(hook("turn_ended")),
+    );
+    l.d.ok(&["pane", "send", "w", &cmd]);
+    // The screen reads working (a job holds the terminal) and the turn is open.
+    l.explain_until("working on screen with a turn open", |x| {
+        x["screen"]["state"] == "working" && x["view"]["turn_open"].is_object()
+    });
+    let waiter =
+        l.d.cmd()
+            .args([
+                "wait",
+                "w",
+                "--until",
+                "done",
+                "--timeout-ms",
+                "20000",
+                "--json",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&go)
+        .unwrap()
+        .write_all(b"go\n")
+        .unwrap();
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "wait --until done: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let x = l.explain();
+    assert_eq!(x["screen"]["state"], "working", "{x:#}");
+    assert_eq!(x["fused"]["state"], "done", "{x:#}");
+    assert_eq!(x["fused"]["source"], "hook", "{x:#}");
+    assert_eq!(x["rule"], "turn_ended", "{x:#}");
+    let snap = l.d.pane("w").unwrap()["observation"].clone();
+    assert_eq!(
+        (snap["state"].as_str(), snap["source"].as_str()),
+        (Some("done"), Some("hook"))
+    );
+    assert_eq!(snap["evidence"][0], "fuse:turn_ended", "{snap:#}");
+}
+
+struct Follow {
+    child: Child,
+    rx: Receiver<String>,
+}
+
+impl Follow {
+    fn start(d: &Drover) -> Follow {
+        let mut child = d
+            .cmd()
+            .args(["events", "--follow", "--jsonl", "--since", "0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Follow { child, rx }
+    }
+
+    /// The first event satisfying `want`, and every event before it.
+    fn until(&self, want: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        let mut seen = Vec::new();
+        loop {
+            let line = self
+                .rx
+                .recv_timeout(LONG)
+                .unwrap_or_else(|_| panic!("stream ended or stalled after {seen:#?}"));
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if want(&v) {
+                return (v, seen);
+            }
+            seen.push(v);
+        }
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A turn opened over a shell back at its prompt: the pane follows the
+/// signals (working), the screen says idle, and past the bound a
+/// `signal.disagree` records both with the screen's hash, once; `agent
+/// explain` shows both sources and the rule.
+#[test]
+fn a_turn_open_over_an_idle_screen_is_working_and_disagrees_past_the_bound() {
+    let l = Lane::start("d");
+    let feed = Follow::start(&l.d);
+    let sent = Instant::now();
+    l.d.ok(&["pane", "send", "d", &l.send_cmd(hook("prompt_submitted"))]);
+    let (ev, before) = feed.until(|v| v["kind"] == "signal.disagree");
+    let waited = sent.elapsed();
+    assert!(
+        before
+            .iter()
+            .any(|e| e["kind"] == "pane.signal" && e["signal"] == "prompt_submitted"),
+        "{before:#?}"
+    );
+    assert_eq!(ev["pane"], "d");
+    assert_eq!(
+        (ev["screen"].as_str(), ev["signals"].as_str()),
+        (Some("idle"), Some("working"))
+    );
+    assert_eq!(
+        (ev["fused"].as_str(), ev["rule"].as_str()),
+        (Some("working"), Some("turn_open"))
+    );
+    assert!(ev["for_ms"].as_u64().unwrap() >= 3_000, "{ev:#}");
+    assert!(waited >= Duration::from_secs(3), "{waited:?}");
+    assert_eq!(ev["screen_hash"].as_str().map(str::len), Some(16), "{ev:#}");
+    let x = l.explain();
+    assert_eq!(x["screen"]["state"], "idle", "{x:#}");
+    assert_eq!(x["fused"]["state"], "working", "{x:#}");
+    assert_eq!(x["rule"], "turn_open");
+    assert_eq!(x["screen_hash"], ev["screen_hash"]);
+    assert_eq!(x["signals"][0]["source"], "hook");
+    assert_eq!(x["signals"][0]["signal"], "prompt_submitted");
+    assert_eq!(x["disagreement"]["signals"], "working");
+    assert_eq!(x["disagreement_reported"], true);
+    assert_eq!(l.d.pane("d").unwrap()["observation"]["state"], "working");
+    // Once per episode: a later event for this pane is another kind.
+    l.d.ok(&["pane", "send", "d", &l.send_cmd(hook("turn_ended"))]);
+    let (done, between) = feed.until(|v| v["kind"] == "pane.state" && v["state"] == "done");
+    assert!(
+        !between.iter().any(|e| e["kind"] == "signal.disagree"),
+        "{between:#?}"
+    );
+    assert_eq!(done["pane"], "d");
+}
+
+/// A permission latch with no dialog on screen is `blocked:permission`
+/// (reached by a barrier at once), and a tool's result clears it.
+#[test]
+fn a_permission_latch_blocks_until_the_tools_result() {
+    let l = Lane::start("p");
+    let cmd = format!(
+        "{} && {}",
+        l.send_cmd(hook("prompt_submitted")),
+        l.send_cmd(json!({"source": "hook", "signal": "permission_asked", "tool": "Bash"})),
+    );
+    l.d.ok(&["pane", "send", "p", &cmd]);
+    let out = l.d.wait_state(&["p"], "blocked:permission", 20_000);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    let x = l.explain();
+    assert_eq!(x["rule"], "permission_latch", "{x:#}");
+    assert_eq!(x["view"]["latch"]["tool"], "Bash", "{x:#}");
+    let done =
+        json!({"source": "hook", "signal": "tool_finished", "tool": "Bash", "failed": false});
+    l.d.ok(&["pane", "send", "p", &l.send_cmd(done)]);
+    let out = l.d.wait_state(&["p"], "working", 20_000);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    assert_eq!(l.explain()["rule"], "turn_open");
+    // A pane that is not there: one sentence, exit 5 (not_found).
+    let out = l.d.run(&["agent", "explain", "nosuch", "--json"]);
+    assert_eq!(out.status.code(), Some(5));
+    let err = common::stderr(&out);
+    assert!(err.contains("no pane named nosuch"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -218,6 +218,52 @@ fn synthetic_signals_over_real_screens_fuse_as_the_rules_say() {
             rule: "screen_dialog",
             disagree: Some(("blocked:question", "done")),
         },
+        // No hook fires for an interrupt or a denial on screen
+        // (tests/fixtures/signals): the screen's marker ends the turn.
+        Case {
+            what: "an interrupt drawn after the prompt ends the open turn",
+            steps: &[
+                ("claude-2.1.332/working-reply-1.txt", T0 + 200),
+                ("claude-2.1.332/interrupted-1.txt", T0 + 400),
+            ],
+            notes: vec![prompt()],
+            label: "idle",
+            rule: "screen_interrupted",
+            disagree: None,
+        },
+        Case {
+            what: "a tool call denied on screen ends the open turn and its latch",
+            steps: &[
+                ("claude-2.1.332/blocked-bash-1.txt", T0 + 200),
+                ("claude-2.1.332/denied-bash-1.txt", T0 + 400),
+            ],
+            notes: vec![prompt(), asked(T0 + 150)],
+            label: "idle",
+            rule: "screen_interrupted",
+            disagree: None,
+        },
+        Case {
+            what: "Codex's interrupt on screen ends the open turn",
+            steps: &[
+                ("codex/working-think-1.txt", T0 + 200),
+                ("codex/interrupted-1.txt", T0 + 400),
+            ],
+            notes: vec![prompt()],
+            label: "idle",
+            rule: "screen_interrupted",
+            disagree: None,
+        },
+        Case {
+            what: "a marker left from the turn before does not end a new one",
+            steps: &[
+                ("claude-2.1.332/interrupted-1.txt", T0 + 50),
+                ("claude-2.1.332/interrupted-1.txt", T0 + 200),
+            ],
+            notes: vec![prompt()],
+            label: "working",
+            rule: "turn_open",
+            disagree: Some(("idle", "working")),
+        },
     ];
     let mut bad = Vec::new();
     for k in &cases {
@@ -235,7 +281,7 @@ fn synthetic_signals_over_real_screens_fuse_as_the_rules_say() {
                 f.observation.evidence
             ));
         }
-        if f.rule != "screen" && f.rule != "screen_dialog" {
+        if !matches!(f.rule, "screen" | "screen_dialog" | "screen_interrupted") {
             assert_eq!(f.observation.source, Source::Hook, "{}", k.what);
             assert_eq!(f.observation.evidence[0], format!("fuse:{}", f.rule));
         }

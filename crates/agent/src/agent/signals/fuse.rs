@@ -40,6 +40,9 @@ pub struct ScreenMemo {
     pub since_ms: u64,
     /// The last time the screen showed a permission or question dialog.
     pub dialog_seen_ms: Option<u64>,
+    /// Since when the screen shows a turn interrupted (or a tool call denied)
+    /// on screen (a `*.interrupted` rule), while it does.
+    pub interrupted_since_ms: Option<u64>,
     /// The disagreement open at the last fusion, if any.
     pub disagree: Option<Disagreement>,
 }
@@ -103,6 +106,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "turn_aborted",
         decide: turn_aborted,
+    },
+    Rule {
+        name: "screen_interrupted",
+        decide: screen_interrupted,
     },
     Rule {
         name: "tool_running",
@@ -242,7 +249,36 @@ fn signals_say(i: &Input) -> Option<(State, Option<BlockedKind>)> {
     if let Some(l) = latch_held(i) {
         return Some((State::Blocked, Some(l)));
     }
+    if interrupted_on_screen(i) {
+        return Some((State::Idle, None));
+    }
     (v.turn_open.is_some() || v.tool.is_some()).then_some((State::Working, None))
+}
+
+/// Whether the screen drew the open turn's interruption (Esc, C-c, a tool
+/// call denied on screen): no hook fires for it (tests/fixtures/signals), so
+/// the screen's `*.interrupted` rule is what ends the turn. Only a marker
+/// first drawn after the turn's last signal counts: one left on screen from
+/// an earlier turn does not end a turn whose prompt just came in.
+fn interrupted_on_screen(i: &Input) -> bool {
+    let Some(since) = i.memo.interrupted_since_ms else {
+        return false;
+    };
+    let v = i.view;
+    let last = v
+        .turn_open
+        .map(|m| m.at_ms)
+        .into_iter()
+        .chain(v.tool.as_ref().map(|t| t.at.at_ms))
+        .max();
+    last.is_some_and(|at| since >= at)
+}
+
+/// Whether the screen's observation came from an `*.interrupted` rule.
+pub fn shows_interrupted(o: &Observation) -> bool {
+    o.evidence
+        .iter()
+        .any(|e| e.starts_with("rule:") && e.ends_with(".interrupted"))
 }
 
 /// The last turn's end, when no prompt came after it.
@@ -389,6 +425,12 @@ fn turn_aborted(i: &Input) -> Option<Verdict> {
     })
 }
 
+/// The open turn was interrupted on screen (no hook says so): the screen's
+/// ready state stands.
+fn screen_interrupted(i: &Input) -> Option<Verdict> {
+    interrupted_on_screen(i).then_some(Verdict::Screen { resets_at: None })
+}
+
 /// A tool call runs (started, no result yet): working, however quiet the
 /// screen is — a long tool call does not fade to idle.
 fn tool_running(i: &Input) -> Option<Verdict> {
@@ -455,6 +497,8 @@ impl Tracker {
         if is_dialog(screen_obs) {
             self.memo.dialog_seen_ms = Some(now_ms);
         }
+        self.memo.interrupted_since_ms =
+            shows_interrupted(screen_obs).then(|| self.memo.interrupted_since_ms.unwrap_or(now_ms));
         let view = fold(ledger, from_ms);
         let fused = fuse(screen_obs, &view, &self.memo, now_ms);
         if fused.disagreement.as_ref().map(|d| d.since_ms)

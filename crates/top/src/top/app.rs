@@ -228,7 +228,8 @@ impl App {
         }
         inp.panes
             .retain(|p| Some(p.name()) != self.self_pane.as_deref());
-        self.runs.update(&self.opts.state_dir);
+        self.runs
+            .update(crate::statedir::StateDir::new(&self.opts.state_dir));
         inp.runs = self.runs.runs();
         self.inputs = inp;
         self.warning = warning.or_else(|| self.runs.warning.clone());
@@ -313,7 +314,12 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         }
         let mut dirty = false;
         let mut moved = false;
-        if look.is_some() && !(tty || ev || sig) && app.runs.update(&app.opts.state_dir) {
+        if look.is_some()
+            && !(tty || ev || sig)
+            && app
+                .runs
+                .update(crate::statedir::StateDir::new(&app.opts.state_dir))
+        {
             // Only the runs changed: the rest as it was read.
             app.inputs.runs = app.runs.runs();
             moved = true;

@@ -55,6 +55,13 @@ impl RowState {
     }
 }
 
+/// Written as its word (the page's `state`).
+impl serde::Serialize for RowState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for RowState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

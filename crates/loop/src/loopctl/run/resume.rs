@@ -191,7 +191,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 }
                 self.park_because(
                     &id,
-                    TaskCause::of_error(&e),
+                    crate::loopctl::run::cause::of_error(&e),
                     &format!("could not use its finished turn after the crash: {e}"),
                     "look at its worktree and lane dir, then rerun",
                 )?;
@@ -204,7 +204,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 }
                 self.park_because(
                     &id,
-                    TaskCause::of_error(&e),
+                    crate::loopctl::run::cause::of_error(&e),
                     &format!("could not restart after the crash: {e}"),
                     "look at its worktree, then rerun",
                 )?;

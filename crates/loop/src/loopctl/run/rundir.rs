@@ -32,20 +32,7 @@ pub struct RunDir {
 
 /// The numbers of the runs under a state dir.
 pub fn runs(state_dir: &Path) -> Vec<u32> {
-    let mut out: Vec<u32> = std::fs::read_dir(state_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_prefix("loop")?
-                .parse::<u32>()
-                .ok()
-        })
-        .collect();
-    out.sort_unstable();
-    out
+    crate::runstate::status::runs(crate::statedir::StateDir::new(state_dir))
 }
 
 fn private_dir(p: &Path) -> Result<(), LoopError> {

@@ -89,7 +89,7 @@ pub(super) fn status(a: super::loopcmd::StatusArgs, ctx: &Ctx) -> anyhow::Result
             None => return Err(fail(exit::USAGE, "no loop runs in this state dir yet")),
         },
     };
-    let run = rundir::RunDir::open(&state_dir, n).map_err(lerr)?;
+    let run = rundir::RunDir::open(state, n).map_err(lerr)?;
     let path = run.file("run.json");
     let missing = || fail(exit::ERROR, format!("{} is missing", path.display()));
     if a.json {

@@ -442,6 +442,22 @@ mod tests {
         test_pane(name, state, since)
     }
 
+    /// An attention is written as the word the page always showed.
+    #[test]
+    fn an_attention_serializes_as_its_old_word() {
+        for (a, w) in [
+            (Attention::Blocked, "blocked"),
+            (Attention::Parked, "parked"),
+            (Attention::Stalled, "stalled"),
+            (Attention::Done, "done"),
+            (Attention::Exited, "exited"),
+            (Attention::None, "none"),
+        ] {
+            assert_eq!(serde_json::to_value(a).ok(), Some(json!(w)));
+            assert_eq!(a.as_str(), w);
+        }
+    }
+
     #[test]
     fn rows_needing_a_human_come_first_and_done_stays_until_seen() {
         let mut inp = Inputs {

@@ -88,7 +88,14 @@ fn audit(cx: &Ctx, action: &str, target: &str, r: &Reply) {
         _ => "failed",
     };
     let reason = r.1["error"].as_str().or_else(|| r.1["message"].as_str());
-    audit::record(&cx.state_dir, &cx.token_id, action, target, outcome, reason);
+    audit::record(
+        StateDir::new(&cx.state_dir),
+        &cx.token_id,
+        action,
+        target,
+        outcome,
+        reason,
+    );
 }
 
 /// A refusal of a read-only server, audited.

@@ -93,8 +93,13 @@ impl Feed {
 
     /// Read everything again (an event came).
     fn refresh(&mut self, client: &mut Client) {
-        let seen = crate::top::seen::load(&self.cfg.state_dir).unwrap_or_default();
-        let (mut inp, warning) = gather::inputs(client, &self.cfg.state_dir, &seen);
+        let seen = crate::top::seen::load(crate::statedir::StateDir::new(&self.cfg.state_dir))
+            .unwrap_or_default();
+        let (mut inp, warning) = gather::inputs(
+            client,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            &seen,
+        );
         self.runs
             .update(crate::statedir::StateDir::new(&self.cfg.state_dir));
         inp.runs = self.runs.runs();

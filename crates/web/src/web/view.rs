@@ -205,7 +205,81 @@ pub fn hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::top::runs::RunTask;
     use crate::top::view::{Inputs, build, test_pane};
+
+    /// The page's words are the ones it always had: a pane's state, its
+    /// blocked kind and attention, a run's state, a task's phase and agent,
+    /// a host's state.
+    #[test]
+    fn every_word_on_the_page_is_the_old_word() {
+        let mut blocked = test_pane("b", "blocked", 7);
+        if let crate::proto::PaneEntry::Live(v) = &mut blocked {
+            v.observation.kind = Some(BlockedKind::UsageLimit);
+        }
+        let inp = Inputs {
+            panes: vec![blocked, test_pane("i", "idle", 5)],
+            ..Default::default()
+        };
+        let mut v = build(&inp);
+        v.runs = vec![RunCell {
+            n: 2,
+            state: RunState::Interrupted,
+            tasks: vec![RunTask {
+                id: "T-1".into(),
+                phase: Phase::Parked,
+                round: 2,
+                agent: Some(Agent::Codex),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        let x = Extras {
+            hosts: vec![HostJson {
+                host: "h".into(),
+                state: HostState::Late,
+                last_seen: None,
+                panes: 1,
+            }],
+            ..Default::default()
+        };
+        let json = serde_json::to_value(snapshot(&v, &x)).unwrap_or_default();
+        assert_eq!(json["panes"][0]["state"], "blocked");
+        assert_eq!(json["panes"][0]["blocked_kind"], "usage_limit");
+        assert_eq!(json["panes"][0]["attention"], "blocked");
+        assert_eq!(json["panes"][1]["state"], "idle");
+        assert_eq!(json["panes"][1]["blocked_kind"], serde_json::Value::Null);
+        assert_eq!(json["panes"][1]["attention"], "none");
+        assert_eq!(json["runs"][0]["state"], "interrupted");
+        assert_eq!(json["runs"][0]["tasks"][0]["phase"], "parked");
+        assert_eq!(json["runs"][0]["tasks"][0]["agent"], "codex");
+        assert_eq!(json["runs"][0]["tasks"][0]["round"], 2);
+        assert_eq!(json["hosts"][0]["state"], "late");
+    }
+
+    /// A control and a state the page sends are read as sent and as their
+    /// types: a word neither has is kept for the refusal, not a bad body.
+    #[test]
+    fn a_control_request_keeps_the_words_it_was_sent() {
+        let ok: Result<crate::web::actions::ControlReq, _> = serde_json::from_value(
+            serde_json::json!({"run": 1, "control": "close-out", "state": "paused"}),
+        );
+        let ok = ok.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ok.control.known, Some(crate::runstate::Control::CloseOut));
+        assert_eq!(ok.state.known, Some(RunState::Paused));
+        let odd: Result<crate::web::actions::ControlReq, _> = serde_json::from_value(
+            serde_json::json!({"run": 1, "control": "explode", "state": "?"}),
+        );
+        let odd = odd.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (odd.control.text.as_str(), odd.control.known),
+            ("explode", None)
+        );
+        assert_eq!((odd.state.text.as_str(), odd.state.known), ("?", None));
+        let bad: Result<crate::web::actions::ControlReq, _> =
+            serde_json::from_value(serde_json::json!({"run": 1, "control": 3, "state": "paused"}));
+        assert!(bad.is_err());
+    }
 
     #[test]
     fn blocked_panes_come_first_with_their_options() {

@@ -20,7 +20,7 @@ pub use crate::loopctl::run::task::{Phase, TaskState};
 use crate::loopctl::{LoopError, board::ready, land::git};
 use crate::statedir::StateDir;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Longest one wait for outcomes before the loop looks at its queue again.
@@ -97,9 +97,9 @@ pub fn slug(id: &str) -> String {
     board::id_key(id)
 }
 
-fn locks_available(state_dir: &Path) -> bool {
+fn locks_available(state: &StateDir) -> bool {
     matches!(
-        crate::store::LockGuard::try_exclusive(&StateDir::new(state_dir).loop_probe_lock()),
+        crate::store::LockGuard::try_exclusive(&state.loop_probe_lock()),
         Ok(Some(_))
     )
 }
@@ -149,15 +149,15 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let raw_pool = cfg.pool.clone().or_else(|| cfg.charter.pool.clone());
         let (pool, why) = ready::pool_size(
             raw_pool.as_deref(),
-            locks_available(&cfg.state_dir),
+            locks_available(cfg.state()),
             head_is_base,
         );
         let board = board::load(&cfg.board_dir)?;
-        let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
+        let board_lock = crate::loopctl::run::rundir::lock_board(cfg.state(), &cfg.board_dir)?;
         // A repository may hold an integration branch (or a worktree) of a
         // run this state dir no longer has: its N is skipped.
         let wts = StateDir::new(&cfg.state_dir).worktrees_dir();
-        let run = RunDir::create_free(&cfg.state_dir, |n| {
+        let run = RunDir::create_free(cfg.state(), |n| {
             git::rev(&cfg.repo, &format!("refs/heads/drover/integration/loop{n}")).is_ok()
                 || wts.join(format!("loop{n}-integration")).exists()
         })?;

@@ -3,9 +3,10 @@
 //! gone), its tasks under way with phase, round, agent and lane, what is
 //! parked and why, the questions waiting for the owner and the last
 //! landing; the runs that need a human first. Built by a pure function
-//! ([`cell_of`]) from `run.json` (read as `loop status --json` reads it)
-//! and the tail of `DECISIONS.md`; [`RunsReader`] reads a run's files again
-//! only when they changed.
+//! ([`cell_of`]) from `run.json` (read as the loop's [`RunStatus`], as
+//! `loop status` reads it) and the tail of `DECISIONS.md`; [`RunsReader`]
+//! reads a run's files again only when they changed, and a `run.json` no
+//! run holds is a warning.
 
 use crate::registry::Agent;
 use crate::runstate::{Phase, RunState, RunStatus};

@@ -61,6 +61,7 @@ pub use drover_proto::proto;
 pub use drover_rehearse::rehearse;
 pub use drover_report::report;
 pub use drover_report::shadow;
+pub use drover_runstate::runstate;
 pub use drover_screen::screen;
 pub use drover_supervisor::watch;
 pub use drover_top::top;

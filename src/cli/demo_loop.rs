@@ -142,7 +142,12 @@ fn tour(
         Role::Implementer => IMPLEMENTER.to_string(),
         Role::Reviewer => REVIEWER.to_string(),
     };
-    let mut lanes = SimLanes::new(state_dir, client, exe, Box::new(scripts));
+    let mut lanes = SimLanes::new(
+        drover::statedir::StateDir::new(state_dir),
+        client,
+        exe,
+        Box::new(scripts),
+    );
     let cfg = RunConfig {
         state_dir: state_dir.to_path_buf(),
         repo: repo.to_path_buf(),

@@ -17,11 +17,11 @@ pub(super) fn refuse_after_unclosed(
     client: Option<drover::daemon::Client>,
 ) -> anyhow::Result<()> {
     let same = |p: &Path| std::fs::canonicalize(p).is_ok_and(|p| p == repo);
-    let unclosed: Vec<(u32, RunStatus)> = rundir::runs(state_dir)
+    let state = state_dir;
+    let unclosed: Vec<(u32, RunStatus)> = rundir::runs(state)
         .into_iter()
         .filter_map(|n| {
-            let path = state_dir.run_file(n);
-            let st: RunStatus = drover::store::read_json(&path).ok()??;
+            let st = drover::runstate::status::read(state, n).ok()??;
             (st.finished_at.is_none() && !st.is_live() && same(&st.repo)).then_some((n, st))
         })
         .collect();

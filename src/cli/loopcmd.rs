@@ -318,7 +318,10 @@ pub(super) fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     drover::loopctl::child::end_on_signals()?;
     // A resumed run takes its repo, board, base and charter from its run.json.
     let resumed = match &a.resume {
-        Some(r) => Some(start::recorded(&state_dir, run_number(r)?).map_err(lerr)?),
+        Some(r) => Some(
+            start::recorded(drover::statedir::StateDir::new(&state_dir), run_number(r)?)
+                .map_err(lerr)?,
+        ),
         None => None,
     };
     let mut given = start::Given {
@@ -369,7 +372,12 @@ pub(super) fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     opts.env = user_env;
     opts.scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
     let mut fleet_scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
-    let lanes = RealLanes::new(&state_dir, client, jobs_client, opts);
+    let lanes = RealLanes::new(
+        drover::statedir::StateDir::new(&state_dir),
+        client,
+        jobs_client,
+        opts,
+    );
     let sim_record = given.sim_record();
     let mut cfg = config(&a, state_dir.into_path_buf(), place, given.base, sim_record);
     start::set_clock(&mut cfg, a.clock_scale, resumed.as_ref());

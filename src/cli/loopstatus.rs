@@ -5,7 +5,9 @@ use super::loopcmd::{RunArgs, lerr, run_cmd, run_number};
 use super::{Ctx, fail};
 use clap::Args;
 use drover::exit;
-use drover::loopctl::run::{rundir, runner::RunStatus};
+use drover::loopctl::run::rundir;
+use drover::runstate::status::{self, Question, RunStatus};
+use drover::statedir::StateDir;
 
 pub(super) fn control_cmd(a: super::loopcmd::ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     use drover::loopctl::night::control::{self, Control};
@@ -21,14 +23,14 @@ pub(super) fn control_cmd(a: super::loopcmd::ControlArgs, ctx: &Ctx) -> anyhow::
     })?;
     let state_dir = ctx.state_dir()?;
     let n = run_number(&a.run)?;
-    let set = match control::request(&state_dir, n, c, &a.reason) {
+    let state = drover::statedir::StateDir::new(&state_dir);
+    let set = match control::request(state, n, c, &a.reason) {
         Ok(control::Requested::Set(set)) => set,
         // Closed here, without a resume: nothing of it goes on.
         Ok(control::Requested::CloseWithoutResume) => {
             return close_without_resume(n, &a.reason, ctx);
         }
-        Err(control::ControlError::Loop(e)) => return Err(lerr(e)),
-        Err(e) => return Err(fail(exit::REFUSED, e.to_string())),
+        Err(e) => return Err(fail(e.exit_code(), e.to_string())),
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
@@ -57,30 +59,21 @@ fn close_without_resume(n: u32, reason: &str, ctx: &Ctx) -> anyhow::Result<u8> {
 
 /// The questions held overnight come first once overnight is over (during
 /// it, only how many are held).
-fn print_held_questions(v: &serde_json::Value) {
-    let held: Vec<&serde_json::Value> = v["questions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|q| q["overnight"].as_bool() == Some(true))
-        .collect();
+fn print_held_questions(st: &RunStatus) {
+    let held: Vec<&Question> = st.questions.iter().filter(|q| q.overnight).collect();
     if held.is_empty() {
         return;
     }
-    let mode = v["mode"].as_str().unwrap_or("");
-    if mode.starts_with("overnight") && v["finished_at"].is_null() {
+    let mode = st.mode.as_str();
+    if mode.starts_with("overnight") && st.finished_at.is_none() {
         println!("{mode}: {} question(s) held in QUESTIONS.md", held.len());
         return;
     }
     println!("Questions held overnight ({}):", held.len());
     for q in held {
-        let s = |k: &str| q[k].as_str().unwrap_or("?");
         println!(
             "- {} {}: {} — recommendation: {}",
-            s("at"),
-            s("task"),
-            s("question"),
-            s("recommendation")
+            q.at, q.task, q.question, q.recommendation
         );
     }
     println!();
@@ -88,63 +81,57 @@ fn print_held_questions(v: &serde_json::Value) {
 
 pub(super) fn status(a: super::loopcmd::StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let state_dir = ctx.state_dir()?;
+    let state = StateDir::new(&state_dir);
     let n = match &a.run {
         Some(r) => run_number(r)?,
-        None => match rundir::runs(&state_dir).last() {
+        None => match status::runs(state).last() {
             Some(n) => *n,
             None => return Err(fail(exit::USAGE, "no loop runs in this state dir yet")),
         },
     };
-    let run = rundir::RunDir::open(&state_dir, n).map_err(lerr)?;
+    let run = rundir::RunDir::open(state, n).map_err(lerr)?;
     let path = run.file("run.json");
-    let mut v: serde_json::Value = drover::store::read_json(&path)
-        .map_err(|e| fail(exit::ERROR, e.to_string()))?
-        .ok_or_else(|| fail(exit::ERROR, format!("{} is missing", path.display())))?;
-    // Whether a loop process works it now: a run whose loop died says so.
-    let live = serde_json::from_value::<RunStatus>(v.clone()).ok();
-    if let Some(st) = &live {
-        v["live"] = serde_json::Value::Bool(st.is_live());
-        v["state"] = serde_json::Value::String(st.live_state().as_str().into());
-    }
+    let missing = || fail(exit::ERROR, format!("{} is missing", path.display()));
     if a.json {
+        // The document as the loop wrote it, every key kept, with whether a
+        // loop process works it now (a run whose loop died says so).
+        let mut v: serde_json::Value = drover::store::read_json(&path)
+            .map_err(|e| fail(exit::ERROR, e.to_string()))?
+            .ok_or_else(missing)?;
+        if let Ok(st) = serde_json::from_value::<RunStatus>(v.clone()) {
+            v["live"] = serde_json::Value::Bool(st.is_live());
+            v["state"] = serde_json::Value::String(st.live_state().as_str().into());
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit::OK);
     }
-    print_held_questions(&v);
+    let st = status::read(state, n)
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?
+        .ok_or_else(missing)?;
+    print_held_questions(&st);
     println!(
         "loop{n} · {} · charter {} · pool {} · lanes cap {} · landings {}",
-        v["state"].as_str().unwrap_or("?"),
-        &v["charter_sha256"]
-            .as_str()
-            .unwrap_or("?")
-            .chars()
-            .take(12)
-            .collect::<String>(),
-        v["pool"],
-        v["lanes_cap"],
-        v["landings"]
+        st.live_state(),
+        st.charter_sha256.chars().take(12).collect::<String>(),
+        st.pool,
+        st.lanes_cap,
+        st.landings
     );
-    println!(
-        "integration branch {}",
-        v["integration_branch"].as_str().unwrap_or("?")
-    );
-    let rows: Vec<Vec<String>> = v["tasks"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    println!("integration branch {}", st.integration_branch);
+    let rows: Vec<Vec<String>> = st
+        .tasks
+        .iter()
         .map(|t| {
-            let s = |k: &str| t[k].as_str().unwrap_or("-").to_string();
+            let or_dash = |s: Option<&str>| s.unwrap_or("-").to_string();
             vec![
-                s("id"),
-                s("phase"),
-                s("agent"),
-                t["round"].to_string(),
-                s("lane"),
-                t["sha"]
-                    .as_str()
-                    .map_or("-".into(), |x| x.chars().take(12).collect()),
-                t["stall"].as_str().unwrap_or("-").to_string(),
-                s("reason"),
+                t.id.clone(),
+                t.kind().to_string(),
+                or_dash(t.agent.map(|a| a.as_str())),
+                t.round().to_string(),
+                or_dash(t.lane()),
+                t.sha().map_or("-".into(), |x| x.chars().take(12).collect()),
+                or_dash(t.stall.as_deref()),
+                or_dash(t.note().reason.as_deref()),
             ]
         })
         .collect();
@@ -157,14 +144,14 @@ pub(super) fn status(a: super::loopcmd::StatusArgs, ctx: &Ctx) -> anyhow::Result
             &rows
         )
     );
-    if let Some(s) = v["stopped_by"].as_str() {
+    if let Some(s) = &st.stopped_by {
         println!("stopped by {s}");
     }
-    if live.as_ref().is_some_and(|st| st.live_state() != st.state) {
+    if st.live_state() != st.state {
         println!("its loop process is gone: resume it with `drover loop run --resume {n}`");
     }
-    if let Some(c) = v["closeout"].as_str() {
-        println!("close-out: {c}");
+    if let Some(c) = &st.closeout {
+        println!("close-out: {}", c.display());
     }
     Ok(exit::OK)
 }

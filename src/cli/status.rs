@@ -8,7 +8,8 @@ use drover::engine::{Engine, Status};
 use drover::exit;
 use drover::proto::args;
 use drover::shadow::ShadowDecision;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use std::collections::BTreeMap;
 
 #[derive(Debug, clap::Args)]
@@ -63,18 +64,18 @@ pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     // Wrapped to the terminal; in full on one line with --wide or into a pipe.
     let width = terminal_cols().map(|c| c.saturating_sub(REASON_COL));
     for j in &jobs {
-        let reason = j["reason"].as_str().unwrap_or("-");
+        let reason = j.reason.as_deref().unwrap_or("-");
         let lines = match width {
             Some(w) if !a.wide => wrap(reason, w),
             _ => vec![reason.to_string()],
         };
         println!(
             "{:<16} {:<10} {:<14} {:<18} {:<9} {}",
-            j["job_id"].as_str().unwrap_or("?"),
-            j["status"].as_str().unwrap_or("?"),
-            j["session_id"].as_str().unwrap_or("-"),
-            j["decision"].as_str().unwrap_or("(none yet)"),
-            j["decided_at"].as_str().map_or("-".into(), ago_rfc3339),
+            j.job_id,
+            j.status.as_str(),
+            j.session_id.as_deref().unwrap_or("-"),
+            j.decision.as_deref().unwrap_or("(none yet)"),
+            j.decided_at.as_deref().map_or("-".into(), ago_rfc3339),
             lines.first().map(String::as_str).unwrap_or_default()
         );
         for l in lines.iter().skip(1) {
@@ -84,9 +85,24 @@ pub fn run(a: StatusArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// One job as `status` shows it: its record and the shadow policy's newest
+/// word on its attempt. Its fields in the order `--json` has always
+/// printed them (by name).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct JobRow {
+    attempt_id: Option<String>,
+    decided_at: Option<String>,
+    decision: Option<String>,
+    job_id: String,
+    reason: Option<String>,
+    session_id: Option<String>,
+    status: Status,
+    updated_at: String,
+}
+
 /// Jobs (running ones unless `all`) with their newest shadow decision for
 /// the current attempt.
-fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
+fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<JobRow> {
     if !drover::statedir::StateDir::new(state_dir)
         .jobs_dir()
         .is_dir()
@@ -114,16 +130,16 @@ fn jobs(state_dir: &std::path::Path, all: bool) -> Vec<Value> {
                 .attempt_id
                 .as_ref()
                 .and_then(|a| latest.get(&(r.job_id.clone(), a.clone())));
-            json!({
-                "job_id": r.job_id,
-                "status": r.status.as_str(),
-                "session_id": r.session_id,
-                "attempt_id": r.attempt_id,
-                "updated_at": drover::time::format_millis(r.updated_at),
-                "decision": d.map(|d| d.decision.clone()),
-                "reason": d.map(|d| d.reason.clone()).or(r.reason.clone()),
-                "decided_at": d.map(|d| d.at.clone()),
-            })
+            JobRow {
+                updated_at: drover::time::format_millis(r.updated_at),
+                decision: d.map(|d| d.decision.clone()),
+                reason: d.map(|d| d.reason.clone()).or(r.reason.clone()),
+                decided_at: d.map(|d| d.at.clone()),
+                job_id: r.job_id,
+                status: r.status,
+                session_id: r.session_id,
+                attempt_id: r.attempt_id,
+            }
         })
         .collect()
 }

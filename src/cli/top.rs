@@ -80,14 +80,9 @@ pub fn run(a: TopArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             Some(a) => a,
             None => &mut none,
         };
-        return drover::top::fleet::run(
-            &cfg,
-            &handed,
-            state_dir.as_deref().map(|d| d.path()),
-            actions,
-        )
-        .map(|()| exit::OK)
-        .map_err(top_err);
+        return drover::top::fleet::run(&cfg, &handed, state_dir.as_deref(), actions)
+            .map(|()| exit::OK)
+            .map_err(top_err);
     }
     need_terminal()?;
     let state_dir = ctx.state_dir()?;

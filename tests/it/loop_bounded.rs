@@ -67,7 +67,12 @@ fn run_bounded(
             Role::Implementer => IMPLEMENTER.to_string(),
             Role::Reviewer => REVIEWER_PASS.to_string(),
         };
-        let mut ops = SimLanes::new(&state, client, &exe, Box::new(scripts));
+        let mut ops = SimLanes::new(
+            drover::statedir::StateDir::new(&state),
+            client,
+            &exe,
+            Box::new(scripts),
+        );
         let r = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}"));
         let _ = tx.send(r);
     });

@@ -140,7 +140,12 @@ fn a_codex_limit_with_its_popup_parks_then_keeps_the_model_and_lands() {
         (drover::loopctl::ops::Role::Implementer, _) => claude.clone(),
         _ => REVIEWER.to_string(),
     };
-    let mut ops = SimLanes::new(&d.state, client, &exe, Box::new(scripts));
+    let mut ops = SimLanes::new(
+        drover::statedir::StateDir::new(&d.state),
+        client,
+        &exe,
+        Box::new(scripts),
+    );
     let mut cfg = config(&d, &repo, &charter, fast());
     cfg.turn_timeout = Duration::from_secs(24 * 3600);
     let st = runner::run(&mut ops, cfg, |m| eprintln!("loop: {m}")).unwrap();

@@ -100,7 +100,12 @@ fn run_killing_before(role: Role) -> (Result<(), LoopError>, Vec<Phase>, String)
             Role::Reviewer => REVIEWER_PASS.to_string(),
         };
         let mut ops = KillBefore {
-            inner: SimLanes::new(&state, client, &exe, Box::new(scripts)),
+            inner: SimLanes::new(
+                drover::statedir::StateDir::new(&state),
+                client,
+                &exe,
+                Box::new(scripts),
+            ),
             role,
             state: state.clone(),
             killed: false,

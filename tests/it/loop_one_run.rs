@@ -51,7 +51,7 @@ fn a_second_run_on_the_same_board_is_refused_naming_the_first() {
             drover::loopctl::ops::Role::Reviewer => REVIEWER_PASS.to_string(),
         };
         let mut ops = drover::loopctl::lanes::simlanes::SimLanes::new(
-            &state,
+            drover::statedir::StateDir::new(&state),
             client,
             &exe,
             Box::new(scripts),

@@ -94,7 +94,12 @@ fn five_tasks_pool_two_land_block_repair_and_drop() {
         Some(&exe),
     )
     .unwrap();
-    let mut lanes = SimLanes::new(&d.state, client, &exe, Box::new(scripts));
+    let mut lanes = SimLanes::new(
+        drover::statedir::StateDir::new(&d.state),
+        client,
+        &exe,
+        Box::new(scripts),
+    );
     let cfg = RunConfig {
         state_dir: d.state.clone(),
         repo: repo.clone(),
@@ -328,7 +333,12 @@ fn a_permission_prompt_parks_the_task_and_asks() {
         }
         Role::Reviewer => REVIEWER.to_string(),
     };
-    let mut lanes = SimLanes::new(&d.state, client, &exe, Box::new(script));
+    let mut lanes = SimLanes::new(
+        drover::statedir::StateDir::new(&d.state),
+        client,
+        &exe,
+        Box::new(script),
+    );
     let cfg = RunConfig {
         state_dir: d.state.clone(),
         repo: repo.clone(),

@@ -85,7 +85,9 @@ fn env_args(env: &[(String, String)]) -> Vec<String> {
 /// there once, as docs/fleet.md tells an operator to (both agents trust a
 /// worktree of a trusted repository).
 fn host_trusted(d: &Drover) -> Vec<PathBuf> {
-    vec![drover::loopctl::lanes::fleet_host::host_repo(&d.state)]
+    vec![drover::loopctl::lanes::fleet_host::host_repo(
+        drover::statedir::StateDir::new(&d.state),
+    )]
 }
 
 fn one_run(claude_v: &str, codex_v: &str) {

@@ -190,14 +190,14 @@ fn loop_ids_show_whole_at_160_columns_and_keep_their_tail_at_80() {
     });
     v.runs = vec![drover::top::runs::RunCell {
         n: 3,
-        state: "running".into(),
+        state: drover::runstate::RunState::Running,
         live: true,
         total: 2,
         tasks: vec![drover::top::runs::RunTask {
             id: "TASK-17".into(),
-            phase: "implementing".into(),
+            phase: drover::runstate::Phase::Implementing,
             round: 1,
-            agent: Some("claude".into()),
+            agent: Some(drover::registry::Agent::Claude),
             lane: Some("l3-impl-task-17".into()),
             ..Default::default()
         }],

@@ -9,5 +9,6 @@ pub use drover_lanes::{dispatch, lane};
 pub use drover_pane::pane;
 pub use drover_proto::proto;
 pub use drover_report::{gate, report, shadow};
+pub use drover_runstate::runstate;
 
 pub mod loopctl;

@@ -6,9 +6,9 @@ pub use drover_client::client;
 pub use drover_engine::{engine, registry};
 pub use drover_fleet::fleet;
 pub use drover_lanes::{dispatch, lane};
-pub use drover_loop::loopctl;
 pub use drover_pane::pane;
 pub use drover_proto::proto;
 pub use drover_report::{gate, report, shadow};
+pub use drover_runstate::runstate;
 
 pub mod top;

@@ -59,7 +59,12 @@ pub fn sim_lanes(d: &Drover, imp: String, rev: String) -> SimLanes {
         Role::Implementer => imp.clone(),
         Role::Reviewer => rev.clone(),
     };
-    SimLanes::new(&d.state, client, &exe, Box::new(scripts))
+    SimLanes::new(
+        drover::statedir::StateDir::new(&d.state),
+        client,
+        &exe,
+        Box::new(scripts),
+    )
 }
 
 /// A run over `repo`'s board with auto-completion on.

@@ -12,34 +12,7 @@ use crate::registry::Agent;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The two kinds of loop lane.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Writes, in its own worktree, under the task's write lease.
-    Implementer,
-    /// Read-only: reviews a candidate and reports through a heartbeat.
-    Reviewer,
-}
-
-impl Role {
-    /// The registry session the lane belongs to.
-    pub fn session_id(self) -> &'static str {
-        match self {
-            Role::Implementer => "implementer",
-            Role::Reviewer => "reviewer",
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Implementer => "implementer",
-            Role::Reviewer => "reviewer",
-        }
-    }
-}
+pub use crate::runstate::records::Role;
 
 /// A worktree the lane is to get: a new branch from the base.
 #[derive(Debug, Clone, PartialEq, Eq)]

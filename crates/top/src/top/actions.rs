@@ -4,8 +4,8 @@
 
 use super::ui::Verb;
 use crate::client::Client;
-use crate::loopctl::night::control::Control;
 use crate::proto::args;
+use crate::runstate::control::Control;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 

@@ -215,8 +215,11 @@ pub(super) fn ancestors() -> Vec<u32> {
 impl App {
     /// Read everything again (an event or an action may have changed it).
     fn refresh(&mut self) {
-        let (mut inp, warning) =
-            gather::inputs(&mut self.client, &self.opts.state_dir, &self.ui.seen);
+        let (mut inp, warning) = gather::inputs(
+            &mut self.client,
+            crate::statedir::StateDir::new(&self.opts.state_dir),
+            &self.ui.seen,
+        );
         if let Some(me) = inp.panes.iter().find(|p| {
             let pid = match p {
                 PaneEntry::Live(v) => v.info.pid,
@@ -228,7 +231,8 @@ impl App {
         }
         inp.panes
             .retain(|p| Some(p.name()) != self.self_pane.as_deref());
-        self.runs.update(&self.opts.state_dir);
+        self.runs
+            .update(crate::statedir::StateDir::new(&self.opts.state_dir));
         inp.runs = self.runs.runs();
         self.inputs = inp;
         self.warning = warning.or_else(|| self.runs.warning.clone());
@@ -262,7 +266,11 @@ impl App {
             .iter()
             .map(|p| p.name().to_string())
             .collect();
-        if let Err(e) = super::seen::save(&self.opts.state_dir, &self.ui.seen, &live) {
+        if let Err(e) = super::seen::save(
+            crate::statedir::StateDir::new(&self.opts.state_dir),
+            &self.ui.seen,
+            &live,
+        ) {
             self.seen_warning = Some(format!("seen: {e}"));
         }
     }
@@ -287,7 +295,7 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         runs: Default::default(),
     };
     app.view.seq = feed.last_seq;
-    match super::seen::load(&app.opts.state_dir) {
+    match super::seen::load(crate::statedir::StateDir::new(&app.opts.state_dir)) {
         Ok(seen) => {
             app.saved_seen = seen.clone();
             app.ui.seen = seen;
@@ -313,7 +321,12 @@ pub fn run(opts: TopOptions, actions: &mut dyn Actions) -> Result<(), TopError> 
         }
         let mut dirty = false;
         let mut moved = false;
-        if look.is_some() && !(tty || ev || sig) && app.runs.update(&app.opts.state_dir) {
+        if look.is_some()
+            && !(tty || ev || sig)
+            && app
+                .runs
+                .update(crate::statedir::StateDir::new(&app.opts.state_dir))
+        {
             // Only the runs changed: the rest as it was read.
             app.inputs.runs = app.runs.runs();
             moved = true;

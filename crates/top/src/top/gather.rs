@@ -11,7 +11,6 @@ use crate::registry::{self, events, heartbeat, lease};
 use crate::shadow::ShadowDecision;
 use crate::statedir::StateDir;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// How many screen lines the detail pane may show.
 pub const DETAIL_LINES: usize = 60;
@@ -23,10 +22,10 @@ fn ms_of(ts: Option<&str>) -> Option<u64> {
 }
 
 /// Everything but the panes from the state dir; problems become one warning.
-pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>) {
+pub fn read_state(state_dir: &StateDir, inp: &mut Inputs, warnings: &mut Vec<String>) {
     let now = chrono::Utc::now();
-    if StateDir::new(state_dir).jobs_dir().is_dir() {
-        match Engine::open(crate::statedir::StateDir::new(state_dir)).and_then(|e| e.list()) {
+    if state_dir.jobs_dir().is_dir() {
+        match Engine::open(state_dir).and_then(|e| e.list()) {
             Ok(jobs) => {
                 inp.jobs = jobs
                     .into_iter()
@@ -43,7 +42,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
             Err(e) => warnings.push(format!("jobs: {e}")),
         }
     }
-    let decisions = StateDir::new(state_dir).decisions_log();
+    let decisions = state_dir.decisions_log();
     match crate::store::read_jsonl::<ShadowDecision>(&decisions) {
         Ok(r) => {
             for d in r.records {
@@ -52,7 +51,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         }
         Err(e) => warnings.push(format!("decisions: {e}")),
     }
-    let leases = match lease::load(StateDir::new(state_dir)) {
+    let leases = match lease::load(state_dir) {
         Ok(doc) => doc.map(|d| d.leases).unwrap_or_default(),
         Err(e) => {
             warnings.push(format!("leases: {e}"));
@@ -78,15 +77,15 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
     }
     // The loop's lanes are panes named by their lane id; `lane up`'s are
     // lane records: a park names either.
-    if StateDir::new(state_dir).registry_events().is_file() {
-        match events::read(StateDir::new(state_dir)) {
+    if state_dir.registry_events().is_file() {
+        match events::read(state_dir) {
             Ok(log) => {
                 inp.parked = parked_lanes(log.records.iter().map(|e| (e.kind.as_str(), &e.fields)));
             }
             Err(e) => warnings.push(format!("events: {e}")),
         }
     }
-    let reg = match registry::load(StateDir::new(state_dir)) {
+    let reg = match registry::load(state_dir) {
         Ok(r) => r,
         Err(e) => {
             warnings.push(format!("registry: {e}"));
@@ -109,7 +108,7 @@ pub fn read_state(state_dir: &Path, inp: &mut Inputs, warnings: &mut Vec<String>
         let report = crate::gate::evaluate(&crate::gate::GateInput {
             registry: Some(reg),
             leases: &leases,
-            audit: events::audit(StateDir::new(state_dir)).map_err(|e| e.to_string()),
+            audit: events::audit(state_dir).map_err(|e| e.to_string()),
             task: None,
             load_bearing: false,
             now,
@@ -148,7 +147,7 @@ pub fn detail(client: &mut Client, pane: &str) -> Vec<String> {
 /// The seen map, the inputs and the pane listing together.
 pub fn inputs(
     client: &mut Client,
-    state_dir: &Path,
+    state_dir: &StateDir,
     seen: &BTreeMap<String, u64>,
 ) -> (Inputs, Option<String>) {
     let mut inp = Inputs {

@@ -3,13 +3,14 @@
 //! gone), its tasks under way with phase, round, agent and lane, what is
 //! parked and why, the questions waiting for the owner and the last
 //! landing; the runs that need a human first. Built by a pure function
-//! ([`cell_of`]) from `run.json` (read as `loop status --json` reads it)
-//! and the tail of `DECISIONS.md`; [`RunsReader`] reads a run's files again
-//! only when they changed.
+//! ([`cell_of`]) from `run.json` (read as the loop's [`RunStatus`], as
+//! `loop status` reads it) and the tail of `DECISIONS.md`; [`RunsReader`]
+//! reads a run's files again only when they changed, and a `run.json` no
+//! run holds is a warning.
 
-use crate::loopctl::run::run_state::RunState;
-use crate::loopctl::run::runner::RunStatus;
-use serde_json::Value;
+use crate::registry::Agent;
+use crate::runstate::{Phase, RunState, RunStatus};
+use crate::statedir::StateDir;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::SystemTime;
@@ -18,15 +19,15 @@ use std::time::SystemTime;
 const DECISIONS_TAIL: u64 = 64 * 1024;
 
 /// One task of a run that is not landed or held.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunTask {
     pub id: String,
     /// Its title on the board.
     pub title: String,
-    /// `implementing`, `reviewing`, `landing`, `parked`, `ready`.
-    pub phase: String,
-    pub round: u64,
-    pub agent: Option<String>,
+    /// Implementing, reviewing, landing, parked or ready.
+    pub phase: Phase,
+    pub round: u32,
+    pub agent: Option<Agent>,
     pub lane: Option<String>,
     /// Why it is parked (or why it is not moving).
     pub reason: Option<String>,
@@ -34,10 +35,26 @@ pub struct RunTask {
     pub stall: Option<String>,
 }
 
+impl Default for RunTask {
+    /// A task not started.
+    fn default() -> Self {
+        RunTask {
+            id: String::new(),
+            title: String::new(),
+            phase: Phase::Ready,
+            round: 0,
+            agent: None,
+            lane: None,
+            reason: None,
+            stall: None,
+        }
+    }
+}
+
 impl RunTask {
     /// Whether it waits for a human: parked, or its lane needs one.
     pub fn needs_human(&self) -> bool {
-        self.phase == "parked" || self.stall.is_some()
+        self.phase == Phase::Parked || self.stall.is_some()
     }
 }
 
@@ -51,11 +68,11 @@ pub struct RunQuestion {
 }
 
 /// One run as `top` shows it.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunCell {
     pub n: u32,
     /// The state as an operator reads it (`loop status`'s word).
-    pub state: String,
+    pub state: RunState,
     /// A loop process works it now.
     pub live: bool,
     /// It was closed (its close-out written, or stopped for good).
@@ -76,10 +93,34 @@ pub struct RunCell {
     pub stopped_by: Option<String>,
 }
 
+impl Default for RunCell {
+    /// A run that runs and has nothing yet.
+    fn default() -> Self {
+        RunCell {
+            n: 0,
+            state: RunState::Running,
+            live: false,
+            finished: false,
+            mode: String::new(),
+            integration_branch: String::new(),
+            tasks: Vec::new(),
+            landed: 0,
+            held: 0,
+            total: 0,
+            questions: Vec::new(),
+            last_landing: None,
+            stopped_by: None,
+        }
+    }
+}
+
 impl RunCell {
     /// Its parked tasks.
     pub fn parked(&self) -> usize {
-        self.tasks.iter().filter(|t| t.phase == "parked").count()
+        self.tasks
+            .iter()
+            .filter(|t| t.phase == Phase::Parked)
+            .count()
     }
 
     /// How urgent it is, most first: something parked or asked (0), paused
@@ -91,7 +132,7 @@ impl RunCell {
             0
         } else if self.finished {
             3
-        } else if self.state == "running" {
+        } else if self.state == RunState::Running {
             2
         } else {
             1
@@ -104,59 +145,61 @@ impl RunCell {
     }
 }
 
-fn s(v: &Value, k: &str) -> Option<String> {
-    v[k].as_str().filter(|x| !x.is_empty()).map(str::to_string)
+/// A text the loop wrote, unless empty.
+fn said(s: Option<&str>) -> Option<String> {
+    s.filter(|x| !x.is_empty()).map(str::to_string)
 }
 
-/// A run from its `run.json` (as read), the state `loop status` gives it
-/// (`None`: the file's own word) and the tail of its `DECISIONS.md` (pure).
-pub fn cell_of(n: u32, v: &Value, state: Option<(RunState, bool)>, decisions: &str) -> RunCell {
-    let (state, live) = match state {
-        Some((st, live)) => (st.as_str().to_string(), live),
-        None => (s(v, "state").unwrap_or_else(|| "?".into()), false),
-    };
-    let tasks_v: Vec<&Value> = v["tasks"].as_array().into_iter().flatten().collect();
-    let phase = |t: &Value| t["phase"].as_str().unwrap_or("?").to_string();
-    let mut tasks: Vec<RunTask> = tasks_v
+/// A run from its `run.json`, the state `loop status` gives it and whether
+/// a loop process works it ([`RunStatus::live_state`],
+/// [`RunStatus::is_live`]), and the tail of its `DECISIONS.md` (pure).
+pub fn cell_of(
+    n: u32,
+    st: &RunStatus,
+    (state, live): (RunState, bool),
+    decisions: &str,
+) -> RunCell {
+    let mut tasks: Vec<RunTask> = st
+        .tasks
         .iter()
-        .filter(|t| !matches!(t["phase"].as_str(), Some("landed" | "held")))
+        .filter(|t| !matches!(t.kind(), Phase::Landed | Phase::Held))
         .map(|t| RunTask {
-            id: s(t, "id").unwrap_or_else(|| "?".into()),
-            title: s(t, "title").unwrap_or_default(),
-            phase: phase(t),
-            round: t["round"].as_u64().unwrap_or(0),
-            agent: s(t, "agent"),
-            lane: s(t, "lane"),
-            reason: s(t, "reason"),
-            stall: s(t, "stall"),
+            id: said(Some(&t.id)).unwrap_or_else(|| "?".into()),
+            title: t.title.clone(),
+            phase: t.kind(),
+            round: t.round(),
+            agent: t.agent,
+            lane: said(t.lane()),
+            reason: said(t.note().reason.as_deref()),
+            stall: said(t.stall.as_deref()),
         })
         .collect();
     // Needs a human first, then as the board orders them.
     tasks.sort_by_key(|t| !t.needs_human());
-    let questions = v["questions"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let questions = st
+        .questions
+        .iter()
         .map(|q| RunQuestion {
-            task: s(q, "task").unwrap_or_else(|| "?".into()),
-            question: s(q, "question").unwrap_or_default(),
-            at: s(q, "at").unwrap_or_default(),
+            task: said(Some(&q.task)).unwrap_or_else(|| "?".into()),
+            question: q.question.clone(),
+            at: q.at.clone(),
         })
         .collect();
+    let count = |p: Phase| st.tasks.iter().filter(|t| t.kind() == p).count();
     RunCell {
         n,
-        finished: !v["finished_at"].is_null(),
+        finished: st.finished_at.is_some(),
         live,
         state,
-        mode: s(v, "mode").unwrap_or_default(),
-        integration_branch: s(v, "integration_branch").unwrap_or_default(),
-        landed: tasks_v.iter().filter(|t| t["phase"] == "landed").count(),
-        held: tasks_v.iter().filter(|t| t["phase"] == "held").count(),
-        total: tasks_v.len(),
+        mode: st.mode.clone(),
+        integration_branch: st.integration_branch.clone(),
+        landed: count(Phase::Landed),
+        held: count(Phase::Held),
+        total: st.tasks.len(),
         tasks,
         questions,
         last_landing: last_landing(decisions),
-        stopped_by: s(v, "stopped_by"),
+        stopped_by: said(st.stopped_by.as_deref()),
     }
 }
 
@@ -211,7 +254,7 @@ struct Read {
     files: (FileStamp, FileStamp),
     /// The loop process recorded in it (whether it still runs decides
     /// `interrupted`).
-    process: Option<crate::loopctl::run::runner::LoopProcess>,
+    process: Option<crate::runstate::LoopProcess>,
     cell: RunCell,
 }
 
@@ -245,16 +288,15 @@ pub struct RunsReader {
 
 impl RunsReader {
     /// Look at the runs; whether anything changed since the last look.
-    pub fn update(&mut self, state_dir: &Path) -> bool {
+    pub fn update(&mut self, state: &StateDir) -> bool {
         self.warning = None;
-        let ns = crate::loopctl::run::rundir::runs(state_dir);
+        let ns = crate::runstate::status::runs(state);
         let before = self.read.len();
         self.read.retain(|n, _| ns.contains(n));
         let mut changed = self.read.len() != before;
         for n in ns {
-            let dir = crate::statedir::StateDir::new(state_dir).run_dir(n);
-            let run_json = dir.join("run.json");
-            let decisions = dir.join("DECISIONS.md");
+            let run_json = state.run_file(n);
+            let decisions = state.run_dir(n).join("DECISIONS.md");
             let files = (stamp_of(&run_json), stamp_of(&decisions));
             if let Some(r) = self.read.get(&n)
                 && r.files == files
@@ -262,8 +304,8 @@ impl RunsReader {
             {
                 continue;
             }
-            let v: Value = match crate::store::read_json(&run_json) {
-                Ok(Some(v)) => v,
+            let st = match crate::runstate::status::read(state, n) {
+                Ok(Some(st)) => st,
                 // A run dir without its file yet: nothing to show.
                 Ok(None) => continue,
                 Err(e) => {
@@ -271,10 +313,8 @@ impl RunsReader {
                     continue;
                 }
             };
-            let st = serde_json::from_value::<RunStatus>(v.clone()).ok();
-            let state = st.as_ref().map(|st| (st.live_state(), st.is_live()));
-            let cell = cell_of(n, &v, state, &tail(&decisions));
-            let process = st.and_then(|st| st.process).filter(|_| !cell.finished);
+            let cell = cell_of(n, &st, (st.live_state(), st.is_live()), &tail(&decisions));
+            let process = st.process.filter(|_| !cell.finished);
             self.read.insert(
                 n,
                 Read {
@@ -306,30 +346,70 @@ impl RunsReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-    fn run(n: u32, state: &str, tasks: Value) -> RunCell {
-        let v = json!({"state": state, "tasks": tasks, "finished_at": if state == "closed" { json!("t") } else { Value::Null }, "questions": []});
-        cell_of(n, &v, None, "")
+    /// A `run.json` as the loop writes it, with these fields over the rest.
+    fn status(over: Value) -> RunStatus {
+        let mut doc = json!({
+            "schema_version": 1, "run": 1, "state": "running", "repo": "/r",
+            "charter": "/r/CHARTER.md", "charter_sha256": "", "base": "main",
+            "base_sha": "", "integration_branch": "drover/integration/loop1",
+            "integration_worktree": "/r/wt", "pool": 1, "lanes_cap": 2,
+            "landings": 0, "started_at": "2026-12-05T00:00:00Z",
+            "finished_at": null, "closeout": null, "tasks": [], "notes": [],
+            "stopped_by": null, "iterations": 0,
+        });
+        if let (Some(d), Some(o)) = (doc.as_object_mut(), over.as_object()) {
+            d.extend(o.clone());
+        }
+        serde_json::from_value(doc).unwrap_or_else(|e| panic!("run.json: {e}"))
+    }
+
+    /// A task record with these fields over a Ready task's.
+    fn task(over: Value) -> Value {
+        let mut t = json!({
+            "id": "T", "title": "", "phase": "ready", "tier": null, "agent": null,
+            "reviewer": null, "round": 0, "lane": null, "job": null,
+            "worktree": null, "branch": null, "candidate_sha256": null,
+            "sha": null, "reason": null, "resume": null, "limit_parks": 0,
+            "stall": null,
+        });
+        if let (Some(d), Some(o)) = (t.as_object_mut(), over.as_object()) {
+            d.extend(o.clone());
+        }
+        t
+    }
+
+    fn run(n: u32, state: RunState, tasks: Value) -> RunCell {
+        let finished = if state == RunState::Closed {
+            json!("2026-12-05T01:00:00Z")
+        } else {
+            Value::Null
+        };
+        let st = status(json!({"state": state, "tasks": tasks, "finished_at": finished}));
+        cell_of(n, &st, (st.state, false), "")
     }
 
     #[test]
     fn a_run_lists_its_tasks_under_way_parked_first_and_counts_the_rest() {
-        let v = json!({"state": "running", "finished_at": null, "mode": "overnight",
+        let st = status(json!({"state": "running", "mode": "overnight",
             "tasks": [
-                {"id": "TASK-1", "phase": "landed", "round": 1},
-                {"id": "TASK-2", "phase": "implementing", "round": 2, "agent": "claude", "lane": "l3-impl-task-2"},
-                {"id": "TASK-3", "phase": "parked", "round": 3, "agent": "codex", "lane": "l3-impl-task-3", "reason": "the gate stayed red"},
-                {"id": "TASK-4", "phase": "held", "round": 0, "reason": "needs-owner"}],
-            "questions": [{"task": "TASK-3", "question": "Which API?", "at": "x", "recommendation": "y", "overnight": true}]});
-        let c = cell_of(3, &v, Some((RunState::Paused, true)), "");
-        assert_eq!(c.state, "paused");
+                task(json!({"id": "TASK-1", "phase": "landed", "round": 1, "sha": "abc"})),
+                task(json!({"id": "TASK-2", "phase": "implementing", "round": 2, "agent": "claude", "lane": "l3-impl-task-2"})),
+                task(json!({"id": "TASK-3", "phase": "parked", "round": 3, "agent": "codex", "lane": "l3-impl-task-3", "reason": "the gate stayed red"})),
+                task(json!({"id": "TASK-4", "phase": "held", "round": 0, "reason": "needs-owner"}))],
+            "questions": [{"task": "TASK-3", "question": "Which API?", "at": "x", "recommendation": "y", "overnight": true}]}));
+        let c = cell_of(3, &st, (RunState::Paused, true), "");
+        assert_eq!(c.state, RunState::Paused);
         assert!(c.live);
+        assert_eq!(c.mode, "overnight");
         assert_eq!((c.landed, c.held, c.total), (1, 1, 4));
         let ids: Vec<&str> = c.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["TASK-3", "TASK-2"]);
         assert_eq!(c.tasks[0].reason.as_deref(), Some("the gate stayed red"));
+        assert_eq!(c.tasks[0].agent, Some(Agent::Codex));
         assert_eq!(c.tasks[1].round, 2);
+        assert_eq!(c.tasks[1].phase, Phase::Implementing);
         assert_eq!(c.tasks[1].lane.as_deref(), Some("l3-impl-task-2"));
         assert_eq!(c.questions[0].question, "Which API?");
         assert_eq!(c.rank(), 0);
@@ -338,22 +418,50 @@ mod tests {
     #[test]
     fn runs_that_need_a_human_come_first_and_old_closed_runs_are_left_out() {
         let mut all = BTreeMap::new();
-        all.insert(1, run(1, "closed", json!([])));
-        all.insert(2, run(2, "running", json!([])));
-        all.insert(3, run(3, "paused", json!([])));
+        all.insert(1, run(1, RunState::Closed, json!([])));
+        all.insert(2, run(2, RunState::Running, json!([])));
+        all.insert(3, run(3, RunState::Paused, json!([])));
         all.insert(
             4,
             run(
                 4,
-                "running",
-                json!([{"id": "T", "phase": "parked", "round": 1}]),
+                RunState::Running,
+                json!([task(json!({"id": "T", "phase": "parked", "round": 1}))]),
             ),
         );
-        all.insert(5, run(5, "closed", json!([])));
+        all.insert(5, run(5, RunState::Closed, json!([])));
         let (shown, left) = shown(&all);
         let ns: Vec<u32> = shown.iter().map(|r| r.n).collect();
         assert_eq!(ns, [4, 3, 2, 5]);
         assert_eq!(left, 1);
+    }
+
+    /// The reader reads what the loop wrote: a run dir's `run.json`, its
+    /// state as `loop status` says it (a run whose loop process is gone is
+    /// `interrupted`), and a file that is not a run's is a warning.
+    #[test]
+    fn the_reader_reads_the_runs_of_a_state_dir() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let state = StateDir::new(tmp.path());
+        for n in [1, 2, 3] {
+            std::fs::create_dir_all(state.run_dir(n)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let st = status(json!({"run": 1, "state": "paused",
+            "tasks": [task(json!({"id": "T-1", "phase": "parked", "round": 1, "reason": "red"}))],
+            "process": {"pid": 1, "start_time": 0}}));
+        crate::store::write_json_atomic(&state.run_file(1), &st).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(state.run_file(2), r#"{"state": "running"}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut r = RunsReader::default();
+        assert!(r.update(state));
+        let runs = r.runs();
+        assert_eq!(runs.keys().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(runs[&1].state, RunState::Interrupted);
+        assert!(!runs[&1].live);
+        assert_eq!(runs[&1].tasks[0].reason.as_deref(), Some("red"));
+        let w = r.warning.clone().unwrap_or_default();
+        assert!(w.starts_with("loop2: "), "{w}");
+        assert!(!r.update(state), "nothing changed since");
     }
 
     #[test]

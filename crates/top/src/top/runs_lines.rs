@@ -13,7 +13,7 @@ pub const RUN_KEYS: &str = "p pause  r resume  c close out";
 /// One run's head line.
 pub fn head(r: &RunCell) -> String {
     let mut out = format!("loop{} {}", r.n, r.state);
-    if r.state == "interrupted" {
+    if r.state == crate::runstate::RunState::Interrupted {
         out.push_str(&format!(
             " (its loop process is gone: `drover loop run --resume {}`, or c to close it out)",
             r.n
@@ -37,7 +37,11 @@ pub fn head(r: &RunCell) -> String {
         Some(l) => out.push_str(&format!(" · last {l}")),
         None => out.push_str(" · nothing landed yet"),
     }
-    if let Some(s) = r.stopped_by.as_ref().filter(|_| r.state != "interrupted") {
+    if let Some(s) = r
+        .stopped_by
+        .as_ref()
+        .filter(|_| r.state != crate::runstate::RunState::Interrupted)
+    {
         out.push_str(&format!(" · stopped by {s}"));
     }
     out
@@ -111,21 +115,23 @@ pub fn lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Agent;
+    use crate::runstate::{Phase, RunState};
     use crate::top::runs::RunQuestion;
 
     fn run() -> RunCell {
         RunCell {
             n: 3,
-            state: "paused".into(),
+            state: RunState::Paused,
             live: true,
             total: 3,
             landed: 1,
             tasks: vec![
                 RunTask {
                     id: "TASK-3".into(),
-                    phase: "parked".into(),
+                    phase: Phase::Parked,
                     round: 3,
-                    agent: Some("codex".into()),
+                    agent: Some(Agent::Codex),
                     lane: Some("l3-impl-task-3".into()),
                     reason: Some("the gate stayed red".into()),
                     stall: None,
@@ -133,9 +139,9 @@ mod tests {
                 },
                 RunTask {
                     id: "TASK-2".into(),
-                    phase: "implementing".into(),
+                    phase: Phase::Implementing,
                     round: 1,
-                    agent: Some("claude".into()),
+                    agent: Some(Agent::Claude),
                     lane: Some("l3-impl-task-2".into()),
                     ..Default::default()
                 },

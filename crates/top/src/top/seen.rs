@@ -4,10 +4,11 @@
 //! (`top/seen.json`), written atomically under its lock, so two `top`s
 //! merge what each has seen. A corrupt file is reported, never reset.
 
+use crate::statedir::StateDir;
 use crate::store::{self, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The schema version of `top/seen.json`.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -30,12 +31,12 @@ impl Default for SeenDoc {
 }
 
 /// `<state>/top/seen.json`.
-pub fn path(state_dir: &Path) -> PathBuf {
-    crate::statedir::StateDir::new(state_dir).top_seen()
+pub fn path(state_dir: &StateDir) -> PathBuf {
+    state_dir.top_seen()
 }
 
 /// What earlier runs saw (empty when nothing was recorded).
-pub fn load(state_dir: &Path) -> Result<BTreeMap<String, u64>, StoreError> {
+pub fn load(state_dir: &StateDir) -> Result<BTreeMap<String, u64>, StoreError> {
     Ok(store::read_json::<SeenDoc>(&path(state_dir))?
         .map(|d| d.seen)
         .unwrap_or_default())
@@ -44,7 +45,7 @@ pub fn load(state_dir: &Path) -> Result<BTreeMap<String, u64>, StoreError> {
 /// Merge `seen` into the file. Entries for panes not in `live` are dropped
 /// (their pane is gone, so is its `done`); `live` empty keeps everything.
 pub fn save(
-    state_dir: &Path,
+    state_dir: &StateDir,
     seen: &BTreeMap<String, u64>,
     live: &BTreeSet<String>,
 ) -> Result<(), StoreError> {
@@ -67,7 +68,7 @@ mod tests {
     #[test]
     fn seen_round_trips_merges_prunes_and_a_corrupt_file_is_reported_not_reset() {
         let dir = tempfile::tempdir().unwrap();
-        let st = dir.path();
+        let st = StateDir::new(dir.path());
         assert!(load(st).unwrap().is_empty());
         let one = BTreeMap::from([("a".to_string(), 5)]);
         save(st, &one, &BTreeSet::new()).unwrap();

@@ -55,6 +55,13 @@ impl RowState {
     }
 }
 
+/// Written as its word (the page's `state`).
+impl serde::Serialize for RowState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for RowState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -64,7 +71,31 @@ impl std::fmt::Display for RowState {
 #[cfg(test)]
 mod tests {
     use super::RowState;
+    use crate::agent::State;
     use crate::lane::Phase;
+
+    /// A row's state is written as the word the column shows (the page's
+    /// `state`, as it always was).
+    #[test]
+    fn a_row_state_serializes_as_its_word() {
+        let lanes = [
+            Phase::Creating,
+            Phase::Up,
+            Phase::RecoveryNeeded,
+            Phase::Down,
+        ];
+        let all = State::ALL
+            .into_iter()
+            .map(RowState::Agent)
+            .chain([RowState::Lost])
+            .chain(lanes.into_iter().map(RowState::Lane));
+        for r in all {
+            let word = serde_json::to_value(r).ok();
+            assert_eq!(word, Some(serde_json::Value::from(r.as_str())));
+        }
+        assert_eq!(RowState::Agent(State::Blocked).as_str(), "blocked");
+        assert_eq!(RowState::Lost.as_str(), "lost");
+    }
 
     /// The lane phases read as `lane ls` writes them.
     #[test]

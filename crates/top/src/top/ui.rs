@@ -4,7 +4,7 @@
 use super::state::RowState;
 use super::view::{Row, View};
 use crate::agent::State;
-use crate::loopctl::night::control::Control;
+use crate::runstate::control::Control;
 use std::collections::BTreeMap;
 
 /// A key, independent of the terminal library.
@@ -90,7 +90,7 @@ pub fn visible<'a>(view: &'a View, filter: &str) -> Vec<&'a Row> {
             filter.is_empty()
                 || r.pane.contains(filter)
                 || r.state.as_str().contains(filter)
-                || r.state_kind.as_deref().is_some_and(|k| k.contains(filter))
+                || r.state_kind.is_some_and(|k| k.as_str().contains(filter))
         })
         .collect()
 }
@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(ui.message.as_deref(), Some("no loop run in this state dir"));
         let run = |n| crate::top::runs::RunCell {
             n,
-            state: "running".into(),
+            state: crate::runstate::RunState::Running,
             ..Default::default()
         };
         v.runs = vec![run(4), run(2)];

@@ -13,7 +13,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Why a row needs a human, most urgent first. Rows sort by this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// Written as its lowercase word (the page's `attention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Attention {
     /// The agent asks for a permission or an answer.
     Blocked,
@@ -36,6 +38,18 @@ impl Attention {
             self,
             Attention::Blocked | Attention::Parked | Attention::Stalled | Attention::Done
         )
+    }
+
+    /// Its word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attention::Blocked => "blocked",
+            Attention::Parked => "parked",
+            Attention::Stalled => "stalled",
+            Attention::Done => "done",
+            Attention::Exited => "exited",
+            Attention::None => "none",
+        }
     }
 
     /// The one-character mark in the first column.
@@ -78,7 +92,8 @@ pub struct Row {
     pub agent: String,
     pub agent_version: Option<String>,
     pub state: RowState,
-    pub state_kind: Option<String>,
+    /// Why a blocked agent waits (the observation's kind).
+    pub state_kind: Option<crate::agent::BlockedKind>,
     pub exit_code: Option<i32>,
     /// When the pane entered its state (ms since the epoch).
     pub since_ms: u64,
@@ -266,7 +281,7 @@ pub fn build(inp: &Inputs) -> View {
                 (
                     v.info.agent.clone(),
                     RowState::Agent(o.state),
-                    o.kind.map(|k| k.to_string()),
+                    o.kind,
                     o.exit_code,
                     o.since_ms,
                     v.info.generation,
@@ -425,6 +440,22 @@ mod tests {
 
     fn pane(name: &str, state: &str, since: u64) -> PaneEntry {
         test_pane(name, state, since)
+    }
+
+    /// An attention is written as the word the page always showed.
+    #[test]
+    fn an_attention_serializes_as_its_old_word() {
+        for (a, w) in [
+            (Attention::Blocked, "blocked"),
+            (Attention::Parked, "parked"),
+            (Attention::Stalled, "stalled"),
+            (Attention::Done, "done"),
+            (Attention::Exited, "exited"),
+            (Attention::None, "none"),
+        ] {
+            assert_eq!(serde_json::to_value(a).ok(), Some(json!(w)));
+            assert_eq!(a.as_str(), w);
+        }
     }
 
     #[test]

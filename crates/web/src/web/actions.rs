@@ -5,12 +5,14 @@
 
 use super::audit;
 use crate::client::{Client, ClientError};
-use crate::loopctl::night::control::{self, Control, ControlError, Requested};
 use crate::proto::args::{self, AnswerAction, PaneAnswer};
+use crate::runstate::RunState;
+use crate::runstate::control::{self, Control, ControlError, Requested};
+use crate::statedir::StateDir;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// `POST /api/answer`.
 #[derive(Debug, Clone, Deserialize)]
@@ -31,9 +33,25 @@ pub struct AnswerReq {
 pub struct ControlReq {
     pub run: u32,
     /// `pause`, `resume` or `close-out`.
-    pub control: String,
+    pub control: Word<Control>,
     /// The run's state the page saw.
-    pub state: String,
+    pub state: Word<RunState>,
+}
+
+/// A word the page sent, as sent and as the type it names (`None`: a word
+/// no value of it has, refused with its own message, never a bad body).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word<T> {
+    pub text: String,
+    pub known: Option<T>,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Word<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let known = serde_json::from_value(Value::String(text.clone())).ok();
+        Ok(Word { text, known })
+    }
 }
 
 /// Where the actions act and who asks.
@@ -70,7 +88,14 @@ fn audit(cx: &Ctx, action: &str, target: &str, r: &Reply) {
         _ => "failed",
     };
     let reason = r.1["error"].as_str().or_else(|| r.1["message"].as_str());
-    audit::record(&cx.state_dir, &cx.token_id, action, target, outcome, reason);
+    audit::record(
+        StateDir::new(&cx.state_dir),
+        &cx.token_id,
+        action,
+        target,
+        outcome,
+        reason,
+    );
 }
 
 /// A refusal of a read-only server, audited.
@@ -152,44 +177,44 @@ pub fn control_reason(token_id: &str) -> String {
 }
 
 /// The run's state as `loop status` reads it now.
-fn run_state(state_dir: &Path, n: u32) -> Option<String> {
-    let file = crate::statedir::StateDir::new(state_dir).run_file(n);
-    let st: crate::loopctl::run::runner::RunStatus = crate::store::read_json(&file).ok()??;
-    Some(st.live_state().as_str().to_string())
+fn run_state(state: &StateDir, n: u32) -> Option<RunState> {
+    let st = crate::runstate::status::read(state, n).ok()??;
+    Some(st.live_state())
 }
 
 /// Pause, resume or close out a run.
 pub fn control(cx: &Ctx, req: &ControlReq) -> Reply {
     let target = format!("loop{}", req.run);
     let r = control_inner(cx, req, &target);
-    audit(cx, &req.control, &target, &r);
+    audit(cx, &req.control.text, &target, &r);
     r
 }
 
 fn control_inner(cx: &Ctx, req: &ControlReq, target: &str) -> Reply {
-    let c = match Control::parse(&req.control) {
+    let c = match req.control.known {
         Some(c @ (Control::Pause | Control::Resume | Control::CloseOut)) => c,
         _ => {
             return refused(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!(
                     "unknown control {:?} (pause, resume or close-out)",
-                    req.control
+                    req.control.text
                 ),
             );
         }
     };
-    let Some(now) = run_state(&cx.state_dir, req.run) else {
+    let state = StateDir::new(&cx.state_dir);
+    let Some(now) = run_state(state, req.run) else {
         return refused(StatusCode::NOT_FOUND, format!("no run {target}"));
     };
-    if now != req.state {
+    if req.state.known != Some(now) {
         return refused(
             StatusCode::CONFLICT,
             format!("the state moved on: {target} is now {now}"),
         );
     }
     let reason = control_reason(&cx.token_id);
-    match control::request(&cx.state_dir, req.run, c, &reason) {
+    match control::request(state, req.run, c, &reason) {
         Ok(Requested::Set(set)) => {
             let ruling = set.ruling().map_or("none (running)", |r| r.0.as_str());
             (

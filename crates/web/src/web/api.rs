@@ -183,7 +183,7 @@ async fn control(State(s): State<Arc<Shared>>, bytes: axum::body::Bytes) -> Resp
         Ok(r) => r,
         Err(resp) => return *resp,
     };
-    let (what, target) = (action_word(&req.control), format!("loop{}", req.run));
+    let (what, target) = (action_word(&req.control.text), format!("loop{}", req.run));
     act(s, what, target, move |cx| actions::control(cx, &req)).await
 }
 

@@ -4,7 +4,6 @@
 
 use crate::statedir::StateDir;
 use serde::Serialize;
-use std::path::Path;
 
 /// One audited action.
 #[derive(Debug, Clone, Serialize)]
@@ -22,7 +21,7 @@ pub struct AuditRecord<'a> {
 
 /// Append a record; a failure to write is logged, never fatal to the answer.
 pub fn record(
-    state_dir: &Path,
+    state_dir: &StateDir,
     token_id: &str,
     action: &str,
     target: &str,
@@ -37,7 +36,7 @@ pub fn record(
         outcome,
         reason,
     };
-    let path = StateDir::new(state_dir).web_audit();
+    let path = state_dir.web_audit();
     if let Err(e) = crate::store::append_jsonl(&path, &rec, true) {
         tracing::warn!("web: audit: {e}");
     }

@@ -93,9 +93,15 @@ impl Feed {
 
     /// Read everything again (an event came).
     fn refresh(&mut self, client: &mut Client) {
-        let seen = crate::top::seen::load(&self.cfg.state_dir).unwrap_or_default();
-        let (mut inp, warning) = gather::inputs(client, &self.cfg.state_dir, &seen);
-        self.runs.update(&self.cfg.state_dir);
+        let seen = crate::top::seen::load(crate::statedir::StateDir::new(&self.cfg.state_dir))
+            .unwrap_or_default();
+        let (mut inp, warning) = gather::inputs(
+            client,
+            crate::statedir::StateDir::new(&self.cfg.state_dir),
+            &seen,
+        );
+        self.runs
+            .update(crate::statedir::StateDir::new(&self.cfg.state_dir));
         inp.runs = self.runs.runs();
         self.warning = warning.or_else(|| self.runs.warning.clone());
         self.inputs = inp;
@@ -186,7 +192,11 @@ impl Feed {
                 f.drain();
                 if !events {
                     // A heartbeat may come sooner than RUN_LOOK: the runs too.
-                    if self.runs.any_live() && self.runs.update(&self.cfg.state_dir) {
+                    if self.runs.any_live()
+                        && self
+                            .runs
+                            .update(crate::statedir::StateDir::new(&self.cfg.state_dir))
+                    {
                         self.inputs.runs = self.runs.runs();
                     }
                     self.publish(&mut client);
@@ -195,7 +205,10 @@ impl Feed {
             }
             if n == 0 {
                 // Only the runs may have changed: the rest as it was read.
-                if self.runs.update(&self.cfg.state_dir) {
+                if self
+                    .runs
+                    .update(crate::statedir::StateDir::new(&self.cfg.state_dir))
+                {
                     self.inputs.runs = self.runs.runs();
                     self.publish(&mut client);
                 }

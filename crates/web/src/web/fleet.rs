@@ -94,7 +94,7 @@ fn host_json(h: &crate::top::fleet::model::HostRow) -> HostJson {
         .map(crate::time::format_millis);
     HostJson {
         host: h.host.clone(),
-        state: h.state.as_str().to_string(),
+        state: h.state,
         last_seen,
         panes: h.lanes,
     }

@@ -134,7 +134,8 @@ pub fn serve(o: WebOptions, said: &mut dyn FnMut(&str)) -> Result<(), WebError> 
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
     };
-    let token = token::Token::load_or_create(&o.state_dir, o.new_token)?;
+    let token =
+        token::Token::load_or_create(crate::statedir::StateDir::new(&o.state_dir), o.new_token)?;
     // The supervisor must be there: its feed is what the page shows.
     let client = crate::client::Client::connect(&o.socket)?;
     // The fleet too, when asked for: reaching it fails before serving.

@@ -39,8 +39,8 @@ fn well_formed(s: &str) -> bool {
 
 impl Token {
     /// The token of `state_dir`, made (or replaced, with `new`) when needed.
-    pub fn load_or_create(state_dir: &Path, new: bool) -> Result<Token, StoreError> {
-        let sd = StateDir::new(state_dir);
+    pub fn load_or_create(state_dir: &StateDir, new: bool) -> Result<Token, StoreError> {
+        let sd = state_dir;
         let dir = sd.web_dir();
         crate::store::create_private_dir(&dir)?;
         crate::store::tighten_dir(&dir)?;
@@ -103,14 +103,17 @@ mod tests {
     #[test]
     fn a_token_is_kept_until_replaced_and_compared_whole() {
         let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let t1 = Token::load_or_create(tmp.path(), false).unwrap_or_else(|e| panic!("{e}"));
-        let t2 = Token::load_or_create(tmp.path(), false).unwrap_or_else(|e| panic!("{e}"));
+        let t1 = Token::load_or_create(StateDir::new(tmp.path()), false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let t2 = Token::load_or_create(StateDir::new(tmp.path()), false)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t1.secret(), t2.secret());
         assert!(well_formed(t1.secret()));
         assert_eq!(t1.id().len(), 8);
         assert!(t1.matches(t2.secret()));
         assert!(!t1.matches(&t1.secret()[1..]));
-        let t3 = Token::load_or_create(tmp.path(), true).unwrap_or_else(|e| panic!("{e}"));
+        let t3 = Token::load_or_create(StateDir::new(tmp.path()), true)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(!t3.matches(t1.secret()));
         assert!(!format!("{t3:?}").contains(t3.secret()));
     }
@@ -120,10 +123,11 @@ mod tests {
     #[test]
     fn a_malformed_token_is_reported_and_kept() {
         let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        Token::load_or_create(tmp.path(), false).unwrap_or_else(|e| panic!("{e}"));
+        Token::load_or_create(StateDir::new(tmp.path()), false).unwrap_or_else(|e| panic!("{e}"));
         let path = StateDir::new(tmp.path()).web_token();
         std::fs::write(&path, "not-a-token\n").unwrap_or_else(|e| panic!("{e}"));
-        let e = Token::load_or_create(tmp.path(), false).expect_err("a malformed token");
+        let e =
+            Token::load_or_create(StateDir::new(tmp.path()), false).expect_err("a malformed token");
         let msg = e.to_string();
         assert!(
             msg.contains("corrupt") && msg.contains("--new-token"),
@@ -133,7 +137,8 @@ mod tests {
             std::fs::read_to_string(&path).unwrap_or_default(),
             "not-a-token\n"
         );
-        let t = Token::load_or_create(tmp.path(), true).unwrap_or_else(|e| panic!("{e}"));
+        let t = Token::load_or_create(StateDir::new(tmp.path()), true)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(well_formed(t.secret()));
     }
 }

@@ -3,7 +3,12 @@
 //! that need a human first. Nothing else goes in: no env values, prompt
 //! bodies or transcripts; a pane's screen is asked for separately.
 
+use crate::agent::BlockedKind;
+use crate::fleet::membership::HostState;
+use crate::registry::Agent;
+use crate::runstate::{Phase, RunState};
 use crate::top::runs::RunCell;
+use crate::top::state::RowState;
 use crate::top::view::{Attention, Row, View};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,12 +37,12 @@ pub struct PaneJson {
     pub name: String,
     pub agent: String,
     pub agent_version: Option<String>,
-    pub state: String,
-    pub blocked_kind: Option<String>,
+    pub state: RowState,
+    pub blocked_kind: Option<BlockedKind>,
     /// A blocked dialog's option labels, when known.
     pub options: Vec<String>,
     pub since_ms: u64,
-    pub attention: &'static str,
+    pub attention: Attention,
     pub needs_human: bool,
     pub lane_id: Option<String>,
     pub worktree_state: Option<String>,
@@ -52,7 +57,7 @@ pub struct PaneJson {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunJson {
     pub n: u32,
-    pub state: String,
+    pub state: RunState,
     pub live: bool,
     pub mode: String,
     pub integration_branch: String,
@@ -66,9 +71,9 @@ pub struct RunJson {
 pub struct TaskJson {
     pub id: String,
     pub title: String,
-    pub phase: String,
-    pub round: u64,
-    pub agent: Option<String>,
+    pub phase: Phase,
+    pub round: u32,
+    pub agent: Option<Agent>,
     pub lane: Option<String>,
     pub reason: Option<String>,
     pub needs_human: bool,
@@ -93,21 +98,9 @@ pub struct GateJson {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostJson {
     pub host: String,
-    pub state: String,
+    pub state: HostState,
     pub last_seen: Option<String>,
     pub panes: usize,
-}
-
-/// The word of an attention.
-pub fn attention_word(a: Attention) -> &'static str {
-    match a {
-        Attention::Blocked => "blocked",
-        Attention::Parked => "parked",
-        Attention::Stalled => "stalled",
-        Attention::Done => "done",
-        Attention::Exited => "exited",
-        Attention::None => "none",
-    }
 }
 
 /// A pane's row (with its dialog's options when blocked).
@@ -117,11 +110,11 @@ pub fn pane_json(r: &Row, options: Vec<String>) -> PaneJson {
         name: r.pane.clone(),
         agent: r.agent.clone(),
         agent_version: r.agent_version.clone(),
-        state: r.state.as_str().to_string(),
-        blocked_kind: r.state_kind.clone().filter(|_| blocked),
+        state: r.state,
+        blocked_kind: r.state_kind.filter(|_| blocked),
         options,
         since_ms: r.since_ms,
-        attention: attention_word(r.attention),
+        attention: r.attention,
         needs_human: r.attention.needs_human(),
         lane_id: r.lane_id.clone(),
         worktree_state: r.worktree_state.map(|w| w.as_str().to_string()),
@@ -137,7 +130,7 @@ pub fn pane_json(r: &Row, options: Vec<String>) -> PaneJson {
 pub fn run_json(c: &RunCell) -> RunJson {
     RunJson {
         n: c.n,
-        state: c.state.clone(),
+        state: c.state,
         live: c.live,
         mode: c.mode.clone(),
         integration_branch: c.integration_branch.clone(),
@@ -148,9 +141,9 @@ pub fn run_json(c: &RunCell) -> RunJson {
             .map(|t| TaskJson {
                 title: t.title.clone(),
                 id: t.id.clone(),
-                phase: t.phase.clone(),
+                phase: t.phase,
                 round: t.round,
-                agent: t.agent.clone(),
+                agent: t.agent,
                 lane: t.lane.clone(),
                 reason: t.reason.clone().or_else(|| t.stall.clone()),
                 needs_human: t.needs_human(),
@@ -212,7 +205,81 @@ pub fn hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::top::runs::RunTask;
     use crate::top::view::{Inputs, build, test_pane};
+
+    /// The page's words are the ones it always had: a pane's state, its
+    /// blocked kind and attention, a run's state, a task's phase and agent,
+    /// a host's state.
+    #[test]
+    fn every_word_on_the_page_is_the_old_word() {
+        let mut blocked = test_pane("b", "blocked", 7);
+        if let crate::proto::PaneEntry::Live(v) = &mut blocked {
+            v.observation.kind = Some(BlockedKind::UsageLimit);
+        }
+        let inp = Inputs {
+            panes: vec![blocked, test_pane("i", "idle", 5)],
+            ..Default::default()
+        };
+        let mut v = build(&inp);
+        v.runs = vec![RunCell {
+            n: 2,
+            state: RunState::Interrupted,
+            tasks: vec![RunTask {
+                id: "T-1".into(),
+                phase: Phase::Parked,
+                round: 2,
+                agent: Some(Agent::Codex),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        let x = Extras {
+            hosts: vec![HostJson {
+                host: "h".into(),
+                state: HostState::Late,
+                last_seen: None,
+                panes: 1,
+            }],
+            ..Default::default()
+        };
+        let json = serde_json::to_value(snapshot(&v, &x)).unwrap_or_default();
+        assert_eq!(json["panes"][0]["state"], "blocked");
+        assert_eq!(json["panes"][0]["blocked_kind"], "usage_limit");
+        assert_eq!(json["panes"][0]["attention"], "blocked");
+        assert_eq!(json["panes"][1]["state"], "idle");
+        assert_eq!(json["panes"][1]["blocked_kind"], serde_json::Value::Null);
+        assert_eq!(json["panes"][1]["attention"], "none");
+        assert_eq!(json["runs"][0]["state"], "interrupted");
+        assert_eq!(json["runs"][0]["tasks"][0]["phase"], "parked");
+        assert_eq!(json["runs"][0]["tasks"][0]["agent"], "codex");
+        assert_eq!(json["runs"][0]["tasks"][0]["round"], 2);
+        assert_eq!(json["hosts"][0]["state"], "late");
+    }
+
+    /// A control and a state the page sends are read as sent and as their
+    /// types: a word neither has is kept for the refusal, not a bad body.
+    #[test]
+    fn a_control_request_keeps_the_words_it_was_sent() {
+        let ok: Result<crate::web::actions::ControlReq, _> = serde_json::from_value(
+            serde_json::json!({"run": 1, "control": "close-out", "state": "paused"}),
+        );
+        let ok = ok.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ok.control.known, Some(crate::runstate::Control::CloseOut));
+        assert_eq!(ok.state.known, Some(RunState::Paused));
+        let odd: Result<crate::web::actions::ControlReq, _> = serde_json::from_value(
+            serde_json::json!({"run": 1, "control": "explode", "state": "?"}),
+        );
+        let odd = odd.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (odd.control.text.as_str(), odd.control.known),
+            ("explode", None)
+        );
+        assert_eq!((odd.state.text.as_str(), odd.state.known), ("?", None));
+        let bad: Result<crate::web::actions::ControlReq, _> =
+            serde_json::from_value(serde_json::json!({"run": 1, "control": 3, "state": "paused"}));
+        assert!(bad.is_err());
+    }
 
     #[test]
     fn blocked_panes_come_first_with_their_options() {
@@ -232,7 +299,7 @@ mod tests {
             .insert("b-blocked".into(), vec!["Yes".into(), "No".into()]);
         let s = snapshot(&v, &x);
         assert_eq!(s.panes[0].name, "b-blocked");
-        assert_eq!(s.panes[0].attention, "blocked");
+        assert_eq!(s.panes[0].attention, Attention::Blocked);
         assert!(s.panes[0].needs_human);
         assert_eq!(s.panes[0].options, ["Yes", "No"]);
         assert_eq!(s.panes[0].since_ms, 7);

@@ -17,21 +17,7 @@ pub struct Held {
     pub cause: HoldCause,
 }
 
-/// Why a task is kept out of Ready, as the run decides on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HoldCause {
-    /// It is Done.
-    Done,
-    /// The charter excludes it.
-    Excluded,
-    /// It is labelled needs-owner.
-    NeedsOwner,
-    /// A dependency is not Done.
-    Dependencies,
-    /// It names no modified_files for its lease to claim.
-    NoFiles,
-}
+pub use crate::runstate::cause::HoldCause;
 
 /// The board split into Ready (in board order) and Hold; Done tasks are in neither.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]

@@ -9,21 +9,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::land::git;
 use std::path::Path;
 
-/// What merging the integration head into a task's worktree left.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Merged {
-    /// The integration head merged in: the capture's base from now on.
-    pub onto: String,
-    /// The task's own commit the merge was made on (its side of a conflict).
-    pub ours: String,
-    /// Files left with conflict markers (empty: the merge was clean and committed).
-    pub conflicts: Vec<String>,
-    /// `<short sha> <subject>` of the integration commits since the task's
-    /// base that changed the conflicted files.
-    pub causes: Vec<String>,
-    /// The worktree's tree right after the merge (markers included).
-    pub merged_tree: String,
-}
+pub use crate::runstate::records::Merged;
 
 /// Commit the task's work (when there is any) and merge `branch` (at
 /// `onto`) into the task's worktree `wt`, leaving conflict markers.

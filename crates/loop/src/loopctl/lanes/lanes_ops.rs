@@ -30,6 +30,7 @@ use crate::loopctl::review::verdict_watch::{READ_EVERY, ReviewWatch};
 use crate::proto::{PaneEntry, args};
 use crate::registry::Agent;
 use crate::registry::lease::DEFAULT_LEASE_TTL_S;
+use crate::statedir::StateDir;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -104,7 +105,7 @@ impl RealLanes {
     /// `client` does the lane operations; `jobs_client` (a second connection
     /// to the same supervisor) carries the jobs.
     pub fn new(
-        state_dir: &Path,
+        state_dir: &StateDir,
         client: Client,
         jobs_client: Client,
         opts: LaneOptions,
@@ -145,7 +146,12 @@ impl RealLanes {
             };
             let pid = self.pane_pid(&w.lane.pane);
             let obs = self.jobs.observe(&w.lane)?;
-            match w.check(&self.state_dir, pid, obs.as_ref(), &self.opts.env)? {
+            match w.check(
+                StateDir::new(&self.state_dir),
+                pid,
+                obs.as_ref(),
+                &self.opts.env,
+            )? {
                 Some(o) => out.push((job.clone(), o)),
                 None => {
                     self.reviews.insert(job.clone(), w);
@@ -286,7 +292,11 @@ impl RealLanes {
                 // usage limit waits days, and its lease, expired with the
                 // work in its worktree, parked the task at the gate check
                 // ("needs recovery") once a 24 h cap had stopped the renewal.
-                Renewal::start(&self.state_dir, &spec.task, self.opts.lease_ttl),
+                Renewal::start(
+                    StateDir::new(&self.state_dir),
+                    &spec.task,
+                    self.opts.lease_ttl,
+                ),
             );
         }
         Ok(LaneHandle {

@@ -8,7 +8,7 @@
 use crate::registry::lease::{self, ClaimRequest, LeaseState};
 use crate::statedir::StateDir;
 use chrono::Utc;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,7 +25,7 @@ pub struct Renewal {
 
 impl Renewal {
     /// Renew `task`'s lease to `ttl` from now, every `ttl / 3`, until stopped.
-    pub fn start(state_dir: &Path, task: &str, ttl: Duration) -> Renewal {
+    pub fn start(state_dir: &StateDir, task: &str, ttl: Duration) -> Renewal {
         let (tx, rx) = mpsc::channel::<()>();
         let state_dir: PathBuf = state_dir.to_path_buf();
         let task = task.to_string();
@@ -35,7 +35,7 @@ impl Renewal {
             .spawn(move || {
                 let mut renewed = 0;
                 loop {
-                    if !renew_once(&state_dir, &task, ttl) {
+                    if !renew_once(StateDir::new(&state_dir), &task, ttl) {
                         return renewed;
                     }
                     renewed += 1;
@@ -73,9 +73,9 @@ impl Drop for Renewal {
 
 /// Extend the task's lease when it is active; false when there is none to
 /// extend (or the registry cannot be read), which ends the renewal.
-fn renew_once(state_dir: &Path, task: &str, ttl: Duration) -> bool {
+fn renew_once(state_dir: &StateDir, task: &str, ttl: Duration) -> bool {
     let now = Utc::now();
-    let Ok(leases) = lease::list(StateDir::new(state_dir), now) else {
+    let Ok(leases) = lease::list(state_dir, now) else {
         return false;
     };
     let Some(l) = leases
@@ -97,7 +97,7 @@ fn renew_once(state_dir: &Path, task: &str, ttl: Duration) -> bool {
         ttl_s: Some(ttl.as_secs().max(1)),
     };
     matches!(
-        lease::claim(StateDir::new(state_dir), &req, now),
+        lease::claim(state_dir, &req, now),
         Ok(lease::ClaimOutcome::Renewed(_))
     )
 }
@@ -119,7 +119,7 @@ mod tests {
         cond()
     }
 
-    fn lease_of(d: &Path, task: &str) -> Option<lease::Lease> {
+    fn lease_of(d: &std::path::Path, task: &str) -> Option<lease::Lease> {
         lease::list(StateDir::new(d), Utc::now())
             .unwrap()
             .into_iter()
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn a_short_lease_lives_while_renewed_and_expires_after() {
         let d = setup(2);
-        let r = Renewal::start(d.path(), "TASK-1", Duration::from_secs(2));
+        let r = Renewal::start(StateDir::new(d.path()), "TASK-1", Duration::from_secs(2));
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(5) {
             let l = lease_of(d.path(), "TASK-1").unwrap();
@@ -179,7 +179,7 @@ mod tests {
         assert!(wait_until(Duration::from_secs(10), || {
             lease_of(d.path(), "TASK-1").is_some_and(|l| l.past_expiry(Utc::now()))
         }));
-        let r = Renewal::start(d.path(), "TASK-1", Duration::from_secs(60));
+        let r = Renewal::start(StateDir::new(d.path()), "TASK-1", Duration::from_secs(60));
         assert_eq!(r.stop(), 0);
         let l = lease_of(d.path(), "TASK-1");
         assert!(l.is_none_or(|l| l.state != LeaseState::Active));

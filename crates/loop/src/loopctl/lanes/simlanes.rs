@@ -15,6 +15,7 @@ use crate::loopctl::lanes::gone;
 use crate::loopctl::ops::{JobSpec, LaneHandle, LaneObs, LaneOps, LaneSpec, Outcome, Role};
 use crate::proto::{PaneEntry, PaneSpec, args};
 use crate::shadow::ShadowDecision;
+use crate::statedir::StateDir;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -158,7 +159,7 @@ pub(in crate::loopctl) fn kill_pane(
 
 impl SimLanes {
     /// `exe` is the drover binary (it runs `sim-agent`).
-    pub fn new(state_dir: &Path, client: Client, exe: &Path, scripts: ScriptFor) -> SimLanes {
+    pub fn new(state_dir: &StateDir, client: Client, exe: &Path, scripts: ScriptFor) -> SimLanes {
         SimLanes {
             state_dir: state_dir.to_path_buf().into(),
             client,

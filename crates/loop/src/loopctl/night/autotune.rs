@@ -70,16 +70,7 @@ pub struct State {
     pub cooldown: BTreeMap<Key, u32>,
 }
 
-/// One (role, agent) the tuner changed, as `run.json` keeps it (`autotune`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Saved {
-    pub role: Role,
-    pub agent: Agent,
-    pub effort: String,
-    /// Iterations of cooldown left.
-    #[serde(default)]
-    pub cooldown: u32,
-}
+pub use crate::runstate::records::Saved;
 
 impl State {
     /// The state as `run.json` keeps it (a resume goes on from it).

@@ -50,15 +50,7 @@ pub struct Unattended {
     pub sim: Option<SimLanesRecord>,
 }
 
-/// How a run's lanes were simulated: `drover sim-agent` with these scripts
-/// (none: the obedient agent for the role).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SimLanesRecord {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub implementer: Option<std::path::PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reviewer: Option<std::path::PathBuf>,
-}
+pub use crate::runstate::records::SimLanesRecord;
 
 /// Candidates a landing gates as one batch unless `--land-batch` says otherwise.
 pub const DEFAULT_LAND_BATCH: usize = 4;

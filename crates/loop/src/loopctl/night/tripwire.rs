@@ -6,7 +6,6 @@
 //! split, an escalation to the owner, or a park — and overnight it is a park
 //! until the owner is back. Pure decisions; the runner acts on them.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// Active time since a task's first dispatch after which it trips.
@@ -14,37 +13,7 @@ pub const MAX_ACTIVE: Duration = Duration::from_secs(4 * 3600);
 /// Failed rounds, each opening a new class of finding, after which it trips.
 pub const NEW_CLASS_ROUNDS: u32 = 2;
 
-/// What a task's failed rounds have found so far.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Findings {
-    /// Classes of finding seen (`gate`, `review`, or the review's `class`).
-    #[serde(default)]
-    pub classes: BTreeSet<String>,
-    /// Failed rounds that opened a class not seen before.
-    #[serde(default)]
-    pub new_class_rounds: u32,
-}
-
-/// The class of a rebase round: a conflict with work that landed since
-/// the task's base, not a finding about the task's own work, so it never
-/// opens a class (it still counts for `--repair-rounds`).
-pub const REBASE_CLASS: &str = "rebase";
-
-impl Findings {
-    /// Record one failed round of class `class`; true when it was new. A
-    /// rebase round records nothing: other tasks landing is not the task's
-    /// work failing to converge.
-    pub fn failed(&mut self, class: &str) -> bool {
-        if class == REBASE_CLASS {
-            return false;
-        }
-        let new = self.classes.insert(class.to_string());
-        if new {
-            self.new_class_rounds += 1;
-        }
-        new
-    }
-}
+pub use crate::runstate::records::{Findings, REBASE_CLASS};
 
 /// The class of a failed round's finding: the reviewer's `class` field when
 /// its report names one, else where it came from (`review`, `gate`).

@@ -84,7 +84,7 @@ impl ReviewWatch {
     /// while it has not (or between reads).
     pub fn check(
         &mut self,
-        state_dir: &Path,
+        state: &StateDir,
         pid: Option<u32>,
         obs: Option<&LaneObs>,
         user_env: &[(String, String)],
@@ -107,13 +107,10 @@ impl ReviewWatch {
         };
         match reading {
             Reading::Stated { verdict, findings } => {
-                self.stated(state_dir, &verdict, &findings).map(Some)
+                self.stated(state, &verdict, &findings).map(Some)
             }
             Reading::NoVerdict => self
-                .no_verdict(
-                    state_dir,
-                    "the reviewer's last reply has no `VERDICT:` line",
-                )
+                .no_verdict(state, "the reviewer's last reply has no `VERDICT:` line")
                 .map(Some),
             Reading::Pending => {
                 let quiet = obs.is_some_and(|o| matches!(o.state, State::Idle | State::Done));
@@ -126,7 +123,7 @@ impl ReviewWatch {
                     return Ok(None);
                 }
                 self.no_verdict(
-                    state_dir,
+                    state,
                     "the reviewer is idle and no transcript holds a verdict for this round",
                 )
                 .map(Some)
@@ -134,7 +131,7 @@ impl ReviewWatch {
         }
     }
 
-    fn stated(&self, state_dir: &Path, v: &Stated, findings: &str) -> Result<Outcome, LoopError> {
+    fn stated(&self, state: &StateDir, v: &Stated, findings: &str) -> Result<Outcome, LoopError> {
         let md = self.report.with_extension("md");
         let reason = match v {
             Stated::Pass => String::new(),
@@ -171,7 +168,7 @@ impl ReviewWatch {
         });
         crate::store::write_json_atomic(&self.report, &report)?;
         heartbeat::heartbeat(
-            StateDir::new(state_dir),
+            state,
             &HeartbeatRequest {
                 session_id: self.lane.role.session_id().into(),
                 task: Some(self.lane.task.clone()),
@@ -182,25 +179,25 @@ impl ReviewWatch {
             chrono::Utc::now(),
         )?;
         self.finish(
-            state_dir,
+            state,
             Action::Complete {
                 reason: Some(format!("the reviewer stated {}", v.status())),
             },
             Status::Completed,
         )?;
-        self.event(state_dir, v.status());
+        self.event(state, v.status());
         Ok(Outcome::Completed)
     }
 
-    fn no_verdict(&self, state_dir: &Path, why: &str) -> Result<Outcome, LoopError> {
+    fn no_verdict(&self, state: &StateDir, why: &str) -> Result<Outcome, LoopError> {
         self.finish(
-            state_dir,
+            state,
             Action::Cancel {
                 reason: Some(format!("{NO_VERDICT}: {why}")),
             },
             Status::Cancelled,
         )?;
-        self.event(state_dir, "none");
+        self.event(state, "none");
         Ok(Outcome::Failed {
             status: NO_VERDICT.into(),
             reason: why.into(),
@@ -210,8 +207,8 @@ impl ReviewWatch {
     /// End the job, unless it already ended that way (a heartbeat and report
     /// from the agent may have completed it meanwhile). Completing is the
     /// supervisor's row of the table; cancelling is an operator's.
-    fn finish(&self, state_dir: &Path, action: Action, to: Status) -> Result<(), LoopError> {
-        let engine = Engine::open(crate::statedir::StateDir::new(state_dir))?;
+    fn finish(&self, state: &StateDir, action: Action, to: Status) -> Result<(), LoopError> {
+        let engine = Engine::open(state)?;
         let actor = if to == Status::Cancelled {
             Actor::operator()
         } else {
@@ -226,9 +223,9 @@ impl ReviewWatch {
         }
     }
 
-    fn event(&self, state_dir: &Path, verdict: &str) {
+    fn event(&self, state: &StateDir, verdict: &str) {
         crate::registry::events::emit_quiet(
-            StateDir::new(state_dir),
+            state,
             "loop.verdict",
             serde_json::json!({"job": self.job, "task": self.lane.task,
                                "lane": self.lane.id, "verdict": verdict, "from": "reply"}),
@@ -316,7 +313,7 @@ mod tests {
     fn a_stated_fail_is_the_reviewers_heartbeat_and_completes_the_job() {
         let (d, mut w, env) = setup("Findings: secret-ish words.\nVERDICT: fail: no test");
         let state = d.path().join("state");
-        let o = w.check(&state, None, None, &env).unwrap();
+        let o = w.check(StateDir::new(&state), None, None, &env).unwrap();
         assert_eq!(o, Some(Outcome::Completed));
         let engine = Engine::open(crate::statedir::StateDir::new(&state)).unwrap();
         assert_eq!(engine.show("J").unwrap().status, Status::Completed);
@@ -346,7 +343,7 @@ mod tests {
     fn a_reply_without_a_verdict_cancels_the_job_and_is_no_verdict() {
         let (d, mut w, env) = setup("Looks fine to me.");
         let state = d.path().join("state");
-        let o = w.check(&state, None, None, &env).unwrap();
+        let o = w.check(StateDir::new(&state), None, None, &env).unwrap();
         assert!(
             matches!(&o, Some(Outcome::Failed { status, .. }) if status == NO_VERDICT),
             "{o:?}"

@@ -79,7 +79,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         n: u32,
         say: Box<dyn FnMut(&str) + 'a>,
     ) -> Result<Self, LoopError> {
-        let run = RunDir::open(&cfg.state_dir, n)?;
+        let run = RunDir::open(cfg.state(), n)?;
         let lock = lock_run(&run)?;
         let mut status = recorded(&run)?;
         if status.charter_sha256 != cfg.charter.sha256 {
@@ -90,7 +90,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 cfg.charter.sha256
             )));
         }
-        let board_lock = crate::loopctl::run::rundir::lock_board(&cfg.state_dir, &cfg.board_dir)?;
+        let board_lock = crate::loopctl::run::rundir::lock_board(cfg.state(), &cfg.board_dir)?;
         crate::loopctl::run::rundir::note_board_holder(&board_lock, n);
         status.resumes += 1;
         status.state = RunState::Running;
@@ -191,7 +191,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 }
                 self.park_because(
                     &id,
-                    TaskCause::of_error(&e),
+                    crate::loopctl::run::cause::of_error(&e),
                     &format!("could not use its finished turn after the crash: {e}"),
                     "look at its worktree and lane dir, then rerun",
                 )?;
@@ -204,7 +204,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 }
                 self.park_because(
                     &id,
-                    TaskCause::of_error(&e),
+                    crate::loopctl::run::cause::of_error(&e),
                     &format!("could not restart after the crash: {e}"),
                     "look at its worktree, then rerun",
                 )?;

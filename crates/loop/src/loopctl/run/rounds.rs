@@ -9,25 +9,12 @@
 
 use crate::loopctl::LoopError;
 use crate::loopctl::board::brief;
-use crate::loopctl::land::rebase::{self, Merged};
+use crate::loopctl::land::rebase;
 use crate::loopctl::ops::{LaneOps, LaneSpec, Role};
 use crate::loopctl::run::runner::{Runner, slug};
 use chrono::Utc;
 
-/// A round that began with the integration head merged into the task's
-/// branch (kept in `run.json` until its candidate is captured again).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RebaseRound {
-    pub merged: Merged,
-    /// Why its candidate was dropped at landing.
-    pub why: String,
-    /// What the round's prompt said after the brief, and its trailer's tag
-    /// (`rebase`, `repair`): a resume re-runs the round with them.
-    #[serde(default)]
-    pub addendum: String,
-    #[serde(default)]
-    pub tag: String,
-}
+pub use crate::runstate::records::RebaseRound;
 
 /// How many lines of a red gate's log a round's evidence quotes.
 const GATE_TAIL_LINES: usize = 5;

@@ -4,6 +4,7 @@
 //! one directory per lane.
 
 use crate::loopctl::LoopError;
+use crate::statedir::StateDir;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -30,23 +31,7 @@ pub struct RunDir {
     pub n: u32,
 }
 
-/// The numbers of the runs under a state dir.
-pub fn runs(state_dir: &Path) -> Vec<u32> {
-    let mut out: Vec<u32> = std::fs::read_dir(state_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_prefix("loop")?
-                .parse::<u32>()
-                .ok()
-        })
-        .collect();
-    out.sort_unstable();
-    out
-}
+pub use crate::runstate::status::runs;
 
 fn private_dir(p: &Path) -> Result<(), LoopError> {
     // 0700 set explicitly, whatever the umask (docs/state-dir.md).
@@ -55,21 +40,21 @@ fn private_dir(p: &Path) -> Result<(), LoopError> {
 
 impl RunDir {
     /// Create the next run's directory (`loop<N>`, N one past the highest).
-    pub fn create(state_dir: &Path) -> Result<RunDir, LoopError> {
-        RunDir::create_free(state_dir, |_| false)
+    pub fn create(state: &StateDir) -> Result<RunDir, LoopError> {
+        RunDir::create_free(state, |_| false)
     }
 
     /// [`RunDir::create`], skipping every N `taken` says is used elsewhere
     /// (its integration branch already in the repository, say).
-    pub fn create_free(state_dir: &Path, taken: impl Fn(u32) -> bool) -> Result<RunDir, LoopError> {
-        private_dir(state_dir)?;
-        let mut n = runs(state_dir).last().copied().unwrap_or(0) + 1;
+    pub fn create_free(state: &StateDir, taken: impl Fn(u32) -> bool) -> Result<RunDir, LoopError> {
+        private_dir(state)?;
+        let mut n = runs(state).last().copied().unwrap_or(0) + 1;
         loop {
             if taken(n) {
                 n += 1;
                 continue;
             }
-            let path = crate::statedir::StateDir::new(state_dir).run_dir(n);
+            let path = state.run_dir(n);
             match std::fs::create_dir(&path) {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
@@ -90,8 +75,8 @@ impl RunDir {
     }
 
     /// An existing run by number.
-    pub fn open(state_dir: &Path, n: u32) -> Result<RunDir, LoopError> {
-        let path = crate::statedir::StateDir::new(state_dir).run_dir(n);
+    pub fn open(state: &StateDir, n: u32) -> Result<RunDir, LoopError> {
+        let path = state.run_dir(n);
         if !path.is_dir() {
             return Err(LoopError::usage(
                 "RUN",
@@ -197,13 +182,13 @@ impl RunDir {
 /// The lock a run holds on its board while a process runs it: a second run
 /// on the same board (same state dir) is refused, naming the first.
 pub fn lock_board(
-    state_dir: &Path,
+    state: &StateDir,
     board_dir: &Path,
 ) -> Result<crate::store::LockGuard, LoopError> {
     let canon = std::fs::canonicalize(board_dir).unwrap_or_else(|_| board_dir.to_path_buf());
     let key = crate::loopctl::sha256::hex(canon.to_string_lossy().as_bytes());
-    let path = crate::statedir::StateDir::new(state_dir).board_lock(&key[..16]);
-    private_dir(state_dir)?;
+    let path = state.board_lock(&key[..16]);
+    private_dir(state)?;
     match crate::store::LockGuard::try_exclusive(&path)? {
         Some(g) => Ok(g),
         None => {
@@ -338,8 +323,9 @@ mod tests {
     #[test]
     fn run_files_have_their_formats() {
         let tmp = tempfile::tempdir().unwrap();
-        let a = RunDir::create(tmp.path()).unwrap();
-        let b = RunDir::create(tmp.path()).unwrap();
+        let state = StateDir::new(tmp.path());
+        let a = RunDir::create(state).unwrap();
+        let b = RunDir::create(state).unwrap();
         assert_eq!((a.n, b.n), (1, 2));
         assert_eq!(a.integration_branch(), "drover/integration/loop1");
         a.write_queue(

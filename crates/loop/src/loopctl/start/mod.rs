@@ -72,8 +72,8 @@ impl Given {
 }
 
 /// The recorded state of run `n`, to resume it.
-pub fn recorded(state_dir: &Path, n: u32) -> Result<RunStatus, LoopError> {
-    let run = RunDir::open(state_dir, n)?;
+pub fn recorded(state: &crate::statedir::StateDir, n: u32) -> Result<RunStatus, LoopError> {
+    let run = RunDir::open(state, n)?;
     crate::loopctl::run::resume::recorded(&run)
 }
 

@@ -28,7 +28,7 @@ use ui::{FleetCommand, FleetUi};
 pub fn run(
     cfg: &FleetConfig,
     handed: &Handed,
-    state_dir: Option<&std::path::Path>,
+    state_dir: Option<&crate::statedir::StateDir>,
     actions: &mut dyn crate::top::Actions,
 ) -> Result<(), TopError> {
     let (mut feed, hosts) = FleetFeed::open(cfg, handed)?;

@@ -5,7 +5,7 @@
 //! (after a `y`), `Tab`.
 
 use super::model::{FleetRow, FleetView};
-use crate::loopctl::night::control::Control;
+use crate::runstate::control::Control;
 use crate::top::ui::Key;
 use std::collections::BTreeMap;
 

@@ -76,7 +76,7 @@ impl ItemCtx {
         // The lane dir (brief, report, the reviewer's copies of the
         // candidate: an added directory of the agent's) lies in the host
         // repository's own checkout, so trusting that repository covers it.
-        let lane_dir = host_repo(&self.opts.state_dir)
+        let lane_dir = host_repo(crate::statedir::StateDir::new(&self.opts.state_dir))
             .join("lanes")
             .join(&item.run)
             .join(&id);
@@ -91,7 +91,7 @@ impl ItemCtx {
         // tree: its candidate went back as a patch.
         {
             let _held = self.repo.lock().unwrap_or_else(|p| p.into_inner());
-            let repo = host_repo(&self.opts.state_dir);
+            let repo = host_repo(crate::statedir::StateDir::new(&self.opts.state_dir));
             let _ = git::run(
                 &repo,
                 &["worktree", "remove", "--force", &dir.to_string_lossy()],
@@ -128,7 +128,7 @@ impl ItemCtx {
         let bundle_file = lane_dir.join("base.bundle");
         crate::store::write_bytes_atomic(&bundle_file, bundle)?;
         let _held = self.repo.lock().unwrap_or_else(|p| p.into_inner());
-        let repo = host_repo(&self.opts.state_dir);
+        let repo = host_repo(crate::statedir::StateDir::new(&self.opts.state_dir));
         if !repo.join(".git").exists() {
             crate::store::create_private_dir(&repo)?;
             git::run(&repo, &["init", "-q"])?;
@@ -222,7 +222,12 @@ impl ItemCtx {
             opts.sim = true;
             opts.scripts = Some(Box::new(move |_: &LaneSpec| script.clone()));
         }
-        let mut lanes = RealLanes::new(&self.opts.state_dir, connect()?, connect()?, opts);
+        let mut lanes = RealLanes::new(
+            crate::statedir::StateDir::new(&self.opts.state_dir),
+            connect()?,
+            connect()?,
+            opts,
+        );
         let (prompt, from_board) = prompt(
             item,
             role,

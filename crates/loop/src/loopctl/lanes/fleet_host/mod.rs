@@ -20,7 +20,7 @@ use crate::fleet::{FleetConfig, FleetError, Handed, Names, connection};
 use crate::loopctl::LoopError;
 use crate::statedir::StateDir;
 use futures_util::StreamExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,7 +134,7 @@ pub fn work(opts: &HostOptions, handed: &Handed, say: Say) -> Result<(), LoopErr
             opts.cfg.host,
             opts.slots.max(1),
             opts.agents.join(", "),
-            host_repo(&opts.state_dir).display()
+            host_repo(StateDir::new(&opts.state_dir)).display()
         ));
         let ctx = ItemCtx {
             h: h.clone(),
@@ -555,8 +555,8 @@ impl ItemCtx {
 /// its own checkout holds the lanes' dirs (`lanes/<run>/<lane>`). An
 /// operator trusts it once in Claude Code and Codex, as a repository of
 /// their own, and every lane's worktree and dir is trusted with it.
-pub fn host_repo(state_dir: &Path) -> PathBuf {
-    StateDir::new(state_dir).fleet_repo()
+pub fn host_repo(state_dir: &StateDir) -> PathBuf {
+    state_dir.fleet_repo()
 }
 
 fn describe(r: &CoordReply) -> String {

@@ -14,6 +14,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::land::git;
 use crate::loopctl::lanes::simlanes::lane_err;
 use crate::loopctl::ops::{Outcome, Role};
+use crate::statedir::StateDir;
 use futures_util::StreamExt;
 use serde_json::json;
 use std::path::Path;
@@ -153,7 +154,9 @@ async fn respond(
                                 let state_dir = s.state_dir.clone();
                                 match s.remotes.get_mut(&job) {
                                     None => refused(format!("no job {job} in this run")),
-                                    Some(r) => start(&state_dir, r, &job, &host, key),
+                                    Some(r) => {
+                                        start(StateDir::new(&state_dir), r, &job, &host, key)
+                                    }
                                 }
                             })
                             .await
@@ -310,7 +313,15 @@ fn handle_finish(
     if let Some(again) = r.finished.get(attempt) {
         return again.clone();
     }
-    let reply = finish(&state_dir, r, job, host, attempt, finished, patch);
+    let reply = finish(
+        StateDir::new(&state_dir),
+        r,
+        job,
+        host,
+        attempt,
+        finished,
+        patch,
+    );
     r.finished.insert(attempt.to_string(), reply.clone());
     if reply == CoordReply::Accepted && matches!(finished, Finished::Implemented { .. }) {
         let task = r.lane.task.clone();
@@ -321,7 +332,13 @@ fn handle_finish(
 
 /// An attempt for one delivery: the same one when asked again; a new one,
 /// superseding the attempt of an earlier delivery (its host was given up).
-fn start(state_dir: &Path, r: &mut Remote, job: &str, host: &str, key: (u64, i64)) -> CoordReply {
+fn start(
+    state_dir: &StateDir,
+    r: &mut Remote,
+    job: &str,
+    host: &str,
+    key: (u64, i64),
+) -> CoordReply {
     if let Some(a) = r.starts.get(&key) {
         return CoordReply::Started { attempt: a.clone() };
     }
@@ -379,7 +396,7 @@ fn start(state_dir: &Path, r: &mut Remote, job: &str, host: &str, key: (u64, i64
 /// worktree only when the engine's record still has this attempt running;
 /// the completion then goes through the engine under the same attempt.
 fn finish(
-    state_dir: &Path,
+    state_dir: &StateDir,
     r: &mut Remote,
     job: &str,
     host: &str,
@@ -407,7 +424,7 @@ fn finish(
             // reviewer session, as a reviewer here would have said it.
             if live {
                 let said = crate::registry::heartbeat::heartbeat(
-                    crate::statedir::StateDir::new(state_dir),
+                    state_dir,
                     &crate::registry::heartbeat::HeartbeatRequest {
                         session_id: Role::Reviewer.session_id().into(),
                         task: Some(r.lane.task.clone()),

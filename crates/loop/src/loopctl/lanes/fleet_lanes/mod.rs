@@ -333,7 +333,11 @@ impl<L: LaneOps> FleetLanes<L> {
         self.up.insert(spec.id.clone());
         self.renewals.insert(
             spec.id.clone(),
-            Renewal::start(&self.state_dir, &spec.task, self.lease_ttl),
+            Renewal::start(
+                crate::statedir::StateDir::new(&self.state_dir),
+                &spec.task,
+                self.lease_ttl,
+            ),
         );
         Ok(LaneHandle {
             id: spec.id.clone(),

@@ -154,6 +154,40 @@ pub fn wire(
     Ok(w.args)
 }
 
+/// Whether a Codex `argv` carries drover's `notify` (as [`plan`] puts it):
+/// the one mark of a Codex pane started with its signals, so a pane
+/// started with `--no-signals` (or a user's own `notify`) has none.
+pub fn codex_wired(argv: &[String]) -> bool {
+    argv.windows(2).any(|w| {
+        w[0] == "-c" && w[1].starts_with("notify=[") && w[1].contains(r#""signal","codex-notify""#)
+    })
+}
+
+/// Remove pane `pane`'s signals folder (`<state>/signals/<pane>/`, Claude's
+/// settings file) if there is one; whether it was there. Nothing outside
+/// `<state>/signals/` is touched: a name that is not one plain path
+/// component removes nothing.
+pub fn unwire(state_dir: &Path, pane: &str) -> Result<bool, AgentError> {
+    let mut parts = Path::new(pane).components();
+    let plain = matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    );
+    if !plain {
+        return Ok(false);
+    }
+    let dir = crate::statedir::StateDir::new(state_dir)
+        .signals_dir()
+        .join(pane);
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(AgentError::Launch {
+            message: format!("cannot remove {}: {e}", dir.display()),
+        }),
+    }
+}
+
 /// `argv` with `flags` put right after its program name.
 pub fn insert_after_program(argv: &mut Vec<String>, flags: Vec<String>) {
     if argv.is_empty() {
@@ -255,6 +289,37 @@ mod tests {
                 .is_empty()
         );
         assert!(!tmp.path().join("signals/y").exists());
+    }
+
+    #[test]
+    fn codex_wired_is_the_notify_plan_puts_and_nothing_else() {
+        let exe = Path::new("/opt/d r/drover");
+        let w = plan(AgentKind::Codex, exe, Path::new("/s"), Path::new("/x")).unwrap();
+        let mut argv = vec!["codex".to_string(), "hi".to_string()];
+        assert!(!codex_wired(&argv));
+        insert_after_program(&mut argv, w.args);
+        assert!(codex_wired(&argv));
+        let own = ["codex", "-c", r#"notify=["notify-send"]"#].map(String::from);
+        assert!(!codex_wired(&own));
+    }
+
+    #[test]
+    fn unwire_removes_the_panes_signals_folder_only() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        let exe = Path::new("/usr/bin/drover");
+        wire(AgentKind::Claude, exe, &state, "p1").unwrap();
+        wire(AgentKind::Claude, exe, &state, "p2").unwrap();
+        let sd = crate::statedir::StateDir::new(&state);
+        assert!(unwire(&state, "p1").unwrap());
+        assert!(!sd.claude_settings("p1").exists());
+        assert!(sd.claude_settings("p2").exists());
+        assert!(!unwire(&state, "p1").unwrap(), "gone already");
+        for bad in ["..", "", "p2/..", "/tmp", "."] {
+            assert!(!unwire(&state, bad).unwrap(), "{bad:?}");
+        }
+        assert!(sd.claude_settings("p2").exists());
+        assert!(state.exists());
     }
 
     #[test]

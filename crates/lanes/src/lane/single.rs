@@ -172,6 +172,7 @@ fn forget(state_dir: &Path, client: &mut Client, lane_id: &str) -> Result<(), La
         doc.lanes.retain(|r| r.lane_id != lane_id);
         Ok(())
     })?;
+    super::down::unwire(state_dir, lane_id);
     crate::registry::events::emit_quiet(
         crate::statedir::StateDir::new(state_dir),
         "lane.down",

@@ -66,6 +66,8 @@ pub(super) struct Entry {
     pub(super) signals: Mutex<crate::agent::signals::Ledger>,
     /// How many signals the pane's agent sent this second (a bound).
     pub(super) signal_rate: Mutex<super::signal::Rate>,
+    /// The Codex thread the pane's `notify` named: its rollout file.
+    pub(super) rollout_thread: Mutex<Option<String>>,
 }
 
 pub(super) struct Sup {
@@ -516,8 +518,10 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         output: events.output,
         signals: Default::default(),
         signal_rate: Default::default(),
+        rollout_thread: Default::default(),
     });
     lock(&sup.panes).insert(name, entry.clone());
+    super::rollout::start(sup, &entry, None);
     tokio::spawn(super::detect::detector(sup.clone(), entry));
 }
 

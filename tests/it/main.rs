@@ -112,6 +112,7 @@ mod shell_pane;
 mod signals_fixtures;
 mod signals_intake;
 mod signals_real;
+mod signals_rollout;
 mod tmux_backend;
 mod tmux_common;
 mod tmux_exit_status;

@@ -1,0 +1,208 @@
+//! A Codex pane's rollout as a signal source (`transcript`): the supervisor
+//! follows the file Codex writes under the pane's CODEX_HOME and publishes
+//! its turn starts, aborts, ends and usage as `pane.signal` events of that
+//! pane. The agent here is a stand-in program named `codex` (so `pane new`
+//! wires it as Codex) that writes a rollout the way Codex does, out of the
+//! lines captured from the real one; the parser itself is tested on those
+//! captures (signals_fixtures).
+
+use crate::common::Drover;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(30);
+
+/// `drover events --follow --jsonl --kind pane.signal`, line by line.
+struct Signals {
+    child: Child,
+    rx: Receiver<String>,
+}
+
+impl Signals {
+    fn follow(d: &Drover) -> Signals {
+        let mut child = d
+            .cmd()
+            .args(["events", "--follow", "--jsonl", "--kind", "pane.signal"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Signals { child, rx }
+    }
+
+    /// The next event as (pane, source, signal).
+    fn next(&self) -> (String, String, String) {
+        let line = self
+            .rx
+            .recv_timeout(LONG)
+            .expect("no pane.signal event in time");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        (s("pane"), s("source"), s("signal"))
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A captured rollout line, compact.
+fn captured(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/signals/codex-0.171.0")
+        .join(format!("rollout-{name}.json"));
+    let v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    v.to_string()
+}
+
+/// The stand-in: writes `$CODEX_HOME/sessions/…/rollout-…-$THREAD.jsonl`,
+/// its `session_meta` naming the cwd, then the lines of `$LINES`, once
+/// `$GO` exists; then stays up as Codex does.
+fn stand_in(bin: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = bin.join("codex");
+    std::fs::write(
+        &p,
+        r#"#!/bin/sh
+while [ ! -e "$GO" ]; do sleep 0.05; done
+d="$CODEX_HOME/sessions/2026/12/06"
+mkdir -p "$d"
+f="$d/rollout-2026-12-06T08-00-00-$THREAD.jsonl"
+printf '{"timestamp":"t","type":"session_meta","payload":{"id":"%s","cwd":"%s"}}\n' "$THREAD" "$PWD" >> "$f"
+cat "$LINES" >> "$f"
+exec sleep 600
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+/// A pane of the stand-in in `cwd`, writing `lines` once `go` exists.
+fn pane(
+    d: &Drover,
+    codex: &str,
+    name: &str,
+    cwd: &Path,
+    home: &Path,
+    lines: &[String],
+    go: &Path,
+    extra: &[&str],
+) {
+    let file = d.scratch().join(format!("{name}.lines"));
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    let envs = [
+        format!("CODEX_HOME={}", home.display()),
+        format!(
+            "THREAD=0199aaaa-0000-7000-8000-0000000000{:02x}",
+            name.as_bytes()[0]
+        ),
+        format!("LINES={}", file.display()),
+        format!("GO={}", go.display()),
+    ];
+    let mut flags: Vec<&str> = vec!["--agent", "codex", "--cwd", cwd.to_str().unwrap()];
+    for e in &envs {
+        flags.extend(["--env", e.as_str()]);
+    }
+    flags.extend_from_slice(extra);
+    d.new_pane(name, &flags, &[codex]);
+}
+
+/// Pane `a`'s rollout reaches `a` only, in order: task_started, a line
+/// over 1 MiB (skipped unread: it would be a second abort), turn_aborted,
+/// token_count, task_complete. Pane `b` (another cwd, the same CODEX_HOME)
+/// and pane `n` (a's cwd, `--no-signals`) get nothing from it; b's own
+/// rollout, written after, is b's. No line's text reaches the log.
+#[test]
+fn a_panes_rollout_is_its_transcript_and_no_one_elses() {
+    let d = Drover::new();
+    let root = d.scratch();
+    let bin = root.join("bin");
+    let home = root.join("codex-home");
+    let (cwd_a, cwd_b) = (root.join("lane-a"), root.join("lane-b"));
+    for dir in [&bin, &home, &cwd_a, &cwd_b] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let codex = stand_in(&bin);
+
+    let aborted = captured("turn_aborted");
+    let mut big: Value = serde_json::from_str(&aborted).unwrap();
+    big["payload"]["padding"] = Value::from("secret-rollout-words ".repeat(60_000));
+    let big = big.to_string();
+    assert!(big.len() > 1024 * 1024);
+    let a_lines = [
+        captured("task_started"),
+        big,
+        aborted,
+        captured("token_count"),
+        captured("task_complete"),
+    ];
+    let (go_a, go_b) = (root.join("go-a"), root.join("go-b"));
+    pane(
+        &d,
+        &codex,
+        "b",
+        &cwd_b,
+        &home,
+        &[captured("task_complete")],
+        &go_b,
+        &[],
+    );
+    let signals = Signals::follow(&d);
+    pane(
+        &d,
+        &codex,
+        "n",
+        &cwd_a,
+        &home,
+        &[],
+        &root.join("never"),
+        &["--no-signals"],
+    );
+    pane(&d, &codex, "a", &cwd_a, &home, &a_lines, &go_a, &[]);
+    std::fs::write(&go_a, "").unwrap();
+
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(signals.next());
+    }
+    std::fs::write(&go_b, "").unwrap();
+    got.push(signals.next());
+    let want: Vec<(String, String, String)> = [
+        ("a", "prompt_submitted"),
+        ("a", "turn_aborted"),
+        ("a", "usage"),
+        ("a", "turn_ended"),
+        ("b", "turn_ended"),
+    ]
+    .iter()
+    .map(|(p, s)| (p.to_string(), "transcript".to_string(), s.to_string()))
+    .collect();
+    assert_eq!(got, want);
+
+    let log = std::fs::read_to_string(drover::statedir::StateDir::new(&d.state).supervisor_log())
+        .unwrap_or_default();
+    assert!(!log.contains("secret-rollout-words"));
+    assert!(
+        log.contains("skipped rollout lines over the bound"),
+        "{log}"
+    );
+}

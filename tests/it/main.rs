@@ -111,6 +111,7 @@ mod shell_lib;
 mod shell_pane;
 mod signals_fixtures;
 mod signals_intake;
+mod signals_lifecycle;
 mod signals_real;
 mod signals_rollout;
 mod tmux_backend;

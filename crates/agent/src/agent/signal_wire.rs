@@ -188,6 +188,27 @@ pub fn unwire(state_dir: &Path, pane: &str) -> Result<bool, AgentError> {
     }
 }
 
+/// Write pane `pane`'s Claude settings file again when `argv` names it
+/// (`--settings <state>/signals/<pane>/claude-settings.json`) and it is
+/// gone: Claude Code refuses to start on a missing settings file, and a
+/// lane's pane started again (or a pane respawned) after its folder was
+/// removed would never come up. The hooks name the running drover.
+/// Whether it was written.
+pub fn rewire_if_gone(state_dir: &Path, pane: &str, argv: &[String]) -> Result<bool, AgentError> {
+    let settings = crate::statedir::StateDir::new(state_dir).claude_settings(pane);
+    let named = argv
+        .windows(2)
+        .any(|w| w[0] == "--settings" && Path::new(&w[1]) == settings);
+    if !named || settings.exists() {
+        return Ok(false);
+    }
+    let doc = claude_settings(&own_exe()?, state_dir);
+    crate::store::write_json_atomic(&settings, &doc).map_err(|e| AgentError::Launch {
+        message: format!("cannot write {}: {e}", settings.display()),
+    })?;
+    Ok(true)
+}
+
 /// `argv` with `flags` put right after its program name.
 pub fn insert_after_program(argv: &mut Vec<String>, flags: Vec<String>) {
     if argv.is_empty() {
@@ -320,6 +341,36 @@ mod tests {
         }
         assert!(sd.claude_settings("p2").exists());
         assert!(state.exists());
+    }
+
+    #[test]
+    fn a_gone_settings_file_named_by_the_argv_is_written_again() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        let settings = crate::statedir::StateDir::new(&state).claude_settings("p");
+        let argv: Vec<String> = vec![
+            "claude".into(),
+            "--settings".into(),
+            settings.display().to_string(),
+        ];
+        assert!(rewire_if_gone(&state, "p", &argv).unwrap());
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        assert!(doc["hooks"]["Stop"].is_array());
+        assert!(
+            !rewire_if_gone(&state, "p", &argv).unwrap(),
+            "there already"
+        );
+        assert!(
+            !rewire_if_gone(&state, "q", &argv).unwrap(),
+            "another pane's"
+        );
+        assert!(!rewire_if_gone(&state, "r", &["claude".to_string()]).unwrap());
+        assert!(
+            !crate::statedir::StateDir::new(&state)
+                .claude_settings("r")
+                .exists()
+        );
     }
 
     #[test]

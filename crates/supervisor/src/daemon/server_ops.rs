@@ -200,6 +200,10 @@ fn unwire_killed(sup: &Sup, info: &crate::pane::PaneInfo) {
 
 async fn pane_respawn(sup: &Arc<Sup>, name: &str) -> Result<reply::Generation, Response> {
     let e = sup.entry(name)?;
+    let argv = e.pane.info().argv;
+    // Claude does not start on a settings file removed meanwhile.
+    crate::agent::signal_wire::rewire_if_gone(sup.state_dir(), name, &argv)
+        .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?;
     let pane = e.pane.clone();
     let generation = tokio::task::spawn_blocking(move || pane.respawn())
         .await

@@ -74,8 +74,8 @@ fn path_with(root: &Path) -> PathBuf {
 }
 
 /// A lane's Claude pane killed loses its folder; the lane's reconcile
-/// starts it again with the file written again; `lane down` removes the
-/// lane and its folder.
+/// starts it again with the file written again; `lane down` with no
+/// supervisor running removes the lane and its folder.
 #[test]
 fn a_lanes_folder_comes_back_on_reconcile_and_goes_with_lane_down() {
     let d = Drover::new();
@@ -109,6 +109,10 @@ fn a_lanes_folder_comes_back_on_reconcile_and_goes_with_lane_down() {
     assert!(d.pane(lane).is_some(), "reconcile started the lane's pane");
     assert!(settings(&d, lane).is_file(), "reconcile wrote it again");
 
+    // Without a supervisor (no pane kill on the way), lane down still
+    // removes the lane's folder with the lane.
+    d.ok(&["kill-server"]);
+    assert!(settings(&d, lane).is_file(), "kill-server leaves it");
     let out = d
         .cmd()
         .args(["lane", "down", "--all"])

@@ -206,3 +206,82 @@ fn a_panes_rollout_is_its_transcript_and_no_one_elses() {
         "{log}"
     );
 }
+
+/// The flags `pane new --agent codex` puts after the program name in `d`'s
+/// state dir (the pane is removed again).
+fn wired_codex_flags(d: &Drover) -> Vec<String> {
+    let dir = d.scratch().join("stand-in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("codex");
+    std::fs::write(&prog, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let v = d.new_pane("wiring", &["--agent", "codex"], &[prog.to_str().unwrap()]);
+    d.ok(&["pane", "kill", "wiring"]);
+    let argv: Vec<String> = serde_json::from_value(v["argv"].clone()).unwrap();
+    argv[1..].to_vec()
+}
+
+/// The next event of `pane` from `source` with `signal`, skipping others.
+fn until(s: &Signals, pane: &str, source: &str, signal: &str) -> Vec<(String, String, String)> {
+    let mut seen = Vec::new();
+    loop {
+        let e = s.next();
+        let hit = e.0 == pane && e.1 == source && e.2 == signal;
+        seen.push(e);
+        if hit {
+            return seen;
+        }
+    }
+}
+
+/// Every supported real Codex, against the mock, started with the notify
+/// `pane new` wires (as `drover rehearse` arguments): its rollout gives its
+/// pane `transcript` events: a turn's start and end, and an interrupted
+/// turn's abort, which `notify` never reports.
+#[test]
+#[ignore = "needs the supported real agents: scripts/install-agents.sh"]
+fn real_codex_rollout_gives_turn_starts_ends_and_aborts() {
+    use drover::rehearse::{Agent, discover};
+    for version in discover::versions(Agent::Codex) {
+        let d = Drover::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        let name = format!("x{}", version.replace('.', "_"));
+        let flags = wired_codex_flags(&d);
+        let real = discover::cached_version(Agent::Codex, &version)
+            .unwrap_or_else(|| panic!("{version} is not installed: run scripts/install-agents.sh"));
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/mock-scripts/codex-suite.toml");
+        let mut args: Vec<String> = [
+            "rehearse",
+            "--json",
+            "--agent",
+            "codex",
+            "--name",
+            &name,
+            "--script",
+            script.to_str().unwrap(),
+            "--codex-bin",
+            real.to_str().unwrap(),
+            "--",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(flags);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        d.ok(&args);
+        let w = d.wait_state(&[&name], "idle", 60_000);
+        assert!(w.status.success(), "{name} never idle: {}", d.read(&name));
+        let s = Signals::follow(&d);
+        d.ok(&["send", &name, "say hello"]);
+        let mut seen = until(&s, &name, "transcript", "prompt_submitted");
+        seen.extend(until(&s, &name, "transcript", "turn_ended"));
+        d.ok(&["send", &name, "take your time"]);
+        seen.extend(until(&s, &name, "transcript", "prompt_submitted"));
+        d.wait_text(&name, "This reply", LONG);
+        d.ok(&["pane", "keys", &name, "Esc"]);
+        seen.extend(until(&s, &name, "transcript", "turn_aborted"));
+        assert!(seen.iter().all(|(p, _, _)| p == &name), "{seen:?}");
+    }
+}

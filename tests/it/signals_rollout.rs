@@ -97,10 +97,9 @@ exec sleep 600
 /// A pane of the stand-in in `cwd`, writing `lines` once `go` exists.
 fn pane(
     d: &Drover,
-    codex: &str,
+    (codex, home): (&str, &Path),
     name: &str,
     cwd: &Path,
-    home: &Path,
     lines: &[String],
     go: &Path,
     extra: &[&str],
@@ -127,7 +126,7 @@ fn pane(
 }
 
 /// Pane `a`'s rollout reaches `a` only, in order: task_started, a line
-/// over 1 MiB (skipped unread: it would be a second abort), turn_aborted,
+/// over 1 MiB (skipped unread, and the log says so), turn_aborted,
 /// token_count, task_complete. Pane `b` (another cwd, the same CODEX_HOME)
 /// and pane `n` (a's cwd, `--no-signals`) get nothing from it; b's own
 /// rollout, written after, is b's. No line's text reaches the log.
@@ -158,10 +157,9 @@ fn a_panes_rollout_is_its_transcript_and_no_one_elses() {
     let (go_a, go_b) = (root.join("go-a"), root.join("go-b"));
     pane(
         &d,
-        &codex,
+        (&codex, &home),
         "b",
         &cwd_b,
-        &home,
         &[captured("task_complete")],
         &go_b,
         &[],
@@ -169,15 +167,14 @@ fn a_panes_rollout_is_its_transcript_and_no_one_elses() {
     let signals = Signals::follow(&d);
     pane(
         &d,
-        &codex,
+        (&codex, &home),
         "n",
         &cwd_a,
-        &home,
         &[],
         &root.join("never"),
         &["--no-signals"],
     );
-    pane(&d, &codex, "a", &cwd_a, &home, &a_lines, &go_a, &[]);
+    pane(&d, (&codex, &home), "a", &cwd_a, &a_lines, &go_a, &[]);
     std::fs::write(&go_a, "").unwrap();
 
     let mut got = Vec::new();

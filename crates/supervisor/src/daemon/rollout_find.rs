@@ -6,7 +6,7 @@
 //! or, once Codex's `notify` named the thread, that thread's file.
 
 use serde_json::Value;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 /// The longest rollout line read; a longer one is skipped unread.
@@ -104,9 +104,13 @@ fn made_ms(meta: &std::fs::Metadata) -> u64 {
 pub(super) fn session_cwd(path: &Path) -> Option<PathBuf> {
     let f = std::fs::File::open(path).ok()?;
     let mut first = Vec::new();
-    f.take(MAX_LINE as u64 + 1).read_to_end(&mut first).ok()?;
-    let end = first.iter().position(|b| *b == b'\n')?;
-    let v: Value = serde_json::from_slice(&first[..end]).ok()?;
+    std::io::BufReader::new(f.take(MAX_LINE as u64 + 1))
+        .read_until(b'\n', &mut first)
+        .ok()?;
+    if first.pop() != Some(b'\n') {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&first).ok()?;
     if v.get("type")?.as_str()? != "session_meta" {
         return None;
     }

@@ -73,7 +73,8 @@ fn captured(name: &str) -> String {
 
 /// The stand-in: writes `$CODEX_HOME/sessions/…/rollout-…-$THREAD.jsonl`,
 /// its `session_meta` naming the cwd, then the lines of `$LINES`, once
-/// `$GO` exists; then stays up as Codex does.
+/// `$GO` exists; then stays up as Codex does. Without `$THREAD`, each
+/// process writes a file of its own.
 fn stand_in(bin: &Path) -> String {
     use std::os::unix::fs::PermissionsExt;
     let p = bin.join("codex");
@@ -83,8 +84,9 @@ fn stand_in(bin: &Path) -> String {
 while [ ! -e "$GO" ]; do sleep 0.05; done
 d="$CODEX_HOME/sessions/2026/12/06"
 mkdir -p "$d"
-f="$d/rollout-2026-12-06T08-00-00-$THREAD.jsonl"
-printf '{"timestamp":"t","type":"session_meta","payload":{"id":"%s","cwd":"%s"}}\n' "$THREAD" "$PWD" >> "$f"
+t="${THREAD:-0199aaaa-0000-7000-8000-$(printf %012d $$)}"
+f="$d/rollout-2026-12-06T08-00-00-$t.jsonl"
+printf '{"timestamp":"t","type":"session_meta","payload":{"id":"%s","cwd":"%s"}}\n' "$t" "$PWD" >> "$f"
 cat "$LINES" >> "$f"
 exec sleep 600
 "#,
@@ -201,6 +203,82 @@ fn a_panes_rollout_is_its_transcript_and_no_one_elses() {
     assert!(
         log.contains("skipped rollout lines over the bound"),
         "{log}"
+    );
+}
+
+/// A respawned pane follows its new generation's file, never the previous
+/// one's again: one `prompt_submitted` a generation, each of its own.
+#[test]
+fn a_respawn_follows_the_new_generations_file() {
+    let d = Drover::new();
+    let root = d.scratch();
+    let (bin, home, cwd) = (root.join("bin"), root.join("home"), root.join("lane"));
+    for dir in [&bin, &home, &cwd] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let codex = stand_in(&bin);
+    let go = root.join("go");
+    let lines = root.join("r.lines");
+    std::fs::write(&lines, captured("task_started") + "\n").unwrap();
+    let envs = [
+        format!("CODEX_HOME={}", home.display()),
+        format!("LINES={}", lines.display()),
+        format!("GO={}", go.display()),
+    ];
+    let mut flags = vec!["--agent", "codex", "--cwd", cwd.to_str().unwrap()];
+    for e in &envs {
+        flags.extend(["--env", e.as_str()]);
+    }
+    d.new_pane("r", &flags, &[&codex]);
+    let signals = Signals::follow(&d);
+    std::fs::write(&go, "").unwrap();
+    let gen_of = |line: String| -> (String, u64) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        (
+            v["signal"].as_str().unwrap().to_string(),
+            v["generation"].as_u64().unwrap(),
+        )
+    };
+    let first = gen_of(
+        signals
+            .rx
+            .recv_timeout(LONG)
+            .expect("generation 1's signal"),
+    );
+    assert_eq!(first, ("prompt_submitted".to_string(), 1));
+    d.ok(&["pane", "respawn", "r"]);
+    let second = gen_of(
+        signals
+            .rx
+            .recv_timeout(LONG)
+            .expect("generation 2's signal"),
+    );
+    assert_eq!(second, ("prompt_submitted".to_string(), 2));
+    let files: Vec<_> = std::fs::read_dir(home.join("sessions/2026/12/06"))
+        .unwrap()
+        .collect();
+    assert_eq!(files.len(), 2, "one rollout a generation");
+    // The previous file gives nothing more: a barrier event from another
+    // pane's rollout comes next.
+    let go2 = root.join("go2");
+    let l2 = root.join("s.lines");
+    std::fs::write(&l2, captured("turn_aborted") + "\n").unwrap();
+    let envs2 = [
+        format!("CODEX_HOME={}", home.display()),
+        format!("LINES={}", l2.display()),
+        format!("GO={}", go2.display()),
+    ];
+    let other = root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut flags = vec!["--agent", "codex", "--cwd", other.to_str().unwrap()];
+    for e in &envs2 {
+        flags.extend(["--env", e.as_str()]);
+    }
+    d.new_pane("s", &flags, &[&codex]);
+    std::fs::write(&go2, "").unwrap();
+    assert_eq!(
+        signals.next(),
+        ("s".into(), "transcript".into(), "turn_aborted".into())
     );
 }
 

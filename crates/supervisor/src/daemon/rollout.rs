@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::unix::AsyncFd;
 
+/// How many files of earlier generations a pane's follow remembers.
+const MAX_TAKEN: usize = 64;
+
 /// Whether the pane `info` describes gets its rollout followed.
 pub(super) fn followed(info: &crate::pane::PaneInfo) -> bool {
     info.agent == "codex" && crate::agent::signal_wire::codex_wired(&info.argv)
@@ -124,6 +127,8 @@ async fn follow(sup: Arc<Sup>, entry: Arc<Entry>, home: PathBuf) {
     };
     let mut epoch = sup.epoch.subscribe();
     let mut cur: Option<Follow> = None;
+    // Every file the pane followed: a new generation's is another one.
+    let mut taken: Vec<PathBuf> = Vec::new();
     let mut files_moved = true;
     loop {
         if !alive_in_table(&sup, &entry) {
@@ -147,6 +152,7 @@ async fn follow(sup: Arc<Sup>, entry: Arc<Entry>, home: PathBuf) {
                     cwd,
                     since_ms: info.started_at_ms,
                     thread: None,
+                    exclude: taken.clone(),
                 },
                 tail: None,
             });
@@ -167,6 +173,14 @@ async fn follow(sup: Arc<Sup>, entry: Arc<Entry>, home: PathBuf) {
                 if files_moved {
                     watch(&fd.get_ref().0, &home);
                     choose(c, &name);
+                    if let Some(t) = &c.tail
+                        && !taken.iter().any(|p| p == t.path())
+                    {
+                        if taken.len() >= MAX_TAKEN {
+                            taken.remove(0);
+                        }
+                        taken.push(t.path().to_path_buf());
+                    }
                 }
                 if let Some(t) = c.tail.as_mut() {
                     apply_lines(&sup, &entry, t);

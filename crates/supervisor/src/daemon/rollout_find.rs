@@ -16,10 +16,6 @@ pub(super) const MAX_LINE: usize = 1024 * 1024;
 /// before midnight is in the previous day's.
 const DAYS: usize = 2;
 
-/// A file's time may read a little before the pane's start time (which a
-/// backend notes once the process runs); this much earlier still counts.
-const SLACK_MS: u64 = 1000;
-
 /// Codex's home for a pane whose env is `env` (the spec's, then the one it
 /// inherits, `inherited`): `CODEX_HOME`, else `$HOME/.codex`. A relative
 /// `CODEX_HOME` is the pane's cwd's.
@@ -42,6 +38,11 @@ pub(super) fn codex_home(
     get("HOME").map(|h| Path::new(&h).join(".codex"))
 }
 
+/// A file's time comes from the kernel's coarse clock, which may read a
+/// few milliseconds behind the pane's start time; this much earlier still
+/// counts. (A previous generation's file is told apart by `Want::exclude`.)
+const SLACK_MS: u64 = 20;
+
 /// What a pane's rollout must match.
 #[derive(Debug, Clone)]
 pub(super) struct Want {
@@ -53,6 +54,9 @@ pub(super) struct Want {
     pub(super) since_ms: u64,
     /// The thread Codex's notify named, when it did.
     pub(super) thread: Option<String>,
+    /// The files the pane's previous generations followed: never the new
+    /// one's (unless its notify names that thread: a resumed session).
+    pub(super) exclude: Vec<PathBuf>,
 }
 
 /// A rollout found: its path and whether it was made since the pane started
@@ -144,6 +148,9 @@ pub(super) fn find(want: &Want) -> Option<Found> {
                 .thread
                 .as_deref()
                 .is_some_and(|t| name.ends_with(&format!("-{t}.jsonl")));
+            if !of_thread && want.exclude.contains(&path) {
+                continue;
+            }
             let recent = made + SLACK_MS >= want.since_ms;
             if !of_thread && !recent {
                 continue;

@@ -54,6 +54,7 @@ fn want(h: &Home, since_ms: u64, thread: Option<&str>) -> Want {
         cwd: h.cwd.clone(),
         since_ms,
         thread: thread.map(str::to_string),
+        exclude: Vec::new(),
     }
 }
 
@@ -161,4 +162,18 @@ fn codex_home_is_codex_home_else_home_dot_codex() {
         Some(PathBuf::from("/h/.codex"))
     );
     assert_eq!(codex_home(&[], none, cwd), None);
+}
+
+#[test]
+fn a_previous_generations_file_is_not_the_new_ones() {
+    let h = home();
+    let since = crate::paths::now_ms();
+    let old = rollout(&h, "2026/12/06", T1, &h.cwd, true);
+    let mut w = want(&h, since, None);
+    w.exclude = vec![old.clone()];
+    assert_eq!(find(&w), None);
+    let new = rollout(&h, "2026/12/06", T2, &h.cwd, true);
+    assert_eq!(find(&w).unwrap().path, new);
+    w.thread = Some(T1.into());
+    assert_eq!(find(&w).unwrap().path, old, "unless its notify names it");
 }

@@ -119,7 +119,13 @@ fn wired_with(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str], 
     let script = signals_script(head);
     Run::start_args(backend, agent, v, name, &script, None, extra, |root| {
         let exe = Path::new(env!("CARGO_BIN_EXE_drover"));
-        let flags = signal_wire::wire(kind, exe, &root.join("state"), &pane).expect("wire");
+        let flags = signal_wire::wire(
+            kind,
+            exe,
+            drover::statedir::StateDir::new(&root.join("state")),
+            &pane,
+        )
+        .expect("wire");
         let mut args = lane_worktree(root);
         args.push("--".into());
         args.extend(flags);

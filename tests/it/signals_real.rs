@@ -73,7 +73,7 @@ impl Drop for Feed {
 }
 
 /// The flags `pane new --agent <agent>` puts after the program name in
-/// `d`'s state dir (the pane is removed again).
+/// `d`'s state dir (of a stand-in pane `wiring`, left running).
 fn wired_flags(d: &Drover, agent: &str) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt;
     let dir = d.scratch().join("stand-in");
@@ -81,8 +81,9 @@ fn wired_flags(d: &Drover, agent: &str) -> Vec<String> {
     let prog = dir.join(agent);
     std::fs::write(&prog, "#!/bin/sh\nexec sleep 600\n").unwrap();
     std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The stand-in stays up: a `pane kill` would take Claude's settings
+    // file (written for this pane) with it.
     let v = d.new_pane("wiring", &["--agent", agent], &[prog.to_str().unwrap()]);
-    d.ok(&["pane", "kill", "wiring"]);
     let argv: Vec<String> = serde_json::from_value(v["argv"].clone()).unwrap();
     argv[1..].to_vec()
 }

@@ -15,6 +15,7 @@
 
 use super::AgentError;
 use super::state::AgentKind;
+use crate::statedir::StateDir;
 use std::path::{Path, PathBuf};
 
 /// The Claude Code hook events drover reads (`agent::signals::parse`).
@@ -134,7 +135,7 @@ pub fn plan(kind: AgentKind, exe: &Path, state_dir: &Path, settings: &Path) -> O
 pub fn wire(
     kind: AgentKind,
     exe: &Path,
-    state_dir: &Path,
+    state_dir: &StateDir,
     pane: &str,
 ) -> Result<Vec<String>, AgentError> {
     if !exe.is_absolute() {
@@ -142,8 +143,8 @@ pub fn wire(
             message: format!("drover's path {} is not absolute", exe.display()),
         });
     }
-    let settings = crate::statedir::StateDir::new(state_dir).claude_settings(pane);
-    let Some(w) = plan(kind, exe, state_dir, &settings) else {
+    let settings = state_dir.claude_settings(pane);
+    let Some(w) = plan(kind, exe, state_dir.path(), &settings) else {
         return Ok(Vec::new());
     };
     if let Some((path, doc)) = &w.file {
@@ -152,6 +153,63 @@ pub fn wire(
         })?;
     }
     Ok(w.args)
+}
+
+/// Whether a Codex `argv` carries drover's `notify` (as [`plan`] puts it):
+/// the one mark of a Codex pane started with its signals, so a pane
+/// started with `--no-signals` (or a user's own `notify`) has none.
+pub fn codex_wired(argv: &[String]) -> bool {
+    argv.windows(2).any(|w| {
+        w[0] == "-c" && w[1].starts_with("notify=[") && w[1].contains(r#""signal","codex-notify""#)
+    })
+}
+
+/// Remove pane `pane`'s signals folder (`<state>/signals/<pane>/`, Claude's
+/// settings file) if there is one; whether it was there. Nothing outside
+/// `<state>/signals/` is touched: a name that is not one plain path
+/// component removes nothing.
+pub fn unwire(state_dir: &StateDir, pane: &str) -> Result<bool, AgentError> {
+    let mut parts = Path::new(pane).components();
+    let plain = matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    );
+    if !plain {
+        return Ok(false);
+    }
+    let dir = state_dir.signals_dir().join(pane);
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(AgentError::Launch {
+            message: format!("cannot remove {}: {e}", dir.display()),
+        }),
+    }
+}
+
+/// Write pane `pane`'s Claude settings file again when `argv` names it
+/// (`--settings <state>/signals/<pane>/claude-settings.json`) and it is
+/// gone: Claude Code refuses to start on a missing settings file, and a
+/// lane's pane started again (or a pane respawned) after its folder was
+/// removed would never come up. The hooks name the running drover.
+/// Whether it was written.
+pub fn rewire_if_gone(
+    state_dir: &StateDir,
+    pane: &str,
+    argv: &[String],
+) -> Result<bool, AgentError> {
+    let settings = state_dir.claude_settings(pane);
+    let named = argv
+        .windows(2)
+        .any(|w| w[0] == "--settings" && Path::new(&w[1]) == settings);
+    if !named || settings.exists() {
+        return Ok(false);
+    }
+    let doc = claude_settings(&own_exe()?, state_dir.path());
+    crate::store::write_json_atomic(&settings, &doc).map_err(|e| AgentError::Launch {
+        message: format!("cannot write {}: {e}", settings.display()),
+    })?;
+    Ok(true)
 }
 
 /// `argv` with `flags` put right after its program name.
@@ -240,7 +298,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let exe = Path::new("/bin/drover");
-        let args = wire(AgentKind::Claude, exe, tmp.path(), "lane-a").unwrap();
+        let args = wire(AgentKind::Claude, exe, StateDir::new(tmp.path()), "lane-a").unwrap();
         let file = tmp.path().join("signals/lane-a/claude-settings.json");
         assert_eq!(args, ["--settings".to_string(), file.display().to_string()]);
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
@@ -248,13 +306,85 @@ mod tests {
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         assert_eq!(doc, claude_settings(exe, tmp.path()));
-        assert!(wire(AgentKind::Codex, Path::new("drover"), tmp.path(), "x").is_err());
         assert!(
-            wire(AgentKind::Shell, exe, tmp.path(), "y")
+            wire(
+                AgentKind::Codex,
+                Path::new("drover"),
+                StateDir::new(tmp.path()),
+                "x"
+            )
+            .is_err()
+        );
+        assert!(
+            wire(AgentKind::Shell, exe, StateDir::new(tmp.path()), "y")
                 .unwrap()
                 .is_empty()
         );
         assert!(!tmp.path().join("signals/y").exists());
+    }
+
+    #[test]
+    fn codex_wired_is_the_notify_plan_puts_and_nothing_else() {
+        let exe = Path::new("/opt/d r/drover");
+        let w = plan(AgentKind::Codex, exe, Path::new("/s"), Path::new("/x")).unwrap();
+        let mut argv = vec!["codex".to_string(), "hi".to_string()];
+        assert!(!codex_wired(&argv));
+        insert_after_program(&mut argv, w.args);
+        assert!(codex_wired(&argv));
+        let own = ["codex", "-c", r#"notify=["notify-send"]"#].map(String::from);
+        assert!(!codex_wired(&own));
+    }
+
+    #[test]
+    fn unwire_removes_the_panes_signals_folder_only() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        let exe = Path::new("/usr/bin/drover");
+        wire(AgentKind::Claude, exe, StateDir::new(&state), "p1").unwrap();
+        wire(AgentKind::Claude, exe, StateDir::new(&state), "p2").unwrap();
+        let sd = crate::statedir::StateDir::new(&state);
+        assert!(unwire(StateDir::new(&state), "p1").unwrap());
+        assert!(!sd.claude_settings("p1").exists());
+        assert!(sd.claude_settings("p2").exists());
+        assert!(
+            !unwire(StateDir::new(&state), "p1").unwrap(),
+            "gone already"
+        );
+        for bad in ["..", "", "p2/..", "/tmp", "."] {
+            assert!(!unwire(StateDir::new(&state), bad).unwrap(), "{bad:?}");
+        }
+        assert!(sd.claude_settings("p2").exists());
+        assert!(state.exists());
+    }
+
+    #[test]
+    fn a_gone_settings_file_named_by_the_argv_is_written_again() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        let settings = crate::statedir::StateDir::new(&state).claude_settings("p");
+        let argv: Vec<String> = vec![
+            "claude".into(),
+            "--settings".into(),
+            settings.display().to_string(),
+        ];
+        assert!(rewire_if_gone(StateDir::new(&state), "p", &argv).unwrap());
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        assert!(doc["hooks"]["Stop"].is_array());
+        assert!(
+            !rewire_if_gone(StateDir::new(&state), "p", &argv).unwrap(),
+            "there already"
+        );
+        assert!(
+            !rewire_if_gone(StateDir::new(&state), "q", &argv).unwrap(),
+            "another pane's"
+        );
+        assert!(!rewire_if_gone(StateDir::new(&state), "r", &["claude".to_string()]).unwrap());
+        assert!(
+            !crate::statedir::StateDir::new(&state)
+                .claude_settings("r")
+                .exists()
+        );
     }
 
     #[test]

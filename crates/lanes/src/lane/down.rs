@@ -137,6 +137,15 @@ pub fn try_remove(rec: &LaneRecord) -> Result<Option<String>, LaneError> {
     Ok(None)
 }
 
+/// Remove a removed lane's signals folder (`<state>/signals/<lane>/`, its
+/// agent's settings file). One that cannot be removed only stays behind:
+/// the lane is gone either way.
+pub(super) fn unwire(state_dir: &StateDir, lane_id: &str) {
+    if let Err(e) = crate::agent::signal_wire::unwire(state_dir, lane_id) {
+        tracing::warn!(lane = lane_id, error = %e, "the lane's signals folder stays");
+    }
+}
+
 /// Take lanes down (`ids`, or every lane when `None`); `client` is `None`
 /// when no supervisor runs.
 pub fn down(
@@ -180,10 +189,13 @@ pub fn down(
             None => try_remove(&rec)?,
         };
         match &kept {
-            None => super::update(state_dir, |doc| {
-                doc.lanes.retain(|l| l.lane_id != rec.lane_id);
-                Ok(())
-            })?,
+            None => {
+                super::update(state_dir, |doc| {
+                    doc.lanes.retain(|l| l.lane_id != rec.lane_id);
+                    Ok(())
+                })?;
+                unwire(state_dir, &rec.lane_id);
+            }
             Some(why) => {
                 rec.desired = Desired::Down;
                 rec.phase = Phase::Down;

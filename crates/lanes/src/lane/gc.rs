@@ -158,6 +158,7 @@ pub fn gc(state_dir: &StateDir, dry_run: bool) -> Result<Vec<GcItem>, LaneError>
                     d.lanes.retain(|l| l.lane_id != rec.lane_id);
                     Ok(())
                 })?;
+                super::down::unwire(state_dir, &rec.lane_id);
             }
             items.push(GcItem {
                 kind: "worktree",

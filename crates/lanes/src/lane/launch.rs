@@ -92,7 +92,7 @@ pub fn with_signals(
     mut launch: Launch,
     agent: Agent,
     exe: &Path,
-    state_dir: &Path,
+    state_dir: &crate::statedir::StateDir,
     pane: &str,
 ) -> Result<Launch, crate::agent::AgentError> {
     use crate::agent::signal_wire;
@@ -300,7 +300,7 @@ mod tests {
             agent_launch(Agent::Claude, true),
             Agent::Claude,
             exe,
-            tmp.path(),
+            crate::statedir::StateDir::new(tmp.path()),
             "s-claude",
         )
         .unwrap();
@@ -316,7 +316,7 @@ mod tests {
             agent_launch(Agent::Codex, false),
             Agent::Codex,
             exe,
-            tmp.path(),
+            crate::statedir::StateDir::new(tmp.path()),
             "s-codex",
         )
         .unwrap();

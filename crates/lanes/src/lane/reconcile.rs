@@ -473,6 +473,8 @@ pub fn start_pane(
         (Some(r), true) => r.clone(),
         _ => rec.argv.clone(),
     };
+    // Claude does not start on a settings file removed meanwhile.
+    crate::agent::signal_wire::rewire_if_gone(state_dir, &rec.pane, &argv)?;
     let kind = if rec.sim { "sim" } else { rec.agent.as_str() };
     let spec = PaneSpec {
         name: rec.pane.clone(),

@@ -177,6 +177,7 @@ fn forget(state_dir: &StateDir, client: &mut Client, lane_id: &str) -> Result<()
         doc.lanes.retain(|r| r.lane_id != lane_id);
         Ok(())
     })?;
+    super::down::unwire(state_dir, lane_id);
     crate::registry::events::emit_quiet(
         state_dir,
         "lane.down",

@@ -23,6 +23,8 @@ mod pace;
 pub mod protocol;
 mod report;
 mod report_box;
+mod rollout;
+mod rollout_find;
 mod server;
 mod server_attach;
 mod server_ops;

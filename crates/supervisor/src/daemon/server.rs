@@ -68,6 +68,8 @@ pub(super) struct Entry {
     pub(super) signal_rate: Mutex<super::signal::Rate>,
     /// The screen fused with those signals (super::fusion).
     pub(super) fusion: Mutex<super::fusion::Fusion>,
+    /// The Codex thread the pane's `notify` named: its rollout file.
+    pub(super) rollout_thread: Mutex<Option<String>>,
 }
 
 pub(super) struct Sup {
@@ -519,8 +521,10 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         signals: Default::default(),
         signal_rate: Default::default(),
         fusion: Default::default(),
+        rollout_thread: Default::default(),
     });
     lock(&sup.panes).insert(name, entry.clone());
+    super::rollout::start(sup, &entry, None);
     tokio::spawn(super::detect::detector(sup.clone(), entry));
 }
 

@@ -162,12 +162,14 @@ async fn pane_kill(sup: &Arc<Sup>, name: String) -> Result<reply::Killed, Respon
             format!("no pane named {name}"),
         ));
     };
-    let pid = e.pane.info().pid;
+    let info = e.pane.info();
+    let pid = info.pid;
     let e2 = e.clone();
     let sup2 = sup.clone();
     let _ = tokio::task::spawn_blocking(move || {
         e2.pane.kill();
         super::lost::forget(&sup2, e2.pane.name());
+        unwire_killed(&sup2, &info);
     })
     .await;
     e.notify.notify_one();
@@ -184,8 +186,34 @@ async fn pane_kill(sup: &Arc<Sup>, name: String) -> Result<reply::Killed, Respon
     })
 }
 
+/// A killed pane started with Claude's settings file drover wrote for it
+/// loses its signals folder (`<state>/signals/<pane>/`); nothing else.
+fn unwire_killed(sup: &Sup, info: &crate::pane::PaneInfo) {
+    let settings = crate::statedir::StateDir::new(sup.state_dir()).claude_settings(&info.name);
+    let wired = info
+        .argv
+        .iter()
+        .any(|a| std::path::Path::new(a) == settings);
+    if wired
+        && let Err(e) = crate::agent::signal_wire::unwire(
+            crate::statedir::StateDir::new(sup.state_dir()),
+            &info.name,
+        )
+    {
+        tracing::warn!(pane = %info.name, error = %e, "the killed pane's signals folder stays");
+    }
+}
+
 async fn pane_respawn(sup: &Arc<Sup>, name: &str) -> Result<reply::Generation, Response> {
     let e = sup.entry(name)?;
+    let argv = e.pane.info().argv;
+    // Claude does not start on a settings file removed meanwhile.
+    crate::agent::signal_wire::rewire_if_gone(
+        crate::statedir::StateDir::new(sup.state_dir()),
+        name,
+        &argv,
+    )
+    .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?;
     let pane = e.pane.clone();
     let generation = tokio::task::spawn_blocking(move || pane.respawn())
         .await
@@ -225,6 +253,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
     let split = herdr_split_arg(sup, args.split.as_ref(), backend)?;
     let spec = args.spec;
     spec.validate().map_err(pane_err)?;
+    let codex_home = super::rollout::home_of_spec(&spec);
     // Reserve the name, then spawn without holding the pane table: a slow
     // exec must not stall every other request.
     {
@@ -271,6 +300,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
             signals: Default::default(),
             signal_rate: Default::default(),
             fusion: Default::default(),
+            rollout_thread: Default::default(),
         });
         super::lost::record(&sup2, &*entry.pane);
         lock(&sup2.lost).remove(&name);
@@ -287,6 +317,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
         generation: info.generation,
         pid: info.pid,
     });
+    super::rollout::start(sup, &entry, codex_home);
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
     Ok(view(&entry))
 }

@@ -12,11 +12,11 @@
 //! flood the feed.
 
 use super::protocol::Response;
-use super::server::{Sup, lock};
+use super::server::{Entry, Sup, lock};
 use crate::proto::Event;
 use crate::proto::args;
 use crate::proto::reply::SignalTaken;
-use crate::proto::signal::{Signal, SignalNote};
+use crate::proto::signal::{Signal, SignalNote, Source};
 use std::sync::Arc;
 
 /// A pane's signals in the current one-second window.
@@ -74,6 +74,49 @@ fn repeats(ledger: &crate::agent::signals::Ledger, note: &SignalNote) -> bool {
             .is_some_and(|(_, n)| n == note)
 }
 
+/// Apply `note` to pane `e`'s ledger and publish `pane.signal`, within
+/// the pane's rate; a figure already kept is not kept again. Every source
+/// goes through here: the `signal` op and a Codex pane's rollout
+/// (super::rollout). A notify naming Codex's thread tells the rollout
+/// follower which file is the pane's.
+pub(super) fn apply(sup: &Arc<Sup>, e: &Arc<Entry>, note: SignalNote) {
+    let now = crate::paths::now_ms();
+    let admit = lock(&e.signal_rate).admit(now);
+    if admit == Admit::DropAndWarn {
+        tracing::warn!(
+            pane = %e.pane.name(),
+            per_second = Rate::PER_SECOND,
+            "the pane's agent sends more signals than taken; dropping the rest of this second"
+        );
+    }
+    if admit != Admit::Take {
+        return;
+    }
+    if note.source == Source::Notify
+        && let Some(thread) = &note.session
+    {
+        let mut t = lock(&e.rollout_thread);
+        if t.as_ref() != Some(thread) {
+            *t = Some(thread.clone());
+        }
+    }
+    let ev = Event::PaneSignal {
+        pane: e.pane.name().to_string(),
+        generation: e.pane.generation(),
+        source: note.source,
+        signal: note.signal.kind().to_string(),
+    };
+    let mut ledger = lock(&e.signals);
+    if !repeats(&ledger, &note) {
+        ledger.apply(now, note);
+        drop(ledger);
+        sup.feed.publish(ev);
+        // Re-fuse at once: a `Stop` reaches a barrier without waiting for
+        // the screen to settle.
+        super::detect::on_signal(sup, e);
+    }
+}
+
 /// Take a signal for the caller's pane; a caller in none of this
 /// supervisor's panes (or of another user) is told so, and nothing changes.
 pub(super) async fn take(
@@ -93,31 +136,7 @@ pub(super) async fn take(
         .as_deref()
         .and_then(|p| lock(&sup.panes).get(p).cloned());
     if let Some(e) = entry {
-        let now = crate::paths::now_ms();
-        let admit = lock(&e.signal_rate).admit(now);
-        if admit == Admit::DropAndWarn {
-            tracing::warn!(
-                pane = %e.pane.name(),
-                per_second = Rate::PER_SECOND,
-                "the pane's agent sends more signals than taken; dropping the rest of this second"
-            );
-        }
-        if admit == Admit::Take {
-            let note = args.note;
-            let ev = Event::PaneSignal {
-                pane: e.pane.name().to_string(),
-                generation: e.pane.generation(),
-                source: note.source,
-                signal: note.signal.kind().to_string(),
-            };
-            let mut ledger = lock(&e.signals);
-            if !repeats(&ledger, &note) {
-                ledger.apply(now, note);
-                drop(ledger);
-                sup.feed.publish(ev);
-                super::detect::on_signal(sup, &e);
-            }
-        }
+        apply(sup, &e, args.note);
     }
     Response::reply(id, &SignalTaken { pane })
 }

@@ -514,3 +514,32 @@ fn lane_up_wires_each_agent_and_a_refused_one_writes_nothing() {
     assert_eq!(words(&x["resume_argv"])[1..3], ["-c", notify.as_str()]);
     let _ = d.run(&["lane", "down", "--all"]);
 }
+
+/// `DROVER_SIGNALS=off` is the lanes' `--no-signals`: the agents start as
+/// they would without drover's wiring, and no settings file is written.
+#[test]
+fn drover_signals_off_starts_lanes_unwired() {
+    let d = Drover::new();
+    let repo = crate::lanes_common::repo(&d);
+    let _ = d
+        .cmd()
+        .args(["lane", "up", "--topology", "four-role", "--repo"])
+        .arg(&repo)
+        .args(["--agents", "claude,codex", "--sessions", "implementer"])
+        .args(["--timeout-ms", "1000"])
+        .env("PATH", path_with(&d.scratch(), true))
+        .env("DROVER_SIGNALS", "off")
+        .output()
+        .unwrap();
+    let recs = crate::lanes_common::records(&d);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    for r in &recs {
+        let argv = r["argv"].to_string();
+        assert!(
+            !argv.contains("--settings") && !argv.contains("notify="),
+            "{argv}"
+        );
+    }
+    assert!(!d.state.join("signals").exists(), "settings written");
+    let _ = d.run(&["lane", "down", "--all"]);
+}

@@ -40,6 +40,9 @@ pub const HERDR: &str = "DROVER_HERDR";
 pub const HERDR_SESSION: &str = "DROVER_HERDR_SESSION";
 /// Marks every process of a pane (its value names the pane).
 pub const PANE: &str = "DROVER_PANE";
+/// `off`: lanes start their agents without the agents' own signals (the
+/// lanes' `--no-signals`; docs/agents.md, "The agents' own signals").
+pub const SIGNALS: &str = "DROVER_SIGNALS";
 /// Marks every process a loop starts, so a killed loop's leftovers are found.
 pub const LOOP_CHILD: &str = "DROVER_LOOP_CHILD";
 /// Stands in for the boot id (tests simulate a reboot with it).

@@ -83,6 +83,28 @@ pub fn agent_launch(agent: Agent, writes: bool) -> Launch {
     }
 }
 
+/// Whether lanes wire the agents' own signals, given `DROVER_SIGNALS`:
+/// everything but `off` (any case) leaves them on.
+pub fn signals_on(var: Option<&str>) -> bool {
+    !var.is_some_and(|v| v.trim().eq_ignore_ascii_case("off"))
+}
+
+/// `launch` with the agent's signals wired unless `DROVER_SIGNALS=off` in
+/// drover's environment (see [`with_signals`]).
+pub fn with_signals_unless_off(
+    launch: Launch,
+    agent: Agent,
+    exe: &Path,
+    state_dir: &crate::statedir::StateDir,
+    pane: &str,
+) -> Result<Launch, crate::agent::AgentError> {
+    let var = std::env::var(crate::statedir::env::SIGNALS).ok();
+    if !signals_on(var.as_deref()) {
+        return Ok(launch);
+    }
+    with_signals(launch, agent, exe, state_dir, pane)
+}
+
 /// `launch` with the agent's own signals wired for pane `pane` (docs/agents.md,
 /// "The agents' own signals"): Claude's `--settings <file>` (the file written
 /// under the state dir) or Codex's `-c notify=[…]`, right after the program

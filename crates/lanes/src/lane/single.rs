@@ -195,7 +195,7 @@ fn record(state_dir: &StateDir, l: &OneLane) -> Result<LaneRecord, LaneError> {
             if let Some(r) = launch.resume_argv.as_mut() {
                 r.extend(l.extra_args.iter().cloned());
             }
-            launch::with_signals(launch, l.agent, &l.exe, state_dir, &l.lane_id)?
+            launch::with_signals_unless_off(launch, l.agent, &l.exe, state_dir, &l.lane_id)?
         }
     };
     let launch = launch::with_effort(launch, l.agent, l.effort.as_deref());

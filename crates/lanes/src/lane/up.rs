@@ -275,7 +275,7 @@ pub fn up(
             resume_argv: rec.resume_argv.take(),
             pane_agent: launch::program(rec.agent),
         };
-        let l = launch::with_signals(l, rec.agent, &req.exe, state_dir, &rec.lane_id)?;
+        let l = launch::with_signals_unless_off(l, rec.agent, &req.exe, state_dir, &rec.lane_id)?;
         rec.argv = l.argv;
         rec.resume_argv = l.resume_argv;
     }

@@ -313,7 +313,7 @@ pub struct FleetJoin {
 pub struct FleetLeave {}
 
 /// `signal`: an agent's hook, notify call or status line reports what
-/// happened (docs/agents.md, "Signals"). The pane is the one whose process
+/// happened (docs/agents.md, "The agents' own signals"). The pane is the one whose process
 /// tree holds the caller (its peer credentials), never a name it gives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Signal {

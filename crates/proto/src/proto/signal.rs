@@ -1,4 +1,4 @@
-//! The agents' own signals (docs/agents.md, "Signals"), typed: what a
+//! The agents' own signals (docs/agents.md, "The agents' own signals"), typed: what a
 //! Claude Code hook or status line, a Codex notify call or rollout line
 //! says about a pane's agent, reduced to what drover acts on, with the
 //! [`Source`] it came from.

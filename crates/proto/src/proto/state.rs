@@ -268,7 +268,7 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<String>,
     /// Which source decided the state: the screen, unless an agent's own
-    /// signal did (docs/agents.md, "Signals").
+    /// signal did (docs/agents.md, "The agents' own signals").
     #[serde(default)]
     pub source: super::signal::Source,
 }

@@ -1,4 +1,4 @@
-//! The agents' own signals beside the screen (docs/agents.md, "Signals").
+//! The agents' own signals beside the screen (docs/agents.md, "The agents' own signals").
 //!
 //! - [`parse`]: a Claude Code hook's or status line's JSON, a Codex notify
 //!   argument or rollout line, turned into [`SignalNote`]s (pure; bodies are

@@ -1,5 +1,5 @@
 //! From what an agent hands its hook, notify program or status line to
-//! [`SignalNote`]s (docs/agents.md, "Signals").
+//! [`SignalNote`]s (docs/agents.md, "The agents' own signals").
 //!
 //! One function per channel, each pure: the bytes the agent gave in, the
 //! notes drover acts on out. What is not understood is skipped (an unknown

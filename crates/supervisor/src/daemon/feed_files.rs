@@ -9,12 +9,11 @@ use crate::proto::event::{Event, JobEvent, RegistryEvent, ShadowDecisionEvent};
 use crate::statedir::StateDir;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The directories whose files the feed follows.
-fn dirs(state_dir: &Path) -> [PathBuf; 3] {
-    let sd = StateDir::new(state_dir);
+fn dirs(sd: &StateDir) -> [PathBuf; 3] {
     [sd.jobs_dir(), sd.shadow_dir(), sd.registry_dir()]
 }
 
@@ -126,8 +125,8 @@ fn map_line(source: Source, line: &[u8]) -> Option<Event> {
 
 /// Start following the state dir's logs on a thread of its own; it blocks in
 /// `read(2)` on the inotify descriptor between changes.
-pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
-    let state_dir = state_dir.to_path_buf();
+pub(super) fn start(state: &StateDir, feed: Arc<Feed>) {
+    let state_dir = state.path().to_path_buf();
     let inotify = match Inotify::init(InitFlags::IN_CLOEXEC) {
         Ok(i) => i,
         Err(e) => {
@@ -157,7 +156,7 @@ pub(super) fn start(state_dir: &Path, feed: Arc<Feed>) {
     ) {
         tracing::warn!(error = %e, "cannot watch the state dir");
     }
-    let dirs = dirs(&state_dir);
+    let dirs = dirs(StateDir::new(&state_dir));
     let add_dirs = move |inotify: &Inotify, watched: &mut Vec<(WatchDescriptor, usize)>| {
         for (i, d) in dirs.iter().enumerate() {
             if watched.iter().any(|(_, n)| *n == i) {

@@ -21,21 +21,21 @@ pub(super) fn record(sup: &Sup, pane: &dyn PaneBackend) {
     let Some(rec) = pane.process_record(Vec::new()) else {
         return;
     };
-    if let Err(e) = record::write(crate::statedir::StateDir::new(sup.state_dir()), &rec) {
+    if let Err(e) = record::write(sup.state_dir(), &rec) {
         tracing::warn!(pane = %pane.name(), error = %e, "cannot write the pane's process record");
     }
 }
 
 /// The pane's processes are ended: drop its record.
 pub(super) fn forget(sup: &Sup, name: &str) {
-    if let Err(e) = record::remove(crate::statedir::StateDir::new(sup.state_dir()), name) {
+    if let Err(e) = record::remove(sup.state_dir(), name) {
         tracing::warn!(pane = %name, error = %e, "cannot remove the pane's process record");
     }
 }
 
 /// Drop a lost pane's record unless a new pane of the same name wrote its own.
 fn forget_if_unchanged(sup: &Sup, rec: &PaneRecord) {
-    let path = record::path(crate::statedir::StateDir::new(sup.state_dir()), &rec.name);
+    let path = record::path(sup.state_dir(), &rec.name);
     let same = crate::store::read_json::<PaneRecord>(&path)
         .ok()
         .flatten()
@@ -72,10 +72,7 @@ fn lost_entry(rec: &PaneRecord, note: String, running: usize) -> LostPane {
 fn kept(sup: &Sup, rec: &PaneRecord) -> bool {
     lock(&sup.panes).contains_key(&rec.name)
         || (rec.backend == crate::pane::Backend::Tmux
-            && crate::pane::tmux::keeps_pane(
-                crate::statedir::StateDir::new(sup.state_dir()),
-                &rec.name,
-            ))
+            && crate::pane::tmux::keeps_pane(sup.state_dir(), &rec.name))
 }
 
 /// Read the records a previous supervisor left, list their panes as lost,
@@ -180,7 +177,7 @@ pub(super) async fn refresher(sup: Arc<Sup>) {
                 .filter(|m| m.pid != rec.pid)
                 .copied()
                 .collect();
-            if let Err(err) = record::write(crate::statedir::StateDir::new(sup.state_dir()), &rec) {
+            if let Err(err) = record::write(sup.state_dir(), &rec) {
                 tracing::warn!(pane = %name, error = %err, "cannot refresh the pane's process record");
             }
             last.insert(name, members);

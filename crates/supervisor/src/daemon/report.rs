@@ -140,7 +140,7 @@ pub(super) fn for_lane(
         return Err(mismatch(crate::statedir::env::LANE_ID));
     }
     if let Some(s) = &args.claims.state_dir {
-        let same = s.canonicalize().is_ok_and(|c| c == state_dir);
+        let same = s.canonicalize().is_ok_and(|c| c == state_dir.path());
         if !same {
             return Err(mismatch(crate::statedir::env::STATE_DIR));
         }

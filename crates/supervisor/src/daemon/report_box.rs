@@ -34,8 +34,8 @@ static OPEN: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 
 /// The lane dir of `job_id`'s dispatch (its report's directory), when it
 /// lies inside the state dir.
-fn lane_dir(state_dir: &Path, job_id: &str) -> Option<PathBuf> {
-    let events = crate::evidence::EvidenceStore::new(crate::statedir::StateDir::new(state_dir))
+fn lane_dir(state_dir: &crate::statedir::StateDir, job_id: &str) -> Option<PathBuf> {
+    let events = crate::evidence::EvidenceStore::new(state_dir)
         .read(job_id)
         .ok()?;
     let Some(crate::evidence::Evidence::Dispatch { report_path, .. }) =

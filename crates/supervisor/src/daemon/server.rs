@@ -239,7 +239,10 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         hosts: Hosts::new(crate::statedir::StateDir::new(&opts.state_dir)),
         fleet: Mutex::new(None),
     });
-    super::feed_files::start(&opts.state_dir, sup.feed.clone());
+    super::feed_files::start(
+        crate::statedir::StateDir::new(&opts.state_dir),
+        sup.feed.clone(),
+    );
     tracing::info!(pid = std::process::id(), state_dir = %opts.state_dir.display(), "supervisor listening");
     let dir = opts.state_dir.clone();
     let _ = tokio::task::spawn_blocking(move || {
@@ -436,8 +439,8 @@ async fn report(
 
 impl Sup {
     /// The state dir this supervisor serves.
-    pub(super) fn state_dir(&self) -> &std::path::Path {
-        &self.state_dir
+    pub(super) fn state_dir(&self) -> &crate::statedir::StateDir {
+        crate::statedir::StateDir::new(&self.state_dir)
     }
 
     /// The latest observation of a pane.

@@ -189,17 +189,12 @@ async fn pane_kill(sup: &Arc<Sup>, name: String) -> Result<reply::Killed, Respon
 /// A killed pane started with Claude's settings file drover wrote for it
 /// loses its signals folder (`<state>/signals/<pane>/`); nothing else.
 fn unwire_killed(sup: &Sup, info: &crate::pane::PaneInfo) {
-    let settings = crate::statedir::StateDir::new(sup.state_dir()).claude_settings(&info.name);
+    let settings = sup.state_dir().claude_settings(&info.name);
     let wired = info
         .argv
         .iter()
         .any(|a| std::path::Path::new(a) == settings);
-    if wired
-        && let Err(e) = crate::agent::signal_wire::unwire(
-            crate::statedir::StateDir::new(sup.state_dir()),
-            &info.name,
-        )
-    {
+    if wired && let Err(e) = crate::agent::signal_wire::unwire(sup.state_dir(), &info.name) {
         tracing::warn!(pane = %info.name, error = %e, "the killed pane's signals folder stays");
     }
 }
@@ -208,12 +203,8 @@ async fn pane_respawn(sup: &Arc<Sup>, name: &str) -> Result<reply::Generation, R
     let e = sup.entry(name)?;
     let argv = e.pane.info().argv;
     // Claude does not start on a settings file removed meanwhile.
-    crate::agent::signal_wire::rewire_if_gone(
-        crate::statedir::StateDir::new(sup.state_dir()),
-        name,
-        &argv,
-    )
-    .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?;
+    crate::agent::signal_wire::rewire_if_gone(sup.state_dir(), name, &argv)
+        .map_err(|e| Response::err(0, ErrorCode::Internal, e.to_string()))?;
     let pane = e.pane.clone();
     let generation = tokio::task::spawn_blocking(move || pane.respawn())
         .await

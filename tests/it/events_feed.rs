@@ -6,38 +6,16 @@ use crate::common;
 
 use common::{BIN, Drover};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::io::Write;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(30);
 
-struct Follow {
-    child: Child,
-    rx: Receiver<String>,
-}
+struct Follow(common::EventFollow);
 
 impl Follow {
     fn start(d: &Drover, args: &[&str]) -> Follow {
-        let mut child = d
-            .cmd()
-            .args(["events", "--follow", "--jsonl"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Follow { child, rx }
+        Follow(common::EventFollow::of(d, args))
     }
 
     /// Lines until one satisfies `stop` (included).
@@ -45,22 +23,15 @@ impl Follow {
         let mut got = Vec::new();
         loop {
             let line = self
-                .rx
-                .recv_timeout(LONG)
-                .unwrap_or_else(|_| panic!("stream ended or stalled after {got:#?}"));
+                .0
+                .next_line(LONG)
+                .unwrap_or_else(|| panic!("stream ended or stalled after {got:#?}"));
             let v: Value = serde_json::from_str(&line).unwrap();
             got.push(line);
             if stop(&v) {
                 return got;
             }
         }
-    }
-}
-
-impl Drop for Follow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

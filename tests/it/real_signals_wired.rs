@@ -13,44 +13,27 @@ use crate::real_signals_common::{
 
 use drover::agent::{AgentKind, signal_wire};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// A supervisor's `pane.signal` events, as `drover events --follow` prints them.
 struct Feed {
-    child: Child,
-    rx: Receiver<Value>,
+    follow: common::EventFollow,
     seen: Vec<Value>,
 }
 
 impl Feed {
     fn follow(r: &Run) -> Feed {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
-            .arg("--state-dir")
-            .arg(&r.state)
-            .args(["events", "--follow", "--jsonl", "--kind", "pane.signal"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("drover events --follow");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_drover"));
+        cmd.arg("--state-dir").arg(&r.state).args([
+            "events",
+            "--follow",
+            "--jsonl",
+            "--kind",
+            "pane.signal",
+        ]);
         Feed {
-            child,
-            rx,
+            follow: common::EventFollow::start(cmd),
             seen: Vec::new(),
         }
     }
@@ -62,9 +45,9 @@ impl Feed {
         let hit = |v: &Value| v["signal"] == signal && v["source"] == source;
         while !self.seen.iter().any(hit) {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(v) => self.seen.push(v),
-                Err(_) => panic!(
+            match self.follow.next_line(left) {
+                Some(line) => self.seen.extend(serde_json::from_str::<Value>(&line).ok()),
+                None => panic!(
                     "no pane.signal {signal} from {source} within {SIGNAL_TIMEOUT:?}; seen: {:?}",
                     self.kinds()
                 ),
@@ -89,17 +72,8 @@ impl Feed {
 
     /// Forget what was seen (the next turn starts from here).
     fn clear(&mut self) {
-        while let Ok(v) = self.rx.try_recv() {
-            self.seen.push(v);
-        }
+        drop(self.follow.ready_lines());
         self.seen.clear();
-    }
-}
-
-impl Drop for Feed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

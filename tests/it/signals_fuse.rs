@@ -8,10 +8,9 @@ use crate::common;
 
 use common::{Drover, wait_until};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(30);
@@ -153,30 +152,11 @@ fn a_stop_answers_wait_done_while_the_screen_still_says_working() {
     assert_eq!(snap["evidence"][0], "fuse:turn_ended", "{snap:#}");
 }
 
-struct Follow {
-    child: Child,
-    rx: Receiver<String>,
-}
+struct Follow(common::EventFollow);
 
 impl Follow {
     fn start(d: &Drover) -> Follow {
-        let mut child = d
-            .cmd()
-            .args(["events", "--follow", "--jsonl", "--since", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Follow { child, rx }
+        Follow(common::EventFollow::of(d, &["--since", "0"]))
     }
 
     /// The first event satisfying `want`, and every event before it.
@@ -184,22 +164,15 @@ impl Follow {
         let mut seen = Vec::new();
         loop {
             let line = self
-                .rx
-                .recv_timeout(LONG)
-                .unwrap_or_else(|_| panic!("stream ended or stalled after {seen:#?}"));
+                .0
+                .next_line(LONG)
+                .unwrap_or_else(|| panic!("stream ended or stalled after {seen:#?}"));
             let v: Value = serde_json::from_str(&line).unwrap();
             if want(&v) {
                 return (v, seen);
             }
             seen.push(v);
         }
-    }
-}
-
-impl Drop for Follow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

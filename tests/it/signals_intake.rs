@@ -9,55 +9,27 @@ use crate::common::{self, BIN, Drover};
 use crate::report_cli::in_pane;
 use drover::proto::signal::{Signal, SignalNote, Source};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(30);
 
 /// `drover events --follow --jsonl --kind pane.signal`, line by line.
-struct Signals {
-    child: Child,
-    rx: Receiver<String>,
-}
+struct Signals(common::EventFollow);
 
 impl Signals {
     fn follow(d: &Drover) -> Signals {
-        let mut child = d
-            .cmd()
-            .args(["events", "--follow", "--jsonl", "--kind", "pane.signal"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Signals { child, rx }
+        Signals(common::EventFollow::of(d, &["--kind", "pane.signal"]))
     }
 
     /// The next `pane.signal` event, and its raw line.
     fn next(&self) -> (Value, String) {
         let line = self
-            .rx
-            .recv_timeout(LONG)
+            .0
+            .next_line(LONG)
             .expect("no pane.signal event in time");
         (serde_json::from_str(&line).unwrap(), line)
-    }
-}
-
-impl Drop for Signals {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -8,43 +8,19 @@
 //! flags a `pane new` of the same state dir was given, so what runs is
 //! exactly what drover wires.
 
-use crate::common::Drover;
+use crate::common::{self, Drover};
 use drover::rehearse::discover;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 const STEP: Duration = Duration::from_secs(60);
 
-struct Feed {
-    child: Child,
-    rx: Receiver<Value>,
-}
+struct Feed(common::EventFollow);
 
 impl Feed {
     fn follow(d: &Drover) -> Feed {
-        let mut child = d
-            .cmd()
-            .args(["events", "--follow", "--jsonl", "--kind", "pane.signal"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(v) = line.map(|l| serde_json::from_str::<Value>(&l)) else {
-                    break;
-                };
-                if tx.send(v.unwrap_or(Value::Null)).is_err() {
-                    break;
-                }
-            }
-        });
-        Feed { child, rx }
+        Feed(common::EventFollow::of(d, &["--kind", "pane.signal"]))
     }
 
     /// Events until one of `pane` with `signal` from `source`; all of them.
@@ -53,22 +29,16 @@ impl Feed {
         let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(v) = self.rx.recv_timeout(left) else {
+            let Some(line) = self.0.next_line(left) else {
                 panic!("no {signal} from {source} for {pane}; saw {seen:#?}");
             };
+            let v = serde_json::from_str::<Value>(&line).unwrap_or(Value::Null);
             let hit = v["pane"] == pane && v["signal"] == signal && v["source"] == source;
             seen.push(v);
             if hit {
                 return seen;
             }
         }
-    }
-}
-
-impl Drop for Feed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -6,59 +6,30 @@
 //! lines captured from the real one; the parser itself is tested on those
 //! captures (signals_fixtures).
 
-use crate::common::Drover;
+use crate::common::{self, Drover};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(30);
 
 /// `drover events --follow --jsonl --kind pane.signal`, line by line.
-struct Signals {
-    child: Child,
-    rx: Receiver<String>,
-}
+struct Signals(common::EventFollow);
 
 impl Signals {
     fn follow(d: &Drover) -> Signals {
-        let mut child = d
-            .cmd()
-            .args(["events", "--follow", "--jsonl", "--kind", "pane.signal"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Signals { child, rx }
+        Signals(common::EventFollow::of(d, &["--kind", "pane.signal"]))
     }
 
     /// The next event as (pane, source, signal).
     fn next(&self) -> (String, String, String) {
         let line = self
-            .rx
-            .recv_timeout(LONG)
+            .0
+            .next_line(LONG)
             .expect("no pane.signal event in time");
         let v: Value = serde_json::from_str(&line).unwrap();
         let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
         (s("pane"), s("source"), s("signal"))
-    }
-}
-
-impl Drop for Signals {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -239,20 +210,10 @@ fn a_respawn_follows_the_new_generations_file() {
             v["generation"].as_u64().unwrap(),
         )
     };
-    let first = gen_of(
-        signals
-            .rx
-            .recv_timeout(LONG)
-            .expect("generation 1's signal"),
-    );
+    let first = gen_of(signals.0.next_line(LONG).expect("generation 1's signal"));
     assert_eq!(first, ("prompt_submitted".to_string(), 1));
     d.ok(&["pane", "respawn", "r"]);
-    let second = gen_of(
-        signals
-            .rx
-            .recv_timeout(LONG)
-            .expect("generation 2's signal"),
-    );
+    let second = gen_of(signals.0.next_line(LONG).expect("generation 2's signal"));
     assert_eq!(second, ("prompt_submitted".to_string(), 2));
     let files: Vec<_> = std::fs::read_dir(home.join("sessions/2026/12/06"))
         .unwrap()

@@ -2,6 +2,9 @@
 //! its own temporary state dir, stopped when the harness is dropped.
 #![allow(dead_code)]
 
+mod follow;
+pub use follow::EventFollow;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

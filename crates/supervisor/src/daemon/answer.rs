@@ -21,6 +21,11 @@ pub const DIALOG_QUIET: Duration = Duration::from_millis(200);
 pub const QUIET_WAIT_MAX: Duration = Duration::from_secs(3);
 /// A key that changed nothing within this time is taken as dropped.
 pub const KEY_TAKEN_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long an answer waits for the screen to draw the dialog when the pane
+/// is blocked by the agent's own signal before the frame shows it (a
+/// `PermissionRequest` hook comes first); the fusion's disagreement bound.
+pub const DIALOG_APPEAR: Duration =
+    Duration::from_millis(crate::agent::signals::fuse::DISAGREE_BOUND_MS);
 /// After the one retry, how long the pane may take to leave the dialog.
 pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the reply waits for the classified state to catch up with a
@@ -201,10 +206,27 @@ pub(super) async fn answer(sup: &Arc<Sup>, args: PaneAnswer) -> Result<Answered,
     let entry = sup.entry(name)?;
     let kind = super::observe::kind_of(&entry.pane.info().agent);
     settle(&entry).await;
-    let Some(d) = current(&entry, kind) else {
-        let state = super::server::lock(&entry.obs).state;
+    let mut d = current(&entry, kind);
+    let asks = |e: &Entry| {
+        let o = super::server::lock(&e.obs);
+        o.state == State::Blocked
+            && matches!(
+                o.kind,
+                Some(crate::agent::BlockedKind::Permission | crate::agent::BlockedKind::Question)
+            )
+    };
+    if d.is_none() && asks(&entry) {
+        // The agent said it asks (its hook) before the screen drew the
+        // dialog, and the screen is what the answer acts on: wait for it.
+        if wait_screen(&entry, kind, DIALOG_APPEAR, |x| x.is_some()).await {
+            settle(&entry).await;
+            d = current(&entry, kind);
+        }
+    }
+    let Some(d) = d else {
+        let state = super::server::lock(&entry.obs).label();
         return Err(refused(format!(
-            "pane {name} is not blocked on a dialog (it is {state}); nothing was sent"
+            "pane {name} is not blocked on a dialog (it is {state}, no dialog on screen); nothing was sent"
         )));
     };
     let p = dialog::plan(&d, &action).map_err(|e| refused(format!("pane {name}: {e}")))?;

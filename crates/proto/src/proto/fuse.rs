@@ -33,12 +33,23 @@ pub struct ToolRun {
     pub tool: String,
 }
 
+/// How a turn ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndHow {
+    /// It finished (`Stop`, `agent-turn-complete`, `task_complete`).
+    Ended,
+    /// It failed (`StopFailure`, a `task_complete` with an error).
+    Failed,
+    /// It was interrupted (`turn_aborted`).
+    Aborted,
+}
+
 /// How the last turn ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnEnd {
     pub at: Mark,
-    /// `ended`, `failed` or `aborted`.
-    pub how: String,
+    pub how: EndHow,
     /// With `failed`: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<TurnError>,

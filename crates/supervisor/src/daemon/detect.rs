@@ -206,40 +206,38 @@ fn publish_fused(sup: &Arc<Sup>, entry: &Arc<Entry>) {
         }
         return;
     }
-    {
-        let from = obs.state;
-        obs.generation = generation;
-        obs.state = state;
-        obs.kind = kind;
-        obs.exit_code = exit_code;
-        obs.since_ms = crate::paths::now_ms();
-        obs.since = crate::paths::now_rfc3339();
-        tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
-        if obs.state == State::Exited {
-            tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
-        }
-        let ev = Event::PaneState {
-            pane: obs.pane.clone(),
-            generation: obs.generation,
-            state: obs.state,
-            state_kind: obs.kind,
-            exit_code: obs.exit_code,
-            from,
-        };
-        let (pane, exited) = (obs.pane.clone(), obs.state == State::Exited);
-        drop(obs);
+    let from = obs.state;
+    obs.generation = generation;
+    obs.state = state;
+    obs.kind = kind;
+    obs.exit_code = exit_code;
+    obs.since_ms = crate::paths::now_ms();
+    obs.since = crate::paths::now_rfc3339();
+    tracing::debug!(pane = %obs.pane, state = %obs.state, "observation changed");
+    if obs.state == State::Exited {
+        tracing::info!(pane = %obs.pane, generation, code = ?obs.exit_code, "pane exited");
+    }
+    let ev = Event::PaneState {
+        pane: obs.pane.clone(),
+        generation: obs.generation,
+        state: obs.state,
+        state_kind: obs.kind,
+        exit_code: obs.exit_code,
+        from,
+    };
+    let (pane, exited) = (obs.pane.clone(), obs.state == State::Exited);
+    drop(obs);
+    sup.feed.publish(ev);
+    if exited {
+        sup.feed.publish(Event::PaneExited {
+            pane,
+            generation,
+            exit_code,
+        });
+    }
+    sup.epoch.send_modify(|x| *x += 1);
+    if let Some(ev) = due {
         sup.feed.publish(ev);
-        if exited {
-            sup.feed.publish(Event::PaneExited {
-                pane,
-                generation,
-                exit_code,
-            });
-        }
-        sup.epoch.send_modify(|x| *x += 1);
-        if let Some(ev) = due {
-            sup.feed.publish(ev);
-        }
     }
 }
 

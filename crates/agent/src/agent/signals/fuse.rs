@@ -16,7 +16,7 @@
 
 use super::Ledger;
 use super::view::fold;
-use crate::proto::fuse::{Disagreement, Mark, SignalView};
+use crate::proto::fuse::{Disagreement, EndHow, Mark, SignalView};
 use crate::proto::signal::{LimitWindow, TurnError};
 use crate::proto::state::{BlockedKind, Observation, State};
 
@@ -237,12 +237,12 @@ fn compatible(screen_obs: &Observation, state: State, kind: Option<BlockedKind>)
 fn signals_say(i: &Input) -> Option<(State, Option<BlockedKind>)> {
     let v = i.view;
     if let Some(end) = ended(v) {
-        return match (end.how.as_str(), end.error) {
-            ("failed", Some(TurnError::RateLimit)) => {
+        return match (end.how, end.error) {
+            (EndHow::Failed, Some(TurnError::RateLimit)) => {
                 Some((State::Blocked, Some(BlockedKind::UsageLimit)))
             }
-            ("ended", _) => Some((State::Done, None)),
-            ("aborted", _) => Some((State::Idle, None)),
+            (EndHow::Ended, _) => Some((State::Done, None)),
+            (EndHow::Aborted, _) => Some((State::Idle, None)),
             _ => None,
         };
     }
@@ -351,7 +351,7 @@ fn screen_dialog(i: &Input) -> Option<Verdict> {
 /// full window when the agent reported one, else the screen's.
 fn usage_limit(i: &Input) -> Option<Verdict> {
     let end = ended(i.view)?;
-    if end.how != "failed" || end.error != Some(TurnError::RateLimit) {
+    if end.how != EndHow::Failed || end.error != Some(TurnError::RateLimit) {
         return None;
     }
     if screen_moved_on(i, end.at.at_ms) {
@@ -393,7 +393,7 @@ fn permission_latch(i: &Input) -> Option<Verdict> {
 /// draws a spinner it drew before the end; not when the screen went to
 /// working since (a new turn whose prompt hook is not in yet).
 fn turn_ended(i: &Input) -> Option<Verdict> {
-    let end = ended(i.view).filter(|e| e.how == "ended")?;
+    let end = ended(i.view).filter(|e| e.how == EndHow::Ended)?;
     if screen_moved_on(i, end.at.at_ms) {
         return None;
     }
@@ -412,7 +412,7 @@ fn turn_ended(i: &Input) -> Option<Verdict> {
 
 /// The turn was interrupted: ready, with no finished turn.
 fn turn_aborted(i: &Input) -> Option<Verdict> {
-    let end = ended(i.view).filter(|e| e.how == "aborted")?;
+    let end = ended(i.view).filter(|e| e.how == EndHow::Aborted)?;
     if screen_moved_on(i, end.at.at_ms) {
         return None;
     }

@@ -11,7 +11,7 @@
 //! - A tool runs from `tool_started` until `tool_finished` or the turn's end.
 
 use super::Ledger;
-use crate::proto::fuse::{Latch, Mark, SignalView, ToolRun, TurnEnd};
+use crate::proto::fuse::{EndHow, Latch, Mark, SignalView, ToolRun, TurnEnd};
 use crate::proto::signal::{Notice, Signal, SignalNote};
 use crate::proto::state::BlockedKind;
 
@@ -35,13 +35,13 @@ pub fn step(v: &mut SignalView, at_ms: u64, note: &SignalNote) {
     if note.session.is_some() {
         v.session.clone_from(&note.session);
     }
-    let end = |v: &mut SignalView, how: &str| {
+    let end = |v: &mut SignalView, how: EndHow| {
         v.turn_open = None;
         v.latch = None;
         v.tool = None;
         v.turn_end = Some(TurnEnd {
             at,
-            how: how.to_string(),
+            how,
             error: None,
             message_sha256: None,
         });
@@ -93,18 +93,18 @@ pub fn step(v: &mut SignalView, at_ms: u64, note: &SignalNote) {
             v.latch = None;
         }
         Signal::TurnEnded { message_sha256 } => {
-            end(v, "ended");
+            end(v, EndHow::Ended);
             if let Some(e) = v.turn_end.as_mut() {
                 e.message_sha256.clone_from(message_sha256);
             }
         }
         Signal::TurnFailed { error } => {
-            end(v, "failed");
+            end(v, EndHow::Failed);
             if let Some(e) = v.turn_end.as_mut() {
                 e.error = Some(*error);
             }
         }
-        Signal::TurnAborted => end(v, "aborted"),
+        Signal::TurnAborted => end(v, EndHow::Aborted),
         Signal::SubagentStarted => v.subagents_open = v.subagents_open.saturating_add(1),
         Signal::SubagentStopped => v.subagents_open = v.subagents_open.saturating_sub(1),
         Signal::Compacting => {}
@@ -157,20 +157,20 @@ mod tests {
         let v = fold(&l, 0);
         assert!(v.turn_open.is_none());
         let end = v.turn_end.expect("an end");
-        assert_eq!((end.at.at_ms, end.how.as_str()), (20, "ended"));
+        assert_eq!((end.at.at_ms, end.how), (20, EndHow::Ended));
         assert_eq!(end.message_sha256, Some(h));
         for (s, how) in [
             (
                 Signal::TurnFailed {
                     error: TurnError::RateLimit,
                 },
-                "failed",
+                EndHow::Failed,
             ),
-            (Signal::TurnAborted, "aborted"),
+            (Signal::TurnAborted, EndHow::Aborted),
         ] {
             let v = fold(&ledger(&[(10, Signal::PromptSubmitted), (20, s)]), 0);
             assert!(v.turn_open.is_none());
-            assert_eq!(v.turn_end.map(|e| e.how), Some(how.to_string()));
+            assert_eq!(v.turn_end.map(|e| e.how), Some(how));
         }
     }
 

@@ -1,66 +1,47 @@
 //! The screen fused with the agents' own signals, against a real supervisor:
-//! signals sent from inside a shell pane with the `signal` op (a small
-//! python3 client speaking the framed protocol of docs/protocol.md), the
+//! signals sent from inside a shell pane the way a wired Claude Code sends
+//! them (`drover signal claude-hook` with its captured payloads), the
 //! screen read as always (docs/agents.md, "Fusing the screen with the
 //! agents' signals").
 
 use crate::common;
 
 use common::{Drover, wait_until};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(30);
 
-/// A client of the `signal` op: `python3 sig.py SOCKET NOTE_JSON`; it sends
-/// one request frame and exits 0 when the supervisor took the note for a pane.
-const SIG_PY: &str = r#"import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-body = json.dumps({"v": 1, "id": 1, "op": "signal", "args": json.loads(sys.argv[2])}).encode()
-s.sendall(struct.pack(">I", len(body) + 1) + b"\x01" + body)
-def read(n):
-    b = b""
-    while len(b) < n:
-        c = s.recv(n - len(b))
-        if not c:
-            sys.exit(3)
-        b += c
-    return b
-(n,) = struct.unpack(">I", read(4))
-reply = json.loads(read(n)[1:])
-sys.exit(0 if (reply.get("result") or {}).get("pane") else 4)
-"#;
-
-/// A shell pane `name` on a served state dir, and the helper's command line
-/// for a note (`{"source": "hook", "signal": …}`).
+/// A shell pane `name` on a served state dir.
 struct Lane {
     d: Drover,
     name: &'static str,
-    sig: PathBuf,
 }
 
 impl Lane {
     fn start(name: &'static str) -> Lane {
         let d = Drover::new();
         d.serve();
-        let sig = d.scratch().join("sig.py");
-        std::fs::write(&sig, SIG_PY).unwrap();
         d.new_pane(name, &[], &["sh"]);
         assert_eq!(d.wait_state(&[name], "idle", 20_000).status.code(), Some(0));
-        Lane { d, name, sig }
+        Lane { d, name }
     }
 
-    /// The shell command that sends `note` from inside the pane.
-    fn send_cmd(&self, note: Value) -> String {
+    /// The shell command that runs, inside the pane, what a wired Claude
+    /// Code runs for its hook `event`: `drover signal claude-hook` with the
+    /// payload Claude Code 2.1.332 sent (tests/fixtures/signals).
+    fn send_cmd(&self, event: &str) -> String {
+        let payload = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/signals/claude-2.1.332")
+            .join(format!("{event}.json"));
         format!(
-            "python3 {} {} '{}'",
-            self.sig.display(),
-            self.d.socket().display(),
-            note
+            "{} signal claude-hook --state-dir {} < {}",
+            common::BIN,
+            self.d.state.display(),
+            payload.display()
         )
     }
 
@@ -81,10 +62,6 @@ impl Lane {
     }
 }
 
-fn hook(signal: &str) -> Value {
-    json!({"source": "hook", "session": "s1", "signal": signal})
-}
-
 fn mkfifo(p: &Path) {
     let st = std::process::Command::new("mkfifo")
         .arg(p)
@@ -103,9 +80,9 @@ fn a_stop_answers_wait_done_while_the_screen_still_says_working() {
     mkfifo(&go);
     let cmd = format!(
         "{} && cat {} >/dev/null && {} && sleep 600",
-        l.send_cmd(hook("prompt_submitted")),
+        l.send_cmd("UserPromptSubmit"),
         go.display(),
-        l.send_cmd(hook("turn_ended")),
+        l.send_cmd("Stop"),
     );
     l.d.ok(&["pane", "send", "w", &cmd]);
     // The screen reads working (a job holds the terminal) and the turn is open.
@@ -185,7 +162,7 @@ fn a_turn_open_over_an_idle_screen_is_working_and_disagrees_past_the_bound() {
     let l = Lane::start("d");
     let feed = Follow::start(&l.d);
     let sent = Instant::now();
-    l.d.ok(&["pane", "send", "d", &l.send_cmd(hook("prompt_submitted"))]);
+    l.d.ok(&["pane", "send", "d", &l.send_cmd("UserPromptSubmit")]);
     let (ev, before) = feed.until(|v| v["kind"] == "signal.disagree");
     let waited = sent.elapsed();
     assert!(
@@ -217,7 +194,7 @@ fn a_turn_open_over_an_idle_screen_is_working_and_disagrees_past_the_bound() {
     assert_eq!(x["disagreement_reported"], true);
     assert_eq!(l.d.pane("d").unwrap()["observation"]["state"], "working");
     // Once per episode: a later event for this pane is another kind.
-    l.d.ok(&["pane", "send", "d", &l.send_cmd(hook("turn_ended"))]);
+    l.d.ok(&["pane", "send", "d", &l.send_cmd("Stop")]);
     let (done, between) = feed.until(|v| v["kind"] == "pane.state" && v["state"] == "done");
     assert!(
         !between.iter().any(|e| e["kind"] == "signal.disagree"),
@@ -233,8 +210,8 @@ fn a_permission_latch_blocks_until_the_tools_result() {
     let l = Lane::start("p");
     let cmd = format!(
         "{} && {}",
-        l.send_cmd(hook("prompt_submitted")),
-        l.send_cmd(json!({"source": "hook", "signal": "permission_asked", "tool": "Bash"})),
+        l.send_cmd("UserPromptSubmit"),
+        l.send_cmd("PermissionRequest"),
     );
     l.d.ok(&["pane", "send", "p", &cmd]);
     let out = l.d.wait_state(&["p"], "blocked:permission", 20_000);
@@ -242,9 +219,7 @@ fn a_permission_latch_blocks_until_the_tools_result() {
     let x = l.explain();
     assert_eq!(x["rule"], "permission_latch", "{x:#}");
     assert_eq!(x["view"]["latch"]["tool"], "Bash", "{x:#}");
-    let done =
-        json!({"source": "hook", "signal": "tool_finished", "tool": "Bash", "failed": false});
-    l.d.ok(&["pane", "send", "p", &l.send_cmd(done)]);
+    l.d.ok(&["pane", "send", "p", &l.send_cmd("PostToolUse")]);
     let out = l.d.wait_state(&["p"], "working", 20_000);
     assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
     assert_eq!(l.explain()["rule"], "turn_open");

@@ -31,7 +31,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{EXE, Supervisor, TraceCursor, cpu_ticks, ms_per_tick, percentile};
+use support::{EXE, Supervisor, TraceCursor, cpu_ticks, ms_per_tick, stats};
 
 /// Goals: an event reaches the coordinator's feed in p50 ≤ 5 ms, p99 ≤ 25 ms.
 const TARGET_P50_MS: f64 = 5.0;
@@ -290,16 +290,6 @@ fn latency(a: &mut Supervisor, b: &Supervisor, o: &Opts) -> Result<Vec<Sample>, 
         }
     }
     Ok(samples)
-}
-
-fn stats(mut v: Vec<f64>) -> (usize, f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (
-        v.len(),
-        percentile(&v, 50.0),
-        percentile(&v, 99.0),
-        v.last().copied().unwrap_or(f64::NAN),
-    )
 }
 
 fn report(o: &Opts, samples: &[Sample], idle: &Idle, load_before: &str) {

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{EXE, Supervisor, TraceCursor, percentile};
+use support::{EXE, Supervisor, TraceCursor, stats};
 
 const TARGET_P50_MS: f64 = 10.0;
 const TARGET_P99_MS: f64 = 50.0;
@@ -229,16 +229,6 @@ fn run(o: &Opts) -> Result<(), String> {
     drop(sup);
     report(o, &samples, late, &startups, elapsed, &load_before);
     Ok(())
-}
-
-fn stats(mut v: Vec<f64>) -> (usize, f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (
-        v.len(),
-        percentile(&v, 50.0),
-        percentile(&v, 99.0),
-        v.last().copied().unwrap_or(f64::NAN),
-    )
 }
 
 fn report(

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{EXE, Supervisor, TraceCursor, percentile};
+use support::{EXE, Supervisor, TraceCursor, stats};
 
 /// The goal for a `Stop` reaching a barrier (issue 41).
 const STOP_P50_MS: f64 = 5.0;
@@ -208,16 +208,6 @@ fn check(snap: &Value, pane: &str) -> Result<(), String> {
         return Err(format!("{pane}: waited for done, got {snap}"));
     }
     Ok(())
-}
-
-fn stats(mut v: Vec<f64>) -> (usize, f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (
-        v.len(),
-        percentile(&v, 50.0),
-        percentile(&v, 99.0),
-        v.last().copied().unwrap_or(f64::NAN),
-    )
 }
 
 fn report(

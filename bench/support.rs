@@ -301,6 +301,17 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// Count, p50, p99 and max of `v` (nearest rank).
+pub fn stats(mut v: Vec<f64>) -> (usize, f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (
+        v.len(),
+        percentile(&v, 50.0),
+        percentile(&v, 99.0),
+        v.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
 /// The backend benchmark panes go on: `$DROVER_BENCH_BACKEND` (native).
 pub fn backend() -> String {
     std::env::var("DROVER_BENCH_BACKEND").unwrap_or_else(|_| "native".into())

@@ -134,3 +134,38 @@ fn socket_dir_of_another_user_is_refused_naming_the_owner() {
     assert_ne!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("uid 65534"), "names the owner: {err}");
 }
+
+/// A raw `signal` request is input like any other: a field out of its bounds
+/// (a tool name too long or holding escapes, a percentage over 100, a hash
+/// that is no sha256, an unknown signal) is a usage error, whoever sends it.
+#[test]
+fn raw_signals_out_of_bounds_are_usage_errors() {
+    let d = Drover::new();
+    d.serve();
+    let mut c = Client::connect(&d.socket()).expect("connect");
+    let long = "x".repeat(4096);
+    for (args, names) in [
+        (
+            json!({"source": "hook", "signal": "tool_started", "tool": long}),
+            "tool",
+        ),
+        (
+            json!({"source": "hook", "signal": "tool_started", "tool": "a\u{1b}[2J"}),
+            "tool",
+        ),
+        (
+            json!({"source": "status", "signal": "limits",
+                   "short": {"used_percent": 140.0}}),
+            "used_percent",
+        ),
+        (
+            json!({"source": "hook", "signal": "turn_ended", "message_sha256": "abc"}),
+            "message_sha256",
+        ),
+        (json!({"source": "hook", "signal": "rm_rf"}), "rm_rf"),
+        (json!({"source": "mail", "signal": "turn_aborted"}), "mail"),
+    ] {
+        let m = remote_usage(&mut c, "signal", args.clone());
+        assert!(m.contains(names), "{args}: {m}");
+    }
+}

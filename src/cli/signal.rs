@@ -13,10 +13,8 @@
 
 use drover::agent::signals::SignalNote;
 use drover::agent::signals::parse::{self, MAX_INPUT};
-use drover::proto::reply::SignalTaken;
-use drover::proto::{FrameKind, Framed, Op, Response, read_frame, write_frame};
+use drover::client::{Client, ClientError};
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -196,35 +194,26 @@ fn send(notes: &[SignalNote], hint: Option<PathBuf>, deadline: Instant) -> Outco
 
 /// One supervisor: the pane it took the notes for, `None` when the caller
 /// is in none of its panes.
-fn ask(socket: &Path, notes: &[SignalNote], deadline: Instant) -> std::io::Result<Option<String>> {
-    let left = || {
-        let d = deadline.saturating_duration_since(Instant::now());
-        if d.is_zero() {
-            Err(std::io::Error::from(std::io::ErrorKind::TimedOut))
-        } else {
-            Ok(d)
-        }
-    };
-    let mut stream = UnixStream::connect(socket)?;
+fn ask(
+    socket: &Path,
+    notes: &[SignalNote],
+    deadline: Instant,
+) -> Result<Option<String>, ClientError> {
+    let mut client = Client::connect(socket)?;
     let mut taken: Option<String> = None;
-    for (i, note) in notes.iter().enumerate() {
-        stream.set_write_timeout(Some(left()?))?;
-        stream.set_read_timeout(Some(left()?))?;
-        let req = drover::proto::args::Signal { note: note.clone() }.into_request();
-        let payload =
-            serde_json::to_vec(&Framed::new(i as u64 + 1, &req)).map_err(std::io::Error::other)?;
-        write_frame(&mut stream, FrameKind::Json, &payload)?;
-        let frame = read_frame(&mut stream)
-            .map_err(|e| std::io::Error::other(e.to_string()))?
-            .ok_or_else(|| std::io::Error::other("closed"))?;
-        let resp: Response =
-            serde_json::from_slice(&frame.payload).map_err(std::io::Error::other)?;
-        let pane = resp
-            .ok
-            .then_some(resp.result)
-            .flatten()
-            .and_then(|v| serde_json::from_value::<SignalTaken>(v).ok())
-            .and_then(|t| t.pane);
+    for note in notes {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ClientError::Protocol("out of time".into()));
+        }
+        client.set_timeout(left)?;
+        let pane = match client.call(drover::proto::args::Signal { note: note.clone() }) {
+            Ok(t) => t.pane,
+            // A supervisor that cannot take the op (another build) answers
+            // with an error: none of its panes holds the caller.
+            Err(ClientError::Remote { .. }) => None,
+            Err(e) => return Err(e),
+        };
         match pane {
             Some(p) => taken = Some(p),
             // Not this supervisor's pane: the next note would say the same.

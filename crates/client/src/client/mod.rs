@@ -229,6 +229,16 @@ impl Client {
         }
     }
 
+    /// Bound each later read and write on the connection by `timeout` (for
+    /// a caller with a time budget of its own, a hook); one that runs out
+    /// is a [`ClientError::Protocol`].
+    pub fn set_timeout(&self, timeout: Duration) -> Result<(), ClientError> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .and_then(|()| self.stream.set_write_timeout(Some(timeout)))
+            .map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+
     /// Send an operation and wait for its typed reply.
     pub fn call<O: Op>(&mut self, op: O) -> Result<O::Reply, ClientError> {
         let v = self.request(&op.into_request())?;

@@ -230,3 +230,108 @@ fn a_permission_latch_blocks_until_the_tools_result() {
     assert!(err.contains("no pane named nosuch"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// The agent's own turn end reaches the shadow policy as evidence: a job
+/// dispatched to a pane whose "agent" (a script run by its shell) takes the
+/// prompt, signals `UserPromptSubmit`, writes its finalized report and
+/// signals `Stop` the way a wired Claude Code does. The evidence holds a
+/// `turn_end` (hook, ended, the message's sha256 and never its text) and the
+/// policy's `complete` names it, while the screen still says working.
+#[test]
+fn a_stop_is_turn_end_evidence_the_policy_names() {
+    let l = Lane::start("t");
+    let agent = l.d.scratch().join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            r#"while IFS= read -r line; do
+  case "$line" in
+    *"[drover] job="*)
+      for w in $line; do
+        case "$w" in attempt=*) a=${{w#attempt=}};; report=*) r=${{w#report=}};; esac
+      done
+      {open}
+      printf '{{"attempt_id":"%s","session_id":"implementer","state":"finalized","side_effects":[]}}' "$a" > "$r.tmp"
+      mv "$r.tmp" "$r"
+      {stop}
+      exec sleep 600;;
+  esac
+done
+"#,
+            open = l.send_cmd("UserPromptSubmit"),
+            stop = l.send_cmd("Stop"),
+        ),
+    )
+    .unwrap();
+    l.d.ok(&["job", "create", "J1"]);
+    let report = l.d.scratch().join("report.json");
+    // The prompt's first line starts the script; the trailer's lines are
+    // what it reads.
+    let prompt = format!("sh {}", agent.display());
+    let out = l.d.ok(&[
+        "dispatch",
+        "J1",
+        "--pane",
+        "t",
+        "--session",
+        "implementer",
+        "--prompt",
+        &prompt,
+        "--report",
+        &report.display().to_string(),
+        "--json",
+    ]);
+    let attempt = serde_json::from_str::<Value>(&out).unwrap()["attempt_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let decisions = l.d.state.join("shadow").join("decisions.jsonl");
+    let mut last = Value::Null;
+    let decided = wait_until(LONG, || {
+        last = std::fs::read_to_string(&decisions)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|x| serde_json::from_str::<Value>(x).ok())
+            .rfind(|d| d["job_id"] == "J1")
+            .unwrap_or(Value::Null);
+        last["decision"] == "complete"
+            && last["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("the agent's own turn end: ended by hook"))
+    });
+    assert!(
+        decided,
+        "no complete decision naming the turn end: {last:#}"
+    );
+    assert_eq!(last["summary"]["turn_end"], "ended by hook", "{last:#}");
+    let evidence = std::fs::read_to_string(l.d.state.join("evidence").join("J1.jsonl")).unwrap();
+    let ends: Vec<Value> = evidence
+        .lines()
+        .filter_map(|x| serde_json::from_str::<Value>(x).ok())
+        .filter(|e| e["kind"] == "turn_end")
+        .collect();
+    assert_eq!(ends.len(), 1, "one turn end, recorded once: {evidence}");
+    let e = &ends[0];
+    assert_eq!(
+        (e["how"].as_str(), e["source"].as_str()),
+        (Some("ended"), Some("hook"))
+    );
+    assert_eq!(e["session_id"], "implementer");
+    let sha = e["message_sha256"].as_str().unwrap_or_default();
+    assert!(
+        sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{e}"
+    );
+    // The Stop payload's message text is nowhere in the evidence.
+    let stop: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/signals/claude-2.1.332/Stop.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let body = stop["last_assistant_message"].as_str().unwrap_or_default();
+    assert!(!body.is_empty() && !evidence.contains(body), "{evidence}");
+    assert!(report.exists() && !attempt.is_empty());
+}

@@ -11,6 +11,8 @@ mod report_state;
 
 pub use report_state::LaneReportState;
 
+use crate::proto::fuse::EndHow;
+use crate::proto::signal::{Source, TurnError};
 use crate::proto::state::State;
 use crate::statedir::{StateDir, StateDirBuf};
 use crate::store::{StoreError, append_jsonl, read_jsonl};
@@ -84,6 +86,21 @@ pub enum Evidence {
         #[serde(default)]
         detail: String,
     },
+    /// The agent's own word that its turn ended (a `Stop` or `StopFailure`
+    /// hook, Codex's notify or rollout), taken by the supervisor at `t_ms`.
+    TurnEnd {
+        t_ms: u64,
+        how: EndHow,
+        source: Source,
+        /// With `failed`: why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<TurnError>,
+        /// With `ended`: the last assistant message's sha256, never its text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_sha256: Option<String>,
+        session_id: String,
+        pane_generation: u64,
+    },
 }
 
 impl Evidence {
@@ -95,7 +112,8 @@ impl Evidence {
             | Evidence::Observation { t_ms, .. }
             | Evidence::Transport { t_ms, .. }
             | Evidence::Report { t_ms, .. }
-            | Evidence::SideEffect { t_ms, .. } => *t_ms,
+            | Evidence::SideEffect { t_ms, .. }
+            | Evidence::TurnEnd { t_ms, .. } => *t_ms,
         }
     }
 
@@ -157,6 +175,26 @@ impl Evidence {
             }
             Evidence::SideEffect { t_ms, proven, .. } => {
                 json!({"t_ms": t_ms, "kind": "side_effect", "proven": proven})
+            }
+            Evidence::TurnEnd {
+                t_ms,
+                how,
+                source,
+                error,
+                message_sha256,
+                session_id,
+                pane_generation,
+            } => {
+                let mut v = json!({"t_ms": t_ms, "kind": "turn_end", "how": how,
+                                   "source": source, "session_id": session_id,
+                                   "pane_generation": pane_generation});
+                if let Some(e) = error {
+                    v["error"] = json!(e);
+                }
+                if let Some(h) = message_sha256 {
+                    v["message_sha256"] = json!(h);
+                }
+                v
             }
         }
     }

@@ -8,7 +8,10 @@
 //! says why each sits where it does.
 
 use super::decision::{Decision, DecisionKind};
-use super::scenario::{AgentState, Event, EventBody, ReportState, Scenario, TransportResult};
+use super::scenario::{
+    AgentState, Event, EventBody, ReportState, Scenario, TransportResult, TurnFailure, TurnHow,
+    TurnSource,
+};
 
 /// Decide whether the attempt in `s` is finished. Pure and total: it needs no
 /// validation first (events are taken in time order, file order breaking ties) and
@@ -40,6 +43,12 @@ pub(super) struct Seen<'a> {
 }
 
 impl Seen<'_> {
+    /// Whether this event comes after `other` on the timeline (time order,
+    /// file order breaking ties, as [`Evidence::new`] sorts them).
+    pub(super) fn after(&self, other: &Seen) -> bool {
+        (self.event.t_ms, self.index) > (other.event.t_ms, other.index)
+    }
+
     /// `timeline[4] report at t=50000` — how reasons point at an event.
     pub(super) fn at(&self) -> String {
         format!(
@@ -88,6 +97,67 @@ impl<'a> Evidence<'a> {
             }
             _ => None,
         })
+    }
+}
+
+/// The agent's own word that a turn ended, as the timeline holds it.
+#[derive(Clone, Copy)]
+pub(super) struct TurnEnd<'a> {
+    seen: Seen<'a>,
+    how: TurnHow,
+    source: TurnSource,
+    error: Option<TurnFailure>,
+    message_sha256: Option<&'a str>,
+}
+
+impl TurnEnd<'_> {
+    /// `ended by hook (timeline[5] turn_end at t=41000)`, with the failure
+    /// and the first digits of the message's hash when there are.
+    fn describe(&self) -> String {
+        let mut s = format!(
+            "{} by {} ({})",
+            self.how.name(),
+            self.source.name(),
+            self.seen.at()
+        );
+        if let Some(e) = self.error {
+            s.push_str(&format!(" on {}", e.name()));
+        }
+        if let Some(h) = self.message_sha256 {
+            s.push_str(&format!(", last message sha256 {}…", &h[..h.len().min(12)]));
+        }
+        s
+    }
+}
+
+impl<'a> Evidence<'a> {
+    /// The newest of the agent's own turn ends.
+    fn newest_turn_end(&self) -> Option<TurnEnd<'a>> {
+        self.events.iter().rev().find_map(|e| match &e.event.body {
+            EventBody::TurnEnd {
+                how,
+                source,
+                error,
+                message_sha256,
+            } => Some(TurnEnd {
+                seen: *e,
+                how: *how,
+                source: *source,
+                error: *error,
+                message_sha256: message_sha256.as_deref(),
+            }),
+            _ => None,
+        })
+    }
+
+    /// The newest turn end, when it is newer than every observation: the
+    /// agent has said something the screen has not shown yet.
+    fn turn_end_past_the_screen(&self) -> Option<TurnEnd<'a>> {
+        let end = self.newest_turn_end()?;
+        let newer = self
+            .newest_observation()
+            .is_none_or(|(o, _, _)| end.seen.after(&o));
+        newer.then_some(end)
     }
 }
 
@@ -160,19 +230,33 @@ fn stale(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// Check 3: The newest observation is `blocked`: a human is needed, never complete.
+/// Check 3: The newest observation is `blocked`, or the agent said, after the
+/// newest observation, that its turn failed on a usage limit, a login or
+/// billing: a human is needed (or the limit's reset), never complete.
 fn blocked(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
-    (state == AgentState::Blocked).then(|| {
-        Decision::new(
+    if state == AgentState::Blocked {
+        return Some(Decision::new(
             DecisionKind::EscalateBlocked,
             format!(
                 "newest observation ({}) is {}: a human is needed",
                 seen.at(),
                 describe_state(state, state_kind)
             ),
-        )
-    })
+        ));
+    }
+    let end = ev
+        .turn_end_past_the_screen()
+        .filter(|e| e.how == TurnHow::Failed && e.error.is_some_and(TurnFailure::needs_a_human))?;
+    Some(Decision::new(
+        DecisionKind::EscalateBlocked,
+        format!(
+            "the agent's turn {}, after the newest observation ({}, {}): a human is needed",
+            end.describe(),
+            seen.at(),
+            describe_state(state, state_kind)
+        ),
+    ))
 }
 
 /// Check 4: The newest observation is `unknown` or `exited`: nothing to infer from.
@@ -190,9 +274,14 @@ fn unknown(ev: &Evidence) -> Option<Decision> {
     })
 }
 
-/// Check 6: The newest observation is `working` or `starting`.
+/// Check 6: The newest observation is `working` or `starting`, and the agent
+/// has not said since that its turn ended (a screen redrawn late after the
+/// agent's `Stop` is not work).
 fn busy(ev: &Evidence) -> Option<Decision> {
     let (seen, state, state_kind) = ev.newest_observation()?;
+    if ev.turn_end_past_the_screen().is_some() {
+        return None;
+    }
     matches!(state, AgentState::Working | AgentState::Starting).then(|| {
         Decision::new(
             DecisionKind::HoldBusy,
@@ -216,6 +305,27 @@ fn newest_report<'a>(ev: &Evidence<'a>) -> Option<(Seen<'a>, ReportState)> {
 /// Check 7: No report, or the newest is still `writing` or merely `paused`: a debounce is a
 /// filter, not an authority.
 fn unfinalized(ev: &Evidence) -> Option<Decision> {
+    unfinalized_report(ev).map(|d| match ended_turn(ev) {
+        // The agent said it was done and left its report unfinished: what
+        // the operator needs to know first.
+        Some(end) => Decision::new(
+            d.kind(),
+            format!("{}; yet the agent's turn {}", d.reason(), end.describe()),
+        ),
+        None => d,
+    })
+}
+
+/// The newest turn end when the turn ended (not failed or aborted), newer
+/// than the newest report.
+fn ended_turn<'a>(ev: &Evidence<'a>) -> Option<TurnEnd<'a>> {
+    let end = ev.newest_turn_end().filter(|e| e.how == TurnHow::Ended)?;
+    newest_report(ev)
+        .is_none_or(|(r, _)| end.seen.after(&r))
+        .then_some(end)
+}
+
+fn unfinalized_report(ev: &Evidence) -> Option<Decision> {
     let Some((seen, state)) = newest_report(ev) else {
         return Some(Decision::new(
             DecisionKind::HoldUnfinalized,
@@ -274,6 +384,9 @@ fn complete(ev: &Evidence) -> Decision {
     if let Some((seen, _)) = newest_report(ev) {
         parts.push(format!("report finalized ({})", seen.at()));
     }
+    if let Some(end) = ev.newest_turn_end() {
+        parts.push(format!("the agent's own turn end: {}", end.describe()));
+    }
     let proven = ev
         .events
         .iter()
@@ -290,6 +403,7 @@ fn complete(ev: &Evidence) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::scenario::Ids;
     use crate::policy::testkit::*;
 
     /// Guards issue 42 item 10: live reasons said `t=1796502017393`.
@@ -484,6 +598,87 @@ mod tests {
             report(ReportState::Paused).ids(|i| i.attempt_id = some("A1")),
         );
         assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
+    }
+
+    /// The agent's `Stop` after a screen that still drew a spinner: the
+    /// turn is over by the agent's own word, so the finalized report decides.
+    #[test]
+    fn a_turn_end_newer_than_a_working_screen_is_not_busy() {
+        let here = |i: &mut Ids| {
+            i.session_id = some("implementer");
+            i.pane_generation = Some(1);
+        };
+        let mut s = clean();
+        s.timeline.retain(|e| {
+            !matches!(
+                e.body,
+                EventBody::Observation {
+                    state: AgentState::Done,
+                    ..
+                }
+            )
+        });
+        let s = s.with(57_000, obs(AgentState::Working).ids(here));
+        assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
+        let s = s.with(58_000, turn_end(TurnHow::Ended).ids(here));
+        let d = decide(&s);
+        assert_eq!(d.kind(), DecisionKind::Complete, "{d}");
+        assert!(
+            d.reason().contains("own turn end: ended by hook")
+                && d.reason().contains("sha256 abab"),
+            "{d}"
+        );
+        // A working observation after the turn end is a new turn: busy again.
+        let s = s.with(59_000, obs(AgentState::Working).ids(here));
+        assert_eq!(decide(&s).kind(), DecisionKind::HoldBusy);
+    }
+
+    #[test]
+    fn a_turn_end_never_completes_without_a_finalized_report() {
+        let mut s = clean();
+        s.timeline
+            .retain(|e| !matches!(e.body, EventBody::Report { .. }));
+        let s = s.with(57_000, turn_end(TurnHow::Ended));
+        let d = decide(&s);
+        assert_eq!(d.kind(), DecisionKind::HoldUnfinalized, "{d}");
+        assert!(
+            d.reason()
+                .contains("no report from the lane; yet the agent's turn ended by hook"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn a_turn_failed_on_a_limit_past_the_screen_escalates() {
+        for error in [
+            TurnFailure::RateLimit,
+            TurnFailure::Auth,
+            TurnFailure::Billing,
+        ] {
+            let s = clean().with(57_000, turn_failed(error));
+            let d = decide(&s);
+            assert_eq!(d.kind(), DecisionKind::EscalateBlocked, "{d}");
+            assert!(d.reason().contains(&format!("failed by hook")), "{d}");
+            assert!(d.reason().contains(error.name()), "{d}");
+        }
+        // Another failure is not a human's matter: the report decides.
+        let s = clean().with(57_000, turn_failed(TurnFailure::Other));
+        assert_eq!(decide(&s).kind(), DecisionKind::Complete);
+        // The screen seen after the failure has the last word.
+        let s = clean()
+            .with(57_000, turn_failed(TurnFailure::RateLimit))
+            .with(58_000, obs(AgentState::Idle));
+        assert_eq!(decide(&s).kind(), DecisionKind::Complete);
+    }
+
+    #[test]
+    fn a_turn_end_of_another_generation_is_unattributed() {
+        let s = clean().with(
+            57_000,
+            turn_end(TurnHow::Ended).ids(|i| i.pane_generation = Some(2)),
+        );
+        let d = decide(&s);
+        assert_eq!(d.kind(), DecisionKind::HoldUnattributed, "{d}");
     }
 
     #[test]

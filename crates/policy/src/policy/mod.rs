@@ -2,7 +2,7 @@
 //!
 //! A [`Scenario`] is everything drover saw about one attempt — the dispatch record and a
 //! timeline of dispatch events, execution anchors, observations, transport events,
-//! reports and side-effect checks. [`decide`] turns it into a [`Decision`]: one of nine
+//! reports, side-effect checks and the agent's own word that a turn ended. [`decide`] turns it into a [`Decision`]: one of nine
 //! verdicts, checked in a fixed order, each with a reason naming what was seen.
 //!
 //! This module is pure on purpose. It imports nothing else from the crate, never reads a
@@ -28,5 +28,5 @@ pub use decision::{Decision, DecisionKind};
 pub use parse::{ScenarioError, parse_scenario, scenario_from_value, validate};
 pub use scenario::{
     AgentState, DEFAULT_STALENESS_MS, Dispatch, Event, EventBody, ExpectedPolicy, Ids,
-    MAX_STALENESS_MS, ReportState, Scenario, TransportResult,
+    MAX_STALENESS_MS, ReportState, Scenario, TransportResult, TurnFailure, TurnHow, TurnSource,
 };

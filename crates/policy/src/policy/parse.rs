@@ -7,7 +7,7 @@
 use super::decision::DecisionKind;
 use super::scenario::{
     AgentState, Dispatch, Event, EventBody, ExpectedPolicy, Ids, MAX_STALENESS_MS, ReportState,
-    Scenario, TransportResult,
+    Scenario, TransportResult, TurnFailure, TurnHow, TurnSource,
 };
 use serde_json::{Map, Value};
 
@@ -256,13 +256,17 @@ fn read_event(v: &Value, path: String) -> Result<Event, ScenarioError> {
             },
             &["proven"],
         ),
+        "turn_end" => (
+            read_turn_end(&o)?,
+            &["how", "source", "error", "message_sha256"],
+        ),
         other => {
             return Err(ScenarioError::UnknownValue {
                 field: o.path("kind"),
                 what: "event kind",
                 value: other.to_string(),
                 allowed: "dispatch, execution_anchor, observation, transport, report, \
-                          side_effect"
+                          side_effect, turn_end"
                     .to_string(),
             });
         }
@@ -284,6 +288,43 @@ fn read_event(v: &Value, path: String) -> Result<Event, ScenarioError> {
         },
         body,
         note: o.opt_str("note")?,
+    })
+}
+
+/// A `turn_end` event's body: an `error` only on a failed turn, a message
+/// hash only as a sha256 (64 lowercase hex digits: never a body).
+fn read_turn_end(o: &Obj) -> Result<EventBody, ScenarioError> {
+    let how = o.req_enum("how", "turn end", &TurnHow::ALL, |h| h.name())?;
+    let source = o.req_enum("source", "turn end source", &TurnSource::ALL, |s| s.name())?;
+    let error = match o.opt("error") {
+        None => None,
+        Some(_) => Some(o.req_enum("error", "turn failure", &TurnFailure::ALL, |f| f.name())?),
+    };
+    if error.is_some() && how != TurnHow::Failed {
+        return Err(ScenarioError::Invalid {
+            field: o.path("error"),
+            reason: format!(
+                "only a failed turn has an error (this one is {})",
+                how.name()
+            ),
+        });
+    }
+    let message_sha256 = o.opt_str("message_sha256")?;
+    if let Some(h) = &message_sha256
+        && !(h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    {
+        return Err(ScenarioError::Invalid {
+            field: o.path("message_sha256"),
+            reason: "must be a sha256 in 64 lowercase hex digits".to_string(),
+        });
+    }
+    Ok(EventBody::TurnEnd {
+        how,
+        source,
+        error,
+        message_sha256,
     })
 }
 
@@ -446,6 +487,50 @@ mod tests {
         assert_eq!(scenario_from_value(&clean_json()), Ok(s.clone()));
         let text = serde_json::to_string(&s).unwrap_or_default();
         assert_eq!(parse_scenario(&text), Ok(s));
+    }
+
+    #[test]
+    fn turn_ends_round_trip_and_are_checked() {
+        let turn = |v: &mut Value, e: Value| {
+            if let Some(t) = v["timeline"].as_array_mut() {
+                t.push(e);
+            }
+        };
+        let sha = "0f".repeat(32);
+        let mut v = clean_json();
+        turn(
+            &mut v,
+            json!({"t_ms": 57000, "kind": "turn_end", "how": "ended", "source": "hook",
+                   "message_sha256": sha, "pane_generation": 1}),
+        );
+        let s = scenario_from_value(&v).expect("a turn end reads");
+        let text = serde_json::to_string(&s).unwrap_or_default();
+        assert_eq!(parse_scenario(&text), Ok(s));
+        let end = json!({"t_ms": 57000, "kind": "turn_end", "how": "failed", "source": "hook"});
+        let with = |k: &str, x: Value| {
+            let mut e = end.clone();
+            e[k] = x;
+            e
+        };
+        for (e, field) in [
+            (with("how", json!("stopped")), "timeline[7].how"),
+            (with("source", json!("screen")), "timeline[7].source"),
+            (with("error", json!("quota")), "timeline[7].error"),
+            (
+                with("message_sha256", json!("the reply's text")),
+                "timeline[7].message_sha256",
+            ),
+            (with("body", json!("x")), "timeline[7].body"),
+        ] {
+            assert_eq!(field_of(|v| turn(v, e.clone())), field, "{e}");
+        }
+        // An error belongs to a failed turn only.
+        let ended_with_error = json!({"t_ms": 57000, "kind": "turn_end", "how": "ended",
+                                      "source": "notify", "error": "rate_limit"});
+        assert_eq!(
+            field_of(|v| turn(v, ended_with_error.clone())),
+            "timeline[7].error"
+        );
     }
 
     #[test]

@@ -124,6 +124,21 @@ pub enum EventBody {
         /// Whether the side effect was shown to exist.
         proven: bool,
     },
+    /// The agent's own word that its turn ended: Claude Code's `Stop` or
+    /// `StopFailure` hook, Codex's `agent-turn-complete` notify or its
+    /// rollout's `task_complete` / `turn_aborted`.
+    TurnEnd {
+        /// `ended`, `failed` or `aborted`.
+        how: TurnHow,
+        /// Which of the agent's channels said so.
+        source: TurnSource,
+        /// With `failed`: why, when the agent said.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<TurnFailure>,
+        /// With `ended`: the last assistant message's sha256 (never its text).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message_sha256: Option<String>,
+    },
 }
 
 impl EventBody {
@@ -136,6 +151,7 @@ impl EventBody {
             EventBody::Transport { .. } => "transport",
             EventBody::Report { .. } => "report",
             EventBody::SideEffect { .. } => "side_effect",
+            EventBody::TurnEnd { .. } => "turn_end",
         }
     }
 }
@@ -243,5 +259,97 @@ impl ReportState {
             ReportState::Paused => "paused",
             ReportState::Finalized => "finalized",
         }
+    }
+}
+
+/// How an agent's turn ended, by its own word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnHow {
+    /// The turn finished.
+    Ended,
+    /// The turn failed (an API error, a usage limit, a login, billing).
+    Failed,
+    /// The turn was interrupted.
+    Aborted,
+}
+
+impl TurnHow {
+    /// Every way a turn ends.
+    pub const ALL: [TurnHow; 3] = [TurnHow::Ended, TurnHow::Failed, TurnHow::Aborted];
+
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnHow::Ended => "ended",
+            TurnHow::Failed => "failed",
+            TurnHow::Aborted => "aborted",
+        }
+    }
+}
+
+/// The agent's channel a turn's end came through (docs/agents.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnSource {
+    /// A Claude Code hook.
+    Hook,
+    /// Codex's `notify` program.
+    Notify,
+    /// A transcript or rollout file the agent writes.
+    Transcript,
+}
+
+impl TurnSource {
+    /// Every source of a turn's end.
+    pub const ALL: [TurnSource; 3] = [TurnSource::Hook, TurnSource::Notify, TurnSource::Transcript];
+
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnSource::Hook => "hook",
+            TurnSource::Notify => "notify",
+            TurnSource::Transcript => "transcript",
+        }
+    }
+}
+
+/// Why a turn failed, as the agent said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnFailure {
+    /// The account's usage or rate limit.
+    RateLimit,
+    /// Authentication failed.
+    Auth,
+    /// Billing (no credit).
+    Billing,
+    /// Anything else.
+    Other,
+}
+
+impl TurnFailure {
+    /// Every failure.
+    pub const ALL: [TurnFailure; 4] = [
+        TurnFailure::RateLimit,
+        TurnFailure::Auth,
+        TurnFailure::Billing,
+        TurnFailure::Other,
+    ];
+
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnFailure::RateLimit => "rate_limit",
+            TurnFailure::Auth => "auth",
+            TurnFailure::Billing => "billing",
+            TurnFailure::Other => "other",
+        }
+    }
+
+    /// A failure only a human (or the limit's reset) can end: nothing the
+    /// agent retries by itself.
+    pub fn needs_a_human(self) -> bool {
+        !matches!(self, TurnFailure::Other)
     }
 }

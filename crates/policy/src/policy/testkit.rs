@@ -2,6 +2,7 @@
 
 use super::scenario::{
     AgentState, Dispatch, Event, EventBody, Ids, ReportState, Scenario, TransportResult,
+    TurnFailure, TurnHow, TurnSource,
 };
 
 /// The finished-clean scenario of docs/policy.md (newest observation `done` at 55_000).
@@ -93,6 +94,26 @@ pub fn report(state: ReportState) -> Event {
 
 pub fn side_effect(proven: bool) -> Event {
     event(EventBody::SideEffect { proven })
+}
+
+/// The agent's own turn end through its hook, with a message hash when it ended.
+pub fn turn_end(how: TurnHow) -> Event {
+    event(EventBody::TurnEnd {
+        how,
+        source: TurnSource::Hook,
+        error: None,
+        message_sha256: (how == TurnHow::Ended).then(|| "ab".repeat(32)),
+    })
+}
+
+/// A turn that failed, through Claude Code's `StopFailure` hook.
+pub fn turn_failed(error: TurnFailure) -> Event {
+    event(EventBody::TurnEnd {
+        how: TurnHow::Failed,
+        source: TurnSource::Hook,
+        error: Some(error),
+        message_sha256: None,
+    })
 }
 
 pub trait EventExt {

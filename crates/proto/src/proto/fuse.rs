@@ -45,6 +45,17 @@ pub enum EndHow {
     Aborted,
 }
 
+impl EndHow {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndHow::Ended => "ended",
+            EndHow::Failed => "failed",
+            EndHow::Aborted => "aborted",
+        }
+    }
+}
+
 /// How the last turn ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnEnd {

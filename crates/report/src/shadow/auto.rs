@@ -244,6 +244,7 @@ mod tests {
                 side_effects_proven: Some(true),
                 pane: None,
                 pane_generation: None,
+                turn_end: None,
             },
             action: None,
         }

@@ -41,6 +41,9 @@ pub struct Summary {
     pub side_effects_proven: Option<bool>,
     pub pane: Option<String>,
     pub pane_generation: Option<u64>,
+    /// The agent's last own word on its turn (`ended by hook`), when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_end: Option<String>,
 }
 
 /// One line of `decisions.jsonl`.
@@ -229,6 +232,7 @@ fn summarize(events: &[Evidence]) -> Summary {
         side_effects_proven: None,
         pane: None,
         pane_generation: None,
+        turn_end: None,
     };
     for e in events {
         match e {
@@ -255,7 +259,75 @@ fn summarize(events: &[Evidence]) -> Summary {
             Evidence::Transport { .. } => {}
             Evidence::Report { state, .. } => s.report = Some(state.to_string()),
             Evidence::SideEffect { proven, .. } => s.side_effects_proven = Some(*proven),
+            Evidence::TurnEnd { how, source, .. } => {
+                s.turn_end = Some(format!("{} by {source}", how.as_str()));
+            }
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Source;
+    use crate::proto::fuse::EndHow;
+    use crate::proto::signal::TurnError;
+
+    fn end_copy(v: &serde_json::Value) -> Evidence {
+        let mut e = v["timeline"][1].clone();
+        e["t_ms"] = serde_json::json!(2);
+        serde_json::from_value(e).expect("a timeline turn end reads as evidence")
+    }
+
+    /// Every turn end the supervisor records reads as the policy's
+    /// `turn_end`: a name out of step between the two would make every
+    /// decision of a wired lane fail on a malformed scenario.
+    #[test]
+    fn every_recorded_turn_end_is_a_scenario_the_policy_reads() {
+        let dispatch = Evidence::Dispatch {
+            t_ms: 1,
+            job_id: "J1".into(),
+            attempt_id: "A1".into(),
+            session_id: "implementer".into(),
+            pane: "p".into(),
+            pane_generation: 1,
+            nonce: "n".into(),
+            report_path: None,
+            worktree: None,
+        };
+        let ends = [
+            (EndHow::Ended, None, Some("0a".repeat(32))),
+            (EndHow::Aborted, None, None),
+            (EndHow::Failed, Some(TurnError::RateLimit), None),
+            (EndHow::Failed, Some(TurnError::Auth), None),
+            (EndHow::Failed, Some(TurnError::Billing), None),
+            (EndHow::Failed, Some(TurnError::Other), None),
+        ];
+        for source in [Source::Hook, Source::Notify, Source::Transcript] {
+            for (how, error, sha) in &ends {
+                let end = Evidence::TurnEnd {
+                    t_ms: 2,
+                    how: *how,
+                    source,
+                    error: *error,
+                    message_sha256: sha.clone(),
+                    session_id: "implementer".into(),
+                    pane_generation: 1,
+                };
+                let v = scenario_value(&[dispatch.clone(), end], 3, 30_000).unwrap();
+                let s = policy::scenario_from_value(&v)
+                    .unwrap_or_else(|e| panic!("{how:?} {source} {error:?}: {e}"));
+                assert!(
+                    matches!(s.timeline[1].body, policy::EventBody::TurnEnd { .. }),
+                    "{v}"
+                );
+                let summary = summarize(&[dispatch.clone(), end_copy(&v)]);
+                assert_eq!(
+                    summary.turn_end.as_deref(),
+                    Some(format!("{} by {source}", how.as_str()).as_str())
+                );
+            }
+        }
+    }
 }

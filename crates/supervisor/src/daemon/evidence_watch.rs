@@ -53,6 +53,31 @@ fn observation(spec: &WatchSpec, s: &Snapshot) -> Evidence {
     }
 }
 
+/// The agent's own turn end as evidence, when it is one the policy reads
+/// (from a hook, notify or a transcript: the screen has its observations)
+/// and newer than `after_ms`.
+fn turn_end(
+    spec: &WatchSpec,
+    generation: u64,
+    end: &crate::proto::fuse::TurnEnd,
+    after_ms: u64,
+) -> Option<Evidence> {
+    use crate::proto::Source;
+    let from_agent = matches!(
+        end.at.source,
+        Source::Hook | Source::Notify | Source::Transcript
+    );
+    (from_agent && end.at.at_ms > after_ms).then(|| Evidence::TurnEnd {
+        t_ms: end.at.at_ms,
+        how: end.how,
+        source: end.at.source,
+        error: end.error,
+        message_sha256: end.message_sha256.clone(),
+        session_id: spec.session_id.clone(),
+        pane_generation: generation,
+    })
+}
+
 /// Run the watch until the job leaves `running` for this attempt.
 pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
     let state_dir = sup.state_dir().to_path_buf();
@@ -74,6 +99,15 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
     let mut backoff = BACKOFF;
     let mut failing = false;
     let mut anchored = false;
+    // Turn ends before the dispatch belong to earlier turns (the watch
+    // starts after the delivery, which a quick agent's turn can outrun);
+    // after that, each is recorded once (by when the supervisor took it).
+    let mut turn_seen_ms = runner
+        .evidence()
+        .read(&spec.job_id)
+        .ok()
+        .and_then(|evs| crate::evidence::latest_dispatch(&evs).map(Evidence::t_ms))
+        .unwrap_or_else(crate::paths::now_ms);
     tracing::info!(job = %spec.job_id, pane = %spec.pane, autocomplete, "evidence watch started");
     while job_running(&engine, &spec) {
         let mut changed = false;
@@ -154,6 +188,13 @@ pub(super) async fn watch(sup: Arc<Sup>, spec: WatchSpec) {
                         }
                     }
                     Err(_) => continue,
+                }
+                if let Some((generation, end)) = super::fusion::turn_end(&entry)
+                    && let Some(ev) = turn_end(&spec, generation, &end, turn_seen_ms)
+                {
+                    turn_seen_ms = end.at.at_ms;
+                    let _ = runner.evidence().append(&spec.job_id, &ev);
+                    changed = true;
                 }
             }
         }
@@ -277,6 +318,50 @@ pub(super) fn mark_restart(state_dir: &std::path::Path) {
             },
             Ok(None) => {}
             Err(e) => tracing::warn!(job = %job.job_id, error = %e, "cannot decide after restart"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Source;
+    use crate::proto::fuse::{EndHow, Mark, TurnEnd};
+
+    fn spec() -> WatchSpec {
+        WatchSpec {
+            job_id: "J1".into(),
+            attempt_id: "A1".into(),
+            session_id: "implementer".into(),
+            pane: "p".into(),
+            generation: 1,
+            autocomplete: false,
+        }
+    }
+
+    fn end(at_ms: u64, source: Source) -> TurnEnd {
+        TurnEnd {
+            at: Mark { at_ms, source },
+            how: EndHow::Ended,
+            error: None,
+            message_sha256: Some("0b".repeat(32)),
+        }
+    }
+
+    #[test]
+    fn only_the_agents_own_turn_ends_after_the_dispatch_are_evidence() {
+        for source in [Source::Hook, Source::Notify, Source::Transcript] {
+            let ev = turn_end(&spec(), 2, &end(100, source), 50);
+            assert!(
+                matches!(ev, Some(Evidence::TurnEnd { t_ms: 100, pane_generation: 2, source: s, .. }) if s == source),
+                "{ev:?}"
+            );
+        }
+        // Before the dispatch (or already recorded): another turn's.
+        assert_eq!(turn_end(&spec(), 1, &end(50, Source::Hook), 50), None);
+        // The screen, the title, the status line never end a turn here.
+        for source in [Source::Screen, Source::Title, Source::Osc, Source::Status] {
+            assert_eq!(turn_end(&spec(), 1, &end(100, source), 50), None);
         }
     }
 }

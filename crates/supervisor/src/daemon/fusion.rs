@@ -77,6 +77,14 @@ pub(super) fn step(sup: &Arc<Sup>, entry: &Arc<Entry>, f: &mut Fusion) -> Option
     })
 }
 
+/// The last turn end the pane's agent reported, and the generation it
+/// belongs to: what the evidence watcher records as the agent's own word.
+pub(super) fn turn_end(entry: &Entry) -> Option<(u64, crate::proto::fuse::TurnEnd)> {
+    let f = lock(&entry.fusion);
+    let (_, _, view) = f.tracker.last()?;
+    Some((f.tracker.generation(), view.turn_end.clone()?))
+}
+
 /// One timer for a disagreement's bound: when it fires the pane is fused
 /// again (and `signal.disagree` published if the disagreement still holds).
 fn arm(sup: &Arc<Sup>, entry: &Arc<Entry>, at_ms: u64, now_ms: u64) {

@@ -180,16 +180,22 @@ fn pipe_replaced_over_and_over_is_not_fought_forever() {
     need_tmux();
     let d = Drover::new();
     let _guard = TmuxGuard(socket(&d));
-    let info = tmux_pane(&d, "fight", &[], &["sleep", "1000"]);
+    let info = tmux_pane(&d, "fight", &["--env", "PS1=$ "], &["sh"]);
     let id = pane_id(&info);
     let mut gave_up = false;
     for i in 0..20 {
         let theirs = d.scratch().join(format!("op{i}.log"));
         let cmd = format!("cat > '{}'", theirs.display());
         assert!(tmux(&d, &["pipe-pane", "-t", &id, &cmd]).status.success());
+        // Output after the operator's pipe-pane reaches drover's screen only
+        // once drover has its pipe back (the operator's `cat` may be gone
+        // before it made its file: tmux closes a replaced pipe at once).
+        let mark = format!("mark-{}", 1000 + i);
+        // Refused (exit 5) once drover has given up on the pane.
+        d.run(&["pane", "send", "fight", &format!("echo mark-$((1000+{i}))")]);
         let settled = wait_until(LONG, || {
             !d.pane("fight").unwrap()["transport_error"].is_null()
-                || (theirs.exists() && writers_of(&theirs).is_empty())
+                || d.read("fight").contains(&mark)
         });
         assert!(settled, "drover neither took its pipe back nor gave up");
         let err = d.pane("fight").unwrap()["transport_error"].clone();
@@ -199,6 +205,11 @@ fn pipe_replaced_over_and_over_is_not_fought_forever() {
             gave_up = true;
             break;
         }
+        assert!(
+            wait_until(LONG, || writers_of(&theirs).is_empty()),
+            "drover took its pipe back but the operator's is still in place: {:?}",
+            writers_of(&theirs)
+        );
     }
     assert!(gave_up, "drover re-piped 20 times in a row");
     d.ok(&["pane", "kill", "fight"]);

@@ -127,3 +127,34 @@ fn a_lanes_folder_comes_back_on_reconcile_and_goes_with_lane_down() {
         "only the lane's folder goes"
     );
 }
+
+/// A supervisor stopped by `kill -9` leaves its wired panes' folders
+/// behind; the next supervisor sweeps them before it takes a request, and
+/// a pane started again under the same name (its client wrote the file
+/// before the supervisor started) still comes up with its file.
+#[test]
+fn a_killed_supervisors_folders_are_swept_and_a_new_pane_keeps_its_file() {
+    let d = Drover::new();
+    let bin = d.scratch().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = program(&bin, "claude").display().to_string();
+    d.serve();
+    d.new_pane("k1", &["--agent", "claude"], &[&claude]);
+    d.new_pane("k2", &["--agent", "claude"], &[&claude]);
+    assert!(settings(&d, "k1").is_file() && settings(&d, "k2").is_file());
+    d.kill_supervisor();
+    // Not a pane's folder: a file drover did not write stays.
+    let stray = d.state.join("signals/README");
+    std::fs::write(&stray, "x").unwrap();
+
+    // The client wires k1 again, then starts the supervisor itself.
+    d.new_pane("k1", &["--agent", "claude"], &[&claude]);
+    assert!(settings(&d, "k1").is_file(), "the new k1 keeps its file");
+    assert!(
+        !d.state.join("signals/k2").exists(),
+        "the killed supervisor's k2 folder was swept"
+    );
+    assert!(stray.is_file());
+    let k1 = d.pane("k1").unwrap();
+    assert_ne!(k1["observation"]["state"], "exited", "{k1:#}");
+}

@@ -187,6 +187,48 @@ pub fn unwire(state_dir: &StateDir, pane: &str) -> Result<bool, AgentError> {
     }
 }
 
+/// Remove every signals folder whose pane `live` does not name: folders
+/// left by panes that ended without a `pane kill` (a supervisor stopped by
+/// `kill -9`, a lost pane). Returns the names removed. Safe while nothing
+/// starts a pane: whatever starts an agent that names its settings file
+/// writes it again first ([`rewire_if_gone`]). A folder that cannot be
+/// removed is left and reported in the error; the others are still swept.
+pub fn sweep(state_dir: &StateDir, live: impl Fn(&str) -> bool) -> Result<Vec<String>, AgentError> {
+    let dir = state_dir.signals_dir();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(AgentError::Launch {
+                message: format!("cannot list {}: {e}", dir.display()),
+            });
+        }
+    };
+    let mut removed = Vec::new();
+    let mut failed = Vec::new();
+    for entry in entries.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if live(&name) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        match unwire(state_dir, &name) {
+            Ok(true) => removed.push(name),
+            Ok(false) => {}
+            Err(e) => failed.push(e.to_string()),
+        }
+    }
+    removed.sort();
+    if failed.is_empty() {
+        Ok(removed)
+    } else {
+        Err(AgentError::Launch {
+            message: failed.join("; "),
+        })
+    }
+}
+
 /// Write pane `pane`'s Claude settings file again when `argv` names it
 /// (`--settings <state>/signals/<pane>/claude-settings.json`) and it is
 /// gone: Claude Code refuses to start on a missing settings file, and a
@@ -385,6 +427,27 @@ mod tests {
                 .claude_settings("r")
                 .exists()
         );
+    }
+
+    #[test]
+    fn sweep_removes_the_folders_of_panes_not_live_only() {
+        let d = tempfile::tempdir().unwrap();
+        let state = StateDir::new(d.path());
+        for p in ["live", "gone", "gone2"] {
+            std::fs::create_dir_all(state.signals_dir().join(p)).unwrap();
+            std::fs::write(state.claude_settings(p), "{}").unwrap();
+        }
+        // A stray file is not a pane's folder: left alone.
+        std::fs::write(state.signals_dir().join("notes.txt"), "x").unwrap();
+        let removed = sweep(state, |n| n == "live").unwrap();
+        assert_eq!(removed, ["gone", "gone2"]);
+        assert!(state.claude_settings("live").exists());
+        assert!(!state.signals_dir().join("gone").exists());
+        assert!(state.signals_dir().join("notes.txt").exists());
+        // Nothing to sweep, and no signals folder at all: nothing removed.
+        assert!(sweep(state, |_| false).unwrap() == ["live"]);
+        std::fs::remove_dir_all(state.signals_dir()).unwrap();
+        assert!(sweep(state, |_| false).unwrap().is_empty());
     }
 
     #[test]

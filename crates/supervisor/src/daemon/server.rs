@@ -254,6 +254,19 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
     // every other record found is a lost pane.
     super::adopt::adopt(&sup).await;
     super::lost::recover(&sup).await;
+    // Before any request: the signals folders of panes this supervisor does
+    // not hold (ended without `pane kill`: a supervisor stopped by kill -9,
+    // a lost pane) go; whatever starts a wired agent writes its file again.
+    {
+        let live: std::collections::HashSet<String> = lock(&sup.panes).keys().cloned().collect();
+        match crate::agent::signal_wire::sweep(sup.state_dir(), |n| live.contains(n)) {
+            Ok(gone) if !gone.is_empty() => {
+                tracing::info!(panes = ?gone, "swept the signals folders of panes no longer here")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "some signals folders of ended panes stay"),
+        }
+    }
     tokio::spawn(super::lost::refresher(sup.clone()));
     super::fleet_hook::start_if_joined(&sup).await;
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

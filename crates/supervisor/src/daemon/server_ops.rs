@@ -262,6 +262,15 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
         }
         creating.insert(spec.name.clone());
     }
+    // Claude does not start on a settings file removed since the client
+    // wrote it (the sweep at a supervisor's start, a `pane kill` of an
+    // older pane of this name).
+    if let Err(e) =
+        crate::agent::signal_wire::rewire_if_gone(sup.state_dir(), &spec.name, &spec.argv)
+    {
+        lock(&sup.creating).remove(&spec.name);
+        return Err(Response::err(0, ErrorCode::Internal, e.to_string()));
+    }
     let name = spec.name.clone();
     let sup2 = sup.clone();
     let spawned = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, Response> {

@@ -116,6 +116,11 @@ pub struct RehearseArgs {
     /// Print one JSON document: what was started.
     #[arg(long)]
     pub json: bool,
+    /// Start the agent wired for its own signals as a lane's is (Claude's
+    /// hooks and status line, Codex's notify and rollout), so `drover agent
+    /// explain` shows them beside the screen.
+    #[arg(long)]
+    pub signals: bool,
     /// Extra arguments for the agent (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<String>,
@@ -320,6 +325,17 @@ fn rehearse_run(a: RehearseArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             argv.extend(["--permission-mode".to_string(), mode.to_string()]);
         }
         argv.extend(a.args.iter().cloned());
+        if a.signals {
+            // Right after the program, as a lane's agent gets them.
+            let kind = match agent {
+                Agent::Claude => drover::agent::AgentKind::Claude,
+                Agent::Codex => drover::agent::AgentKind::Codex,
+            };
+            let state = ctx.state_dir_create()?;
+            let flags = drover::agent::signal_wire::wire(kind, &exe, &state, &name)
+                .map_err(|e| fail(exit::ERROR, format!("cannot wire the agent's signals: {e}")))?;
+            drover::agent::signal_wire::insert_after_program(&mut argv, flags);
+        }
         if let Some(rec) = &a.record {
             argv = rehearse::recorded_argv(&argv, &std::path::absolute(rec)?);
         }

@@ -11,7 +11,6 @@ use crate::real_signals_common::{
     SIGNAL_TIMEOUT, clear_composer, deliver, lane_worktree, signals_script,
 };
 
-use drover::agent::{AgentKind, signal_wire};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -85,24 +84,11 @@ fn wired(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str]) -> Ru
 
 /// [`wired`] with `head` (a `[usage]` table) before the script's turns.
 fn wired_with(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str], head: &str) -> Run {
-    let kind = match agent {
-        Agent::Claude => AgentKind::Claude,
-        Agent::Codex => AgentKind::Codex,
-    };
-    let pane = format!("{name}-{}", v.replace('.', "_"));
     let script = signals_script(head);
     Run::start_args(backend, agent, v, name, &script, None, extra, |root| {
-        let exe = Path::new(env!("CARGO_BIN_EXE_drover"));
-        let flags = signal_wire::wire(
-            kind,
-            exe,
-            drover::statedir::StateDir::new(&root.join("state")),
-            &pane,
-        )
-        .expect("wire");
         let mut args = lane_worktree(root);
-        args.push("--".into());
-        args.extend(flags);
+        // Wired as a lane's agent is: the flags right after the program.
+        args.push("--signals".into());
         args
     })
 }

@@ -515,3 +515,40 @@ fn drover_signals_off_starts_lanes_unwired() {
     assert!(!d.state.join("signals").exists(), "settings written");
     let _ = d.run(&["lane", "down", "--all"]);
 }
+
+/// A hook that fires as its pane's first act, before the supervisor has put
+/// the new pane in its table, is still the pane's: the signal waits
+/// (bounded) for the pane being created instead of being told `pane: null`.
+#[test]
+fn a_hook_fired_while_its_pane_is_created_is_its_panes() {
+    let d = Drover::new();
+    d.serve();
+    let stdin = file(
+        &d.scratch(),
+        "start.json",
+        &fixture("claude-2.1.332/SessionStart.json"),
+    );
+    // Each pane is one chance at the race (it lost about half the time
+    // here without the wait).
+    for i in 0..10 {
+        let name = format!("early{i}");
+        let done = d.scratch().join(format!("{name}.done"));
+        let script = format!(
+            "{BIN} signal claude-hook --state-dir {} < {}; touch {}; exec sleep 600",
+            d.state.display(),
+            stdin.display(),
+            done.display()
+        );
+        d.new_pane(&name, &[], &["sh", "-c", &script]);
+        assert!(
+            common::wait_until(LONG, || done.exists()),
+            "the hook in {name} never returned"
+        );
+        let x: Value = serde_json::from_str(&d.ok(&["agent", "explain", &name, "--json"])).unwrap();
+        assert_eq!(
+            x["signals"][0]["signal"], "session_started",
+            "{name}: {x:#}"
+        );
+        assert_eq!(x["signals"][0]["source"], "hook", "{name}: {x:#}");
+    }
+}

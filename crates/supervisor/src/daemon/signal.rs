@@ -117,6 +117,10 @@ pub(super) fn apply(sup: &Arc<Sup>, e: &Arc<Entry>, note: SignalNote) {
     }
 }
 
+/// How long a signal from a caller in no pane waits for a pane being
+/// created (the hook's own bound is 300 ms).
+const CREATING_WAIT: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// Take a signal for the caller's pane; a caller in none of this
 /// supervisor's panes (or of another user) is told so, and nothing changes.
 pub(super) async fn take(
@@ -126,15 +130,45 @@ pub(super) async fn take(
     peer: Option<tokio::net::unix::UCred>,
 ) -> Response {
     let me = nix::unistd::getuid().as_raw();
-    let pane = peer
+    let caller = peer
         .filter(|c| c.uid() == me)
         .and_then(|c| c.pid())
-        .and_then(|p| u32::try_from(p).ok())
-        .and_then(|pid| super::report::lane_of(sup, pid))
-        .map(|root| root.name);
-    let entry = pane
-        .as_deref()
-        .and_then(|p| lock(&sup.panes).get(p).cloned());
+        .and_then(|p| u32::try_from(p).ok());
+    let resolve = || {
+        let name = caller
+            .and_then(|pid| super::report::lane_of(sup, pid))?
+            .name;
+        let e = lock(&sup.panes).get(&name).cloned()?;
+        Some((name, e))
+    };
+    let mut found = resolve();
+    if found.is_none() && caller.is_some() && !lock(&sup.creating).is_empty() {
+        // A hook can fire before its pane is in the table (the agent runs
+        // inside the spawn): wait, bounded, for a pane being created.
+        let mut sub = sup.feed.subscribe(None);
+        found = resolve();
+        let deadline = tokio::time::Instant::now() + CREATING_WAIT;
+        while found.is_none() {
+            if lock(&sup.creating).is_empty() {
+                // Created (or given up) meanwhile: in the table by now.
+                found = resolve();
+                break;
+            }
+            tokio::select! {
+                ev = sub.live.recv() => match ev {
+                    Ok(ev) if ev.kind == "pane.created" => found = resolve(),
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => found = resolve(),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+    }
+    let (pane, entry) = match found {
+        Some((name, e)) => (Some(name), Some(e)),
+        None => (None, None),
+    };
     if let Some(e) = entry {
         apply(sup, &e, args.note);
     }

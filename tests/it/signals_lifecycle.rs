@@ -19,6 +19,13 @@ fn program(dir: &Path, name: &str) -> PathBuf {
     p
 }
 
+/// A stand-in `claude` in the scratch dir's `bin`; its path.
+fn claude_in_scratch(d: &Drover) -> String {
+    let bin = d.scratch().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    program(&bin, "claude").display().to_string()
+}
+
 fn settings(d: &Drover, pane: &str) -> PathBuf {
     d.state
         .join("signals")
@@ -32,9 +39,7 @@ fn settings(d: &Drover, pane: &str) -> PathBuf {
 #[test]
 fn pane_kill_removes_a_wired_panes_folder_and_respawn_writes_it_again() {
     let d = Drover::new();
-    let bin = d.scratch().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let claude = program(&bin, "claude").display().to_string();
+    let claude = claude_in_scratch(&d);
     d.new_pane("c1", &["--agent", "claude"], &[&claude]);
     d.new_pane("c2", &["--agent", "claude"], &[&claude]);
     d.new_pane("n", &["--agent", "claude", "--no-signals"], &[&claude]);
@@ -135,9 +140,7 @@ fn a_lanes_folder_comes_back_on_reconcile_and_goes_with_lane_down() {
 #[test]
 fn a_killed_supervisors_folders_are_swept_and_a_new_pane_keeps_its_file() {
     let d = Drover::new();
-    let bin = d.scratch().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let claude = program(&bin, "claude").display().to_string();
+    let claude = claude_in_scratch(&d);
     d.serve();
     d.new_pane("k1", &["--agent", "claude"], &[&claude]);
     d.new_pane("k2", &["--agent", "claude"], &[&claude]);

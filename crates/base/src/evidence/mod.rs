@@ -200,6 +200,25 @@ impl Evidence {
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
+impl Evidence {
+    /// A dispatch of job `J1`, attempt `attempt`, session `implementer` on
+    /// pane `p` generation 1, at `t_ms` (for tests).
+    pub fn test_dispatch(t_ms: u64, attempt: &str) -> Evidence {
+        Evidence::Dispatch {
+            t_ms,
+            job_id: "J1".into(),
+            attempt_id: attempt.into(),
+            session_id: "implementer".into(),
+            pane: "p".into(),
+            pane_generation: 1,
+            nonce: "n".into(),
+            report_path: None,
+            worktree: None,
+        }
+    }
+}
+
 /// The evidence files of a state dir.
 #[derive(Debug, Clone)]
 pub struct EvidenceStore {
@@ -288,17 +307,7 @@ mod tests {
     use super::*;
 
     fn dispatch(t: u64, attempt: &str) -> Evidence {
-        Evidence::Dispatch {
-            t_ms: t,
-            job_id: "J1".into(),
-            attempt_id: attempt.into(),
-            session_id: "implementer".into(),
-            pane: "p".into(),
-            pane_generation: 1,
-            nonce: "n".into(),
-            report_path: None,
-            worktree: None,
-        }
+        Evidence::test_dispatch(t, attempt)
     }
 
     #[test]

@@ -285,17 +285,7 @@ mod tests {
     /// decision of a wired lane fail on a malformed scenario.
     #[test]
     fn every_recorded_turn_end_is_a_scenario_the_policy_reads() {
-        let dispatch = Evidence::Dispatch {
-            t_ms: 1,
-            job_id: "J1".into(),
-            attempt_id: "A1".into(),
-            session_id: "implementer".into(),
-            pane: "p".into(),
-            pane_generation: 1,
-            nonce: "n".into(),
-            report_path: None,
-            worktree: None,
-        };
+        let dispatch = Evidence::test_dispatch(1, "A1");
         let ends = [
             (EndHow::Ended, None, Some("0a".repeat(32))),
             (EndHow::Aborted, None, None),

@@ -5,7 +5,7 @@
 //! Events use the field names of the policy's scenario timeline (`t_ms`,
 //! `kind`, `attempt_id`, `session_id`, `pane_generation`, …) plus a few fields
 //! for humans (`pane`, `nonce`, `screen_hash`, `detail`) that
-//! [`scenario_timeline`] leaves out. No prompt or reply bodies are stored.
+//! [`Evidence::timeline_value`] leaves out. No prompt or reply bodies are stored.
 
 mod report_state;
 

@@ -13,7 +13,7 @@
 //!   be put in), external diffs and textconv (`--no-ext-diff --no-textconv`
 //!   on every diff, log and show), and the filters, merge drivers and
 //!   signing programs a repository's own configuration defines
-//!   ([`untrusted`]). Those the user's global or system configuration
+//!   (`untrusted`). Those the user's global or system configuration
 //!   defines keep working (git-lfs).
 //!
 //! drover's own commits never sign unless asked ([`Git::sign`]).

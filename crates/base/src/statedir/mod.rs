@@ -1,5 +1,5 @@
 //! The state dir's layout: every file and folder drover keeps under the
-//! state dir is named here once, as a method of [`StateDir`]; [`env`] names
+//! state dir is named here once, as a method of [`StateDir`]; [`mod@env`] names
 //! the `DROVER_*` environment. Where the state dir is comes from
 //! [`crate::paths`]; what is in it, from here.
 //!

@@ -18,7 +18,7 @@
 //! The record carries its seq and the records are the durable counter; the
 //! counter file is noted before the record and trusted only in the boot that
 //! wrote it, so a `kill -9` at any point leaves a gap in the seq at most, never
-//! a seq used twice ([`seq`]; every point is tested, see [`crash`]).
+//! a seq used twice ([`seq`]; every point is tested, see `crash`).
 //!
 //! Files under `<state>/jobs/`: `<job_id>.job.json` (one record per job),
 //! `seq.hint`, `registry.lock`, `audit.jsonl`, `status.json`.

@@ -24,7 +24,7 @@
 //!   [`mix::record`], [`mix::report`].
 //! - [`events::emit`]`(state_dir, kind, fields)`: append a redacted event;
 //!   returns its `seq`. [`events::emit_quiet`] logs instead of failing.
-//! - [`crate::gate::check`]: the conservative gate.
+//! - `gate::check`: the conservative gate.
 //!
 //! Functions that depend on the time take `now`, so tests can pin it.
 

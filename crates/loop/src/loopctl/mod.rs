@@ -4,7 +4,7 @@
 //!
 //! One folder per concern; imports run one way, each room using only the
 //! ones above it in this list:
-//! - the seam: [`error`] ([`LoopError`]), [`ops`] (what the runner needs from
+//! - the seam: `error` ([`LoopError`]), [`ops`] (what the runner needs from
 //!   lanes and dispatch, as a trait, and the data that crosses it),
 //!   [`sha256`], [`child`] (the loop's own bounded child processes);
 //! - [`board`]: the Backlog.md directory, the charter, which tasks may start

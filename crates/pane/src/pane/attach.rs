@@ -15,7 +15,7 @@ const ATTACH_QUERIES: usize = 4096;
 /// Client ids, unique across every pane of every backend.
 static ATTACH_IDS: AtomicU64 = AtomicU64::new(1);
 
-/// Events for an attached client (output is pulled, see [`AttachSlot::frame`]).
+/// Events for an attached client (output is pulled, see `AttachSlot::frame`).
 #[derive(Debug)]
 pub enum AttachMsg {
     Exited(ExitInfo),

@@ -11,7 +11,7 @@
 //!   what the last rule says: runs the command in "run `…`".
 //! - A reviewer's prompt asks for a verdict in a form given in backticks
 //!   (`VERDICT: pass`, `VERDICT: fail: <one-line reason>`). It reads the
-//!   candidate ("the candidate is <path>"), checks each "X contains the
+//!   candidate ("the candidate is `<path>`"), checks each "X contains the
 //!   line `Y`" the task asks against the patch, and states the verdict in
 //!   that form: a missing line fails with "X must hold the line `Y`".
 //! - A rebase round ("the merge stopped with conflict markers in: X.")

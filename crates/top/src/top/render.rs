@@ -159,7 +159,7 @@ fn columns(wide: bool) -> Vec<Col> {
 /// The columns and their widths for `cells` at `width`: the lane columns
 /// when the screen is [`WIDE_FROM`] wide or they all fit whole; each column
 /// as wide as its widest cell, the widest giving way first when they do not
-/// fit ([`fit`]).
+/// fit (`fit`).
 pub fn layout(
     rows: &[Vec<String>],
     narrow: &[Vec<String>],

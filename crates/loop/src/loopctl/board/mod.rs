@@ -1,4 +1,4 @@
-//! What to work: the Backlog.md board ([`backlog`], re-exported here), the
+//! What to work: the Backlog.md board (`backlog`, re-exported here), the
 //! charter, which tasks may start and the brief a lane gets.
 
 mod backlog;

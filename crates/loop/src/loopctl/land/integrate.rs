@@ -175,7 +175,7 @@ pub fn cap_log(log: &Path, cap: u64) -> Result<(), LoopError> {
     std::fs::rename(&tmp, log).map_err(io)
 }
 
-/// The last [`LOG_TAIL_BYTES`] of a log, decoded lossily (one bad byte
+/// The last `LOG_TAIL_BYTES` of a log, decoded lossily (one bad byte
 /// never empties it), read without loading the whole log.
 pub fn log_tail(log: &Path) -> String {
     use std::io::{Read, Seek, SeekFrom};

@@ -1,5 +1,5 @@
 //! Landing: the loop's git, a lane's candidate patch, the integration branch
-//! and the gate ([`integrate`], re-exported here), the close-out.
+//! and the gate (`integrate`, re-exported here), the close-out.
 
 pub mod apply;
 mod batch;

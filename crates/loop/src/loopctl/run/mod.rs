@@ -3,7 +3,7 @@
 //!
 //! ## Map: the runner's state and the files that use it
 //!
-//! [`runner::Runner`] owns the run and wires its parts ([`parts`]):
+//! [`runner::Runner`] owns the run and wires its parts (`parts`):
 //!
 //! | part | fields | used by |
 //! |---|---|---|

@@ -4,7 +4,7 @@
 //! `steps.rs`; this file holds the run's state, its setup, the loop and the
 //! close-out.
 //!
-//! Hooks for unattended runs: every wait goes through [`Runner::wait_slice`],
+//! Hooks for unattended runs: every wait goes through `Runner::wait_slice`,
 //! every stop through [`Runner::close_out`], and every park records a reason
 //! and a resume condition, so guards, controls and usage-limit parking can
 //! decide there.

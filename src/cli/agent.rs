@@ -153,9 +153,10 @@ fn explain(a: ExplainArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         } else {
             ""
         };
+        let age = drover::paths::now_ms().saturating_sub(d.since_ms);
         println!(
-            "disagree\tscreen {} vs signals {} since {}{reported}",
-            d.screen, d.signals, d.since_ms
+            "disagree\tscreen {} vs signals {} for {age} ms{reported}",
+            d.screen, d.signals
         );
     }
     Ok(exit::OK)

@@ -192,6 +192,18 @@ fn a_turn_open_over_an_idle_screen_is_working_and_disagrees_past_the_bound() {
     assert_eq!(x["signals"][0]["signal"], "prompt_submitted");
     assert_eq!(x["disagreement"]["signals"], "working");
     assert_eq!(x["disagreement_reported"], true);
+    // The text form says for how long, not an epoch time.
+    let text = l.d.ok(&["agent", "explain", "d"]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("disagree\t"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let ms: u64 = line
+        .strip_prefix("disagree\tscreen idle vs signals working for ")
+        .and_then(|r| r.strip_suffix(" ms, reported"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!((3_000..600_000).contains(&ms), "{line}");
     assert_eq!(l.d.pane("d").unwrap()["observation"]["state"], "working");
     // Once per episode: a later event for this pane is another kind.
     l.d.ok(&["pane", "send", "d", &l.send_cmd("Stop")]);

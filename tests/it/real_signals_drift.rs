@@ -323,7 +323,9 @@ fn claude_drifted_rules_fused_state_stays_right() {
         });
         assert_eq!(x["view"]["latch"]["tool"], "Bash", "claude {v}: {x:#}");
         assert_eq!(x["fused"]["source"], "hook", "claude {v}: {x:#}");
-        assert_ne!(screen_label(&x), "blocked:permission", "claude {v}: {x:#}");
+        // No rule matches the dialog: `unknown`, not `starting` again.
+        assert_eq!(ev["screen"], "unknown", "claude {v}: {ev}");
+        assert_eq!(screen_label(&x), "unknown", "claude {v}: {x:#}");
         assert!(!screen_rule(&x, CLAUDE_PERMISSION), "claude {v}: {x:#}");
         // `1. Yes`, as `drover approve` would pick it on a dialog it sees.
         r.keys(&["1"]);

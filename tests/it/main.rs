@@ -94,6 +94,7 @@ mod real_loop_common;
 mod real_loop_rebase;
 mod real_signals;
 mod real_signals_common;
+mod real_signals_drift;
 mod real_signals_wired;
 mod redteam_pass2;
 mod redteam_pass3;

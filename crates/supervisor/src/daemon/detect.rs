@@ -136,8 +136,33 @@ fn publish(sup: &Arc<Sup>, entry: &Arc<Entry>, version: Option<&str>) {
     if let Some(v) = version {
         o.evidence.push(format!("agent_version:{v}"));
     }
+    not_starting_again(&mut o, &lock(&entry.obs), generation);
     super::fusion::screen_seen(entry, o, generation, format!("{hash:016x}"));
     publish_fused(sup, entry);
+}
+
+/// `starting` means "not ready yet": once `generation` has been published
+/// in any other state, a frame that matches nothing is `unknown`, not a
+/// restart — for the fusion too, so `agent explain` and `signal.disagree`
+/// name the screen `unknown` (with what it came after), never `starting`.
+fn not_starting_again(o: &mut Observation, published: &Snapshot, generation: u64) {
+    if o.state != State::Starting
+        || published.generation != generation
+        || published.state == State::Starting
+    {
+        return;
+    }
+    // A re-check of a frame already read this way keeps the state it came
+    // after (not `after:unknown`).
+    let after = published
+        .evidence
+        .iter()
+        .find(|e| e.starts_with("after:"))
+        .filter(|_| published.state == State::Unknown)
+        .cloned()
+        .unwrap_or_else(|| format!("after:{}", published.state));
+    o.evidence.push(after);
+    o.state = State::Unknown;
 }
 
 /// A signal reached the pane's ledger: fuse the last screen observation
@@ -166,27 +191,11 @@ fn publish_fused(sup: &Arc<Sup>, entry: &Arc<Entry>) {
         state,
         kind,
         exit_code,
-        mut evidence,
+        evidence,
         source,
         ..
     } = fused.observation;
-    let mut state = state;
     let mut obs = lock(&entry.obs);
-    // `starting` means "not ready yet": once this generation has been seen in
-    // any other state, a frame that matches nothing is `unknown`, not a restart.
-    if state == State::Starting && obs.generation == generation && obs.state != State::Starting {
-        // A re-check of a frame already read this way keeps the state it
-        // came after (not `after:unknown`).
-        let after = obs
-            .evidence
-            .iter()
-            .find(|e| e.starts_with("after:"))
-            .filter(|_| obs.state == State::Unknown)
-            .cloned()
-            .unwrap_or_else(|| format!("after:{}", obs.state));
-        evidence.push(after);
-        state = State::Unknown;
-    }
     let changed = obs.generation != generation
         || obs.state != state
         || obs.kind != kind
@@ -327,5 +336,45 @@ impl<'a> FreshWaiter<'a> {
 impl Drop for FreshWaiter<'_> {
     fn drop(&mut self) {
         self.0.fresh_waiters.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unmatched() -> Observation {
+        Observation::new(State::Starting, vec!["since_spawn:9000ms".into()])
+    }
+
+    #[test]
+    fn an_unmatched_frame_after_ready_is_unknown_to_the_fusion() {
+        let mut published = starting_snapshot("p", 1);
+        published.state = State::Blocked;
+        let mut o = unmatched();
+        not_starting_again(&mut o, &published, 1);
+        assert_eq!(o.state, State::Unknown);
+        assert_eq!(o.evidence.last().map(String::as_str), Some("after:blocked"));
+        // A re-check keeps what the first unknown came after.
+        published.state = State::Unknown;
+        published.evidence = o.evidence.clone();
+        let mut again = unmatched();
+        not_starting_again(&mut again, &published, 1);
+        assert_eq!(
+            again.evidence.last().map(String::as_str),
+            Some("after:blocked")
+        );
+    }
+
+    #[test]
+    fn a_new_generation_or_one_never_ready_is_still_starting() {
+        let mut published = starting_snapshot("p", 1);
+        let mut o = unmatched();
+        not_starting_again(&mut o, &published, 1);
+        assert_eq!(o.state, State::Starting);
+        published.state = State::Idle;
+        not_starting_again(&mut o, &published, 2);
+        assert_eq!(o.state, State::Starting);
+        assert!(!o.evidence.iter().any(|e| e.starts_with("after:")));
     }
 }

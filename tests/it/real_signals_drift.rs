@@ -16,11 +16,10 @@ use crate::common;
 use crate::real_agents::{Agent, Run};
 use crate::real_signals_common::{SIGNAL_TIMEOUT, deliver, lane_worktree, signals_script};
 
+use drover::agent::AgentKind;
 use drover::agent::rules::{BUILTIN_RULES, ScreenView, compile};
-use drover::agent::{AgentKind, signal_wire};
 use serde_json::Value;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
 use std::time::Instant;
 
 /// The prompt whose reply holds the turn open (`signals.toml`).
@@ -64,11 +63,6 @@ fn drifted(off: &[&str]) -> String {
 /// supervisor starts on a state dir holding the builtin rules minus `off`
 /// (the full builtin rules when `off` is empty: no file).
 fn start(agent: Agent, v: &str, name: &str, off: &[&str]) -> Run {
-    let kind = match agent {
-        Agent::Claude => AgentKind::Claude,
-        Agent::Codex => AgentKind::Codex,
-    };
-    let pane = format!("{name}-{}", v.replace('.', "_"));
     let script = signals_script("");
     let backend = common::backend();
     Run::start_args(&backend, agent, v, name, &script, None, &[], |root| {
@@ -80,12 +74,9 @@ fn start(agent: Agent, v: &str, name: &str, off: &[&str]) -> Run {
                 .expect("create the state dir");
             std::fs::write(state.join("rules.toml"), drifted(off)).expect("write rules.toml");
         }
-        let exe = Path::new(env!("CARGO_BIN_EXE_drover"));
-        let flags = signal_wire::wire(kind, exe, drover::statedir::StateDir::new(&state), &pane)
-            .expect("wire");
         let mut args = lane_worktree(root);
-        args.push("--".into());
-        args.extend(flags);
+        // Wired as a lane's agent is: the flags right after the program.
+        args.push("--signals".into());
         args
     })
 }

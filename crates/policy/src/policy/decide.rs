@@ -658,7 +658,7 @@ mod tests {
             let s = clean().with(57_000, turn_failed(error));
             let d = decide(&s);
             assert_eq!(d.kind(), DecisionKind::EscalateBlocked, "{d}");
-            assert!(d.reason().contains(&format!("failed by hook")), "{d}");
+            assert!(d.reason().contains("failed by hook"), "{d}");
             assert!(d.reason().contains(error.name()), "{d}");
         }
         // Another failure is not a human's matter: the report decides.

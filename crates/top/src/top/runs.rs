@@ -91,6 +91,9 @@ pub struct RunCell {
     pub last_landing: Option<String>,
     /// Why it stopped before its queue drained.
     pub stopped_by: Option<String>,
+    /// What its tasks' lanes reported using, summed (`not reported` when
+    /// none did); `None` before any task started.
+    pub usage: Option<String>,
 }
 
 impl Default for RunCell {
@@ -110,6 +113,7 @@ impl Default for RunCell {
             questions: Vec::new(),
             last_landing: None,
             stopped_by: None,
+            usage: None,
         }
     }
 }
@@ -186,6 +190,9 @@ pub fn cell_of(
         })
         .collect();
     let count = |p: Phase| st.tasks.iter().filter(|t| t.kind() == p).count();
+    let started = st.tasks.iter().filter(|t| t.work().is_some()).count();
+    let usage =
+        (started > 0).then(|| crate::runstate::usage::RunUsage::of(&st.tasks).line(started));
     RunCell {
         n,
         finished: st.finished_at.is_some(),
@@ -200,6 +207,7 @@ pub fn cell_of(
         questions,
         last_landing: last_landing(decisions),
         stopped_by: said(st.stopped_by.as_deref()),
+        usage,
     }
 }
 

@@ -37,6 +37,9 @@ pub fn head(r: &RunCell) -> String {
         Some(l) => out.push_str(&format!(" · last {l}")),
         None => out.push_str(" · nothing landed yet"),
     }
+    if let Some(u) = &r.usage {
+        out.push_str(&format!(" · usage {u}"));
+    }
     if let Some(s) = r
         .stopped_by
         .as_ref()

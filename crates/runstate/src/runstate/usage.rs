@@ -1,4 +1,4 @@
-//! What a run's tasks cost (docs/loop.md, "What a task cost"): each task
+//! What a run's tasks cost (LOOP.md, "What a task cost"): each task
 //! keeps the usage its lanes' agents reported over its jobs
 //! ([`super::task::TaskState::usage`]); the run's figure is their sum,
 //! with how many tasks reported usage and how many a cost, since a cost

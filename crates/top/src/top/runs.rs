@@ -399,6 +399,28 @@ mod tests {
     }
 
     #[test]
+    fn a_run_sums_its_tasks_usage_or_says_it_was_not_reported() {
+        let st = status(json!({"state": "running", "tasks": [
+            task(json!({"id": "TASK-1", "phase": "landed", "round": 1, "sha": "abc", "lane": "l1",
+                "usage": {"input_tokens": 1600, "output_tokens": 340, "cost_usd": 0.06}})),
+            task(json!({"id": "TASK-2", "phase": "implementing", "round": 1, "lane": "l2"})),
+            task(json!({"id": "TASK-3", "phase": "ready"}))]}));
+        let c = cell_of(1, &st, (RunState::Running, true), "");
+        assert_eq!(
+            c.usage.as_deref(),
+            Some("1600 in · 340 out · $0.06 (1 of 2 task(s) reported, 1 a cost)")
+        );
+        let st = status(json!({"state": "running", "tasks": [
+            task(json!({"id": "TASK-2", "phase": "implementing", "round": 1, "lane": "l2"}))]}));
+        let c = cell_of(1, &st, (RunState::Running, true), "");
+        assert_eq!(c.usage.as_deref(), Some("not reported"));
+        let st = status(
+            json!({"state": "running", "tasks": [task(json!({"id": "TASK-3", "phase": "ready"}))]}),
+        );
+        assert_eq!(cell_of(1, &st, (RunState::Running, true), "").usage, None);
+    }
+
+    #[test]
     fn a_run_lists_its_tasks_under_way_parked_first_and_counts_the_rest() {
         let st = status(json!({"state": "running", "mode": "overnight",
             "tasks": [

@@ -177,6 +177,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_s_head_line_gives_its_usage_when_a_task_started() {
+        let mut r = run();
+        assert!(!head(&r).contains("usage"), "{}", head(&r));
+        r.usage = Some("not reported".into());
+        assert!(head(&r).ends_with(" · usage not reported"), "{}", head(&r));
+        r.usage = Some("1600 in · 340 out · $0.06 (1 of 2 task(s) reported, 1 a cost)".into());
+        assert!(
+            head(&r).ends_with(
+                " · usage 1600 in · 340 out · $0.06 (1 of 2 task(s) reported, 1 a cost)"
+            ),
+            "{}",
+            head(&r)
+        );
+    }
+
+    #[test]
     fn what_does_not_fit_is_counted() {
         let l = lines(&[run(), run()], 2, Some(3), 40, 4);
         assert_eq!(l.len(), 4);

@@ -51,6 +51,9 @@ pub struct PaneJson {
     pub parked_until: Option<String>,
     pub job_id: Option<String>,
     pub decision: Option<String>,
+    /// What the pane's agent reported using, in words (`12.3k in · 4.5k
+    /// out · $0.42`); null when it reported nothing.
+    pub usage: Option<String>,
 }
 
 /// One loop run.
@@ -64,6 +67,9 @@ pub struct RunJson {
     pub needs_human: bool,
     pub tasks: Vec<TaskJson>,
     pub questions: Vec<QuestionJson>,
+    /// What its tasks' lanes reported using, summed, in words (`not
+    /// reported` when none did); null before a task started.
+    pub usage: Option<String>,
 }
 
 /// A task of a run under way.
@@ -123,6 +129,7 @@ pub fn pane_json(r: &Row, options: Vec<String>) -> PaneJson {
         parked_until: r.parked_until.clone(),
         job_id: r.job.as_ref().map(|j| j.job_id.clone()),
         decision: r.job.as_ref().and_then(|j| j.decision.clone()),
+        usage: r.usage.map(|u| u.brief()),
     }
 }
 
@@ -158,6 +165,7 @@ pub fn run_json(c: &RunCell) -> RunJson {
                 at: q.at.clone(),
             })
             .collect(),
+        usage: c.usage.clone(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! What a task cost (docs/loop.md, "What a task cost"): when a job is
+//! What a task cost (LOOP.md, "What a task cost"): when a job is
 //! dispatched, its lane's usage tally as the supervisor has it is the job's
 //! baseline; when the job ends (its outcome, a timeout, a cancel), the
 //! tally's growth since is added to the task's `usage` in `run.json`. Every

@@ -88,8 +88,15 @@ fn a_panes_usage_adds_up_across_sessions_and_generations() {
     assert_usage(&total, 1650, 315, 0.165);
     assert_eq!(ls_usage(&d, "u"), total, "pane ls gives the same figure");
 
+    // `agent explain`'s text says it in a line.
+    let text = d.ok(&["agent", "explain", "u"]);
+    assert!(text.contains("usage\t1650 in · 315 out · $0.1"), "{text}");
     // A pane whose agent reported nothing has no figure, not a zero one.
     assert_eq!(explain_usage(&d, "quiet"), Value::Null);
+    assert!(
+        d.ok(&["agent", "explain", "quiet"])
+            .contains("usage\tnot reported\n")
+    );
     assert_eq!(ls_usage(&d, "quiet"), Value::Null);
     // Numbers only: no session id or path in the figure.
     assert_eq!(

@@ -96,6 +96,7 @@ mod real_loop_rebase;
 mod real_signals;
 mod real_signals_common;
 mod real_signals_wired;
+mod real_usage;
 mod redteam_pass2;
 mod redteam_pass3;
 mod redteam_pass3_resume;

@@ -2,8 +2,9 @@
 //! "What a task cost"). An agent reports its session's running totals
 //! ([`Usage`]: Claude's status line, Codex's rollout `token_count`), and a
 //! new session (a respawn, `/clear`, another generation) counts again from
-//! zero; a [`Tally`] keeps the finished sessions' last totals beside the
-//! current session's, so the pane's figure only grows. A task's figure is
+//! zero (Claude Code 2.1.197 keeps its cost across `/clear`); a [`Tally`]
+//! keeps, per figure, what the finished counts came to beside the current
+//! count, so the pane's figure only grows. A task's figure is
 //! the tally's growth over its jobs ([`Usage::since`]); a run's, the sum
 //! over its tasks ([`Usage::plus`]).
 //!
@@ -52,27 +53,6 @@ impl Usage {
         }
     }
 
-    /// Whether any figure is below `earlier`'s: the agent counts from zero
-    /// again (a new session it did not name).
-    fn went_back(&self, earlier: &Usage) -> bool {
-        let back = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if a < b);
-        back(self.input_tokens, earlier.input_tokens)
-            || back(self.output_tokens, earlier.output_tokens)
-            || back(self.cached_tokens, earlier.cached_tokens)
-            || matches!((self.cost_usd, earlier.cost_usd), (Some(a), Some(b)) if a + 1e-9 < b)
-    }
-
-    /// `self` over `older`: each field this figure gives, else `older`'s
-    /// (a status line without its cost does not forget the cost).
-    fn over(&self, older: &Usage) -> Usage {
-        Usage {
-            input_tokens: self.input_tokens.or(older.input_tokens),
-            output_tokens: self.output_tokens.or(older.output_tokens),
-            cached_tokens: self.cached_tokens.or(older.cached_tokens),
-            cost_usd: self.cost_usd.or(older.cost_usd),
-        }
-    }
-
     /// A short line for people: `12.3k in · 4.5k out · $0.42`, the known
     /// figures only; `not reported` when none is.
     pub fn brief(&self) -> String {
@@ -103,58 +83,98 @@ impl Usage {
     }
 }
 
-/// The session a pane's agent counts in now.
-#[derive(Debug, Clone, PartialEq)]
-struct Current {
-    generation: u64,
-    session: Option<String>,
-    totals: Usage,
+/// One counter's tally: what its finished runs counted, and its last value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Counter<T> {
+    finished: T,
+    last: Option<T>,
+    /// Whether it was ever reported (a figure never reported stays absent).
+    seen: bool,
 }
 
-/// A pane's usage across its sessions: the finished sessions' last totals
-/// plus the current session's. Bounded: one session id and two figures,
-/// however many signals came.
+impl<T: Copy + PartialOrd + std::ops::Add<Output = T> + Default> Counter<T> {
+    /// Its count ended (a new process, a new session): it starts again.
+    fn close(&mut self) {
+        if let Some(l) = self.last.take() {
+            self.finished = self.finished + l;
+        }
+    }
+
+    /// Take its next value: below the last one, it counted from zero again.
+    fn take(&mut self, v: Option<T>) {
+        let Some(v) = v else { return };
+        if self.last.is_some_and(|l| v < l) {
+            self.close();
+        }
+        self.last = Some(v);
+        self.seen = true;
+    }
+
+    fn total(&self) -> Option<T> {
+        self.seen
+            .then(|| self.finished + self.last.unwrap_or_default())
+    }
+}
+
+/// A pane's usage across its sessions: per figure, what the finished
+/// counts came to plus the current count. A new generation (another
+/// process) starts every figure again; a new session named starts the token
+/// counts again (each session has its own context) and the cost only if it
+/// went below its last value (Claude Code 2.1.197 counts the process's cost
+/// across `/clear`, 2.1.332 starts it at $0); within a session a figure
+/// below its last value counted from zero again. Bounded: one session id
+/// and eight numbers, however many signals came.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally {
-    finished: Usage,
-    current: Option<Current>,
+    input: Counter<u64>,
+    output: Counter<u64>,
+    cached: Counter<u64>,
+    cost: Counter<f64>,
+    /// The generation and session counting now (`None` before any figure).
+    key: Option<(u64, Option<String>)>,
     sessions: u32,
 }
 
 impl Tally {
     /// Take a session's running totals `u`, reported by the pane's
-    /// `generation` for `session` (when named). Another generation, another
-    /// named session, or a figure below the last one (a session that
-    /// counts from zero again without naming itself) starts a new session.
+    /// `generation` for `session` (when named).
     pub fn take(&mut self, generation: u64, session: Option<&str>, u: &Usage) {
         if u.is_empty() {
             return;
         }
-        if let Some(c) = self.current.as_mut() {
-            let other = c.generation != generation
-                || matches!((c.session.as_deref(), session), (Some(a), Some(b)) if a != b)
-                || u.went_back(&c.totals);
-            if !other {
-                c.totals = u.over(&c.totals);
-                if c.session.is_none() {
-                    c.session = session.map(str::to_string);
-                }
-                return;
+        let (new_generation, new_session) = match &self.key {
+            None => (true, true),
+            Some((g, s)) => (
+                *g != generation,
+                matches!((s.as_deref(), session), (Some(a), Some(b)) if a != b),
+            ),
+        };
+        if new_generation || new_session {
+            self.input.close();
+            self.output.close();
+            self.cached.close();
+            if new_generation {
+                self.cost.close();
             }
-            self.finished = self.finished.plus(&c.totals);
+            self.key = Some((generation, session.map(str::to_string)));
+            self.sessions = self.sessions.saturating_add(1);
+        } else if let Some((_, s @ None)) = self.key.as_mut() {
+            *s = session.map(str::to_string);
         }
-        self.current = Some(Current {
-            generation,
-            session: session.map(str::to_string),
-            totals: *u,
-        });
-        self.sessions = self.sessions.saturating_add(1);
+        self.input.take(u.input_tokens);
+        self.output.take(u.output_tokens);
+        self.cached.take(u.cached_tokens);
+        self.cost.take(u.cost_usd);
     }
 
     /// The pane's total, `None` when its agent never reported usage.
     pub fn total(&self) -> Option<Usage> {
-        let cur = self.current.as_ref().map(|c| c.totals).unwrap_or_default();
-        let t = self.finished.plus(&cur);
+        let t = Usage {
+            input_tokens: self.input.total(),
+            output_tokens: self.output.total(),
+            cached_tokens: self.cached.total(),
+            cost_usd: self.cost.total(),
+        };
         (!t.is_empty()).then_some(t)
     }
 
@@ -197,14 +217,44 @@ mod tests {
         // A respawn: the next generation, same session id even.
         t.take(2, Some("s2"), &u(5, 5, Some(0.002)));
         assert_eq!(t.total(), Some(u(265, 46, Some(0.033))));
-        // A session that names none and counts again from zero.
+        // A count that goes back without a session named started again.
         t.take(2, None, &u(1, 1, Some(0.001)));
         assert_eq!(t.total(), Some(u(266, 47, Some(0.034))));
-        assert_eq!(t.sessions(), 4);
         // An unnamed figure after a named one is the same session growing.
         t.take(2, None, &u(3, 2, Some(0.002)));
         assert_eq!(t.total(), Some(u(268, 48, Some(0.035))));
-        assert_eq!(t.sessions(), 4);
+        assert_eq!(t.sessions(), 3);
+    }
+
+    #[test]
+    fn a_cost_that_goes_on_across_a_clear_is_counted_once() {
+        // Claude Code 2.1.197, as its status line said it: `/clear` starts
+        // the token counts again, not the process's cost.
+        let mut t = Tally::default();
+        t.take(1, Some("s1"), &u(0, 0, Some(0.0)));
+        t.take(1, Some("s1"), &u(12, 7, Some(0.000235)));
+        t.take(1, Some("s2"), &u(0, 0, Some(0.000235)));
+        t.take(1, Some("s2"), &u(12, 7, Some(0.00047)));
+        let total = t.total().unwrap_or_default();
+        assert_eq!(
+            (total.input_tokens, total.output_tokens),
+            (Some(24), Some(14))
+        );
+        assert!(
+            (total.cost_usd.unwrap_or(0.0) - 0.00047).abs() < 1e-12,
+            "{total:?}"
+        );
+        // 2.1.332 starts the cost at $0 with the new session.
+        let mut t = Tally::default();
+        t.take(1, Some("s1"), &u(12, 7, Some(0.000188)));
+        t.take(1, Some("s2"), &u(0, 0, Some(0.0)));
+        t.take(1, Some("s2"), &u(12, 7, Some(0.000188)));
+        let total = t.total().unwrap_or_default();
+        assert!(
+            (total.cost_usd.unwrap_or(0.0) - 0.000376).abs() < 1e-12,
+            "{total:?}"
+        );
+        assert_eq!(t.sessions(), 2);
     }
 
     #[test]
@@ -229,6 +279,18 @@ mod tests {
         // An empty figure changes nothing.
         t.take(3, Some("x"), &Usage::default());
         assert_eq!(t.sessions(), 1);
+        // A figure reported as zero is known: zero, not absent.
+        let mut t = Tally::default();
+        t.take(1, None, &u(0, 0, Some(0.0)));
+        t.take(
+            2,
+            None,
+            &Usage {
+                input_tokens: Some(5),
+                ..Usage::default()
+            },
+        );
+        assert_eq!(t.total(), Some(u(5, 0, Some(0.0))));
     }
 
     #[test]

@@ -53,8 +53,9 @@ impl Usage {
         }
     }
 
-    /// A short line for people: `12.3k in · 4.5k out · $0.42`, the known
-    /// figures only; `not reported` when none is.
+    /// A short line for people: `12.3k in · 4.5k out · $0.42` (a cost under
+    /// a cent to 4 places: `$0.0004`), the known figures only; `not
+    /// reported` when none is.
     pub fn brief(&self) -> String {
         let n = |v: u64| {
             if v >= 1_000_000 {
@@ -73,7 +74,12 @@ impl Usage {
             parts.push(format!("{} out", n(v)));
         }
         if let Some(c) = self.cost_usd {
-            parts.push(format!("${c:.2}"));
+            // A cent or more to the cent; less (a short turn) to 4 places.
+            if c == 0.0 || c >= 0.01 {
+                parts.push(format!("${c:.2}"));
+            } else {
+                parts.push(format!("${c:.4}"));
+            }
         }
         if parts.is_empty() {
             "not reported".into()

@@ -112,6 +112,7 @@ impl<O: LaneOps> Runner<'_, O> {
     fn close_out_as(&mut self, unclosed: Option<&str>) -> Result<RunStatus, LoopError> {
         let lanes: Vec<LaneHandle> = self.slots.lanes.values().cloned().collect();
         for l in lanes {
+            self.usage_down(&l);
             let _ = self.ops.down(&l);
         }
         self.slots.lanes.clear();

@@ -10,7 +10,7 @@
 //! | identity, config | `ops`, `cfg`, `run` | nearly every step file |
 //! | `board` | `view`, `reported` | boardsync, steps, runner |
 //! | recorded state | `status` (`run.json`) | all but bounded, limits, nudge, stall |
-//! | `slots` | `lanes`, `jobs`, `limited`, `quiet`, `held`, `nudges`, `usage_base` | steps, rounds, finish, escalate, limits, nudge, stall, tuning, drive, resume, cost |
+//! | `slots` | `lanes`, `jobs`, `limited`, `quiet`, `held`, `nudges`, `usage_lanes`, `usage_jobs` | steps, rounds, finish, escalate, limits, nudge, stall, tuning, drive, resume, cost |
 //! | `queues` | `landing`, `reviews`, `carried` | drive, gatecheck, landing, resume, escalate, steps, rounds |
 //! | `clocks` | `started`, `spent_before`, `persisted`, `last_pass` | bounded, drive, runner, escalate |
 //! | `locks` | `run`, `board` | runner, resume |

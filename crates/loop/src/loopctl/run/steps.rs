@@ -241,9 +241,8 @@ impl<O: LaneOps> Runner<'_, O> {
                 ..facts
             },
         };
-        let before = self.usage_before(&lane);
         self.ops.dispatch(&lane, &spec)?;
-        self.usage_dispatched(id, job, &lane, before);
+        self.usage_dispatched(job, &lane);
         let now = self.now();
         self.slots
             .jobs
@@ -261,6 +260,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     fn lane_down(&mut self, id: &str) -> Result<(), LoopError> {
         if let Some(h) = self.slots.lanes.remove(id) {
+            self.usage_down(&h);
             self.ops.down(&h)?;
         }
         Ok(())

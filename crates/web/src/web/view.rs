@@ -267,6 +267,40 @@ mod tests {
 
     /// A control and a state the page sends are read as sent and as their
     /// types: a word neither has is kept for the refusal, not a bad body.
+    /// A pane's usage and a run's reach the page in words, or null.
+    #[test]
+    fn usage_reaches_the_page_in_words() {
+        let mut used = test_pane("u", "idle", 5);
+        if let crate::proto::PaneEntry::Live(v) = &mut used {
+            v.usage = Some(crate::proto::usage::Usage {
+                input_tokens: Some(1600),
+                output_tokens: Some(340),
+                cached_tokens: None,
+                cost_usd: Some(0.06),
+            });
+        }
+        let inp = Inputs {
+            panes: vec![used, test_pane("q", "idle", 5)],
+            ..Default::default()
+        };
+        let mut v = build(&inp);
+        v.runs = vec![RunCell {
+            n: 1,
+            usage: Some("not reported".into()),
+            ..Default::default()
+        }];
+        let json = serde_json::to_value(snapshot(&v, &Extras::default())).unwrap_or_default();
+        let pane = |n: &str| {
+            json["panes"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == n).cloned())
+                .unwrap_or_default()
+        };
+        assert_eq!(pane("u")["usage"], "1600 in · 340 out · $0.06");
+        assert_eq!(pane("q")["usage"], serde_json::Value::Null);
+        assert_eq!(json["runs"][0]["usage"], "not reported");
+    }
+
     #[test]
     fn a_control_request_keeps_the_words_it_was_sent() {
         let ok: Result<crate::web::actions::ControlReq, _> = serde_json::from_value(

@@ -68,3 +68,39 @@ fn claude_usage_adds_up_across_a_clear() {
         );
     }
 }
+
+/// Codex's rollout gives its session's tokens and no cost; a respawn (a new
+/// process, a new thread) counts from zero again, and the tally adds both.
+#[test]
+#[ignore = "needs the real agents (scripts/install-agents.sh)"]
+fn codex_usage_has_tokens_no_cost_and_adds_up_across_a_respawn() {
+    for v in Agent::Codex.versions() {
+        let mut r = wired(&common::backend(), Agent::Codex, &v, "usage", &[]);
+        r.expect_state("idle");
+        r.prompt("say hello");
+        r.expect_state("done");
+        let x = explain_until(&r, "a first usage figure", |x| tokens(&x["usage"]) > 0);
+        let first = x["usage"].clone();
+        assert_eq!(
+            first.get("cost_usd"),
+            None,
+            "codex {v}: no cost, not $0: {first}"
+        );
+
+        r.drover(&["pane", "respawn", &r.pane]);
+        r.expect_state("idle");
+        r.prompt("say hello");
+        r.expect_state("done");
+        // The same prompt twice: twice the first turn's tokens.
+        let x = explain_until(&r, "the second process's usage", |x| {
+            tokens(&x["usage"]) > tokens(&first)
+        });
+        let total = &x["usage"];
+        assert_eq!(
+            tokens(total),
+            2 * tokens(&first),
+            "codex {v}: first {first}, total {total}"
+        );
+        assert_eq!(total.get("cost_usd"), None, "codex {v}: {total}");
+    }
+}

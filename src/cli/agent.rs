@@ -147,6 +147,8 @@ fn explain(a: ExplainArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     if x.signals.is_empty() {
         println!("signals\tnone: the screen alone decides");
     }
+    let used = x.usage.map_or_else(|| "not reported".into(), |u| u.brief());
+    println!("usage\t{used}");
     if let Some(d) = &x.disagreement {
         let reported = if x.disagreement_reported {
             ", reported"

@@ -7,6 +7,7 @@ use clap::Args;
 use drover::exit;
 use drover::loopctl::run::rundir;
 use drover::runstate::status::{self, Question, RunStatus};
+use drover::runstate::usage::RunUsage;
 use drover::statedir::StateDir;
 
 pub(super) fn control_cmd(a: super::loopcmd::ControlArgs, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -101,6 +102,8 @@ pub(super) fn status(a: super::loopcmd::StatusArgs, ctx: &Ctx) -> anyhow::Result
         if let Ok(st) = serde_json::from_value::<RunStatus>(v.clone()) {
             v["live"] = serde_json::Value::Bool(st.is_live());
             v["state"] = serde_json::Value::String(st.live_state().as_str().into());
+            // The tasks' usage summed (each task's is under it, as written).
+            v["usage"] = serde_json::to_value(RunUsage::of(&st.tasks))?;
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit::OK);
@@ -144,6 +147,8 @@ pub(super) fn status(a: super::loopcmd::StatusArgs, ctx: &Ctx) -> anyhow::Result
             &rows
         )
     );
+    let started = st.tasks.iter().filter(|t| t.work().is_some()).count();
+    println!("usage: {}", RunUsage::of(&st.tasks).line(started));
     if let Some(s) = &st.stopped_by {
         println!("stopped by {s}");
     }

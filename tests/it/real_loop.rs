@@ -307,6 +307,29 @@ fn loop_lands_two_tasks_and_holds_one(claude_v: &str, codex_v: &str) {
         reviewer(&r2a),
         "both agents reviewed: {r1}\n{r2a}"
     );
+    // What each task cost: both agents' own figures (Claude's status line,
+    // Codex's rollout), summed over its rounds and reviews; each task had a
+    // Claude lane, so each has a cost.
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    for t in run_json["tasks"].as_array().into_iter().flatten() {
+        let u = &t["usage"];
+        assert!(
+            u["input_tokens"].as_u64().unwrap_or(0) > 0
+                && u["cost_usd"].as_f64().unwrap_or(0.0) > 0.0,
+            "{} used nothing: {u}\n{why}",
+            t["id"]
+        );
+    }
+    assert!(
+        out.contains("\n## Usage\n") && out.contains("(3 of 3 task(s) reported, 3 a cost)"),
+        "{why}"
+    );
+    let usage = out.split("\n## Usage\n").nth(1).unwrap_or_default();
+    eprintln!(
+        "claude {claude_v} + codex {codex_v} used:\n{}",
+        usage.split("\n## ").next().unwrap_or_default()
+    );
     let decisions = std::fs::read_to_string(run_dir.join("DECISIONS.md")).unwrap();
     assert!(
         decisions.contains("TASK-2.txt needs another pass"),

@@ -78,7 +78,7 @@ impl Feed {
 
 /// `agent` in a rehearsal on `backend`, in a lane worktree, started with the
 /// flags `signal_wire` gives a lane's pane.
-fn wired(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str]) -> Run {
+pub(crate) fn wired(backend: &str, agent: Agent, v: &str, name: &str, extra: &[&str]) -> Run {
     wired_with(backend, agent, v, name, extra, "")
 }
 

@@ -28,7 +28,7 @@ fn lanes_view() -> View {
         .iter()
         .map(|(n, a, st, k, ago)| {
             // A pane as `pane.ls` lists it (only the fields shown matter).
-            let p = json!({"name": n, "agent": a, "generation": 1, "pid": 1,
+            let mut p = json!({"name": n, "agent": a, "generation": 1, "pid": 1,
                    "backend": "native", "cols": 80, "rows": 24, "argv": [], "env_names": [],
                    "env_verified": true, "started_at_ms": 0, "bytes": 0, "exit": null,
                    "attached": false,
@@ -36,6 +36,14 @@ fn lanes_view() -> View {
                                    "exit_code": if *st == "exited" { Some(1) } else { None },
                                    "pane": n, "generation": 1, "since": "", "evidence": [],
                                    "screen_hash": ""}});
+            // What the agents reported using: Claude's tokens and cost,
+            // Codex's tokens only; the rest reported nothing.
+            if *n == "impl-claude" {
+                p["usage"] =
+                    json!({"input_tokens": 48210, "output_tokens": 5120, "cost_usd": 0.8734});
+            } else if *n == "impl-codex" {
+                p["usage"] = json!({"input_tokens": 9100, "output_tokens": 870});
+            }
             serde_json::from_value::<PaneEntry>(p).expect("a pane")
         })
         .collect();

@@ -1,5 +1,6 @@
 //! `drover lane ls`: each lane's pane, agent state and since, job and
-//! decision, lease, heartbeat, worktree state and ahead/behind its base.
+//! decision, lease, heartbeat, worktree state and ahead/behind its base,
+//! and what its agent used (its pane's usage tally, when reported).
 
 use super::{LaneError, LaneRecord, git};
 use crate::client::Client;
@@ -41,6 +42,11 @@ pub struct LaneView {
     /// How far the base is behind its upstream, when it has one.
     pub base_behind_upstream: Option<u64>,
     pub agent_version: Option<String>,
+    /// What the lane's agent used across its sessions, as the supervisor
+    /// tallies its usage signals; absent when it reported none (or no
+    /// supervisor has its pane).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::proto::usage::Usage>,
 }
 
 /// The worktree state word of a check.
@@ -225,5 +231,6 @@ fn view(
         behind,
         base_behind_upstream: upstream,
         agent_version: rec.agent_version.clone(),
+        usage: pane.and_then(PaneEntry::live).and_then(|v| v.usage),
     }
 }

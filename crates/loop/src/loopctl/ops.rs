@@ -140,6 +140,12 @@ pub trait LaneOps {
     fn observe(&mut self, _lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
         Ok(None)
     }
+    /// What the lane's agent has used so far, as the supervisor tallies its
+    /// usage signals (`None`: not known, or no usage reported). The default
+    /// knows nothing. Never an error: a figure missing costs the run nothing.
+    fn usage(&mut self, _lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
+        None
+    }
     /// Choose the row of the menu the lane shows by its label; false when no
     /// such menu shows.
     fn answer(&mut self, _lane: &LaneHandle, _label: &str) -> Result<bool, LoopError> {

@@ -118,5 +118,6 @@ pub fn view(pane: &dyn PaneBackend, observation: crate::proto::Snapshot) -> crat
         transport_error: pane.transport_error(),
         backend_state: pane.backend_state(),
         observation,
+        usage: None,
     }
 }

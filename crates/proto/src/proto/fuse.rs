@@ -144,4 +144,8 @@ pub struct Explained {
     /// Whether the open disagreement was published as `signal.disagree`.
     #[serde(default)]
     pub disagreement_reported: bool,
+    /// What the pane's agent used across all its sessions (`view.usage` is
+    /// the current session's alone); absent when it reported no usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }

@@ -23,6 +23,7 @@ pub mod request;
 pub mod signal;
 pub mod snapshot;
 pub mod state;
+pub mod usage;
 
 #[cfg(test)]
 mod tests;

@@ -84,6 +84,11 @@ pub struct PaneView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_state: Option<String>,
     pub observation: Snapshot,
+    /// What the pane's agent used across its sessions, as its own signals
+    /// reported it (docs/agents.md, "What a task cost"); absent when it
+    /// reported none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<super::usage::Usage>,
 }
 
 /// A pane a previous supervisor left behind and this one did not re-adopt.

@@ -9,6 +9,7 @@
 //!   roles, autotune's efforts, simulated lanes);
 //! - [`status`]: the run ([`status::RunStatus`]), its loop process, the
 //!   runs of a state dir and the typed read of one;
+//! - [`usage`]: what the run's tasks cost, summed;
 //! - [`control`]: the controls an operator sets on a run (`control.json`)
 //!   and the request with `loop control`'s checks.
 
@@ -18,6 +19,7 @@ pub mod records;
 pub mod run_state;
 pub mod status;
 pub mod task;
+pub mod usage;
 
 pub use control::Control;
 pub use run_state::RunState;

@@ -4,6 +4,7 @@
 //! converted at the edge, and a record no phase can hold is refused with a
 //! clear error rather than loaded half right.
 
+use crate::proto::usage::Usage;
 use crate::registry::Agent;
 use crate::runstate::cause::TaskCause;
 use crate::runstate::records::{Findings, RebaseRound};
@@ -287,6 +288,9 @@ pub struct TaskState {
     pub excluded_s: u64,
     /// Classes of finding its failed rounds opened (the tripwire's count).
     pub findings: Findings,
+    /// What its lanes' agents used over its jobs, every round and review
+    /// (absent: none of them reported usage).
+    pub usage: Option<Usage>,
 }
 
 impl TaskState {
@@ -308,6 +312,7 @@ impl TaskState {
             first_dispatch: None,
             excluded_s: 0,
             findings: Findings::default(),
+            usage: None,
         }
     }
 
@@ -422,6 +427,8 @@ pub struct TaskRecord {
     pub rebase: Option<RebaseRound>,
     #[serde(default)]
     pub prior_candidate: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// A task record no phase can hold.
@@ -495,6 +502,7 @@ impl TryFrom<TaskRecord> for TaskState {
             first_dispatch,
             excluded_s: r.excluded_s,
             findings: r.findings,
+            usage: r.usage,
         })
     }
 }
@@ -532,6 +540,7 @@ impl From<TaskState> for TaskRecord {
             rebases: work.rebases,
             rebase: work.rebase,
             prior_candidate: work.prior_candidate,
+            usage: t.usage,
         }
     }
 }

@@ -144,5 +144,6 @@ pub(super) fn explain(
         rule: last.map_or("screen", |(_, r, _)| r.rule).to_string(),
         disagreement: last.and_then(|(_, r, _)| r.disagreement.clone()),
         disagreement_reported: f.tracker.reported(),
+        usage: lock(&e.usage).total(),
     })
 }

@@ -66,6 +66,8 @@ pub(super) struct Entry {
     pub(super) signals: Mutex<crate::agent::signals::Ledger>,
     /// How many signals the pane's agent sent this second (a bound).
     pub(super) signal_rate: Mutex<super::signal::Rate>,
+    /// What the pane's agent used across its sessions (usage signals).
+    pub(super) usage: Mutex<crate::proto::usage::Tally>,
     /// The screen fused with those signals (super::fusion).
     pub(super) fusion: Mutex<super::fusion::Fusion>,
     /// The Codex thread the pane's `notify` named: its rollout file.
@@ -536,6 +538,7 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         output: events.output,
         signals: Default::default(),
         signal_rate: Default::default(),
+        usage: Default::default(),
         fusion: Default::default(),
         rollout_thread: Default::default(),
     });

@@ -97,7 +97,9 @@ async fn dispatch(sup: &Arc<Sup>, req: Request) -> Result<Value, Response> {
 
 /// A live pane as `pane ls` and `pane.new` report it.
 fn view(e: &Entry) -> PaneView {
-    crate::pane::backend::view(&*e.pane, lock(&e.obs).clone())
+    let mut v = crate::pane::backend::view(&*e.pane, lock(&e.obs).clone());
+    v.usage = lock(&e.usage).total();
+    v
 }
 
 fn pane_ls(sup: &Sup) -> Vec<PaneEntry> {
@@ -299,6 +301,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
             output,
             signals: Default::default(),
             signal_rate: Default::default(),
+            usage: Default::default(),
             fusion: Default::default(),
             rollout_thread: Default::default(),
         });

@@ -4,8 +4,8 @@
 //! credentials, as for `report` (super::report): a lane's hooks never reach
 //! another lane.
 //!
-//! Cheap by design: no disk write per signal, only the pane's ledger (in
-//! memory) and one `pane.signal` event on the feed (a limits or usage
+//! Cheap by design: no disk write per signal, only the pane's ledger and
+//! its usage tally (in memory, [`crate::proto::usage::Tally`]) and one `pane.signal` event on the feed (a limits or usage
 //! figure only when it changed). A pane's agent may send
 //! [`Rate::PER_SECOND`] signals a second; past that they are dropped, with
 //! one warning in the log per second of flood, so a looping hook cannot
@@ -106,6 +106,9 @@ pub(super) fn apply(sup: &Arc<Sup>, e: &Arc<Entry>, note: SignalNote) {
         source: note.source,
         signal: note.signal.kind().to_string(),
     };
+    if let Signal::Usage(u) = &note.signal {
+        lock(&e.usage).take(e.pane.generation(), note.session.as_deref(), u);
+    }
     let mut ledger = lock(&e.signals);
     if !repeats(&ledger, &note) {
         ledger.apply(now, note);

@@ -114,12 +114,13 @@ fn cells(r: &ViewRow, now_ms: u64, wide: bool) -> Vec<String> {
                 .map_or("-".into(), |(a, b)| format!("+{a}/-{b}")),
         );
         c.push(r.parked_until.clone().unwrap_or_else(|| "-".into()));
+        c.push(r.usage.map_or("-".into(), |u| u.brief()));
     }
     c
 }
 
 /// The table's columns; the lane columns (VERSION, LANE, WORKTREE, +/-,
-/// PARKED) only when `wide`.
+/// PARKED) and USAGE (what the pane's agent reported using) only when `wide`.
 fn columns(wide: bool) -> Vec<Col> {
     let col = |title, min, max, elide| Col {
         title,
@@ -151,6 +152,7 @@ fn columns(wide: bool) -> Vec<Col> {
             col("WORKTREE", 8, 17, End),
             col("+/-", 5, 9, End),
             col("PARKED", 6, 25, Middle),
+            col("USAGE", 5, 32, End),
         ]);
     }
     c

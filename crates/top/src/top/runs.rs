@@ -91,6 +91,9 @@ pub struct RunCell {
     pub last_landing: Option<String>,
     /// Why it stopped before its queue drained.
     pub stopped_by: Option<String>,
+    /// What its tasks' lanes reported using, summed (`not reported` when
+    /// none did); `None` before any task started.
+    pub usage: Option<String>,
 }
 
 impl Default for RunCell {
@@ -110,6 +113,7 @@ impl Default for RunCell {
             questions: Vec::new(),
             last_landing: None,
             stopped_by: None,
+            usage: None,
         }
     }
 }
@@ -186,6 +190,9 @@ pub fn cell_of(
         })
         .collect();
     let count = |p: Phase| st.tasks.iter().filter(|t| t.kind() == p).count();
+    let started = st.tasks.iter().filter(|t| t.work().is_some()).count();
+    let usage =
+        (started > 0).then(|| crate::runstate::usage::RunUsage::of(&st.tasks).line(started));
     RunCell {
         n,
         finished: st.finished_at.is_some(),
@@ -200,6 +207,7 @@ pub fn cell_of(
         questions,
         last_landing: last_landing(decisions),
         stopped_by: said(st.stopped_by.as_deref()),
+        usage,
     }
 }
 
@@ -388,6 +396,28 @@ mod tests {
         };
         let st = status(json!({"state": state, "tasks": tasks, "finished_at": finished}));
         cell_of(n, &st, (st.state, false), "")
+    }
+
+    #[test]
+    fn a_run_sums_its_tasks_usage_or_says_it_was_not_reported() {
+        let st = status(json!({"state": "running", "tasks": [
+            task(json!({"id": "TASK-1", "phase": "landed", "round": 1, "sha": "abc", "lane": "l1",
+                "usage": {"input_tokens": 1600, "output_tokens": 340, "cost_usd": 0.06}})),
+            task(json!({"id": "TASK-2", "phase": "implementing", "round": 1, "lane": "l2"})),
+            task(json!({"id": "TASK-3", "phase": "ready"}))]}));
+        let c = cell_of(1, &st, (RunState::Running, true), "");
+        assert_eq!(
+            c.usage.as_deref(),
+            Some("1600 in · 340 out · $0.06 (1 of 2 task(s) reported, 1 a cost)")
+        );
+        let st = status(json!({"state": "running", "tasks": [
+            task(json!({"id": "TASK-2", "phase": "implementing", "round": 1, "lane": "l2"}))]}));
+        let c = cell_of(1, &st, (RunState::Running, true), "");
+        assert_eq!(c.usage.as_deref(), Some("not reported"));
+        let st = status(
+            json!({"state": "running", "tasks": [task(json!({"id": "TASK-3", "phase": "ready"}))]}),
+        );
+        assert_eq!(cell_of(1, &st, (RunState::Running, true), "").usage, None);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub fn head(r: &RunCell) -> String {
         Some(l) => out.push_str(&format!(" · last {l}")),
         None => out.push_str(" · nothing landed yet"),
     }
+    if let Some(u) = &r.usage {
+        out.push_str(&format!(" · usage {u}"));
+    }
     if let Some(s) = r
         .stopped_by
         .as_ref()
@@ -170,6 +173,22 @@ mod tests {
         assert_eq!(
             l[3],
             "    TASK-2 implementing round 1 claude lane l3-impl-task-2"
+        );
+    }
+
+    #[test]
+    fn a_run_s_head_line_gives_its_usage_when_a_task_started() {
+        let mut r = run();
+        assert!(!head(&r).contains("usage"), "{}", head(&r));
+        r.usage = Some("not reported".into());
+        assert!(head(&r).ends_with(" · usage not reported"), "{}", head(&r));
+        r.usage = Some("1600 in · 340 out · $0.06 (1 of 2 task(s) reported, 1 a cost)".into());
+        assert!(
+            head(&r).ends_with(
+                " · usage 1600 in · 340 out · $0.06 (1 of 2 task(s) reported, 1 a cost)"
+            ),
+            "{}",
+            head(&r)
         );
     }
 

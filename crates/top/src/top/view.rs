@@ -108,6 +108,9 @@ pub struct Row {
     pub ahead_behind: Option<(u64, u64)>,
     /// A parked lane's reset time, as the loop wrote it.
     pub parked_until: Option<String>,
+    /// What the pane's agent used across its sessions, as its signals
+    /// reported it (`None`: not reported).
+    pub usage: Option<crate::proto::usage::Usage>,
     pub attention: Attention,
 }
 
@@ -275,6 +278,7 @@ pub fn build(inp: &Inputs) -> View {
     let mut rows: Vec<Row> = Vec::new();
     for p in &inp.panes {
         let name = p.name().to_string();
+        let usage = p.live().and_then(|v| v.usage);
         let (agent, state, state_kind, exit_code, since_ms, generation) = match p {
             PaneEntry::Live(v) => {
                 let o = &v.observation;
@@ -317,6 +321,7 @@ pub fn build(inp: &Inputs) -> View {
             worktree_state: lane.map(|l| l.worktree_state),
             ahead_behind: lane.and_then(ahead_behind),
             parked_until: None,
+            usage,
             attention: Attention::None,
             pane: name,
         });
@@ -344,6 +349,7 @@ pub fn build(inp: &Inputs) -> View {
             worktree_state: Some(l.worktree_state),
             ahead_behind: ahead_behind(l),
             parked_until: None,
+            usage: None,
             attention: Attention::None,
         });
     }

@@ -51,6 +51,9 @@ pub struct PaneJson {
     pub parked_until: Option<String>,
     pub job_id: Option<String>,
     pub decision: Option<String>,
+    /// What the pane's agent reported using, in words (`12.3k in · 4.5k
+    /// out · $0.42`); null when it reported nothing.
+    pub usage: Option<String>,
 }
 
 /// One loop run.
@@ -64,6 +67,9 @@ pub struct RunJson {
     pub needs_human: bool,
     pub tasks: Vec<TaskJson>,
     pub questions: Vec<QuestionJson>,
+    /// What its tasks' lanes reported using, summed, in words (`not
+    /// reported` when none did); null before a task started.
+    pub usage: Option<String>,
 }
 
 /// A task of a run under way.
@@ -123,6 +129,7 @@ pub fn pane_json(r: &Row, options: Vec<String>) -> PaneJson {
         parked_until: r.parked_until.clone(),
         job_id: r.job.as_ref().map(|j| j.job_id.clone()),
         decision: r.job.as_ref().and_then(|j| j.decision.clone()),
+        usage: r.usage.map(|u| u.brief()),
     }
 }
 
@@ -158,6 +165,7 @@ pub fn run_json(c: &RunCell) -> RunJson {
                 at: q.at.clone(),
             })
             .collect(),
+        usage: c.usage.clone(),
     }
 }
 
@@ -259,6 +267,40 @@ mod tests {
 
     /// A control and a state the page sends are read as sent and as their
     /// types: a word neither has is kept for the refusal, not a bad body.
+    /// A pane's usage and a run's reach the page in words, or null.
+    #[test]
+    fn usage_reaches_the_page_in_words() {
+        let mut used = test_pane("u", "idle", 5);
+        if let crate::proto::PaneEntry::Live(v) = &mut used {
+            v.usage = Some(crate::proto::usage::Usage {
+                input_tokens: Some(1600),
+                output_tokens: Some(340),
+                cached_tokens: None,
+                cost_usd: Some(0.06),
+            });
+        }
+        let inp = Inputs {
+            panes: vec![used, test_pane("q", "idle", 5)],
+            ..Default::default()
+        };
+        let mut v = build(&inp);
+        v.runs = vec![RunCell {
+            n: 1,
+            usage: Some("not reported".into()),
+            ..Default::default()
+        }];
+        let json = serde_json::to_value(snapshot(&v, &Extras::default())).unwrap_or_default();
+        let pane = |n: &str| {
+            json["panes"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == n).cloned())
+                .unwrap_or_default()
+        };
+        assert_eq!(pane("u")["usage"], "1600 in · 340 out · $0.06");
+        assert_eq!(pane("q")["usage"], serde_json::Value::Null);
+        assert_eq!(json["runs"][0]["usage"], "not reported");
+    }
+
     #[test]
     fn a_control_request_keeps_the_words_it_was_sent() {
         let ok: Result<crate::web::actions::ControlReq, _> = serde_json::from_value(

@@ -15,6 +15,7 @@ mod model;
 mod resolve;
 mod script;
 mod trace;
+mod usage;
 
 pub use draw::{Frame, frame, paint};
 pub use input::{Decoder, Key};

@@ -391,6 +391,14 @@ impl Model {
                 }
                 Step::Say(text) => self.say(&text),
                 Step::Heartbeat { status, session } => self.heartbeat(&status, session),
+                Step::Usage(t) => {
+                    let taken = super::usage::report(&t);
+                    self.detail(if taken {
+                        "Usage reported"
+                    } else {
+                        "Usage not taken"
+                    });
+                }
                 Step::Limit { ms, resets, menu } => {
                     let at = resets.unwrap_or_else(|| "3am (UTC)".into());
                     let line = if self.claude() {

@@ -108,6 +108,11 @@ pub enum Step {
         #[serde(default)]
         session: Option<String>,
     },
+    /// Report the session's running usage totals as Claude Code's status
+    /// line does (`drover signal claude-status`; the sim is the drover
+    /// binary): `{ usage = { input_tokens = 1200, output_tokens = 300,
+    /// cost_usd = 0.05 } }`, each figure optional.
+    Usage(super::usage::Totals),
     /// Stop at a usage limit: show the agent's limit line above the prompt
     /// and end the turn without the finished-turn marker; the line goes away
     /// after `ms` (the limit resets). `resets` is the time shown. Claude

@@ -2,8 +2,10 @@
 //! `# Closeout: <repo> loop<N> · Charter: <sha256>`, then `## Landed` (a
 //! bullet per task: ID (title), SHA), `## Parked` (ID, reason, resume
 //! condition), `## For ratification` (each ruling or question with a
-//! recommendation), `## Notes`, and `## Take the work` (the commands that
-//! take what landed and commit the board) when there is any.
+//! recommendation), `## Notes`, `## Usage` (a line per started task with
+//! the tokens and cost its lanes reported, or `not reported`, then the
+//! run's total) when any task started, and `## Take the work` (the
+//! commands that take what landed and commit the board) when there is any.
 
 /// What the close-out says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -21,6 +23,10 @@ pub struct Closeout {
     /// (item, recommendation)
     pub ratify: Vec<(String, String)>,
     pub notes: Vec<String>,
+    /// (id, its usage line) per started task; with `usage_total`, the
+    /// run's line: `## Usage` when any.
+    pub usage: Vec<(String, String)>,
+    pub usage_total: Option<String>,
     /// The commands that take the run's work (merge, commit the board,
     /// carry on from it): `## Take the work`, last, when there are any.
     pub take: Vec<String>,
@@ -72,6 +78,13 @@ pub fn render(c: &Closeout) -> String {
     for n in &c.notes {
         t.push_str(&format!("- {}\n", one(n)));
     }
+    if let Some(total) = &c.usage_total {
+        t.push_str("\n## Usage\n");
+        for (id, line) in &c.usage {
+            t.push_str(&format!("- {id}: {}\n", one(line)));
+        }
+        t.push_str(&format!("- run: {}\n", one(total)));
+    }
     if !c.take.is_empty() {
         t.push_str("\n## Take the work\n");
         for n in &c.take {
@@ -100,6 +113,13 @@ mod tests {
             )],
             ratify: vec![],
             notes: vec!["integration branch drover/integration/loop3".into()],
+            usage: vec![
+                ("TASK-1".into(), "1200 in · 300 out · $0.05".into()),
+                ("TASK-2".into(), "not reported".into()),
+            ],
+            usage_total: Some(
+                "1200 in · 300 out · $0.05 (1 of 2 task(s) reported, 1 a cost)".into(),
+            ),
             take: vec![],
         };
         let text = render(&c);
@@ -120,6 +140,11 @@ mod tests {
                 "",
                 "## Notes",
                 "- integration branch drover/integration/loop3",
+                "",
+                "## Usage",
+                "- TASK-1: 1200 in · 300 out · $0.05",
+                "- TASK-2: not reported",
+                "- run: 1200 in · 300 out · $0.05 (1 of 2 task(s) reported, 1 a cost)",
             ]
         );
     }

@@ -98,6 +98,7 @@ mod tests {
             attach_command: None,
             transport_error: transport_error.map(str::to_string),
             backend_state: None,
+            usage: None,
             observation,
         }))
     }

@@ -397,6 +397,10 @@ impl LaneOps for RealLanes {
         Ok(())
     }
 
+    fn usage(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
+        self.jobs.usage(lane)
+    }
+
     fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
         self.jobs.observe(lane)
     }

@@ -424,6 +424,13 @@ impl LaneOps for SimLanes {
         }))
     }
 
+    fn usage(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
+        let ask = args::PaneExplain {
+            pane: lane.pane.clone(),
+        };
+        self.client.call(ask).ok().and_then(|e| e.usage)
+    }
+
     fn answer(&mut self, lane: &LaneHandle, label: &str) -> Result<bool, LoopError> {
         // `pane.answer` chooses the row by its label (docs/protocol.md); no
         // menu showing is `refused`: "not answered".

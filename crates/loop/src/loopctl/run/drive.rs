@@ -312,6 +312,7 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         for (job, outcome) in outs {
             if let Some((task, at)) = self.slots.jobs.remove(&job) {
+                self.usage_ended(&job);
                 if !matches!(outcome, Outcome::Escalated { .. }) {
                     self.slots.held.remove(&job);
                 }

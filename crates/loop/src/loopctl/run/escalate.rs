@@ -127,6 +127,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 )?;
                 self.cancel_job(job);
                 if let Some(h) = self.slots.lanes.remove(id) {
+                    self.usage_down(&h);
                     self.ops.down(&h)?;
                 }
                 self.park_question(
@@ -242,6 +243,7 @@ impl<O: LaneOps> Runner<'_, O> {
             self.cancel_job(&j);
         }
         if let Some(h) = self.slots.lanes.remove(id) {
+            self.usage_down(&h);
             self.ops.down(&h)?;
         }
         self.queues.reviews.retain(|(t, _)| t != id);
@@ -296,6 +298,7 @@ impl<O: LaneOps> Runner<'_, O> {
             self.slots.held.remove(&job);
             self.cancel_job(&job);
             if let Some(h) = self.slots.lanes.remove(&task) {
+                self.usage_down(&h);
                 self.ops.down(&h)?;
             }
             self.park_question(

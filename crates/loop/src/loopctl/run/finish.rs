@@ -112,6 +112,7 @@ impl<O: LaneOps> Runner<'_, O> {
     fn close_out_as(&mut self, unclosed: Option<&str>) -> Result<RunStatus, LoopError> {
         let lanes: Vec<LaneHandle> = self.slots.lanes.values().cloned().collect();
         for l in lanes {
+            self.usage_down(&l);
             let _ = self.ops.down(&l);
         }
         self.slots.lanes.clear();
@@ -227,6 +228,23 @@ impl<O: LaneOps> Runner<'_, O> {
                 "unsigned"
             }
         ));
+        let started: Vec<_> = self
+            .status
+            .tasks
+            .iter()
+            .filter(|t| t.work().is_some())
+            .collect();
+        if !started.is_empty() {
+            c.usage = started
+                .iter()
+                .map(|t| {
+                    let line = t.usage.map_or_else(|| "not reported".into(), |u| u.brief());
+                    (t.id.clone(), line)
+                })
+                .collect();
+            let total = crate::runstate::usage::RunUsage::of(&self.status.tasks);
+            c.usage_total = Some(total.line(started.len()));
+        }
         if unclosed.is_none() {
             c.take = self.take_the_work();
         }

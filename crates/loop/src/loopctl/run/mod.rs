@@ -10,7 +10,7 @@
 //! | identity, config | `ops`, `cfg`, `run` | nearly every step file |
 //! | `board` | `view`, `reported` | boardsync, steps, runner |
 //! | recorded state | `status` (`run.json`) | all but bounded, limits, nudge, stall |
-//! | `slots` | `lanes`, `jobs`, `limited`, `quiet`, `held`, `nudges` | steps, rounds, finish, escalate, limits, nudge, stall, tuning, drive, resume |
+//! | `slots` | `lanes`, `jobs`, `limited`, `quiet`, `held`, `nudges`, `usage_lanes`, `usage_jobs` | steps, rounds, finish, escalate, limits, nudge, stall, tuning, drive, resume, cost |
 //! | `queues` | `landing`, `reviews`, `carried` | drive, gatecheck, landing, resume, escalate, steps, rounds |
 //! | `clocks` | `started`, `spent_before`, `persisted`, `last_pass` | bounded, drive, runner, escalate |
 //! | `locks` | `run`, `board` | runner, resume |
@@ -22,7 +22,7 @@
 //!
 //! [`task::TaskState`] keeps what outlives phases (`id`, `title`, `tier`,
 //! `agent`, `limit_parks`, `stall`, `first_dispatch`, `excluded_s`,
-//! `findings`) beside a [`task::TaskPhase`] whose variants carry what each
+//! `findings`, `usage`) beside a [`task::TaskPhase`] whose variants carry what each
 //! phase has:
 //!
 //! - `Held`, `Ready`: a [`task::Note`] only (`reason`, `resume`, `cause`:
@@ -44,6 +44,7 @@ pub(in crate::loopctl) mod boardsync;
 mod bounded;
 pub mod cause;
 pub mod closeonly;
+mod cost;
 mod drive;
 mod escalate;
 mod finish;

@@ -30,6 +30,10 @@ pub(in crate::loopctl) struct Slots {
     /// Implementer jobs at the end of their turn with no report: what was
     /// said to them ([`crate::loopctl::run::nudge`]).
     pub(in crate::loopctl) nudges: BTreeMap<String, Nudge>,
+    /// Lanes' tasks and usage tallies as last read, by lane id, and
+    /// dispatched jobs' lanes, by job id ([`crate::loopctl::run::cost`]).
+    pub(in crate::loopctl) usage_lanes: BTreeMap<String, super::cost::LaneRead>,
+    pub(in crate::loopctl) usage_jobs: BTreeMap<String, LaneHandle>,
 }
 
 /// The board as the run last read it, and the problems of it this process

@@ -41,7 +41,8 @@ impl<O: LaneOps> Runner<'_, O> {
         mix::next_agent(target, mix::skew(target, spent), None)
     }
 
-    pub(in crate::loopctl) fn cancel_job(&self, job: &str) {
+    pub(in crate::loopctl) fn cancel_job(&mut self, job: &str) {
+        self.usage_ended(job);
         if let Ok(engine) = Engine::open(self.cfg.state()) {
             let _ = engine.transition(&Request::new(
                 job.to_string(),
@@ -55,7 +56,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// Cancel every open job of this run, recorded or not (one dispatched
     /// just before a crash may not be in run.json yet); how many there were.
-    pub(in crate::loopctl) fn cancel_open_jobs(&self) -> Result<usize, LoopError> {
+    pub(in crate::loopctl) fn cancel_open_jobs(&mut self) -> Result<usize, LoopError> {
         let prefix = format!("loop{}-", self.run.n);
         let open: Vec<String> = Engine::open(self.cfg.state())?
             .list()?
@@ -241,6 +242,7 @@ impl<O: LaneOps> Runner<'_, O> {
             },
         };
         self.ops.dispatch(&lane, &spec)?;
+        self.usage_dispatched(job, &lane);
         let now = self.now();
         self.slots
             .jobs
@@ -258,6 +260,7 @@ impl<O: LaneOps> Runner<'_, O> {
 
     fn lane_down(&mut self, id: &str) -> Result<(), LoopError> {
         if let Some(h) = self.slots.lanes.remove(id) {
+            self.usage_down(&h);
             self.ops.down(&h)?;
         }
         Ok(())

@@ -28,10 +28,12 @@ impl<O: LaneOps> Runner<'_, O> {
         let setup = (spec.worktree.is_some() && spec.role == Role::Implementer)
             .then(|| self.setup_for(&spec.lane_dir, "setup.log"))
             .flatten();
-        match setup {
+        let lane = match setup {
             Some(s) => self.ops.up_set(&spec, &s),
             None => self.ops.up(&spec),
-        }
+        }?;
+        self.usage_fresh(&lane);
+        Ok(lane)
     }
 
     /// Note a finished turn of `task`'s lane, dispatched at `at`.

@@ -266,6 +266,7 @@
         h("span", { cls: "mode", text: r.mode }),
         h("span", { cls: "branch", text: "→ " + r.integration_branch }),
       ]),
+      r.usage ? h("div", { cls: "note", testid: "run-usage", text: "usage " + r.usage }) : null,
       tasks.length ? h("ul", { cls: "tasks" }, tasks) : null,
       questions.length ? h("ul", { cls: "questions" }, [h("li", { cls: "sub", text: "Questions" })].concat(questions)) : null,
       buttons.length ? h("div", { cls: "buttons" }, buttons) : null,
@@ -284,6 +285,7 @@
     if (p.ahead !== null && p.ahead !== undefined) lane.push("+" + p.ahead);
     if (p.behind !== null && p.behind !== undefined) lane.push("-" + p.behind);
     if (p.job_id) lane.push("job " + p.job_id);
+    if (p.usage) lane.push("used " + p.usage);
     const row = h("li", { cls: "pane" + (sel ? " selected" : "") + (p.needs_human ? " needy" : ""), testid: "pane-row", data: { pane: p.name } }, [
       h("div", { cls: "line" }, [
         h("strong", { cls: "name", text: p.name }),

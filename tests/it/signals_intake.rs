@@ -517,8 +517,8 @@ fn drover_signals_off_starts_lanes_unwired() {
 }
 
 /// A hook that fires as its pane's first act, before the supervisor has put
-/// the new pane in its table, is still the pane's: the signal waits
-/// (bounded) for the pane being created instead of being told `pane: null`.
+/// the new pane in its table, is still the pane's: the supervisor keeps it
+/// for the pane being created, which takes it once it is in the table.
 #[test]
 fn a_hook_fired_while_its_pane_is_created_is_its_panes() {
     let d = Drover::new();

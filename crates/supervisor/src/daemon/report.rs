@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// How far up the process tree a caller may be from its pane's leader.
-const MAX_DEPTH: usize = 64;
+pub(super) const MAX_DEPTH: usize = 64;
 
 /// A pane this supervisor runs: its name (the lane id), its leader, its cwd.
 pub(super) struct PaneRoot {

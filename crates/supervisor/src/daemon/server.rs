@@ -80,6 +80,9 @@ pub(super) struct Sup {
     pub(super) panes: Mutex<HashMap<String, Arc<Entry>>>,
     /// Names reserved by a `pane.new` in flight (spawning happens unlocked).
     pub(super) creating: Mutex<std::collections::HashSet<String>>,
+    /// Signals from callers in no pane yet while a pane was being created
+    /// (super::signal::take_early).
+    pub(super) early_signals: Mutex<std::collections::VecDeque<super::signal::Early>>,
     pub(super) epoch: watch::Sender<u64>,
     /// `--fresh` barriers in flight: while any waits, every classification
     /// (not only a change) moves the epoch.
@@ -233,6 +236,7 @@ async fn run(opts: ServeOptions, classifier: Classifier) -> Result<(), ServeErro
         classifier,
         panes: Mutex::new(HashMap::new()),
         creating: Mutex::new(std::collections::HashSet::new()),
+        early_signals: Mutex::new(std::collections::VecDeque::new()),
         epoch,
         fresh_waiters: std::sync::atomic::AtomicUsize::new(0),
         shutdown,

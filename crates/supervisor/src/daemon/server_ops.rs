@@ -322,6 +322,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
     });
     super::rollout::start(sup, &entry, codex_home);
     tokio::spawn(super::detect::detector(sup.clone(), entry.clone()));
+    super::signal::take_early(sup, &entry);
     Ok(view(&entry))
 }
 

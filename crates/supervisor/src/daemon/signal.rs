@@ -120,9 +120,47 @@ pub(super) fn apply(sup: &Arc<Sup>, e: &Arc<Entry>, note: SignalNote) {
     }
 }
 
-/// How long a signal from a caller in no pane waits for a pane being
-/// created (the hook's own bound is 300 ms).
-const CREATING_WAIT: std::time::Duration = std::time::Duration::from_millis(150);
+/// How long a signal from a caller in no pane is kept for a pane being
+/// created, and how many are kept at most.
+const EARLY_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+const EARLY_MAX: usize = 64;
+
+/// A signal that came while a pane was being created, from a caller in no
+/// pane yet: its caller's lineage (pid, start time) and the note.
+pub(super) struct Early {
+    at: std::time::Instant,
+    lineage: Vec<(u32, u64)>,
+    note: SignalNote,
+}
+
+/// A new pane is in the table: take the signals kept for it (its leader is
+/// in their caller's lineage, the same process by its start time), in the
+/// order they came.
+pub(super) fn take_early(sup: &Arc<Sup>, e: &Arc<Entry>) {
+    let info = e.pane.info();
+    let Some(start) = crate::pane::procfs::start_time(info.pid) else {
+        return;
+    };
+    let mine: Vec<SignalNote> = {
+        let mut early = lock(&sup.early_signals);
+        let now = std::time::Instant::now();
+        let mut mine = Vec::new();
+        early.retain(|x| {
+            if now.duration_since(x.at) >= EARLY_TTL {
+                return false;
+            }
+            if x.lineage.contains(&(info.pid, start)) {
+                mine.push(x.note.clone());
+                return false;
+            }
+            true
+        });
+        mine
+    };
+    for note in mine {
+        apply(sup, e, note);
+    }
+}
 
 /// Take a signal for the caller's pane; a caller in none of this
 /// supervisor's panes (or of another user) is told so, and nothing changes.
@@ -145,27 +183,32 @@ pub(super) async fn take(
         Some((name, e))
     };
     let mut found = resolve();
-    if found.is_none() && caller.is_some() && !lock(&sup.creating).is_empty() {
+    if found.is_none()
+        && let Some(pid) = caller
+        && !lock(&sup.creating).is_empty()
+    {
         // A hook can fire before its pane is in the table (the agent runs
-        // inside the spawn): wait, bounded, for a pane being created.
-        let mut sub = sup.feed.subscribe(None);
+        // inside the spawn): kept for the pane being created, which takes
+        // it once it is in the table (`take_early`). The hook does not wait.
+        let lineage: Vec<(u32, u64)> = crate::pane::procfs::lineage(pid, super::report::MAX_DEPTH)
+            .into_iter()
+            .map(|(p, st)| (p, st.starttime))
+            .collect();
+        let mut early = lock(&sup.early_signals);
+        // Under the lock `take_early` drains with: in the table by now, or
+        // kept before the new pane's drain.
         found = resolve();
-        let deadline = tokio::time::Instant::now() + CREATING_WAIT;
-        while found.is_none() {
-            if lock(&sup.creating).is_empty() {
-                // Created (or given up) meanwhile: in the table by now.
-                found = resolve();
-                break;
+        if found.is_none() {
+            let now = std::time::Instant::now();
+            early.retain(|e| now.duration_since(e.at) < EARLY_TTL);
+            if early.len() >= EARLY_MAX {
+                early.pop_front();
             }
-            tokio::select! {
-                ev = sub.live.recv() => match ev {
-                    Ok(ev) if ev.kind == "pane.created" => found = resolve(),
-                    Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => found = resolve(),
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                },
-                _ = tokio::time::sleep_until(deadline) => break,
-            }
+            early.push_back(Early {
+                at: now,
+                lineage,
+                note: args.note.clone(),
+            });
         }
     }
     let (pane, entry) = match found {

@@ -32,12 +32,14 @@ fn fixture() -> PathBuf {
         .join("tests/fixtures/signals/claude-2.1.332/PreToolUse.json")
 }
 
-/// The hook's stdin: the captured payload.
+/// The hook's stdin: the captured payload (Claude Code 2.1.332's `PreToolUse`).
 fn hook_input(dir: &Path) -> Result<PathBuf, String> {
     let raw = std::fs::read(fixture()).map_err(|e| format!("fixture: {e}"))?;
     let v: serde_json::Value = serde_json::from_slice(&raw).map_err(|e| e.to_string())?;
+    // A capture's wrapper (`argv`, `payload`) or the payload itself.
+    let payload = v.get("payload").unwrap_or(&v);
     let p = dir.join("hook.json");
-    std::fs::write(&p, v["payload"].to_string()).map_err(|e| e.to_string())?;
+    std::fs::write(&p, payload.to_string()).map_err(|e| e.to_string())?;
     Ok(p)
 }
 

@@ -6,7 +6,7 @@
 //! reported nothing is "not reported", never zero.
 
 use crate::common::{Drover, stderr, stdout};
-use crate::loop_common::{board_repo, run_json};
+use crate::loop_common::{board_repo, loop_run_sim, run_json};
 use serde_json::Value;
 
 const IMP: &str = r#"[[turn]]
@@ -35,20 +35,13 @@ fn a_tasks_usage_reaches_run_json_loop_status_and_the_closeout() {
     let (imp, rev) = (root.join("imp.toml"), root.join("rev.toml"));
     std::fs::write(&imp, IMP).unwrap();
     std::fs::write(&rev, REV).unwrap();
-    let out = d.run(&[
-        "loop",
-        "run",
-        "--charter",
-        charter.to_str().unwrap(),
-        "--repo",
-        repo.to_str().unwrap(),
-        "--turn-timeout-s",
-        "60",
-        "--sim-implementer",
-        imp.to_str().unwrap(),
-        "--sim-reviewer",
-        rev.to_str().unwrap(),
-    ]);
+    let out = loop_run_sim(
+        &d,
+        &charter,
+        &repo,
+        (&imp, &rev),
+        &["--turn-timeout-s", "60"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let closeout = std::fs::read_to_string(d.state.join("loop1/closeout.md")).unwrap();
     assert!(closeout.contains("## Parked\n- none\n"), "{closeout}");

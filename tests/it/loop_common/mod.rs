@@ -168,3 +168,23 @@ pub fn at_integration(repo: &Path, path: &str) -> bool {
         .unwrap()
         .success()
 }
+
+/// `drover loop run --charter C --repo R` on sim lanes that follow the
+/// implementer's and the reviewer's scripts, with `extra` flags.
+pub fn loop_run_sim(
+    d: &Drover,
+    charter: &Path,
+    repo: &Path,
+    scripts: (&Path, &Path),
+    extra: &[&str],
+) -> std::process::Output {
+    let (imp, rev) = (
+        scripts.0.display().to_string(),
+        scripts.1.display().to_string(),
+    );
+    let (charter, repo) = (charter.display().to_string(), repo.display().to_string());
+    let mut args = vec!["loop", "run", "--charter", &charter, "--repo", &repo];
+    args.extend_from_slice(extra);
+    args.extend(["--sim-implementer", &imp, "--sim-reviewer", &rev]);
+    d.run(&args)
+}

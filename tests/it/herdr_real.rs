@@ -182,13 +182,16 @@ fn herdr_real_server_stop_is_the_transport_going_away() {
     fx.stop();
     let exit = exit_of(&d, "st");
     assert_eq!(exit["signal"], "Hangup", "{exit}");
-    let p = d.pane("st").unwrap();
-    assert!(
+    // While herdr shuts down it first answers "server is shutting down";
+    // once it is gone drover says so.
+    let mut p = serde_json::Value::Null;
+    let gone = wait_until(LONG, || {
+        p = d.pane("st").unwrap();
         p["transport_error"]
             .as_str()
-            .is_some_and(|t| t.contains("went away")),
-        "{p}"
-    );
+            .is_some_and(|t| t.contains("went away"))
+    });
+    assert!(gone, "{p}");
     d.ok(&["pane", "kill", "st"]);
 }
 

@@ -316,15 +316,8 @@ pub(super) fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let state_dir = ctx.state_dir_create()?;
     // A SIGTERM of the loop ends its gate and ship command with it.
     drover::loopctl::child::end_on_signals()?;
-    // A resumed run takes its repo, board, base and charter from its run.json.
-    let resumed = match &a.resume {
-        Some(r) => Some(
-            start::recorded(drover::statedir::StateDir::new(&state_dir), run_number(r)?)
-                .map_err(lerr)?,
-        ),
-        None => None,
-    };
-    let mut given = start::Given {
+    let resume = a.resume.as_deref().map(run_number).transpose()?;
+    let given = start::Given {
         repo: a.repo.clone(),
         charter: a.charter.clone(),
         board: a.board.clone(),
@@ -333,52 +326,40 @@ pub(super) fn run_cmd(a: RunArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         sim_implementer: a.sim_implementer.clone(),
         sim_reviewer: a.sim_reviewer.clone(),
     };
-    if let Some(st) = &resumed {
-        given.fill_from(st);
-    }
-    let scripts = (
-        given
-            .sim_implementer
-            .as_deref()
-            .map(super::loopsim::read_script)
-            .transpose()?,
-        given
-            .sim_reviewer
-            .as_deref()
-            .map(super::loopsim::read_script)
-            .transpose()?,
-    );
-    let sim = given.is_sim();
-    if !sim && a.close_only.is_none() {
-        start::need_agents().map_err(lerr)?;
-    }
-    let place = start::place(&given).map_err(lerr)?;
-    // A run on this repository that stopped unclosed holds its tasks: said
-    // before anything (a run dir, a branch) is created.
-    if resumed.is_none() {
-        super::loopcheck::refuse_after_unclosed(&state_dir, &place.repo, ctx.client().ok())?;
-    }
-    if a.sign {
-        start::need_signing(&place.repo).map_err(lerr)?;
-    }
+    let prep = start::prepare(
+        drover::statedir::StateDir::new(&state_dir),
+        given,
+        resume,
+        a.close_only.is_none(),
+        a.sign,
+        ctx.client().ok(),
+    )
+    .map_err(lerr)?;
     drover::loopctl::land::git::set_sign(a.sign);
     let client = ctx.client_or_start()?;
     let jobs_client = ctx.client()?;
     let exe = std::env::current_exe()?;
     let mut opts = LaneOptions::new(&exe);
+    let sim = prep.sim();
     opts.sim = sim;
     opts.backend = a.backend;
     opts.spawn_budget = a.spawn_budget;
     opts.env = user_env;
-    opts.scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
-    let mut fleet_scripts = super::loopsim::sim_scripts(&scripts, sim, &place.board_dir);
+    opts.scripts = prep.sim_scripts();
+    let mut fleet_scripts = prep.sim_scripts();
     let lanes = RealLanes::new(
         drover::statedir::StateDir::new(&state_dir),
         client,
         jobs_client,
         opts,
     );
-    let sim_record = given.sim_record();
+    let sim_record = prep.given.sim_record();
+    let start::Prepared {
+        resumed,
+        given,
+        place,
+        ..
+    } = prep;
     let mut cfg = config(&a, state_dir.into_path_buf(), place, given.base, sim_record);
     start::set_clock(&mut cfg, a.clock_scale, resumed.as_ref());
     if a.overnight {

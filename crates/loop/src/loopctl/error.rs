@@ -20,6 +20,10 @@ pub enum LoopError {
     Git { args: String, message: String },
     #[error("refused: {0}")]
     Refused(String),
+    /// An earlier run on the repository stopped unclosed and holds its
+    /// tasks (said as it is: what to run to resume or close it).
+    #[error("{0}")]
+    Unclosed(String),
     /// A flag or what it names is wrong (said as it is, for the command line).
     #[error("{0}")]
     Flag(String),
@@ -98,7 +102,9 @@ impl LoopError {
             LoopError::Usage { .. } | LoopError::Parse { .. } | LoopError::Flag(_) => {
                 crate::exit::USAGE
             }
-            LoopError::Refused(_) | LoopError::WrongFleet { .. } => crate::exit::REFUSED,
+            LoopError::Refused(_) | LoopError::Unclosed(_) | LoopError::WrongFleet { .. } => {
+                crate::exit::REFUSED
+            }
             LoopError::Interrupted { .. } => crate::exit::TRANSPORT,
             // As a shell reports a process its signal ended: 128 + signal.
             LoopError::Signalled { signal, .. } => match *signal {

@@ -10,16 +10,17 @@ use crate::loopctl::board::charter::Charter;
 use crate::loopctl::board::{self, ready};
 use crate::loopctl::ops::LaneOps;
 use crate::loopctl::run::cause::TaskCause;
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::{Phase, Runner, TaskState};
 use crate::loopctl::run::task::Note;
 
 impl<O: LaneOps> Runner<'_, O> {
     /// Record each problem of the board not recorded before in this process.
     pub(in crate::loopctl) fn report_board(&mut self) -> Result<(), LoopError> {
-        for p in self.board.view.problems.clone() {
+        for p in self.run.board.view.problems.clone() {
             let line = p.describe();
-            if self.board.reported.insert(line.clone()) {
-                self.decide("board", &format!("left out: {line}"))?;
+            if self.run.board.reported.insert(line.clone()) {
+                self.run.decide("board", &format!("left out: {line}"))?;
                 self.say(&format!("board: left out: {line}"));
             }
         }
@@ -29,15 +30,15 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Read the board again; when its directory cannot be listed the board
     /// read before is kept (reported once).
     pub(in crate::loopctl) fn reread_board(&mut self) -> Result<(), LoopError> {
-        match board::load(&self.cfg.board_dir) {
+        match board::load(&self.run.cfg.board_dir) {
             Ok(b) => {
-                self.board.view = b;
+                self.run.board.view = b;
                 self.report_board()
             }
             Err(e) => {
                 let line = format!("cannot be read, the board read before is kept: {e}");
-                if self.board.reported.insert(line.clone()) {
-                    self.decide("board", &line)?;
+                if self.run.board.reported.insert(line.clone()) {
+                    self.run.decide("board", &line)?;
                     self.say(&format!("board: {line}"));
                 }
                 Ok(())
@@ -50,7 +51,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// written, is recorded (a note and a `board` entry): the landing stands.
     pub(in crate::loopctl) fn mark_done(&mut self, id: &str) -> Result<(), LoopError> {
         self.reread_board()?;
-        let why = match self.board.view.task(id).cloned() {
+        let why = match self.run.board.view.task(id).cloned() {
             Some(t) => match board::write_done(&t) {
                 Ok(()) => return Ok(()),
                 Err(e) => format!("could not be marked Done: {e}"),
@@ -58,17 +59,17 @@ impl<O: LaneOps> Runner<'_, O> {
             None => "is no longer on the board; not marked Done".to_string(),
         };
         let line = format!("{id} landed but {why}");
-        self.decide("board", &line)?;
+        self.run.decide("board", &line)?;
         self.say(&format!("board: {line}"));
-        self.status.notes.push(line);
+        self.run.status.notes.push(line);
         Ok(())
     }
 
     /// After a landing, tasks whose dependencies are now Done become Ready.
     pub(in crate::loopctl) fn refresh_board(&mut self) -> Result<(), LoopError> {
         self.reread_board()?;
-        let split = ready::split(&self.board.view, &self.cfg.charter);
-        for t in self.status.tasks.iter_mut() {
+        let split = ready::split(&self.run.board.view, &self.run.cfg.charter);
+        for t in self.run.status.tasks.iter_mut() {
             if t.kind() == Phase::Held && split.ready.contains(&t.id) {
                 t.phase.enter_ready();
                 t.note_mut().reason = None;
@@ -76,29 +77,6 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         Ok(())
-    }
-
-    /// The board's problems as close-out rows: (file, reason, resume).
-    pub(in crate::loopctl) fn board_rows(&self) -> Vec<(String, String, String)> {
-        self.board
-            .view
-            .problems
-            .iter()
-            .map(|p| {
-                let d = p.describe();
-                let (file, reason) = d.split_once(": ").unwrap_or((&d, ""));
-                let resume = if p.id.is_some() {
-                    "give each task its own id, then rerun"
-                } else {
-                    "fix the file, then rerun"
-                };
-                (
-                    file.to_string(),
-                    format!("left out of the board: {reason}"),
-                    resume.to_string(),
-                )
-            })
-            .collect()
     }
 }
 
@@ -154,4 +132,29 @@ pub(in crate::loopctl) fn on_the_board(work: usize, board: &board::Board) -> Str
         format!(" ({})", out.join(", "))
     };
     format!("{} to work, of {total} on the board{why}", tasks(work))
+}
+
+impl Run {
+    /// The board's problems as close-out rows: (file, reason, resume).
+    pub(in crate::loopctl) fn board_rows(&self) -> Vec<(String, String, String)> {
+        self.board
+            .view
+            .problems
+            .iter()
+            .map(|p| {
+                let d = p.describe();
+                let (file, reason) = d.split_once(": ").unwrap_or((&d, ""));
+                let resume = if p.id.is_some() {
+                    "give each task its own id, then rerun"
+                } else {
+                    "fix the file, then rerun"
+                };
+                (
+                    file.to_string(),
+                    format!("left out of the board: {reason}"),
+                    resume.to_string(),
+                )
+            })
+            .collect()
+    }
 }

@@ -7,29 +7,18 @@ use crate::loopctl::child::Bounds;
 use crate::loopctl::night::control::{self, Control};
 use crate::loopctl::night::guards;
 use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::Runner;
 use std::time::Duration;
 
 impl<O: LaneOps> Runner<'_, O> {
-    /// How long a child started now may run: `own`, cut to what is left of
-    /// the wall-clock budget (in real time; at least a second, so a child
-    /// started at the edge still gets its stop asked).
-    pub(in crate::loopctl) fn child_timeout(&self, own: Duration) -> Duration {
-        match guards::remaining(&self.cfg.unattended.guards, self.elapsed()) {
-            Some(left) => own
-                .min(self.cfg.unattended.clock.real(left))
-                .max(Duration::from_secs(1)),
-            None => own,
-        }
-    }
-
     /// Asked while a child runs: why it must end now (an emergency stop
     /// set on the run, the wall-clock budget run out), if it must.
     pub(in crate::loopctl) fn child_stop(&self) -> impl Fn() -> Option<String> + 'static {
-        let run_dir = self.run.path.clone();
-        let clock = self.cfg.unattended.clock.clone();
-        let g = self.cfg.unattended.guards;
-        let clocks = self.clocks;
+        let run_dir = self.run.dir.path.clone();
+        let clock = self.run.cfg.unattended.clock.clone();
+        let g = self.run.cfg.unattended.guards;
+        let clocks = self.run.clocks;
         move || {
             if let Ok(c) = control::read(&run_dir)
                 && let Some((Control::EmergencyStop, r)) = c.ruling()
@@ -47,9 +36,23 @@ impl<O: LaneOps> Runner<'_, O> {
     /// run dir so a resume after a `kill -9` ends what it left.
     pub(in crate::loopctl) fn child_bounds(&self, own: Duration) -> Bounds<'static> {
         Bounds {
-            timeout: self.child_timeout(own),
+            timeout: self.run.child_timeout(own),
             stop: Box::new(self.child_stop()),
-            mark: Some(self.run.path.display().to_string()),
+            mark: Some(self.run.dir.path.display().to_string()),
+        }
+    }
+}
+
+impl Run {
+    /// How long a child started now may run: `own`, cut to what is left of
+    /// the wall-clock budget (in real time; at least a second, so a child
+    /// started at the edge still gets its stop asked).
+    pub(in crate::loopctl) fn child_timeout(&self, own: Duration) -> Duration {
+        match guards::remaining(&self.cfg.unattended.guards, self.elapsed()) {
+            Some(left) => own
+                .min(self.cfg.unattended.clock.real(left))
+                .max(Duration::from_secs(1)),
+            None => own,
         }
     }
 

@@ -21,34 +21,35 @@ pub fn close_unresumed<'a, O: LaneOps>(
 ) -> Result<RunStatus, LoopError> {
     let mut r = Runner::reopen(ops, cfg, n, Box::new(say))?;
     // Not a resume: nothing of the run goes on.
-    r.status.resumes = r.status.resumes.saturating_sub(1);
+    r.run.status.resumes = r.run.status.resumes.saturating_sub(1);
     r.settle_unresumed(why)?;
     r.close_out()
 }
 
 impl<O: LaneOps> Runner<'_, O> {
     fn settle_unresumed(&mut self, why: &str) -> Result<(), LoopError> {
-        let n = self.run.n;
+        let n = self.run.dir.n;
         let reaped = self.ops.reap(&format!("l{n}-"))?;
-        crate::loopctl::child::end_marked(&self.run.path.display().to_string());
+        crate::loopctl::child::end_marked(&self.run.dir.path.display().to_string());
         let cancelled = self.cancel_open_jobs()?;
         let head = self.integration_worktree_back()?;
-        self.status.integration_head = Some(head.clone());
+        self.run.status.integration_head = Some(head.clone());
         let found = land::landed_on(
-            &self.status.integration_worktree,
-            &self.status.base_sha,
-            &self.status.integration_branch,
+            &self.run.status.integration_worktree,
+            &self.run.status.base_sha,
+            &self.run.status.integration_branch,
         )?;
         for (id, sha) in found {
             let landed = self
+                .run
                 .task(&id)
                 .is_some_and(|t| t.kind() == Phase::Landed && t.sha() == Some(&sha));
-            if self.task(&id).is_some() && !landed {
+            if self.run.task(&id).is_some() && !landed {
                 self.landed(&id, &sha)?;
             }
         }
-        self.status.stopped_by = Some(format!("close-out ({why})"));
-        self.decide(
+        self.run.status.stopped_by = Some(format!("close-out ({why})"));
+        self.run.decide(
             "closeout",
             &format!(
                 "loop{n} closed without a resume after its loop process stopped ({why}): {} lane(s) stopped, {} job(s) cancelled, integration at {head}",

@@ -12,6 +12,7 @@
 //! absent, never zero.
 
 use crate::loopctl::ops::{LaneHandle, LaneOps};
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::Runner;
 use crate::proto::usage::Usage;
 
@@ -19,21 +20,15 @@ use crate::proto::usage::Usage;
 pub(in crate::loopctl) type LaneRead = (String, Option<Usage>);
 
 impl<O: LaneOps> Runner<'_, O> {
-    /// `lane` was just started: all its agent uses is its task's.
-    pub(in crate::loopctl) fn usage_fresh(&mut self, lane: &LaneHandle) {
-        self.slots
-            .usage_lanes
-            .insert(lane.id.clone(), (lane.task.clone(), None));
-    }
-
     /// Read `lane`'s tally and add its growth since the last read to its
     /// task; a lane not read before and not started here starts from now.
     pub(in crate::loopctl) fn usage_read(&mut self, lane: &LaneHandle) {
         let Some(now) = self.ops.usage(lane) else {
             return;
         };
-        let Some((task, last)) = self.slots.usage_lanes.get_mut(&lane.id) else {
-            self.slots
+        let Some((task, last)) = self.run.slots.usage_lanes.get_mut(&lane.id) else {
+            self.run
+                .slots
                 .usage_lanes
                 .insert(lane.id.clone(), (lane.task.clone(), Some(now)));
             return;
@@ -41,7 +36,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let spent = now.since(&last.unwrap_or_default());
         *last = Some(now);
         let task = task.clone();
-        if let Some(t) = self.task_mut(&task) {
+        if let Some(t) = self.run.task_mut(&task) {
             t.usage = Some(t.usage.unwrap_or_default().plus(&spent));
         }
     }
@@ -49,12 +44,15 @@ impl<O: LaneOps> Runner<'_, O> {
     /// `job` went to `lane`: read it, and remember whose lane the job is.
     pub(in crate::loopctl) fn usage_dispatched(&mut self, job: &str, lane: &LaneHandle) {
         self.usage_read(lane);
-        self.slots.usage_jobs.insert(job.to_string(), lane.clone());
+        self.run
+            .slots
+            .usage_jobs
+            .insert(job.to_string(), lane.clone());
     }
 
     /// `job` ended: read its lane (once: the job is forgotten).
     pub(in crate::loopctl) fn usage_ended(&mut self, job: &str) {
-        if let Some(lane) = self.slots.usage_jobs.remove(job) {
+        if let Some(lane) = self.run.slots.usage_jobs.remove(job) {
             self.usage_read(&lane);
         }
     }
@@ -62,6 +60,15 @@ impl<O: LaneOps> Runner<'_, O> {
     /// `lane` goes down: its last read, then it is forgotten.
     pub(in crate::loopctl) fn usage_down(&mut self, lane: &LaneHandle) {
         self.usage_read(lane);
-        self.slots.usage_lanes.remove(&lane.id);
+        self.run.slots.usage_lanes.remove(&lane.id);
+    }
+}
+
+impl Run {
+    /// `lane` was just started: all its agent uses is its task's.
+    pub(in crate::loopctl) fn usage_fresh(&mut self, lane: &LaneHandle) {
+        self.slots
+            .usage_lanes
+            .insert(lane.id.clone(), (lane.task.clone(), None));
     }
 }

@@ -8,6 +8,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::night::overnight::{self, Mode, Route};
 use crate::loopctl::night::tripwire::{self, Call, Reason};
 use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::{Phase, Question, Runner};
 use std::time::Duration;
 
@@ -20,10 +21,10 @@ impl<O: LaneOps> Runner<'_, O> {
         rec: &str,
         key: &str,
     ) -> Result<(), LoopError> {
-        let at = crate::loopctl::night::clock::rfc3339(self.now());
-        self.run.ask_at(task, question, rec, &at)?;
-        let overnight = self.controls.mode.is_overnight();
-        self.status.questions.push(Question {
+        let at = crate::loopctl::night::clock::rfc3339(self.run.now());
+        self.run.dir.ask_at(task, question, rec, &at)?;
+        let overnight = self.run.controls.mode.is_overnight();
+        self.run.status.questions.push(Question {
             at,
             task: task.to_string(),
             question: question.to_string(),
@@ -31,39 +32,13 @@ impl<O: LaneOps> Runner<'_, O> {
             overnight,
         });
         let held = if overnight { " (held overnight)" } else { "" };
-        self.notify(
+        self.run.notify(
             "escalation",
             Some(task),
             key,
             &format!("{task}: a question for the owner{held}: see QUESTIONS.md"),
         );
         Ok(())
-    }
-
-    /// What the close-out lists for ratification: the questions held
-    /// overnight first, then the other questions, then the rulings.
-    pub(in crate::loopctl) fn ratification(&self) -> Vec<(String, String)> {
-        let q = |overnight: bool| {
-            self.status
-                .questions
-                .iter()
-                .filter(move |q| q.overnight == overnight)
-                .map(move |q| {
-                    let tag = if overnight {
-                        "question held overnight"
-                    } else {
-                        "question"
-                    };
-                    (
-                        format!("{tag} ({}) on {}: {}", q.at, q.task, q.question),
-                        q.recommendation.clone(),
-                    )
-                })
-        };
-        q(true)
-            .chain(q(false))
-            .chain(self.controls.rulings.clone())
-            .collect()
     }
 
     /// The policy escalated `job` of `id` (not a usage limit): hold the lane
@@ -75,21 +50,22 @@ impl<O: LaneOps> Runner<'_, O> {
         decision: &str,
         reason: &str,
     ) -> Result<(), LoopError> {
-        if let Some(since) = self.slots.held.get(job).copied() {
+        if let Some(since) = self.run.slots.held.get(job).copied() {
             // Still waiting for the owner: keep watching it.
-            self.slots
+            self.run
+                .slots
                 .jobs
                 .insert(job.to_string(), (id.to_string(), since));
             return Ok(());
         }
-        let lane = self.slots.lanes.get(id).cloned();
+        let lane = self.run.slots.lanes.get(id).cloned();
         let kind = match &lane {
             Some(l) => self.ops.observe(l).ok().flatten().and_then(|o| o.kind),
             None => None,
         };
         let lane_id = lane.as_ref().map_or_else(String::new, |l| l.id.clone());
         let what = kind.map_or_else(|| decision.to_string(), |k| k.as_str().to_string());
-        let overnight = self.controls.mode.is_overnight();
+        let overnight = self.run.controls.mode.is_overnight();
         let rec = overnight::recommendation(kind, &lane_id, id, overnight);
         let q = format!("lane {lane_id} is waiting for a human ({what}): {reason}");
         self.ask(id, &q, &rec, job)?;
@@ -98,7 +74,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let route = if gone {
             Route::Park
         } else {
-            overnight::route(self.controls.mode)
+            overnight::route(self.run.controls.mode)
         };
         let when = if gone {
             "its fleet host took the lane down"
@@ -107,26 +83,27 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         match route {
             Route::Hold => {
-                self.slots.held.insert(job.to_string(), self.now());
-                self.slots
+                self.run.slots.held.insert(job.to_string(), self.run.now());
+                self.run
+                    .slots
                     .jobs
-                    .insert(job.to_string(), (id.to_string(), self.now()));
-                self.decide(
+                    .insert(job.to_string(), (id.to_string(), self.run.now()));
+                self.run.decide(
                     "question",
                     &format!("{id}: {q}; lane {lane_id} held for the owner; recommendation: {rec}"),
                 )?;
                 self.say(&format!(
                     "{id}: lane {lane_id} is held for the owner ({what}); see QUESTIONS.md"
                 ));
-                self.persist()
+                self.run.persist()
             }
             Route::Park => {
-                self.decide(
+                self.run.decide(
                     "question",
                     &format!("{id}: {q}; held in QUESTIONS.md ({when}), task parked; recommendation: {rec}"),
                 )?;
                 self.cancel_job(job);
-                if let Some(h) = self.slots.lanes.remove(id) {
+                if let Some(h) = self.run.slots.lanes.remove(id) {
                     self.usage_down(&h);
                     self.ops.down(&h)?;
                 }
@@ -142,27 +119,28 @@ impl<O: LaneOps> Runner<'_, O> {
     /// A park for the owner: not a blocker for the guards (the loop could
     /// go on; it chose to ask).
     fn park_question(&mut self, id: &str, reason: &str, resume: &str) -> Result<(), LoopError> {
-        let streak = self.controls.consecutive_blockers;
+        let streak = self.run.controls.consecutive_blockers;
         self.park(id, reason, resume)?;
-        self.controls.consecutive_blockers = streak;
+        self.run.controls.consecutive_blockers = streak;
         Ok(())
     }
 
     /// Overnight ends at its `--until` on the loop's clock: the questions
     /// held overnight are listed first, then the run goes on owner present.
     pub(in crate::loopctl) fn check_overnight(&mut self) -> Result<(), LoopError> {
-        if !self.controls.mode.ended(self.now()) {
+        if !self.run.controls.mode.ended(self.run.now()) {
             return Ok(());
         }
-        self.controls.mode = Mode::OwnerPresent;
+        self.run.controls.mode = Mode::OwnerPresent;
         let held: Vec<Question> = self
+            .run
             .status
             .questions
             .iter()
             .filter(|q| q.overnight)
             .cloned()
             .collect();
-        self.decide(
+        self.run.decide(
             "overnight",
             &format!(
                 "overnight mode ended; {} question(s) held overnight, listed first",
@@ -179,7 +157,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 q.task, q.at, q.question, q.recommendation
             ));
         }
-        self.notify(
+        self.run.notify(
             "overnight.end",
             None,
             "",
@@ -188,20 +166,20 @@ impl<O: LaneOps> Runner<'_, O> {
                 held.len()
             ),
         );
-        self.persist()
+        self.run.persist()
     }
 
     /// Count the time since the last pass as excluded for the tripwire when
     /// the task could not work (paused, held for the owner, at a limit),
     /// then trip every task in flight past the tripwire's active time.
     pub(in crate::loopctl) fn account_time(&mut self) -> Result<(), LoopError> {
-        let now = self.now();
-        let dt = self.clocks.pass(now);
-        let paused = self.controls.paused.is_some();
-        let held = self.slots.held_tasks();
-        let limited = self.slots.limited_tasks();
+        let now = self.run.now();
+        let dt = self.run.clocks.pass(now);
+        let paused = self.run.controls.paused.is_some();
+        let held = self.run.slots.held_tasks();
+        let limited = self.run.slots.limited_tasks();
         let mut due = Vec::new();
-        for t in self.status.tasks.iter_mut() {
+        for t in self.run.status.tasks.iter_mut() {
             let in_flight = matches!(t.kind(), Phase::Implementing | Phase::Reviewing);
             if (in_flight && paused) || held.contains(&t.id) || limited.contains(&t.id) {
                 t.excluded_s += dt;
@@ -231,6 +209,7 @@ impl<O: LaneOps> Runner<'_, O> {
     /// question to the owner when present.
     pub(in crate::loopctl) fn trip_task(&mut self, id: &str, r: &Reason) -> Result<(), LoopError> {
         let jobs: Vec<String> = self
+            .run
             .slots
             .jobs
             .iter()
@@ -238,19 +217,19 @@ impl<O: LaneOps> Runner<'_, O> {
             .map(|(j, _)| j.clone())
             .collect();
         for j in jobs {
-            self.slots.jobs.remove(&j);
-            self.slots.held.remove(&j);
+            self.run.slots.jobs.remove(&j);
+            self.run.slots.held.remove(&j);
             self.cancel_job(&j);
         }
-        if let Some(h) = self.slots.lanes.remove(id) {
+        if let Some(h) = self.run.slots.lanes.remove(id) {
             self.usage_down(&h);
             self.ops.down(&h)?;
         }
-        self.queues.reviews.retain(|(t, _)| t != id);
-        let overnight = self.controls.mode.is_overnight();
+        self.run.queues.reviews.retain(|(t, _)| t != id);
+        let overnight = self.run.controls.mode.is_overnight();
         let (call, rec) = tripwire::call(r, overnight);
         let why = r.describe();
-        let d = self.decide(
+        let d = self.run.decide(
             "tripwire",
             &format!(
                 "{id}: {why}; call: {}; recommended: {}; options: new approach, split, escalation, park",
@@ -270,7 +249,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 &d,
             )?;
         } else {
-            self.controls.rulings.push((
+            self.run.controls.rulings.push((
                 format!("{d} {id} parked by the tripwire: {why}"),
                 format!("{}: {advice}", rec.as_str()),
             ));
@@ -287,17 +266,18 @@ impl<O: LaneOps> Runner<'_, O> {
     /// parked with their question open.
     pub(in crate::loopctl) fn release_held(&mut self) -> Result<(), LoopError> {
         let held: Vec<(String, String)> = self
+            .run
             .slots
             .jobs
             .iter()
-            .filter(|(j, _)| self.slots.held.contains_key(*j))
+            .filter(|(j, _)| self.run.slots.held.contains_key(*j))
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
         for (job, task) in held {
-            self.slots.jobs.remove(&job);
-            self.slots.held.remove(&job);
+            self.run.slots.jobs.remove(&job);
+            self.run.slots.held.remove(&job);
             self.cancel_job(&job);
-            if let Some(h) = self.slots.lanes.remove(&task) {
+            if let Some(h) = self.run.slots.lanes.remove(&task) {
                 self.usage_down(&h);
                 self.ops.down(&h)?;
             }
@@ -308,5 +288,33 @@ impl<O: LaneOps> Runner<'_, O> {
             )?;
         }
         Ok(())
+    }
+}
+
+impl Run {
+    /// What the close-out lists for ratification: the questions held
+    /// overnight first, then the other questions, then the rulings.
+    pub(in crate::loopctl) fn ratification(&self) -> Vec<(String, String)> {
+        let q = |overnight: bool| {
+            self.status
+                .questions
+                .iter()
+                .filter(move |q| q.overnight == overnight)
+                .map(move |q| {
+                    let tag = if overnight {
+                        "question held overnight"
+                    } else {
+                        "question"
+                    };
+                    (
+                        format!("{tag} ({}) on {}: {}", q.at, q.task, q.question),
+                        q.recommendation.clone(),
+                    )
+                })
+        };
+        q(true)
+            .chain(q(false))
+            .chain(self.controls.rulings.clone())
+            .collect()
     }
 }

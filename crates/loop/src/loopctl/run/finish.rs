@@ -22,18 +22,18 @@ impl<O: LaneOps> Runner<'_, O> {
             && self.supervisor_lost()
         {
             let why = format!("the supervisor cannot be reached ({e})");
-            self.decide(
+            self.run.decide(
                 "interrupted",
                 &format!(
                     "{why}; the run stops unclosed, for `drover loop run --resume {}`",
-                    self.run.n
+                    self.run.dir.n
                 ),
             )?;
             self.say(&format!("interrupted: {why}"));
-            self.status.state = RunState::Interrupted;
-            self.persist()?;
+            self.run.status.state = RunState::Interrupted;
+            self.run.persist()?;
             return Err(LoopError::Interrupted {
-                run: self.run.n,
+                run: self.run.dir.n,
                 why,
             });
         }
@@ -45,12 +45,12 @@ impl<O: LaneOps> Runner<'_, O> {
             self.say(&format!(
                 "{why}: ending the lanes; resume with `drover loop run --resume {run}`"
             ));
-            self.decide(
+            self.run.decide(
                 "interrupted",
                 &format!("{why}; the run stops unclosed, for `drover loop run --resume {run}`"),
             )?;
-            self.status.state = RunState::Interrupted;
-            self.status.stopped_by = Some(format!("signal {signal}"));
+            self.run.status.state = RunState::Interrupted;
+            self.run.status.stopped_by = Some(format!("signal {signal}"));
             self.close_out_as(Some(&why))?;
             return Err(LoopError::Signalled { run, signal });
         }
@@ -59,14 +59,14 @@ impl<O: LaneOps> Runner<'_, O> {
             // git error) leaves the run unclosed, for `--resume`, with its
             // cause in run.json, DECISIONS.md and the close-out.
             let why = e.to_string();
-            let n = self.run.n;
-            self.status.state = RunState::Interrupted;
-            self.status.stopped_by = Some(format!("error: {why}"));
+            let n = self.run.dir.n;
+            self.run.status.state = RunState::Interrupted;
+            self.run.status.stopped_by = Some(format!("error: {why}"));
             // Best effort (a full disk may refuse these too): the cause is
             // what is returned, and run.json stays unclosed either way.
             self.say(&format!("stopped: {why}"));
-            let _ = self.persist();
-            let _ = self.decide(
+            let _ = self.run.persist();
+            let _ = self.run.decide(
                 "interrupted",
                 &format!("{why}; the run stops unclosed, for `drover loop run --resume {n}`"),
             );
@@ -82,8 +82,8 @@ impl<O: LaneOps> Runner<'_, O> {
     /// another run's lease for a task of the same id is not touched.
     fn release_unlanded(&mut self) {
         let now = chrono::Utc::now();
-        let prefix = format!("drover/loop{}/", self.run.n);
-        let Ok(leases) = crate::registry::lease::list(self.cfg.state(), now) else {
+        let prefix = format!("drover/loop{}/", self.run.dir.n);
+        let Ok(leases) = crate::registry::lease::list(self.run.cfg.state(), now) else {
             return;
         };
         for l in leases {
@@ -94,9 +94,10 @@ impl<O: LaneOps> Runner<'_, O> {
                 continue;
             }
             if let Some(a) = l.active_agent {
-                let _ = crate::registry::lend::give_back(self.cfg.state(), task, a, now);
+                let _ = crate::registry::lend::give_back(self.run.cfg.state(), task, a, now);
             }
-            if let Err(e) = crate::registry::lease::release(self.cfg.state(), task, false, now) {
+            if let Err(e) = crate::registry::lease::release(self.run.cfg.state(), task, false, now)
+            {
                 self.say(&format!("{task}: its write lease stays held: {e}"));
             }
         }
@@ -110,25 +111,25 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The close-out; with `unclosed` (why the loop had to stop) the report
     /// is written but the run stays open for `--resume`.
     fn close_out_as(&mut self, unclosed: Option<&str>) -> Result<RunStatus, LoopError> {
-        let lanes: Vec<LaneHandle> = self.slots.lanes.values().cloned().collect();
+        let lanes: Vec<LaneHandle> = self.run.slots.lanes.values().cloned().collect();
         for l in lanes {
             self.usage_down(&l);
             let _ = self.ops.down(&l);
         }
-        self.slots.lanes.clear();
-        for job in self.slots.jobs.keys().cloned().collect::<Vec<_>>() {
+        self.run.slots.lanes.clear();
+        for job in self.run.slots.jobs.keys().cloned().collect::<Vec<_>>() {
             self.cancel_job(&job);
         }
         if unclosed.is_none() {
             self.release_unlanded();
         }
         let mut notes = Vec::new();
-        for t in self.status.tasks.clone() {
+        for t in self.run.status.tasks.clone() {
             let Some(wt) = t.worktree().cloned() else {
                 continue;
             };
             // A gate's checkout left by a killed run is drover's own.
-            crate::loopctl::land::gate_checkout::remove_checkout(&self.cfg.repo, &wt);
+            crate::loopctl::land::gate_checkout::remove_checkout(&self.run.cfg.repo, &wt);
             if t.kind() == Phase::Landed {
                 match self.remove_landed_worktree(&t, &wt) {
                     Ok(()) => {}
@@ -137,7 +138,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     }
                 }
             } else if wt.exists() {
-                let what = if git::has_work(&wt, &self.status.base_sha) {
+                let what = if git::has_work(&wt, &self.run.status.base_sha) {
                     "with its unlanded work"
                 } else {
                     "(no changes in it)"
@@ -145,21 +146,25 @@ impl<O: LaneOps> Runner<'_, O> {
                 notes.push(format!("{}: worktree {} kept {what}", t.id, wt.display()));
             }
         }
-        let head = git::line(&self.status.integration_worktree, &["rev-parse", "HEAD"])
-            .unwrap_or_else(|_| "?".into());
+        let head = git::line(
+            &self.run.status.integration_worktree,
+            &["rev-parse", "HEAD"],
+        )
+        .unwrap_or_else(|_| "?".into());
         let mut c = closeout::Closeout {
             repo: self
+                .run
                 .cfg
                 .repo
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "repo".into()),
-            run: self.run.n,
-            charter_sha256: self.status.charter_sha256.clone(),
-            ratify: self.ratification(),
+            run: self.run.dir.n,
+            charter_sha256: self.run.status.charter_sha256.clone(),
+            ratify: self.run.ratification(),
             ..Default::default()
         };
-        for t in &self.status.tasks {
+        for t in &self.run.status.tasks {
             match t.kind() {
                 Phase::Landed => {
                     c.landed.push((
@@ -185,20 +190,21 @@ impl<O: LaneOps> Runner<'_, O> {
                 )),
             }
         }
-        c.parked.extend(self.board_rows());
+        c.parked.extend(self.run.board_rows());
         if let Some(why) = unclosed {
             c.notes.push(format!(
                 "the run stopped unclosed: {why}; resume it with `drover loop run --resume {}`",
-                self.run.n
+                self.run.dir.n
             ));
         }
         c.notes.push(format!(
             "integration branch {} at {head}; nothing was pushed and main was not touched",
-            self.status.integration_branch
+            self.run.status.integration_branch
         ));
         // A landing that turned a task back (a conflict) counts as a landing:
         // say how many tasks it came to, so 4 landings of 3 tasks add up.
         let landed = self
+            .run
             .status
             .tasks
             .iter()
@@ -206,20 +212,20 @@ impl<O: LaneOps> Runner<'_, O> {
             .count();
         c.notes.push(format!(
             "{landed} task(s) landed, in {} landing(s); gate evidence under {}",
-            self.status.landings,
-            self.run.file("gate-evidence").display()
+            self.run.status.landings,
+            self.run.dir.file("gate-evidence").display()
         ));
-        if self.status.resumes > 0 {
+        if self.run.status.resumes > 0 {
             c.notes.push(format!(
                 "resumed {} time(s) after the loop stopped unclosed (see the `recover` entries of DECISIONS.md)",
-                self.status.resumes
+                self.run.status.resumes
             ));
         }
-        c.notes.extend(self.status.notes.iter().cloned());
+        c.notes.extend(self.run.status.notes.iter().cloned());
         c.notes.extend(notes);
         c.notes.push(format!(
             "drover's commits on {} are by {} <{}>, {} (your own git identity is not used)",
-            self.status.integration_branch,
+            self.run.status.integration_branch,
             crate::git::IDENTITY_NAME,
             crate::git::IDENTITY_EMAIL,
             if crate::loopctl::land::git::signing() {
@@ -229,6 +235,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         ));
         let started: Vec<_> = self
+            .run
             .status
             .tasks
             .iter()
@@ -242,74 +249,75 @@ impl<O: LaneOps> Runner<'_, O> {
                     (t.id.clone(), line)
                 })
                 .collect();
-            let total = crate::runstate::usage::RunUsage::of(&self.status.tasks);
+            let total = crate::runstate::usage::RunUsage::of(&self.run.status.tasks);
             c.usage_total = Some(total.line(started.len()));
         }
         if unclosed.is_none() {
             c.take = self.take_the_work();
         }
         let text = crate::loopctl::run::rundir::shown(&closeout::render(&c));
-        let path = self.run.file("closeout.md");
+        let path = self.run.dir.file("closeout.md");
         crate::store::write_bytes_atomic(&path, text.as_bytes())?;
         if unclosed.is_some() {
-            self.status.closeout = Some(path);
-            self.persist()?;
-            self.notifier.finish(NOTIFY_DRAIN);
-            return Ok(self.status.clone());
+            self.run.status.closeout = Some(path);
+            self.run.persist()?;
+            self.run.notifier.finish(NOTIFY_DRAIN);
+            return Ok(self.run.status.clone());
         }
-        self.decide(
+        self.run.decide(
             "closeout",
             &format!("{} landed, {} parked", c.landed.len(), c.parked.len()),
         )?;
-        self.status.state = match &self.controls.stop {
+        self.run.status.state = match &self.run.controls.stop {
             Some(s) => s.state(),
             None => RunState::Closed,
         };
-        self.status.stopped_by = self.controls.stop.as_ref().map(|s| s.describe());
-        self.status.finished_at = Some(crate::time::to_secs(self.now()));
-        self.status.closeout = Some(path);
-        self.persist()?;
+        self.run.status.stopped_by = self.run.controls.stop.as_ref().map(|s| s.describe());
+        self.run.status.finished_at = Some(crate::time::to_secs(self.run.now()));
+        self.run.status.closeout = Some(path);
+        self.run.persist()?;
         let summary = format!(
             "loop{} closed ({}): {} landed, {} parked",
-            self.run.n,
-            self.status.state,
+            self.run.dir.n,
+            self.run.status.state,
             c.landed.len(),
             c.parked.len()
         );
-        self.notify("closeout", None, "", &summary);
+        self.run.notify("closeout", None, "", &summary);
         // Off the loop's path until now; the close-out gives it a few seconds.
-        self.notifier.finish(NOTIFY_DRAIN);
+        self.run.notifier.finish(NOTIFY_DRAIN);
         crate::registry::events::emit_quiet(
-            self.cfg.state(),
+            self.run.cfg.state(),
             "loop.closeout",
-            serde_json::json!({"run": self.run.n, "landed": c.landed.len(), "parked": c.parked.len()}),
+            serde_json::json!({"run": self.run.dir.n, "landed": c.landed.len(), "parked": c.parked.len()}),
         );
-        Ok(self.status.clone())
+        Ok(self.run.status.clone())
     }
 
     /// The exact commands that take the run's work: merge what landed
     /// (fast-forward), commit the board's Done marks, and start the next run
     /// from this one's branch.
     fn take_the_work(&self) -> Vec<String> {
-        let repo = self.cfg.repo.display().to_string();
+        let repo = self.run.cfg.repo.display().to_string();
         let q = |s: &str| crate::shell::quote(s);
-        let branch = &self.status.integration_branch;
+        let branch = &self.run.status.integration_branch;
         let mut out = Vec::new();
-        if self.status.landings > 0 {
+        if self.run.status.landings > 0 {
             out.push(format!(
                 "take what landed, on the branch the run started from ({}): `git -C {} merge --ff-only {branch}` (or open a pull request from {branch})",
-                self.status.base,
+                self.run.status.base,
                 q(&repo)
             ));
         }
         let board = self
+            .run
             .cfg
             .board_dir
-            .strip_prefix(&self.cfg.repo)
+            .strip_prefix(&self.run.cfg.repo)
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         if !board.is_empty() {
-            let changed = git::line(&self.cfg.repo, &["status", "--porcelain", "--", &board])
+            let changed = git::line(&self.run.cfg.repo, &["status", "--porcelain", "--", &board])
                 .unwrap_or_default();
             if !changed.trim().is_empty() {
                 out.push(format!(
@@ -317,14 +325,14 @@ impl<O: LaneOps> Runner<'_, O> {
                     q(&repo),
                     q(&board),
                     q(&repo),
-                    q(&format!("backlog: loop{} close-out", self.run.n))
+                    q(&format!("backlog: loop{} close-out", self.run.dir.n))
                 ));
             }
         }
-        if self.status.landings > 0 {
+        if self.run.status.landings > 0 {
             out.push(format!(
                 "or carry on from it tonight: `drover loop run --charter {} --base {branch}`",
-                q(&self.status.charter.display().to_string())
+                q(&self.run.status.charter.display().to_string())
             ));
         }
         out

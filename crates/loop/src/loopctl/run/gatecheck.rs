@@ -16,27 +16,29 @@ impl<O: LaneOps> Runner<'_, O> {
     /// The pre-land check: the charter's gate on the candidate's tree (reported
     /// as the CI/Eval Auditor), then `gate check --task`.
     pub(in crate::loopctl) fn gate_check(&mut self, id: &str) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(());
         };
-        let (Some(wt), Some(gate)) = (t.worktree().cloned(), self.cfg.charter.gate.clone()) else {
+        let (Some(wt), Some(gate)) = (t.worktree().cloned(), self.run.cfg.charter.gate.clone())
+        else {
             return Ok(());
         };
-        let lane_dir = self.run.lane_dir(t.lane().unwrap_or(id))?;
-        let bounds = self.child_bounds(self.gate_timeout());
+        let lane_dir = self.run.dir.lane_dir(t.lane().unwrap_or(id))?;
+        let bounds = self.child_bounds(self.run.gate_timeout());
         // The gate runs on a checkout of the candidate of its own, so what
         // it writes never enters the task's worktree (and its next capture).
         let patch = self
             .run
+            .dir
             .path
-            .join(format!("l{}-impl-{}", self.run.n, slug(id)))
+            .join(format!("l{}-impl-{}", self.run.dir.n, slug(id)))
             .join("candidate.patch");
         let base = t
             .work()
             .and_then(|w| w.candidate_base.clone())
-            .unwrap_or_else(|| self.status.base_sha.clone());
+            .unwrap_or_else(|| self.run.status.base_sha.clone());
         let setup = self.setup_for(&lane_dir, "gate-setup.log");
-        let env = self.lane_port_env(t.lane().unwrap_or(id));
+        let env = self.run.lane_port_env(t.lane().unwrap_or(id));
         let g = match land::gate_checkout::run_gate_on_candidate(
             &wt,
             &base,
@@ -64,7 +66,7 @@ impl<O: LaneOps> Runner<'_, O> {
             return self.park(id, &format!("its gate was ended: {why}"), "rerun the task");
         }
         heartbeat::heartbeat(
-            self.cfg.state(),
+            self.run.cfg.state(),
             &HeartbeatRequest {
                 session_id: CI_SESSION.into(),
                 task: Some(id.to_string()),
@@ -88,7 +90,7 @@ impl<O: LaneOps> Runner<'_, O> {
             );
         }
         let report = crate::gate::check(
-            self.cfg.state(),
+            self.run.cfg.state(),
             Some(id),
             t.tier.as_deref() == Some("guarded"),
             Utc::now(),
@@ -101,11 +103,11 @@ impl<O: LaneOps> Runner<'_, O> {
                 "clear the gate's reasons, then rerun",
             );
         }
-        if let Some(t) = self.task_mut(id) {
+        if let Some(t) = self.run.task_mut(id) {
             t.phase.enter_landing();
         }
-        self.queues.landing.push(id.to_string());
+        self.run.queues.landing.push(id.to_string());
         self.say(&format!("{id}: gate ready, queued for landing"));
-        self.persist()
+        self.run.persist()
     }
 }

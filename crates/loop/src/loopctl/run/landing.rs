@@ -15,58 +15,59 @@ impl<O: LaneOps> Runner<'_, O> {
     /// one tree (bisected when red), onto the integration branch.
     pub(in crate::loopctl) fn land(&mut self) -> Result<(), LoopError> {
         let n = self
+            .run
             .cfg
             .unattended
             .land_batch
             .max(1)
-            .min(self.queues.landing.len());
-        let ids: Vec<String> = self.queues.landing.drain(..n).collect();
+            .min(self.run.queues.landing.len());
+        let ids: Vec<String> = self.run.queues.landing.drain(..n).collect();
         let queued: Vec<Queued> = ids
             .iter()
             .filter_map(|id| {
-                let t = self.task(id)?;
-                let lane = format!("l{}-impl-{}", self.run.n, slug(id));
+                let t = self.run.task(id)?;
+                let lane = format!("l{}-impl-{}", self.run.dir.n, slug(id));
                 Some(Queued {
                     task: id.clone(),
                     title: t.title.clone(),
-                    patch: self.run.path.join(lane).join("candidate.patch"),
+                    patch: self.run.dir.path.join(lane).join("candidate.patch"),
                     base: t.work().and_then(|w| w.candidate_base.clone()),
                 })
             })
             .collect();
-        let gate = self.cfg.charter.gate.clone().unwrap_or_default();
+        let gate = self.run.cfg.charter.gate.clone().unwrap_or_default();
         if !self.integration_set_up(&ids)? {
             return Ok(());
         }
-        let _one_at_a_time = crate::store::lock_beside(&self.run.file("landing"))?;
-        let number = self.status.landings + 1;
-        let bounds = self.child_bounds(self.gate_timeout());
+        let _one_at_a_time = crate::store::lock_beside(&self.run.dir.file("landing"))?;
+        let number = self.run.status.landings + 1;
+        let bounds = self.child_bounds(self.run.gate_timeout());
         let l = land::land_bounded(
-            &self.status.integration_worktree,
-            &self.status.integration_branch,
+            &self.run.status.integration_worktree,
+            &self.run.status.integration_branch,
             &queued,
             &gate,
-            &self.run.file("gate-evidence"),
+            &self.run.dir.file("gate-evidence"),
             number,
             &bounds,
         )?;
         // The branch holds the landing now: recorded before it is acted on
         // (board, ledger, ship), so a crash from here never lands it again.
-        self.status.landings = number;
-        self.status.integration_head = Some(l.head.clone());
+        self.run.status.landings = number;
+        self.run.status.integration_head = Some(l.head.clone());
         for (id, fate) in &l.fates {
-            if let (Fate::Landed { sha, .. }, Some(t)) = (fate, self.task_mut(id)) {
+            if let (Fate::Landed { sha, .. }, Some(t)) = (fate, self.run.task_mut(id)) {
                 t.phase.land(sha);
             }
         }
-        self.persist()?;
+        self.run.persist()?;
         let mut landed = 0;
         for (id, fate) in &l.fates {
             match fate {
                 Fate::Landed { sha, three_way } => {
                     landed += 1;
                     if *three_way {
-                        self.decide(
+                        self.run.decide(
                             "landing",
                             &format!("{id}: its candidate no longer applied to the integration head; applied three-way against its base"),
                         )?;
@@ -84,7 +85,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
                 Fate::Stopped { reason } => {
                     // Still queued: the close-out (or a resume) says so.
-                    if let Some(t) = self.task_mut(id) {
+                    if let Some(t) = self.run.task_mut(id) {
                         t.note_mut().reason = Some(reason.clone());
                         t.note_mut().resume = Some("resume the run, or rerun the task".into());
                         t.note_mut().cause = None;
@@ -96,7 +97,8 @@ impl<O: LaneOps> Runner<'_, O> {
                 } => {
                     let lane_dir =
                         self.run
-                            .lane_dir(&format!("l{}-impl-{}", self.run.n, slug(id)))?;
+                            .dir
+                            .lane_dir(&format!("l{}-impl-{}", self.run.dir.n, slug(id)))?;
                     let prior =
                         std::fs::read_to_string(lane_dir.join("return.md")).unwrap_or_default();
                     let text = crate::loopctl::run::rundir::shown(&format!(
@@ -108,8 +110,8 @@ impl<O: LaneOps> Runner<'_, O> {
                 }
             }
         }
-        self.status.gate_runs += l.gates.len() as u32;
-        self.decide(
+        self.run.status.gate_runs += l.gates.len() as u32;
+        self.run.decide(
             "landing",
             &format!(
                 "landing {number}: {landed} landed of {} in {} gate run(s), head {}",
@@ -122,7 +124,7 @@ impl<O: LaneOps> Runner<'_, O> {
             self.ship(&l.head)?;
             self.refresh_board()?;
         }
-        self.persist()
+        self.run.persist()
     }
 
     /// What a landed task gets: its board file marked Done, one WU in the
@@ -130,20 +132,21 @@ impl<O: LaneOps> Runner<'_, O> {
     /// lease released.
     pub(in crate::loopctl) fn landed(&mut self, id: &str, sha: &str) -> Result<(), LoopError> {
         self.book_landed(id)?;
-        if let Some(t) = self.task_mut(id) {
+        if let Some(t) = self.run.task_mut(id) {
             t.phase.land(sha);
             if let Some(w) = t.work_mut() {
                 w.lane = None;
                 w.job = None;
             }
         }
-        self.controls.consecutive_blockers = 0;
+        self.run.controls.consecutive_blockers = 0;
         self.say(&format!("{id}: landed as {sha}"));
-        self.notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
+        self.run
+            .notify("landed", Some(id), sha, &format!("{id} landed as {sha}"));
         crate::registry::events::emit_quiet(
-            self.cfg.state(),
+            self.run.cfg.state(),
             "loop.landed",
-            serde_json::json!({"run": self.run.n, "task": id, "sha": sha}),
+            serde_json::json!({"run": self.run.dir.n, "task": id, "sha": sha}),
         );
         Ok(())
     }
@@ -153,14 +156,14 @@ impl<O: LaneOps> Runner<'_, O> {
     pub(in crate::loopctl) fn book_landed(&mut self, id: &str) -> Result<(), LoopError> {
         let now = Utc::now();
         self.mark_done(id)?;
-        let agent = self.task(id).and_then(|t| t.agent);
-        let booked = mix::load(self.cfg.state())
+        let agent = self.run.task(id).and_then(|t| t.agent);
+        let booked = mix::load(self.run.cfg.state())
             .ok()
             .flatten()
             .is_some_and(|l| l.ledger.iter().any(|e| e.task == id));
         if let Some(a) = agent.filter(|_| !booked) {
             mix::record(
-                self.cfg.state(),
+                self.run.cfg.state(),
                 &mix::RecordRequest {
                     task: id.to_string(),
                     agent: a,
@@ -172,39 +175,41 @@ impl<O: LaneOps> Runner<'_, O> {
         }
         if let Some(a) = agent {
             // A borrow left by a crash would refuse the release.
-            let _ = lend::give_back(self.cfg.state(), id, a, now);
+            let _ = lend::give_back(self.run.cfg.state(), id, a, now);
         }
-        lease::release(self.cfg.state(), id, false, now)?;
+        lease::release(self.run.cfg.state(), id, false, now)?;
         Ok(())
     }
 
     fn ship(&mut self, head: &str) -> Result<(), LoopError> {
-        let Some(cmd) = self.cfg.ship_cmd.clone() else {
+        let Some(cmd) = self.run.cfg.ship_cmd.clone() else {
             return Ok(());
         };
         let mut c = std::process::Command::new("sh");
         c.arg("-c")
             .arg(&cmd)
-            .current_dir(&self.status.integration_worktree)
+            .current_dir(&self.run.status.integration_worktree)
             .env(
                 crate::statedir::env::INTEGRATION_BRANCH,
-                &self.status.integration_branch,
+                &self.run.status.integration_branch,
             )
             .env(crate::statedir::env::INTEGRATION_SHA, head)
             .env(
                 crate::statedir::env::LOOP_RUN,
-                format!("loop{}", self.run.n),
+                format!("loop{}", self.run.dir.n),
             )
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        let bounds = self.child_bounds(self.cfg.unattended.ship_timeout);
+        let bounds = self.child_bounds(self.run.cfg.unattended.ship_timeout);
         let exit = match crate::loopctl::child::run(&mut c, &bounds) {
             Ok(e) => e.describe(bounds.timeout),
             Err(e) => format!("did not start: {e}"),
         };
-        self.decide("ship", &format!("ship command for {head}: {exit}"))?;
-        self.status
+        self.run
+            .decide("ship", &format!("ship command for {head}: {exit}"))?;
+        self.run
+            .status
             .notes
             .push(format!("ship command at {head}: {exit}"));
         Ok(())
@@ -226,7 +231,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let base = t
             .work()
             .and_then(|w| w.onto.clone())
-            .unwrap_or_else(|| self.status.base_sha.clone());
+            .unwrap_or_else(|| self.run.status.base_sha.clone());
         let (_, _, patch) = capture::diff(wt, &base).map_err(|e| e.to_string())?;
         if Some(crate::loopctl::sha256::hex(&patch))
             != t.work().and_then(|w| w.candidate_sha256.clone())
@@ -241,7 +246,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &[
                 "log",
                 "--format=%ae",
-                &format!("refs/heads/{}..HEAD", self.status.integration_branch),
+                &format!("refs/heads/{}..HEAD", self.run.status.integration_branch),
             ],
         )
         .map_err(|e| e.to_string())?;
@@ -249,9 +254,9 @@ impl<O: LaneOps> Runner<'_, O> {
             return Err(format!("{branch} has commits of its own"));
         }
         let p = wt.to_string_lossy();
-        git::run(&self.cfg.repo, &["worktree", "remove", "--force", &p])
+        git::run(&self.run.cfg.repo, &["worktree", "remove", "--force", &p])
             .map_err(|e| e.to_string())?;
-        git::run(&self.cfg.repo, &["branch", "-D", &branch]).map_err(|e| e.to_string())?;
+        git::run(&self.run.cfg.repo, &["branch", "-D", &branch]).map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -262,7 +267,7 @@ impl<O: LaneOps> Runner<'_, O> {
         &self,
         t: &crate::loopctl::run::runner::TaskState,
     ) -> Result<(), String> {
-        let repo = &self.cfg.repo;
+        let repo = &self.run.cfg.repo;
         git::run(repo, &["worktree", "prune"]).map_err(|e| e.to_string())?;
         let Some(branch) = t.branch().map(str::to_string) else {
             return Ok(());
@@ -280,7 +285,7 @@ impl<O: LaneOps> Runner<'_, O> {
             &[
                 "log",
                 "--format=%ae",
-                &format!("refs/heads/{}..{r}", self.status.integration_branch),
+                &format!("refs/heads/{}..{r}", self.run.status.integration_branch),
             ],
         )
         .map_err(|e| e.to_string())?;

@@ -76,7 +76,7 @@ impl<O: LaneOps> Runner<'_, O> {
         if !matches!(outcome, Outcome::Escalated { .. }) {
             return Ok(false);
         }
-        let Some(lane) = self.slots.lanes.get(task).cloned() else {
+        let Some(lane) = self.run.slots.lanes.get(task).cloned() else {
             return Ok(false);
         };
         let Some(obs) = self.ops.observe(&lane)? else {
@@ -88,14 +88,15 @@ impl<O: LaneOps> Runner<'_, O> {
             return Ok(false);
         }
         let resets_at = parse_resets_at(obs.resets_at.as_deref());
-        let parks = self.task(task).map_or(0, |t| t.limit_parks) + 1;
-        let now = self.now();
+        let parks = self.run.task(task).map_or(0, |t| t.limit_parks) + 1;
+        let now = self.run.now();
         let at = resume_at(now, resets_at, parks);
         let resets = resets_at.map_or("no reset time shown".to_string(), |r| {
             format!("resets {}", crate::loopctl::night::clock::rfc3339(r))
         });
-        let optout = self.cfg.unattended.no_resume_on_limit
+        let optout = self.run.cfg.unattended.no_resume_on_limit
             || self
+                .run
                 .cfg
                 .unattended
                 .no_resume_tasks
@@ -115,7 +116,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 format!("resumes at {}", crate::loopctl::night::clock::rfc3339(at)),
             )
         };
-        if let Some(t) = self.task_mut(task) {
+        if let Some(t) = self.run.task_mut(task) {
             t.phase.enter_parked();
             t.limit_parks = parks;
             *t.note_mut() = Note {
@@ -124,23 +125,24 @@ impl<O: LaneOps> Runner<'_, O> {
                 cause: (!optout).then_some(TaskCause::LimitWait),
             };
         }
-        self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
+        self.run
+            .decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
         crate::registry::events::emit_quiet(
-            self.cfg.state(),
+            self.run.cfg.state(),
             "loop.limit.park",
-            serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
+            serde_json::json!({"run": self.run.dir.n, "task": task, "lane": lane.id,
                 "resets_at": resets_at.map(crate::loopctl::night::clock::rfc3339),
                 "resume_at": (!optout).then(|| crate::loopctl::night::clock::rfc3339(at))}),
         );
         self.say(&format!("{task}: parked at a usage limit ({resets})"));
-        self.notify(
+        self.run.notify(
             "limit.park",
             Some(task),
             &format!("limit {parks}"),
             &format!("{task} parked at a usage limit ({resets}); {resume}"),
         );
         if !optout {
-            self.slots.limited.insert(
+            self.run.slots.limited.insert(
                 task.to_string(),
                 LimitPark {
                     job: job.to_string(),
@@ -152,18 +154,19 @@ impl<O: LaneOps> Runner<'_, O> {
                 },
             );
         }
-        self.persist()?;
+        self.run.persist()?;
         Ok(true)
     }
 
     /// Resume the lanes whose limit has reset (nothing resumes once the run
     /// is stopping: they stay parked for the close-out).
     pub(in crate::loopctl) fn resume_limits(&mut self) -> Result<(), LoopError> {
-        if self.controls.stop.is_some() {
+        if self.run.controls.stop.is_some() {
             return Ok(());
         }
-        let now = self.now();
+        let now = self.run.now();
         let due: Vec<String> = self
+            .run
             .slots
             .limited
             .iter()
@@ -171,28 +174,28 @@ impl<O: LaneOps> Runner<'_, O> {
             .map(|(t, _)| t.clone())
             .collect();
         for task in due {
-            let Some(p) = self.slots.limited.remove(&task) else {
+            let Some(p) = self.run.slots.limited.remove(&task) else {
                 continue;
             };
-            let Some(lane) = self.slots.lanes.get(&task).cloned() else {
+            let Some(lane) = self.run.slots.lanes.get(&task).cloned() else {
                 continue;
             };
             let label = wait_label(lane.agent);
             let answered = self.ops.answer(&lane, label)?;
             self.cancel_job(&p.job);
-            let round = self.task(&task).map_or(1, |t| t.round());
+            let round = self.run.task(&task).map_or(1, |t| t.round());
             let (phase, role, tag) = match p.role {
                 Role::Implementer => (Phase::Implementing, "implementer", 'i'),
                 Role::Reviewer => (Phase::Reviewing, "reviewer", 'v'),
             };
             let job = format!(
                 "loop{}-{}-{tag}{round}{}-r{}",
-                self.run.n,
+                self.run.dir.n,
                 slug(&task),
-                self.resume_tag,
+                self.run.resume_tag,
                 p.parks
             );
-            if let Some(t) = self.task_mut(&task) {
+            if let Some(t) = self.run.task_mut(&task) {
                 match phase {
                     Phase::Reviewing => t.phase.enter_reviewing(),
                     _ => t.phase.enter_implementing(),
@@ -211,14 +214,14 @@ impl<O: LaneOps> Runner<'_, O> {
             if let Err(e) = self.dispatch(&task, &job, &prompt, &report, Default::default()) {
                 // Still at its limit (the lane refuses a prompt): park again, backing off.
                 let parks = p.parks + 1;
-                let at = resume_at(self.now(), None, parks);
+                let at = resume_at(self.run.now(), None, parks);
                 let resume = format!("resumes at {}", crate::loopctl::night::clock::rfc3339(at));
                 // The menu was answered all the same: the line says so.
                 let reason = format!(
                     "usage limit on lane {} not over yet ({menu}{e}); limit #{parks}",
                     lane.id
                 );
-                if let Some(t) = self.task_mut(&task) {
+                if let Some(t) = self.run.task_mut(&task) {
                     t.phase.enter_parked();
                     t.limit_parks = parks;
                     *t.note_mut() = Note {
@@ -227,14 +230,15 @@ impl<O: LaneOps> Runner<'_, O> {
                         cause: Some(TaskCause::LimitWait),
                     };
                 }
-                self.decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
+                self.run
+                    .decide("park", &format!("{task}: {reason}; resume: {resume}"))?;
                 crate::registry::events::emit_quiet(
-                    self.cfg.state(),
+                    self.run.cfg.state(),
                     "loop.limit.park",
-                    serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id,
+                    serde_json::json!({"run": self.run.dir.n, "task": task, "lane": lane.id,
                         "resets_at": null, "resume_at": crate::loopctl::night::clock::rfc3339(at)}),
                 );
-                self.slots.limited.insert(
+                self.run.slots.limited.insert(
                     task.clone(),
                     LimitPark {
                         resume_at: at,
@@ -243,10 +247,10 @@ impl<O: LaneOps> Runner<'_, O> {
                         ..p
                     },
                 );
-                self.persist()?;
+                self.run.persist()?;
                 continue;
             }
-            self.decide(
+            self.run.decide(
                 "resume",
                 &format!(
                     "{task}: lane {} after its usage limit: {menu}continuing as job {job}",
@@ -254,15 +258,15 @@ impl<O: LaneOps> Runner<'_, O> {
                 ),
             )?;
             crate::registry::events::emit_quiet(
-                self.cfg.state(),
+                self.run.cfg.state(),
                 "loop.limit.resume",
-                serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "job": job}),
+                serde_json::json!({"run": self.run.dir.n, "task": task, "lane": lane.id, "job": job}),
             );
             self.say(&format!(
                 "{task}: resuming lane {} after its usage limit",
                 lane.id
             ));
-            self.notify(
+            self.run.notify(
                 "limit.resume",
                 Some(&task),
                 &format!("limit {}", p.parks),

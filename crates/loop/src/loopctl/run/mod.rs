@@ -1,13 +1,17 @@
-//! A run: its directory (`<state>/loop<N>/`) and the runner, whose methods
-//! are spread over one file per part of the pipeline.
+//! A run: its directory (`<state>/loop<N>/`), its state, and the runner
+//! whose steps move that state, one file per part of the pipeline.
 //!
-//! ## Map: the runner's state and the files that use it
+//! ## Map: the run's state and the files that use it
 //!
-//! [`runner::Runner`] owns the run and wires its parts (`parts`):
+//! [`runner::Runner`] is the lanes it works through (`ops`, a
+//! [`LaneOps`](crate::loopctl::ops::LaneOps)), its console (`say`) and the
+//! run's state, a `state::Run` (`self.run`). What needs no lane (the
+//! clock, decisions, task lookups, `persist`) is `Run`'s own; the steps are
+//! the runner's. `Run`'s parts (`parts`):
 //!
 //! | part | fields | used by |
 //! |---|---|---|
-//! | identity, config | `ops`, `cfg`, `run` | nearly every step file |
+//! | identity, config | `cfg`, `dir` | nearly every step file |
 //! | `board` | `view`, `reported` | boardsync, steps, runner |
 //! | recorded state | `status` (`run.json`) | all but bounded, limits, nudge, stall |
 //! | `slots` | `lanes`, `jobs`, `limited`, `quiet`, `held`, `nudges`, `usage_lanes`, `usage_jobs` | steps, rounds, finish, escalate, limits, nudge, stall, tuning, drive, resume, cost |
@@ -16,7 +20,7 @@
 //! | `locks` | `run`, `board` | runner, resume |
 //! | `tuning` | `state`, `samples`, `iteration_of` | tuning, runner |
 //! | `controls` | `consecutive_blockers`, `stop`, `paused`, `mode`, `rulings` | drive, escalate, steps, landing, finish, limits, rounds, runner |
-//! | outputs | `notifier`, `resume_tag`, `say` | drive, escalate, finish, resume, runner |
+//! | outputs | `notifier`, `resume_tag` | drive, escalate, finish, resume, runner |
 //!
 //! ## Map: a task's state by phase
 //!
@@ -61,6 +65,7 @@ pub mod rundir;
 pub mod runner;
 mod setup;
 mod stall;
+mod state;
 mod steps;
 pub mod task;
 mod tuning;

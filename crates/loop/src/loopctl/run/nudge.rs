@@ -15,28 +15,30 @@ impl<O: LaneOps> Runner<'_, O> {
     /// its turn and act once per [`step`].
     pub(in crate::loopctl) fn watch_reports(&mut self) -> Result<(), LoopError> {
         let jobs: Vec<(String, String)> = self
+            .run
             .slots
             .jobs
             .iter()
-            .filter(|(j, _)| !self.slots.held.contains_key(*j))
+            .filter(|(j, _)| !self.run.slots.held.contains_key(*j))
             .map(|(j, (t, _))| (j.clone(), t.clone()))
             .collect();
-        self.slots
+        self.run
+            .slots
             .nudges
-            .retain(|j, _| self.slots.jobs.contains_key(j));
-        let grace = self.cfg.unattended.report_grace;
+            .retain(|j, _| self.run.slots.jobs.contains_key(j));
+        let grace = self.run.cfg.unattended.report_grace;
         for (job, task) in jobs {
-            let Some(lane) = self.slots.lanes.get(&task).cloned() else {
+            let Some(lane) = self.run.slots.lanes.get(&task).cloned() else {
                 continue;
             };
-            if lane.role != Role::Implementer || self.slots.limited.contains_key(&task) {
+            if lane.role != Role::Implementer || self.run.slots.limited.contains_key(&task) {
                 continue;
             }
             let Some(obs) = self.ops.observe(&lane)? else {
                 continue;
             };
-            let now = self.now();
-            let n = self.slots.nudges.entry(job.clone()).or_default();
+            let now = self.run.now();
+            let n = self.run.slots.nudges.entry(job.clone()).or_default();
             if !matches!(
                 obs.state,
                 crate::agent::State::Idle | crate::agent::State::Done
@@ -46,9 +48,9 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             let since = *n.ended_since.get_or_insert(now);
             let n = n.clone();
-            let round = self.task(&task).map_or(1, |t| t.round());
+            let round = self.run.task(&task).map_or(1, |t| t.round());
             let report = lane.lane_dir.join(format!("report-i{round}.json"));
-            let attempt = Engine::open(self.cfg.state())
+            let attempt = Engine::open(self.run.cfg.state())
                 .ok()
                 .and_then(|e| e.show(&job).ok())
                 .and_then(|r| r.attempt_id)
@@ -65,6 +67,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 Step::Nothing => {}
                 Step::Answer(problems) => {
                     let files = self
+                        .run
                         .board
                         .view
                         .task(&task)
@@ -74,7 +77,7 @@ impl<O: LaneOps> Runner<'_, O> {
                     let example = schema::example(&expect, &files);
                     let text = answer(&job, &shown, &problems, &example, &cmd);
                     let sent = self.ops.prompt(&lane, &text)?;
-                    self.decide(
+                    self.run.decide(
                         "report",
                         &format!(
                             "{task}: the report of job {job} does not fit: {}; {} in lane {} once, with the report as it should be",
@@ -84,13 +87,13 @@ impl<O: LaneOps> Runner<'_, O> {
                         ),
                     )?;
                     self.say(&format!("{task}: its report does not fit; answered once"));
-                    let e = self.slots.nudges.entry(job.clone()).or_default();
+                    let e = self.run.slots.nudges.entry(job.clone()).or_default();
                     e.answered = true;
                     e.ended_since = None;
                 }
                 Step::Remind => {
                     let sent = self.ops.prompt(&lane, &reminder(&job, &cmd, &shown))?;
-                    self.decide(
+                    self.run.decide(
                         "reminder",
                         &format!(
                             "{task}: lane {} ended its turn with no report for {} s; {} once to run `{cmd} report done`",
@@ -100,13 +103,13 @@ impl<O: LaneOps> Runner<'_, O> {
                         ),
                     )?;
                     self.say(&format!("{task}: no report; reminded once"));
-                    let e = self.slots.nudges.entry(job.clone()).or_default();
+                    let e = self.run.slots.nudges.entry(job.clone()).or_default();
                     e.reminded = Some(now);
                     e.ended_since = None;
                 }
                 Step::Park => {
-                    self.slots.jobs.remove(&job);
-                    self.slots.nudges.remove(&job);
+                    self.run.slots.jobs.remove(&job);
+                    self.run.slots.nudges.remove(&job);
                     self.cancel_job(&job);
                     self.park(
                         &task,

@@ -30,11 +30,11 @@ impl<O: LaneOps> Runner<'_, O> {
         resume: &str,
     ) -> Result<(), LoopError> {
         let now = Utc::now();
-        if let Some(a) = self.task(id).and_then(|t| t.agent) {
-            let _ = lend::give_back(self.cfg.state(), id, a, now);
+        if let Some(a) = self.run.task(id).and_then(|t| t.agent) {
+            let _ = lend::give_back(self.run.cfg.state(), id, a, now);
         }
-        let _ = lease::release(self.cfg.state(), id, false, now);
-        if let Some(t) = self.task_mut(id) {
+        let _ = lease::release(self.run.cfg.state(), id, false, now);
+        if let Some(t) = self.run.task_mut(id) {
             t.phase.enter_parked();
             *t.note_mut() = Note {
                 reason: Some(reason.to_string()),
@@ -46,21 +46,22 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         // A park is a blocker for the guards; a landing resets the streak.
-        self.controls.consecutive_blockers += 1;
-        self.decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
+        self.run.controls.consecutive_blockers += 1;
+        self.run
+            .decide("park", &format!("{id}: {reason}; resume: {resume}"))?;
         self.say(&format!("{id}: parked: {reason}"));
-        let round = self.task(id).map_or(0, |t| t.round());
-        self.notify(
+        let round = self.run.task(id).map_or(0, |t| t.round());
+        self.run.notify(
             "park",
             Some(id),
             &format!("round {round}"),
             &format!("{id} parked: {reason}; resume: {resume}"),
         );
         crate::registry::events::emit_quiet(
-            self.cfg.state(),
+            self.run.cfg.state(),
             "loop.park",
-            serde_json::json!({"run": self.run.n, "task": id}),
+            serde_json::json!({"run": self.run.dir.n, "task": id}),
         );
-        self.persist()
+        self.run.persist()
     }
 }

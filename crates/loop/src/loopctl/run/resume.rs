@@ -22,6 +22,7 @@ use crate::loopctl::ops::{BriefFacts, JobSpec, LaneHandle, LaneOps, Outcome, Rol
 use crate::loopctl::run::cause::TaskCause;
 use crate::loopctl::run::run_state::RunState;
 use crate::loopctl::run::rundir::RunDir;
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::{Phase, RunConfig, RunStatus, Runner, slug};
 use crate::loopctl::{board, land, land::git};
 use crate::registry::{lease, lend};
@@ -96,27 +97,27 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         status.state = RunState::Running;
         let board = board::load(&cfg.board_dir)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
-        r.locks.run = Some(lock);
-        r.locks.board = Some(board_lock);
+        r.run.locks.run = Some(lock);
+        r.run.locks.board = Some(board_lock);
         r.report_board()?;
-        r.resume_tag = format!("-k{}", r.status.resumes);
+        r.run.resume_tag = format!("-k{}", r.run.status.resumes);
         // Recorded before any job carries the tag: a kill from here on makes
         // the next resume use the next number, so no job id is reused.
-        r.persist()?;
+        r.run.persist()?;
         Ok(r)
     }
 
     /// Reconcile the recorded run with the live listing and the git state.
     fn reconcile(&mut self) -> Result<(), LoopError> {
-        let n = self.run.n;
-        let k = self.status.resumes;
+        let n = self.run.dir.n;
+        let k = self.run.status.resumes;
         let reaped = self.ops.reap(&format!("l{n}-"))?;
         // A gate or ship command the killed loop left running (what its
         // shell started outlives the parent-death signal) must not work in
         // the worktrees this resume resets.
-        let left = crate::loopctl::child::end_marked(&self.run.path.display().to_string());
+        let left = crate::loopctl::child::end_marked(&self.run.dir.path.display().to_string());
         if left > 0 {
-            self.decide(
+            self.run.decide(
                 "recover",
                 &format!("{left} process(es) a gate or ship command of the stopped loop left running were ended"),
             )?;
@@ -130,21 +131,21 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         // `Task:` trailer is on it is landed, whatever run.json says.
         let head = self.integration_worktree_back()?;
         let found = land::landed_on(
-            &self.status.integration_worktree,
-            &self.status.base_sha,
-            &self.status.integration_branch,
+            &self.run.status.integration_worktree,
+            &self.run.status.base_sha,
+            &self.run.status.integration_branch,
         )?;
-        self.status.integration_head = Some(head.clone());
+        self.run.status.integration_head = Some(head.clone());
         for (id, sha) in found {
-            let Some(t) = self.task(&id).cloned() else {
+            let Some(t) = self.run.task(&id).cloned() else {
                 continue;
             };
             if t.kind() != Phase::Landed || t.sha() != Some(sha.as_str()) {
-                self.decide(
+                self.run.decide(
                     "recover",
                     &format!(
                         "{id}: found landed on {} as {sha} (its `Task:` trailer); not landed again",
-                        self.status.integration_branch
+                        self.run.status.integration_branch
                     ),
                 )?;
                 self.landed(&id, &sha)?;
@@ -153,7 +154,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 self.book_landed(&id)?;
             }
         }
-        self.decide(
+        self.run.decide(
             "recover",
             &format!(
                 "resume #{k} after the loop stopped unclosed: {} lane(s) stopped, {cancelled} job(s) cancelled, integration worktree at {head}",
@@ -166,11 +167,11 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         ));
         let mut restarted = Vec::new();
         let mut used = Vec::new();
-        for t in self.status.tasks.clone() {
+        for t in self.run.status.tasks.clone() {
             let limit_park = t.kind() == Phase::Parked && t.cause() == Some(TaskCause::LimitWait);
             let wt_exists = t.worktree().is_some_and(|w| w.exists());
             match t.kind() {
-                Phase::Landing => self.queues.landing.push(t.id.clone()),
+                Phase::Landing => self.run.queues.landing.push(t.id.clone()),
                 Phase::Implementing | Phase::Reviewing => {
                     match finished.iter().find(|(id, _, _)| *id == t.id) {
                         Some(f) => used.push(f.clone()),
@@ -178,7 +179,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                     }
                 }
                 Phase::Parked if limit_park => restarted.push(t.id.clone()),
-                Phase::Ready if wt_exists || self.worktree_of(&t.id).exists() => {
+                Phase::Ready if wt_exists || self.run.worktree_of(&t.id).exists() => {
                     restarted.push(t.id.clone())
                 }
                 _ => {}
@@ -210,31 +211,32 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 )?;
             }
         }
-        self.persist()
+        self.run.persist()
     }
 
     /// Put the integration worktree back on the integration branch's head
     /// (made again when it is gone, on the branch as it is); returns that head.
     pub(super) fn integration_worktree_back(&mut self) -> Result<String, LoopError> {
-        let wt = self.status.integration_worktree.clone();
-        let branch = self.status.integration_branch.clone();
+        let wt = self.run.status.integration_worktree.clone();
+        let branch = self.run.status.integration_branch.clone();
         if !wt.join(".git").exists() {
-            let _ = git::run(&self.cfg.repo, &["worktree", "prune"]);
+            let _ = git::run(&self.run.cfg.repo, &["worktree", "prune"]);
             let p = wt.to_string_lossy().into_owned();
-            if git::rev(&self.cfg.repo, &format!("refs/heads/{branch}")).is_ok() {
+            if git::rev(&self.run.cfg.repo, &format!("refs/heads/{branch}")).is_ok() {
                 git::run(
-                    &self.cfg.repo,
+                    &self.run.cfg.repo,
                     &["worktree", "add", "-q", "-f", &p, &branch],
                 )?;
             } else {
                 let from = self
+                    .run
                     .status
                     .integration_head
                     .clone()
-                    .unwrap_or_else(|| self.status.base_sha.clone());
-                git::add_worktree(&self.cfg.repo, &wt, &branch, &from)?;
+                    .unwrap_or_else(|| self.run.status.base_sha.clone());
+                git::add_worktree(&self.run.cfg.repo, &wt, &branch, &from)?;
             }
-            self.decide(
+            self.run.decide(
                 "recover",
                 &format!(
                     "integration worktree {} made again on {branch}",
@@ -255,10 +257,10 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     /// lane) — the lane dir holds the round's report, or the engine says
     /// the round's job completed.
     fn finished_turns(&self) -> Result<Vec<(String, String, String)>, LoopError> {
-        let engine = crate::engine::Engine::open(self.cfg.state())?;
-        let n = self.run.n;
+        let engine = crate::engine::Engine::open(self.run.cfg.state())?;
+        let n = self.run.dir.n;
         let mut out = Vec::new();
-        for t in &self.status.tasks {
+        for t in &self.run.status.tasks {
             let Some(job) = t.job().map(str::to_string) else {
                 continue;
             };
@@ -275,7 +277,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 ),
                 _ => continue,
             };
-            let reported = self.run.path.join(&lane).join(report).is_file();
+            let reported = self.run.dir.path.join(&lane).join(report).is_file();
             let completed = job.contains(&tag)
                 && engine
                     .show(&job)
@@ -290,7 +292,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
     /// Take a turn that finished before the stop as its outcome: the task
     /// goes on from it (capture and review, or the gate) and nothing is re-run.
     fn use_finished(&mut self, id: &str, job: &str, lane: &str) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(());
         };
         let (Some(agent), Some(wt)) = (t.agent, t.worktree().cloned()) else {
@@ -301,9 +303,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             _ => (Role::Implementer, agent),
         };
         self.reclaim(id)?;
-        let lane_dir = self.run.lane_dir(lane)?;
+        let lane_dir = self.run.dir.lane_dir(lane)?;
         // The lane itself is gone (reaped); its record of the turn is what counts.
-        self.slots.lanes.insert(
+        self.run.slots.lanes.insert(
             id.to_string(),
             LaneHandle {
                 id: lane.to_string(),
@@ -315,7 +317,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 lane_dir,
             },
         );
-        self.decide(
+        self.run.decide(
             "recover",
             &format!(
                 "{id}: its {} turn (job {job}) finished before the stop: its result is used, nothing re-run",
@@ -328,15 +330,15 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Claim a task's write lease again (a resume may come after it lapsed).
     pub(in crate::loopctl) fn reclaim(&mut self, id: &str) -> Result<(), LoopError> {
-        let task = self.board_task(id)?;
-        let n = self.run.n;
+        let task = self.run.board_task(id)?;
+        let n = self.run.dir.n;
         let claimed = lease::claim(
-            self.cfg.state(),
+            self.run.cfg.state(),
             &lease::ClaimRequest {
                 task: id.to_string(),
                 session: Some(Role::Implementer.session_id().into()),
                 branch: Some(format!("drover/loop{n}/{id}")),
-                worktree: Some(self.worktree_of(id)),
+                worktree: Some(self.run.worktree_of(id)),
                 files: task.files.clone(),
                 ttl_s: None,
             },
@@ -351,33 +353,26 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         }
     }
 
-    /// Where a task's worktree is (by the run's naming rule).
-    pub(in crate::loopctl) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
-        self.cfg
-            .state()
-            .worktrees_dir()
-            .join(format!("loop{}-{}", self.run.n, slug(id)))
-    }
-
     /// Re-run a task's implementer turn in its own worktree (created when
     /// the crash came before it was).
     fn restart(&mut self, id: &str) -> Result<(), LoopError> {
-        let task = self.board_task(id)?;
-        let n = self.run.n;
+        let task = self.run.board_task(id)?;
+        let n = self.run.dir.n;
         let agent = self
+            .run
             .task(id)
             .and_then(|t| t.agent)
             .unwrap_or(crate::registry::Agent::Claude);
-        let round = self.task(id).map_or(1, |t| t.round().max(1));
-        let lane = self.impl_lane(id);
-        let lane_dir = self.run.lane_dir(&lane)?;
+        let round = self.run.task(id).map_or(1, |t| t.round().max(1));
+        let lane = self.run.impl_lane(id);
+        let lane_dir = self.run.dir.lane_dir(&lane)?;
         let now = Utc::now();
         self.reclaim(id)?;
-        let _ = lend::give_back(self.cfg.state(), id, agent.other(), now);
-        lend::borrow(self.cfg.state(), id, agent, now)?;
-        let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
+        let _ = lend::give_back(self.run.cfg.state(), id, agent.other(), now);
+        lend::borrow(self.run.cfg.state(), id, agent, now)?;
+        let tier = brief::tier_of(&task.files, &self.run.cfg.charter.guarded_paths);
         let text = match std::fs::read_to_string(lane_dir.join("brief.md")) {
-            Ok(t) if brief::parse(&t, &self.cfg.charter.guarded_paths).is_ok() => t,
+            Ok(t) if brief::parse(&t, &self.run.cfg.charter.guarded_paths).is_ok() => t,
             _ => {
                 let b = brief::render(&brief::build(
                     &lane,
@@ -386,20 +381,20 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                     &[],
                     &self.ops.report_command(),
                 ));
-                brief::parse(&b, &self.cfg.charter.guarded_paths)?;
+                brief::parse(&b, &self.run.cfg.charter.guarded_paths)?;
                 crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), b.as_bytes())?;
                 b
             }
         };
         let handle = self.implementer_up(id, agent, tier, round, false)?;
-        if let Some(t) = self.task_mut(id) {
+        if let Some(t) = self.run.task_mut(id) {
             t.note_mut().reason = None;
             t.note_mut().resume = None;
             t.note_mut().cause = None;
             t.stall = None;
         }
-        let job = format!("loop{n}-{}-i{round}{}", slug(id), self.resume_tag);
-        self.decide(
+        let job = format!("loop{n}-{}-i{round}{}", slug(id), self.run.resume_tag);
+        self.run.decide(
             "recover",
             &format!("{id}: its round {round} is re-run in lane {lane} as job {job}"),
         )?;
@@ -407,7 +402,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         // A round that began with a merge is re-run with what it was told
         // (the brief alone would have the lane redo the task over the
         // other side of its conflicts).
-        let prompt = match self.task(id).and_then(|t| t.rebase().cloned()) {
+        let prompt = match self.run.task(id).and_then(|t| t.rebase().cloned()) {
             Some(r) if !r.addendum.is_empty() => format!(
                 "{text}{}{}",
                 r.addendum,
@@ -420,7 +415,7 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             job_id: job.clone(),
             prompt,
             report_path: report,
-            autocomplete: self.cfg.autocomplete,
+            autocomplete: self.run.cfg.autocomplete,
             report_files: task.files.clone(),
             brief: BriefFacts {
                 round,
@@ -429,11 +424,24 @@ impl<'a, O: LaneOps> Runner<'a, O> {
             },
         };
         self.ops.dispatch(&handle, &spec)?;
-        let at = self.now();
-        self.slots.jobs.insert(job.clone(), (id.to_string(), at));
-        if let Some(w) = self.task_mut(id).and_then(|t| t.work_mut()) {
+        let at = self.run.now();
+        self.run
+            .slots
+            .jobs
+            .insert(job.clone(), (id.to_string(), at));
+        if let Some(w) = self.run.task_mut(id).and_then(|t| t.work_mut()) {
             w.job = Some(job);
         }
-        self.persist()
+        self.run.persist()
+    }
+}
+
+impl Run {
+    /// Where a task's worktree is (by the run's naming rule).
+    pub(in crate::loopctl) fn worktree_of(&self, id: &str) -> std::path::PathBuf {
+        self.cfg
+            .state()
+            .worktrees_dir()
+            .join(format!("loop{}-{}", self.dir.n, slug(id)))
     }
 }

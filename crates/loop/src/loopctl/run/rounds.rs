@@ -11,6 +11,7 @@ use crate::loopctl::LoopError;
 use crate::loopctl::board::brief;
 use crate::loopctl::land::rebase;
 use crate::loopctl::ops::{LaneOps, LaneSpec, Role};
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::{Runner, slug};
 use chrono::Utc;
 
@@ -34,8 +35,9 @@ impl<O: LaneOps> Runner<'_, O> {
         let Some(round) = self.next_round(id, evidence, class)? else {
             return Ok(());
         };
-        let nth = self.counted(id, round, "repair");
-        self.decide("repair", &format!("{id}: round {nth}: {evidence}"))?;
+        let nth = self.run.counted(id, round, "repair");
+        self.run
+            .decide("repair", &format!("{id}: round {nth}: {evidence}"))?;
         self.send_round(
             id,
             round,
@@ -46,21 +48,6 @@ impl<O: LaneOps> Runner<'_, O> {
         )
     }
 
-    /// Round `round` of task `id` as people count it, by kind: its first
-    /// repair is repair round 1, its first rebase rebase round 1. On disk a
-    /// task's `round` counts every implementer round (the first attempt is
-    /// round 1) and `rebases` its rebase rounds so far, this one included.
-    fn counted(&self, id: &str, round: u32, tag: &str) -> u32 {
-        let rebases = self
-            .task(id)
-            .map_or(0, |t| t.work().map_or(0, |w| w.rebases));
-        if tag == "rebase" {
-            rebases.max(1)
-        } else {
-            round.saturating_sub(1).saturating_sub(rebases).max(1)
-        }
-    }
-
     /// The number of the task's next round, or `None` once it is parked: the
     /// tripwire fired, or its rounds are spent.
     fn next_round(
@@ -69,7 +56,7 @@ impl<O: LaneOps> Runner<'_, O> {
         evidence: &str,
         class: &str,
     ) -> Result<Option<u32>, LoopError> {
-        let tripped = self.task_mut(id).and_then(|t| {
+        let tripped = self.run.task_mut(id).and_then(|t| {
             t.findings.failed(class);
             crate::loopctl::night::tripwire::check(&t.findings, std::time::Duration::ZERO)
         });
@@ -77,18 +64,18 @@ impl<O: LaneOps> Runner<'_, O> {
             self.trip_task(id, &r)?;
             return Ok(None);
         }
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(None);
         };
         if t.agent.is_none() || t.worktree().is_none() {
             return Ok(None);
         }
-        if t.round() > self.cfg.repair_rounds {
-            let d = self.decide(
+        if t.round() > self.run.cfg.repair_rounds {
+            let d = self.run.decide(
                 "tripwire",
                 &format!("{id}: {} failed rounds; last: {evidence}", t.round()),
             )?;
-            self.controls.rulings.push((
+            self.run.controls.rulings.push((
                 format!("{d} {id} parked after {} failed rounds", t.round()),
                 "a new approach or a split of the task".into(),
             ));
@@ -115,21 +102,21 @@ impl<O: LaneOps> Runner<'_, O> {
         tag: &str,
         repair: Option<&str>,
     ) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(());
         };
         let (Some(agent), Some(wt)) = (t.agent, t.worktree().cloned()) else {
             return Ok(());
         };
-        let lane = format!("l{}-impl-{}", self.run.n, slug(id));
-        let lane_dir = self.run.lane_dir(&lane)?;
-        let nth = self.counted(id, round, tag);
+        let lane = format!("l{}-impl-{}", self.run.dir.n, slug(id));
+        let lane_dir = self.run.dir.lane_dir(&lane)?;
+        let nth = self.run.counted(id, round, tag);
         let note = format!("- {tag} round {nth}: {}\n", evidence.replace('\n', " "));
         let review = lane_dir.join("review.md");
         let prior =
             std::fs::read_to_string(&review).unwrap_or_else(|_| format!("# Review: {id}\n\n"));
         crate::store::write_bytes_atomic(&review, format!("{prior}{note}").as_bytes())?;
-        crate::registry::lend::borrow(self.cfg.state(), id, agent, Utc::now())?;
+        crate::registry::lend::borrow(self.run.cfg.state(), id, agent, Utc::now())?;
         let spec = LaneSpec {
             id: lane.clone(),
             role: Role::Implementer,
@@ -142,8 +129,8 @@ impl<O: LaneOps> Runner<'_, O> {
             portable: repair.is_some(),
         };
         let handle = self.lane_up(spec)?;
-        self.slots.lanes.insert(id.to_string(), handle);
-        if let Some(t) = self.task_mut(id) {
+        self.run.slots.lanes.insert(id.to_string(), handle);
+        if let Some(t) = self.run.task_mut(id) {
             t.phase.enter_implementing();
             if let Some(w) = t.work_mut() {
                 w.round = round;
@@ -174,10 +161,10 @@ impl<O: LaneOps> Runner<'_, O> {
         reason: &str,
         gate_tail: Option<&str>,
     ) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(());
         };
-        let branch = self.status.integration_branch.clone();
+        let branch = self.run.status.integration_branch.clone();
         let task_branch = t.branch().map(str::to_string).unwrap_or_default();
         let park_resume = format!("rebase the work of {task_branch} onto {branch}, then rerun");
         let evidence = match gate_tail {
@@ -192,6 +179,7 @@ impl<O: LaneOps> Runner<'_, O> {
                 format!(
                     "dropped at landing {number}: it {reason} on {branch} (each candidate green alone is not green together; gate evidence under {}): {}",
                     self.run
+                        .dir
                         .file("gate-evidence")
                         .join(number.to_string())
                         .display(),
@@ -211,7 +199,7 @@ impl<O: LaneOps> Runner<'_, O> {
         let (Some(wt), Ok(onto)) = (
             t.worktree().cloned(),
             crate::loopctl::land::git::rev(
-                &self.status.integration_worktree,
+                &self.run.status.integration_worktree,
                 &format!("refs/heads/{branch}"),
             ),
         ) else {
@@ -220,8 +208,8 @@ impl<O: LaneOps> Runner<'_, O> {
         let since = t
             .work()
             .and_then(|w| w.candidate_base.clone())
-            .unwrap_or_else(|| self.status.base_sha.clone());
-        let lane_dir = self.run.lane_dir(&self.impl_lane(id))?;
+            .unwrap_or_else(|| self.run.status.base_sha.clone());
+        let lane_dir = self.run.dir.lane_dir(&self.run.impl_lane(id))?;
         let merged = match rebase::merge_in(&wt, id, &branch, &onto, &since, &lane_dir) {
             Ok(m) => m,
             Err(e) => {
@@ -234,7 +222,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         let conflicts = merged.conflicts.clone();
         let short = onto.chars().take(12).collect::<String>();
-        if let Some(t) = self.task_mut(id).and_then(|t| t.work_mut()) {
+        if let Some(t) = self.run.task_mut(id).and_then(|t| t.work_mut()) {
             t.onto = Some(onto.clone());
             t.rebase = Some(RebaseRound {
                 merged: merged.clone(),
@@ -247,16 +235,16 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         if conflicts.is_empty() {
-            let nth = self.counted(id, round, "repair");
-            self.decide(
+            let nth = self.run.counted(id, round, "repair");
+            self.run.decide(
                 "repair",
                 &format!("{id}: round {nth}: {evidence}; {branch} at {short} merged into its branch cleanly, so its gate now runs on the tree it lands on"),
             )?;
-            let gate = self.cfg.charter.gate.clone().unwrap_or_default();
+            let gate = self.run.cfg.charter.gate.clone().unwrap_or_default();
             let addendum = format!(
                 "Repair: {evidence}\nYour change alone is green, but not together with what landed since you started. drover has merged {branch} ({short}) into this worktree, so it now holds what your change lands on. Run the gate here (`{gate}`), fix your change until it is green, keep to the files in Scope, then report as usual.\n"
             );
-            self.remember_round(id, &addendum, "repair");
+            self.run.remember_round(id, &addendum, "repair");
             return self.send_round(id, round, &evidence, &addendum, "repair", None);
         }
         let files = conflicts.join(", ");
@@ -265,8 +253,8 @@ impl<O: LaneOps> Runner<'_, O> {
         } else {
             merged.causes.join("; ")
         };
-        let nth = self.counted(id, round, "rebase");
-        self.decide(
+        let nth = self.run.counted(id, round, "rebase");
+        self.run.decide(
             "rebase",
             &format!("{id}: round {nth}: {evidence}; {branch} at {short} merged into its branch, conflicts in {files} (from {causes})"),
         )?;
@@ -274,19 +262,8 @@ impl<O: LaneOps> Runner<'_, O> {
         let addendum = format!(
             "Rebase: while you worked, {branch} moved on and your change no longer applies to it. drover has merged {branch} ({short}) into this worktree; the merge stopped with conflict markers in: {files}. The commits that changed them: {causes}.\nDo this: in each of those files, resolve every conflict — the lines between `<<<<<<<` and `=======` are your change, the lines between `=======` and `>>>>>>>` are what landed — by keeping what both changes need, and delete the marker lines (`<<<<<<<`, `=======`, `>>>>>>>`). Change nothing else, and do not run `git merge --abort` or `git reset`; you need not commit, drover concludes the merge. Then report as usual: run `{cmd} report done` (or `{cmd} report failed --reason \"<why>\"` if you cannot resolve them).\n"
         );
-        self.remember_round(id, &addendum, "rebase");
+        self.run.remember_round(id, &addendum, "rebase");
         self.send_round(id, round, &evidence, &addendum, "rebase", None)
-    }
-
-    /// Keep what a merge round is told, for a resume to tell it again.
-    fn remember_round(&mut self, id: &str, addendum: &str, tag: &str) {
-        if let Some(r) = self
-            .task_mut(id)
-            .and_then(|t| t.work_mut().and_then(|w| w.rebase.as_mut()))
-        {
-            r.addendum = addendum.to_string();
-            r.tag = tag.to_string();
-        }
     }
 
     /// After a round that began with a merge, before the candidate is
@@ -298,13 +275,13 @@ impl<O: LaneOps> Runner<'_, O> {
         &mut self,
         id: &str,
     ) -> Result<Option<bool>, LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(None);
         };
         let (Some(r), Some(wt)) = (t.rebase().cloned(), t.worktree().cloned()) else {
             return Ok(Some(true));
         };
-        let lane_dir = self.run.lane_dir(&self.impl_lane(id))?;
+        let lane_dir = self.run.dir.lane_dir(&self.run.impl_lane(id))?;
         let left = rebase::with_markers(&wt, &r.merged.conflicts);
         if !left.is_empty() {
             let files = left.join(", ");
@@ -352,20 +329,20 @@ impl<O: LaneOps> Runner<'_, O> {
             }
             Err(e) => return Err(e),
         };
-        if let Some(w) = self.task_mut(id).and_then(|t| t.work_mut()) {
+        if let Some(w) = self.run.task_mut(id).and_then(|t| t.work_mut()) {
             w.rebase = None;
         }
         if r.merged.conflicts.is_empty() {
             return Ok(Some(true));
         }
         if beyond.is_empty() {
-            self.decide(
+            self.run.decide(
                 "rebase",
                 &format!("{id}: its rebase round resolved the conflicts in {} and changed nothing else: not reviewed again (its passed review stands)", r.merged.conflicts.join(", ")),
             )?;
             return Ok(Some(false));
         }
-        self.decide(
+        self.run.decide(
             "rebase",
             &format!("{id}: its rebase round changed more than the conflicts' resolution ({}): reviewed again", beyond.join(", ")),
         )?;
@@ -378,10 +355,10 @@ impl<O: LaneOps> Runner<'_, O> {
     /// is under way, whose own heartbeat it would overwrite.
     pub(in crate::loopctl) fn start_carried(&mut self) -> Result<(), LoopError> {
         let mut i = 0;
-        while i < self.queues.carried.len() {
-            let id = self.queues.carried[i].clone();
-            let reviewer = self.task(&id).and_then(|t| t.reviewer());
-            let busy = self.status.tasks.iter().any(|t| {
+        while i < self.run.queues.carried.len() {
+            let id = self.run.queues.carried[i].clone();
+            let reviewer = self.run.task(&id).and_then(|t| t.reviewer());
+            let busy = self.run.status.tasks.iter().any(|t| {
                 t.kind() == crate::loopctl::run::runner::Phase::Reviewing
                     && t.reviewer() == reviewer
             });
@@ -389,9 +366,9 @@ impl<O: LaneOps> Runner<'_, O> {
                 i += 1;
                 continue;
             }
-            self.queues.carried.remove(i);
+            self.run.queues.carried.remove(i);
             crate::registry::heartbeat::heartbeat(
-                self.cfg.state(),
+                self.run.cfg.state(),
                 &crate::registry::heartbeat::HeartbeatRequest {
                     session_id: Role::Reviewer.session_id().into(),
                     task: Some(id.clone()),
@@ -404,5 +381,33 @@ impl<O: LaneOps> Runner<'_, O> {
             self.gate_check(&id)?;
         }
         Ok(())
+    }
+}
+
+impl Run {
+    /// Round `round` of task `id` as people count it, by kind: its first
+    /// repair is repair round 1, its first rebase rebase round 1. On disk a
+    /// task's `round` counts every implementer round (the first attempt is
+    /// round 1) and `rebases` its rebase rounds so far, this one included.
+    fn counted(&self, id: &str, round: u32, tag: &str) -> u32 {
+        let rebases = self
+            .task(id)
+            .map_or(0, |t| t.work().map_or(0, |w| w.rebases));
+        if tag == "rebase" {
+            rebases.max(1)
+        } else {
+            round.saturating_sub(1).saturating_sub(rebases).max(1)
+        }
+    }
+
+    /// Keep what a merge round is told, for a resume to tell it again.
+    fn remember_round(&mut self, id: &str, addendum: &str, tag: &str) {
+        if let Some(r) = self
+            .task_mut(id)
+            .and_then(|t| t.work_mut().and_then(|w| w.rebase.as_mut()))
+        {
+            r.addendum = addendum.to_string();
+            r.tag = tag.to_string();
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The runner (`drover loop run`): the board's Ready tasks worked through
 //! lanes over [`LaneOps`] — implement, capture, review by the other agent,
-//! gate check, land on the integration branch, close out. Task steps are in
-//! `steps.rs`; this file holds the run's state, its setup, the loop and the
-//! close-out.
+//! gate check, land on the integration branch, close out. The run's state is
+//! a [`Run`] (`state.rs`); the runner moves it through its steps (`steps.rs`,
+//! `rounds.rs`, `landing.rs`, ...). This file holds the runner, its setup and
+//! the start of tasks.
 //!
 //! Hooks for unattended runs: every wait goes through `Runner::wait_slice`,
 //! every stop through [`Runner::close_out`], and every park records a reason
@@ -15,7 +16,8 @@ use crate::loopctl::night::settings::Unattended;
 use crate::loopctl::ops::LaneOps;
 use crate::loopctl::run::parts::{BoardView, Clocks, Controls, Locks, Queues, Slots, Tuning};
 use crate::loopctl::run::run_state::RunState;
-use crate::loopctl::run::rundir::{LaneRow, RunDir};
+use crate::loopctl::run::rundir::RunDir;
+pub(in crate::loopctl) use crate::loopctl::run::state::Run;
 pub use crate::loopctl::run::task::{Phase, TaskState};
 use crate::loopctl::{LoopError, board::ready, land::git};
 use crate::statedir::StateDir;
@@ -68,26 +70,15 @@ impl RunConfig {
 
 pub use crate::runstate::status::{LoopProcess, Question, RunStatus};
 
-/// A running loop.
+/// A running loop: the run's state ([`Run`]), the lanes it works through
+/// ([`LaneOps`]) and its console. The steps that move the run's tasks from
+/// phase to phase are its methods, one file per part of the pipeline
+/// (`steps`, `rounds`, `landing`, `finish`, ...); what needs no lane is
+/// [`Run`]'s.
 pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) ops: &'a mut O,
-    pub(in crate::loopctl) cfg: RunConfig,
-    pub(in crate::loopctl) run: RunDir,
-    /// The board as last read, and its problems already recorded.
-    pub(in crate::loopctl) board: BoardView,
-    pub(in crate::loopctl) status: RunStatus,
-    /// The lanes and the jobs in them.
-    pub(in crate::loopctl) slots: Slots,
-    /// Tasks waiting between steps.
-    pub(in crate::loopctl) queues: Queues,
-    pub(in crate::loopctl) clocks: Clocks,
-    pub(in crate::loopctl) locks: Locks,
-    pub(in crate::loopctl) tuning: Tuning,
-    /// What stops, pauses or steers it.
-    pub(in crate::loopctl) controls: Controls,
-    pub(in crate::loopctl) notifier: crate::loopctl::night::notify::Notifier,
-    /// Appended to job ids after a resume (`-k<resume>`), so none is reused.
-    pub(in crate::loopctl) resume_tag: String,
+    /// The run's state.
+    pub(in crate::loopctl) run: Run,
     say: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -205,17 +196,17 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let mode = cfg.unattended.mode;
         let lock = crate::loopctl::run::resume::lock_run(&run)?;
         let mut r = Runner::assemble(ops, cfg, run, board, status, say);
-        r.locks.run = Some(lock);
-        r.locks.board = Some(board_lock);
-        r.decide(
+        r.run.locks.run = Some(lock);
+        r.run.locks.board = Some(board_lock);
+        r.run.decide(
             "launch",
             &format!(
                 "charter {} sha256 {}; base {} at {}; task pool {pool}; lanes cap {}",
-                r.cfg.charter.path.display(),
-                r.status.charter_sha256,
-                r.status.base,
-                r.status.base_sha,
-                r.status.lanes_cap
+                r.run.cfg.charter.path.display(),
+                r.run.status.charter_sha256,
+                r.run.status.base,
+                r.run.status.base_sha,
+                r.run.status.lanes_cap
             ),
         )?;
         if let crate::loopctl::night::overnight::Mode::Overnight { until } = mode {
@@ -223,30 +214,33 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 "the end of the run".to_string(),
                 crate::loopctl::night::clock::rfc3339,
             );
-            r.decide(
+            r.run.decide(
                 "overnight",
                 &format!("overnight mode until {until}: ask nothing; escalations go to QUESTIONS.md and their tasks are parked"),
             )?;
         }
         if let Some(why) = why {
-            let id = r.decide("ruling", &why)?;
-            r.controls
+            let id = r.run.decide("ruling", &why)?;
+            r.run
+                .controls
                 .rulings
                 .push((format!("{id} {why}"), "keep for this run".into()));
         }
         crate::registry::events::emit_quiet(
-            StateDir::new(&r.cfg.state_dir),
+            StateDir::new(&r.run.cfg.state_dir),
             "loop.start",
-            serde_json::json!({"run": r.run.n, "pool": pool, "charter_sha256": r.status.charter_sha256}),
+            serde_json::json!({"run": r.run.dir.n, "pool": pool, "charter_sha256": r.run.status.charter_sha256}),
         );
-        let line =
-            crate::loopctl::run::boardsync::on_the_board(r.status.tasks.len(), &r.board.view);
+        let line = crate::loopctl::run::boardsync::on_the_board(
+            r.run.status.tasks.len(),
+            &r.run.board.view,
+        );
         r.say(&format!(
             "loop{}: {line}, pool {pool}, lanes cap {}",
-            r.run.n, r.status.lanes_cap
+            r.run.dir.n, r.run.status.lanes_cap
         ));
         r.report_board()?;
-        r.persist()?;
+        r.run.persist()?;
         Ok(r)
     }
 
@@ -272,24 +266,26 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         let tuner = crate::loopctl::night::autotune::State::restore(&status.autotune);
         let mut r = Runner {
             ops,
-            cfg,
-            run,
-            board: BoardView::new(board),
-            status,
-            slots: Slots::default(),
-            queues: Queues::default(),
-            clocks: Clocks::new(started, spent_before),
-            locks: Locks::default(),
-            tuning: Tuning::new(tuner),
-            controls: Controls {
-                consecutive_blockers,
-                stop: None,
-                paused: None,
-                rulings,
-                mode,
+            run: Run {
+                cfg,
+                dir: run,
+                board: BoardView::new(board),
+                status,
+                slots: Slots::default(),
+                queues: Queues::default(),
+                clocks: Clocks::new(started, spent_before),
+                locks: Locks::default(),
+                tuning: Tuning::new(tuner),
+                controls: Controls {
+                    consecutive_blockers,
+                    stop: None,
+                    paused: None,
+                    rulings,
+                    mode,
+                },
+                notifier,
+                resume_tag: String::new(),
             },
-            notifier,
-            resume_tag: String::new(),
             say,
         };
         if let Some(why) = unreadable {
@@ -302,95 +298,6 @@ impl<'a, O: LaneOps> Runner<'a, O> {
         (self.say)(&crate::loopctl::run::rundir::shown(msg));
     }
 
-    pub(in crate::loopctl) fn decide(
-        &mut self,
-        kind: &str,
-        text: &str,
-    ) -> Result<String, LoopError> {
-        let at = crate::loopctl::night::clock::rfc3339(self.now());
-        self.run.decide_at(kind, text, &at)
-    }
-
-    /// Task `id` as the board has it.
-    pub(in crate::loopctl) fn board_task(
-        &self,
-        id: &str,
-    ) -> Result<crate::loopctl::board::Task, LoopError> {
-        self.board
-            .view
-            .task(id)
-            .cloned()
-            .ok_or_else(|| LoopError::usage("task", format!("{id} is not on the board")))
-    }
-
-    pub(in crate::loopctl) fn task(&self, id: &str) -> Option<&TaskState> {
-        self.status.tasks.iter().find(|t| t.id == id)
-    }
-
-    pub(in crate::loopctl) fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
-        self.status.tasks.iter_mut().find(|t| t.id == id)
-    }
-
-    /// Write QUEUE.md, LANES.md, STATE.md and run.json from the state.
-    pub(in crate::loopctl) fn persist(&mut self) -> Result<(), LoopError> {
-        let rows = |p: Phase| -> Vec<(String, String)> {
-            self.status
-                .tasks
-                .iter()
-                .filter(|t| t.kind() == p)
-                .map(|t| (t.id.clone(), t.title.clone()))
-                .collect()
-        };
-        let hold: Vec<(String, String)> = self
-            .status
-            .tasks
-            .iter()
-            .filter(|t| matches!(t.kind(), Phase::Held | Phase::Parked))
-            .map(|t| (t.id.clone(), t.note().reason.clone().unwrap_or_default()))
-            .collect();
-        self.run
-            .write_queue(&rows(Phase::Ready), &hold, &rows(Phase::Landing))?;
-        let lanes: Vec<LaneRow> = self
-            .slots
-            .lanes
-            .values()
-            .map(|l| LaneRow {
-                id: l.id.clone(),
-                task: l.task.clone(),
-                agent: l.agent.as_str().to_string(),
-                worktree: l.cwd.display().to_string(),
-                stall: self.task(&l.task).and_then(|t| t.stall.clone()),
-            })
-            .collect();
-        self.run.write_lanes(&lanes)?;
-        let mut live: Vec<String> = self
-            .controls
-            .rulings
-            .iter()
-            .map(|(r, _)| r.clone())
-            .collect();
-        for t in &self.status.tasks {
-            if t.kind() == Phase::Parked {
-                live.push(format!(
-                    "{} parked: {}",
-                    t.id,
-                    t.note().reason.as_deref().unwrap_or("")
-                ));
-            }
-        }
-        self.status.mode = self.controls.mode.label();
-        self.status.rulings = self.controls.rulings.clone();
-        self.status.clock_at = Some(crate::time::to_secs(self.now()));
-        self.status.spent_ms = u64::try_from(self.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.status.consecutive_blockers = self.controls.consecutive_blockers;
-        self.status.autotune = self.tuning.state.save();
-        self.clocks.persisted = std::time::Instant::now();
-        self.run
-            .write_state(&self.status.mode, self.status.landings + 1, &live)?;
-        crate::loopctl::run::rundir::write_json_shown(&self.run.file("run.json"), &self.status)?;
-        Ok(())
-    }
-
     /// Whether the supervisor holding the lanes is gone. A lane that could
     /// not start for that reason is not its task's fault: the error stops
     /// the run unclosed, for `--resume`, instead of parking the task.
@@ -400,8 +307,9 @@ impl<'a, O: LaneOps> Runner<'a, O> {
 
     /// Start Ready tasks while the pool and the lanes cap allow.
     pub(in crate::loopctl) fn start_ready(&mut self) -> Result<(), LoopError> {
-        while self.status.in_flight() < self.status.pool {
+        while self.run.status.in_flight() < self.run.status.pool {
             let Some(id) = self
+                .run
                 .status
                 .tasks
                 .iter()
@@ -414,17 +322,18 @@ impl<'a, O: LaneOps> Runner<'a, O> {
                 return Ok(());
             }
             // The cap counts the live listing, never memory.
-            if self.ops.live()?.len() >= self.status.lanes_cap {
+            if self.ops.live()?.len() >= self.run.status.lanes_cap {
                 return Ok(());
             }
-            self.autotune(self.status.iterations + 1)?;
-            self.status.iterations += 1;
-            self.tuning
+            self.autotune(self.run.status.iterations + 1)?;
+            self.run.status.iterations += 1;
+            self.run
+                .tuning
                 .iteration_of
-                .insert(id.clone(), self.status.iterations);
+                .insert(id.clone(), self.run.status.iterations);
             if let Err(e) = self.start_task(&id) {
                 if let LoopError::Setup { lane, .. } = &e {
-                    let log = self.run.path.join(lane).join("setup.log");
+                    let log = self.run.dir.path.join(lane).join("setup.log");
                     self.park_for_setup(&id, &e, &log)?;
                     continue;
                 }

@@ -8,6 +8,7 @@
 use crate::loopctl::LoopError;
 use crate::loopctl::land::setup::{SETUP_TIMEOUT, Setup};
 use crate::loopctl::ops::LaneOps;
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::Runner;
 use std::path::Path;
 use std::time::Duration;
@@ -16,30 +17,14 @@ use std::time::Duration;
 const INTEGRATION_DONE: &str = "integration-setup.done";
 
 impl<O: LaneOps> Runner<'_, O> {
-    /// The setup's own timeout: the charter's `setup-timeout:`, else the default.
-    fn setup_timeout(&self) -> Duration {
-        self.cfg.charter.setup_timeout.unwrap_or(SETUP_TIMEOUT)
-    }
-
     /// The charter's setup, its output in `dir/name`; `None` without one.
     pub(in crate::loopctl) fn setup_for(&self, dir: &Path, name: &str) -> Option<Setup> {
-        let cmd = self.cfg.charter.setup.clone()?;
+        let cmd = self.run.cfg.charter.setup.clone()?;
         Some(Setup {
             cmd,
             log: dir.join(name),
-            bounds: self.child_bounds(self.setup_timeout()),
+            bounds: self.child_bounds(self.run.setup_timeout()),
         })
-    }
-
-    /// The env a gate for `lane`'s task runs with: the lane's port base,
-    /// while the lane is recorded.
-    pub(in crate::loopctl) fn lane_port_env(&self, lane: &str) -> Vec<(String, String)> {
-        crate::lane::load(self.cfg.state())
-            .ok()
-            .and_then(|doc| doc.get(lane).and_then(crate::lane::ports::port_base))
-            .map(|b| (crate::lane::ports::PORT_ENV.to_string(), b.to_string()))
-            .into_iter()
-            .collect()
     }
 
     /// Set the integration worktree up once per run, before its first
@@ -49,14 +34,14 @@ impl<O: LaneOps> Runner<'_, O> {
         &mut self,
         ids: &[String],
     ) -> Result<bool, LoopError> {
-        let done = self.run.file(INTEGRATION_DONE);
-        let Some(setup) = self.setup_for(&self.run.path, "integration-setup.log") else {
+        let done = self.run.dir.file(INTEGRATION_DONE);
+        let Some(setup) = self.setup_for(&self.run.dir.path, "integration-setup.log") else {
             return Ok(true);
         };
         if done.exists() {
             return Ok(true);
         }
-        let wt = self.status.integration_worktree.clone();
+        let wt = self.run.status.integration_worktree.clone();
         match setup.run(&wt, &[])? {
             Ok(()) => {
                 crate::store::write_bytes_atomic(&done, b"")?;
@@ -87,5 +72,23 @@ impl<O: LaneOps> Runner<'_, O> {
             log.display()
         );
         self.park(id, &e.to_string(), &fix)
+    }
+}
+
+impl Run {
+    /// The setup's own timeout: the charter's `setup-timeout:`, else the default.
+    fn setup_timeout(&self) -> Duration {
+        self.cfg.charter.setup_timeout.unwrap_or(SETUP_TIMEOUT)
+    }
+
+    /// The env a gate for `lane`'s task runs with: the lane's port base,
+    /// while the lane is recorded.
+    pub(in crate::loopctl) fn lane_port_env(&self, lane: &str) -> Vec<(String, String)> {
+        crate::lane::load(self.cfg.state())
+            .ok()
+            .and_then(|doc| doc.get(lane).and_then(crate::lane::ports::port_base))
+            .map(|b| (crate::lane::ports::PORT_ENV.to_string(), b.to_string()))
+            .into_iter()
+            .collect()
     }
 }

@@ -12,19 +12,26 @@ impl<O: LaneOps> Runner<'_, O> {
     /// class (one `stall` decision), and interrupt a stalled lane once past
     /// `--stall-kill-after`.
     pub(in crate::loopctl) fn watch_stalls(&mut self) -> Result<(), LoopError> {
-        let tasks: Vec<String> = self.slots.jobs.values().map(|(t, _)| t.clone()).collect();
-        let now = self.now();
-        let stall_after = self.cfg.unattended.stall_after;
-        let kill_after = self.cfg.unattended.stall_kill_after;
+        let tasks: Vec<String> = self
+            .run
+            .slots
+            .jobs
+            .values()
+            .map(|(t, _)| t.clone())
+            .collect();
+        let now = self.run.now();
+        let stall_after = self.run.cfg.unattended.stall_after;
+        let kill_after = self.run.cfg.unattended.stall_kill_after;
         let mut changed = false;
         for task in tasks {
-            let Some(lane) = self.slots.lanes.get(&task).cloned() else {
+            let Some(lane) = self.run.slots.lanes.get(&task).cloned() else {
                 continue;
             };
             let Some(obs) = self.ops.observe(&lane)? else {
                 continue;
             };
             let entry = self
+                .run
                 .slots
                 .quiet
                 .entry(task.clone())
@@ -35,7 +42,7 @@ impl<O: LaneOps> Runner<'_, O> {
             let quiet_for = crate::loopctl::night::clock::since(entry.1, now);
             let interrupted = entry.2;
             let class = class(&obs, quiet_for, stall_after).map(str::to_string);
-            let prior = self.task(&task).and_then(|t| t.stall.clone());
+            let prior = self.run.task(&task).and_then(|t| t.stall.clone());
             if class != prior {
                 changed = true;
                 if let Some(c) = &class {
@@ -46,18 +53,18 @@ impl<O: LaneOps> Runner<'_, O> {
                         ),
                         _ => format!("observed {}", observed_word(&obs)),
                     };
-                    self.decide(
+                    self.run.decide(
                         "stall",
                         &format!("{task}: lane {} is {c}: {why}; not killed", lane.id),
                     )?;
                     crate::registry::events::emit_quiet(
-                        self.cfg.state(),
+                        self.run.cfg.state(),
                         "loop.stall",
-                        serde_json::json!({"run": self.run.n, "task": task, "lane": lane.id, "class": c}),
+                        serde_json::json!({"run": self.run.dir.n, "task": task, "lane": lane.id, "class": c}),
                     );
                     self.say(&format!("{task}: lane {} is {c}", lane.id));
                 }
-                if let Some(t) = self.task_mut(&task) {
+                if let Some(t) = self.run.task_mut(&task) {
                     t.stall = class.clone();
                 }
             }
@@ -66,10 +73,10 @@ impl<O: LaneOps> Runner<'_, O> {
                 && kill_after.is_some_and(|k| quiet_for >= k)
             {
                 self.ops.interrupt(&lane)?;
-                if let Some(e) = self.slots.quiet.get_mut(&task) {
+                if let Some(e) = self.run.slots.quiet.get_mut(&task) {
                     e.2 = true;
                 }
-                self.decide(
+                self.run.decide(
                     "stall",
                     &format!(
                         "{task}: lane {} interrupted once after {} s stalled",
@@ -80,7 +87,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         if changed {
-            self.persist()?;
+            self.run.persist()?;
         }
         Ok(())
     }

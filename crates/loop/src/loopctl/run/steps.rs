@@ -10,6 +10,7 @@ use crate::loopctl::land::capture;
 use crate::loopctl::ops::{
     BriefFacts, JobSpec, LaneHandle, LaneOps, LaneSpec, Outcome, Role, WorktreeSpec,
 };
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::{Phase, Runner, slug};
 use crate::registry::heartbeat::{self, SessionVerdict};
 use crate::registry::{Agent, lease, lend, mix};
@@ -17,33 +18,9 @@ use chrono::Utc;
 use std::path::Path;
 
 impl<O: LaneOps> Runner<'_, O> {
-    /// The next implementer's agent: the one that reduces the mix's skew,
-    /// counting tasks in flight as one WU each.
-    fn pick_agent(&self) -> Agent {
-        let ledger = mix::load(self.cfg.state()).ok().flatten();
-        let target = ledger
-            .as_ref()
-            .map(|l| l.policy.target)
-            .unwrap_or_else(|| mix::MixPolicy::default().target);
-        let mut spent = ledger.map(|l| l.spent).unwrap_or_default();
-        for t in &self.status.tasks {
-            if matches!(
-                t.kind(),
-                Phase::Implementing | Phase::Reviewing | Phase::Landing
-            ) {
-                match t.agent {
-                    Some(Agent::Claude) => spent.claude += 1,
-                    Some(Agent::Codex) => spent.codex += 1,
-                    None => {}
-                }
-            }
-        }
-        mix::next_agent(target, mix::skew(target, spent), None)
-    }
-
     pub(in crate::loopctl) fn cancel_job(&mut self, job: &str) {
         self.usage_ended(job);
-        if let Ok(engine) = Engine::open(self.cfg.state()) {
+        if let Ok(engine) = Engine::open(self.run.cfg.state()) {
             let _ = engine.transition(&Request::new(
                 job.to_string(),
                 Action::Cancel {
@@ -57,8 +34,8 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Cancel every open job of this run, recorded or not (one dispatched
     /// just before a crash may not be in run.json yet); how many there were.
     pub(in crate::loopctl) fn cancel_open_jobs(&mut self) -> Result<usize, LoopError> {
-        let prefix = format!("loop{}-", self.run.n);
-        let open: Vec<String> = Engine::open(self.cfg.state())?
+        let prefix = format!("loop{}-", self.run.dir.n);
+        let open: Vec<String> = Engine::open(self.run.cfg.state())?
             .list()?
             .into_iter()
             .filter(|j| j.job_id.starts_with(&prefix) && !j.status.is_terminal())
@@ -71,17 +48,17 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     pub(in crate::loopctl) fn start_task(&mut self, id: &str) -> Result<(), LoopError> {
-        let task = self.board_task(id)?;
-        let agent = self.pick_agent();
-        let lane = self.impl_lane(id);
-        let lane_dir = self.run.lane_dir(&lane)?;
+        let task = self.run.board_task(id)?;
+        let agent = self.run.pick_agent();
+        let lane = self.run.impl_lane(id);
+        let lane_dir = self.run.dir.lane_dir(&lane)?;
         self.reclaim(id)?;
-        lend::borrow(self.cfg.state(), id, agent, Utc::now())?;
-        let tier = brief::tier_of(&task.files, &self.cfg.charter.guarded_paths);
-        let others = self.others(id);
+        lend::borrow(self.run.cfg.state(), id, agent, Utc::now())?;
+        let tier = brief::tier_of(&task.files, &self.run.cfg.charter.guarded_paths);
+        let others = self.run.others(id);
         let b = brief::build(&lane, &task, tier, &others, &self.ops.report_command());
         let text = brief::render(&b);
-        brief::parse(&text, &self.cfg.charter.guarded_paths)?;
+        brief::parse(&text, &self.run.cfg.charter.guarded_paths)?;
         crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
         self.implementer_up(id, agent, tier, 1, true)?;
         self.say(&format!(
@@ -95,24 +72,6 @@ impl<O: LaneOps> Runner<'_, O> {
         )
     }
 
-    /// The files of the tasks other than `id` whose lanes are live (an
-    /// implementer's brief names them).
-    fn others(&self, id: &str) -> Vec<String> {
-        self.status
-            .tasks
-            .iter()
-            .filter(|t| t.id != id)
-            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
-            .filter_map(|t| self.board.view.task(&t.id))
-            .flat_map(|t| t.files.clone())
-            .collect()
-    }
-
-    /// Task `id`'s implementer lane.
-    pub(in crate::loopctl) fn impl_lane(&self, id: &str) -> String {
-        format!("l{}-impl-{}", self.run.n, slug(id))
-    }
-
     /// Bring up task `id`'s implementer lane (its lane dir made) in its worktree (made
     /// from the base when `fresh` or when it is not there yet), the task
     /// marked implementing in `round`.
@@ -124,15 +83,15 @@ impl<O: LaneOps> Runner<'_, O> {
         round: u32,
         fresh: bool,
     ) -> Result<LaneHandle, LoopError> {
-        let lane = self.impl_lane(id);
-        let lane_dir = self.run.path.join(&lane);
-        let wt = self.worktree_of(id);
-        let branch = format!("drover/loop{}/{id}", self.run.n);
+        let lane = self.run.impl_lane(id);
+        let lane_dir = self.run.dir.path.join(&lane);
+        let wt = self.run.worktree_of(id);
+        let branch = format!("drover/loop{}/{id}", self.run.dir.n);
         let worktree = (fresh || !wt.exists()).then(|| WorktreeSpec {
-            repo: self.cfg.repo.clone(),
+            repo: self.run.cfg.repo.clone(),
             path: wt.clone(),
             branch: branch.clone(),
-            base: self.status.base_sha.clone(),
+            base: self.run.status.base_sha.clone(),
         });
         let spec = LaneSpec {
             id: lane.clone(),
@@ -145,9 +104,9 @@ impl<O: LaneOps> Runner<'_, O> {
             effort: None,
             // A first round, or a round re-run after a resume that merged
             // nothing in: all it is told is built from the board.
-            portable: fresh || self.task(id).is_none_or(|t| t.rebase().is_none()),
+            portable: fresh || self.run.task(id).is_none_or(|t| t.rebase().is_none()),
         };
-        if let Some(t) = self.task_mut(id) {
+        if let Some(t) = self.run.task_mut(id) {
             t.phase.enter_implementing();
             t.agent = Some(agent);
             t.tier = Some(tier.as_str().into());
@@ -160,7 +119,7 @@ impl<O: LaneOps> Runner<'_, O> {
             }
         }
         let handle = self.lane_up(spec)?;
-        self.slots.lanes.insert(id.to_string(), handle.clone());
+        self.run.slots.lanes.insert(id.to_string(), handle.clone());
         Ok(handle)
     }
 
@@ -171,15 +130,15 @@ impl<O: LaneOps> Runner<'_, O> {
         prompt: &str,
         repair: Option<String>,
     ) -> Result<(), LoopError> {
-        let (round, lane_dir) = match (self.task(id), self.slots.lanes.get(id)) {
+        let (round, lane_dir) = match (self.run.task(id), self.run.slots.lanes.get(id)) {
             (Some(t), Some(h)) => (t.round(), h.lane_dir.clone()),
             _ => return Err(LoopError::usage("task", format!("{id} has no lane"))),
         };
         let job = format!(
             "loop{}-{}-i{round}{}",
-            self.run.n,
+            self.run.dir.n,
             slug(id),
-            self.resume_tag
+            self.run.resume_tag
         );
         self.dispatch(
             id,
@@ -202,6 +161,7 @@ impl<O: LaneOps> Runner<'_, O> {
         told: BriefFacts,
     ) -> Result<(), LoopError> {
         let lane = self
+            .run
             .slots
             .lanes
             .get(id)
@@ -209,6 +169,7 @@ impl<O: LaneOps> Runner<'_, O> {
             .ok_or_else(|| LoopError::usage("task", format!("{id} has no lane")))?;
         let report_files = match lane.role {
             Role::Implementer => self
+                .run
                 .board
                 .view
                 .task(id)
@@ -217,12 +178,12 @@ impl<O: LaneOps> Runner<'_, O> {
             Role::Reviewer => Vec::new(),
         };
         let facts = {
-            let t = self.task(id);
+            let t = self.run.task(id);
             BriefFacts {
                 round: t.map_or(1, |t| t.round()),
                 tier: t.and_then(|t| t.tier.clone()),
                 others: match lane.role {
-                    Role::Implementer => self.others(id),
+                    Role::Implementer => self.run.others(id),
                     Role::Reviewer => Vec::new(),
                 },
                 before_rebase: None,
@@ -233,7 +194,7 @@ impl<O: LaneOps> Runner<'_, O> {
             job_id: job.to_string(),
             prompt: prompt.to_string(),
             report_path: report.to_path_buf(),
-            autocomplete: self.cfg.autocomplete,
+            autocomplete: self.run.cfg.autocomplete,
             report_files,
             brief: BriefFacts {
                 before_rebase: told.before_rebase,
@@ -243,11 +204,12 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         self.ops.dispatch(&lane, &spec)?;
         self.usage_dispatched(job, &lane);
-        let now = self.now();
-        self.slots
+        let now = self.run.now();
+        self.run
+            .slots
             .jobs
             .insert(job.to_string(), (id.to_string(), now));
-        if let Some(t) = self.task_mut(id) {
+        if let Some(t) = self.run.task_mut(id) {
             if let Some(w) = t.work_mut() {
                 w.job = Some(job.to_string());
             }
@@ -255,11 +217,11 @@ impl<O: LaneOps> Runner<'_, O> {
                 t.first_dispatch = Some(crate::time::to_secs(now));
             }
         }
-        self.persist()
+        self.run.persist()
     }
 
     fn lane_down(&mut self, id: &str) -> Result<(), LoopError> {
-        if let Some(h) = self.slots.lanes.remove(id) {
+        if let Some(h) = self.run.slots.lanes.remove(id) {
             self.usage_down(&h);
             self.ops.down(&h)?;
         }
@@ -272,7 +234,7 @@ impl<O: LaneOps> Runner<'_, O> {
         job: &str,
         outcome: Outcome,
     ) -> Result<(), LoopError> {
-        let phase = self.task(id).map(|t| t.kind());
+        let phase = self.run.task(id).map(|t| t.kind());
         match outcome {
             Outcome::Escalated { decision, reason } => self.escalated(id, job, &decision, &reason),
             Outcome::Failed { status, reason }
@@ -306,19 +268,20 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     fn after_implement(&mut self, id: &str) -> Result<(), LoopError> {
-        let (agent, wt, lane_dir) = match (self.task(id), self.slots.lanes.get(id)) {
+        let (agent, wt, lane_dir) = match (self.run.task(id), self.run.slots.lanes.get(id)) {
             (Some(t), Some(h)) => (t.agent, t.worktree().cloned(), h.lane_dir.clone()),
             _ => return Ok(()),
         };
         self.lane_down(id)?;
         if let Some(a) = agent {
-            lend::give_back(self.cfg.state(), id, a, Utc::now())?;
+            lend::give_back(self.run.cfg.state(), id, a, Utc::now())?;
         }
         let Some(wt) = wt else { return Ok(()) };
         // A round that began with a merge: markers refused, the merge
         // concluded, and whether it needs a new review.
-        let rebased = self.task(id).is_some_and(|t| t.rebase().is_some());
+        let rebased = self.run.task(id).is_some_and(|t| t.rebase().is_some());
         let conflicts = self
+            .run
             .task(id)
             .and_then(|t| t.rebase())
             .is_some_and(|r| !r.merged.conflicts.is_empty());
@@ -332,24 +295,25 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         if conflicts && review {
             // The reviewer is shown the candidate before the rebase too.
-            let round = self.task(id).map_or(0, |t| t.round());
+            let round = self.run.task(id).map_or(0, |t| t.round());
             let prior = lane_dir.join(format!("candidate-r{}.patch", round.saturating_sub(1)));
             if std::fs::copy(lane_dir.join("candidate.patch"), &prior).is_ok()
-                && let Some(w) = self.task_mut(id).and_then(|t| t.work_mut())
+                && let Some(w) = self.run.task_mut(id).and_then(|t| t.work_mut())
             {
                 w.prior_candidate = Some(prior);
             }
         }
         // The lease's claim is the authority (it may have been renewed with more files).
-        let claimed = lease::list(self.cfg.state(), Utc::now())?
+        let claimed = lease::list(self.run.cfg.state(), Utc::now())?
             .into_iter()
             .find(|l| l.task_id.as_deref() == Some(id))
             .map(|l| l.claimed_files)
             .unwrap_or_default();
         let base = self
+            .run
             .task(id)
             .and_then(|t| t.work().and_then(|w| w.onto.clone()))
-            .unwrap_or_else(|| self.status.base_sha.clone());
+            .unwrap_or_else(|| self.run.status.base_sha.clone());
         match capture::capture(id, &wt, &base, &claimed, &lane_dir)? {
             Err(refusal) => {
                 let why = refusal.describe();
@@ -369,12 +333,12 @@ impl<O: LaneOps> Runner<'_, O> {
                         c.redactions.join(", ")
                     );
                     lines.push(note.clone());
-                    if !self.status.notes.contains(&note) {
-                        self.status.notes.push(note);
+                    if !self.run.status.notes.contains(&note) {
+                        self.run.status.notes.push(note);
                     }
                 }
                 capture::write_return(&lane_dir, id, &lines)?;
-                if let Some(w) = self.task_mut(id).and_then(|t| t.work_mut()) {
+                if let Some(w) = self.run.task_mut(id).and_then(|t| t.work_mut()) {
                     w.candidate_sha256 = Some(c.raw_sha256.clone());
                     w.candidate_base = Some(c.base.clone());
                 }
@@ -383,12 +347,12 @@ impl<O: LaneOps> Runner<'_, O> {
                     c.files.join(", ")
                 ));
                 if !review {
-                    self.queues.carried.push(id.to_string());
+                    self.run.queues.carried.push(id.to_string());
                     return self.start_carried();
                 }
                 // A (session, agent) lane reviews one task at a time, so one
                 // heartbeat can never answer for another task's review.
-                self.queues.reviews.push((id.to_string(), c.patch_path));
+                self.run.queues.reviews.push((id.to_string(), c.patch_path));
                 self.start_reviews()
             }
         }
@@ -398,19 +362,20 @@ impl<O: LaneOps> Runner<'_, O> {
     pub(in crate::loopctl) fn start_reviews(&mut self) -> Result<(), LoopError> {
         self.start_carried()?;
         let mut i = 0;
-        while i < self.queues.reviews.len() {
-            let (id, patch) = self.queues.reviews[i].clone();
-            let reviewer = self.task(&id).and_then(|t| t.reviewer());
+        while i < self.run.queues.reviews.len() {
+            let (id, patch) = self.run.queues.reviews[i].clone();
+            let reviewer = self.run.task(&id).and_then(|t| t.reviewer());
             let busy = self
+                .run
                 .status
                 .tasks
                 .iter()
                 .any(|t| t.kind() == Phase::Reviewing && t.reviewer() == reviewer);
-            if busy || self.ops.live()?.len() >= self.status.lanes_cap {
+            if busy || self.ops.live()?.len() >= self.run.status.lanes_cap {
                 i += 1;
                 continue;
             }
-            self.queues.reviews.remove(i);
+            self.run.queues.reviews.remove(i);
             if let Err(e) = self.start_review(&id, &patch) {
                 if self.supervisor_lost() {
                     return Err(e);
@@ -427,14 +392,14 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     fn start_review(&mut self, id: &str, patch: &Path) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(());
         };
         let (Some(reviewer), Some(wt)) = (t.reviewer(), t.worktree().cloned()) else {
             return Ok(());
         };
-        let lane = format!("l{}-rev-{}", self.run.n, slug(id));
-        let lane_dir = self.run.lane_dir(&lane)?;
+        let lane = format!("l{}-rev-{}", self.run.dir.n, slug(id));
+        let lane_dir = self.run.dir.lane_dir(&lane)?;
         let tier = brief::tier_named(t.tier.as_deref());
         // The reviewer reads its own copy, in its lane dir (a real Claude
         // reviewer's added directory), so reading it asks nothing.
@@ -457,6 +422,7 @@ impl<O: LaneOps> Runner<'_, O> {
         };
         // The reviewer checks the candidate against what the task asks.
         let criteria = self
+            .run
             .board
             .view
             .task(id)
@@ -475,7 +441,7 @@ impl<O: LaneOps> Runner<'_, O> {
             },
             &criteria,
         );
-        brief::parse(&text, &self.cfg.charter.guarded_paths)?;
+        brief::parse(&text, &self.run.cfg.charter.guarded_paths)?;
         crate::store::write_bytes_atomic(&lane_dir.join("brief.md"), text.as_bytes())?;
         let spec = LaneSpec {
             id: lane.clone(),
@@ -489,8 +455,8 @@ impl<O: LaneOps> Runner<'_, O> {
             portable: true,
         };
         let handle = self.lane_up(spec)?;
-        self.slots.lanes.insert(id.to_string(), handle);
-        if let Some(t) = self.task_mut(id) {
+        self.run.slots.lanes.insert(id.to_string(), handle);
+        if let Some(t) = self.run.task_mut(id) {
             t.phase.enter_reviewing();
             if let Some(w) = t.work_mut() {
                 w.lane = Some(lane.clone());
@@ -500,10 +466,10 @@ impl<O: LaneOps> Runner<'_, O> {
         self.say(&format!("{id}: review in lane {lane} ({reviewer})"));
         let job = format!(
             "loop{}-{}-v{}{}",
-            self.run.n,
+            self.run.dir.n,
             slug(id),
             t.round(),
-            self.resume_tag
+            self.run.resume_tag
         );
         let report = lane_dir.join(format!("report-v{}.json", t.round()));
         self.dispatch(
@@ -519,16 +485,17 @@ impl<O: LaneOps> Runner<'_, O> {
     }
 
     fn after_review(&mut self, id: &str) -> Result<(), LoopError> {
-        let Some(t) = self.task(id).cloned() else {
+        let Some(t) = self.run.task(id).cloned() else {
             return Ok(());
         };
         let report_path = self
+            .run
             .slots
             .lanes
             .get(id)
             .map(|h| h.lane_dir.join(format!("report-v{}.json", t.round())));
         self.lane_down(id)?;
-        let reg = crate::registry::load_required(self.cfg.state())?;
+        let reg = crate::registry::load_required(self.run.cfg.state())?;
         let verdict = reg
             .session(Role::Reviewer.session_id())
             .map(|s| heartbeat::verdict(s, id, Utc::now()))
@@ -557,5 +524,49 @@ impl<O: LaneOps> Runner<'_, O> {
                 self.repair(id, &format!("the review failed: {evidence}"), &class, true)
             }
         }
+    }
+}
+
+impl Run {
+    /// The next implementer's agent: the one that reduces the mix's skew,
+    /// counting tasks in flight as one WU each.
+    fn pick_agent(&self) -> Agent {
+        let ledger = mix::load(self.cfg.state()).ok().flatten();
+        let target = ledger
+            .as_ref()
+            .map(|l| l.policy.target)
+            .unwrap_or_else(|| mix::MixPolicy::default().target);
+        let mut spent = ledger.map(|l| l.spent).unwrap_or_default();
+        for t in &self.status.tasks {
+            if matches!(
+                t.kind(),
+                Phase::Implementing | Phase::Reviewing | Phase::Landing
+            ) {
+                match t.agent {
+                    Some(Agent::Claude) => spent.claude += 1,
+                    Some(Agent::Codex) => spent.codex += 1,
+                    None => {}
+                }
+            }
+        }
+        mix::next_agent(target, mix::skew(target, spent), None)
+    }
+
+    /// The files of the tasks other than `id` whose lanes are live (an
+    /// implementer's brief names them).
+    fn others(&self, id: &str) -> Vec<String> {
+        self.status
+            .tasks
+            .iter()
+            .filter(|t| t.id != id)
+            .filter(|t| matches!(t.kind(), Phase::Implementing | Phase::Reviewing))
+            .filter_map(|t| self.board.view.task(&t.id))
+            .flat_map(|t| t.files.clone())
+            .collect()
+    }
+
+    /// Task `id`'s implementer lane.
+    pub(in crate::loopctl) fn impl_lane(&self, id: &str) -> String {
+        format!("l{}-impl-{}", self.dir.n, slug(id))
     }
 }

@@ -8,6 +8,7 @@
 use crate::loopctl::LoopError;
 use crate::loopctl::night::autotune::Sample;
 use crate::loopctl::ops::{LaneHandle, LaneOps, LaneSpec, Role};
+use crate::loopctl::run::runner::Run;
 use crate::loopctl::run::runner::{Phase, Runner};
 use chrono::{DateTime, Utc};
 
@@ -17,8 +18,9 @@ impl<O: LaneOps> Runner<'_, O> {
         &mut self,
         mut spec: LaneSpec,
     ) -> Result<LaneHandle, LoopError> {
-        if self.cfg.unattended.autotune {
+        if self.run.cfg.unattended.autotune {
             spec.effort = self
+                .run
                 .tuning
                 .state
                 .effort((spec.role, spec.agent))
@@ -32,10 +34,48 @@ impl<O: LaneOps> Runner<'_, O> {
             Some(s) => self.ops.up_set(&spec, &s),
             None => self.ops.up(&spec),
         }?;
-        self.usage_fresh(&lane);
+        self.run.usage_fresh(&lane);
         Ok(lane)
     }
 
+    /// Before iteration `next` starts: run the tuner over the turns so far
+    /// and record what it recommends.
+    pub(in crate::loopctl) fn autotune(&mut self, next: u32) -> Result<(), LoopError> {
+        if !self.run.cfg.unattended.autotune {
+            return Ok(());
+        }
+        let k = self.run.cfg.unattended.autotune_k;
+        let recs = self.run.tuning.tune(next, k);
+        for r in recs {
+            let line = r.describe(k);
+            self.run
+                .decide("autotune", &format!("before iteration {next}: {line}"))?;
+            self.say(&format!("autotune: {line}"));
+            crate::registry::events::emit_quiet(
+                self.run.cfg.state(),
+                "loop.autotune",
+                serde_json::json!({
+                    "run": self.run.dir.n,
+                    "iteration": next,
+                    "role": r.role.as_str(),
+                    "agent": r.agent.as_str(),
+                    "direction": r.direction.map(|d| d.as_str()),
+                    "elapsed_s": r.elapsed.as_secs_f64(),
+                    "median_s": r.median.map(|m| m.as_secs_f64()),
+                    "failed": r.failed,
+                    "observed": r.observed,
+                    "effort_from": r.from,
+                    "effort_to": r.to,
+                    "actuated": r.actuated,
+                    "held": (!r.actuated).then_some(r.held.as_str()),
+                }),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Run {
     /// Note a finished turn of `task`'s lane, dispatched at `at`.
     pub(in crate::loopctl) fn time_turn(&mut self, task: &str, at: DateTime<Utc>, failed: bool) {
         if !self.cfg.unattended.autotune {
@@ -64,40 +104,5 @@ impl<O: LaneOps> Runner<'_, O> {
             fresh: true,
         };
         self.tuning.record(sample);
-    }
-
-    /// Before iteration `next` starts: run the tuner over the turns so far
-    /// and record what it recommends.
-    pub(in crate::loopctl) fn autotune(&mut self, next: u32) -> Result<(), LoopError> {
-        if !self.cfg.unattended.autotune {
-            return Ok(());
-        }
-        let k = self.cfg.unattended.autotune_k;
-        let recs = self.tuning.tune(next, k);
-        for r in recs {
-            let line = r.describe(k);
-            self.decide("autotune", &format!("before iteration {next}: {line}"))?;
-            self.say(&format!("autotune: {line}"));
-            crate::registry::events::emit_quiet(
-                self.cfg.state(),
-                "loop.autotune",
-                serde_json::json!({
-                    "run": self.run.n,
-                    "iteration": next,
-                    "role": r.role.as_str(),
-                    "agent": r.agent.as_str(),
-                    "direction": r.direction.map(|d| d.as_str()),
-                    "elapsed_s": r.elapsed.as_secs_f64(),
-                    "median_s": r.median.map(|m| m.as_secs_f64()),
-                    "failed": r.failed,
-                    "observed": r.observed,
-                    "effort_from": r.from,
-                    "effort_to": r.to,
-                    "actuated": r.actuated,
-                    "held": (!r.actuated).then_some(r.held.as_str()),
-                }),
-            );
-        }
-        Ok(())
     }
 }

@@ -6,9 +6,11 @@
 
 mod checks;
 mod fleet;
+mod prepare;
 
 pub use checks::{fleet_board, need_agents, need_board, need_file, need_signing, repo};
 pub use fleet::{FleetStart, fleet_lanes};
+pub use prepare::{Prepared, prepare, read_script, refuse_after_unclosed, sim_scripts};
 
 use crate::loopctl::LoopError;
 use crate::loopctl::board::charter::{self, Charter};

@@ -119,7 +119,10 @@ fn classify(a: ClassifyArgs, ctx: &Ctx) -> anyhow::Result<u8> {
 fn explain(a: ExplainArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut c = ctx.client()?;
     let x = c
-        .call(drover::proto::args::PaneExplain { pane: a.pane })
+        .call(drover::proto::args::PaneExplain {
+            pane: a.pane,
+            settle_ms: None,
+        })
         .map_err(client_err)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&x)?);

@@ -112,3 +112,85 @@ fn a_panes_usage_adds_up_across_sessions_and_generations() {
         json!(total)
     );
 }
+
+/// `pane.explain` with `settle_ms`, as a lane going down reads its agent's
+/// last figures: Claude's status line brings a turn's cost a few hundred
+/// ms after `Stop` (0.23–0.52 s measured on the real TUIs), so a read
+/// right at the turn's end waits for it — woken by the status line, and
+/// never longer than asked; a pane with no status line answers at once.
+#[test]
+fn a_settled_read_waits_for_the_status_line_after_the_turn_end() {
+    use drover::proto::args::PaneExplain;
+    let d = Drover::new();
+    d.serve();
+    d.new_pane("c", &[], &["bash", "--norc", "--noprofile"]);
+    d.new_pane("quiet", &[], &["bash", "--norc", "--noprofile"]);
+    let dir = d.scratch();
+    status_in(&d, "c", 1, &status_line("s1", 1000, 200, 0.10));
+    let stop = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/signals/claude-2.1.332/Stop.json");
+    let late = dir.join("late.json");
+    std::fs::write(&late, status_line("s1", 1500, 300, 0.25).to_string()).unwrap();
+    let mut c = drover::daemon::Client::connect(&d.socket()).unwrap();
+    let mut explain = |pane: &str, settle_ms: Option<u64>| {
+        let t = std::time::Instant::now();
+        let x = c
+            .call(PaneExplain {
+                pane: pane.into(),
+                settle_ms,
+            })
+            .unwrap();
+        (x, t.elapsed())
+    };
+    // The agent ends its turn, and its status line follows a second later.
+    let r = in_pane(
+        &d,
+        "c",
+        &dir,
+        2,
+        &format!(
+            "{BIN} signal claude-hook < {}; ( sleep 1; {BIN} signal claude-status < {} >/dev/null ) &",
+            stop.display(),
+            late.display()
+        ),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (x, _) = explain("c", None);
+    assert!(x.view.turn_end.is_some(), "the Stop is in: {:?}", x.view);
+    let (x, took) = explain("c", Some(10_000));
+    assert_usage(
+        &serde_json::to_value(x.usage.unwrap()).unwrap(),
+        1500,
+        300,
+        0.25,
+    );
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "woken by the status line, not the bound: {took:?}"
+    );
+    // Settled now: the next read answers at once.
+    let (_, took) = explain("c", Some(10_000));
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+
+    // Another turn ends and no status line follows: the read waits as long
+    // as asked, no longer, and gives what it has.
+    let r = in_pane(
+        &d,
+        "c",
+        &dir,
+        3,
+        &format!("{BIN} signal claude-hook < {}", stop.display()),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (x, took) = explain("c", Some(600));
+    assert!(
+        took >= std::time::Duration::from_millis(550),
+        "waited for the status line: {took:?}"
+    );
+    assert_eq!(x.usage.unwrap().cost_usd, Some(0.25));
+
+    // A pane whose agent has no status line: nothing to wait for.
+    let (x, took) = explain("quiet", Some(10_000));
+    assert!(x.usage.is_none());
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+}

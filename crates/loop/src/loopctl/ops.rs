@@ -14,6 +14,11 @@ use std::time::Duration;
 
 pub use crate::runstate::records::Role;
 
+/// The longest a lane going down waits for its agent's last usage report
+/// ([`LaneOps::usage_final`]): Claude's status line ran 0.23–0.52 s after
+/// `Stop` on a quiet machine; more under load.
+pub const USAGE_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// A worktree the lane is to get: a new branch from the base.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorktreeSpec {
@@ -145,6 +150,12 @@ pub trait LaneOps {
     /// knows nothing. Never an error: a figure missing costs the run nothing.
     fn usage(&mut self, _lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
         None
+    }
+    /// [`LaneOps::usage`] as the lane goes down: its agent's last report
+    /// included. Claude's status line brings a turn's cost a few hundred ms
+    /// after the turn ends, so this waits for it (at most [`USAGE_SETTLE`]).
+    fn usage_final(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
+        self.usage(lane)
     }
     /// Choose the row of the menu the lane shows by its label; false when no
     /// such menu shows.

@@ -325,6 +325,17 @@ pub struct Signal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaneExplain {
     pub pane: String,
+    /// Wait up to this long (ms, at most [`PaneExplain::SETTLE_MAX_MS`])
+    /// for the agent's status line to report after its last turn end, when
+    /// it has a status line and has not yet: Claude's runs a few hundred ms
+    /// after `Stop`, with the turn's cost. Absent: answer at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<u64>,
+}
+
+impl PaneExplain {
+    /// The longest `settle_ms` taken; more is this.
+    pub const SETTLE_MAX_MS: u64 = 10_000;
 }
 
 /// `shutdown`: stop every pane and exit.

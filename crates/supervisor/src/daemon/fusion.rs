@@ -101,6 +101,31 @@ fn arm(sup: &Arc<Sup>, entry: &Arc<Entry>, at_ms: u64, now_ms: u64) {
     });
 }
 
+/// `pane.explain` with `settle_ms`: first wait (bounded) for the agent's
+/// status line to report after the last turn end, when it has a status line
+/// that has not reported since — the turn's cost comes with it, a few
+/// hundred ms after `Stop` — then explain. Woken by the status line itself,
+/// never by polling.
+pub(super) async fn explain_settled(
+    sup: &Arc<Sup>,
+    a: &args::PaneExplain,
+) -> Result<Explained, super::protocol::Response> {
+    if let Some(ms) = a.settle_ms {
+        let e = sup.entry(&a.pane)?;
+        let ended = turn_end(&e).map(|(_, t)| t.at.at_ms);
+        let mut seen = e.status_at.subscribe();
+        let last = *seen.borrow();
+        if let Some(ended) = ended
+            && last != 0
+            && last < ended
+        {
+            let bound = std::time::Duration::from_millis(ms.min(args::PaneExplain::SETTLE_MAX_MS));
+            let _ = tokio::time::timeout(bound, seen.wait_for(|&at| at >= ended)).await;
+        }
+    }
+    explain(sup, a)
+}
+
 /// `pane.explain`: the screen's observation, the newest signal of each
 /// source, the folded view, the pane's state and the rule that decided it.
 pub(super) fn explain(

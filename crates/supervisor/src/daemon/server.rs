@@ -72,6 +72,10 @@ pub(super) struct Entry {
     pub(super) fusion: Mutex<super::fusion::Fusion>,
     /// The Codex thread the pane's `notify` named: its rollout file.
     pub(super) rollout_thread: Mutex<Option<String>>,
+    /// When the agent's status line last reported (ms since the epoch; 0:
+    /// never), a repeat of its figures included: `pane.explain`'s
+    /// `settle_ms` waits on it.
+    pub(super) status_at: watch::Sender<u64>,
 }
 
 pub(super) struct Sup {
@@ -545,6 +549,7 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
         usage: Default::default(),
         fusion: Default::default(),
         rollout_thread: Default::default(),
+        status_at: Default::default(),
     });
     lock(&sup.panes).insert(name, entry.clone());
     super::rollout::start(sup, &entry, None);

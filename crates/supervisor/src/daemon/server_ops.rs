@@ -72,7 +72,7 @@ async fn dispatch(sup: &Arc<Sup>, req: Request) -> Result<Value, Response> {
         Request::Deliver(a) => out(super::deliver::deliver(sup, a).await),
         Request::PaneAnswer(a) => out(super::answer::answer(sup, a).await),
         Request::EvidenceWatch(a) => out(super::evidence_watch::start(sup, a)),
-        Request::PaneExplain(a) => out(super::fusion::explain(sup, &a)),
+        Request::PaneExplain(a) => out(super::fusion::explain_settled(sup, &a).await),
         Request::FleetJoin(a) => out(super::fleet_hook::join(sup, a).await),
         Request::FleetLeave(_) => out(super::fleet_hook::leave(sup).await),
         // Answered with the caller's credentials (server.rs), never here.
@@ -304,6 +304,7 @@ async fn pane_new(sup: &Arc<Sup>, args: PaneNew) -> Result<PaneView, Response> {
             usage: Default::default(),
             fusion: Default::default(),
             rollout_thread: Default::default(),
+            status_at: Default::default(),
         });
         super::lost::record(&sup2, &*entry.pane);
         lock(&sup2.lost).remove(&name);

@@ -92,6 +92,9 @@ pub(super) fn apply(sup: &Arc<Sup>, e: &Arc<Entry>, note: SignalNote) {
     if admit != Admit::Take {
         return;
     }
+    if note.source == Source::Status {
+        e.status_at.send_replace(now);
+    }
     if note.source == Source::Notify
         && let Some(thread) = &note.session
     {

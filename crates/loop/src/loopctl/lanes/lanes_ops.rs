@@ -401,6 +401,10 @@ impl LaneOps for RealLanes {
         self.jobs.usage(lane)
     }
 
+    fn usage_final(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
+        self.jobs.usage_final(lane)
+    }
+
     fn observe(&mut self, lane: &LaneHandle) -> Result<Option<LaneObs>, LoopError> {
         self.jobs.observe(lane)
     }

@@ -427,6 +427,15 @@ impl LaneOps for SimLanes {
     fn usage(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
         let ask = args::PaneExplain {
             pane: lane.pane.clone(),
+            settle_ms: None,
+        };
+        self.client.call(ask).ok().and_then(|e| e.usage)
+    }
+
+    fn usage_final(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
+        let ask = args::PaneExplain {
+            pane: lane.pane.clone(),
+            settle_ms: Some(crate::loopctl::ops::USAGE_SETTLE.as_millis() as u64),
         };
         self.client.call(ask).ok().and_then(|e| e.usage)
     }

@@ -5,7 +5,9 @@
 //! the lane goes down; each read adds the tally's growth since the lane's
 //! last read to the task's `usage` in `run.json`. A figure the agent reports
 //! after its job ended (Claude's status line runs after the turn, often
-//! after the report that ended the job) is taken by the next read. A lane
+//! after the report that ended the job) is taken by the next read; the
+//! last read, as the lane goes down, waits for it (bounded,
+//! [`USAGE_SETTLE`](crate::loopctl::ops::USAGE_SETTLE)). A lane
 //! this process started counts from nothing; one it did not (a resumed
 //! run's) counts from its first read. A lane whose agent reports no usage
 //! adds nothing, and a task none of whose lanes reported has no figure:
@@ -23,7 +25,13 @@ impl<O: LaneOps> Runner<'_, O> {
     /// Read `lane`'s tally and add its growth since the last read to its
     /// task; a lane not read before and not started here starts from now.
     pub(in crate::loopctl) fn usage_read(&mut self, lane: &LaneHandle) {
-        let Some(now) = self.ops.usage(lane) else {
+        let now = self.ops.usage(lane);
+        self.usage_add(lane, now);
+    }
+
+    /// Add `now`, `lane`'s tally as just read, to its task.
+    fn usage_add(&mut self, lane: &LaneHandle, now: Option<Usage>) {
+        let Some(now) = now else {
             return;
         };
         let Some((task, last)) = self.run.slots.usage_lanes.get_mut(&lane.id) else {
@@ -59,7 +67,8 @@ impl<O: LaneOps> Runner<'_, O> {
 
     /// `lane` goes down: its last read, then it is forgotten.
     pub(in crate::loopctl) fn usage_down(&mut self, lane: &LaneHandle) {
-        self.usage_read(lane);
+        let now = self.ops.usage_final(lane);
+        self.usage_add(lane, now);
         self.run.slots.usage_lanes.remove(&lane.id);
     }
 }

@@ -44,6 +44,11 @@ impl<O: LaneOps> Runner<'_, O> {
         let spent = now.since(&last.unwrap_or_default());
         *last = Some(now);
         let task = task.clone();
+        // A read that knows no figure adds none: the task's usage stays
+        // absent, never an empty figure.
+        if spent.is_empty() {
+            return;
+        }
         if let Some(t) = self.run.task_mut(&task) {
             t.usage = Some(t.usage.unwrap_or_default().plus(&spent));
         }

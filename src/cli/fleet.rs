@@ -422,10 +422,7 @@ pub fn follow_events(f: &FleetFollow, ctx: &Ctx) -> anyhow::Result<u8> {
         &Handed::from_env(&cfg),
         Start::from_since(f.since),
         |ev| {
-            let kind = ev.event["kind"].as_str().unwrap_or_default();
-            if !kind_matches(f.kind, kind)
-                || f.pane.is_some_and(|p| ev.event["pane"].as_str() != Some(p))
-            {
+            if !kind_matches(f.kind, ev.kind()) || f.pane.is_some_and(|p| ev.pane() != Some(p)) {
                 return true;
             }
             // Another host's fields reach this terminal: no control

@@ -62,6 +62,21 @@ pub struct FleetEvent {
 }
 
 impl FleetEvent {
+    /// Its kind (`pane.state`, …; empty when its host sent none). The event
+    /// itself stays as its host sent it: a host of a newer drover may send
+    /// kinds this one does not know, and a follower passes them on.
+    pub fn kind(&self) -> &str {
+        self.event
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The pane it is about, when it names one.
+    pub fn pane(&self) -> Option<&str> {
+        self.event.get("pane").and_then(Value::as_str)
+    }
+
     /// The event with `host` and `fleet_seq` added, as one JSON line.
     pub fn to_line(&self) -> String {
         let mut v = self.event.clone();

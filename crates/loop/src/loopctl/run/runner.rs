@@ -1,7 +1,7 @@
 //! The runner (`drover loop run`): the board's Ready tasks worked through
 //! lanes over [`LaneOps`] — implement, capture, review by the other agent,
 //! gate check, land on the integration branch, close out. The run's state is
-//! a [`Run`] (`state.rs`); the runner moves it through its steps (`steps.rs`,
+//! a `Run` (`state.rs`); the runner moves it through its steps (`steps.rs`,
 //! `rounds.rs`, `landing.rs`, ...). This file holds the runner, its setup and
 //! the start of tasks.
 //!
@@ -70,11 +70,11 @@ impl RunConfig {
 
 pub use crate::runstate::status::{LoopProcess, Question, RunStatus};
 
-/// A running loop: the run's state ([`Run`]), the lanes it works through
+/// A running loop: the run's state (`Run`, `state.rs`), the lanes it works through
 /// ([`LaneOps`]) and its console. The steps that move the run's tasks from
 /// phase to phase are its methods, one file per part of the pipeline
 /// (`steps`, `rounds`, `landing`, `finish`, ...); what needs no lane is
-/// [`Run`]'s.
+/// `Run`'s.
 pub struct Runner<'a, O: LaneOps> {
     pub(in crate::loopctl) ops: &'a mut O,
     /// The run's state.

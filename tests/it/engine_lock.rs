@@ -148,5 +148,23 @@ fn lock_is_held_only_for_read_decide_write() {
             after.iter().any(|l| l.contains("audit.jsonl")),
             "audit appended after release"
         );
+        // One fsync under the lock at most: the record's. An accepted
+        // transition makes its rename durable (the directory's fsync) after
+        // the lock is let go and before anything is audited.
+        let synced_held = held.iter().filter(|l| l.contains("fsync(")).count();
+        assert!(
+            synced_held <= 1,
+            "{args:?}: fsyncs under the lock: {held:?}"
+        );
+        if synced_held == 1 {
+            let audited = after
+                .iter()
+                .position(|l| l.contains("audit.jsonl"))
+                .expect("audited");
+            assert!(
+                after[..audited].iter().any(|l| l.contains("fsync(")),
+                "{args:?}: the record's directory synced before the audit: {after:?}"
+            );
+        }
     }
 }

@@ -17,6 +17,36 @@ pub fn write_bytes_atomic_steps(
     bytes: &[u8],
     step: &mut dyn FnMut(&'static str),
 ) -> Result<(), StoreError> {
+    write_bytes_renamed_steps(path, bytes, step)?.sync()?;
+    step("dir synced");
+    Ok(())
+}
+
+/// A file renamed into place whose directory is not synced yet: the new
+/// content is there for every reader, and durable once [`DirSync::sync`]
+/// returns. A writer that holds a lock can let it go before that fsync, so
+/// the next holder does not wait for it; it must not report the write done
+/// before it.
+#[must_use = "the rename is durable only once its directory is synced"]
+#[derive(Debug)]
+pub struct DirSync {
+    dir: std::path::PathBuf,
+}
+
+impl DirSync {
+    /// fsync the directory: the rename is durable.
+    pub fn sync(self) -> Result<(), StoreError> {
+        sync_dir(&self.dir)
+    }
+}
+
+/// [`write_bytes_atomic_steps`] up to the rename (`"written"`, `"synced"`,
+/// `"renamed"`); the directory's fsync is the caller's ([`DirSync`]).
+pub fn write_bytes_renamed_steps(
+    path: &Path,
+    bytes: &[u8],
+    step: &mut dyn FnMut(&'static str),
+) -> Result<DirSync, StoreError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -41,14 +71,14 @@ pub fn write_bytes_atomic_steps(
         drop(f);
         fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
         step("renamed");
-        sync_dir(dir)?;
-        step("dir synced");
         Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result
+    result.map(|()| DirSync {
+        dir: dir.to_path_buf(),
+    })
 }
 
 /// Serialise `value` as pretty JSON (with a final newline) and write it atomically.
@@ -65,12 +95,26 @@ pub fn write_json_atomic_steps<T: serde::Serialize + ?Sized>(
     value: &T,
     step: &mut dyn FnMut(&'static str),
 ) -> Result<(), StoreError> {
+    write_bytes_atomic_steps(path, &json_bytes(path, value)?, step)
+}
+
+/// [`write_json_atomic_steps`] up to the rename: see [`DirSync`].
+pub fn write_json_renamed_steps<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+    step: &mut dyn FnMut(&'static str),
+) -> Result<DirSync, StoreError> {
+    write_bytes_renamed_steps(path, &json_bytes(path, value)?, step)
+}
+
+/// `value` as pretty JSON with a final newline.
+fn json_bytes<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<Vec<u8>, StoreError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StoreError::Serialize {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
     bytes.push(b'\n');
-    write_bytes_atomic_steps(path, &bytes, step)
+    Ok(bytes)
 }
 
 /// Read a JSON document; `Ok(None)` when it does not exist, `Corrupt` when it

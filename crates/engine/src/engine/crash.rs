@@ -10,8 +10,9 @@
 //! engine -- --crash`). Unset, as everywhere else, a point costs one load.
 //!
 //! The points of an accepted transition, in order: `locked`, `seq written`,
-//! the record's `written`, `synced`, `renamed`, `dir synced`, `unlocked`,
-//! `audited`, the mirror's `written`, `synced`, `renamed`, `dir synced`.
+//! the record's `written`, `synced`, `renamed`, `unlocked`, the record's
+//! `dir synced` (after the lock is let go), `audited`, the mirror's
+//! `written`, `synced`, `renamed`, `dir synced` (after its lock is let go).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -50,7 +50,7 @@ impl From<&JobRecord> for MirrorEntry {
 /// e.g. on a full disk), every entry is repaired from the records beside.
 /// Returns whether the mirror was written.
 pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<bool, StoreError> {
-    let _guard = lock_beside(mirror_path)?;
+    let guard = lock_beside(mirror_path)?;
     let mut doc: StatusMirror = read_json(mirror_path)?.unwrap_or_default();
     let Some(rec) = super::record::read_record(record_path, job_id)? else {
         return Ok(false);
@@ -63,9 +63,14 @@ pub fn refresh(mirror_path: &Path, record_path: &Path, job_id: &str) -> Result<b
         changed |= repair(&mut doc, dir);
     }
     if changed {
-        crate::store::write_json_atomic_steps(mirror_path, &doc, &mut |step| {
+        let renamed = crate::store::write_json_renamed_steps(mirror_path, &doc, &mut |step| {
             super::crash::point(step)
         })?;
+        // The next refresher reads the renamed mirror; the directory's
+        // fsync needs no lock.
+        drop(guard);
+        renamed.sync()?;
+        super::crash::point("dir synced");
     }
     Ok(changed)
 }

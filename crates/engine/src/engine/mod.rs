@@ -40,7 +40,9 @@ pub use request::{Action, Actor, Authority, Lane, Request};
 pub use table::{Decider, Decision, Inputs, Rule, decide};
 
 use crate::statedir::{StateDir, StateDirBuf};
-use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, write_json_atomic_steps};
+use crate::store::{
+    DirSync, LockGuard, append_jsonl, read_json, read_jsonl, write_json_renamed_steps,
+};
 use std::path::{Path, PathBuf};
 
 /// What an accepted or acknowledged request left behind.
@@ -129,9 +131,21 @@ impl Engine {
         // the log would then fail to record.
         crate::store::check_tail(&self.audit_path())?;
         let inputs = Inputs::now();
-        let (before, decision) = self.critical(req, &inputs, decide, still)?;
+        let (before, decision, renamed) = self.critical(req, &inputs, decide, still)?;
         crash::point("unlocked");
-        // The lock is released here; what follows may be slow without holding anyone up.
+        // The lock is released here; what follows may be slow without holding
+        // anyone up. First the record's rename is made durable: nothing is
+        // audited or acknowledged before it is.
+        if let (Some(renamed), Decision::Accept(record)) = (renamed, &decision) {
+            renamed.sync().map_err(|e| EngineError::AfterCommit {
+                job_id: req.job_id.clone(),
+                seq: record.transition_seq,
+                attempt_id: record.attempt_id.clone(),
+                what: "record's directory sync",
+                source: Box::new(e),
+            })?;
+            crash::point("dir synced");
+        }
         let from = before.as_ref().map(|r| r.status);
         let mut entry = AuditEntry {
             seq: None,
@@ -198,9 +212,12 @@ impl Engine {
         }
     }
 
-    /// The critical section: read, decide with `decider`, at most one durable
-    /// write (the record; the seq counter is noted just before it without an
-    /// fsync, see [`seq`]). The decider is a `fn` pointer, so it can use only
+    /// The critical section: read, decide with `decider`, at most one write
+    /// (the record, fsynced and renamed into place; the seq counter is noted
+    /// just before it without an fsync, see [`seq`]). The rename's directory
+    /// fsync is left to the caller, after the lock is let go: the next holder
+    /// reads the renamed record and need not wait for it (one fsync under
+    /// the lock, not two). The decider is a `fn` pointer, so it can use only
     /// what it is handed: the record, the request, fixed inputs.
     fn critical(
         &self,
@@ -208,7 +225,7 @@ impl Engine {
         inputs: &Inputs,
         decider: Decider,
         still: Option<(&'static str, &dyn Fn() -> bool)>,
-    ) -> Result<(Option<JobRecord>, Decision), EngineError> {
+    ) -> Result<(Option<JobRecord>, Decision, Option<DirSync>), EngineError> {
         let _guard = LockGuard::exclusive(&self.lock_path())?;
         crash::point("locked");
         if let Some((what, still)) = still
@@ -225,12 +242,15 @@ impl Engine {
         let last = last.max(record.as_ref().map_or(0, |r| r.transition_seq));
         let next_seq = last.saturating_add(1);
         let decision = decider(record.as_ref(), req, inputs, next_seq);
+        let mut renamed = None;
         if let Decision::Accept(new) = &decision {
             seq::write(&self.state, next_seq)?;
             crash::point("seq written");
-            write_json_atomic_steps(&path, new, &mut |step| crash::point(step))?;
+            renamed = Some(write_json_renamed_steps(&path, new, &mut |step| {
+                crash::point(step)
+            })?);
         }
-        Ok((record, decision))
+        Ok((record, decision, renamed))
     }
 
     /// The last seq given out in this state dir (read under the lock; a

@@ -67,6 +67,7 @@ fn classify(c: &Classifier, kind: AgentKind, s: &Screen, at_us: u64, quiet_us: u
             quiet_ms: quiet_us / 1000,
             since_spawn_ms: at_us / 1000,
             foreground_job: None,
+            shell_child: false,
         },
     );
     match o.kind {

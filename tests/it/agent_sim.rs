@@ -122,6 +122,7 @@ impl Sim {
             exited,
             quiet_ms: self.last_output.elapsed().as_millis() as u64,
             foreground_job: None,
+            shell_child: false,
             since_spawn_ms: self.spawned.elapsed().as_millis() as u64,
         };
         self.classifier.classify(AgentKind::Sim, &s)

@@ -125,6 +125,7 @@ fn every_checkpoint_classifies_as_labelled() {
                 exited: None,
                 quiet_ms: u64::MAX / 2,
                 foreground_job: None,
+                shell_child: false,
                 since_spawn_ms: u64::MAX / 2,
             };
             let o = classifier.classify(kind, &signals);

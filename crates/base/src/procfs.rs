@@ -234,28 +234,29 @@ pub fn boot_id() -> String {
         .unwrap_or_default()
 }
 
-/// Whether a command holds `pid`'s terminal: a process group other than
-/// `pid`'s own has its foreground (a shell's job), or `pid` is a shell with a
-/// live child in its own foreground group — a command run without job
-/// control, as a startup file's are before the first prompt (a `.bashrc`
-/// stuck in `pyenv rehash`) and `sh -c 'a; b'`'s always are. `None` when
-/// `pid` is gone or has no terminal. Works for any pane whose processes are
-/// local.
+/// Whether a process group other than `pid`'s own holds the foreground of
+/// `pid`'s terminal: a shell's command is running. `None` when `pid` is gone
+/// or has no terminal. Works for any pane whose processes are local.
 pub fn foreground_job(pid: u32) -> Option<bool> {
     let s = stat(pid)?;
-    if s.tpgid <= 0 {
-        return None;
-    }
-    if s.tpgid != s.pgrp {
-        return Some(true);
-    }
-    Some(
-        is_shell(pid)
-            && main_thread_children(pid)
-                .into_iter()
-                .filter_map(stat)
-                .any(|c| c.pgrp == s.pgrp && c.state != 'Z'),
-    )
+    (s.tpgid > 0).then_some(s.tpgid != s.pgrp)
+}
+
+/// Whether `pid` is a shell running a command in its own foreground process
+/// group: a command run without job control, as a startup file's are before
+/// the first prompt (a `.bashrc` stuck in `pyenv rehash`). False when `pid`
+/// is gone, has no terminal or is not a shell.
+pub fn shell_child_in_foreground(pid: u32) -> bool {
+    let Some(s) = stat(pid) else {
+        return false;
+    };
+    s.tpgid > 0
+        && s.tpgid == s.pgrp
+        && is_shell(pid)
+        && main_thread_children(pid)
+            .into_iter()
+            .filter_map(stat)
+            .any(|c| c.pgrp == s.pgrp && c.state != 'Z')
 }
 
 /// The shells whose commands may run in the shell's own process group.

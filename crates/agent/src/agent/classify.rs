@@ -53,6 +53,10 @@ pub struct Signals<'a> {
     /// than the pane leader's is in the foreground (a shell's command runs),
     /// `Some(false)` when the leader has it, `None` when unknown.
     pub foreground_job: Option<bool>,
+    /// The pane leader is a shell running a command in its own foreground
+    /// group, without job control: its startup file's, before its first
+    /// prompt. A blank screen then is a shell still starting, not idle.
+    pub shell_child: bool,
 }
 
 impl<'a> Signals<'a> {
@@ -67,6 +71,7 @@ impl<'a> Signals<'a> {
             quiet_ms: u64::MAX,
             since_spawn_ms: u64::MAX,
             foreground_job: None,
+            shell_child: false,
         }
     }
 }
@@ -372,9 +377,19 @@ impl Classifier {
         }
         let quiet = format!("quiet:{}ms", s.quiet_ms.min(u64::from(u32::MAX)));
         // Nothing drawn yet (a slow prompt): starting, however quiet, for
-        // SHELL_EMPTY_MS; a program that never draws (`sleep`) then settles.
+        // SHELL_EMPTY_MS, and for as long as the shell runs its startup
+        // file's command; a program that never draws (`sleep`) then settles.
         if view.is_empty() && s.since_spawn_ms < SHELL_EMPTY_MS {
             Observation::new(State::Starting, vec![quiet, "screen:empty".to_string()])
+        } else if view.is_empty() && s.shell_child {
+            Observation::new(
+                State::Starting,
+                vec![
+                    quiet,
+                    "screen:empty".to_string(),
+                    "fg:shell-child".to_string(),
+                ],
+            )
         } else if s.quiet_ms >= SHELL_QUIET_MS {
             let mut evidence = vec![quiet];
             if s.foreground_job == Some(false) {
@@ -413,6 +428,7 @@ mod tests {
             quiet_ms: 0,
             since_spawn_ms: 60_000,
             foreground_job: None,
+            shell_child: false,
         }
     }
 

@@ -31,7 +31,7 @@ pub use backend::{Backend, PaneBackend};
 pub use hosts::Hosts;
 pub use keys::{KeyError, key_bytes};
 pub use native::NativePane;
-pub use procfs::{env_values, foreground_job};
+pub use procfs::{env_values, foreground_job, shell_child_in_foreground};
 pub use spec::{
     DEFAULT_COLS, DEFAULT_ROWS, PaneSpec, PaneSpecExt, find_executable, parse_size,
     validate_env_name, validate_pane_name,

@@ -49,6 +49,12 @@ pub fn observe(
         (AgentKind::Shell, None) => crate::pane::foreground_job(meta.pid),
         _ => None,
     };
+    // Only asked of a shell pane with nothing drawn that holds its terminal.
+    let shell_child = kind == AgentKind::Shell
+        && meta.exit.is_none()
+        && foreground_job == Some(false)
+        && rows.iter().all(|r| r.is_empty())
+        && crate::pane::shell_child_in_foreground(meta.pid);
     let signals = Signals {
         rows,
         cols: screen.size().0,
@@ -58,6 +64,7 @@ pub fn observe(
         quiet_ms: meta.quiet.as_millis() as u64,
         since_spawn_ms: meta.since_spawn.as_millis() as u64,
         foreground_job,
+        shell_child,
     };
     classifier.classify(kind, &signals)
 }

@@ -137,7 +137,9 @@ fn vim_renders_right() {
         &["--size", "80x24", "--cwd", dir.to_str().unwrap()],
         &["vim", "-u", "NONE", "-N", "-n", "-i", "NONE", "poem.txt"],
     );
-    let s = d.wait_text("vim", "\"poem.txt\" 3L", T);
+    // vim may draw its message line before the buffer: wait for both.
+    d.wait_text("vim", "\"poem.txt\" 3L", T);
+    let s = d.wait_text("vim", "gamma line", T);
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(
         &lines[..3],

@@ -158,6 +158,20 @@ pub(in crate::loopctl) fn kill_pane(
 }
 
 impl SimLanes {
+    /// The lane's usage tally as `pane.explain` gives it, after waiting up
+    /// to `settle_ms` for its status line to report its last turn.
+    fn explained_usage(
+        &mut self,
+        lane: &LaneHandle,
+        settle_ms: Option<u64>,
+    ) -> Option<crate::proto::usage::Usage> {
+        let ask = args::PaneExplain {
+            pane: lane.pane.clone(),
+            settle_ms,
+        };
+        self.client.call(ask).ok().and_then(|e| e.usage)
+    }
+
     /// `exe` is the drover binary (it runs `sim-agent`).
     pub fn new(state_dir: &StateDir, client: Client, exe: &Path, scripts: ScriptFor) -> SimLanes {
         SimLanes {
@@ -425,19 +439,12 @@ impl LaneOps for SimLanes {
     }
 
     fn usage(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
-        let ask = args::PaneExplain {
-            pane: lane.pane.clone(),
-            settle_ms: None,
-        };
-        self.client.call(ask).ok().and_then(|e| e.usage)
+        self.explained_usage(lane, None)
     }
 
     fn usage_final(&mut self, lane: &LaneHandle) -> Option<crate::proto::usage::Usage> {
-        let ask = args::PaneExplain {
-            pane: lane.pane.clone(),
-            settle_ms: Some(crate::loopctl::ops::USAGE_SETTLE.as_millis() as u64),
-        };
-        self.client.call(ask).ok().and_then(|e| e.usage)
+        let settle = u64::try_from(crate::loopctl::ops::USAGE_SETTLE.as_millis()).ok();
+        self.explained_usage(lane, settle)
     }
 
     fn answer(&mut self, lane: &LaneHandle, label: &str) -> Result<bool, LoopError> {

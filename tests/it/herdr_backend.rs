@@ -332,6 +332,68 @@ fn herdr_hang_is_bounded_and_a_transport_error() {
     );
 }
 
+/// Stopping, herdr says "server is shutting down" to all but `ping`, then
+/// hangs its panes up, then goes: a pane quiet then (no read of its own
+/// in that window, as an idle agent's) is herdr going away all the same.
+/// Guards a CI failure: its `ping`, still answered, made the hangup the
+/// command's own.
+#[test]
+fn a_quiet_pane_hung_up_by_server_stop_is_herdr_going_away() {
+    let mut fx = Fake::start();
+    let d = drover(&fx);
+    herdr_pane(&d, "st", &[], &["sh", "-c", "echo up; exec sleep 600"]);
+    d.wait_text("st", "up", LONG);
+    // The scenario, not a settle: a pane quiet for 2 s is read seldom
+    // (the quiet reads start at 250 ms and double).
+    std::thread::sleep(Duration::from_secs(2));
+    fx.server_stop();
+    let exit = exit_of(&d, "st");
+    assert_eq!(exit["signal"], "Hangup", "{exit}");
+    let mut p = Value::Null;
+    let gone = wait_until(LONG, || {
+        p = d.pane("st").unwrap();
+        p["transport_error"]
+            .as_str()
+            .is_some_and(|t| t.contains("herdr's server went away"))
+    });
+    assert!(gone, "{p}");
+}
+
+/// A command hung up on its own while herdr answers is its own end: no
+/// transport error, then or after herdr's server is watched a while.
+#[test]
+fn a_command_hung_up_while_herdr_runs_is_its_own_end() {
+    let fx = Fake::start();
+    let d = drover(&fx);
+    herdr_pane(&d, "hu", &[], &["sh", "-c", "echo up; exec sleep 600"]);
+    d.wait_text("hu", "up", LONG);
+    // The pane's process is drover's wrapper; the command is its child.
+    let pid = pid_of(&d.pane("hu").unwrap());
+    let cmd: i32 = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .expect("the wrapper runs the command")
+        .parse()
+        .unwrap();
+    let at = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(cmd),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    let exit = exit_of(&d, "hu");
+    assert_eq!(exit["signal"], "Hangup", "{exit}");
+    assert!(at.elapsed() < Duration::from_secs(3), "{:?}", at.elapsed());
+    // Past the while drover watches herdr's server after a hangup (5 s).
+    let deadline = at + Duration::from_secs(6);
+    while Instant::now() < deadline {
+        let p = d.pane("hu").unwrap();
+        assert!(p["transport_error"].is_null(), "{p}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 #[test]
 fn herdr_missing_binary_is_a_clear_error() {
     let d = Drover::new();

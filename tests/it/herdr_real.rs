@@ -178,7 +178,14 @@ fn herdr_real_supervisor_kill_9_readopts_with_the_same_pid() {
 fn herdr_real_server_stop_is_the_transport_going_away() {
     let mut fx = Real::require();
     let d = drover(&fx);
-    herdr_pane(&d, "st", &[], &["sleep", "600"]);
+    herdr_pane(&d, "st", &[], &["sh", "-c", "echo up; exec sleep 600"]);
+    // A pane quiet for a while, as an idle agent's is: drover reads it
+    // seldom then, so no read of its own sees herdr shutting down, and
+    // herdr hangs the pane up while it still answers `ping`. (This wait is
+    // the scenario, not a settle: the reader's quiet reads start at 250 ms
+    // and double.)
+    d.wait_text("st", "up", LONG);
+    std::thread::sleep(Duration::from_secs(2));
     fx.stop();
     let exit = exit_of(&d, "st");
     assert_eq!(exit["signal"], "Hangup", "{exit}");

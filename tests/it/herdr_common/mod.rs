@@ -285,6 +285,22 @@ impl Fake {
         let _ = self.server.kill();
         let _ = self.server.wait();
     }
+
+    /// `herdr server stop`, answered as herdr 0.8.2 answers it (see
+    /// fake-herdr); back once the server has exited.
+    pub fn server_stop(&mut self) {
+        let out = Command::new(fake_bin())
+            .args(["server", "stop"])
+            .envs(self.env())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "server stop: {}", stderr(&out));
+        let server = &mut self.server;
+        assert!(
+            wait_until(LONG, || server.try_wait().ok().flatten().is_some()),
+            "the fake herdr did not exit"
+        );
+    }
 }
 
 impl Server for Fake {

@@ -290,6 +290,34 @@ impl Client {
         }
     }
 
+    /// One request and the pid of the server that answered it as the kernel gives the
+    /// socket's peer (`None` when it gives none, as across pid namespaces).
+    pub fn request_peer(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<(Value, Option<u32>), Fault> {
+        let mut reader = self.send(method, params, timeout)?;
+        let pid = nix::sys::socket::getsockopt(
+            reader.get_ref(),
+            nix::sys::socket::sockopt::PeerCredentials,
+        )
+        .ok()
+        .and_then(|c| u32::try_from(c.pid()).ok())
+        .filter(|p| *p > 0);
+        let v = read_answer(&mut reader, method)?;
+        if let Some(f) = error_value(&v) {
+            return Err(f);
+        }
+        match v.get("result") {
+            Some(r) => Ok((r.clone(), pid)),
+            None => Err(Fault::Transport(format!(
+                "herdr answered {method} with neither result nor error"
+            ))),
+        }
+    }
+
     /// Connect and write one request; the connection, to read answers from.
     fn send(
         &self,

@@ -23,6 +23,9 @@ const STATUS_WAIT: Duration = Duration::from_millis(500);
 const FINAL_READ_WAIT: Duration = Duration::from_secs(1);
 /// How long the wrapper may take to start the command (its child).
 const COMMAND_FIND_TIMEOUT: Duration = Duration::from_secs(5);
+/// After a pane hung up while herdr still answered, how long its server
+/// may take to end for the hangup to be herdr going away.
+const SERVER_STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// Start the threads of `generation`.
 pub(super) fn start(pane: &Arc<HerdrPane>, generation: u64) {
@@ -336,32 +339,37 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
     };
     let info = exit_info(status, stopping);
     // `herdr server stop` (or a herdr that died) ends its panes with SIGHUP:
-    // that is herdr going away, not the command's own end.
-    // (herdr answers `ping` for a while as it shuts down: a read that
-    // already failed says it too.)
+    // that is herdr going away, not the command's own end. Stopping, herdr
+    // answers "server is shutting down" (`server_unavailable`) to all but
+    // `ping` before it hangs its panes up and some 0.2-1 s before it stops
+    // answering: the pane's own `pane.get` asks. Were the hangup to come
+    // first, a hangup while herdr still answers watches herdr's server (the
+    // socket's peer) end. A read that already failed says it too.
     // A herdr killed outright closes the pane's terminal: the command may
     // end any way (a sim agent exits 0), and herdr no longer answering is
     // the cause all the same.
     let hangup = info.signal.as_deref() == Some(crate::pane::core::signal_name(1).as_str());
-    if !stopping
-        && (lock(&p.inner)
+    let mut server = None;
+    if !stopping {
+        let unreachable = lock(&p.inner)
             .transport
             .as_deref()
-            .is_some_and(|t| t.starts_with(UNREACHABLE))
-            || p.host
-                .client()
-                .request("ping", json!({}), REQUEST_TIMEOUT, false)
-                .is_err_and(|f| f.is_transport()))
-    {
-        let how = if hangup {
-            "it ended the pane with SIGHUP"
-        } else {
-            "the pane ended with it"
-        };
-        p.set_transport(
-            generation,
-            Some(format!("herdr's server went away ({how})")),
-        );
+            .is_some_and(|t| t.starts_with(UNREACHABLE));
+        let gone = unreachable
+            || match p.host.client().request_peer(
+                "pane.get",
+                json!({"pane_id": pane_id}),
+                REQUEST_TIMEOUT,
+            ) {
+                Err(f) => f.is_transport(),
+                Ok((_, pid)) => {
+                    server = pid.filter(|_| hangup);
+                    false
+                }
+            };
+        if gone {
+            p.set_transport(generation, Some(went_away(hangup)));
+        }
     }
     p.record_exit(generation, info);
     // The wrapper may go (and herdr close the pane).
@@ -371,6 +379,40 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
     {
         tracing::debug!(pane = %p.name_str(), error = %e, "cannot release the herdr wrapper");
     }
+    drop(p);
+    if let Some(server) = server
+        && ends_within(server, SERVER_STOP_WAIT)
+        && let Some(p) = weak.upgrade()
+    {
+        p.set_transport(generation, Some(went_away(true)));
+    }
+}
+
+/// Why a pane ended with herdr gone: it hung the pane up, or the pane's
+/// terminal closed with it.
+fn went_away(hangup: bool) -> String {
+    let how = if hangup {
+        "it ended the pane with SIGHUP"
+    } else {
+        "the pane ended with it"
+    };
+    format!("herdr's server went away ({how})")
+}
+
+/// Whether process `pid` ends within `wait` (already gone: true).
+fn ends_within(pid: u32, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let Some(fd) = pidfd_open(pid) else {
+        return true;
+    };
+    let mut pfd = nix::libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: nix::libc::POLLIN,
+        revents: 0,
+    };
+    let ms = nix::libc::c_int::try_from(wait.as_millis()).unwrap_or(nix::libc::c_int::MAX);
+    // SAFETY: one valid pollfd for an fd we own.
+    unsafe { nix::libc::poll(&mut pfd, 1, ms) > 0 }
 }
 
 /// The last screen: while the wrapper still runs, wait (bounded) until

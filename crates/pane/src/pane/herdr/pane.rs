@@ -149,9 +149,15 @@ impl HerdrPane {
     }
 
     /// herdr could not be reached (`Some`) or answered again (`None`).
+    /// herdr's server gone is the generation's last word: a read that
+    /// failed meanwhile does not replace it.
     pub(crate) fn set_transport(&self, generation: u64, err: Option<String>) {
         let mut g = lock(&self.inner);
-        if g.generation != generation || g.transport == err {
+        let settled = g
+            .transport
+            .as_deref()
+            .is_some_and(|t| t.starts_with(super::watch::WENT_AWAY));
+        if g.generation != generation || g.transport == err || settled {
             return;
         }
         g.transport = err;

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 /// How a read's transport error begins when herdr could not be reached.
 const UNREACHABLE: &str = "herdr unreachable";
+/// How the transport error begins once herdr's server is gone.
+pub(super) const WENT_AWAY: &str = "herdr's server went away";
 /// Reads back off from this …
 pub const READ_EVERY: Duration = Duration::from_millis(100);
 /// … to this while herdr cannot be reached.
@@ -396,7 +398,7 @@ fn went_away(hangup: bool) -> String {
     } else {
         "the pane ended with it"
     };
-    format!("herdr's server went away ({how})")
+    format!("{WENT_AWAY} ({how})")
 }
 
 /// Whether process `pid` ends within `wait` (already gone: true).

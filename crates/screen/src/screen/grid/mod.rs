@@ -1,8 +1,9 @@
 //! drover's own screen model under the `vte` parser: a grid of compact
 //! cells that renders as vt100 0.18.1 does for everything drover reads
 //! (visible rows, scrollback, cursor, modes, the hooks), written for the
-//! PTY's pace: plain text goes cell by cell with no width lookup, and
-//! scrolling reuses the scrollback's evicted rows.
+//! PTY's pace: plain text goes a row's stretch at a time with no width
+//! lookup, the common CSIs (SGR, cursor moves, erases) are read without
+//! vte, and scrolling reuses the scrollback's evicted rows.
 //!
 //! The differential test (tests.rs) feeds the same bytes to this model and
 //! to vt100 and compares every cell.
@@ -27,6 +28,9 @@ use perform::Driver;
 pub struct Model {
     parser: vte::Parser,
     driver: Driver,
+    /// The parser is in its ground state with no partial UTF-8 character
+    /// held: the next bytes may be read here (see [`Model::process`]).
+    ground: bool,
 }
 
 impl std::fmt::Debug for Model {
@@ -48,12 +52,69 @@ impl Model {
             driver: Driver {
                 term: term::Term::new(rows.max(1), cols.max(1), scrollback),
                 hooks: Hooks::default(),
+                landed: false,
             },
+            ground: true,
         }
     }
 
+    /// Take in `bytes` (any split of the stream gives the same screen).
+    ///
+    /// What a pane's output is mostly made of is read here, as vte would
+    /// read it, without the parser: in its ground state printable ASCII
+    /// goes to the grid as a run, C0 controls are executed, and a CSI of
+    /// digits and `;` only (SGR, cursor moves, erases) whole in `bytes` is
+    /// read and dispatched. Everything else — other escapes, OSC, DCS,
+    /// UTF-8 text, a sequence cut by the end of `bytes` — goes to vte from
+    /// where it starts, and is read here again once vte is back in ground
+    /// (a dispatch that lands there: [`Driver::landed`]).
     pub fn process(&mut self, bytes: &[u8]) {
-        self.parser.advance(&mut self.driver, bytes);
+        let mut i = 0;
+        while i < bytes.len() {
+            if !self.ground {
+                self.driver.landed = false;
+                i += self
+                    .parser
+                    .advance_until_terminated(&mut self.driver, &bytes[i..]);
+                self.ground = self.driver.landed;
+                continue;
+            }
+            match bytes[i] {
+                0x20..=0x7e => {
+                    let run = bytes[i..]
+                        .iter()
+                        .position(|b| !(0x20..=0x7e).contains(b))
+                        .unwrap_or(bytes.len() - i);
+                    self.driver.term.ascii_run(&bytes[i..i + run]);
+                    i += run;
+                }
+                0x1b => match own_csi(&bytes[i..]) {
+                    Some((n, csi)) => {
+                        self.driver
+                            .csi(&csi.params[..csi.len], None, None, char::from(csi.fin));
+                        i += n;
+                    }
+                    None => self.ground = false,
+                },
+                b @ 0x00..=0x1f => {
+                    vte::Perform::execute(&mut self.driver, b);
+                    i += 1;
+                }
+                _ => {
+                    // DEL and UTF-8: to vte up to and with the next byte
+                    // below DEL, which ends any character it began, so vte
+                    // is back in ground with nothing held. An ESC there, or
+                    // the end of `bytes`, leaves the rest to vte.
+                    match bytes[i..].iter().position(|b| *b < 0x7f) {
+                        Some(k) if bytes[i + k] != 0x1b => {
+                            self.parser.advance(&mut self.driver, &bytes[i..i + k + 1]);
+                            i += k + 1;
+                        }
+                        _ => self.ground = false,
+                    }
+                }
+            }
+        }
     }
 
     /// (rows, cols).
@@ -180,6 +241,53 @@ pub fn row_text(row: &Row, width: usize) -> String {
         }
     }
     out
+}
+
+/// The most parameters [`own_csi`] reads; a CSI with more goes to vte.
+const OWN_CSI_PARAMS: usize = 16;
+
+/// A CSI read by [`own_csi`].
+struct OwnCsi {
+    params: [u16; OWN_CSI_PARAMS],
+    len: usize,
+    fin: u8,
+}
+
+/// `ESC [` digits and `;` then a final byte (0x40–0x7e), whole at the start
+/// of `bytes`: its length and parameters exactly as vte reads them (each
+/// `;` and the final byte end a parameter, empty is 0, values saturate at
+/// 65535). `None` for anything else, left to vte.
+fn own_csi(bytes: &[u8]) -> Option<(usize, OwnCsi)> {
+    if bytes.get(1) != Some(&b'[') {
+        return None;
+    }
+    let mut csi = OwnCsi {
+        params: [0; OWN_CSI_PARAMS],
+        len: 0,
+        fin: 0,
+    };
+    let mut param: u16 = 0;
+    for (k, &b) in bytes.iter().enumerate().skip(2) {
+        match b {
+            b'0'..=b'9' => {
+                param = param.saturating_mul(10).saturating_add(u16::from(b - b'0'));
+            }
+            b';' | 0x40..=0x7e => {
+                if csi.len == OWN_CSI_PARAMS {
+                    return None;
+                }
+                csi.params[csi.len] = param;
+                csi.len += 1;
+                param = 0;
+                if b != b';' {
+                    csi.fin = b;
+                    return Some((k + 1, csi));
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -14,18 +14,48 @@ use crate::screen::Hooks;
 pub struct Driver {
     pub term: Term,
     pub hooks: Hooks,
+    /// Set when a sequence ended that leaves the parser in its ground
+    /// state (a CSI, an ESC, a BEL-ended OSC dispatched); the caller
+    /// clears it before handing the parser bytes.
+    pub landed: bool,
 }
 
-fn p1(params: &vte::Params, default: u16) -> u16 {
+/// A CSI's parameters as vte gives them: each parameter with its
+/// subparameters.
+pub trait Params {
+    fn each(&self) -> impl Iterator<Item = &[u16]>;
+    fn is_empty(&self) -> bool;
+}
+
+impl Params for vte::Params {
+    fn each(&self) -> impl Iterator<Item = &[u16]> {
+        self.iter()
+    }
+    fn is_empty(&self) -> bool {
+        vte::Params::is_empty(self)
+    }
+}
+
+/// Parameters without subparameters (what `Model::process` reads itself).
+impl Params for [u16] {
+    fn each(&self) -> impl Iterator<Item = &[u16]> {
+        self.chunks(1)
+    }
+    fn is_empty(&self) -> bool {
+        <[u16]>::is_empty(self)
+    }
+}
+
+fn p1<P: Params + ?Sized>(params: &P, default: u16) -> u16 {
     let first = params
-        .iter()
+        .each()
         .next()
         .map_or(0, |x| x.first().copied().unwrap_or(0));
     if first == 0 { default } else { first }
 }
 
-fn p2(params: &vte::Params, d1: u16, d2: u16) -> (u16, u16) {
-    let mut it = params.iter();
+fn p2<P: Params + ?Sized>(params: &P, d1: u16, d2: u16) -> (u16, u16) {
+    let mut it = params.each();
     let a = it.next().map_or(0, |x| x.first().copied().unwrap_or(0));
     let b = it.next().map_or(0, |x| x.first().copied().unwrap_or(0));
     (if a == 0 { d1 } else { a }, if b == 0 { d2 } else { b })
@@ -34,9 +64,15 @@ fn p2(params: &vte::Params, d1: u16, d2: u16) -> (u16, u16) {
 impl Driver {
     /// Hand a CSI the grid does not handle to the hooks (they read only
     /// the few final bytes of queries and the sync mode).
-    fn unhandled_csi(&mut self, i1: Option<u8>, i2: Option<u8>, params: &vte::Params, c: char) {
+    fn unhandled_csi<P: Params + ?Sized>(
+        &mut self,
+        i1: Option<u8>,
+        i2: Option<u8>,
+        params: &P,
+        c: char,
+    ) {
         if matches!(c, 'c' | 'n' | 'p' | 'h' | 'l') {
-            let list: Vec<&[u16]> = params.iter().collect();
+            let list: Vec<&[u16]> = params.each().collect();
             self.hooks.on_csi(i1, i2, &list, c);
         }
     }
@@ -66,8 +102,8 @@ impl Driver {
         true
     }
 
-    fn decset(&mut self, params: &vte::Params, on: bool, i2: Option<u8>, c: char) {
-        for param in params {
+    fn decset<P: Params + ?Sized>(&mut self, params: &P, on: bool, i2: Option<u8>, c: char) {
+        for param in params.each() {
             let t = &mut self.term;
             match param {
                 [1] => t.set_mode(APP_CURSOR, on),
@@ -104,17 +140,19 @@ impl Driver {
 
     /// SGR; stops at the first parameter it cannot read, as the reference
     /// model does.
-    fn sgr(&mut self, params: &vte::Params) {
+    fn sgr<P: Params + ?Sized>(&mut self, params: &P) {
         if params.is_empty() {
             self.term.attrs = Attrs::DEFAULT;
             return;
         }
-        let mut it = params.iter();
+        let mut it = params.each();
         let u8_of = |n: u16| u8::try_from(n).ok();
-        let next_u8 = |it: &mut vte::ParamsIter<'_>| match it.next() {
-            Some(&[n]) => u8_of(n),
-            _ => None,
-        };
+        fn next_u8<'a>(it: &mut impl Iterator<Item = &'a [u16]>) -> Option<u8> {
+            match it.next() {
+                Some(&[n]) => u8::try_from(n).ok(),
+                _ => None,
+            }
+        }
         while let Some(param) = it.next() {
             let a = &mut self.term.attrs;
             match param {
@@ -206,6 +244,7 @@ impl vte::Perform for Driver {
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, b: u8) {
+        self.landed = true;
         if !intermediates.is_empty() {
             return;
         }
@@ -225,8 +264,33 @@ impl vte::Perform for Driver {
     }
 
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _ignore: bool, c: char) {
-        let i1 = intermediates.first().copied();
-        let i2 = intermediates.get(1).copied();
+        self.csi(
+            params,
+            intermediates.first().copied(),
+            intermediates.get(1).copied(),
+            c,
+        );
+        self.landed = true;
+    }
+
+    fn osc_dispatch(&mut self, params: &[&[u8]], bell_terminated: bool) {
+        match params {
+            [b"0" | b"2", title] => self.hooks.on_title(title),
+            [b"1", _] => {}
+            _ => self.hooks.on_osc(params),
+        }
+        // Ended by ESC the parser is in its escape state, not ground.
+        self.landed = bell_terminated;
+    }
+
+    fn terminated(&self) -> bool {
+        self.landed
+    }
+}
+
+impl Driver {
+    /// A CSI with its first two intermediates.
+    pub fn csi<P: Params + ?Sized>(&mut self, params: &P, i1: Option<u8>, i2: Option<u8>, c: char) {
         match i1 {
             None => {
                 let g = self.term.grid_mut();
@@ -313,14 +377,6 @@ impl vte::Perform for Driver {
                 _ => self.unhandled_csi(Some(b'?'), i2, params, c),
             },
             Some(i) => self.unhandled_csi(Some(i), i2, params, c),
-        }
-    }
-
-    fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
-        match params {
-            [b"0" | b"2", title] => self.hooks.on_title(title),
-            [b"1", _] => {}
-            _ => self.hooks.on_osc(params),
         }
     }
 }

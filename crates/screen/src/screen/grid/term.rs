@@ -166,6 +166,44 @@ impl Term {
         self.last_char = Some(c);
     }
 
+    /// A run of printable ASCII, as [`Term::ascii`] of each byte: the
+    /// part that fits the row is written at once, then the wrap as one
+    /// character's would be.
+    pub fn ascii_run(&mut self, mut run: &[u8]) {
+        let Some(&last) = run.last() else { return };
+        let attrs = self.attrs;
+        let grid = self.grid_mut();
+        while !run.is_empty() {
+            let cols = grid.cols;
+            if grid.pos.col >= cols {
+                let last = grid.rows[usize::from(grid.pos.row)].cells[usize::from(cols - 1)];
+                let wrap = last.has_contents() || last.is_wide_continuation();
+                grid.col_wrap(1, wrap);
+            }
+            let Pos { row, col } = grid.pos;
+            let col = usize::from(col);
+            let n = run.len().min(usize::from(cols) - col);
+            let cells = &mut grid.rows[usize::from(row)].cells;
+            // Only the first cell can follow a wide character and only the
+            // last can be followed by one's other half: the cells between
+            // are overwritten by the run itself.
+            if col > 0 && cells[col - 1].is_wide() {
+                let a = cells[col - 1].attrs;
+                cells[col - 1].clear(a);
+            }
+            let last_was_wide = cells[col + n - 1].is_wide();
+            for (cell, &b) in cells[col..col + n].iter_mut().zip(&run[..n]) {
+                *cell = Cell::plain(char::from(b), attrs, false);
+            }
+            if last_was_wide && let Some(next) = cells.get_mut(col + n) {
+                *next = Cell::plain(' ', attrs, false);
+            }
+            grid.pos.col += n as u16;
+            run = &run[n..];
+        }
+        self.last_char = Some(char::from(last));
+    }
+
     fn width_of(&self, c: char) -> Option<u16> {
         let w = c.width();
         if w.is_none() && u32::from(c) < 256 {

@@ -415,7 +415,28 @@ fn piece() -> impl Strategy<Value = Vec<u8>> {
         Just(b"\x1b]52;c;aGVsbG8=\x07".to_vec()),
         Just(b"\x1bP+q544e\x1b\\".to_vec()),
     ];
-    prop_oneof![4 => text, 2 => ctl, 3 => csi, 1 => sgr, 1 => mode, 1 => osc]
+    // What the model reads without vte (`Model::process`) next to what
+    // it must leave to vte: long and empty parameter lists, saturating
+    // values, a C0 or ESC inside a CSI, subparameters, DEL, invalid and
+    // cut UTF-8.
+    let params = prop::collection::vec(
+        prop::sample::select(vec!["", "0", "1", "4", "31", "65535", "65567", "70000"]),
+        0..40,
+    )
+    .prop_map(|v| format!("\x1b[{}m", v.join(";")).into_bytes());
+    let edge = prop_oneof![
+        Just(b"\x1b[1\r;2H".to_vec()),
+        Just(b"\x1b[3\x1b[4m".to_vec()),
+        Just(b"\x1b[1\x7fC".to_vec()),
+        Just(b"\x1b[12:3m".to_vec()),
+        Just(b"\x7f".to_vec()),
+        Just(b"\xe2\x82A".to_vec()),
+        Just(b"\xe2\x82\x1b[m".to_vec()),
+        Just(b"\xff\xc3".to_vec()),
+        Just(b"\xc3".to_vec()),
+        Just(b"\x18\x1a".to_vec()),
+    ];
+    prop_oneof![4 => text, 2 => ctl, 3 => csi, 1 => sgr, 1 => mode, 1 => osc, 1 => params, 1 => edge]
 }
 
 #[derive(Debug, Clone)]
@@ -443,7 +464,8 @@ proptest! {
         cols in 1u16..16,
         sb in prop::sample::select(vec![0usize, 3, 50]),
         steps in steps(),
-        cut in 1usize..9,
+        // Small cuts split sequences; whole pieces are read without vte.
+        cut in prop_oneof![1usize..9, Just(4096usize)],
     ) {
         let mut p = reference(rows, cols, sb);
         let mut m = Model::new(rows, cols, sb);

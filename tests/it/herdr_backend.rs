@@ -341,22 +341,7 @@ fn herdr_hang_is_bounded_and_a_transport_error() {
 fn a_quiet_pane_hung_up_by_server_stop_is_herdr_going_away() {
     let mut fx = Fake::start();
     let d = drover(&fx);
-    herdr_pane(&d, "st", &[], &["sh", "-c", "echo up; exec sleep 600"]);
-    d.wait_text("st", "up", LONG);
-    // The scenario, not a settle: a pane quiet for 2 s is read seldom
-    // (the quiet reads start at 250 ms and double).
-    std::thread::sleep(Duration::from_secs(2));
-    fx.server_stop();
-    let exit = exit_of(&d, "st");
-    assert_eq!(exit["signal"], "Hangup", "{exit}");
-    let mut p = Value::Null;
-    let gone = wait_until(LONG, || {
-        p = d.pane("st").unwrap();
-        p["transport_error"]
-            .as_str()
-            .is_some_and(|t| t.contains("herdr's server went away"))
-    });
-    assert!(gone, "{p}");
+    quiet_pane_stopped_is_herdr_going_away(&d, || fx.server_stop());
 }
 
 /// A command hung up on its own while herdr answers is its own end: no

@@ -178,27 +178,7 @@ fn herdr_real_supervisor_kill_9_readopts_with_the_same_pid() {
 fn herdr_real_server_stop_is_the_transport_going_away() {
     let mut fx = Real::require();
     let d = drover(&fx);
-    herdr_pane(&d, "st", &[], &["sh", "-c", "echo up; exec sleep 600"]);
-    // A pane quiet for a while, as an idle agent's is: drover reads it
-    // seldom then, so no read of its own sees herdr shutting down, and
-    // herdr hangs the pane up while it still answers `ping`. (This wait is
-    // the scenario, not a settle: the reader's quiet reads start at 250 ms
-    // and double.)
-    d.wait_text("st", "up", LONG);
-    std::thread::sleep(Duration::from_secs(2));
-    fx.stop();
-    let exit = exit_of(&d, "st");
-    assert_eq!(exit["signal"], "Hangup", "{exit}");
-    // While herdr shuts down it first answers "server is shutting down";
-    // once it is gone drover says so.
-    let mut p = serde_json::Value::Null;
-    let gone = wait_until(LONG, || {
-        p = d.pane("st").unwrap();
-        p["transport_error"]
-            .as_str()
-            .is_some_and(|t| t.contains("went away"))
-    });
-    assert!(gone, "{p}");
+    quiet_pane_stopped_is_herdr_going_away(&d, || fx.stop());
     d.ok(&["pane", "kill", "st"]);
 }
 

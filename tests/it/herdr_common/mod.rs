@@ -375,6 +375,30 @@ pub fn argv_holding(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// `herdr server stop` (`stop`) of a pane quiet for a while, as an idle
+/// agent's is: drover reads it seldom then, so no read of its own sees
+/// herdr shutting down ("server is shutting down" to all but `ping`), and
+/// herdr hangs the pane up while it still answers. The pane's exit is the
+/// hangup, and herdr's server gone its transport error.
+pub fn quiet_pane_stopped_is_herdr_going_away(d: &Drover, stop: impl FnOnce()) {
+    herdr_pane(d, "st", &[], &["sh", "-c", "echo up; exec sleep 600"]);
+    d.wait_text("st", "up", LONG);
+    // The scenario, not a settle: a pane quiet for 2 s is read seldom (the
+    // quiet reads start at 250 ms and double).
+    std::thread::sleep(Duration::from_secs(2));
+    stop();
+    let exit = exit_of(d, "st");
+    assert_eq!(exit["signal"], "Hangup", "{exit}");
+    let mut p = Value::Null;
+    let gone = wait_until(LONG, || {
+        p = d.pane("st").unwrap();
+        p["transport_error"]
+            .as_str()
+            .is_some_and(|t| t.contains("herdr's server went away"))
+    });
+    assert!(gone, "{p}");
+}
+
 pub fn exit_of(d: &Drover, name: &str) -> Value {
     let mut exit = Value::Null;
     let seen = wait_until(LONG, || {

@@ -142,33 +142,12 @@ impl Term {
     /// lookup — the hot path.
     #[inline]
     pub fn ascii(&mut self, c: char) {
-        let attrs = self.attrs;
-        let grid = self.grid_mut();
-        let cols = grid.cols;
-        if grid.pos.col >= cols {
-            let last = grid.rows[usize::from(grid.pos.row)].cells[usize::from(cols - 1)];
-            let wrap = last.has_contents() || last.is_wide_continuation();
-            grid.col_wrap(1, wrap);
-        }
-        let Pos { row, col } = grid.pos;
-        let cells = &mut grid.rows[usize::from(row)].cells;
-        let col = usize::from(col);
-        let was_wide = cells[col].is_wide();
-        cells[col] = Cell::plain(c, attrs, false);
-        if col > 0 && cells[col - 1].is_wide() {
-            let a = cells[col - 1].attrs;
-            cells[col - 1].clear(a);
-        }
-        if was_wide && let Some(next) = cells.get_mut(col + 1) {
-            *next = Cell::plain(' ', attrs, false);
-        }
-        grid.pos.col += 1;
-        self.last_char = Some(c);
+        debug_assert!((' '..='~').contains(&c));
+        self.ascii_run(&[c as u8]);
     }
 
-    /// A run of printable ASCII, as [`Term::ascii`] of each byte: the
-    /// part that fits the row is written at once, then the wrap as one
-    /// character's would be.
+    /// A run of printable ASCII: the part that fits the row is written at
+    /// once (a cell a byte), then the wrap as one character's would be.
     pub fn ascii_run(&mut self, mut run: &[u8]) {
         let Some(&last) = run.last() else { return };
         let attrs = self.attrs;

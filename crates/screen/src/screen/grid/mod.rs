@@ -67,7 +67,7 @@ impl Model {
     /// read and dispatched. Everything else — other escapes, OSC, DCS,
     /// UTF-8 text, a sequence cut by the end of `bytes` — goes to vte from
     /// where it starts, and is read here again once vte is back in ground
-    /// (a dispatch that lands there: [`Driver::landed`]).
+    /// (a dispatch that lands there: `Driver::landed`).
     pub fn process(&mut self, bytes: &[u8]) {
         let mut i = 0;
         while i < bytes.len() {

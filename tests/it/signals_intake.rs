@@ -167,10 +167,18 @@ fn the_status_line_prints_its_pane_and_notify_takes_its_last_argument() {
     assert_eq!(r.code, Some(0));
     assert_eq!(r.stdout, "drover · st\n");
     assert_eq!(r.stderr, "");
+    // A limits or usage event carries its figures (a feed reader needs no
+    // `pane explain` to see them), and nothing else of the status line.
     let (ev, _) = feed.next();
     assert_event(&ev, "st", "limits", "status");
+    assert_eq!(ev["limits"]["short"]["used_percent"], 41.0, "{ev}");
+    assert_eq!(ev["limits"]["long"]["resets_at"], 1797033600, "{ev}");
+    assert!(ev.get("usage").is_none(), "{ev}");
     let (ev, _) = feed.next();
     assert_event(&ev, "st", "usage", "status");
+    assert_eq!(ev["usage"]["cost_usd"], 0.0, "{ev}");
+    assert!(ev["usage"]["input_tokens"].is_u64(), "{ev}");
+    assert!(ev.get("limits").is_none(), "{ev}");
     // Claude gone, its end of the status line closed: still exit 0, no word.
     let closed = format!(
         "( {BIN} signal claude-status < {} >&- ; echo rc=$? )",

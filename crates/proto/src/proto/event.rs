@@ -7,7 +7,7 @@
 //! always written them: [`EventLine::to_line`] goes through a
 //! `serde_json::Value`, whose map keeps its keys sorted.
 
-use super::signal::Source;
+use super::signal::{Limits, Source, Usage};
 use super::state::{BlockedKind, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -43,14 +43,19 @@ pub enum Event {
     PaneKilled { pane: String, pid: u32 },
     #[serde(rename = "pane.respawned")]
     PaneRespawned { pane: String, generation: u64 },
-    /// An agent's own signal reached the supervisor (its kind and source
-    /// only: no body, no tool input).
+    /// An agent's own signal reached the supervisor: its kind and source,
+    /// and a limits or usage signal's figures (numbers only: no body, no
+    /// tool input, ever).
     #[serde(rename = "pane.signal")]
     PaneSignal {
         pane: String,
         generation: u64,
         source: Source,
         signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limits: Option<Limits>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// The screen and the agent's own signals disagreed past their bound:
     /// the pane's state follows the fused rule; both sides are recorded,

@@ -6,7 +6,7 @@
 //!
 //! Cheap by design: no disk write per signal, only the pane's ledger and
 //! its usage tally (in memory, [`crate::proto::usage::Tally`]) and one `pane.signal` event on the feed (a limits or usage
-//! figure only when it changed). A pane's agent may send
+//! signal, with its figures, only when they changed). A pane's agent may send
 //! [`Rate::PER_SECOND`] signals a second; past that they are dropped, with
 //! one warning in the log per second of flood, so a looping hook cannot
 //! flood the feed.
@@ -103,11 +103,18 @@ pub(super) fn apply(sup: &Arc<Sup>, e: &Arc<Entry>, note: SignalNote) {
             *t = Some(thread.clone());
         }
     }
+    let (limits, usage) = match &note.signal {
+        Signal::Limits(l) => (Some(*l), None),
+        Signal::Usage(u) => (None, Some(*u)),
+        _ => (None, None),
+    };
     let ev = Event::PaneSignal {
         pane: e.pane.name().to_string(),
         generation: e.pane.generation(),
         source: note.source,
         signal: note.signal.kind().to_string(),
+        limits,
+        usage,
     };
     if let Signal::Usage(u) = &note.signal {
         lock(&e.usage).take(e.pane.generation(), note.session.as_deref(), u);

@@ -678,15 +678,21 @@ impl PaneBackend for TmuxPane {
             .command(format!("resize-window -t {pane_id} -x {cols} -y {rows}"))
             .map_err(|e| self.transport_err(e))?;
         reply.map_err(|e| self.transport_err(format!("tmux refused the resize: {e}")))?;
-        // tmux applies a pane's new terminal size a little later (it
-        // coalesces resizes): return once the app can see it, as native does.
+        // The model takes the new size now, before tmux applies it to the
+        // pane's terminal (it coalesces resizes and applies them a little
+        // later): what the app draws once it sees the new size lands in a
+        // model of that size. (Resized after, a frame drawn for the new size
+        // and read meanwhile stayed in the old one until the app drew
+        // again.) A frame still on its way for the old size is redrawn by
+        // the app on its SIGWINCH.
+        lock(&self.inner).screen.resize(cols, rows);
+        // Return once the app can see it, as native does.
         let deadline = Instant::now() + RESIZE_SETTLE;
         while crate::pane::procfs::pty_size(pid).is_some_and(|s| s != (cols, rows))
             && Instant::now() < deadline
         {
             std::thread::sleep(Duration::from_millis(5));
         }
-        lock(&self.inner).screen.resize(cols, rows);
         self.events.output();
         Ok(())
     }

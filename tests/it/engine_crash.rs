@@ -231,9 +231,10 @@ fn a_writer_killed_at_every_step_loses_nothing_and_reuses_no_seq() {
             }
         }
         let points = points.unwrap_or_else(|| panic!("{kind}: never outlived the crash points"));
-        // locked, seq written, 4 record steps, unlocked, audited, 4 mirror steps.
+        // locked, seq written, 4 record steps, unlocked, audited, the mirror's
+        // 2 (written, renamed: it is not fsynced).
         assert!(
-            points >= 12,
+            points >= 10,
             "{kind}: only {points} crash points (is the hook wired?)"
         );
     }

@@ -47,6 +47,29 @@ pub fn write_bytes_renamed_steps(
     bytes: &[u8],
     step: &mut dyn FnMut(&'static str),
 ) -> Result<DirSync, StoreError> {
+    replace(path, bytes, true, step)
+}
+
+/// Replace `path` with `value` as pretty JSON through a temp file and a
+/// rename, with no fsync (`"written"`, `"renamed"`): readers see the old
+/// content or the new, never a mix, but after a power cut the file may be
+/// the old one or, on a file system that does not order a rename after its
+/// data, empty. Only for a file derived from durable ones and rebuilt from
+/// them (the jobs' status mirror).
+pub fn replace_json_unsynced_steps<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+    step: &mut dyn FnMut(&'static str),
+) -> Result<(), StoreError> {
+    replace(path, &json_bytes(path, value)?, false, step).map(drop)
+}
+
+fn replace(
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    step: &mut dyn FnMut(&'static str),
+) -> Result<DirSync, StoreError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -66,8 +89,10 @@ pub fn write_bytes_renamed_steps(
         f.write_all(bytes)
             .map_err(|e| StoreError::io("write", &tmp, e))?;
         step("written");
-        f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;
-        step("synced");
+        if durable {
+            f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;
+            step("synced");
+        }
         drop(f);
         fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
         step("renamed");

@@ -62,6 +62,60 @@ impl LockGuard {
         })
     }
 
+    /// [`LockGuard::exclusive`], waiting in the kernel's queue of the lock
+    /// rather than sleeping between tries: a lock let go passes at once to a
+    /// waiter, and a newcomer cannot overtake a waiter again and again. For a
+    /// lock many processes take briefly and often (the jobs' registry lock).
+    /// The wait runs on a helper thread so it stays bounded; one that gives
+    /// up leaves the thread to let the lock go as soon as it gets it.
+    pub fn exclusive_queued(lock_file: &Path) -> Result<Self, StoreError> {
+        Self::exclusive_queued_within(lock_file, lock_wait())
+    }
+
+    fn exclusive_queued_within(lock_file: &Path, wait: Duration) -> Result<Self, StoreError> {
+        let file = open_lock_file(lock_file)?;
+        match file.try_lock() {
+            Ok(()) => return Ok(Self::held(file, lock_file)),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StoreError::io("lock", lock_file, e));
+            }
+        }
+        let start = Instant::now();
+        // A flock belongs to the open file, which the clone shares: the lock
+        // the thread takes is `file`'s. Should nobody take the answer, the
+        // thread's clone is the last of the open file and closing it lets
+        // the lock go.
+        let waiter = file
+            .try_clone()
+            .map_err(|e| StoreError::io("lock", lock_file, e))?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("lock-wait".into())
+            .spawn(move || {
+                let got = waiter.lock();
+                let _ = tx.send(got);
+            })
+            .map_err(|e| StoreError::io("lock", lock_file, e))?;
+        match rx.recv_timeout(wait) {
+            Ok(Ok(())) => Ok(Self::held(file, lock_file)),
+            Ok(Err(e)) => Err(StoreError::io("lock", lock_file, e)),
+            Err(_) => Err(StoreError::LockTimeout {
+                path: lock_file.to_path_buf(),
+                waited_ms: start.elapsed().as_millis() as u64,
+                holder: holder_pid(&file, lock_file),
+            }),
+        }
+    }
+
+    fn held(file: File, lock_file: &Path) -> Self {
+        write_holder(&file);
+        LockGuard {
+            file,
+            path: lock_file.to_path_buf(),
+        }
+    }
+
     /// Try to take the lock without blocking; `Ok(None)` when another holder has it.
     pub fn try_exclusive(lock_file: &Path) -> Result<Option<Self>, StoreError> {
         let file = open_lock_file(lock_file)?;
@@ -189,6 +243,56 @@ pub fn lock_beside(doc: &Path) -> Result<LockGuard, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The queued wait gets a lock as soon as it is let go, and one that
+    /// gives up leaves nothing held: its helper lets the lock go once it
+    /// gets it.
+    #[test]
+    fn a_queued_wait_takes_a_lock_let_go_and_a_timed_out_one_holds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("q.lock");
+        let holder = LockGuard::exclusive(&p).unwrap();
+        let waiting = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                LockGuard::exclusive_queued_within(&p, Duration::from_secs(30))
+            })
+        };
+        // Let go only once the wait is queued in the kernel (its helper runs).
+        let start = Instant::now();
+        while !helper_waits() {
+            assert!(start.elapsed() < Duration::from_secs(10), "no helper waits");
+            std::thread::yield_now();
+        }
+        drop(holder);
+        let got = waiting.join().unwrap().expect("taken once let go");
+        assert!(
+            LockGuard::try_exclusive(&p).unwrap().is_none(),
+            "held by the waiter"
+        );
+        let e = LockGuard::exclusive_queued_within(&p, Duration::from_millis(50))
+            .expect_err("held elsewhere");
+        assert!(
+            matches!(&e, StoreError::LockTimeout { path, .. } if path == &p),
+            "{e}"
+        );
+        drop(got);
+        // The timed-out wait's helper takes the lock and lets it go.
+        LockGuard::exclusive_queued_within(&p, Duration::from_secs(10))
+            .expect("the abandoned wait let the lock go");
+    }
+
+    /// A thread of this process named `lock-wait` is blocked in `flock`.
+    fn helper_waits() -> bool {
+        std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+                read("comm").trim() == "lock-wait" && read("wchan").contains("lock")
+            })
+    }
 
     #[test]
     fn second_try_lock_fails_while_held() {

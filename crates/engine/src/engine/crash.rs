@@ -12,7 +12,7 @@
 //! The points of an accepted transition, in order: `locked`, `seq written`,
 //! the record's `written`, `synced`, `renamed`, `unlocked`, the record's
 //! `dir synced` (after the lock is let go), `audited`, the mirror's
-//! `written`, `synced`, `renamed`, `dir synced` (after its lock is let go).
+//! `written` and `renamed` (it is derived and not fsynced).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

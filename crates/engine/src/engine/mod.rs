@@ -179,12 +179,8 @@ impl Engine {
                 append_jsonl(&self.audit_path(), &entry, true)
                     .map_err(|e| after("audit append", e))?;
                 crash::point("audited");
-                mirror::refresh(
-                    &self.mirror_path(),
-                    &self.record_path(&req.job_id),
-                    &req.job_id,
-                )
-                .map_err(|e| after("status mirror", e))?;
+                mirror::refresh(&self.state, Some(&req.job_id), mirror::Take::IfFree)
+                    .map_err(|e| after("status mirror", e))?;
                 Ok(Applied::Accepted { record })
             }
             Decision::Ack => {
@@ -226,7 +222,7 @@ impl Engine {
         decider: Decider,
         still: Option<(&'static str, &dyn Fn() -> bool)>,
     ) -> Result<(Option<JobRecord>, Decision, Option<DirSync>), EngineError> {
-        let _guard = LockGuard::exclusive(&self.lock_path())?;
+        let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         crash::point("locked");
         if let Some((what, still)) = still
             && !still()
@@ -256,7 +252,7 @@ impl Engine {
     /// The last seq given out in this state dir (read under the lock; a
     /// reboot or a missing counter costs a scan of the records).
     pub fn last_seq(&self) -> Result<u64, EngineError> {
-        let _guard = LockGuard::exclusive(&self.lock_path())?;
+        let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         Ok(seq::last(&self.state, || self.max_record_seq())?)
     }
 
@@ -271,7 +267,7 @@ impl Engine {
         f: impl FnOnce(Option<&JobRecord>) -> R,
     ) -> Result<R, EngineError> {
         record::validate_job_id(job_id)?;
-        let _guard = LockGuard::exclusive(&self.lock_path())?;
+        let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         let record = record::read_record(&self.record_path(job_id), job_id)?;
         Ok(f(record.as_ref()))
     }
@@ -315,14 +311,15 @@ impl Engine {
         Ok(read_json(&self.mirror_path())?)
     }
 
-    /// Bring the mirror entry of `job_id` up to its record (e.g. after a crash
-    /// between commit and mirror). Never moves it backwards.
+    /// Bring the mirror up to the records, `job_id`'s among them (e.g. after
+    /// a crash between commit and mirror), waiting for another writer of it.
+    /// Never moves it backwards.
     pub fn refresh_mirror(&self, job_id: &str) -> Result<bool, EngineError> {
         record::validate_job_id(job_id)?;
         Ok(mirror::refresh(
-            &self.mirror_path(),
-            &self.record_path(job_id),
-            job_id,
+            &self.state,
+            Some(job_id),
+            mirror::Take::Wait,
         )?)
     }
 }

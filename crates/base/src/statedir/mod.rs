@@ -76,6 +76,12 @@ impl StateDir {
         self.jobs_dir().join("registry.lock")
     }
 
+    /// Held shared by every transition between its commit and its mirror
+    /// step, so the last of a burst knows to write the mirror.
+    pub fn jobs_in_flight(&self) -> PathBuf {
+        self.jobs_dir().join("inflight.lock")
+    }
+
     /// The hint of the last transition seq given out.
     pub fn jobs_seq_hint(&self) -> PathBuf {
         self.jobs_dir().join("seq.hint")
@@ -483,13 +489,14 @@ mod tests {
     #[test]
     fn the_layout_keeps_its_names() {
         let sd = StateDir::new("/s");
-        let names: [(PathBuf, &str); 17] = [
+        let names: [(PathBuf, &str); 18] = [
             (sd.gitignore(), "/s/.gitignore"),
             (sd.job_record("J1"), "/s/jobs/J1.job.json"),
             (sd.jobs_audit(), "/s/jobs/audit.jsonl"),
             (sd.jobs_status(), "/s/jobs/status.json"),
             (sd.jobs_lock(), "/s/jobs/registry.lock"),
             (sd.jobs_seq_hint(), "/s/jobs/seq.hint"),
+            (sd.jobs_in_flight(), "/s/jobs/inflight.lock"),
             (sd.jobs_seq_legacy(), "/s/jobs/seq.json"),
             (sd.evidence_file("J1"), "/s/evidence/J1.jsonl"),
             (sd.pane_record("p"), "/s/panes/p.json"),

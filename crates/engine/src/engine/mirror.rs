@@ -81,6 +81,94 @@ pub enum Take {
     Wait,
 }
 
+/// How far the audit offset moves before it is written on its own.
+const OFFSET_ALONE: u64 = 64 << 10;
+
+/// A writer that is not the last in flight still writes the mirror when it
+/// is older than this: under a steady stream of transitions somebody is
+/// always in flight, and the mirror should not wait for the stream to end.
+const MAX_LAG: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A transition on its way from its commit to its mirror step, registered
+/// as a shared flock on `jobs/inflight.lock` from before its critical
+/// section. At its mirror step it lets that go and tries the lock
+/// exclusively, at once: when that fails, another writer is in flight, will
+/// reach its own mirror step after this one's audit entry is appended, and
+/// takes it in its pass; so only the last writer of a burst writes the
+/// mirror (or one that finds it older than [`MAX_LAG`]). A request that
+/// ends without a mirror step (refused, acknowledged, failed) leaves the
+/// same way when dropped, so an update left to it is not stranded. A writer
+/// killed in flight holds nothing (its flock goes with it); what it was
+/// left, the next transition takes. Registering never fails a transition:
+/// a writer that cannot is unregistered and writes the mirror itself.
+#[derive(Debug)]
+pub struct InFlight {
+    state: crate::statedir::StateDirBuf,
+    file: Option<std::fs::File>,
+}
+
+impl InFlight {
+    /// Register this writer (see the type).
+    pub fn enter(state: &StateDir) -> InFlight {
+        let file = crate::store::open_private(
+            &state.jobs_in_flight(),
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .ok()
+        .filter(|f| f.try_lock_shared().is_ok());
+        InFlight {
+            state: state.to_buf(),
+            file,
+        }
+    }
+
+    /// Leave; whether this writer is to bring the mirror forward.
+    fn leave(&mut self) -> bool {
+        let Some(f) = self.file.take() else {
+            return true;
+        };
+        let _ = f.unlock();
+        match f.try_lock() {
+            Ok(()) => true,
+            Err(_) => older_than(&self.state.jobs_status(), MAX_LAG),
+        }
+    }
+
+    /// An accepted transition's mirror step, after its audit entry is
+    /// appended. Returns whether this call wrote the mirror.
+    pub fn finish(mut self, job_id: &str) -> Result<bool, StoreError> {
+        if self.leave() {
+            refresh(&self.state, Some(job_id), Take::IfFree)
+        } else {
+            Ok(false)
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.file.is_some()
+            && self.leave()
+            && let Err(e) = refresh(&self.state, None, Take::IfFree)
+        {
+            tracing::warn!(error = %e, "status mirror: the pass left to this request failed");
+        }
+    }
+}
+
+/// Whether `path` was last written longer than `age` ago (or is missing).
+fn older_than(path: &Path, age: std::time::Duration) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|e| e >= age)
+}
+
 /// More of the audit log than this past the mirror's offset is not read
 /// entry by entry: the pass takes every record instead.
 const MAX_RANGE: u64 = 1 << 20;
@@ -188,9 +276,12 @@ fn pass(
     if whole {
         changed |= repair(doc, &state.jobs_dir());
     }
-    if doc.audit_offset != Some(range.next) {
+    // The offset alone (refusals and ACKs read) is written only once it has
+    // moved far: rereading a few lines next time costs less than a write.
+    let moved = range.next.abs_diff(doc.audit_offset.unwrap_or(u64::MAX));
+    if changed || moved >= OFFSET_ALONE {
+        changed |= doc.audit_offset != Some(range.next);
         doc.audit_offset = Some(range.next);
-        changed = true;
     }
     Ok((changed, range.len))
 }
@@ -500,6 +591,53 @@ mod tests {
         let doc = d.mirror();
         assert_eq!(doc.jobs["B"].status, Status::Running, "{doc:?}");
         assert_eq!(doc.transition_seq, 2);
+    }
+
+    /// Guards the in-flight hand-over: a writer that is not the last in
+    /// flight leaves its entry to the last one, and a request that ends
+    /// without a mirror step (refused) still takes what was left to it.
+    #[test]
+    fn only_the_last_writer_in_flight_writes_and_a_refused_one_still_does() {
+        let d = Dir::new();
+        d.write("A", 1, Status::Pending);
+        d.audit("A", 1);
+        assert!(d.refresh(Some("A"), Take::Wait));
+        let refused = InFlight::enter(&d.state);
+        let accepted = InFlight::enter(&d.state);
+        d.write("B", 2, Status::Running);
+        d.audit("B", 2);
+        assert!(!accepted.finish("B").unwrap(), "another is in flight");
+        assert!(!d.mirror().jobs.contains_key("B"));
+        drop(refused);
+        assert_eq!(
+            d.mirror().jobs["B"].status,
+            Status::Running,
+            "taken by the last"
+        );
+    }
+
+    /// Under a steady stream somebody is always in flight: a mirror older
+    /// than MAX_LAG is written anyway.
+    #[test]
+    fn a_mirror_older_than_the_lag_is_written_by_any_writer() {
+        let d = Dir::new();
+        d.write("A", 1, Status::Pending);
+        d.audit("A", 1);
+        assert!(d.refresh(Some("A"), Take::Wait));
+        let old = std::time::SystemTime::now() - 2 * MAX_LAG;
+        std::fs::File::options()
+            .write(true)
+            .open(d.state.jobs_status())
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let other = InFlight::enter(&d.state);
+        let accepted = InFlight::enter(&d.state);
+        d.write("B", 2, Status::Running);
+        d.audit("B", 2);
+        assert!(accepted.finish("B").unwrap(), "the mirror was stale");
+        assert_eq!(d.mirror().jobs["B"].status, Status::Running);
+        drop(other);
     }
 
     /// A mirror that does not parse (it is not fsynced: a power cut can

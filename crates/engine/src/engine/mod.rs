@@ -131,6 +131,9 @@ impl Engine {
         // the log would then fail to record.
         crate::store::check_tail(&self.audit_path())?;
         let inputs = Inputs::now();
+        // In flight from before the commit to the mirror step (see
+        // `mirror::InFlight`).
+        let in_flight = mirror::InFlight::enter(&self.state);
         let (before, decision, renamed) = self.critical(req, &inputs, decide, still)?;
         crash::point("unlocked");
         // The lock is released here; what follows may be slow without holding
@@ -179,7 +182,8 @@ impl Engine {
                 append_jsonl(&self.audit_path(), &entry, true)
                     .map_err(|e| after("audit append", e))?;
                 crash::point("audited");
-                mirror::refresh(&self.state, Some(&req.job_id), mirror::Take::IfFree)
+                in_flight
+                    .finish(&req.job_id)
                     .map_err(|e| after("status mirror", e))?;
                 Ok(Applied::Accepted { record })
             }

@@ -21,7 +21,7 @@
 //! a seq used twice ([`seq`]; every point is tested, see `crash`).
 //!
 //! Files under `<state>/jobs/`: `<job_id>.job.json` (one record per job),
-//! `seq.hint`, `registry.lock`, `audit.jsonl`, `status.json`.
+//! `seq.hint`, `registry.lock`, `audit.jsonl`, `status.json`, `inflight.lock`.
 
 pub mod audit;
 mod crash;

@@ -6,6 +6,39 @@
 
 use std::path::PathBuf;
 
+/// A pidfd for process `pid` (`pidfd_open(2)`): it turns readable when the
+/// process ends, and names that process even if its pid is reused. `ESRCH`
+/// when there is no such process.
+pub fn pidfd_open(pid: u32) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let pid = nix::libc::pid_t::try_from(pid)
+        .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::ESRCH))?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this fd; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Wait at most `timeout` until one of `fds` is readable (for a pidfd: its
+/// process ended); whether one is. An interrupted wait counts as not yet.
+pub fn wait_readable(fds: &[&std::os::fd::OwnedFd], timeout: std::time::Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut pfds: Vec<nix::libc::pollfd> = fds
+        .iter()
+        .map(|fd| nix::libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: nix::libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = nix::libc::c_int::try_from(timeout.as_millis()).unwrap_or(nix::libc::c_int::MAX);
+    // SAFETY: valid pollfds for fds the caller owns, for the length given.
+    unsafe { nix::libc::poll(pfds.as_mut_ptr(), pfds.len() as nix::libc::nfds_t, ms) > 0 }
+}
+
 /// The fields of `/proc/<pid>/stat` drover needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
@@ -305,6 +338,23 @@ pub fn env_values(pid: u32, names: &[&str]) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A pidfd turns readable when its process ends, not before; a process
+    /// that is gone has none (ESRCH, which the herdr watcher reads as gone).
+    #[test]
+    fn a_pidfd_wakes_when_its_process_ends() {
+        use std::time::Duration;
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let fd = pidfd_open(child.id()).expect("pidfd");
+        assert!(!wait_readable(&[&fd], Duration::from_millis(20)), "still running");
+        child.kill().unwrap();
+        assert!(wait_readable(&[&fd], Duration::from_secs(10)), "ended");
+        let pid = child.id();
+        child.wait().unwrap();
+        let e = pidfd_open(pid).expect_err("reaped");
+        assert_eq!(e.raw_os_error(), Some(nix::libc::ESRCH), "{e}");
+    }
+
     use super::*;
 
     #[test]

@@ -231,17 +231,6 @@ impl Pace {
     }
 }
 
-fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::c_int, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the kernel just returned this fd; nothing else owns it.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Whether `pid` leads its own process group and session, as a herdr
 /// pane's shell (and the wrapper it exec'd) does.
 pub(super) fn is_leader(pid: u32) -> bool {
@@ -270,20 +259,9 @@ fn find_command(pid: u32, status_file: &std::path::Path) -> Option<u32> {
 /// Wait until the command or the wrapper ends (either pidfd readable);
 /// false when the generation ended or the pane was dropped first.
 fn wait_end(weak: &Weak<HerdrPane>, generation: u64, fds: &[std::os::fd::OwnedFd]) -> bool {
-    use std::os::fd::AsRawFd;
+    let fds: Vec<_> = fds.iter().collect();
     loop {
-        let mut pfds: Vec<nix::libc::pollfd> = fds
-            .iter()
-            .map(|fd| nix::libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: nix::libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: valid pollfds for fds we own; waits at most 1 s.
-        let n =
-            unsafe { nix::libc::poll(pfds.as_mut_ptr(), pfds.len() as nix::libc::nfds_t, 1000) };
-        if n > 0 {
+        if crate::pane::procfs::wait_readable(&fds, Duration::from_secs(1)) {
             return true;
         }
         let Some(p) = weak.upgrade() else {
@@ -307,7 +285,7 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
         }
         None => return,
     };
-    let wrapper = pidfd_open(pid);
+    let wrapper = crate::pane::procfs::pidfd_open(pid).ok();
     let child = find_command(pid, &status_file);
     if let (Some(c), Some(p)) = (child, weak.upgrade()) {
         let mut g = lock(&p.inner);
@@ -315,7 +293,7 @@ fn exit_watcher(weak: Weak<HerdrPane>, generation: u64) {
             g.command_pid = Some(c);
         }
     }
-    let command = child.and_then(pidfd_open);
+    let command = child.and_then(|c| crate::pane::procfs::pidfd_open(c).ok());
     let fds: Vec<_> = wrapper.into_iter().chain(command).collect();
     if !fds.is_empty() && !wait_end(&weak, generation, &fds) {
         return;
@@ -401,20 +379,27 @@ fn went_away(hangup: bool) -> String {
     format!("{WENT_AWAY} ({how})")
 }
 
-/// Whether process `pid` ends within `wait` (already gone: true).
+/// Whether process `pid` ends within `wait` (already gone: true). When no
+/// pidfd can be had for another reason (out of fds), `/proc` is asked every
+/// 50 ms instead.
 fn ends_within(pid: u32, wait: Duration) -> bool {
-    use std::os::fd::AsRawFd;
-    let Some(fd) = pidfd_open(pid) else {
-        return true;
-    };
-    let mut pfd = nix::libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: nix::libc::POLLIN,
-        revents: 0,
-    };
-    let ms = nix::libc::c_int::try_from(wait.as_millis()).unwrap_or(nix::libc::c_int::MAX);
-    // SAFETY: one valid pollfd for an fd we own.
-    unsafe { nix::libc::poll(&mut pfd, 1, ms) > 0 }
+    use crate::pane::procfs;
+    match procfs::pidfd_open(pid) {
+        Ok(fd) => procfs::wait_readable(&[&fd], wait),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => true,
+        Err(_) => {
+            let deadline = std::time::Instant::now() + wait;
+            loop {
+                if !procfs::exists(pid) {
+                    return true;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
 }
 
 /// The last screen: while the wrapper still runs, wait (bounded) until

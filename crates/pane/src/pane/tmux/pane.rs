@@ -525,31 +525,12 @@ fn pid_is_pane_leader(pid: u32) -> bool {
             .is_some_and(|s| s.pgrp == i64::from(pid) && s.session == i64::from(pid))
 }
 
-fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::c_int, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the kernel just returned this fd; nothing else owns it.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Block until the leader exits (its pidfd turns readable), then ask tmux
 /// for the exit status.
 fn exit_watcher(pane: Weak<TmuxPane>, generation: u64, pid: u32) {
-    use std::os::fd::AsRawFd;
-    if let Some(fd) = pidfd_open(pid) {
+    if let Ok(fd) = crate::pane::procfs::pidfd_open(pid) {
         loop {
-            let mut pfd = nix::libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: nix::libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd for a fd we own; waits at most 1 s.
-            let n = unsafe { nix::libc::poll(&mut pfd, 1, 1000) };
-            if n > 0 {
+            if crate::pane::procfs::wait_readable(&[&fd], Duration::from_secs(1)) {
                 break;
             }
             let Some(p) = pane.upgrade() else { return };

@@ -344,9 +344,15 @@ mod tests {
     #[test]
     fn a_pidfd_wakes_when_its_process_ends() {
         use std::time::Duration;
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let fd = pidfd_open(child.id()).expect("pidfd");
-        assert!(!wait_readable(&[&fd], Duration::from_millis(20)), "still running");
+        assert!(
+            !wait_readable(&[&fd], Duration::from_millis(20)),
+            "still running"
+        );
         child.kill().unwrap();
         assert!(wait_readable(&[&fd], Duration::from_secs(10)), "ended");
         let pid = child.id();

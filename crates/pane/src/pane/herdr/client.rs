@@ -278,16 +278,7 @@ impl Client {
         {
             reader = first_answered(reader, second, timeout);
         }
-        let v = read_answer(&mut reader, method)?;
-        if let Some(f) = error_value(&v) {
-            return Err(f);
-        }
-        match v.get("result") {
-            Some(r) => Ok(r.clone()),
-            None => Err(Fault::Transport(format!(
-                "herdr answered {method} with neither result nor error"
-            ))),
-        }
+        result(&mut reader, method)
     }
 
     /// One request and the pid of the server that answered it as the kernel gives the
@@ -306,16 +297,7 @@ impl Client {
         .ok()
         .and_then(|c| u32::try_from(c.pid()).ok())
         .filter(|p| *p > 0);
-        let v = read_answer(&mut reader, method)?;
-        if let Some(f) = error_value(&v) {
-            return Err(f);
-        }
-        match v.get("result") {
-            Some(r) => Ok((r.clone(), pid)),
-            None => Err(Fault::Transport(format!(
-                "herdr answered {method} with neither result nor error"
-            ))),
-        }
+        Ok((result(&mut reader, method)?, pid))
     }
 
     /// Connect and write one request; the connection, to read answers from.
@@ -389,6 +371,20 @@ pub fn parse_version(line: &str) -> Option<(u32, u32)> {
 fn error_json(text: &str) -> Option<Fault> {
     let v: Value = serde_json::from_str(text.lines().next()?).ok()?;
     error_value(&v)
+}
+
+/// Read one answer to `method` from `reader`: its `result`, or its error.
+fn result(reader: &mut BufReader<UnixStream>, method: &str) -> Result<Value, Fault> {
+    let mut v = read_answer(reader, method)?;
+    if let Some(f) = error_value(&v) {
+        return Err(f);
+    }
+    match v.get_mut("result") {
+        Some(r) => Ok(r.take()),
+        None => Err(Fault::Transport(format!(
+            "herdr answered {method} with neither result nor error"
+        ))),
+    }
 }
 
 fn error_value(v: &Value) -> Option<Fault> {

@@ -95,7 +95,7 @@ const MAX_LAG: std::time::Duration = std::time::Duration::from_millis(100);
 /// exclusively, at once: when that fails, another writer is in flight, will
 /// reach its own mirror step after this one's audit entry is appended, and
 /// takes it in its pass; so only the last writer of a burst writes the
-/// mirror (or one that finds it older than [`MAX_LAG`]). A request that
+/// mirror (or one that finds it older than `MAX_LAG`, 100 ms). A request that
 /// ends without a mirror step (refused, acknowledged, failed) leaves the
 /// same way when dropped, so an update left to it is not stranded. A writer
 /// killed in flight holds nothing (its flock goes with it); what it was

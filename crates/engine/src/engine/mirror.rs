@@ -475,6 +475,12 @@ mod tests {
             write_json_atomic(&self.state.job_record(job), &r).unwrap();
         }
 
+        /// A transition up to its mirror step: the record, then its entry.
+        fn committed(&self, job: &str, seq: u64, status: Status) {
+            self.write(job, seq, status);
+            self.audit(job, seq);
+        }
+
         /// What a transition's writer appends after its rename.
         fn audit(&self, job: &str, seq: u64) {
             use std::io::Write;
@@ -539,16 +545,14 @@ mod tests {
     #[test]
     fn an_update_left_to_the_holder_is_taken_from_the_audit_log() {
         let d = Dir::new();
-        d.write("A", 1, Status::Pending);
-        d.audit("A", 1);
+        d.committed("A", 1, Status::Pending);
         assert!(d.refresh(Some("A"), Take::IfFree));
         assert_eq!(
             d.mirror().audit_offset,
             Some(std::fs::metadata(d.state.jobs_audit()).unwrap().len())
         );
         let held = LockGuard::exclusive(&lock_path_for(&d.state.jobs_status())).unwrap();
-        d.write("B", 2, Status::Running);
-        d.audit("B", 2);
+        d.committed("B", 2, Status::Running);
         assert!(!d.refresh(Some("B"), Take::IfFree), "left to the holder");
         assert!(!d.mirror().jobs.contains_key("B"));
         drop(held);
@@ -577,13 +581,11 @@ mod tests {
     #[test]
     fn the_holder_takes_what_was_left_to_it_while_it_held_the_lock() {
         let d = std::rc::Rc::new(Dir::new());
-        d.write("A", 1, Status::Pending);
-        d.audit("A", 1);
+        d.committed("A", 1, Status::Pending);
         let other = d.clone();
         WHILE_HELD.with(|h| {
             *h.borrow_mut() = Some(Box::new(move || {
-                other.write("B", 2, Status::Running);
-                other.audit("B", 2);
+                other.committed("B", 2, Status::Running);
                 assert!(!other.refresh(Some("B"), Take::IfFree), "the lock is held");
             }))
         });
@@ -599,13 +601,11 @@ mod tests {
     #[test]
     fn only_the_last_writer_in_flight_writes_and_a_refused_one_still_does() {
         let d = Dir::new();
-        d.write("A", 1, Status::Pending);
-        d.audit("A", 1);
+        d.committed("A", 1, Status::Pending);
         assert!(d.refresh(Some("A"), Take::Wait));
         let refused = InFlight::enter(&d.state);
         let accepted = InFlight::enter(&d.state);
-        d.write("B", 2, Status::Running);
-        d.audit("B", 2);
+        d.committed("B", 2, Status::Running);
         assert!(!accepted.finish("B").unwrap(), "another is in flight");
         assert!(!d.mirror().jobs.contains_key("B"));
         drop(refused);
@@ -621,8 +621,7 @@ mod tests {
     #[test]
     fn a_mirror_older_than_the_lag_is_written_by_any_writer() {
         let d = Dir::new();
-        d.write("A", 1, Status::Pending);
-        d.audit("A", 1);
+        d.committed("A", 1, Status::Pending);
         assert!(d.refresh(Some("A"), Take::Wait));
         let old = std::time::SystemTime::now() - 2 * MAX_LAG;
         std::fs::File::options()
@@ -633,8 +632,7 @@ mod tests {
             .unwrap();
         let other = InFlight::enter(&d.state);
         let accepted = InFlight::enter(&d.state);
-        d.write("B", 2, Status::Running);
-        d.audit("B", 2);
+        d.committed("B", 2, Status::Running);
         assert!(accepted.finish("B").unwrap(), "the mirror was stale");
         assert_eq!(d.mirror().jobs["B"].status, Status::Running);
         drop(other);
@@ -646,8 +644,7 @@ mod tests {
     #[test]
     fn a_mirror_that_does_not_parse_is_kept_beside_and_rebuilt() {
         let d = Dir::new();
-        d.write("A", 4, Status::Running);
-        d.audit("A", 4);
+        d.committed("A", 4, Status::Running);
         std::fs::write(d.state.jobs_status(), b"{\"transition_seq\": 3, \"jo").unwrap();
         assert!(d.refresh(Some("A"), Take::IfFree));
         assert_eq!(d.mirror().jobs["A"].transition_seq, 4);
@@ -673,8 +670,7 @@ mod tests {
     #[test]
     fn the_offset_stops_at_the_last_whole_line() {
         let d = Dir::new();
-        d.write("A", 1, Status::Pending);
-        d.audit("A", 1);
+        d.committed("A", 1, Status::Pending);
         let whole = std::fs::metadata(d.state.jobs_audit()).unwrap().len();
         {
             use std::io::Write;

@@ -338,6 +338,7 @@ pub fn env_values(pid: u32, names: &[&str]) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// A pidfd turns readable when its process ends, not before; a process
     /// that is gone has none (ESRCH, which the herdr watcher reads as gone).
@@ -360,8 +361,6 @@ mod tests {
         let e = pidfd_open(pid).expect_err("reaped");
         assert_eq!(e.raw_os_error(), Some(nix::libc::ESRCH), "{e}");
     }
-
-    use super::*;
 
     #[test]
     fn own_descendants_finds_a_grandchild() {

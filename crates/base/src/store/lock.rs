@@ -37,14 +37,7 @@ impl LockGuard {
         let file = open_lock_file(lock_file)?;
         let start = Instant::now();
         let mut pause = crate::backoff::Backoff::new(RETRY_FIRST, RETRY_MAX);
-        loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(StoreError::io("lock", lock_file, e));
-                }
-            }
+        while !try_take(&file, lock_file)? {
             let waited = start.elapsed();
             if waited >= wait {
                 return Err(StoreError::LockTimeout {
@@ -55,11 +48,7 @@ impl LockGuard {
             }
             std::thread::sleep(pause.next_delay().min(wait - waited));
         }
-        write_holder(&file);
-        Ok(LockGuard {
-            file,
-            path: lock_file.to_path_buf(),
-        })
+        Ok(Self::held(file, lock_file))
     }
 
     /// [`LockGuard::exclusive`], waiting in the kernel's queue of the lock
@@ -74,12 +63,8 @@ impl LockGuard {
 
     fn exclusive_queued_within(lock_file: &Path, wait: Duration) -> Result<Self, StoreError> {
         let file = open_lock_file(lock_file)?;
-        match file.try_lock() {
-            Ok(()) => return Ok(Self::held(file, lock_file)),
-            Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(StoreError::io("lock", lock_file, e));
-            }
+        if try_take(&file, lock_file)? {
+            return Ok(Self::held(file, lock_file));
         }
         let start = Instant::now();
         // A flock belongs to the open file, which the clone shares: the lock
@@ -119,14 +104,10 @@ impl LockGuard {
     /// Try to take the lock without blocking; `Ok(None)` when another holder has it.
     pub fn try_exclusive(lock_file: &Path) -> Result<Option<Self>, StoreError> {
         let file = open_lock_file(lock_file)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(LockGuard {
-                file,
-                path: lock_file.to_path_buf(),
-            })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", lock_file, e)),
-        }
+        Ok(try_take(&file, lock_file)?.then(|| LockGuard {
+            file,
+            path: lock_file.to_path_buf(),
+        }))
     }
 
     /// The lock file's path.
@@ -152,6 +133,16 @@ impl LockGuard {
     /// [`LockGuard::exclusive`] does), for a lock taken with `try_exclusive`.
     pub fn note_holder(&self) {
         write_holder(&self.file);
+    }
+}
+
+/// One try of the flock on `file`: whether it was taken (false: another
+/// holder has it).
+fn try_take(file: &File, lock_file: &Path) -> Result<bool, StoreError> {
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", lock_file, e)),
     }
 }
 

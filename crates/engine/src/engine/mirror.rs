@@ -239,7 +239,7 @@ fn pass(
     state: &StateDir,
     audit: &Path,
     doc: &mut StatusMirror,
-    own: Option<&str>,
+    mut own: Option<&str>,
 ) -> Result<(bool, u64), StoreError> {
     let before = doc.transition_seq;
     let range = read_range(audit, doc.audit_offset)?;
@@ -248,7 +248,12 @@ fn pass(
     let mut seen = BTreeSet::new();
     let mut whole = range.entries.is_none();
     for job in range.entries.iter().flatten() {
-        match read(state, job) {
+        let got = read(state, job);
+        // Read once: the writer's own job is mostly among the entries.
+        if got.is_ok() && own == Some(job.as_str()) {
+            own = None;
+        }
+        match got {
             Ok(Some(rec)) => {
                 if rec.transition_seq > before {
                     seen.insert(rec.transition_seq);

@@ -106,16 +106,34 @@ impl Model {
                     i += 1;
                 }
                 _ => {
-                    // DEL and UTF-8: to vte up to and with the next byte
-                    // below DEL, which ends any character it began, so vte
-                    // is back in ground with nothing held. An ESC there, or
-                    // the end of `bytes`, leaves the rest to vte.
+                    // DEL and UTF-8, up to the next byte below DEL. Valid
+                    // UTF-8 whole before it is read here as vte's ground
+                    // state reads it (C1 controls executed, the rest
+                    // printed). Otherwise to vte up to and with that byte,
+                    // which ends any character begun, so vte is back in
+                    // ground with nothing held. An ESC there, or the end
+                    // of `bytes` (a character may be cut), leaves the rest
+                    // to vte.
                     match bytes[i..].iter().position(|b| *b < 0x7f) {
-                        Some(k) if bytes[i + k] != 0x1b => {
-                            self.parser.advance(&mut self.driver, &bytes[i..i + k + 1]);
-                            i += k + 1;
+                        Some(k) => {
+                            if let Ok(text) = std::str::from_utf8(&bytes[i..i + k]) {
+                                for c in text.chars() {
+                                    match c {
+                                        '\u{80}'..='\u{9f}' => {
+                                            vte::Perform::execute(&mut self.driver, c as u8)
+                                        }
+                                        _ => vte::Perform::print(&mut self.driver, c),
+                                    }
+                                }
+                                i += k;
+                            } else if bytes[i + k] != 0x1b {
+                                self.parser.advance(&mut self.driver, &bytes[i..i + k + 1]);
+                                i += k + 1;
+                            } else {
+                                self.ground = false;
+                            }
                         }
-                        _ => self.ground = false,
+                        None => self.ground = false,
                     }
                 }
             }

@@ -148,19 +148,8 @@ fn run(o: &Opts) -> Result<usize, String> {
         }
     }
 
-    let peer_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (peer_s, peer_lat) = spawn_all(o, peer_dir.path(), "peer")?;
-    let peer_doc: Option<Value> =
-        drover::store::read_json(&peer_dir.path().join("peer.json")).map_err(|e| e.to_string())?;
-    let peer_count = peer_doc.as_ref().and_then(|v| v["n"].as_u64()).unwrap_or(0);
-    let peer_lost = (total as u64).saturating_sub(peer_count);
-
-    let fair_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (fair_s, fair_lat) = spawn_all(o, fair_dir.path(), "fair")?;
-    let fair_doc: Option<Value> =
-        drover::store::read_json(&fair_dir.path().join("peer.json")).map_err(|e| e.to_string())?;
-    let fair_count = fair_doc.as_ref().and_then(|v| v["n"].as_u64()).unwrap_or(0);
-    let fair_lost = (total as u64).saturating_sub(fair_count);
+    let (peer_s, peer_lat, peer_lost) = run_peer(o, "peer")?;
+    let (fair_s, fair_lat, fair_lost) = run_peer(o, "fair")?;
 
     let tps = total as f64 / engine_s;
     let peer_tps = total as f64 / peer_s;
@@ -203,6 +192,18 @@ fn run(o: &Opts) -> Result<usize, String> {
         pct(&lat, 99) / pct(&fair_lat, 99).max(1e-9)
     );
     Ok(lost + peer_lost as usize + fair_lost as usize)
+}
+
+/// A peer's run (`mode` "peer" or "fair") in a fresh dir: wall seconds,
+/// latencies, and the writes its document lost.
+fn run_peer(o: &Opts, mode: &str) -> Result<(f64, Vec<f64>, u64), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (secs, lat) = spawn_all(o, dir.path(), mode)?;
+    let doc: Option<Value> =
+        drover::store::read_json(&dir.path().join("peer.json")).map_err(|e| e.to_string())?;
+    let count = doc.as_ref().and_then(|v| v["n"].as_u64()).unwrap_or(0);
+    let total = (o.workers * o.transitions) as u64;
+    Ok((secs, lat, total.saturating_sub(count)))
 }
 
 fn pct(v: &[f64], p: usize) -> f64 {

@@ -42,7 +42,9 @@ fn captured(name: &str) -> String {
     v.to_string()
 }
 
-/// The stand-in: writes `$CODEX_HOME/sessions/…/rollout-…-$THREAD.jsonl`,
+/// The stand-in: answers `--version` as Codex does (drover asks; a stand-in
+/// that waited for `$GO` there would outlive the test), else writes
+/// `$CODEX_HOME/sessions/…/rollout-…-$THREAD.jsonl`,
 /// its `session_meta` naming the cwd, then the lines of `$LINES`, once
 /// `$GO` exists; then stays up as Codex does. Without `$THREAD`, each
 /// process writes a file of its own.
@@ -52,6 +54,7 @@ fn stand_in(bin: &Path) -> String {
     std::fs::write(
         &p,
         r#"#!/bin/sh
+if [ "$1" = --version ]; then echo "codex-cli 0.171.0"; exit 0; fi
 while [ ! -e "$GO" ]; do sleep 0.05; done
 d="$CODEX_HOME/sessions/2026/12/06"
 mkdir -p "$d"

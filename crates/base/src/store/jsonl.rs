@@ -130,6 +130,16 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     Ok(())
 }
 
+/// Make every line appended to the log so far durable, whoever appended it:
+/// one `fdatasync`. Writers that sync together share one journal commit
+/// (group commit), so lines appended without `durable` under a lock of the
+/// caller's and synced after it is let go cost the writers one flush between
+/// them, not one each.
+pub fn sync_jsonl(path: &Path) -> Result<(), StoreError> {
+    let f = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+    f.sync_data().map_err(|e| StoreError::io("fsync", path, e))
+}
+
 /// How far each log has been checked by this process, by (path, device,
 /// inode): the next append checks only what was added since.
 static CHECKED: std::sync::Mutex<Vec<(std::path::PathBuf, u64, u64, u64)>> =

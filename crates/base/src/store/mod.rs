@@ -18,7 +18,9 @@ pub use atomic::{
     write_bytes_renamed_steps, write_json_atomic, write_json_atomic_steps,
     write_json_renamed_steps,
 };
-pub use jsonl::{JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl};
+pub use jsonl::{
+    JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl, sync_jsonl,
+};
 pub use lock::{
     LOCK_WAIT, LOCK_WAIT_ENV, LockGuard, holder_of, lock_beside, lock_path_for, lock_wait,
 };
@@ -87,4 +89,18 @@ where
     let out = f(&mut doc)?;
     write_json_atomic(path, &doc)?;
     Ok(out)
+}
+
+/// Move a file that does not parse out of the way, beside itself as
+/// `<name>.corrupt-<unix ms>`, for a document drover can rebuild from what
+/// else it holds; returns where it went. Nothing is deleted.
+pub fn keep_aside(path: &Path) -> Result<PathBuf, StoreError> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(
+        ".corrupt-{}",
+        chrono::Utc::now().timestamp_millis()
+    ));
+    let aside = PathBuf::from(aside);
+    std::fs::rename(path, &aside).map_err(|e| StoreError::io("rename", path, e))?;
+    Ok(aside)
 }

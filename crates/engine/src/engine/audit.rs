@@ -1,7 +1,10 @@
 //! The audit log (`jobs/audit.jsonl`) and its replay through the table.
 //!
-//! Entries are appended after the jobs lock is released, so the file is ordered by
-//! append, not by seq; replay sorts accepted entries by `seq`.
+//! An accepted transition's entry is appended under the jobs lock, after its
+//! record, and is its one durable write (the log is synced after the lock is
+//! let go); ACKs and refusals are appended after the lock. Accepted entries
+//! are in the file in seq order; replay sorts them by `seq` all the same (a
+//! log from before was appended after the lock, in any order).
 
 use super::record::{JobRecord, Status, parse_time};
 use super::request::Request;

@@ -10,9 +10,10 @@
 //! engine -- --crash`). Unset, as everywhere else, a point costs one load.
 //!
 //! The points of an accepted transition, in order: `locked`, `seq written`,
-//! the record's `written`, `synced`, `renamed`, `unlocked`, the record's
-//! `dir synced` (after the lock is let go), `audited`, the mirror's
-//! `written` and `renamed` (it is derived and not fsynced).
+//! the record's `written` and `renamed` (not synced), `audited` (the entry
+//! appended, not synced), `unlocked`, `synced` (the audit log, after the lock
+//! is let go), the mirror's `written` and `renamed` (it is derived and not
+//! fsynced).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -216,14 +216,9 @@ fn read_mirror(path: &Path) -> Result<StatusMirror, StoreError> {
     match read_json(path) {
         Ok(doc) => Ok(doc.unwrap_or_default()),
         Err(StoreError::Corrupt { message, .. }) => {
-            let mut aside = path.as_os_str().to_owned();
-            aside.push(format!(
-                ".corrupt-{}",
-                chrono::Utc::now().timestamp_millis()
-            ));
-            std::fs::rename(path, &aside).map_err(|e| StoreError::io("rename", path, e))?;
+            let aside = crate::store::keep_aside(path)?;
             tracing::warn!(
-                kept = %Path::new(&aside).display(),
+                kept = %aside.display(),
                 error = %message,
                 "the status mirror did not parse; it is rebuilt from the records"
             );

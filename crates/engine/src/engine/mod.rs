@@ -6,19 +6,24 @@
 //!    before any lock is taken.
 //! 2. The critical section, under `jobs/registry.lock`: read the record and the
 //!    seq counter, call [`table::decide`] (a pure `fn` pointer), and on accept
-//!    note the new seq in the counter (no fsync, see [`seq`]) and write the
-//!    record atomically: one durable write. Nothing else happens
-//!    while the lock is held: no subprocess, socket, sleep or notification
-//!    (two callers add one file each: [`Engine::transition_if`] reads the
-//!    report a completion was decided on, [`Engine::with_record_locked`]
-//!    writes a running job's report).
-//! 3. After release: the audit entry is appended (fsynced) and the
-//!    `status.json` mirror is brought forward (see [`mirror`]).
+//!    note the new seq in the counter, rename the new record into place and
+//!    append its audit entry, none of the three synced. Nothing else happens
+//!    while the lock is held: no fsync, subprocess, socket, sleep or
+//!    notification (two callers add one file each: [`Engine::transition_if`]
+//!    reads the report a completion was decided on,
+//!    [`Engine::with_record_locked`] writes a running job's report).
+//! 3. After release: the audit log is synced, one `fdatasync` that writers
+//!    syncing together share: the transition's one durable write, and only
+//!    then is it acknowledged. Then the `status.json` mirror is brought
+//!    forward (see [`mirror`]). ACKs and refusals are audited after release.
 //!
-//! The record carries its seq and the records are the durable counter; the
-//! counter file is noted before the record and trusted only in the boot that
-//! wrote it, so a `kill -9` at any point leaves a gap in the seq at most, never
-//! a seq used twice ([`seq`]; every point is tested, see `crash`).
+//! The audit log is the journal: after a reboot, before anything reads a
+//! record, the records a power cut lost or left behind are replayed from it
+//! (the engine's `recover`). The record and the entry carry their seq and
+//! are the durable counter; the counter file is noted first and trusted only
+//! in the boot that wrote it, so a `kill -9` at any point leaves a gap in the
+//! seq at most, never a seq used twice ([`seq`]; every point is tested, see
+//! `crash`).
 //!
 //! Files under `<state>/jobs/`: `<job_id>.job.json` (one record per job),
 //! `seq.hint`, `registry.lock`, `audit.jsonl`, `status.json`, `inflight.lock`.
@@ -28,6 +33,7 @@ mod crash;
 mod error;
 pub mod mirror;
 pub mod record;
+mod recover;
 pub mod request;
 pub mod seq;
 pub mod table;
@@ -40,9 +46,7 @@ pub use request::{Action, Actor, Authority, Lane, Request};
 pub use table::{Decider, Decision, Inputs, Rule, decide};
 
 use crate::statedir::{StateDir, StateDirBuf};
-use crate::store::{
-    DirSync, LockGuard, append_jsonl, read_json, read_jsonl, write_json_renamed_steps,
-};
+use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, replace_json_unsynced_steps};
 use std::path::{Path, PathBuf};
 
 /// What an accepted or acknowledged request left behind.
@@ -75,10 +79,16 @@ impl Engine {
     pub fn open(state_dir: &StateDir) -> Result<Engine, EngineError> {
         let dir = state_dir.jobs_dir();
         crate::store::create_private_dir(&dir)?;
-        Ok(Engine {
+        let engine = Engine {
             state: state_dir.to_buf(),
             dir,
-        })
+        };
+        // The first in a boot brings the records up to the log before
+        // anything reads them (see `recover`).
+        if !seq::trusted(state_dir) {
+            engine.last_seq()?;
+        }
+        Ok(engine)
     }
 
     /// The state dir whose jobs these are.
@@ -134,44 +144,14 @@ impl Engine {
         // In flight from before the commit to the mirror step (see
         // `mirror::InFlight`).
         let in_flight = mirror::InFlight::enter(&self.state);
-        let (before, decision, renamed) = self.critical(req, &inputs, decide, still)?;
+        let (before, decision) = self.critical(req, &inputs, decide, still)?;
         crash::point("unlocked");
         // The lock is released here; what follows may be slow without holding
-        // anyone up. First the record's rename is made durable: nothing is
-        // audited or acknowledged before it is.
-        if let (Some(renamed), Decision::Accept(record)) = (renamed, &decision) {
-            renamed.sync().map_err(|e| EngineError::AfterCommit {
-                job_id: req.job_id.clone(),
-                seq: record.transition_seq,
-                attempt_id: record.attempt_id.clone(),
-                what: "record's directory sync",
-                source: Box::new(e),
-            })?;
-            crash::point("dir synced");
-        }
+        // anyone up.
         let from = before.as_ref().map(|r| r.status);
-        let mut entry = AuditEntry {
-            seq: None,
-            at: record::format_time(inputs.at),
-            job_id: req.job_id.clone(),
-            outcome: Outcome::Refused,
-            from,
-            to: None,
-            rule: None,
-            reason: None,
-            new_attempt_id: None,
-            request: req.clone(),
-            pid: std::process::id(),
-        };
         match decision {
             Decision::Accept(record) => {
                 let seq = record.transition_seq;
-                entry.seq = Some(seq);
-                entry.outcome = Outcome::Accepted;
-                entry.to = Some(record.status);
-                if matches!(req.action, Action::Claim { .. }) {
-                    entry.new_attempt_id = record.attempt_id.clone();
-                }
                 let after = |what, source| EngineError::AfterCommit {
                     job_id: req.job_id.clone(),
                     seq,
@@ -179,15 +159,19 @@ impl Engine {
                     what,
                     source: Box::new(source),
                 };
-                append_jsonl(&self.audit_path(), &entry, true)
-                    .map_err(|e| after("audit append", e))?;
-                crash::point("audited");
+                // The one durable write: the audit entry the critical section
+                // appended, with every entry before it (see `recover`). Nothing
+                // is acknowledged before it.
+                crate::store::sync_jsonl(&self.audit_path())
+                    .map_err(|e| after("audit log's sync", e))?;
+                crash::point("synced");
                 in_flight
                     .finish(&req.job_id)
                     .map_err(|e| after("status mirror", e))?;
                 Ok(Applied::Accepted { record })
             }
             Decision::Ack => {
+                let mut entry = audit_entry(req, &inputs, from);
                 entry.outcome = Outcome::Ack;
                 entry.to = from;
                 append_jsonl(&self.audit_path(), &entry, true)?;
@@ -198,6 +182,7 @@ impl Engine {
                 Ok(Applied::Ack { record })
             }
             Decision::Refuse { rule, reason } => {
+                let mut entry = audit_entry(req, &inputs, from);
                 entry.rule = Some(rule.as_str().into());
                 entry.reason = Some(reason.clone());
                 append_jsonl(&self.audit_path(), &entry, true)?;
@@ -212,20 +197,24 @@ impl Engine {
         }
     }
 
-    /// The critical section: read, decide with `decider`, at most one write
-    /// (the record, fsynced and renamed into place; the seq counter is noted
-    /// just before it without an fsync, see [`seq`]). The rename's directory
-    /// fsync is left to the caller, after the lock is let go: the next holder
-    /// reads the renamed record and need not wait for it (one fsync under
-    /// the lock, not two). The decider is a `fn` pointer, so it can use only
-    /// what it is handed: the record, the request, fixed inputs.
+    /// The critical section: read, decide with `decider`, and on accept
+    /// write three things, none of them synced: the seq hint (see [`seq`]),
+    /// the record (a temp file renamed into place) and the audit entry (one
+    /// append). The audit log is the journal: the caller makes the entry
+    /// durable after the lock is let go, in one `fdatasync` that writers
+    /// syncing together share, and after a reboot the records are brought up
+    /// to the log ([`recover`]). Appended under the lock, the accepted
+    /// entries are in the log in seq order, so an entry synced is synced with
+    /// every transition it was decided on. The decider is a `fn` pointer, so
+    /// it can use only what it is handed: the record, the request, fixed
+    /// inputs.
     fn critical(
         &self,
         req: &Request,
         inputs: &Inputs,
         decider: Decider,
         still: Option<(&'static str, &dyn Fn() -> bool)>,
-    ) -> Result<(Option<JobRecord>, Decision, Option<DirSync>), EngineError> {
+    ) -> Result<(Option<JobRecord>, Decision), EngineError> {
         let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         crash::point("locked");
         if let Some((what, still)) = still
@@ -238,26 +227,40 @@ impl Engine {
         }
         let path = self.record_path(&req.job_id);
         let record = record::read_record(&path, &req.job_id)?;
-        let last = seq::last(&self.state, || self.max_record_seq())?;
+        let last = seq::last(&self.state, || recover::recover(&self.state))?;
         let last = last.max(record.as_ref().map_or(0, |r| r.transition_seq));
         let next_seq = last.saturating_add(1);
         let decision = decider(record.as_ref(), req, inputs, next_seq);
-        let mut renamed = None;
         if let Decision::Accept(new) = &decision {
             seq::write(&self.state, next_seq)?;
             crash::point("seq written");
-            renamed = Some(write_json_renamed_steps(&path, new, &mut |step| {
-                crash::point(step)
-            })?);
+            replace_json_unsynced_steps(&path, new, &mut |step| crash::point(step))?;
+            let mut entry = audit_entry(req, inputs, record.as_ref().map(|r| r.status));
+            entry.seq = Some(next_seq);
+            entry.outcome = Outcome::Accepted;
+            entry.to = Some(new.status);
+            if matches!(req.action, Action::Claim { .. }) {
+                entry.new_attempt_id = new.attempt_id.clone();
+            }
+            append_jsonl(&self.audit_path(), &entry, false).map_err(|e| {
+                EngineError::AfterCommit {
+                    job_id: req.job_id.clone(),
+                    seq: next_seq,
+                    attempt_id: new.attempt_id.clone(),
+                    what: "audit append",
+                    source: Box::new(e),
+                }
+            })?;
+            crash::point("audited");
         }
-        Ok((record, decision, renamed))
+        Ok((record, decision))
     }
 
     /// The last seq given out in this state dir (read under the lock; a
     /// reboot or a missing counter costs a scan of the records).
     pub fn last_seq(&self) -> Result<u64, EngineError> {
         let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
-        Ok(seq::last(&self.state, || self.max_record_seq())?)
+        Ok(seq::last(&self.state, || recover::recover(&self.state))?)
     }
 
     /// Run `f` on a job's record under the lock every transition takes, so
@@ -274,15 +277,6 @@ impl Engine {
         let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         let record = record::read_record(&self.record_path(job_id), job_id)?;
         Ok(f(record.as_ref()))
-    }
-
-    /// The durable counter: the highest seq of any record (see [`seq`]).
-    fn max_record_seq(&self) -> Result<u64, crate::store::StoreError> {
-        Ok(record::read_all(&self.dir)?
-            .iter()
-            .map(|r| r.transition_seq)
-            .max()
-            .unwrap_or(0))
     }
 
     /// One job's record, or `NotFound`.
@@ -325,6 +319,24 @@ impl Engine {
             Some(job_id),
             mirror::Take::Wait,
         )?)
+    }
+}
+
+/// The audit entry of `req` decided at `inputs` on a record in status
+/// `from`, as a refusal; the caller sets what else its outcome needs.
+fn audit_entry(req: &Request, inputs: &Inputs, from: Option<Status>) -> AuditEntry {
+    AuditEntry {
+        seq: None,
+        at: record::format_time(inputs.at),
+        job_id: req.job_id.clone(),
+        outcome: Outcome::Refused,
+        from,
+        to: None,
+        rule: None,
+        reason: None,
+        new_attempt_id: None,
+        request: req.clone(),
+        pid: std::process::id(),
     }
 }
 

@@ -1,19 +1,22 @@
 //! The seq counter without a durable write of its own.
 //!
 //! `transition_seq` is global to the state dir, and a committed seq is never
-//! given out again. Every record carries the seq of its last transition and
-//! records are never deleted, so the highest seq of any record is the last
-//! one committed: the records are the durable counter. Scanning them on every
-//! transition would cost a read per job, so the last seq given out is kept in
-//! `jobs/seq.hint` as well, written in place and never fsynced, with the boot
-//! it was written in and a checksum:
+//! given out again. Every accepted transition's audit entry carries its seq,
+//! and so does its record; entries and records are never deleted, so the
+//! highest seq of any entry or record is the last one given out: the log and
+//! the records are the durable counter (a power cut can lose a record written
+//! since the kernel last wrote it back, never an acknowledged entry). Reading
+//! them on every transition would cost a read per job, so the last seq given
+//! out is kept in `jobs/seq.hint` as well, written in place and never
+//! fsynced, with the boot it was written in and a checksum:
 //!
-//! - it is written under `registry.lock` *before* the record, so within a
-//!   boot it is never behind a record (a `kill -9` between the two leaves a
-//!   gap, never a seq used twice; the page cache survives a killed process);
+//! - it is written under `registry.lock` *before* the record and the entry, so
+//!   within a boot it is never behind either (a `kill -9` between them leaves
+//!   a gap, never a seq used twice; the page cache survives a killed process);
 //! - it is trusted only in the boot that wrote it: after a reboot (a power
-//!   loss may have kept a record and lost the hint) the records are scanned
-//!   again, under the lock, and the hint rewritten;
+//!   loss may have kept an entry and lost the hint) the first holder of the
+//!   lock brings the records up to the log and takes the highest seq of both
+//!   (the engine's `recover`), and the hint is rewritten;
 //! - a hint that does not check (torn, edited, missing) is scanned around the
 //!   same way, so it can cost time but never a reused seq.
 //!
@@ -65,8 +68,19 @@ fn boot() -> &'static str {
     BOOT.get_or_init(crate::procfs::boot_id)
 }
 
+/// Whether the hint checks in this boot: no scan is due (read without the
+/// lock; a hint found torn or missing later is scanned around as ever).
+pub fn trusted(state_dir: &StateDir) -> bool {
+    let boot = boot();
+    !boot.is_empty()
+        && std::fs::read(state_dir.jobs_seq_hint())
+            .ok()
+            .and_then(|b| decode(&b, boot))
+            .is_some()
+}
+
 /// The last seq given out in the state dir. Call under `registry.lock`. `scan` gives
-/// the highest seq of any record; it runs only when the hint is not valid,
+/// the highest seq of any record or entry; it runs only when the hint is not valid,
 /// and then the hint is rewritten (and a legacy `seq.json` folded in and removed).
 pub fn last(
     state_dir: &StateDir,

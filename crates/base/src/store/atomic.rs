@@ -55,7 +55,9 @@ pub fn write_bytes_renamed_steps(
 /// content or the new, never a mix, but after a power cut the file may be
 /// the old one or, on a file system that does not order a rename after its
 /// data, empty. Only for a file derived from durable ones and rebuilt from
-/// them (the jobs' status mirror).
+/// them: the jobs' status mirror, and the job records, whose durable copy is
+/// the audit log. Over an existing file the two names are exchanged and the
+/// old content removed, which spares ext4's flush of a rename over a file.
 pub fn replace_json_unsynced_steps<T: serde::Serialize + ?Sized>(
     path: &Path,
     value: &T,
@@ -94,8 +96,17 @@ fn replace(
             step("synced");
         }
         drop(f);
-        fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
-        step("renamed");
+        if durable {
+            fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
+            step("renamed");
+        } else if swap(&tmp, path).map_err(|e| StoreError::io("rename", path, e))? {
+            step("renamed");
+            // The old content, now under the temp name: a writer killed
+            // before this leaves a hidden temp file, swept like any other.
+            let _ = fs::remove_file(&tmp);
+        } else {
+            step("renamed");
+        }
         Ok(())
     })();
     if result.is_err() {
@@ -104,6 +115,25 @@ fn replace(
     result.map(|()| DirSync {
         dir: dir.to_path_buf(),
     })
+}
+
+/// Put the file at `tmp` in `path`'s place, for a write that is not synced:
+/// the two names exchanged (`renameat2(RENAME_EXCHANGE)`; true: the old
+/// content is at `tmp` now, for the caller to remove). A rename over a file
+/// costs more on ext4: it writes the new file's data out at once
+/// (`auto_da_alloc`, the safety net for writers that do not fsync), about
+/// 4x the rename (0.25 ms against 0.06 ms for a small file on the
+/// development machine). Where `path` does not exist yet or the file system
+/// cannot exchange, a plain rename (false).
+fn swap(tmp: &Path, path: &Path) -> std::io::Result<bool> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+        if renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RenameFlags::RENAME_EXCHANGE).is_ok() {
+            return Ok(true);
+        }
+    }
+    fs::rename(tmp, path).map(|()| false)
 }
 
 /// Serialise `value` as pretty JSON (with a final newline) and write it atomically.
@@ -121,15 +151,6 @@ pub fn write_json_atomic_steps<T: serde::Serialize + ?Sized>(
     step: &mut dyn FnMut(&'static str),
 ) -> Result<(), StoreError> {
     write_bytes_atomic_steps(path, &json_bytes(path, value)?, step)
-}
-
-/// [`write_json_atomic_steps`] up to the rename: see [`DirSync`].
-pub fn write_json_renamed_steps<T: serde::Serialize + ?Sized>(
-    path: &Path,
-    value: &T,
-    step: &mut dyn FnMut(&'static str),
-) -> Result<DirSync, StoreError> {
-    write_bytes_renamed_steps(path, &json_bytes(path, value)?, step)
 }
 
 /// `value` as pretty JSON with a final newline.
@@ -179,6 +200,29 @@ mod tests {
         assert_eq!(v["a"], 2);
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "temp files must not remain");
+    }
+
+    /// An unsynced replace, new and over a file: the new content in place,
+    /// the old one gone with its temp name, the file's mode private, and
+    /// both steps passed each time.
+    #[test]
+    fn an_unsynced_replace_swaps_in_and_leaves_nothing_behind() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rec.json");
+        for v in [1u32, 2, 3] {
+            let mut steps = Vec::new();
+            replace_json_unsynced_steps(&p, &v, &mut |s| steps.push(s)).unwrap();
+            assert_eq!(steps, ["written", "renamed"]);
+            assert_eq!(read_json::<u32>(&p).unwrap(), Some(v));
+            let names: Vec<_> = fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, ["rec.json"], "after writing {v}");
+            let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
     }
 
     #[test]

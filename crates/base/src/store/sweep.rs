@@ -1,6 +1,8 @@
 //! Leftovers of writers that died mid-write: the temp files of
 //! [`super::write_bytes_atomic`] (`.<name>.tmp.<pid>.<id>`) whose pid is gone.
-//! They never replaced a document, so removing them loses nothing.
+//! They never replaced a document, or hold the content one replaced (an
+//! unsynced write exchanges the two names, then removes the old), so
+//! removing them loses nothing.
 
 use std::path::Path;
 

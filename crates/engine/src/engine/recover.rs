@@ -26,40 +26,65 @@ use super::audit::{AuditEntry, Outcome, replay};
 use super::record::{read_all, read_record, validate_job_id};
 use crate::statedir::StateDir;
 use crate::store::{StoreError, keep_aside, read_jsonl, write_json_atomic};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The fields of an entry the first pass needs: a long log is read whole
+/// only when a record must be restored from it.
+#[derive(Deserialize)]
+struct Head {
+    seq: Option<u64>,
+    job_id: String,
+    outcome: Outcome,
+}
 
 /// Bring every record up to the log (call under `registry.lock`). Returns the
 /// last seq given out: the highest of every record and every entry, so no seq
 /// the log holds is given out again where its record was lost.
 pub(super) fn recover(state: &StateDir) -> Result<u64, StoreError> {
-    let log = read_jsonl::<AuditEntry>(&state.jobs_audit())?.records;
-    let mut jobs: BTreeMap<&str, Vec<AuditEntry>> = BTreeMap::new();
-    for e in &log {
-        if e.outcome == Outcome::Accepted && e.seq.is_some() {
-            jobs.entry(e.job_id.as_str()).or_default().push(e.clone());
+    let log = state.jobs_audit();
+    let mut logged = 0;
+    let mut last_of: BTreeMap<String, u64> = BTreeMap::new();
+    for h in read_jsonl::<Head>(&log)?.records {
+        let Some(seq) = h.seq else { continue };
+        logged = logged.max(seq);
+        if h.outcome == Outcome::Accepted {
+            let last = last_of.entry(h.job_id).or_default();
+            *last = (*last).max(seq);
         }
     }
-    for (&job_id, entries) in &jobs {
-        if validate_job_id(job_id).is_err() {
+    // The jobs whose record is missing, corrupt or behind: (last seq, corrupt).
+    let mut lost: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+    for (job_id, last) in last_of {
+        if validate_job_id(&job_id).is_err() {
             continue;
         }
-        let last = entries.iter().filter_map(|e| e.seq).max().unwrap_or(0);
-        let path = state.job_record(job_id);
-        let corrupt = match read_record(&path, job_id) {
+        let corrupt = match read_record(&state.job_record(&job_id), &job_id) {
             Ok(Some(r)) if r.transition_seq >= last => continue,
             Ok(_) => false,
             Err(StoreError::Corrupt { .. }) => true,
             Err(e) => return Err(e),
         };
-        restore(&path, job_id, entries, last, corrupt)?;
+        lost.insert(job_id, (last, corrupt));
+    }
+    if !lost.is_empty() {
+        let mut entries: BTreeMap<String, Vec<AuditEntry>> = BTreeMap::new();
+        for e in read_jsonl::<AuditEntry>(&log)?.records {
+            if e.outcome == Outcome::Accepted && e.seq.is_some() && lost.contains_key(&e.job_id) {
+                entries.entry(e.job_id.clone()).or_default().push(e);
+            }
+        }
+        for (job_id, (last, corrupt)) in &lost {
+            let of_job = entries.get(job_id).map_or(&[][..], Vec::as_slice);
+            restore(&state.job_record(job_id), job_id, of_job, *last, *corrupt)?;
+        }
     }
     let recorded = read_all(&state.jobs_dir())?
         .iter()
         .map(|r| r.transition_seq)
         .max()
         .unwrap_or(0);
-    let logged = log.iter().filter_map(|e| e.seq).max().unwrap_or(0);
     Ok(recorded.max(logged))
 }
 

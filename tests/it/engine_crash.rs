@@ -382,3 +382,42 @@ fn after_a_power_cut_the_records_are_restored_from_the_audit_log() {
         next.record().transition_seq
     );
 }
+
+/// After a reboot with an audit log that does not parse, the records cannot
+/// be brought up to it: a read still shows a record as it is, and a
+/// transition is refused with the error naming the log (nothing reset).
+#[test]
+fn after_a_reboot_a_corrupt_log_stops_transitions_not_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let st = dir.path();
+    let engine = Engine::open(drover::statedir::StateDir::new(st)).expect("engine");
+    prepare(&engine, "progress", "J");
+    let mut log = std::fs::read(engine.audit_path()).expect("log");
+    log.splice(0..0, b"not json\n".iter().copied());
+    std::fs::write(engine.audit_path(), &log).expect("corrupt the log");
+    let line = "00000000000000000002 another-boot 0000000000000000\n";
+    std::fs::write(engine.dir().join("seq.hint"), line).expect("hint of another boot");
+    let show = run({
+        let mut c = drover(st);
+        c.args(["job", "show", "J"]);
+        c
+    });
+    assert_eq!(code(&show), 0, "a read: {}", stderr(&show));
+    assert!(stdout(&show).contains("running"), "{}", stdout(&show));
+    let progress = run({
+        let mut c = drover(st);
+        c.args(cli_args("progress", "J"));
+        c
+    });
+    assert_ne!(code(&progress), 0, "a transition on a corrupt log");
+    assert!(
+        stderr(&progress).contains("audit.jsonl"),
+        "{}",
+        stderr(&progress)
+    );
+    assert_eq!(
+        std::fs::read(engine.audit_path()).expect("log"),
+        log,
+        "the log left as it was"
+    );
+}

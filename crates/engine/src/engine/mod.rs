@@ -84,9 +84,17 @@ impl Engine {
             dir,
         };
         // The first in a boot brings the records up to the log before
-        // anything reads them (see `recover`).
-        if !seq::trusted(state_dir) {
-            engine.last_seq()?;
+        // anything reads them (see `recover`). Where it cannot (a corrupt
+        // log or record, the lock's wait run out), reads still see the
+        // records as they are, and every transition reports why, as it
+        // makes the same attempt under the lock.
+        if !seq::trusted(state_dir)
+            && let Err(e) = engine.last_seq()
+        {
+            tracing::warn!(
+                error = %e,
+                "the job records could not be brought up to the audit log"
+            );
         }
         Ok(engine)
     }

@@ -61,6 +61,16 @@ fn cli_args(kind: &str, job: &str) -> Vec<String> {
     a
 }
 
+/// `drover --state-dir st <args>`, run to its end.
+fn cli<S: AsRef<std::ffi::OsStr>>(
+    st: &std::path::Path,
+    args: impl IntoIterator<Item = S>,
+) -> std::process::Output {
+    let mut c = drover(st);
+    c.args(args);
+    run(c)
+}
+
 /// Bring `job` to the state `kind` starts from (in this process, no crash
 /// points: the variable is only set on the child). Returns its record.
 fn prepare(engine: &Engine, kind: &str, job: &str) -> Option<JobRecord> {
@@ -340,14 +350,9 @@ fn after_a_power_cut_the_records_are_restored_from_the_audit_log() {
     std::fs::remove_file(engine.record_path("gone")).expect("lose a record");
     std::fs::write(engine.record_path("empty"), "").expect("empty a record");
     std::fs::write(engine.record_path("old"), &old_bytes).expect("an older record");
-    let line = "00000000000000000003 another-boot 0000000000000000\n";
-    std::fs::write(engine.dir().join("seq.hint"), line).expect("hint of another boot");
+    lose_hint(&engine, 2); // a hint of another boot
 
-    let out = run({
-        let mut c = drover(st);
-        c.args(["job", "show", "gone"]);
-        c
-    });
+    let out = cli(st, ["job", "show", "gone"]);
     assert_eq!(code(&out), 0, "the first reader: {}", stderr(&out));
     let records = all_files_parse(&engine);
     for job in ["gone", "empty", "old", "fine"] {
@@ -395,20 +400,11 @@ fn after_a_reboot_a_corrupt_log_stops_transitions_not_reads() {
     let mut log = std::fs::read(engine.audit_path()).expect("log");
     log.splice(0..0, b"not json\n".iter().copied());
     std::fs::write(engine.audit_path(), &log).expect("corrupt the log");
-    let line = "00000000000000000002 another-boot 0000000000000000\n";
-    std::fs::write(engine.dir().join("seq.hint"), line).expect("hint of another boot");
-    let show = run({
-        let mut c = drover(st);
-        c.args(["job", "show", "J"]);
-        c
-    });
+    lose_hint(&engine, 2); // a hint of another boot
+    let show = cli(st, ["job", "show", "J"]);
     assert_eq!(code(&show), 0, "a read: {}", stderr(&show));
     assert!(stdout(&show).contains("running"), "{}", stdout(&show));
-    let progress = run({
-        let mut c = drover(st);
-        c.args(cli_args("progress", "J"));
-        c
-    });
+    let progress = cli(st, cli_args("progress", "J"));
     assert_ne!(code(&progress), 0, "a transition on a corrupt log");
     assert!(
         stderr(&progress).contains("audit.jsonl"),

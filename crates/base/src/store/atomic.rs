@@ -96,16 +96,17 @@ fn replace(
             step("synced");
         }
         drop(f);
-        if durable {
-            fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
-            step("renamed");
-        } else if swap(&tmp, path).map_err(|e| StoreError::io("rename", path, e))? {
-            step("renamed");
+        let swapped = if durable {
+            fs::rename(&tmp, path).map(|()| false)
+        } else {
+            swap(&tmp, path)
+        }
+        .map_err(|e| StoreError::io("rename", path, e))?;
+        step("renamed");
+        if swapped {
             // The old content, now under the temp name: a writer killed
             // before this leaves a hidden temp file, swept like any other.
             let _ = fs::remove_file(&tmp);
-        } else {
-            step("renamed");
         }
         Ok(())
     })();

@@ -264,8 +264,9 @@ impl Engine {
         Ok((record, decision))
     }
 
-    /// The last seq given out in this state dir (read under the lock; a
-    /// reboot or a missing counter costs a scan of the records).
+    /// The last seq given out in this state dir (read under the lock; after
+    /// a reboot or with the hint missing, the records are first brought up
+    /// to the audit log and both read, see `recover`).
     pub fn last_seq(&self) -> Result<u64, EngineError> {
         let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         Ok(seq::last(&self.state, || recover::recover(&self.state))?)

@@ -68,15 +68,30 @@ fn boot() -> &'static str {
     BOOT.get_or_init(crate::procfs::boot_id)
 }
 
+/// The seq of the hint, if it checks in this boot (never where the kernel
+/// gives no boot id); a missing hint is `None`, a hint that cannot be read an
+/// error.
+fn hinted(state_dir: &StateDir) -> Result<Option<u64>, StoreError> {
+    let boot = boot();
+    if boot.is_empty() {
+        return Ok(None);
+    }
+    let path = state_dir.jobs_seq_hint();
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(decode(&bytes, boot)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::Io {
+            op: "read",
+            path,
+            source: e,
+        }),
+    }
+}
+
 /// Whether the hint checks in this boot: no scan is due (read without the
 /// lock; a hint found torn or missing later is scanned around as ever).
 pub fn trusted(state_dir: &StateDir) -> bool {
-    let boot = boot();
-    !boot.is_empty()
-        && std::fs::read(state_dir.jobs_seq_hint())
-            .ok()
-            .and_then(|b| decode(&b, boot))
-            .is_some()
+    matches!(hinted(state_dir), Ok(Some(_)))
 }
 
 /// The last seq given out in the state dir. Call under `registry.lock`. `scan` gives
@@ -86,29 +101,13 @@ pub fn last(
     state_dir: &StateDir,
     scan: impl FnOnce() -> Result<u64, StoreError>,
 ) -> Result<u64, StoreError> {
-    let path = state_dir.jobs_seq_hint();
-    let boot = boot();
-    if !boot.is_empty() {
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                if let Some(seq) = decode(&bytes, boot) {
-                    return Ok(seq);
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(StoreError::Io {
-                    op: "read",
-                    path,
-                    source: e,
-                });
-            }
-        }
+    if let Some(seq) = hinted(state_dir)? {
+        return Ok(seq);
     }
     let legacy_path = state_dir.jobs_seq_legacy();
     let legacy = read_json::<LegacyDoc>(&legacy_path)?.map_or(0, |d| d.last_seq);
     let last = legacy.max(scan()?);
-    if !boot.is_empty() {
+    if !boot().is_empty() {
         write(state_dir, last)?;
     }
     if legacy > 0 || legacy_path.exists() {

@@ -349,14 +349,18 @@ const CHUNK: usize = 64 * 1024;
 /// The reading half: drain the PTY as fast as it fills, so the app is never
 /// held up by parsing, and hand the bytes to the parser in order.
 fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(PARSE_QUEUE);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(PARSE_QUEUE);
+    // Parsed chunks' buffers come back to be read into again, so a flood
+    // allocates, zeroes and copies nothing per chunk. A batch's worth is
+    // enough: the parser gives back what it takes as it takes it.
+    let (spare_tx, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(PARSE_BATCH);
     let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let more = Arc::new(AtomicBool::new(false));
     let parser = {
         let (pane, q, m) = (pane.clone(), queued.clone(), more.clone());
         std::thread::Builder::new()
             .name("pty-parse".into())
-            .spawn(move || parser_loop(pane, generation, rx, q, m))
+            .spawn(move || parser_loop(pane, generation, rx, spare_tx, q, m))
     };
     let mut buf = vec![0u8; READ_BUF];
     let mut len = 0;
@@ -387,7 +391,9 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
         }
         queued.fetch_add(1, Ordering::AcqRel);
         more.store(waiting, Ordering::Release);
-        if tx.send(buf[..len].to_vec()).is_err() {
+        let next = spare.try_recv().unwrap_or_else(|_| vec![0u8; READ_BUF]);
+        let full = std::mem::replace(&mut buf, next);
+        if tx.send(Chunk { buf: full, len }).is_err() {
             return;
         }
         len = 0;
@@ -398,12 +404,25 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
     }
 }
 
+/// Bytes read, handed to the parser: the first `len` of `buf`.
+struct Chunk {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Chunk {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// The parsing half: feed the screen in order, answer queries, forward to an
 /// attached client, wake watchers; mark EOF once everything read is parsed.
 fn parser_loop(
     pane: Weak<NativePane>,
     generation: u64,
-    rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    rx: std::sync::mpsc::Receiver<Chunk>,
+    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
     queued: Arc<std::sync::atomic::AtomicUsize>,
     more: Arc<AtomicBool>,
 ) {
@@ -424,7 +443,7 @@ fn parser_loop(
                 return;
             }
             for chunk in &batch {
-                g.screen.process(chunk);
+                g.screen.process(chunk.bytes());
                 if g.screen.hooks().has_queries() {
                     let Inner { core, input, .. } = &mut *g;
                     let PaneCore { screen, attach, .. } = core;
@@ -443,6 +462,10 @@ fn parser_loop(
                 }
             }
             g.output_seen();
+        }
+        for chunk in batch {
+            // Full when the reader holds enough already: then dropped.
+            let _ = spare.try_send(chunk.buf);
         }
         let left = queued.fetch_sub(taken, Ordering::AcqRel) - taken;
         // Coalesce wake-ups during a flood; never skip the end of a burst.

@@ -9,7 +9,8 @@
 //!   screen  drover's screen model (`Screen::process`)
 //! and the ratios screen/vte and vt100/vte are printed.
 //!
-//! `cargo bench --bench screen [-- --mib 64 --runs 5]`
+//! `cargo bench --bench screen [-- --mib 64 --runs 5]`; `-- --only screen`
+//! runs drover's model alone (to profile it: `perf record` the bench binary).
 
 use std::time::Instant;
 
@@ -49,6 +50,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mib = arg(&args, "--mib", 64);
     let runs = arg(&args, "--runs", 5).max(1);
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let run = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let root = env!("CARGO_MANIFEST_DIR");
     let out = std::process::Command::new("perl")
         .arg(format!("{root}/bench/ingest-gen.pl"))
@@ -64,32 +71,40 @@ fn main() {
         data.push(b);
     }
     let (mut vte_t, mut screen_t, mut old_t) = (Vec::new(), Vec::new(), Vec::new());
+    // A model left out (`--only`) times as NaN.
+    let time = |name: &str, times: &mut Vec<f64>, f: &dyn Fn()| {
+        if run(name) {
+            let t = Instant::now();
+            f();
+            times.push(t.elapsed().as_secs_f64());
+        } else {
+            times.push(f64::NAN);
+        }
+    };
     for _ in 0..runs {
-        let t = Instant::now();
-        let mut p = vte::Parser::new();
-        let mut n = Noop(0);
-        for c in data.chunks(CHUNK) {
-            p.advance(&mut n, c);
-        }
-        std::hint::black_box(n.0);
-        vte_t.push(t.elapsed().as_secs_f64());
-
-        let t = Instant::now();
-        let mut s = Screen::new(120, 40);
-        for c in data.chunks(CHUNK) {
-            s.process(c);
-        }
-        std::hint::black_box(s.bytes());
-        screen_t.push(t.elapsed().as_secs_f64());
-
-        let t = Instant::now();
-        let nz = |v| std::num::NonZeroU16::new(v).expect("nonzero");
-        let mut old = vt100::Parser::new(nz(40), nz(120), drover::screen::SCROLLBACK_ROWS);
-        for c in data.chunks(CHUNK) {
-            old.process(c);
-        }
-        std::hint::black_box(old.screen().cursor_position());
-        old_t.push(t.elapsed().as_secs_f64());
+        time("vte", &mut vte_t, &|| {
+            let mut p = vte::Parser::new();
+            let mut n = Noop(0);
+            for c in data.chunks(CHUNK) {
+                p.advance(&mut n, c);
+            }
+            std::hint::black_box(n.0);
+        });
+        time("screen", &mut screen_t, &|| {
+            let mut s = Screen::new(120, 40);
+            for c in data.chunks(CHUNK) {
+                s.process(c);
+            }
+            std::hint::black_box(s.bytes());
+        });
+        time("vt100", &mut old_t, &|| {
+            let nz = |v| std::num::NonZeroU16::new(v).expect("nonzero");
+            let mut old = vt100::Parser::new(nz(40), nz(120), drover::screen::SCROLLBACK_ROWS);
+            for c in data.chunks(CHUNK) {
+                old.process(c);
+            }
+            std::hint::black_box(old.screen().cursor_position());
+        });
     }
     let (v, s, o) = (
         median(&mut vte_t),

@@ -288,17 +288,19 @@ fn own_csi(bytes: &[u8], csi: &mut OwnCsi) -> Option<usize> {
         return None;
     }
     csi.len = 0;
-    let mut param: u16 = 0;
+    // Saturating at u16::MAX as vte's parameters do; in u32, where one
+    // step cannot overflow, the cap is a compare rather than two checked ops.
+    let mut param: u32 = 0;
     for (k, &b) in bytes.iter().enumerate().skip(2) {
         match b {
             b'0'..=b'9' => {
-                param = param.saturating_mul(10).saturating_add(u16::from(b - b'0'));
+                param = (param * 10 + u32::from(b - b'0')).min(u32::from(u16::MAX));
             }
             b';' | 0x40..=0x7e => {
                 if csi.len == OWN_CSI_PARAMS {
                     return None;
                 }
-                csi.params[csi.len] = param;
+                csi.params[csi.len] = param as u16;
                 csi.len += 1;
                 param = 0;
                 if b != b';' {

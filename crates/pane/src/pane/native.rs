@@ -366,6 +366,7 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
     let mut len = 0;
     let mut eof = false;
     while !eof {
+        let mut drained = false;
         match reader.read.read(&mut buf[len..]) {
             Ok(0) => eof = true,
             Ok(n) => len += n,
@@ -375,6 +376,7 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
                     reader.wait_readable();
                     continue;
                 }
+                drained = true;
             }
             // EIO once every slave fd is closed: the normal end.
             Err(_) => eof = true,
@@ -382,13 +384,14 @@ fn reader_loop(pane: Weak<NativePane>, generation: u64, mut reader: PtyReader) {
         if len == 0 {
             continue;
         }
-        let waiting = !eof && reader.more_waiting();
-        // Gather only while the parser is busy with earlier chunks: an idle
-        // parser gets each read at once, so the two threads never wait on
-        // each other's batches.
-        if waiting && len < CHUNK && queued.load(Ordering::Acquire) > 0 {
+        // Gather only while the parser is busy with earlier chunks: read on
+        // until the PTY has nothing more (the read that says so costs what
+        // asking would) or the chunk is full. An idle parser gets each read
+        // at once, so the two threads never wait on each other's batches.
+        if !eof && !drained && len < CHUNK && queued.load(Ordering::Acquire) > 0 {
             continue;
         }
+        let waiting = !eof && !drained && reader.more_waiting();
         queued.fetch_add(1, Ordering::AcqRel);
         more.store(waiting, Ordering::Release);
         let next = spare.try_recv().unwrap_or_else(|_| vec![0u8; READ_BUF]);

@@ -86,10 +86,7 @@ impl Model {
             }
             match bytes[i] {
                 0x20..=0x7e => {
-                    let run = bytes[i..]
-                        .iter()
-                        .position(|b| !(0x20..=0x7e).contains(b))
-                        .unwrap_or(bytes.len() - i);
+                    let run = printable_run(&bytes[i..]);
                     self.driver.term.ascii_run(&bytes[i..i + run]);
                     i += run;
                 }
@@ -283,6 +280,33 @@ struct OwnCsi {
 /// `;` and the final byte end a parameter, empty is 0, values saturate at
 /// 65535), read into `csi`. `None` for anything else, left to vte (`csi`
 /// then holds nothing of use).
+/// How many bytes at the start of `bytes` are printable ASCII (0x20..=0x7e),
+/// eight at a time: a byte below 0x20 borrows into its top bit when 0x20 is
+/// taken from it, one above 0x7e has or gets its top bit when 1 is added.
+/// A borrow or carry runs only upward from a byte that is flagged anyway,
+/// so the lowest flag is exact.
+fn printable_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOPS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut n = 0;
+    for w in words.by_ref() {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let below = x.wrapping_sub(ONES * 0x20) & !x & TOPS;
+        let above = (x.wrapping_add(ONES) | x) & TOPS;
+        let flags = below | above;
+        if flags != 0 {
+            return n + (flags.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + words
+        .remainder()
+        .iter()
+        .position(|b| !(0x20..=0x7e).contains(b))
+        .unwrap_or(words.remainder().len())
+}
+
 fn own_csi(bytes: &[u8], csi: &mut OwnCsi) -> Option<usize> {
     if bytes.get(1) != Some(&b'[') {
         return None;

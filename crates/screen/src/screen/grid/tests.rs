@@ -523,3 +523,27 @@ fn cases() -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(400)
 }
+
+#[test]
+fn a_printable_run_ends_at_the_first_byte_outside_0x20_to_0x7e() {
+    let naive = |b: &[u8]| {
+        b.iter()
+            .position(|c| !(0x20..=0x7e).contains(c))
+            .unwrap_or(b.len())
+    };
+    // Every byte value at every position of a 17-byte run of printables,
+    // with every byte above it either printable or that same value.
+    for stop in 0..=255u8 {
+        for at in 0..17 {
+            for fill in [b'a', stop, 0xff, 0x00] {
+                let mut b = vec![b'x'; 17];
+                b[at] = stop;
+                for c in &mut b[at + 1..] {
+                    *c = fill;
+                }
+                assert_eq!(super::printable_run(&b), naive(&b), "{b:02x?}");
+            }
+        }
+    }
+    assert_eq!(super::printable_run(b""), 0);
+}

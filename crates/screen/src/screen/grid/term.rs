@@ -215,8 +215,8 @@ impl Term {
             base = grid.pos;
             let row = grid.row_mut(base.row);
             was_wide = row.cells[usize::from(base.col)].is_wide();
-            row.cells[usize::from(base.col)] =
-                Cell::plain(c, attrs, width > 1 || c.width().unwrap_or(1) > 1);
+            // `width` is the char's own width capped at 2 (width_of).
+            row.cells[usize::from(base.col)] = Cell::plain(c, attrs, width > 1);
             self.last_char = Some(c);
             self.grid_mut().col_inc(width);
         } else {

@@ -114,14 +114,7 @@ impl Model {
                     match bytes[i..].iter().position(|b| *b < 0x7f) {
                         Some(k) => {
                             if let Ok(text) = std::str::from_utf8(&bytes[i..i + k]) {
-                                for c in text.chars() {
-                                    match c {
-                                        '\u{80}'..='\u{9f}' => {
-                                            vte::Perform::execute(&mut self.driver, c as u8)
-                                        }
-                                        _ => vte::Perform::print(&mut self.driver, c),
-                                    }
-                                }
+                                self.utf8_text(text);
                                 i += k;
                             } else if bytes[i + k] != 0x1b {
                                 self.parser.advance(&mut self.driver, &bytes[i..i + k + 1]);
@@ -135,6 +128,34 @@ impl Model {
                 }
             }
         }
+    }
+
+    /// Whole, valid UTF-8 text read in ground, as vte's ground state reads
+    /// it: C1 controls executed, the rest printed; a stretch of characters
+    /// one column wide each (box drawing, bars, accented letters) written as
+    /// one run.
+    fn utf8_text(&mut self, text: &str) {
+        const RUN: usize = 32;
+        let mut run = ['\0'; RUN];
+        let mut n = 0;
+        for c in text.chars() {
+            if term::Term::is_narrow(c) {
+                run[n] = c;
+                n += 1;
+                if n == RUN {
+                    self.driver.term.chars_run(&run);
+                    n = 0;
+                }
+                continue;
+            }
+            self.driver.term.chars_run(&run[..n]);
+            n = 0;
+            match c {
+                '\u{80}'..='\u{9f}' => vte::Perform::execute(&mut self.driver, c as u8),
+                _ => vte::Perform::print(&mut self.driver, c),
+            }
+        }
+        self.driver.term.chars_run(&run[..n]);
     }
 
     /// (rows, cols).

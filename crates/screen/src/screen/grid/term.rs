@@ -148,7 +148,27 @@ impl Term {
 
     /// A run of printable ASCII: the part that fits the row is written at
     /// once (a cell a byte), then the wrap as one character's would be.
-    pub fn ascii_run(&mut self, mut run: &[u8]) {
+    pub fn ascii_run(&mut self, run: &[u8]) {
+        self.narrow_run(run, char::from);
+    }
+
+    /// Whether `c` takes one column and can go in a run ([`Self::chars_run`]):
+    /// [`Self::text`] would write it as [`Self::ascii_run`] writes a byte.
+    pub fn is_narrow(c: char) -> bool {
+        c >= '\u{a0}' && c != '\u{fffd}' && c.width() == Some(1)
+    }
+
+    /// A run of chars that are each [`Self::is_narrow`], as one
+    /// [`Self::text`] after another would write them.
+    pub fn chars_run(&mut self, run: &[char]) {
+        debug_assert!(run.iter().all(|c| Self::is_narrow(*c)));
+        self.narrow_run(run, |c| c);
+    }
+
+    /// Characters one column wide each: the part that fits the row is
+    /// written at once (a cell a character), then the wrap as one
+    /// character's would be.
+    fn narrow_run<T: Copy>(&mut self, mut run: &[T], char_of: impl Fn(T) -> char) {
         let Some(&last) = run.last() else { return };
         let attrs = self.attrs;
         let grid = self.grid_mut();
@@ -172,7 +192,7 @@ impl Term {
             }
             let last_was_wide = cells[col + n - 1].is_wide();
             for (cell, &b) in cells[col..col + n].iter_mut().zip(&run[..n]) {
-                *cell = Cell::plain(char::from(b), attrs, false);
+                *cell = Cell::plain(char_of(b), attrs, false);
             }
             if last_was_wide && let Some(next) = cells.get_mut(col + n) {
                 *next = Cell::plain(' ', attrs, false);
@@ -180,7 +200,7 @@ impl Term {
             grid.pos.col += n as u16;
             run = &run[n..];
         }
-        self.last_char = Some(char::from(last));
+        self.last_char = Some(char_of(last));
     }
 
     fn width_of(&self, c: char) -> Option<u16> {

@@ -148,8 +148,10 @@ impl Model {
                 }
                 continue;
             }
-            self.driver.term.chars_run(&run[..n]);
-            n = 0;
+            if n > 0 {
+                self.driver.term.chars_run(&run[..n]);
+                n = 0;
+            }
             match c {
                 '\u{80}'..='\u{9f}' => vte::Perform::execute(&mut self.driver, c as u8),
                 _ => vte::Perform::print(&mut self.driver, c),

@@ -55,6 +55,12 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .cloned();
+    if let Some(o) = only.as_deref()
+        && !["vte", "screen", "vt100"].contains(&o)
+    {
+        eprintln!("bench/screen: --only takes vte, screen or vt100, not {o:?}");
+        std::process::exit(2);
+    }
     let run = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let root = env!("CARGO_MANIFEST_DIR");
     let out = std::process::Command::new("perl")

@@ -100,6 +100,69 @@ fn resize_reaches_the_app() {
     d.wait_text("rs", "25 90", T);
 }
 
+/// An app that redraws at once on SIGWINCH: clears the screen and writes
+/// `COLSxROWS` ending at the terminal's last cell (the size from TIOCGWINSZ).
+const WINCH_DRAW: &str = r#"$| = 1;
+sub draw {
+    my $b = "\0" x 8;
+    ioctl(STDOUT, 0x5413, $b) or die "TIOCGWINSZ: $!";
+    my ($r, $c) = unpack("S2", $b);
+    my $m = "${c}x${r}";
+    printf "\e[2J\e[Hdrawn\e[%d;%dH%s", $r, $c - length($m) + 1, $m;
+}
+$SIG{WINCH} = \&draw;
+draw();
+sleep 1000 while 1;
+"#;
+
+/// The frame an app draws the moment it sees its new size lands in a screen
+/// of that size, however soon after the resize it is read: the last row ends
+/// with the size at the last column. (On tmux the app can be handed the size
+/// before drover has the reply to its resize; a model resized only then
+/// clipped that frame into the old size, and it stayed so.)
+#[test]
+fn the_frame_drawn_on_sigwinch_lands_at_the_new_size() {
+    let d = Drover::new();
+    d.new_pane("w", &["--size", "80x24"], &["perl", "-e", WINCH_DRAW]);
+    d.wait_text("w", "80x24", T);
+    for (c, r) in [
+        (200u16, 60u16),
+        (80, 24),
+        (150, 50),
+        (60, 20),
+        (200, 60),
+        (100, 30),
+        (80, 24),
+        (180, 45),
+        (80, 24),
+        (200, 60),
+        (120, 40),
+        (60, 20),
+    ] {
+        // tmux hands a resize to the app at once only when it applied none
+        // in the last 250 ms (its pane resize timer; later ones wait for
+        // it): each resize here is one it applies at once, the race this
+        // test is about.
+        std::thread::sleep(Duration::from_millis(300));
+        let size = format!("{c}x{r}");
+        d.ok(&["pane", "resize", "w", &size]);
+        let mut last = String::new();
+        let drawn = wait_until(Duration::from_secs(10), || {
+            last = d.read("w");
+            let lines: Vec<&str> = last.lines().collect();
+            lines.first() == Some(&"drawn")
+                && lines.len() == usize::from(r)
+                && lines
+                    .last()
+                    .is_some_and(|l| l.ends_with(&size) && l.chars().count() == usize::from(c))
+        });
+        assert!(
+            drawn,
+            "the frame for {size} is not at {size}; screen:\n{last}"
+        );
+    }
+}
+
 /// A small alternate-screen program: positioned text on the alt screen, and
 /// the main screen back intact when it leaves.
 #[test]

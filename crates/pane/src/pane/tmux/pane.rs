@@ -654,19 +654,38 @@ impl PaneBackend for TmuxPane {
             }
             (g.pane_id.clone(), g.pid)
         };
-        let reply = self
+        // The model takes the new size before tmux is asked: tmux can hand
+        // the size to the app as soon as it has run the command, before its
+        // reply reaches drover, and the frame the app then draws must land
+        // in a model of that size. (Resized on the reply, a wide frame read
+        // meanwhile was clipped into the old model and stayed so until the
+        // app drew again.) A frame still on its way for the old size is
+        // redrawn by the app on its SIGWINCH.
+        let old = {
+            let mut g = lock(&self.inner);
+            let old = g.screen.size();
+            g.screen.resize(cols, rows);
+            old
+        };
+        let refused = match self
             .host
             .command(format!("resize-window -t {pane_id} -x {cols} -y {rows}"))
-            .map_err(|e| self.transport_err(e))?;
-        reply.map_err(|e| self.transport_err(format!("tmux refused the resize: {e}")))?;
-        // The model takes the new size now, before tmux applies it to the
-        // pane's terminal (it coalesces resizes and applies them a little
-        // later): what the app draws once it sees the new size lands in a
-        // model of that size. (Resized after, a frame drawn for the new size
-        // and read meanwhile stayed in the old one until the app drew
-        // again.) A frame still on its way for the old size is redrawn by
-        // the app on its SIGWINCH.
-        lock(&self.inner).screen.resize(cols, rows);
+        {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(self.transport_err(format!("tmux refused the resize: {e}"))),
+            Err(e) => Some(self.transport_err(e)),
+        };
+        if let Some(e) = refused {
+            // The app keeps its size: so does the model (unless something
+            // since gave it another, e.g. a re-seed from tmux).
+            let mut g = lock(&self.inner);
+            if g.screen.size() == (cols, rows) {
+                g.screen.resize(old.0, old.1);
+            }
+            drop(g);
+            self.events.output();
+            return Err(e);
+        }
         // Return once the app can see it, as native does.
         let deadline = Instant::now() + RESIZE_SETTLE;
         while crate::pane::procfs::pty_size(pid).is_some_and(|s| s != (cols, rows))

@@ -65,17 +65,29 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
             }
         };
         if woke {
-            'paced: loop {
+            // The burst ends once the pane's output has been quiet for
+            // `BURST_QUIET` (counted from the wake-up when nothing was
+            // output since), or after `MAX_BURST`. Output meanwhile does not
+            // wake this task: it sleeps until `BURST_QUIET` after the last
+            // output it saw and looks again (docs/performance.md, "Pacing
+            // classifications during a flood").
+            let woke_at = Instant::now();
+            loop {
                 let start = Instant::now();
                 loop {
                     let left = MAX_BURST.saturating_sub(start.elapsed());
                     if left.is_zero() {
                         break;
                     }
-                    tokio::select! {
-                        _ = entry.notify.notified() => continue,
-                        _ = tokio::time::sleep(BURST_QUIET.min(left)) => break,
+                    entry.notify.clear();
+                    let quiet = entry
+                        .notify
+                        .since_output()
+                        .map_or(woke_at.elapsed(), |s| s.min(woke_at.elapsed()));
+                    if quiet >= BURST_QUIET {
+                        break;
                     }
+                    tokio::time::sleep((BURST_QUIET - quiet).min(left)).await;
                 }
                 // A flooding pane is classified at most once per
                 // `CLASSIFY_EVERY` (docs/performance.md); output during the
@@ -84,10 +96,7 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
                 if wait.is_zero() {
                     break;
                 }
-                tokio::select! {
-                    _ = entry.notify.notified() => continue 'paced,
-                    _ = tokio::time::sleep(wait) => break 'paced,
-                }
+                tokio::time::sleep(wait).await;
             }
             pacer.take(Instant::now());
             burst_end = Instant::now();

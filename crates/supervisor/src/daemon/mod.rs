@@ -21,6 +21,7 @@ mod lost;
 mod observe;
 mod pace;
 pub mod protocol;
+mod quiet;
 mod report;
 mod report_box;
 mod rollout;

@@ -3,6 +3,7 @@
 use super::hub::Snapshot;
 
 use super::protocol::{ErrorCode, FrameKind, Request, Response, encode_json};
+use super::quiet::Wake;
 use crate::agent::Classifier;
 use crate::pane::{Hosts, PaneBackend, PaneEvents};
 use crate::proto::{LostPane, RequestError};
@@ -13,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 /// A burst of output has ended when nothing arrived for this long.
 pub const BURST_QUIET: Duration = Duration::from_millis(2);
@@ -57,7 +58,7 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub(super) struct Entry {
     pub(super) pane: Arc<dyn PaneBackend>,
-    pub(super) notify: Arc<Notify>,
+    pub(super) notify: Arc<Wake>,
     pub(super) obs: Mutex<Snapshot>,
     /// Moves on every output notification: for waits on the screen itself
     /// (not on the classified state), such as a paste showing up.
@@ -103,7 +104,7 @@ pub(super) struct Sup {
 }
 
 pub(super) struct Events {
-    notify: Arc<Notify>,
+    notify: Arc<Wake>,
     output: Arc<watch::Sender<u64>>,
     /// Moved when the pane's transport changes, so barriers look again.
     epoch: watch::Sender<u64>,
@@ -111,7 +112,7 @@ pub(super) struct Events {
 
 impl PaneEvents for Events {
     fn output(&self) {
-        self.notify.notify_one();
+        self.notify.output();
         self.output.send_modify(|x| *x = x.wrapping_add(1));
     }
     fn exited(&self) {
@@ -126,8 +127,8 @@ impl PaneEvents for Events {
 
 impl Sup {
     /// Callbacks for a new pane, and the handles the supervisor keeps.
-    pub(super) fn events(&self) -> (Arc<Events>, Arc<Notify>, Arc<watch::Sender<u64>>) {
-        let notify = Arc::new(Notify::new());
+    pub(super) fn events(&self) -> (Arc<Events>, Arc<Wake>, Arc<watch::Sender<u64>>) {
+        let notify = Arc::new(Wake::default());
         let output = Arc::new(watch::channel(0u64).0);
         let events = Arc::new(Events {
             notify: notify.clone(),
@@ -558,7 +559,7 @@ pub(super) fn insert_adopted(sup: &Arc<Sup>, pane: Arc<dyn PaneBackend>, events:
 
 /// The supervisor's handles on an adopted pane's callbacks.
 pub(super) struct AdoptedEvents {
-    notify: Arc<Notify>,
+    notify: Arc<Wake>,
     output: Arc<watch::Sender<u64>>,
 }
 

@@ -80,14 +80,14 @@ pub(super) async fn detector(sup: Arc<Sup>, entry: Arc<Entry>) {
                         break;
                     }
                     entry.notify.clear();
-                    let quiet = entry
-                        .notify
-                        .since_output()
-                        .map_or(woke_at.elapsed(), |s| s.min(woke_at.elapsed()));
-                    if quiet >= BURST_QUIET {
+                    let Some(burst) = super::quiet::burst_left(
+                        entry.notify.since_output(),
+                        woke_at.elapsed(),
+                        BURST_QUIET,
+                    ) else {
                         break;
-                    }
-                    tokio::time::sleep((BURST_QUIET - quiet).min(left)).await;
+                    };
+                    tokio::time::sleep(burst.min(left)).await;
                 }
                 // A flooding pane is classified at most once per
                 // `CLASSIFY_EVERY` (docs/performance.md); output during the

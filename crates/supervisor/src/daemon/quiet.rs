@@ -68,9 +68,37 @@ impl Wake {
     }
 }
 
+/// How much longer a burst lasts: `None` once the output has been quiet for
+/// `window`, else the time left until it will have been if nothing more
+/// comes. Quiet is counted from the last output, or from the wake-up when
+/// that came later (a wake-up without output: an exit, a kill).
+pub(super) fn burst_left(
+    since_output: Option<Duration>,
+    since_woke: Duration,
+    window: Duration,
+) -> Option<Duration> {
+    let quiet = since_output.map_or(since_woke, |s| s.min(since_woke));
+    window.checked_sub(quiet).filter(|left| !left.is_zero())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_lasts_until_its_last_output_is_a_window_old() {
+        let ms = Duration::from_millis;
+        let w = ms(2);
+        // Output half a window ago: the other half is left.
+        assert_eq!(burst_left(Some(ms(1)), ms(5), w), Some(ms(1)));
+        // Quiet for the window since the last output: over.
+        assert_eq!(burst_left(Some(ms(2)), ms(5), w), None);
+        assert_eq!(burst_left(Some(ms(30)), ms(40), w), None);
+        // Woken without output since (an exit): counted from the wake-up.
+        assert_eq!(burst_left(Some(ms(30)), Duration::ZERO, w), Some(w));
+        assert_eq!(burst_left(None, ms(1), w), Some(ms(1)));
+        assert_eq!(burst_left(None, ms(3), w), None);
+    }
 
     #[test]
     fn output_is_stamped_and_a_stored_wake_up_is_cleared() {

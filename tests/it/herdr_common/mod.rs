@@ -405,6 +405,16 @@ pub fn exit_of(d: &Drover, name: &str) -> Value {
         exit = d.pane(name).map(|p| p["exit"].clone()).unwrap_or_default();
         !exit.is_null()
     });
-    assert!(seen, "pane {name} never exited");
+    if !seen {
+        // What the supervisor saw, for a failure that does not reproduce.
+        let log = std::fs::read_to_string(d.state.join("logs/supervisor.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(60).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        panic!(
+            "pane {name} never exited; pane: {}\nsupervisor log (last 60 lines):\n{}",
+            d.pane(name).unwrap_or_default(),
+            tail.join("\n")
+        );
+    }
     exit
 }

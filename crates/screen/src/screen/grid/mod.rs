@@ -298,11 +298,6 @@ struct OwnCsi {
     fin: u8,
 }
 
-/// `ESC [` digits and `;` then a final byte (0x40–0x7e), whole at the start
-/// of `bytes`: its length and parameters exactly as vte reads them (each
-/// `;` and the final byte end a parameter, empty is 0, values saturate at
-/// 65535), read into `csi`. `None` for anything else, left to vte (`csi`
-/// then holds nothing of use).
 /// How many bytes at the start of `bytes` are printable ASCII (0x20..=0x7e),
 /// eight at a time: a byte below 0x20 borrows into its top bit when 0x20 is
 /// taken from it, one above 0x7e has or gets its top bit when 1 is added.
@@ -330,6 +325,11 @@ fn printable_run(bytes: &[u8]) -> usize {
         .unwrap_or(words.remainder().len())
 }
 
+/// `ESC [` digits and `;` then a final byte (0x40–0x7e), whole at the start
+/// of `bytes`: its length and parameters exactly as vte reads them (each
+/// `;` and the final byte end a parameter, empty is 0, values saturate at
+/// 65535), read into `csi`. `None` for anything else, left to vte (`csi`
+/// then holds nothing of use).
 fn own_csi(bytes: &[u8], csi: &mut OwnCsi) -> Option<usize> {
     if bytes.get(1) != Some(&b'[') {
         return None;

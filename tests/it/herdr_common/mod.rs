@@ -408,12 +408,11 @@ pub fn exit_of(d: &Drover, name: &str) -> Value {
     if !seen {
         // What the supervisor saw, for a failure that does not reproduce.
         let log = std::fs::read_to_string(d.state.join("logs/supervisor.log")).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(60).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let lines: Vec<&str> = log.lines().collect();
         panic!(
             "pane {name} never exited; pane: {}\nsupervisor log (last 60 lines):\n{}",
             d.pane(name).unwrap_or_default(),
-            tail.join("\n")
+            lines[lines.len().saturating_sub(60)..].join("\n")
         );
     }
     exit

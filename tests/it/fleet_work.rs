@@ -521,7 +521,10 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
     assert_landed_once(&repo, 4, &err);
 }
 
-/// The replicas stream `stream` is configured with, asked of the cluster as `c`.
+/// The replicas stream `stream` is configured with, asked of the cluster
+/// as `c`. Asked again while the cluster does not answer (a loaded machine
+/// can keep its JetStream API past the client's request timeout), for up
+/// to 60 s; then the last error is the failure.
 fn replicas(urls: &str, stream: &str) -> usize {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -535,8 +538,24 @@ fn replicas(urls: &str, stream: &str) -> usize {
                 .await
                 .unwrap();
         let js = async_nats::jetstream::new(client);
-        let mut s = js.get_stream(stream).await.unwrap();
-        s.info().await.unwrap().config.num_replicas
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let asked = match js.get_stream(stream).await {
+                Ok(mut s) => s
+                    .info()
+                    .await
+                    .map(|i| i.config.num_replicas)
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match asked {
+                Ok(n) => return n,
+                Err(e) if tokio::time::Instant::now() >= deadline => {
+                    panic!("{stream}'s info was not given in 60 s: {e}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
     })
 }
 

@@ -327,7 +327,28 @@ pub struct NatsCluster {
 }
 
 impl NatsCluster {
+    /// Three nodes up, JetStream's meta leader elected. A port taken between
+    /// the probe and a node's bind (another test's listener, or a client's
+    /// outgoing connection given it as its own port) ends that node at
+    /// once: the nodes are stopped and the cluster tried again on fresh
+    /// ports, as [`Nats::start`] does for one server.
     pub fn start(setup: &Setup) -> NatsCluster {
+        let mut logs = Vec::new();
+        for _ in 0..5 {
+            match Self::try_start(setup) {
+                Ok(c) => return c,
+                Err(l) => logs.push(l),
+            }
+        }
+        panic!(
+            "the cluster did not come up in 5 tries: {}",
+            logs.join("\n===\n")
+        );
+    }
+
+    /// The cluster, or every node's log when one ended or no meta leader
+    /// was elected in time.
+    fn try_start(setup: &Setup) -> Result<NatsCluster, String> {
         let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
         let routes: Vec<String> = ports
             .iter()
@@ -361,25 +382,25 @@ impl NatsCluster {
         }
         // JetStream is up in a cluster once a meta leader is elected.
         let up = wait_until(Duration::from_secs(60), || {
-            nodes
-                .iter()
-                .all(|n| n.log_text().contains("Server is ready"))
-                && nodes.iter().any(|n| {
-                    let t = n.log_text();
-                    t.contains("JetStream cluster new metadata leader")
-                        || t.contains("Self is new JetStream cluster metadata leader")
-                })
+            nodes.iter_mut().any(Nats::exited)
+                || (nodes
+                    .iter()
+                    .all(|n| n.log_text().contains("Server is ready"))
+                    && nodes.iter().any(|n| {
+                        let t = n.log_text();
+                        t.contains("JetStream cluster new metadata leader")
+                            || t.contains("Self is new JetStream cluster metadata leader")
+                    }))
         });
-        assert!(
-            up,
-            "the cluster did not come up: {}",
-            nodes
-                .iter()
-                .map(Nats::log_text)
-                .collect::<Vec<_>>()
-                .join("\n---\n")
-        );
-        NatsCluster { nodes }
+        if up && !nodes.iter_mut().any(Nats::exited) {
+            return Ok(NatsCluster { nodes });
+        }
+        // Dropped: every node is killed.
+        Err(nodes
+            .iter()
+            .map(Nats::log_text)
+            .collect::<Vec<_>>()
+            .join("\n---\n"))
     }
 
     /// Every node's client URL, comma-separated (what `fleet join --nats` takes).

@@ -276,3 +276,41 @@ fn shebang_script_pane_is_created_promptly_with_env() {
     assert_eq!(info["env_verified"], true, "{info}");
     d.wait_text("sb", "agent-ok", T);
 }
+
+/// A signal mask field of /proc/PID/status (`SigIgn`, `SigBlk`) as bits:
+/// bit n-1 is signal n.
+fn signal_mask(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {status}"));
+    u64::from_str_radix(hex.trim(), 16).unwrap()
+}
+
+/// A pane's command starts as from a user's shell: no signal blocked and
+/// none ignored but what the backend itself leaves ignored in its panes
+/// (tmux 3.3a: SIGTTIN and SIGTTOU, in a user's own tmux as much). Not
+/// what the supervisor's way of spawning left: its tmux server, started
+/// by `posix_spawn`, had glibc's internal signals 32 and 33 ignored, and
+/// every pane's command with them.
+#[test]
+fn a_panes_command_starts_with_no_signal_ignored_or_blocked() {
+    let d = Drover::new();
+    let info = d.new_pane("sigs", &[], &["sleep", "1000"]);
+    let pid = pid_of(&info);
+    // On tmux the pane's process is its start gate until it execs.
+    assert!(
+        wait_until(T, || cmdline(pid).is_some_and(|a| a == ["sleep", "1000"])),
+        "{:?}",
+        cmdline(pid)
+    );
+    let tmux_own = (1u64 << (nix::libc::SIGTTIN - 1)) | (1u64 << (nix::libc::SIGTTOU - 1));
+    let ignored = signal_mask(pid, "SigIgn");
+    assert_eq!(
+        ignored & !tmux_own,
+        0,
+        "ignored in the pane: {ignored:#x} (tmux's own: {tmux_own:#x})"
+    );
+    assert_eq!(signal_mask(pid, "SigBlk"), 0, "blocked in the pane");
+}

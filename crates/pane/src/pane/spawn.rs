@@ -217,6 +217,71 @@ fn dup_master(master: &dyn MasterPty) -> std::io::Result<OwnedFd> {
 /// Descriptors marked close-on-exec one by one when `close_range` is missing.
 const FALLBACK_MAX_FD: i32 = 4096;
 
+/// In a child between fork and exec: every signal at its default
+/// disposition and none blocked, as a program started from a user's shell
+/// has them. An ignored signal stays ignored across exec: the supervisor
+/// ignores SIGPIPE (and SIGHUP when started under `nohup`), and a process
+/// started by `posix_spawn` has glibc's internal signals, 32 and 33,
+/// ignored (its child gives them SIG_IGN), which a supervisor started so
+/// would hand on to every pane. Those two are set by the system call:
+/// glibc's `sigaction` refuses them. Async-signal-safe.
+pub(crate) fn default_signals() {
+    use nix::libc;
+    for sig in 1..=64 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            set_default(sig);
+        }
+    }
+    // SAFETY: an empty set, valid pointers; `sigprocmask` is
+    // async-signal-safe.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+}
+
+/// Signal `sig` at SIG_DFL through `rt_sigaction` itself.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn set_default(sig: i32) {
+    use nix::libc;
+    /// The kernel's `struct sigaction` on these two: handler, flags,
+    /// restorer, a 64-bit mask.
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: libc::sighandler_t,
+        flags: libc::c_ulong,
+        restorer: usize,
+        mask: u64,
+    }
+    let act = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    // SAFETY: a valid action for a valid signal number, no old action
+    // asked for, the kernel's mask size; a system call is async-signal-safe.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            &act as *const KernelSigaction,
+            std::ptr::null_mut::<KernelSigaction>(),
+            std::mem::size_of::<u64>(),
+        );
+    }
+}
+
+/// Signal `sig` at SIG_DFL (glibc refuses its internal 32 and 33 here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn set_default(sig: i32) {
+    // SAFETY: `signal` is async-signal-safe; a refusal changes nothing.
+    unsafe {
+        nix::libc::signal(sig, nix::libc::SIG_DFL);
+    }
+}
+
 /// In the child between fork and exec: default signal dispositions and mask,
 /// a new session with the PTY as its controlling terminal, and every
 /// descriptor above stdio closed on exec (the exec-error pipe stays usable
@@ -225,20 +290,7 @@ fn child_setup() -> std::io::Result<()> {
     use nix::libc;
     // SAFETY (whole body): async-signal-safe libc calls on our own process.
     unsafe {
-        for sig in [
-            libc::SIGCHLD,
-            libc::SIGHUP,
-            libc::SIGINT,
-            libc::SIGQUIT,
-            libc::SIGTERM,
-            libc::SIGALRM,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(sig, libc::SIG_DFL);
-        }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        default_signals();
         if libc::setsid() == -1 {
             return Err(std::io::Error::last_os_error());
         }

@@ -10,6 +10,7 @@ use super::{
     TmuxPane, default_terminal, parse_version, pipe, state, tmux_err,
 };
 use crate::pane::PaneError;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -173,8 +174,21 @@ impl TmuxHost {
     pub(super) fn start_server(&self) -> Result<u32, PaneError> {
         // The server is started with no pane env: its argv is public for
         // its whole life. The keeper window holds the session open.
-        let out = self
-            .tmux()
+        let mut cmd = self.tmux();
+        // Its panes inherit its signal dispositions (tmux resets only the
+        // ones it sets itself), so it starts with every signal at its
+        // default, as from a user's shell. A `pre_exec` also makes the
+        // child a fork and exec, not a `posix_spawn`, whose child glibc
+        // gives its internal signals (32 and 33) SIG_IGN, kept across exec:
+        // the server had them ignored, and every pane's command with it.
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                crate::pane::spawn::default_signals();
+                Ok(())
+            });
+        }
+        let out = cmd
             .args([
                 "new-session",
                 "-d",

@@ -280,16 +280,8 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
         vec![Value::from(approve)],
     );
     b.click("[data-testid=confirm]", T);
-    let result = b.wait_find("[data-testid=action-result]:not([hidden])", T);
-    let mut said = String::new();
-    assert!(wait_until(T, || {
-        said = b.try_text(&result).unwrap_or_default();
-        !said.is_empty()
-    }));
-    assert!(
-        said.contains("read-only"),
-        "the page shows the refusal: {said}"
-    );
+    // The page shows the refusal.
+    result_text(&b, |t| t.contains("read-only"));
     assert_eq!(state(&d, "p1"), "blocked", "the lane was not answered");
     let port = web.stop();
 
@@ -317,12 +309,25 @@ fn approve_from_the_page_moves_a_lane_on_and_read_only_refuses_it() {
         "{}",
         b.body_text()
     );
-    let result = b.wait_find("[data-testid=action-result]", T);
-    let said = b.text(&result);
-    assert!(
-        !said.contains("error") && said.starts_with("Approve p1"),
-        "{said}"
-    );
+    let said = result_text(&b, |t| t.starts_with("Approve p1"));
+    assert!(!said.contains("error"), "{said}");
+}
+
+/// The page's action result once `ok` holds for its text. The page shows
+/// an action's answer when its request returns, which can be after the
+/// lane or run has already moved, and until then the answer of the action
+/// before it (or nothing).
+fn result_text(b: &Browser, ok: impl Fn(&str) -> bool) -> String {
+    let mut said = String::new();
+    let held = wait_until(T, || {
+        said = b
+            .find("[data-testid=action-result]:not([hidden])")
+            .and_then(|r| b.try_text(&r))
+            .unwrap_or_default();
+        ok(&said)
+    });
+    assert!(held, "the page's action result: {said:?}");
+    said
 }
 
 /// Deny, and a dialog's own option by its label, each after a confirm,
@@ -360,12 +365,7 @@ fn deny_and_an_option_label_answer_from_the_page() {
         state(&d, "p1"),
         b.body_text()
     );
-    let result = b.wait_find("[data-testid=action-result]", T);
-    assert!(
-        b.text(&result).starts_with("Deny p1: "),
-        "{}",
-        b.text(&result)
-    );
+    result_text(&b, |t| t.starts_with("Deny p1: "));
 }
 
 /// `loop status 1 --json`'s state.
@@ -403,12 +403,7 @@ fn pausing_and_resuming_a_run_from_the_page_asks_first() {
     );
     let decisions = std::fs::read_to_string(d.state.join("loop1/DECISIONS.md")).unwrap_or_default();
     assert!(decisions.contains("pause: drover web "), "{decisions}");
-    let result = b.wait_find("[data-testid=action-result]:not([hidden])", T);
-    assert!(
-        b.text(&result).starts_with("Pause loop1: "),
-        "{}",
-        b.text(&result)
-    );
+    result_text(&b, |t| t.starts_with("Pause loop1: "));
     b.click(
         "[data-testid=run-row][data-run=\"1\"] [data-testid=resume]",
         LONG,

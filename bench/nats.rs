@@ -45,9 +45,23 @@ impl Nats {
     }
 
     /// Three servers in one cluster, JetStream on each; ready once every
-    /// node is and a JetStream meta leader is elected.
+    /// node is, with its route listener, and a JetStream meta leader is
+    /// elected. A node whose port was taken between the probe and its bind
+    /// exits (after saying "Server is ready" when it is the route port):
+    /// the cluster is then started again on fresh ports, up to 5 times.
     #[allow(dead_code)]
     pub fn cluster(users: &[(&str, &str)]) -> Result<Vec<Nats>, String> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Nats::try_cluster(users) {
+                Ok(nodes) => return Ok(nodes),
+                Err(e) => last = e,
+            }
+        }
+        Err(format!("the cluster did not come up in 5 tries: {last}"))
+    }
+
+    fn try_cluster(users: &[(&str, &str)]) -> Result<Vec<Nats>, String> {
         let routes: Vec<u16> = (0..3).map(|_| free_port()).collect::<Result<_, _>>()?;
         let list: Vec<String> = routes
             .iter()
@@ -63,18 +77,24 @@ impl Nats {
         }
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
+            if let Some(i) = nodes
+                .iter_mut()
+                .position(|n| n.child.try_wait().ok().flatten().is_some())
+            {
+                return Err(format!("node n{i} exited (a port taken?)"));
+            }
             let logs: Vec<String> = nodes
                 .iter()
                 .map(|n| {
                     std::fs::read_to_string(n._dir.path().join("nats.log")).unwrap_or_default()
                 })
                 .collect();
-            if logs.iter().all(|l| l.contains("Server is ready"))
-                && logs.iter().any(|l| {
-                    l.contains("JetStream cluster new metadata leader")
-                        || l.contains("Self is new JetStream cluster metadata leader")
-                })
-            {
+            if logs.iter().all(|l| {
+                l.contains("Server is ready") && l.contains("Listening for route connections")
+            }) && logs.iter().any(|l| {
+                l.contains("JetStream cluster new metadata leader")
+                    || l.contains("Self is new JetStream cluster metadata leader")
+            }) {
                 return Ok(nodes);
             }
             if Instant::now() >= deadline {

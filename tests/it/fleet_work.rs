@@ -73,13 +73,29 @@ fn wait_started(c: &Drover, host: &str, w: &Worker) {
 }
 
 /// Wait until the hosts were given `n` implementer steps.
-fn wait_steps(c: &Drover, n: usize) {
+fn wait_steps(c: &Drover, n: usize, run: &mut Child, workers: [&Worker; 2]) {
+    let mut ended = None;
+    let started = wait_until(Duration::from_secs(60), || {
+        ended = run.try_wait().ok().flatten();
+        ended.is_some() || starts_by(c, "h1").len() + starts_by(c, "h2").len() >= n
+    });
+    if let Some(status) = ended {
+        let mut err = String::new();
+        if let Some(mut e) = run.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        panic!(
+            "the loop run ended ({status}) before {n} steps started: {err}\nh1: {}\nh2: {}",
+            workers[0].said(),
+            workers[1].said()
+        );
+    }
     assert!(
-        wait_until(Duration::from_secs(60), || {
-            starts_by(c, "h1").len() + starts_by(c, "h2").len() >= n
-        }),
-        "not {n} steps started: {:#?}",
-        record(c)
+        started,
+        "not {n} steps started: {:#?}\nh1: {}\nh2: {}",
+        record(c),
+        workers[0].said(),
+        workers[1].said()
     );
 }
 
@@ -484,8 +500,8 @@ fn a_nats_server_restarted_mid_run_loses_nothing_and_every_task_lands_once() {
     let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 2500);
-    let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    wait_steps(&c, 2);
+    let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
+    wait_steps(&c, 2, &mut run, [&w1, &w2]);
     // Killed (no clean shutdown) while steps are in flight, and started
     // again on its file storage.
     nats.restart();
@@ -504,8 +520,8 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
     let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 2500);
-    let run = loop_run(&c, &repo, &charter, &imp, &rev);
-    wait_steps(&c, 2);
+    let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
+    wait_steps(&c, 2, &mut run, [&w1, &w2]);
     // Every stream of the fleet is kept on all three nodes.
     for stream in [
         "drover-lab-work",
@@ -568,7 +584,7 @@ fn a_coordinator_killed_mid_run_resumes_and_every_task_lands_once() {
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 3000);
     let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
-    wait_steps(&c, 2);
+    wait_steps(&c, 2, &mut run, [&w1, &w2]);
     // kill -9 the coordinator's loop (its supervisor stays, as after a crash
     // of the loop process alone).
     run.kill().unwrap();

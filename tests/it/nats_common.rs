@@ -380,17 +380,20 @@ impl NatsCluster {
                 bin,
             });
         }
-        // JetStream is up in a cluster once a meta leader is elected.
+        // JetStream is up in a cluster once a meta leader is elected. A node
+        // says "Server is ready" before it binds its route port (and exits
+        // when that is taken): its route listener is waited for too, or two
+        // live nodes electing a leader would pass for three.
         let up = wait_until(Duration::from_secs(60), || {
             nodes.iter_mut().any(Nats::exited)
-                || (nodes
-                    .iter()
-                    .all(|n| n.log_text().contains("Server is ready"))
-                    && nodes.iter().any(|n| {
-                        let t = n.log_text();
-                        t.contains("JetStream cluster new metadata leader")
-                            || t.contains("Self is new JetStream cluster metadata leader")
-                    }))
+                || (nodes.iter().all(|n| {
+                    let t = n.log_text();
+                    t.contains("Server is ready") && t.contains("Listening for route connections")
+                }) && nodes.iter().any(|n| {
+                    let t = n.log_text();
+                    t.contains("JetStream cluster new metadata leader")
+                        || t.contains("Self is new JetStream cluster metadata leader")
+                }))
         });
         if up && !nodes.iter_mut().any(Nats::exited) {
             return Ok(NatsCluster { nodes });

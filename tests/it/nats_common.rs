@@ -420,4 +420,10 @@ impl NatsCluster {
         let _ = self.nodes[i].child.kill();
         let _ = self.nodes[i].child.wait();
     }
+
+    /// Start node `i` again on its ports, config and store (after
+    /// [`NatsCluster::kill`]); waits until it is ready.
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].restart();
+    }
 }

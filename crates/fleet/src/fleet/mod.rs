@@ -156,6 +156,11 @@ pub enum FleetError {
     /// A call on the bus failed.
     #[error("NATS {op}: {message}")]
     Bus { op: &'static str, message: String },
+    /// A cluster could not place a replicated stream or consumer just now:
+    /// a peer offline or behind (JetStream error 10005), or no metadata
+    /// leader (10008). Asked again while it lasts (`work::while_placing`).
+    #[error("NATS {op}: {message}")]
+    Placing { op: &'static str, message: String },
     /// The runtime for the connection could not start.
     #[error("cannot start the fleet's runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -186,6 +191,7 @@ impl FleetError {
             FleetError::NotJoined | FleetError::OtherFleet { .. } => crate::exit::REFUSED,
             FleetError::Connect { .. }
             | FleetError::Bus { .. }
+            | FleetError::Placing { .. }
             | FleetError::NoCoordinator { .. }
             | FleetError::Lost { .. }
             | FleetError::HostLost { .. }

@@ -52,7 +52,7 @@ async fn make(
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::bus("open the object store", e))
+    .map_err(|e| super::work::stream_error("open the object store", e))
 }
 
 /// The fleet's object store (the coordinator's), made when missing. One an

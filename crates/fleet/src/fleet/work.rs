@@ -346,7 +346,86 @@ pub async fn work_stream(
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::bus("open the work stream", e))
+    .map_err(|e| stream_error("open the work stream", e))
+}
+
+/// Whether JetStream error `code` is a cluster that cannot place or serve
+/// a replicated stream just now: no suitable peers, one offline or behind
+/// (10005), or no metadata leader (10008). Both pass once the cluster has
+/// its peers again.
+fn placement_pending(code: jetstream::ErrorCode) -> bool {
+    code == jetstream::ErrorCode::CLUSTER_NO_PEERS
+        || code == jetstream::ErrorCode::CLUSTER_NOT_AVAILABLE
+}
+
+/// A stream's creation that failed, as [`FleetError::Placing`] when the
+/// cluster could not place it just now or did not answer in time (a
+/// cluster whose node just came back answers slowly while it catches up),
+/// else as a bus error.
+pub(crate) fn stream_error(
+    op: &'static str,
+    e: jetstream::context::CreateStreamError,
+) -> FleetError {
+    use jetstream::context::CreateStreamErrorKind;
+    let placing = match e.kind() {
+        CreateStreamErrorKind::JetStream(j) => placement_pending(j.error_code()),
+        CreateStreamErrorKind::TimedOut => true,
+        _ => false,
+    };
+    placing_or_bus(placing, op, e)
+}
+
+/// A consumer's creation that failed, as [`stream_error`] says a stream's.
+fn consumer_error(op: &'static str, e: jetstream::stream::ConsumerError) -> FleetError {
+    use jetstream::stream::ConsumerErrorKind;
+    let placing = match e.kind() {
+        ConsumerErrorKind::JetStream(j) => placement_pending(j.error_code()),
+        ConsumerErrorKind::TimedOut => true,
+        _ => false,
+    };
+    placing_or_bus(placing, op, e)
+}
+
+fn placing_or_bus(placing: bool, op: &'static str, e: impl std::fmt::Display) -> FleetError {
+    if placing {
+        FleetError::Placing {
+            op,
+            message: e.to_string(),
+        }
+    } else {
+        FleetError::bus(op, e)
+    }
+}
+
+/// `call` again while a cluster cannot place what it makes, or does not
+/// answer ([`FleetError::Placing`]: a peer offline or behind, as under load
+/// or around a node lost or back), backing off from 200 ms to 2 s, for up
+/// to [`RETRY_FOR`]; said once as a warning. Any other error at once. (A
+/// user the server does not let make streams is not answered either: its
+/// error comes after [`RETRY_FOR`].)
+pub async fn while_placing<T, F, Fut>(mut call: F) -> Result<T, FleetError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, FleetError>>,
+{
+    let deadline = tokio::time::Instant::now() + RETRY_FOR;
+    let mut delay =
+        crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
+    let mut said = false;
+    loop {
+        match call().await {
+            Err(e @ FleetError::Placing { .. })
+                if tokio::time::Instant::now() + delay.current() < deadline =>
+            {
+                if !said {
+                    said = true;
+                    tracing::warn!(error = %e, "the NATS cluster cannot place the fleet's streams yet (a node down or catching up?); asking again for up to {} s", RETRY_FOR.as_secs());
+                }
+                tokio::time::sleep(delay.next_delay()).await;
+            }
+            r => return r,
+        }
+    }
 }
 
 /// The durable pull consumers every host shares, one per agent (their
@@ -373,7 +452,7 @@ pub async fn consumers(
                 },
             )
             .await
-            .map_err(|e| FleetError::bus("open the work consumer", e))?;
+            .map_err(|e| consumer_error("open the work consumer", e))?;
     }
     Ok(())
 }
@@ -530,6 +609,39 @@ pub async fn ask(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placing_is_asked_again_and_anything_else_is_said_at_once() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let placing = || FleetError::Placing {
+            op: "open the work stream",
+            message: "no suitable peers for placement".into(),
+        };
+        // Two refusals to place, then the stream.
+        let mut calls = 0;
+        let got = rt.block_on(while_placing(|| {
+            calls += 1;
+            let r = if calls < 3 { Err(placing()) } else { Ok(calls) };
+            async move { r }
+        }));
+        assert_eq!(got.unwrap(), 3);
+        // Any other error ends it on the first call.
+        let mut calls = 0;
+        let got: Result<(), _> = rt.block_on(while_placing(|| {
+            calls += 1;
+            async { Err(FleetError::bus("open the work stream", "permission denied")) }
+        }));
+        assert!(matches!(got, Err(FleetError::Bus { .. })));
+        assert_eq!(calls, 1);
+        assert!(placement_pending(jetstream::ErrorCode::CLUSTER_NO_PEERS));
+        assert!(placement_pending(
+            jetstream::ErrorCode::CLUSTER_NOT_AVAILABLE
+        ));
+        assert!(!placement_pending(jetstream::ErrorCode::STREAM_NOT_FOUND));
+    }
 
     #[test]
     fn work_names_are_scoped_to_the_fleet() {

@@ -36,9 +36,12 @@ impl WorkQueue {
         let (client, js, objects) = rt.block_on(async {
             let client = connection::connect(cfg, handed).await?;
             let js = jetstream::new(client.clone());
-            work::work_stream(&js, &names).await?;
-            work::consumers(&js, &names, ack_wait).await?;
-            let objects = work::objects(&js, &names).await?;
+            // A cluster that cannot place a replicated stream just now (a
+            // peer offline or behind) is asked again, as a call while the
+            // server is away is.
+            work::while_placing(|| work::work_stream(&js, &names)).await?;
+            work::while_placing(|| work::consumers(&js, &names, ack_wait)).await?;
+            let objects = work::while_placing(|| work::objects(&js, &names)).await?;
             for r in crate::fleet::lost::remake_own(&js, &names, cfg.heartbeat_ms).await {
                 r.log();
             }

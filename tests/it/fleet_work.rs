@@ -510,14 +510,23 @@ fn a_nats_server_restarted_mid_run_loses_nothing_and_every_task_lands_once() {
     assert_landed_once(&repo, 4, &err);
 }
 
-#[test]
-#[ignore = "needs nats-server: scripts/install-nats.sh"]
-fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_finishes() {
-    let mut cluster = NatsCluster::start(&users());
+/// A three-node cluster, the coordinator `c` and hosts h1 and h2 joined
+/// with `--replicas 3`, and the hosts' `fleet work` (the hosts are kept
+/// for as long as their workers: dropped, they stop their supervisors).
+fn cluster_trio() -> (NatsCluster, Drover, [Drover; 2], [Worker; 2]) {
+    let cluster = NatsCluster::start(&users());
     let urls = cluster.urls();
     let c = joined_at(&urls, "c", "3");
     let (h1, h2) = (joined_at(&urls, "h1", "3"), joined_at(&urls, "h2", "3"));
-    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let workers = [Worker::start(&h1), Worker::start(&h2)];
+    (cluster, c, [h1, h2], workers)
+}
+
+#[test]
+#[ignore = "needs nats-server: scripts/install-nats.sh"]
+fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_finishes() {
+    let (mut cluster, c, _hosts, [w1, w2]) = cluster_trio();
+    let urls = cluster.urls();
     let (repo, charter) = board(&c, 4);
     let (imp, rev) = scripts(&c, 2500);
     let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
@@ -544,11 +553,7 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_run_started_while_a_node_is_down_waits_to_place_its_streams_and_finishes() {
-    let mut cluster = NatsCluster::start(&users());
-    let urls = cluster.urls();
-    let c = joined_at(&urls, "c", "3");
-    let (h1, h2) = (joined_at(&urls, "h1", "3"), joined_at(&urls, "h2", "3"));
-    let (w1, w2) = (Worker::start(&h1), Worker::start(&h2));
+    let (mut cluster, c, _hosts, [w1, w2]) = cluster_trio();
     let (repo, charter) = board(&c, 2);
     let (imp, rev) = scripts(&c, 300);
     cluster.kill(2);

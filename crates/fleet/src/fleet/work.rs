@@ -403,29 +403,23 @@ fn placing_or_bus(placing: bool, op: &'static str, e: impl std::fmt::Display) ->
 /// to [`RETRY_FOR`]; said once as a warning. Any other error at once. (A
 /// user the server does not let make streams is not answered either: its
 /// error comes after [`RETRY_FOR`].)
-pub async fn while_placing<T, F, Fut>(mut call: F) -> Result<T, FleetError>
+pub async fn while_placing<T, F, Fut>(call: F) -> Result<T, FleetError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, FleetError>>,
 {
-    let deadline = tokio::time::Instant::now() + RETRY_FOR;
-    let mut delay =
-        crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
     let mut said = false;
-    loop {
-        match call().await {
-            Err(e @ FleetError::Placing { .. })
-                if tokio::time::Instant::now() + delay.current() < deadline =>
-            {
-                if !said {
-                    said = true;
-                    tracing::warn!(error = %e, "the NATS cluster cannot place the fleet's streams yet (a node down or catching up?); asking again for up to {} s", RETRY_FOR.as_secs());
-                }
-                tokio::time::sleep(delay.next_delay()).await;
+    retry_while(
+        call,
+        |e| matches!(e, FleetError::Placing { .. }),
+        |e| {
+            if !said {
+                said = true;
+                tracing::warn!(error = %e, "the NATS cluster cannot place the fleet's streams yet (a node down or catching up?); asking again for up to {} s", RETRY_FOR.as_secs());
             }
-            r => return r,
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// The durable pull consumers every host shares, one per agent (their
@@ -526,7 +520,27 @@ pub const RETRY_FOR: Duration = Duration::from_secs(60);
 
 /// `call` until it succeeds or [`RETRY_FOR`] has passed, backing off from
 /// 200 ms to 2 s; the client reconnects by itself meanwhile.
-pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T, FleetError>
+pub async fn retrying<T, F, Fut>(call: F) -> Result<T, FleetError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, FleetError>>,
+{
+    retry_while(
+        call,
+        |_| true,
+        |e| tracing::debug!(error = %e, "fleet call failed; retrying"),
+    )
+    .await
+}
+
+/// `call` again while its error is one `again` takes (each said to
+/// `before_again`), backing off from 200 ms to 2 s, until [`RETRY_FOR`]
+/// has passed; then its last error.
+async fn retry_while<T, F, Fut>(
+    mut call: F,
+    again: impl Fn(&FleetError) -> bool,
+    mut before_again: impl FnMut(&FleetError),
+) -> Result<T, FleetError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, FleetError>>,
@@ -536,12 +550,11 @@ where
         crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
     loop {
         match call().await {
-            Ok(v) => return Ok(v),
-            Err(e) if tokio::time::Instant::now() + delay.current() >= deadline => return Err(e),
-            Err(e) => {
-                tracing::debug!(error = %e, "fleet call failed; retrying");
+            Err(e) if again(&e) && tokio::time::Instant::now() + delay.current() < deadline => {
+                before_again(&e);
                 tokio::time::sleep(delay.next_delay()).await;
             }
+            r => return r,
         }
     }
 }

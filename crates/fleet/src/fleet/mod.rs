@@ -157,8 +157,9 @@ pub enum FleetError {
     #[error("NATS {op}: {message}")]
     Bus { op: &'static str, message: String },
     /// A cluster could not place a replicated stream or consumer just now:
-    /// a peer offline or behind (JetStream error 10005), or no metadata
-    /// leader (10008). Asked again while it lasts (`work::while_placing`).
+    /// a peer offline or behind (JetStream error 10005), no metadata leader
+    /// (10008), or no answer in time (a node catching up). Asked again
+    /// while it lasts (`work::while_placing`).
     #[error("NATS {op}: {message}")]
     Placing { op: &'static str, message: String },
     /// The runtime for the connection could not start.

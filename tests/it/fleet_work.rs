@@ -547,9 +547,10 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
 }
 
 /// A run started while one node of three is down cannot place its
-/// three-replica work stream ("no suitable peers for placement", JetStream
-/// error 10005): the coordinator asks again instead of exiting, and the run
-/// goes on once the node is back.
+/// three-replica streams: the cluster refuses ("no suitable peers for
+/// placement", JetStream error 10005) or does not answer in time. The
+/// coordinator asks again instead of exiting, and the run goes on once the
+/// node is back.
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_run_started_while_a_node_is_down_waits_to_place_its_streams_and_finishes() {

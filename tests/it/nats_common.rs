@@ -385,15 +385,16 @@ impl NatsCluster {
         // when that is taken): its route listener is waited for too, or two
         // live nodes electing a leader would pass for three.
         let up = wait_until(Duration::from_secs(60), || {
-            nodes.iter_mut().any(Nats::exited)
-                || (nodes.iter().all(|n| {
-                    let t = n.log_text();
-                    t.contains("Server is ready") && t.contains("Listening for route connections")
-                }) && nodes.iter().any(|n| {
-                    let t = n.log_text();
-                    t.contains("JetStream cluster new metadata leader")
-                        || t.contains("Self is new JetStream cluster metadata leader")
-                }))
+            if nodes.iter_mut().any(Nats::exited) {
+                return true;
+            }
+            let logs: Vec<String> = nodes.iter().map(Nats::log_text).collect();
+            logs.iter().all(|t| {
+                t.contains("Server is ready") && t.contains("Listening for route connections")
+            }) && logs.iter().any(|t| {
+                t.contains("JetStream cluster new metadata leader")
+                    || t.contains("Self is new JetStream cluster metadata leader")
+            })
         });
         if up && !nodes.iter_mut().any(Nats::exited) {
             return Ok(NatsCluster { nodes });

@@ -15,7 +15,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A supervisor's `pane.signal` events, as `drover events --follow` prints them.
+/// A supervisor's `pane.signal` events, as `drover events --follow` prints
+/// them, from the first it holds (the agent's `session_started` may come
+/// before the follower has subscribed).
 struct Feed {
     follow: common::EventFollow,
     seen: Vec<Value>,
@@ -28,6 +30,8 @@ impl Feed {
             "events",
             "--follow",
             "--jsonl",
+            "--since",
+            "0",
             "--kind",
             "pane.signal",
         ]);

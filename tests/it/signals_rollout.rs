@@ -13,12 +13,17 @@ use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(30);
 
-/// `drover events --follow --jsonl --kind pane.signal`, line by line.
+/// `drover events --follow --jsonl --since 0 --kind pane.signal`, line by
+/// line: from the first event the supervisor holds, so a signal published
+/// before the follower had subscribed (a loaded machine) is not missed.
 struct Signals(common::EventFollow);
 
 impl Signals {
     fn follow(d: &Drover) -> Signals {
-        Signals(common::EventFollow::of(d, &["--kind", "pane.signal"]))
+        Signals(common::EventFollow::of(
+            d,
+            &["--since", "0", "--kind", "pane.signal"],
+        ))
     }
 
     /// The next event as (pane, source, signal).

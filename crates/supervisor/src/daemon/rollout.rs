@@ -71,14 +71,10 @@ impl AsRawFd for Watcher {
     }
 }
 
-/// Watch the folders a new rollout of `home` can appear in: the home
-/// (or its parent while it is missing), `sessions`, its years, months and
-/// newest days. Adding a watch twice is harmless.
-fn watch(w: &Inotify, home: &Path) {
-    let flags = AddWatchFlags::IN_CREATE
-        | AddWatchFlags::IN_MOVED_TO
-        | AddWatchFlags::IN_MODIFY
-        | AddWatchFlags::IN_CLOSE_WRITE;
+/// The folders a new rollout of `home` can appear in: the home (or its
+/// parent while it is missing), `sessions`, its years, months and newest
+/// days.
+fn watched_dirs(home: &Path) -> Vec<PathBuf> {
     let sessions = home.join("sessions");
     let mut dirs = vec![home.parent().unwrap_or(home).to_path_buf()];
     dirs.push(home.to_path_buf());
@@ -88,8 +84,34 @@ fn watch(w: &Inotify, home: &Path) {
         dirs.push(y);
     }
     dirs.extend(rollout_find::day_dirs(home));
-    for d in dirs {
-        let _ = w.add_watch(&d, flags);
+    dirs
+}
+
+/// How many times the folders are listed again while new ones keep
+/// appearing under the watches just added.
+const WATCH_ROUNDS: usize = 8;
+
+/// Watch the folders a new rollout of `home` can appear in (adding a watch
+/// twice is harmless). A folder made before its parent was watched sent no
+/// event (Codex makes `sessions/YYYY/MM/DD` at once, then writes its file
+/// in it), so the folders are listed again after the watches are added,
+/// until no new one appears: then every folder is watched, and what is
+/// made later is told by an event.
+fn watch(w: &Inotify, home: &Path) {
+    let flags = AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_MODIFY
+        | AddWatchFlags::IN_CLOSE_WRITE;
+    let mut dirs = watched_dirs(home);
+    for _ in 0..WATCH_ROUNDS {
+        for d in &dirs {
+            let _ = w.add_watch(d, flags);
+        }
+        let now = watched_dirs(home);
+        if now == dirs {
+            return;
+        }
+        dirs = now;
     }
 }
 

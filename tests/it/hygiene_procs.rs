@@ -187,3 +187,45 @@ fn after_kill_9_the_next_supervisor_reports_lost_panes_and_ends_them() {
     d.ok(&["pane", "kill", "esc"]);
     assert!(d.pane("esc").is_none());
 }
+
+/// Guards: an agent's `--version` that never answers (asked for a codex
+/// pane's evidence) ends with the supervisor that asked, even a `kill -9`
+/// of it, and does not live on as an orphan for as long as it waits.
+#[test]
+fn a_version_probe_that_never_answers_ends_with_its_supervisor() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = Drover::new();
+    let tag = (tag_base(3) + 1).to_string();
+    let dir = d.scratch().join("stand-in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("codex");
+    std::fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then exec sleep {tag}; fi\nexec sleep 1000\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d.new_pane("probed", &["--agent", "codex"], &[prog.to_str().unwrap()]);
+    let mut probe = None;
+    assert!(
+        wait_until(T, || {
+            probe = escapee(&tag);
+            probe.is_some()
+        }),
+        "the supervisor never asked the pane's program for its version"
+    );
+    let probe = probe.unwrap();
+    let server = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || all_threads_gone(server)));
+    assert!(
+        wait_until(T, || ended(probe)),
+        "the version probe {probe} outlived its supervisor"
+    );
+}

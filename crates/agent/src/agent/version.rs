@@ -98,17 +98,36 @@ pub fn installed() -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// Run `bin --version` in a process group of its own, killed whole when it
+/// does not answer in time, and killed with this process: a probe left
+/// behind by a supervisor that stopped (or was killed) mid-probe would
+/// otherwise live on as long as the program waits.
 fn run_version(bin: &Path) -> Result<String, VersionError> {
-    let mut child = Command::new(bin)
-        .arg("--version")
+    use std::os::unix::process::CommandExt;
+    let parent = nix::unistd::getpid();
+    let mut cmd = Command::new(bin);
+    cmd.arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .map_err(|source| VersionError::Io {
-            path: bin.to_path_buf(),
-            source,
-        })?;
+        .process_group(0);
+    // SAFETY: between fork and exec the child only makes two system calls
+    // (prctl, getppid) and builds an error from a raw code: no allocation,
+    // no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            // The parent may have ended before the line above.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|source| VersionError::Io {
+        path: bin.to_path_buf(),
+        source,
+    })?;
     let pid = child.id();
     let mut stdout = child.stdout.take();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -121,7 +140,7 @@ fn run_version(bin: &Path) -> Result<String, VersionError> {
     });
     let out = rx.recv_timeout(VERSION_TIMEOUT);
     if out.is_err() {
-        let _ = nix::sys::signal::kill(
+        let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
             nix::sys::signal::Signal::SIGKILL,
         );

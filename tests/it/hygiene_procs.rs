@@ -64,17 +64,31 @@ fn start_escapes(d: &Drover, name: &str, base: u32) -> Vec<(&'static str, i32)> 
     let mut pids = Vec::new();
     for (i, kind) in ESCAPES.into_iter().enumerate() {
         let tag = (base + i as u32 + 1).to_string();
-        let mut pid = None;
-        assert!(
-            wait_until(T, || {
-                pid = escapee(&tag);
-                pid.is_some()
-            }),
-            "{kind} escapee never started"
-        );
-        pids.push((kind, pid.unwrap()));
+        let pid = started(&tag).unwrap_or_else(|| panic!("{kind} escapee never started"));
+        pids.push((kind, pid));
     }
     pids
+}
+
+/// The escapee of `tag` once it runs; `None` if it does not within `T`.
+fn started(tag: &str) -> Option<i32> {
+    let mut pid = None;
+    wait_until(T, || {
+        pid = escapee(tag);
+        pid.is_some()
+    });
+    pid
+}
+
+/// `kill -9` of `d`'s supervisor; returns once none of its threads runs.
+fn kill_9_supervisor(d: &Drover) {
+    let server = d.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_until(T, || all_threads_gone(server)));
 }
 
 /// Gone or a zombie (a zombie no longer runs; its parent reaps it).
@@ -149,13 +163,7 @@ fn after_kill_9_the_next_supervisor_reports_lost_panes_and_ends_them() {
         let mode = std::fs::metadata(&rec_path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "record is not private");
     }
-    let server = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(T, || all_threads_gone(server)));
+    kill_9_supervisor(&d);
     // Those that ignore SIGHUP or left the session outlive the terminal.
     let survivors: Vec<_> = pids.iter().filter(|(_, p)| !ended(*p)).collect();
     assert!(
@@ -208,22 +216,9 @@ fn a_version_probe_that_never_answers_ends_with_its_supervisor() {
     .unwrap();
     std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
     d.new_pane("probed", &["--agent", "codex"], &[prog.to_str().unwrap()]);
-    let mut probe = None;
-    assert!(
-        wait_until(T, || {
-            probe = escapee(&tag);
-            probe.is_some()
-        }),
-        "the supervisor never asked the pane's program for its version"
-    );
-    let probe = probe.unwrap();
-    let server = d.server_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_until(T, || all_threads_gone(server)));
+    let probe =
+        started(&tag).expect("the supervisor never asked the pane's program for its version");
+    kill_9_supervisor(&d);
     assert!(
         wait_until(T, || ended(probe)),
         "the version probe {probe} outlived its supervisor"

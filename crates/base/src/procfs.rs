@@ -131,6 +131,18 @@ pub fn locks() -> Option<String> {
     std::fs::read_to_string("/proc/locks").ok()
 }
 
+/// Whether `pid` ignores signal number `sig` (its `SigIgn` mask in
+/// `/proc/<pid>/status`); `None` when it cannot be read.
+pub fn ignores(pid: u32, sig: i32) -> Option<bool> {
+    if !(1..=64).contains(&sig) {
+        return None;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+    let mask = u64::from_str_radix(mask.trim(), 16).ok()?;
+    Some(mask & (1u64 << (sig - 1)) != 0)
+}
+
 /// Whether `pid` is in `/proc` (running, or a zombie not yet reaped).
 pub fn exists(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
@@ -395,6 +407,27 @@ mod tests {
         let _ = child.wait();
         assert!(kids.contains(&child.id()), "{kids:?}");
         assert_eq!(task_children(u32::MAX), None);
+    }
+
+    /// A process's ignored signals are read from its mask: what it ignores
+    /// and not what it does not; a pid that is gone reads as unknown.
+    #[test]
+    fn ignores_reads_a_process_s_ignored_signals() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; exec sleep 30"])
+            .spawn()
+            .unwrap();
+        let (term, hup) = (nix::libc::SIGTERM, nix::libc::SIGHUP);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while ignores(child.id(), term) != Some(true) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let seen = (ignores(child.id(), term), ignores(child.id(), hup));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(seen, (Some(true), Some(false)));
+        assert_eq!(ignores(u32::MAX, term), None);
+        assert_eq!(ignores(std::process::id(), 0), None);
     }
 
     #[test]

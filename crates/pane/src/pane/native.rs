@@ -230,30 +230,31 @@ impl NativePane {
         (g.spec.cols, g.spec.rows)
     }
 
-    /// End the pane's processes: SIGTERM (and SIGHUP, as a closing terminal
-    /// would) to its group and to every process of its tree — including
+    /// End the pane's processes: every process of its tree — including
     /// those that left the session or group, found by the marker they
-    /// inherit — a grace period, then SIGKILL until none is left; reap.
-    /// Once the leader is reaped its pid may be reused: its session counts
-    /// only for processes that started before that.
+    /// inherit — is asked to end with SIGTERM, then SIGHUP as a closing
+    /// terminal would ([`super::reap::ask_to_end`]), a grace period, then
+    /// SIGKILL until none is left; reap. Once the leader is reaped its pid
+    /// may be reused: its session counts only for processes that started
+    /// before that.
     pub fn kill(&self) {
         let (pid, generation, reaped, ids) = {
             let g = lock(&self.inner);
             (g.pid, g.generation, g.reaped_ticks, g.procs.clone())
         };
-        let deadline = Instant::now() + KILL_GRACE;
-        let mut found = super::reap::members(&super::reap::TreeKey::of(&ids, reaped), true);
+        let key = super::reap::TreeKey::of(&ids, reaped);
+        let mut found = super::reap::members(&key, true);
+        super::reap::ask_to_end(&key, &mut found, KILL_GRACE);
         if reaped.is_none() {
-            signal_group(pid, Signal::SIGTERM);
-            signal_group(pid, Signal::SIGHUP);
-        }
-        super::reap::signal_all(&found, Signal::SIGTERM);
-        super::reap::signal_all(&found, Signal::SIGHUP);
-        if reaped.is_none() && !self.wait_exit(generation, KILL_GRACE) {
-            signal_group(pid, Signal::SIGKILL);
+            let leader = super::reap::Member {
+                pid,
+                start_time: ids.start_time,
+            };
+            if super::reap::running(&leader) {
+                signal_group(pid, Signal::SIGKILL);
+            }
             self.wait_exit(generation, REAP_TIMEOUT);
         }
-        super::reap::wait_gone(&found, deadline);
         let reaped = {
             let g = lock(&self.inner);
             if g.generation != generation {

@@ -239,7 +239,7 @@ fn members_in(key: &TreeKey, deep: bool, all: &[(u32, Stat)]) -> Vec<Member> {
 }
 
 /// Whether `m` is still that process and not yet a zombie.
-fn running(m: &Member) -> bool {
+pub fn running(m: &Member) -> bool {
     procfs::stat(m.pid).is_some_and(|s| s.starttime == m.start_time && s.state != 'Z')
 }
 
@@ -266,14 +266,49 @@ pub fn wait_gone(members: &[Member], deadline: Instant) -> bool {
     }
 }
 
-/// End a whole tree: SIGTERM and SIGHUP to every member, `grace` to go, then
-/// SIGKILL to whatever (newly forked included) is left, until none runs or
-/// `timeout`. Returns the members that were found.
+/// Ask a tree to end, as a closing terminal's programs expect, without
+/// cutting short the cleanup they do. SIGTERM to each of `found` (the tree
+/// as read before); once every one that does not ignore TERM is gone, the
+/// tree is read again and what was forked since gets its TERM too, until
+/// none is new or half of `grace` is over; then SIGHUP to each one still
+/// running. `found` gains what joined. One signal at a time to each
+/// process, never one to a group: bash dies at once of a signal that comes
+/// while its exit trap runs, and so does the `rm` the trap just forked, and
+/// the lock file it was to remove is left for good (pyenv's, run from
+/// `~/.bashrc`). Returns whether all of `found` ended within `grace`.
+pub fn ask_to_end(key: &TreeKey, found: &mut Vec<Member>, grace: Duration) -> bool {
+    let start = Instant::now();
+    let term_until = start + grace / 2;
+    let mut fresh = found.clone();
+    loop {
+        signal_all(&fresh, Signal::SIGTERM);
+        let takes_term: Vec<Member> = found
+            .iter()
+            .filter(|m| procfs::ignores(m.pid, Signal::SIGTERM as i32) != Some(true))
+            .copied()
+            .collect();
+        if !wait_gone(&takes_term, term_until) {
+            break;
+        }
+        fresh = members(key, true)
+            .into_iter()
+            .filter(|m| running(m) && !found.contains(m))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        found.extend_from_slice(&fresh);
+    }
+    signal_all(found, Signal::SIGHUP);
+    wait_gone(found, start + grace)
+}
+
+/// End a whole tree: [`ask_to_end`] with `grace`, then SIGKILL to whatever
+/// (newly forked included) is left, until none runs or `timeout`. Returns
+/// the members that were found.
 pub fn end_tree(key: &TreeKey, grace: Duration, timeout: Duration) -> Vec<Member> {
     let mut found = members(key, true);
-    signal_all(&found, Signal::SIGTERM);
-    signal_all(&found, Signal::SIGHUP);
-    wait_gone(&found, Instant::now() + grace);
+    ask_to_end(key, &mut found, grace);
     sweep(key, &mut found, timeout);
     found
 }
@@ -302,9 +337,9 @@ fn leader_marker(pid: u32) -> Option<String> {
 /// End a pane's process led by `pid` from outside: its tree as it is now
 /// (its session, descendants that left it with setsid/setpgid, and every
 /// process carrying `marker`, which those that were re-parented away — a
-/// double fork, `(setsid cmd &)` — still inherit) is noted, TERM and HUP go
-/// to its group and to each of them, `exited` waits up to `grace`, then
-/// KILL and `exited` up to `timeout`; what is left of the tree (marked
+/// double fork, `(setsid cmd &)` — still inherit) is noted and asked to end
+/// ([`ask_to_end`], `grace`); a leader still running then gets KILL, and
+/// `exited` waits up to `timeout`; what is left of the tree (marked
 /// processes forked meanwhile included) is swept last. Returns whether the
 /// exit was seen.
 pub(crate) fn stop_marked_tree(
@@ -322,14 +357,15 @@ pub(crate) fn stop_marked_tree(
     // Once the leader is gone its id may be reused: session members count
     // only if they started by now (later ones descend from these).
     key.session_until = found.iter().map(|m| m.start_time).max();
-    super::native::signal_group(pid, Signal::SIGTERM);
-    super::native::signal_group(pid, Signal::SIGHUP);
-    signal_all(&found, Signal::SIGTERM);
-    signal_all(&found, Signal::SIGHUP);
-    let seen = exited(grace) || {
-        super::native::signal_group(pid, Signal::SIGKILL);
-        exited(timeout)
+    ask_to_end(&key, &mut found, grace);
+    let leader = Member {
+        pid,
+        start_time: key.start_time,
     };
+    if running(&leader) {
+        super::native::signal_group(pid, Signal::SIGKILL);
+    }
+    let seen = exited(timeout);
     sweep(&key, &mut found, timeout);
     seen
 }
@@ -337,21 +373,50 @@ pub(crate) fn stop_marked_tree(
 /// End what is left of a pane whose leader (`pid`, started at
 /// `start_time`) is gone: every process carrying `marker` and their
 /// descendants (the leader's id, and so its session id, may be someone
-/// else's now). Nothing without a marker.
-pub(crate) fn end_marked(pid: u32, start_time: u64, marker: &str, timeout: Duration) {
+/// else's now), asked with TERM and HUP, `grace` to go, then swept. Nothing
+/// without a marker.
+pub(crate) fn end_marked(
+    pid: u32,
+    start_time: u64,
+    marker: &str,
+    grace: Duration,
+    timeout: Duration,
+) {
     if marker.is_empty() {
         return;
     }
     let mut key = TreeKey::new(pid, start_time, marker);
     key.session_until = Some(start_time);
-    let mut found = Vec::new();
+    let mut found = members(&key, true);
+    ask_to_end(&key, &mut found, grace);
     sweep(&key, &mut found, timeout);
 }
 
-/// SIGKILL the tree until nothing of it runs (re-read each round: a member
-/// may fork while it dies), or `timeout`.
+/// How long a process that joined a tree after the tree was asked to end is
+/// left to end on its own before it is asked too: the cleanup an exit trap
+/// forks (`rm -f` of a lock file) would die of a signal sent before it ran.
+const LATE_QUIET: Duration = Duration::from_millis(1000);
+/// How long a late member has after TERM before SIGKILL (HUP at half).
+const LATE_GRACE: Duration = Duration::from_millis(1000);
+
+/// End what is left of a tree whose members in `found` were asked to end
+/// and had their grace: those still running get SIGKILL at once. A process
+/// that joined since (re-read each round: a member may fork while it dies)
+/// is first left [`LATE_QUIET`] to end on its own, then gets TERM, HUP
+/// half of [`LATE_GRACE`] on, and SIGKILL at its end. Everything gets
+/// SIGKILL before `timeout` runs out; returns when none runs or at
+/// `timeout`.
 pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
+    let start = Instant::now();
+    let deadline = start + timeout;
+    // The last moment to kill what is still there and see it go.
+    let last_call = deadline
+        .checked_sub(TREE_POLL * 10)
+        .unwrap_or(start)
+        .max(start);
+    let asked: HashSet<Member> = found.iter().copied().collect();
+    // A late member: when it was first seen and how many signals it had.
+    let mut late: std::collections::HashMap<Member, (Instant, u8)> = Default::default();
     loop {
         let now = members(key, true);
         for m in &now {
@@ -360,7 +425,8 @@ pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
             }
         }
         let live: Vec<Member> = now.into_iter().filter(running).collect();
-        if live.is_empty() || Instant::now() >= deadline {
+        let t = Instant::now();
+        if live.is_empty() || t >= deadline {
             reap_orphans();
             if live.is_empty()
                 && let Some(dir) = &key.cgroup
@@ -369,8 +435,28 @@ pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
             }
             return;
         }
-        signal_all(&live, Signal::SIGKILL);
-        wait_gone(&live, (Instant::now() + TREE_POLL * 10).min(deadline));
+        let (mut kill, mut term, mut hup) = (Vec::new(), Vec::new(), Vec::new());
+        for m in &live {
+            if asked.contains(m) || t >= last_call {
+                kill.push(*m);
+                continue;
+            }
+            let (seen, sent) = late.entry(*m).or_insert((t, 0));
+            let age = t.duration_since(*seen);
+            if age >= LATE_QUIET + LATE_GRACE {
+                kill.push(*m);
+            } else if age >= LATE_QUIET + LATE_GRACE / 2 && *sent < 2 {
+                *sent = 2;
+                hup.push(*m);
+            } else if age >= LATE_QUIET && *sent < 1 {
+                *sent = 1;
+                term.push(*m);
+            }
+        }
+        signal_all(&kill, Signal::SIGKILL);
+        signal_all(&term, Signal::SIGTERM);
+        signal_all(&hup, Signal::SIGHUP);
+        wait_gone(&live, (t + TREE_POLL * 10).min(deadline));
     }
 }
 

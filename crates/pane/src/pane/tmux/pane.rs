@@ -476,7 +476,7 @@ impl TmuxPane {
         };
         let leader = crate::pane::record::start_time(pid) == Some(pid_start);
         if exited || !leader || !pid_is_pane_leader(pid) {
-            crate::pane::reap::end_marked(pid, pid_start, &marker, REAP_TIMEOUT);
+            crate::pane::reap::end_marked(pid, pid_start, &marker, KILL_GRACE, REAP_TIMEOUT);
             return;
         }
         let seen =

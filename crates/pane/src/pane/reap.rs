@@ -295,12 +295,36 @@ pub fn ask_to_end(key: &TreeKey, found: &mut Vec<Member>, grace: Duration) -> bo
             .filter(|m| running(m) && !found.contains(m))
             .collect();
         if fresh.is_empty() {
+            // The read takes milliseconds; a last, cheap look at the children
+            // of what still runs (a shell starting its rc file's next line)
+            // right before the HUP.
+            fresh = new_children(found);
+        }
+        if fresh.is_empty() {
             break;
         }
         found.extend_from_slice(&fresh);
     }
     signal_all(found, Signal::SIGHUP);
     wait_gone(found, start + grace)
+}
+
+/// The running children of the members of `found` that still run, but for
+/// those in `found`.
+fn new_children(found: &[Member]) -> Vec<Member> {
+    found
+        .iter()
+        .filter(|m| running(m))
+        .flat_map(|m| procfs::task_children(m.pid).unwrap_or_default())
+        .filter_map(|pid| {
+            let st = procfs::stat(pid)?;
+            let m = Member {
+                pid,
+                start_time: st.starttime,
+            };
+            (st.state != 'Z' && !found.contains(&m)).then_some(m)
+        })
+        .collect()
 }
 
 /// End a whole tree: [`ask_to_end`] with `grace`, then SIGKILL to whatever

@@ -16,11 +16,24 @@ use std::time::{Duration, Instant};
 
 const STEP: Duration = Duration::from_secs(60);
 
-struct Feed(common::EventFollow);
+/// A pane's `pane.signal` events from the moment it was made on. The
+/// feed replays what the supervisor holds (`--since 0`): a follower that
+/// subscribes after the agent's first signal (a loaded machine starts it
+/// late) misses nothing; what was published before `from` (the rehearsal's
+/// own turns) is left out.
+struct Feed {
+    follow: common::EventFollow,
+    from: chrono::DateTime<chrono::Utc>,
+}
 
 impl Feed {
     fn follow(d: &Drover) -> Feed {
-        Feed(common::EventFollow::of(d, &["--kind", "pane.signal"]))
+        let from = chrono::Utc::now();
+        let args = ["--since", "0", "--kind", "pane.signal"];
+        Feed {
+            follow: common::EventFollow::of(d, &args),
+            from,
+        }
     }
 
     /// Events until one of `pane` with `signal` from `source`; all of them.
@@ -29,10 +42,16 @@ impl Feed {
         let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let Some(line) = self.0.next_line(left) else {
+            let Some(line) = self.follow.next_line(left) else {
                 panic!("no {signal} from {source} for {pane}; saw {seen:#?}");
             };
             let v = serde_json::from_str::<Value>(&line).unwrap_or(Value::Null);
+            let at = v["at"]
+                .as_str()
+                .and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok());
+            if at.is_some_and(|a| a < self.from) {
+                continue;
+            }
             let hit = v["pane"] == pane && v["signal"] == signal && v["source"] == source;
             seen.push(v);
             if hit {

@@ -426,8 +426,8 @@ const LATE_GRACE: Duration = Duration::from_millis(1000);
 /// End what is left of a tree whose members in `found` were asked to end
 /// and had their grace: those still running get SIGKILL at once. A process
 /// that joined since (re-read each round: a member may fork while it dies)
-/// is first left [`LATE_QUIET`] to end on its own, then gets TERM, HUP
-/// half of [`LATE_GRACE`] on, and SIGKILL at its end. Everything gets
+/// is first left `LATE_QUIET` (1 s) to end on its own, then gets TERM, HUP
+/// half of `LATE_GRACE` (1 s) on, and SIGKILL at its end. Everything gets
 /// SIGKILL before `timeout` runs out; returns when none runs or at
 /// `timeout`.
 pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {

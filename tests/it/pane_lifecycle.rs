@@ -354,3 +354,57 @@ fn an_exit_traps_cleanup_runs_to_the_end_on_kill_respawn_and_kill_server() {
     d.ok(&["kill-server"]);
     assert!(!lock.exists(), "kill-server left {}", lock.display());
 }
+
+/// Kill asks what a pane forks while it is being killed with TERM too, and
+/// stops asking at half the grace: a shell that ignores TERM and forks
+/// without end (a child that takes TERM every 5 ms, and one that does not)
+/// is then ended by the HUP. Without that bound the asking went on for good
+/// (33,000 TERMs in 20 s, the supervisor slowed by strace); here, at full
+/// speed, a child caught between its fork and its exec (TERM still
+/// ignored) usually ends the asking first, so this guards that such a tree
+/// is ended, not that bound alone.
+#[test]
+fn kill_takes_a_shell_that_ignores_sigterm_and_keeps_forking() {
+    let d = Drover::new();
+    let info = d.new_pane(
+        "forker",
+        &[],
+        &[
+            "sh",
+            "-c",
+            "trap '' TERM; echo armed; \
+             while :; do env --default-signal=TERM sleep 1 & sleep 0.005; done",
+        ],
+    );
+    let leader = pid_of(&info);
+    let children = || {
+        std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+            .map_or(0, |c| c.split_whitespace().count())
+    };
+    // A tree that is never without a new process while it is read.
+    assert!(
+        wait_until(T, || children() >= 100),
+        "the shell never had 100 children: {}",
+        children()
+    );
+    let start = Instant::now();
+    let mut kill = d
+        .cmd()
+        .args(["pane", "kill", "forker"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    let ended = wait_until(Duration::from_secs(10), || {
+        status = kill.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if !ended {
+        let _ = kill.kill();
+        let _ = kill.wait();
+    }
+    assert!(ended, "pane kill still ran after {:?}", start.elapsed());
+    assert!(status.is_some_and(|s| s.success()), "pane kill: {status:?}");
+    let ok = wait_until(T, || stat(leader).is_none_or(|s| s.state == 'Z'));
+    assert!(ok, "the shell {leader} still runs");
+}

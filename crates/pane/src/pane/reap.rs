@@ -287,7 +287,9 @@ pub fn ask_to_end(key: &TreeKey, found: &mut Vec<Member>, grace: Duration) -> bo
             .filter(|m| procfs::ignores(m.pid, Signal::SIGTERM as i32) != Some(true))
             .copied()
             .collect();
-        if !wait_gone(&takes_term, term_until) {
+        // Past half the grace, whatever still forks (a shell that ignores
+        // TERM running a loop) is left to the HUP.
+        if !wait_gone(&takes_term, term_until) || Instant::now() >= term_until {
             break;
         }
         fresh = members(key, true)

@@ -315,23 +315,26 @@ fn barrier_after_respawn_never_matches_the_old_generation() {
 /// and HUP, then SIGKILLed the `rm` the trap had just forked, and every
 /// shell the user started after that waited 60 s for the lock. Here an
 /// interactive bash's rc file starts such a lock holder; kill, respawn and
-/// kill-server must each let its trap finish.
+/// kill-server must each let its trap finish, and kill a cleanup the trap
+/// left running in the background.
 #[test]
 fn an_exit_traps_cleanup_runs_to_the_end_on_kill_respawn_and_kill_server() {
     let d = Drover::new();
     let dir = d.scratch();
-    let rc_for = |name: &str| {
+    // `cleanup`: what the exit trap runs, `{lock}` the lock's path.
+    let rc_for = |name: &str, cleanup: &str| {
         let lock = dir.join(format!("{name}.lock"));
         let rc = dir.join(format!("{name}.rc"));
+        let cleanup = cleanup.replace("{lock}", &lock.display().to_string());
         let holder = format!(
-            "trap 'rm -f {lock}' EXIT; : > {lock}; while :; do sleep 0.1; done",
+            "trap '{cleanup}' EXIT; : > {lock}; while :; do sleep 0.1; done",
             lock = lock.display()
         );
         std::fs::write(&rc, format!("bash -c \"{holder}\"\n")).unwrap();
         (rc, lock)
     };
-    let start = |name: &str| {
-        let (rc, lock) = rc_for(name);
+    let start_with = |name: &str, cleanup: &str| {
+        let (rc, lock) = rc_for(name, cleanup);
         d.new_pane(name, &[], &["bash", "--rcfile", rc.to_str().unwrap(), "-i"]);
         assert!(
             wait_until(T, || lock.exists()),
@@ -339,6 +342,7 @@ fn an_exit_traps_cleanup_runs_to_the_end_on_kill_respawn_and_kill_server() {
         );
         lock
     };
+    let start = |name: &str| start_with(name, "rm -f {lock}");
     let lock = start("killed");
     d.ok(&["pane", "kill", "killed"]);
     assert!(!lock.exists(), "pane kill left {}", lock.display());
@@ -349,6 +353,12 @@ fn an_exit_traps_cleanup_runs_to_the_end_on_kill_respawn_and_kill_server() {
     assert!(wait_until(T, || lock.exists()), "respawn: no new holder");
     d.ok(&["pane", "kill", "respawned"]);
     assert!(!lock.exists(), "respawn then kill left {}", lock.display());
+
+    // A cleanup the trap leaves running in the background, its holder
+    // gone: it is not asked to end at once either.
+    let lock = start_with("detached", "(sleep 0.3; rm -f {lock}) &");
+    d.ok(&["pane", "kill", "detached"]);
+    assert!(!lock.exists(), "a background cleanup was cut short");
 
     let lock = start("served");
     d.ok(&["kill-server"]);

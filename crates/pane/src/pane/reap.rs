@@ -269,13 +269,16 @@ pub fn wait_gone(members: &[Member], deadline: Instant) -> bool {
 /// Ask a tree to end, as a closing terminal's programs expect, without
 /// cutting short the cleanup they do. SIGTERM to each of `found` (the tree
 /// as read before); once every one that does not ignore TERM is gone, the
-/// tree is read again and what was forked since gets its TERM too, until
-/// none is new or half of `grace` is over; then SIGHUP to each one still
-/// running. `found` gains what joined. One signal at a time to each
-/// process, never one to a group: bash dies at once of a signal that comes
-/// while its exit trap runs, and so does the `rm` the trap just forked, and
-/// the lock file it was to remove is left for good (pyenv's, run from
-/// `~/.bashrc`). Returns whether all of `found` ended within `grace`.
+/// children the ones still running forked meanwhile (a shell that ignores
+/// TERM going on with its rc file) get their TERM too, until none is new or
+/// half of `grace` is over; then SIGHUP to each one still running. `found`
+/// gains those children. What a member that ended left behind (a cleanup
+/// it started in the background) is not asked: the HUP waits for it to end
+/// (up to half of `grace` too), and [`sweep`] leaves it time. One signal at a time to each process, never one
+/// to a group: bash dies at once of a signal that comes while its exit trap
+/// runs, and so does the `rm` the trap just forked, and the lock file it
+/// was to remove is left for good (pyenv's, run from `~/.bashrc`). Returns
+/// whether all of `found` ended within `grace`.
 pub fn ask_to_end(key: &TreeKey, found: &mut Vec<Member>, grace: Duration) -> bool {
     let start = Instant::now();
     let term_until = start + grace / 2;
@@ -292,20 +295,25 @@ pub fn ask_to_end(key: &TreeKey, found: &mut Vec<Member>, grace: Duration) -> bo
         if !wait_gone(&takes_term, term_until) || Instant::now() >= term_until {
             break;
         }
-        fresh = members(key, true)
-            .into_iter()
-            .filter(|m| running(m) && !found.contains(m))
-            .collect();
-        if fresh.is_empty() {
-            // The read takes milliseconds; a last, cheap look at the children
-            // of what still runs (a shell starting its rc file's next line)
-            // right before the HUP.
-            fresh = new_children(found);
-        }
+        fresh = new_children(found);
         if fresh.is_empty() {
             break;
         }
         found.extend_from_slice(&fresh);
+    }
+    // A cleanup left running in the background by a member that ended dies
+    // of the hangup the shell's end brings (the kernel's SIGHUP to the
+    // terminal's foreground group): the HUP waits for it, up to half the
+    // grace.
+    loop {
+        let left = members(key, true)
+            .into_iter()
+            .any(|m| running(&m) && !found.contains(&m));
+        if !left || Instant::now() >= term_until {
+            break;
+        }
+        reap_orphans();
+        std::thread::sleep(TREE_POLL);
     }
     signal_all(found, Signal::SIGHUP);
     wait_gone(found, start + grace)

@@ -104,7 +104,8 @@ fn pid_of(child: &Child) -> i32 {
 }
 
 /// Wait for a child made by [`spawn`] within `bounds`; whatever the end, its
-/// whole process group is killed after it (what it left in the background).
+/// whole process group is ended after it (what it left in the background):
+/// SIGTERM once, [`GRACE`] to go, then SIGKILL.
 pub fn wait(child: &mut Child, bounds: &Bounds) -> std::io::Result<Ended> {
     let started = Instant::now();
     let mut asked = Instant::now();
@@ -126,7 +127,9 @@ pub fn wait(child: &mut Child, bounds: &Bounds) -> std::io::Result<Ended> {
         }
         std::thread::sleep(POLL);
     };
-    kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
+    if matches!(ended, Ended::Exited(_)) {
+        end_leftovers(pgid);
+    }
     if let Ok(mut g) = GROUPS.lock() {
         g.remove(&pgid);
     }
@@ -167,18 +170,46 @@ pub fn end_marked(mark: &str) -> usize {
     n
 }
 
-/// SIGTERM to the group, SIGKILL after [`GRACE`], and reap the leader.
+/// SIGTERM to the group, once; [`GRACE`] for the leader and the rest of the
+/// group to end (an exit trap's cleanup included: a SIGKILL the moment the
+/// leader is gone would cut short what its trap started); SIGKILL to what
+/// is left; reap the leader.
 fn stop_group(child: &mut Child, pgid: i32) {
     kill_group(pgid, nix::sys::signal::Signal::SIGTERM);
     let deadline = Instant::now() + GRACE;
+    let mut reaped = false;
     while Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+        reaped = reaped || matches!(child.try_wait(), Ok(Some(_)) | Err(_));
+        if reaped && !group_alive(pgid) {
             break;
         }
         std::thread::sleep(POLL);
     }
-    kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
+    if group_alive(pgid) {
+        kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
+    }
     let _ = child.wait();
+}
+
+/// End what a child that exited left in its group: SIGTERM once, [`GRACE`]
+/// to go, SIGKILL to what is left. Nothing when the group is empty.
+fn end_leftovers(pgid: i32) {
+    if !group_alive(pgid) {
+        return;
+    }
+    kill_group(pgid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + GRACE;
+    while group_alive(pgid) && Instant::now() < deadline {
+        std::thread::sleep(POLL);
+    }
+    if group_alive(pgid) {
+        kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Whether process group `pgid` has a member (a signal 0 reaches it).
+fn group_alive(pgid: i32) -> bool {
+    pgid > 1 && nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_ok()
 }
 
 fn kill_group(pgid: i32, sig: nix::sys::signal::Signal) {
@@ -325,5 +356,23 @@ mod tests {
             .parse()
             .unwrap();
         assert!(!alive(bg), "what it left in the background is ended");
+    }
+
+    /// What a child left running is asked to end with SIGTERM before any
+    /// SIGKILL: its trap's cleanup runs. (It was SIGKILLed the moment the
+    /// child exited.)
+    #[test]
+    fn what_a_child_left_behind_gets_term_first_and_its_trap_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ready, cleaned) = (tmp.path().join("ready"), tmp.path().join("cleaned"));
+        let script = format!(
+            "(trap 'echo done > {c}; exit 0' TERM; : > {r}; while :; do sleep 0.1; done) & \
+             while [ ! -e {r} ]; do sleep 0.01; done; exit 0",
+            c = cleaned.display(),
+            r = ready.display()
+        );
+        let e = run(&mut sh(&script), &Bounds::timeout(Duration::from_secs(60))).unwrap();
+        assert_eq!(e.code(), Some(0));
+        assert!(cleaned.exists(), "the leftover's TERM trap never ran");
     }
 }

@@ -193,9 +193,12 @@ pub(super) async fn take(
         Some((name, e))
     };
     let mut found = resolve();
-    if found.is_none()
+    if found.is_none() && caller.is_some() && lock(&sup.creating).is_empty() {
+        // A pane goes into the table before it leaves `creating`: one that
+        // was created since the first look is in the table now.
+        found = resolve();
+    } else if found.is_none()
         && let Some(pid) = caller
-        && !lock(&sup.creating).is_empty()
     {
         // A hook can fire before its pane is in the table (the agent runs
         // inside the spawn): kept for the pane being created, which takes

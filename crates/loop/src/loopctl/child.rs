@@ -105,7 +105,7 @@ fn pid_of(child: &Child) -> i32 {
 
 /// Wait for a child made by [`spawn`] within `bounds`; whatever the end, its
 /// whole process group is ended after it (what it left in the background):
-/// SIGTERM once, [`GRACE`] to go, then SIGKILL.
+/// SIGTERM once, `GRACE` (2 s) to go, then SIGKILL.
 pub fn wait(child: &mut Child, bounds: &Bounds) -> std::io::Result<Ended> {
     let started = Instant::now();
     let mut asked = Instant::now();

@@ -193,25 +193,30 @@ pub(super) async fn take(
         Some((name, e))
     };
     let mut found = resolve();
-    if found.is_none() && caller.is_some() && lock(&sup.creating).is_empty() {
-        // A pane goes into the table before it leaves `creating`: one that
-        // was created since the first look is in the table now.
-        found = resolve();
-    } else if found.is_none()
+    if found.is_none()
         && let Some(pid) = caller
     {
         // A hook can fire before its pane is in the table (the agent runs
-        // inside the spawn): kept for the pane being created, which takes
-        // it once it is in the table (`take_early`). The hook does not wait.
-        let lineage: Vec<(u32, u64)> = crate::pane::procfs::lineage(pid, super::report::MAX_DEPTH)
-            .into_iter()
-            .map(|(p, st)| (p, st.starttime))
-            .collect();
+        // inside the spawn). A pane goes into the table before it leaves
+        // `creating`, so `creating` is read before the table is looked at
+        // again: empty, and a pane made since the first look is in the table
+        // now; not empty, and the signal is kept for the pane being created,
+        // which takes it once it is in the table (`take_early`). The hook
+        // does not wait.
+        let creating = !lock(&sup.creating).is_empty();
+        let lineage = creating.then(|| {
+            crate::pane::procfs::lineage(pid, super::report::MAX_DEPTH)
+                .into_iter()
+                .map(|(p, st)| (p, st.starttime))
+                .collect::<Vec<(u32, u64)>>()
+        });
         let mut early = lock(&sup.early_signals);
         // Under the lock `take_early` drains with: in the table by now, or
         // kept before the new pane's drain.
         found = resolve();
-        if found.is_none() {
+        if found.is_none()
+            && let Some(lineage) = lineage
+        {
             let now = std::time::Instant::now();
             early.retain(|e| now.duration_since(e.at) < EARLY_TTL);
             if early.len() >= EARLY_MAX {

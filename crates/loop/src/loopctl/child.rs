@@ -175,31 +175,28 @@ pub fn end_marked(mark: &str) -> usize {
 /// leader is gone would cut short what its trap started); SIGKILL to what
 /// is left; reap the leader.
 fn stop_group(child: &mut Child, pgid: i32) {
-    kill_group(pgid, nix::sys::signal::Signal::SIGTERM);
-    let deadline = Instant::now() + GRACE;
     let mut reaped = false;
-    while Instant::now() < deadline {
+    end_group(pgid, || {
         reaped = reaped || matches!(child.try_wait(), Ok(Some(_)) | Err(_));
-        if reaped && !group_alive(pgid) {
-            break;
-        }
-        std::thread::sleep(POLL);
-    }
-    if group_alive(pgid) {
-        kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
-    }
+        reaped && !group_alive(pgid)
+    });
     let _ = child.wait();
 }
 
-/// End what a child that exited left in its group: SIGTERM once, [`GRACE`]
-/// to go, SIGKILL to what is left. Nothing when the group is empty.
+/// End what a child that exited left in its group; nothing when the group
+/// is empty.
 fn end_leftovers(pgid: i32) {
-    if !group_alive(pgid) {
-        return;
+    if group_alive(pgid) {
+        end_group(pgid, || !group_alive(pgid));
     }
+}
+
+/// SIGTERM to the group once, [`GRACE`] for `ended` to say so, then SIGKILL
+/// to what of the group is left.
+fn end_group(pgid: i32, mut ended: impl FnMut() -> bool) {
     kill_group(pgid, nix::sys::signal::Signal::SIGTERM);
     let deadline = Instant::now() + GRACE;
-    while group_alive(pgid) && Instant::now() < deadline {
+    while !ended() && Instant::now() < deadline {
         std::thread::sleep(POLL);
     }
     if group_alive(pgid) {

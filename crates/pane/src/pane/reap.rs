@@ -444,10 +444,7 @@ pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
     let start = Instant::now();
     let deadline = start + timeout;
     // The last moment to kill what is still there and see it go.
-    let last_call = deadline
-        .checked_sub(TREE_POLL * 10)
-        .unwrap_or(start)
-        .max(start);
+    let last_call = start + timeout.saturating_sub(TREE_POLL * 10);
     let asked: HashSet<Member> = found.iter().copied().collect();
     // A late member: when it was first seen and how many signals it had.
     let mut late: std::collections::HashMap<Member, (Instant, u8)> = Default::default();

@@ -30,24 +30,6 @@ fn fd_count(pid: i32) -> usize {
         .count()
 }
 
-/// Run a CLI command, bounded: `None` when it did not finish in `within`.
-fn bounded(d: &Drover, args: &[&str], within: Duration) -> Option<std::process::Output> {
-    let mut c = d
-        .cmd()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let done = wait_until(within, || c.try_wait().unwrap().is_some());
-    if !done {
-        let _ = c.kill();
-        let _ = c.wait();
-        return None;
-    }
-    Some(c.wait_with_output().unwrap())
-}
-
 /// Start `drover serve` for `d` with `RLIMIT_NOFILE` lowered to `nofile`.
 fn serve_with_nofile(d: &Drover, nofile: u64) -> Child {
     let mut cmd = Command::new(BIN);
@@ -106,12 +88,9 @@ fn idle_connections_past_the_fd_limit_neither_spin_nor_hang_the_supervisor() {
         start.elapsed()
     );
     assert!(share < 0.2, "supervisor spins: {:.0}% CPU", share * 100.0);
-    let out = bounded(
-        &d,
-        &["--no-autostart", "pane", "ls"],
-        Duration::from_secs(15),
-    )
-    .expect("a CLI call hung while the supervisor was out of descriptors");
+    let out = d
+        .run_within(&["--no-autostart", "pane", "ls"], Duration::from_secs(15))
+        .expect("a CLI call hung while the supervisor was out of descriptors");
     match out.status.code() {
         Some(0) => {}
         Some(5) => assert!(
@@ -123,12 +102,8 @@ fn idle_connections_past_the_fd_limit_neither_spin_nor_hang_the_supervisor() {
     }
     drop(idle);
     let served = wait_until(T, || {
-        bounded(
-            &d,
-            &["--no-autostart", "pane", "ls"],
-            Duration::from_secs(5),
-        )
-        .is_some_and(|o| o.status.success())
+        d.run_within(&["--no-autostart", "pane", "ls"], Duration::from_secs(5))
+            .is_some_and(|o| o.status.success())
     });
     assert!(served, "not served after the idle clients left");
     d.ok(&["kill-server"]);
@@ -190,7 +165,9 @@ fn waits_whose_clients_hang_up_release_their_sockets_at_once() {
     );
     assert!(released, "sockets held: {} fds", fd_count(pid));
     let start = Instant::now();
-    let out = bounded(&d, &["kill-server"], Duration::from_secs(20)).expect("kill-server hung");
+    let out = d
+        .run_within(&["kill-server"], Duration::from_secs(20))
+        .expect("kill-server hung");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         wait_until(T, || !pid_alive(pid)),

@@ -397,24 +397,10 @@ fn kill_takes_a_shell_that_ignores_sigterm_and_keeps_forking() {
         "the shell never had 20 children: {}",
         children()
     );
-    let start = Instant::now();
-    let mut kill = d
-        .cmd()
-        .args(["pane", "kill", "forker"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = None;
-    let ended = wait_until(Duration::from_secs(10), || {
-        status = kill.try_wait().ok().flatten();
-        status.is_some()
-    });
-    if !ended {
-        let _ = kill.kill();
-        let _ = kill.wait();
-    }
-    assert!(ended, "pane kill still ran after {:?}", start.elapsed());
-    assert!(status.is_some_and(|s| s.success()), "pane kill: {status:?}");
+    let out = d
+        .run_within(&["pane", "kill", "forker"], Duration::from_secs(10))
+        .expect("pane kill still ran after 10 s");
+    assert!(out.status.success(), "pane kill: {}", stderr(&out));
     let ok = wait_until(T, || stat(leader).is_none_or(|s| s.state == 'Z'));
     assert!(ok, "the shell {leader} still runs");
 }

@@ -134,6 +134,25 @@ impl Drover {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// Run `drover ARGS…`, bounded: `None` when it did not finish within
+    /// `within` (it is killed then).
+    pub fn run_within(&self, args: &[&str], within: Duration) -> Option<Output> {
+        let mut c = self
+            .cmd()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let done = wait_until(within, || c.try_wait().unwrap().is_some());
+        if !done {
+            let _ = c.kill();
+            let _ = c.wait();
+            return None;
+        }
+        Some(c.wait_with_output().unwrap())
+    }
+
     /// Run and assert exit 0; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);

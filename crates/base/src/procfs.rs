@@ -449,7 +449,21 @@ mod tests {
         for name in ["a) b (c", "x) Z 9 9 9 9 9"] {
             let exe = dir.path().join(name);
             std::fs::copy("/bin/sleep", &exe).unwrap();
-            let mut child = std::process::Command::new(&exe).arg("30").spawn().unwrap();
+            // Another test's fork between the copy's write and this exec holds
+            // the copy open for writing until its own exec: ETXTBSY, asked
+            // again until that passes.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let mut child = loop {
+                match std::process::Command::new(&exe).arg("30").spawn() {
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                            && std::time::Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    spawned => break spawned.unwrap(),
+                }
+            };
             let pid = child.id();
             let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -365,6 +365,64 @@ fn an_exit_traps_cleanup_runs_to_the_end_on_kill_respawn_and_kill_server() {
     assert!(!lock.exists(), "kill-server left {}", lock.display());
 }
 
+/// What escaped a pane's tree (its own session, no pane marker, re-parented
+/// to the supervisor) is ended at `kill-server` as a late member of a tree
+/// is: time to end on its own, then TERM, HUP and SIGKILL. It was SIGKILLed
+/// at once, so a cleanup running there (a lock's `rm -f` after 0.2 s) was
+/// cut short; one that ignores every asking signal still ends.
+/// (On tmux, where the pane has a cgroup, they are in its tree already.)
+#[test]
+fn kill_server_lets_an_escaped_cleanup_finish_and_ends_what_ignores_it() {
+    let d = Drover::new();
+    let dir = d.scratch();
+    let lock = dir.join("escaped.lock");
+    let stubborn = dir.join("stubborn.pid");
+    // Each escapee: out of the pane's session and marker, double-forked.
+    let escape = |body: &str| format!("(env -u DROVER_PANE setsid sh -c '{body}' &);");
+    let script = format!(
+        "{a} {b} exec sleep 1000",
+        a = escape(&format!(
+            "sleep 1000 & trap \"sleep 0.2; rm -f {l}; exit\" TERM HUP; : > {l}; wait",
+            l = lock.display()
+        )),
+        b = escape(&format!(
+            "trap \"\" TERM HUP; echo $$ > {}; exec sleep 1000",
+            stubborn.display()
+        )),
+    );
+    d.new_pane("escaper", &[], &["sh", "-c", &script]);
+    assert!(
+        wait_until(T, || lock.exists()
+            && std::fs::read_to_string(&stubborn)
+                .is_ok_and(|s| s.ends_with('\n'))),
+        "the escapees never started"
+    );
+    let pid: i32 = std::fs::read_to_string(&stubborn)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Still that `sleep 1000` (not a reused pid) and not a zombie.
+    let still_there = || {
+        stat(pid).is_some_and(|s| s.state != 'Z')
+            && cmdline(pid).is_some_and(|c| c == ["sleep", "1000"])
+    };
+    assert!(still_there(), "the stubborn escapee {pid} does not run");
+    let out = d
+        .run_within(&["kill-server"], Duration::from_secs(15))
+        .expect("kill-server still ran after 15 s");
+    assert!(out.status.success(), "kill-server: {}", stderr(&out));
+    assert!(
+        !lock.exists(),
+        "kill-server cut short an escaped process's cleanup: {} is left",
+        lock.display()
+    );
+    assert!(
+        !still_there(),
+        "kill-server left the escapee {pid} that ignores TERM and HUP running"
+    );
+}
+
 /// Kill asks what a pane forks while it is being killed with TERM too, and
 /// stops asking at half the grace: a shell that ignores TERM and forks
 /// without end (a child that takes TERM every 5 ms, and one that does not)

@@ -434,37 +434,54 @@ const LATE_QUIET: Duration = Duration::from_millis(1000);
 const LATE_GRACE: Duration = Duration::from_millis(1000);
 
 /// End what is left of a tree whose members in `found` were asked to end
-/// and had their grace: those still running get SIGKILL at once. A process
-/// that joined since (re-read each round: a member may fork while it dies)
-/// is first left `LATE_QUIET` (1 s) to end on its own, then gets TERM, HUP
-/// half of `LATE_GRACE` (1 s) on, and SIGKILL at its end. Everything gets
+/// and had their grace: those still running get SIGKILL at once; a process
+/// that joined since is ended as `end_late` ends one. Everything gets
 /// SIGKILL before `timeout` runs out; returns when none runs or at
 /// `timeout`.
 pub fn sweep(key: &TreeKey, found: &mut Vec<Member>, timeout: Duration) {
+    let asked: HashSet<Member> = found.iter().copied().collect();
+    let gone = end_late(
+        || {
+            // Re-read each round: a member may fork while it dies.
+            let now = members(key, true);
+            for m in &now {
+                if !found.contains(m) {
+                    found.push(*m);
+                }
+            }
+            now
+        },
+        &asked,
+        timeout,
+    );
+    if gone && let Some(dir) = &key.cgroup {
+        super::cgroup::remove(dir);
+    }
+}
+
+/// End the processes `find` reads (again each round): those in `asked`
+/// had their turn and get SIGKILL at once; any other is first left
+/// `LATE_QUIET` (1 s) to end on its own, then gets TERM, HUP half of
+/// `LATE_GRACE` (1 s) on, and SIGKILL at its end. Everything gets SIGKILL
+/// before `timeout` runs out. Returns whether none runs (else `timeout`
+/// ran out).
+fn end_late(
+    mut find: impl FnMut() -> Vec<Member>,
+    asked: &HashSet<Member>,
+    timeout: Duration,
+) -> bool {
     let start = Instant::now();
     let deadline = start + timeout;
     // The last moment to kill what is still there and see it go.
     let last_call = start + timeout.saturating_sub(TREE_POLL * 10);
-    let asked: HashSet<Member> = found.iter().copied().collect();
     // A late member: when it was first seen and how many signals it had.
     let mut late: std::collections::HashMap<Member, (Instant, u8)> = Default::default();
     loop {
-        let now = members(key, true);
-        for m in &now {
-            if !found.contains(m) {
-                found.push(*m);
-            }
-        }
-        let live: Vec<Member> = now.into_iter().filter(running).collect();
+        let live: Vec<Member> = find().into_iter().filter(running).collect();
         let t = Instant::now();
         if live.is_empty() || t >= deadline {
             reap_orphans();
-            if live.is_empty()
-                && let Some(dir) = &key.cgroup
-            {
-                super::cgroup::remove(dir);
-            }
-            return;
+            return live.is_empty();
         }
         let (mut kill, mut term, mut hup) = (Vec::new(), Vec::new(), Vec::new());
         for m in &live {
@@ -534,32 +551,29 @@ pub fn reap_orphans() -> usize {
     n
 }
 
-/// On shutdown: SIGKILL everything re-parented to us that no pane claimed
-/// (what is left of killed panes), and reap it.
+/// On shutdown: end everything re-parented to us that no pane claimed
+/// (what escaped a pane's tree, a cleanup left running), as a late member
+/// of a tree is ended (`end_late`: time to end on its own, then TERM,
+/// HUP and SIGKILL), and reap it; all within `timeout`.
 pub fn end_orphans(timeout: Duration) {
-    let deadline = Instant::now() + timeout;
     let me = i64::from(std::process::id());
     let my_sid = nix::unistd::getsid(None)
         .map(|p| i64::from(p.as_raw()))
         .unwrap_or(-1);
-    loop {
+    let orphans = || {
         reap_orphans();
         let leaders = LEADERS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let left: Vec<Member> = children()
+        children()
             .into_iter()
             .filter(|(pid, st)| st.ppid == me && st.session != my_sid && !leaders.contains(pid))
             .map(|(pid, st)| Member {
                 pid,
                 start_time: st.starttime,
             })
-            .collect();
-        if left.is_empty() || Instant::now() >= deadline {
-            return;
-        }
-        signal_all(&left, Signal::SIGKILL);
-        wait_gone(&left, (Instant::now() + TREE_POLL * 10).min(deadline));
-    }
+            .collect()
+    };
+    end_late(orphans, &HashSet::new(), timeout);
 }

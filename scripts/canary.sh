@@ -27,11 +27,11 @@ status=0
 DROVER_AGENTS_DIR="$root" DROVER_AGENT_VERSIONS="$versions" \
     cargo test --test it -- --ignored --test-threads 2 real_agents:: >"$log" 2>&1 || status=$?
 
-grep -E '^test [a-z_]+ \.\.\. ' "$log" | sed -e 's/^test \([a-z_]*\) \.\.\. \(.*\)$/\2 \1/' \
+grep -E '^test [a-z_:]+ \.\.\. ' "$log" | sed -e 's/^test \([a-z_:]*\) \.\.\. \(.*\)$/\2 \1/' \
     -e 's/^ok /pass /' -e 's/^FAILED /FAIL /' | sort -k2
 if [ "$status" -ne 0 ]; then
     echo "canary: FAILED against claude-code $claude / codex $codex; failures:"
-    sed -n '/^failures:$/,/^test result/p' "$log" | grep -E 'panicked|^ +[a-z_]+$|: ' | head -40
+    sed -n '/^failures:$/,/^test result/p' "$log" | grep -E 'panicked|^ +[a-z_:]+$|: ' | head -40
     exit 1
 fi
 echo "canary: all passed against claude-code $claude / codex $codex"

@@ -1637,7 +1637,22 @@ fn tmux_pane_outlives_the_supervisor_on(agent: Agent, v: &str) {
             .collect()
     };
     let before = panes(&mut r);
-    let title = r.read()["title"].clone();
+    // Claude redraws its title after the screen (2.1.337 a moment later
+    // than 2.1.332): the title to re-seed is the settled one, not working.
+    let title = if agent == Agent::Claude {
+        let mut t = Value::Null;
+        let settled = common::wait_until(STEP_TIMEOUT, || {
+            t = r.read()["title"].clone();
+            t.as_str().is_some_and(|s| s.starts_with('✳'))
+        });
+        assert!(
+            settled,
+            "{v}: Claude's title never settled after the turn: {t}"
+        );
+        t
+    } else {
+        r.read()["title"].clone()
+    };
     let sup: i32 = std::fs::read_to_string(r.state.join("supervisor.lock"))
         .expect("supervisor.lock")
         .trim()

@@ -242,6 +242,31 @@ fn synthetic_signals_over_real_screens_fuse_as_the_rules_say() {
             rule: "screen_interrupted",
             disagree: None,
         },
+        // 2.1.337 draws an interrupted reply's marker on a line of its own
+        // (`∷ Interrupted · …`); read as plain idle, the open turn stayed
+        // `working` until the next prompt.
+        Case {
+            what: "Claude 2.1.337's interrupt drawn after the prompt ends the open turn",
+            steps: &[
+                ("claude-2.1.337/working-reply-1.txt", T0 + 200),
+                ("claude-2.1.337/interrupted-1.txt", T0 + 400),
+            ],
+            notes: vec![prompt()],
+            label: "idle",
+            rule: "screen_interrupted",
+            disagree: None,
+        },
+        Case {
+            what: "a tool call denied on Claude 2.1.337's screen ends the open turn and its latch",
+            steps: &[
+                ("claude-2.1.337/blocked-bash-1.txt", T0 + 200),
+                ("claude-2.1.337/denied-bash-1.txt", T0 + 400),
+            ],
+            notes: vec![prompt(), asked(T0 + 150)],
+            label: "idle",
+            rule: "screen_interrupted",
+            disagree: None,
+        },
         Case {
             what: "Codex's interrupt on screen ends the open turn",
             steps: &[

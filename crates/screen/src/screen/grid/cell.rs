@@ -115,14 +115,20 @@ impl Cell {
         &self.attrs
     }
 
-    /// Empty the cell, keeping `attrs` (both wide flags drop).
+    /// An empty cell with `attrs`: what [`Cell::clear`] leaves.
     #[inline]
-    pub fn clear(&mut self, attrs: Attrs) {
-        *self = Cell {
+    pub fn blank(attrs: Attrs) -> Cell {
+        Cell {
             ch: 0,
             attrs,
             flags: 0,
-        };
+        }
+    }
+
+    /// Empty the cell, keeping `attrs` (both wide flags drop).
+    #[inline]
+    pub fn clear(&mut self, attrs: Attrs) {
+        *self = Cell::blank(attrs);
     }
 
     pub fn set_wide(&mut self, wide: bool) {

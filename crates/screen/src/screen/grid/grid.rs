@@ -244,18 +244,13 @@ impl Grid {
 
     pub fn erase_row_forward(&mut self, attrs: Attrs) {
         let (pos, cols) = (self.pos, self.cols);
-        let row = self.row_mut(pos.row);
-        for col in pos.col..cols {
-            row.erase(col, attrs);
-        }
+        self.row_mut(pos.row).erase_range(pos.col, cols, attrs);
     }
 
     pub fn erase_row_backward(&mut self, attrs: Attrs) {
         let (pos, cols) = (self.pos, self.cols);
-        let row = self.row_mut(pos.row);
-        for col in 0..=pos.col.min(cols - 1) {
-            row.erase(col, attrs);
-        }
+        self.row_mut(pos.row)
+            .erase_range(0, pos.col.min(cols - 1) + 1, attrs);
     }
 
     pub fn insert_cells(&mut self, count: u16) {
@@ -271,10 +266,8 @@ impl Grid {
 
     pub fn erase_cells(&mut self, count: u16, attrs: Attrs) {
         let (pos, cols) = (self.pos, self.cols);
-        let row = self.row_mut(pos.row);
-        for col in pos.col..pos.col.saturating_add(count).min(cols) {
-            row.erase(col, attrs);
-        }
+        let end = pos.col.saturating_add(count).min(cols);
+        self.row_mut(pos.row).erase_range(pos.col, end, attrs);
     }
 
     fn in_region(&self) -> bool {

@@ -92,8 +92,14 @@ impl Model {
                 }
                 0x1b => match own_csi(&bytes[i..], &mut csi) {
                     Some(n) => {
-                        self.driver
-                            .csi(&csi.params[..csi.len], None, None, char::from(csi.fin));
+                        let params = &csi.params[..csi.len];
+                        // SGR, the most common by far, as `csi` would
+                        // dispatch it.
+                        if csi.fin == b'm' {
+                            self.driver.sgr(params);
+                        } else {
+                            self.driver.csi(params, None, None, char::from(csi.fin));
+                        }
                         i += n;
                     }
                     None => self.ground = false,

@@ -140,7 +140,7 @@ impl Driver {
 
     /// SGR; stops at the first parameter it cannot read, as the reference
     /// model does.
-    fn sgr<P: Params + ?Sized>(&mut self, params: &P) {
+    pub(super) fn sgr<P: Params + ?Sized>(&mut self, params: &P) {
         if params.is_empty() {
             self.term.attrs = Attrs::DEFAULT;
             return;

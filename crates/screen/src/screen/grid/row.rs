@@ -83,9 +83,7 @@ impl Row {
     }
 
     pub fn clear(&mut self, attrs: Attrs) {
-        for c in &mut self.cells {
-            c.clear(attrs);
-        }
+        self.cells.fill(Cell::blank(attrs));
         self.wrapped = false;
         self.clusters.clear();
     }
@@ -202,6 +200,43 @@ impl Row {
         slice.rotate_left(count);
     }
 
+    /// [`Self::erase`] of each column of `from..to` in turn, the columns
+    /// between the first and the last two as one fill: each of those ends
+    /// cleared whatever its neighbours held, and none is among the row's
+    /// last two (whose erase clears the wrap). What the last of them does to
+    /// the next (a wide character's erase clears its other half first) is
+    /// done as the erases in turn would have.
+    pub fn erase_range(&mut self, from: u16, to: u16, attrs: Attrs) {
+        let (a, b) = (from.saturating_add(1), to.saturating_sub(2));
+        if a >= b {
+            for col in from..to {
+                self.erase(col, attrs);
+            }
+            return;
+        }
+        // A column is wide when its turn comes unless the one before it was
+        // (that erase cleared it): in a stretch of wide cells, every other
+        // one from the stretch's first. So the last filled column was, when
+        // the stretch of wide cells that ends there is odd.
+        let mut run = 0;
+        for cell in self.cells[usize::from(from)..usize::from(b)].iter().rev() {
+            if !cell.is_wide() {
+                break;
+            }
+            run += 1;
+        }
+        let wide = run % 2 == 1;
+        self.erase(from, attrs);
+        self.cells[usize::from(a)..usize::from(b)].fill(Cell::blank(attrs));
+        if wide {
+            let next = &mut self.cells[usize::from(b)];
+            next.clear(next.attrs);
+        }
+        for col in b..to {
+            self.erase(col, attrs);
+        }
+    }
+
     pub fn erase(&mut self, i: u16, attrs: Attrs) {
         let idx = usize::from(i);
         let wide = self.cells[idx].is_wide();
@@ -270,5 +305,85 @@ impl Row {
         };
         let a = self.cells[other].attrs;
         self.cells[other].clear(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::grid::cell::{CONTINUATION, Color};
+
+    /// Every row of `cols` cells made of narrow, blank and wide (with its
+    /// continuation) cells, each column's attributes its own.
+    fn rows(cols: usize) -> Vec<Vec<Cell>> {
+        let attrs = |i: usize| Attrs {
+            fg: Color::Idx(i as u8),
+            ..Attrs::DEFAULT
+        };
+        if cols == 0 {
+            return vec![Vec::new()];
+        }
+        let mut out = Vec::new();
+        for mut head in rows(cols - 1) {
+            let i = head.len();
+            head.push(Cell::plain('a', attrs(i), false));
+            out.push(head.clone());
+            head.pop();
+            head.push(Cell::blank(attrs(i)));
+            out.push(head);
+        }
+        if cols >= 2 {
+            for mut head in rows(cols - 2) {
+                let i = head.len();
+                head.push(Cell::plain('中', attrs(i), true));
+                head.push(Cell {
+                    flags: CONTINUATION,
+                    ..Cell::blank(attrs(i + 1))
+                });
+                out.push(head);
+            }
+        }
+        // A wide character's first half alone in the last column too.
+        for mut head in rows(cols - 1) {
+            head.push(Cell::plain('中', attrs(cols - 1), true));
+            out.push(head);
+        }
+        out
+    }
+
+    #[test]
+    fn erase_range_is_each_columns_erase_in_turn() {
+        let with = Attrs {
+            bg: Color::Rgb(1, 2, 3),
+            ..Attrs::DEFAULT
+        };
+        let mut checked = 0;
+        for cols in 1..=7u16 {
+            for cells in rows(usize::from(cols)) {
+                for wrapped in [false, true] {
+                    for from in 0..=cols {
+                        for to in from..=cols {
+                            let start = Row {
+                                cells: cells.clone(),
+                                wrapped,
+                                clusters: Vec::new(),
+                            };
+                            let (mut one, mut each) = (start.clone(), start);
+                            one.erase_range(from, to, with);
+                            for col in from..to {
+                                each.erase(col, with);
+                            }
+                            assert_eq!(
+                                (&one.cells, one.wrapped),
+                                (&each.cells, each.wrapped),
+                                "{cells:?} wrapped {wrapped}, {from}..{to}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
     }
 }

@@ -90,6 +90,12 @@ impl Model {
                     self.driver.term.ascii_run(&bytes[i..i + run]);
                     i += run;
                 }
+                // `ESC [ 0 m`, SGR's reset, ends nearly every coloured
+                // stretch: read at a glance (what `sgr` does with a 0).
+                0x1b if bytes.get(i + 1..i + 4) == Some(b"[0m") => {
+                    self.driver.term.attrs = Attrs::DEFAULT;
+                    i += 4;
+                }
                 0x1b => match own_csi(&bytes[i..], &mut csi) {
                     Some(n) => {
                         let params = &csi.params[..csi.len];
@@ -144,8 +150,13 @@ impl Model {
         const RUN: usize = 32;
         let mut run = ['\0'; RUN];
         let mut n = 0;
+        // The last character looked up: a bar repeats one (`█████░░░░`).
+        let mut last = ('\0', false);
         for c in text.chars() {
-            if term::Term::is_narrow(c) {
+            if c != last.0 {
+                last = (c, term::Term::is_narrow(c));
+            }
+            if last.1 {
                 run[n] = c;
                 n += 1;
                 if n == RUN {

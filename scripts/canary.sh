@@ -1,7 +1,8 @@
 #!/bin/sh
 # The canary: install the newest published Claude Code and Codex into a cache
-# dir of their own, run the real-agent suite against them, and print the
-# versions and a pass/fail line per test — so a release that moves the screen
+# dir of their own, run the real-agent suite and the agents' signal suites
+# against them (an interrupt Claude Code 2.1.337 draws anew showed only
+# there), and print the versions and a pass/fail line per test — so a release that moves the screen
 # is seen before users meet it. Not part of CI (docs/rehearsal.md).
 #   scripts/canary.sh            # newest of both
 #   CANARY_CLAUDE=2.1.340 CANARY_CODEX=0.172.0 scripts/canary.sh
@@ -25,7 +26,8 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
 DROVER_AGENTS_DIR="$root" DROVER_AGENT_VERSIONS="$versions" \
-    cargo test --test it -- --ignored --test-threads 2 real_agents:: >"$log" 2>&1 || status=$?
+    cargo test --test it -- --ignored --test-threads 2 \
+    real_agents:: real_signals:: real_signals_wired:: real_signals_drift:: >"$log" 2>&1 || status=$?
 
 grep -E '^test [a-z_:]+ \.\.\. ' "$log" | sed -e 's/^test \([a-z_:]*\) \.\.\. \(.*\)$/\2 \1/' \
     -e 's/^ok /pass /' -e 's/^FAILED /FAIL /' | sort -k2

@@ -10,7 +10,11 @@
 //! and the ratios screen/vte and vt100/vte are printed.
 //!
 //! `cargo bench --bench screen [-- --mib 64 --runs 5]`; `-- --only screen`
-//! runs drover's model alone (to profile it: `perf record` the bench binary).
+//! runs drover's model alone (to profile it: `perf record` the bench binary,
+//! or count its instructions with `valgrind --tool=cachegrind`); `-- --check`
+//! prints, instead of timings, a hash of what drover's model shows along the
+//! way (every 97th chunk's repaint and rows, the end with its scrollback):
+//! two builds that print the same hash read these bytes alike.
 
 use std::time::Instant;
 
@@ -61,6 +65,7 @@ fn main() {
         eprintln!("bench/screen: --only takes vte, screen or vt100, not {o:?}");
         std::process::exit(2);
     }
+    let check = args.iter().any(|a| a == "--check");
     let run = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let root = env!("CARGO_MANIFEST_DIR");
     let out = std::process::Command::new("perl")
@@ -75,6 +80,23 @@ fn main() {
             data.push(b'\r');
         }
         data.push(b);
+    }
+    if check {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut s = Screen::new(120, 40);
+        for (i, c) in data.chunks(CHUNK).enumerate() {
+            s.process(c);
+            if i % 97 == 0 {
+                s.repaint().hash(&mut h);
+                s.rows_formatted().hash(&mut h);
+            }
+        }
+        s.scrollback_rows(drover::screen::SCROLLBACK_ROWS)
+            .hash(&mut h);
+        s.repaint().hash(&mut h);
+        println!("screen model, {mib} MiB: check {:016x}", h.finish());
+        return;
     }
     let (mut vte_t, mut screen_t, mut old_t) = (Vec::new(), Vec::new(), Vec::new());
     // A model left out (`--only`) times as NaN.

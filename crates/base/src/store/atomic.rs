@@ -1,7 +1,7 @@
 use super::StoreError;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Atomically replace `path` with `bytes`: temp file in the same dir, fsync,
 /// rename, fsync the directory.
@@ -72,22 +72,75 @@ fn replace(
     durable: bool,
     step: &mut dyn FnMut(&'static str),
 ) -> Result<DirSync, StoreError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    super::create_private_dir(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "doc".into());
-    let tmp = dir.join(format!(
-        ".{name}.tmp.{}.{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut f = super::open_private(&tmp, OpenOptions::new().write(true).create_new(true))?;
+    let (sync, replaced) = Staged::beside(path)?.put(path, bytes, durable, step)?;
+    drop(replaced);
+    Ok(sync)
+}
+
+/// A temp file made beside a document ahead of replacing it. A writer that
+/// replaces the document under a lock makes it before taking the lock and
+/// removes the old content ([`Replaced`]) after letting the lock go, so
+/// neither making nor removing a file is paid while others wait. Dropped
+/// unused, the temp file is removed; a writer killed first leaves it to the
+/// sweep of dead writers' temp files.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    file: Option<File>,
+}
+
+impl Staged {
+    /// Make the temp file in `path`'s directory (made private if missing).
+    pub fn beside(path: &Path) -> Result<Staged, StoreError> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        super::create_private_dir(dir)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "doc".into());
+        let tmp = dir.join(format!(
+            ".{name}.tmp.{}.{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let file = super::open_private(&tmp, OpenOptions::new().write(true).create_new(true))?;
+        Ok(Staged {
+            tmp,
+            file: Some(file),
+        })
+    }
+
+    /// [`replace_json_unsynced_steps`] through this temp file: the old
+    /// content is left under the temp name, removed when the returned
+    /// [`Replaced`] is dropped.
+    pub fn replace_json_unsynced_steps<T: serde::Serialize + ?Sized>(
+        self,
+        path: &Path,
+        value: &T,
+        step: &mut dyn FnMut(&'static str),
+    ) -> Result<Replaced, StoreError> {
+        let bytes = json_bytes(path, value)?;
+        self.put(path, &bytes, false, step).map(|(_, r)| r)
+    }
+
+    fn put(
+        mut self,
+        path: &Path,
+        bytes: &[u8],
+        durable: bool,
+        step: &mut dyn FnMut(&'static str),
+    ) -> Result<(DirSync, Replaced), StoreError> {
+        let tmp = self.tmp.clone();
+        let Some(mut f) = self.file.take() else {
+            return Err(StoreError::io(
+                "write",
+                &tmp,
+                std::io::Error::other("temp file already used"),
+            ));
+        };
         f.write_all(bytes)
             .map_err(|e| StoreError::io("write", &tmp, e))?;
         step("written");
@@ -103,19 +156,47 @@ fn replace(
         }
         .map_err(|e| StoreError::io("rename", path, e))?;
         step("renamed");
-        if swapped {
-            // The old content, now under the temp name: a writer killed
-            // before this leaves a hidden temp file, swept like any other.
-            let _ = fs::remove_file(&tmp);
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        // The temp name is taken over by `Replaced` (it holds the old
+        // content after an exchange) or gone (renamed into place).
+        self.tmp = PathBuf::new();
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Ok((
+            DirSync {
+                dir: dir.to_path_buf(),
+            },
+            Replaced {
+                old: swapped.then_some(tmp),
+            },
+        ))
     }
-    result.map(|()| DirSync {
-        dir: dir.to_path_buf(),
-    })
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The old content of a document replaced by exchanging names, under the
+/// temp file's name: removed when this is dropped. A writer killed before
+/// leaves a hidden temp file, swept like any other.
+#[derive(Debug)]
+#[must_use = "dropping it removes the old content at once"]
+pub struct Replaced {
+    old: Option<PathBuf>,
+}
+
+impl Drop for Replaced {
+    fn drop(&mut self) {
+        if let Some(old) = self.old.take() {
+            let _ = fs::remove_file(old);
+        }
+    }
 }
 
 /// Put the file at `tmp` in `path`'s place, for a write that is not synced:
@@ -201,6 +282,34 @@ mod tests {
         assert_eq!(v["a"], 2);
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "temp files must not remain");
+    }
+
+    /// A staged temp file: made ahead, removed when dropped unused; used,
+    /// the new content is in place at once and the old one stays under the
+    /// temp name until the `Replaced` is dropped (after a lock is let go).
+    #[test]
+    fn a_staged_replace_leaves_the_old_content_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rec.json");
+        let count = || fs::read_dir(dir.path()).unwrap().count();
+        drop(Staged::beside(&p).unwrap());
+        assert_eq!(count(), 0, "an unused temp file is removed");
+        let staged = Staged::beside(&p).unwrap();
+        drop(
+            staged
+                .replace_json_unsynced_steps(&p, &1u32, &mut |_| {})
+                .unwrap(),
+        );
+        assert_eq!(count(), 1, "new: renamed into place, nothing left");
+        let staged = Staged::beside(&p).unwrap();
+        let replaced = staged
+            .replace_json_unsynced_steps(&p, &2u32, &mut |_| {})
+            .unwrap();
+        assert_eq!(read_json::<u32>(&p).unwrap(), Some(2));
+        assert_eq!(count(), 2, "the old content under the temp name");
+        drop(replaced);
+        assert_eq!(count(), 1, "and gone with the Replaced");
+        assert_eq!(read_json::<u32>(&p).unwrap(), Some(2));
     }
 
     /// An unsynced replace, new and over a file: the new content in place,

@@ -67,6 +67,8 @@ fn line_at(f: &mut File, path: &Path, offset: u64) -> Result<usize, StoreError> 
 
 /// Read the end of the file back from `len` until the buffer holds at least
 /// `newlines` newline bytes or the whole file. Returns (buffer start, buffer).
+/// The first step is a page (a log's last line is far shorter), each next
+/// one twice the last up to [`BACK_CHUNK`]; only new bytes are counted.
 fn read_back(
     f: &mut File,
     path: &Path,
@@ -75,16 +77,20 @@ fn read_back(
 ) -> Result<(u64, Vec<u8>), StoreError> {
     let mut start = len;
     let mut buf: Vec<u8> = Vec::new();
-    while start > 0 && buf.iter().filter(|b| **b == b'\n').count() < newlines {
-        let from = start.saturating_sub(BACK_CHUNK);
+    let mut seen = 0;
+    let mut step = 4096;
+    while start > 0 && seen < newlines {
+        let from = start.saturating_sub(step);
         let mut chunk = vec![0u8; (start - from) as usize];
         f.seek(SeekFrom::Start(from))
             .map_err(|e| StoreError::io("seek", path, e))?;
         f.read_exact(&mut chunk)
             .map_err(|e| StoreError::io("read", path, e))?;
+        seen += chunk.iter().filter(|b| **b == b'\n').count();
         chunk.extend_from_slice(&buf);
         buf = chunk;
         start = from;
+        step = (step * 2).min(BACK_CHUNK);
     }
     Ok((start, buf))
 }
@@ -113,8 +119,8 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
         OpenOptions::new().create(true).read(true).append(true),
     )?;
     // A log its readers refuse is not written to either.
-    check_body(&mut f, path)?;
-    if repair_tail(&mut f, path)? {
+    let tail = check_body(&mut f, path)?;
+    if repair_tail(&mut f, path, tail)? {
         line.insert(0, b'\n');
     }
     f.write_all(&line)
@@ -153,10 +159,19 @@ fn remember_checked(path: &Path, md: &std::fs::Metadata, upto: u64) {
     }
 }
 
+/// The bytes after a log's last newline, read to its end, and where they
+/// start.
+struct TailBytes {
+    at: u64,
+    bytes: Vec<u8>,
+}
+
 /// Every complete line before the last newline parses (blank lines aside),
 /// as [`read_jsonl`] requires; else `Corrupt` naming the line. Reads only
-/// what this process has not checked in this file before.
-fn check_body(f: &mut File, path: &Path) -> Result<(), StoreError> {
+/// what this process has not checked in this file before, on to the end:
+/// what follows the last newline is returned for the torn-tail rule, so the
+/// end is not read again.
+fn check_body(f: &mut File, path: &Path) -> Result<TailBytes, StoreError> {
     use std::os::unix::fs::MetadataExt;
     let md = f.metadata().map_err(|e| StoreError::io("stat", path, e))?;
     let from = CHECKED
@@ -197,27 +212,22 @@ fn check_body(f: &mut File, path: &Path) -> Result<(), StoreError> {
         at += n as u64;
     }
     remember_checked(path, &md, at);
-    Ok(())
+    Ok(TailBytes { at, bytes: line })
 }
 
-/// Apply the torn-tail rule before an append. Returns true when the tail is a
-/// complete record that needs its newline; cuts a torn tail; refuses a foreign one.
-fn repair_tail(f: &mut File, path: &Path) -> Result<bool, StoreError> {
-    let len = f
-        .metadata()
-        .map_err(|e| StoreError::io("stat", path, e))?
-        .len();
-    let (start, buf) = read_back(f, path, len, 1)?;
-    let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
-    let keep = start + tail_at as u64;
-    match judge_tail(&buf[tail_at..]) {
+/// Apply the torn-tail rule before an append to `tail`, what follows the
+/// log's last newline. Returns true when the tail is a complete record that
+/// needs its newline; cuts a torn tail; refuses a foreign one.
+fn repair_tail(f: &mut File, path: &Path, tail: TailBytes) -> Result<bool, StoreError> {
+    let keep = tail.at;
+    match judge_tail(&tail.bytes) {
         Tail::None => Ok(false),
         Tail::Complete => {
             tracing::warn!(path = %path.display(), "the last record had no newline; kept it");
             Ok(true)
         }
         Tail::Torn => {
-            tracing::warn!(path = %path.display(), cut = len - keep, "cut a torn last line");
+            tracing::warn!(path = %path.display(), cut = tail.bytes.len(), "cut a torn last line");
             f.set_len(keep)
                 .map_err(|e| StoreError::io("truncate", path, e))?;
             Ok(false)
@@ -243,23 +253,36 @@ pub fn check_tail(path: &Path) -> Result<(), StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(StoreError::io("open", path, e)),
     };
-    let len = f
-        .metadata()
-        .map_err(|e| StoreError::io("stat", path, e))?
-        .len();
-    let (start, buf) = read_back(&mut f, path, len, 1)?;
-    let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
-    if judge_tail(&buf[tail_at..]) == Tail::Foreign {
-        let line = line_at(&mut f, path, start + tail_at as u64)?;
+    let body = check_body(&mut f, path);
+    // A foreign tail is named before a corrupt line above it.
+    let tail = match body {
+        Ok(tail) => tail,
+        Err(e) => {
+            let len = f
+                .metadata()
+                .map_err(|e| StoreError::io("stat", path, e))?
+                .len();
+            let (start, buf) = read_back(&mut f, path, len, 1)?;
+            let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+            TailBytes {
+                at: start + tail_at as u64,
+                bytes: if judge_tail(&buf[tail_at..]) == Tail::Foreign {
+                    buf[tail_at..].to_vec()
+                } else {
+                    return Err(e);
+                },
+            }
+        }
+    };
+    if judge_tail(&tail.bytes) == Tail::Foreign {
+        let line = line_at(&mut f, path, tail.at)?;
         return Err(corrupt(
             path,
             line,
             "the last line is not a record drover wrote",
         ));
     }
-    // A corrupt line before it refuses the append too: found here, before
-    // the writer commits to anything.
-    check_body(&mut f, path)
+    Ok(())
 }
 
 /// The last record of a log (a complete unterminated tail counts; a torn one

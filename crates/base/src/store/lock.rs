@@ -68,19 +68,14 @@ impl LockGuard {
         }
         let start = Instant::now();
         // A flock belongs to the open file, which the clone shares: the lock
-        // the thread takes is `file`'s. Should nobody take the answer, the
-        // thread's clone is the last of the open file and closing it lets
+        // the waiter takes is `file`'s. Should nobody take the answer, the
+        // waiter's clone is the last of the open file and dropping it lets
         // the lock go.
-        let waiter = file
+        let clone = file
             .try_clone()
             .map_err(|e| StoreError::io("lock", lock_file, e))?;
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        std::thread::Builder::new()
-            .name("lock-wait".into())
-            .spawn(move || {
-                let got = waiter.lock();
-                let _ = tx.send(got);
-            })
+        let (done, rx) = std::sync::mpsc::sync_channel(1);
+        waiters::hand_over(waiters::Wait { file: clone, done })
             .map_err(|e| StoreError::io("lock", lock_file, e))?;
         match rx.recv_timeout(wait) {
             Ok(Ok(())) => Ok(Self::held(file, lock_file)),
@@ -133,6 +128,74 @@ impl LockGuard {
     /// [`LockGuard::exclusive`] does), for a lock taken with `try_exclusive`.
     pub fn note_holder(&self) {
         write_holder(&self.file);
+    }
+}
+
+/// The `lock-wait` threads of [`LockGuard::exclusive_queued`]: each blocks
+/// in `flock` for one wait at a time, then waits for the next. Kept rather
+/// than made per wait: making a thread cost more than the wait itself when
+/// many processes take one lock briefly and often (the jobs' registry lock).
+mod waiters {
+    use std::fs::File;
+    use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+    use std::sync::{Mutex, PoisonError};
+
+    /// One wait: the lock file (a clone of the waiting caller's) and where
+    /// to say whether it was taken.
+    pub(super) struct Wait {
+        pub(super) file: File,
+        pub(super) done: SyncSender<std::io::Result<()>>,
+    }
+
+    /// Idle threads kept at most; more exit when their wait is over.
+    const KEEP: usize = 4;
+
+    /// The idle threads, by the pid that made them: a forked child has none
+    /// of its parent's threads, so it starts with none.
+    static IDLE: Mutex<(u32, Vec<SyncSender<Wait>>)> = Mutex::new((0, Vec::new()));
+
+    /// Give `wait` to an idle thread, or to a new one.
+    pub(super) fn hand_over(wait: Wait) -> std::io::Result<()> {
+        let pid = std::process::id();
+        let idle = {
+            let mut g = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+            if g.0 != pid {
+                *g = (pid, Vec::new());
+            }
+            g.1.pop()
+        };
+        let wait = match idle {
+            Some(tx) => match tx.send(wait) {
+                Ok(()) => return Ok(()),
+                Err(e) => e.0,
+            },
+            None => wait,
+        };
+        let (tx, rx) = sync_channel(1);
+        std::thread::Builder::new()
+            .name("lock-wait".into())
+            .spawn(move || run(wait, tx, rx))
+            .map(drop)
+    }
+
+    fn run(mut wait: Wait, me: SyncSender<Wait>, next: Receiver<Wait>) {
+        loop {
+            let got = wait.file.lock();
+            let _ = wait.done.send(got);
+            // Drops the clone: if the caller gave up, the lock goes with it.
+            drop(wait);
+            {
+                let mut g = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+                if g.0 != std::process::id() || g.1.len() >= KEEP {
+                    return;
+                }
+                g.1.push(me.clone());
+            }
+            match next.recv() {
+                Ok(w) => wait = w,
+                Err(_) => return,
+            }
+        }
     }
 }
 

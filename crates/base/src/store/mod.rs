@@ -14,8 +14,9 @@ mod sweep;
 mod tail;
 
 pub use atomic::{
-    DirSync, read_json, replace_json_unsynced_steps, write_bytes_atomic, write_bytes_atomic_steps,
-    write_bytes_renamed_steps, write_json_atomic, write_json_atomic_steps,
+    DirSync, Replaced, Staged, read_json, replace_json_unsynced_steps, write_bytes_atomic,
+    write_bytes_atomic_steps, write_bytes_renamed_steps, write_json_atomic,
+    write_json_atomic_steps,
 };
 pub use jsonl::{
     JsonlRead, append_jsonl, check_tail, last_record, parse_jsonl, read_jsonl, sync_jsonl,

@@ -46,7 +46,7 @@ pub use request::{Action, Actor, Authority, Lane, Request};
 pub use table::{Decider, Decision, Inputs, Rule, decide};
 
 use crate::statedir::{StateDir, StateDirBuf};
-use crate::store::{LockGuard, append_jsonl, read_json, read_jsonl, replace_json_unsynced_steps};
+use crate::store::{LockGuard, Replaced, Staged, append_jsonl, read_json, read_jsonl};
 use std::path::{Path, PathBuf};
 
 /// What an accepted or acknowledged request left behind.
@@ -152,8 +152,12 @@ impl Engine {
         // In flight from before the commit to the mirror step (see
         // `mirror::InFlight`).
         let in_flight = mirror::InFlight::enter(&self.state);
-        let (before, decision) = self.critical(req, &inputs, decide, still)?;
+        // The record's temp file, made before the lock is taken.
+        let staged = Staged::beside(&self.record_path(&req.job_id))?;
+        let (before, decision, replaced) = self.critical(req, &inputs, decide, still, staged)?;
         crash::point("unlocked");
+        // The record's old content, removed now that the lock is let go.
+        drop(replaced);
         // The lock is released here; what follows may be slow without holding
         // anyone up.
         let from = before.as_ref().map(|r| r.status);
@@ -222,7 +226,8 @@ impl Engine {
         inputs: &Inputs,
         decider: Decider,
         still: Option<(&'static str, &dyn Fn() -> bool)>,
-    ) -> Result<(Option<JobRecord>, Decision), EngineError> {
+        staged: Staged,
+    ) -> Result<(Option<JobRecord>, Decision, Option<Replaced>), EngineError> {
         let _guard = LockGuard::exclusive_queued(&self.lock_path())?;
         crash::point("locked");
         if let Some((what, still)) = still
@@ -235,14 +240,18 @@ impl Engine {
         }
         let path = self.record_path(&req.job_id);
         let record = record::read_record(&path, &req.job_id)?;
-        let last = seq::last(&self.state, || recover::recover(&self.state))?;
+        let hint = seq::Hint::open(&self.state)?;
+        let last = hint.last(&self.state, || recover::recover(&self.state))?;
         let last = last.max(record.as_ref().map_or(0, |r| r.transition_seq));
         let next_seq = last.saturating_add(1);
         let decision = decider(record.as_ref(), req, inputs, next_seq);
+        let mut replaced = None;
         if let Decision::Accept(new) = &decision {
-            seq::write(&self.state, next_seq)?;
+            hint.write(next_seq)?;
             crash::point("seq written");
-            replace_json_unsynced_steps(&path, new, &mut |step| crash::point(step))?;
+            replaced = Some(
+                staged.replace_json_unsynced_steps(&path, new, &mut |step| crash::point(step))?,
+            );
             let mut entry = audit_entry(req, inputs, record.as_ref().map(|r| r.status));
             entry.seq = Some(next_seq);
             entry.outcome = Outcome::Accepted;
@@ -261,7 +270,7 @@ impl Engine {
             })?;
             crash::point("audited");
         }
-        Ok((record, decision))
+        Ok((record, decision, replaced))
     }
 
     /// The last seq given out in this state dir (read under the lock; after

@@ -101,14 +101,26 @@ pub fn last(
     state_dir: &StateDir,
     scan: impl FnOnce() -> Result<u64, StoreError>,
 ) -> Result<u64, StoreError> {
-    if let Some(seq) = hinted(state_dir)? {
+    last_with(state_dir, hinted(state_dir)?, scan, |seq| {
+        write(state_dir, seq)
+    })
+}
+
+/// [`last`] given what the hint says, writing a new one with `write`.
+fn last_with(
+    state_dir: &StateDir,
+    hint: Option<u64>,
+    scan: impl FnOnce() -> Result<u64, StoreError>,
+    write: impl FnOnce(u64) -> Result<(), StoreError>,
+) -> Result<u64, StoreError> {
+    if let Some(seq) = hint {
         return Ok(seq);
     }
     let legacy_path = state_dir.jobs_seq_legacy();
     let legacy = read_json::<LegacyDoc>(&legacy_path)?.map_or(0, |d| d.last_seq);
     let last = legacy.max(scan()?);
     if !boot().is_empty() {
-        write(state_dir, last)?;
+        write(last)?;
     }
     if legacy > 0 || legacy_path.exists() {
         match std::fs::remove_file(&legacy_path) {
@@ -127,8 +139,79 @@ pub fn last(
     Ok(last)
 }
 
-/// Record `seq` as the last given out. Call under `registry.lock`, before the
-/// record that carries it is written. One `pwrite`, no fsync (see the module doc).
+/// The hint open for one critical section, read and then written through
+/// one descriptor: [`last`] and [`write`] open it twice, which the lock's
+/// holder pays for on every transition.
+pub struct Hint {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    /// The length read, so a write of the same length needs no truncate.
+    len: std::cell::Cell<usize>,
+}
+
+impl Hint {
+    /// Open (or create) `jobs/seq.hint`.
+    pub fn open(state_dir: &StateDir) -> Result<Hint, StoreError> {
+        let path = state_dir.jobs_seq_hint();
+        let file = crate::store::open_private(
+            &path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
+        Ok(Hint {
+            file,
+            path,
+            len: std::cell::Cell::new(0),
+        })
+    }
+
+    /// [`last`] through this descriptor.
+    pub fn last(
+        &self,
+        state_dir: &StateDir,
+        scan: impl FnOnce() -> Result<u64, StoreError>,
+    ) -> Result<u64, StoreError> {
+        let boot = boot();
+        let hint = if boot.is_empty() {
+            None
+        } else {
+            // A hint is one short line; one longer than this does not check.
+            let mut buf = [0u8; 256];
+            let n = self.file.read_at(&mut buf, 0).map_err(|e| StoreError::Io {
+                op: "read",
+                path: self.path.clone(),
+                source: e,
+            })?;
+            self.len.set(n);
+            (n < buf.len()).then(|| decode(&buf[..n], boot)).flatten()
+        };
+        last_with(state_dir, hint, scan, |seq| self.write(seq))
+    }
+
+    /// [`write`] through this descriptor.
+    pub fn write(&self, seq: u64) -> Result<(), StoreError> {
+        let line = encode(seq, boot());
+        let io = |op, e| StoreError::Io {
+            op,
+            path: self.path.clone(),
+            source: e,
+        };
+        self.file
+            .write_all_at(line.as_bytes(), 0)
+            .map_err(|e| io("write", e))?;
+        if self.len.get() != line.len() {
+            self.file
+                .set_len(line.len() as u64)
+                .map_err(|e| io("truncate", e))?;
+            self.len.set(line.len());
+        }
+        Ok(())
+    }
+}
+
 pub fn write(state_dir: &StateDir, seq: u64) -> Result<(), StoreError> {
     let path = state_dir.jobs_seq_hint();
     let line = encode(seq, boot());
@@ -169,5 +252,37 @@ mod tests {
         assert_eq!(decode(torn.as_bytes(), "boot-a"), None, "torn");
         assert_eq!(decode(b"", "boot-a"), None);
         assert_eq!(decode(&line.as_bytes()[..10], "boot-a"), None);
+    }
+
+    /// The one-descriptor hint reads and writes what the two-open path does:
+    /// a missing or torn hint is scanned around and rewritten whole, a
+    /// longer one is cut to one line, and `last` then reads the new seq.
+    #[test]
+    fn the_open_hint_reads_and_writes_as_the_free_functions_do() {
+        if boot().is_empty() {
+            return; // no boot id: no hint is ever trusted (see `boot`)
+        }
+        let d = tempfile::tempdir().unwrap();
+        let sd = StateDir::new(d.path());
+        std::fs::create_dir_all(sd.jobs_seq_hint().parent().unwrap()).unwrap();
+        let hint = Hint::open(&sd).unwrap();
+        assert_eq!(hint.last(&sd, || Ok(7)).unwrap(), 7, "missing: scanned");
+        assert!(trusted(&sd), "rewritten by the scan");
+        hint.write(8).unwrap();
+        assert_eq!(
+            last(&sd, || panic!("a valid hint is not scanned")).unwrap(),
+            8
+        );
+        // Longer than a hint (a torn rewrite's garbage behind it): scanned
+        // around, then cut to the one line.
+        let long = format!("{}{}", encode(9, boot()), "x".repeat(300));
+        std::fs::write(sd.jobs_seq_hint(), long).unwrap();
+        let hint = Hint::open(&sd).unwrap();
+        assert_eq!(hint.last(&sd, || Ok(12)).unwrap(), 12, "over-long: scanned");
+        hint.write(13).unwrap();
+        let bytes = std::fs::read(sd.jobs_seq_hint()).unwrap();
+        assert_eq!(bytes, encode(13, boot()).as_bytes());
+        let hint = Hint::open(&sd).unwrap();
+        assert_eq!(hint.last(&sd, || panic!("valid")).unwrap(), 13);
     }
 }

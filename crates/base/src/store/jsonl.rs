@@ -110,9 +110,7 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
         message: e.to_string(),
     })?;
     line.push(b'\n');
-    if let Some(dir) = path.parent() {
-        super::create_private_dir(dir)?;
-    }
+    // The lock file beside the log is made with its directory.
     let guard = super::lock_beside(path)?;
     let mut f = super::open_private(
         path,

@@ -268,18 +268,28 @@ fn flock_holder(locks: &str, dev: u64, ino: u64) -> Option<u32> {
     })
 }
 
+/// Open (or create) a lock file; its directory is made only when missing
+/// (checked first on every lock, it cost the holders of a busy one a stat).
 fn open_lock_file(lock_file: &Path) -> Result<File, StoreError> {
-    if let Some(dir) = lock_file.parent() {
-        super::create_private_dir(dir)?;
+    let open = || {
+        super::open_private(
+            lock_file,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+    };
+    match open() {
+        Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = lock_file.parent() {
+                super::create_private_dir(dir)?;
+            }
+            open()
+        }
+        other => other,
     }
-    super::open_private(
-        lock_file,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )
 }
 
 /// `doc.json` → `doc.json.lock`.

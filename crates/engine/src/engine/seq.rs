@@ -265,24 +265,24 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let sd = StateDir::new(d.path());
         std::fs::create_dir_all(sd.jobs_seq_hint().parent().unwrap()).unwrap();
-        let hint = Hint::open(&sd).unwrap();
-        assert_eq!(hint.last(&sd, || Ok(7)).unwrap(), 7, "missing: scanned");
-        assert!(trusted(&sd), "rewritten by the scan");
+        let hint = Hint::open(sd).unwrap();
+        assert_eq!(hint.last(sd, || Ok(7)).unwrap(), 7, "missing: scanned");
+        assert!(trusted(sd), "rewritten by the scan");
         hint.write(8).unwrap();
         assert_eq!(
-            last(&sd, || panic!("a valid hint is not scanned")).unwrap(),
+            last(sd, || panic!("a valid hint is not scanned")).unwrap(),
             8
         );
         // Longer than a hint (a torn rewrite's garbage behind it): scanned
         // around, then cut to the one line.
         let long = format!("{}{}", encode(9, boot()), "x".repeat(300));
         std::fs::write(sd.jobs_seq_hint(), long).unwrap();
-        let hint = Hint::open(&sd).unwrap();
-        assert_eq!(hint.last(&sd, || Ok(12)).unwrap(), 12, "over-long: scanned");
+        let hint = Hint::open(sd).unwrap();
+        assert_eq!(hint.last(sd, || Ok(12)).unwrap(), 12, "over-long: scanned");
         hint.write(13).unwrap();
         let bytes = std::fs::read(sd.jobs_seq_hint()).unwrap();
         assert_eq!(bytes, encode(13, boot()).as_bytes());
-        let hint = Hint::open(&sd).unwrap();
-        assert_eq!(hint.last(&sd, || panic!("valid")).unwrap(), 13);
+        let hint = Hint::open(sd).unwrap();
+        assert_eq!(hint.last(sd, || panic!("valid")).unwrap(), 13);
     }
 }

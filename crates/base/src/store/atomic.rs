@@ -248,7 +248,7 @@ fn json_bytes<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<Ve
 /// Read a JSON document; `Ok(None)` when it does not exist, `Corrupt` when it
 /// does not parse.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
-    let bytes = match fs::read(path) {
+    let bytes = match read_small(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StoreError::io("read", path, e)),
@@ -260,6 +260,16 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
             line: Some(e.line()),
             message: e.to_string(),
         })
+}
+
+/// A file's bytes, read into a page to start with rather than a buffer
+/// sized by a `stat` first (`fs::read`): a document is usually smaller, and
+/// the engine reads one under its lock on every transition.
+fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(4096);
+    File::open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {

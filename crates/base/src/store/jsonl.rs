@@ -112,20 +112,27 @@ pub fn append_jsonl<T: serde::Serialize + ?Sized>(
     line.push(b'\n');
     // The lock file beside the log is made with its directory.
     let guard = super::lock_beside(path)?;
-    let mut f = super::open_private(
+    let (mut f, md) = super::private::open_private_stat(
         path,
         OpenOptions::new().create(true).read(true).append(true),
     )?;
     // A log its readers refuse is not written to either.
-    let tail = check_body(&mut f, path)?;
-    if repair_tail(&mut f, path, tail)? {
-        line.insert(0, b'\n');
-    }
+    let tail = check_body(&mut f, path, md)?;
+    // Where the log ends before this line (nobody else appends under the
+    // lock): what was read to its end, or where a torn tail is cut.
+    let end = tail.at + tail.bytes.len() as u64;
+    let (dev, ino) = (tail.dev, tail.ino);
+    let end = match repair_tail(&mut f, path, tail)? {
+        Repair::Newline => {
+            line.insert(0, b'\n');
+            end
+        }
+        Repair::Cut(at) => at,
+        Repair::None => end,
+    };
     f.write_all(&line)
         .map_err(|e| StoreError::io("append", path, e))?;
-    if let Ok(md) = f.metadata() {
-        remember_checked(path, &md, md.len());
-    }
+    remember_checked(path, dev, ino, end + line.len() as u64);
     drop(guard);
     if durable {
         f.sync_data()
@@ -149,11 +156,10 @@ pub fn sync_jsonl(path: &Path) -> Result<(), StoreError> {
 static CHECKED: std::sync::Mutex<Vec<(std::path::PathBuf, u64, u64, u64)>> =
     std::sync::Mutex::new(Vec::new());
 
-fn remember_checked(path: &Path, md: &std::fs::Metadata, upto: u64) {
-    use std::os::unix::fs::MetadataExt;
+fn remember_checked(path: &Path, dev: u64, ino: u64, upto: u64) {
     if let Ok(mut c) = CHECKED.lock() {
         c.retain(|(p, ..)| p != path);
-        c.push((path.to_path_buf(), md.dev(), md.ino(), upto));
+        c.push((path.to_path_buf(), dev, ino, upto));
     }
 }
 
@@ -162,6 +168,9 @@ fn remember_checked(path: &Path, md: &std::fs::Metadata, upto: u64) {
 struct TailBytes {
     at: u64,
     bytes: Vec<u8>,
+    /// The log's device and inode, as checked.
+    dev: u64,
+    ino: u64,
 }
 
 /// Every complete line before the last newline parses (blank lines aside),
@@ -169,9 +178,8 @@ struct TailBytes {
 /// what this process has not checked in this file before, on to the end:
 /// what follows the last newline is returned for the torn-tail rule, so the
 /// end is not read again.
-fn check_body(f: &mut File, path: &Path) -> Result<TailBytes, StoreError> {
+fn check_body(f: &mut File, path: &Path, md: std::fs::Metadata) -> Result<TailBytes, StoreError> {
     use std::os::unix::fs::MetadataExt;
-    let md = f.metadata().map_err(|e| StoreError::io("stat", path, e))?;
     let from = CHECKED
         .lock()
         .ok()
@@ -209,26 +217,41 @@ fn check_body(f: &mut File, path: &Path) -> Result<TailBytes, StoreError> {
         }
         at += n as u64;
     }
-    remember_checked(path, &md, at);
-    Ok(TailBytes { at, bytes: line })
+    remember_checked(path, md.dev(), md.ino(), at);
+    Ok(TailBytes {
+        at,
+        bytes: line,
+        dev: md.dev(),
+        ino: md.ino(),
+    })
+}
+
+/// What [`repair_tail`] did to the log's end.
+enum Repair {
+    /// Nothing to do.
+    None,
+    /// The tail is a complete record: the next line needs a newline first.
+    Newline,
+    /// A torn tail was cut: the log now ends here.
+    Cut(u64),
 }
 
 /// Apply the torn-tail rule before an append to `tail`, what follows the
-/// log's last newline. Returns true when the tail is a complete record that
-/// needs its newline; cuts a torn tail; refuses a foreign one.
-fn repair_tail(f: &mut File, path: &Path, tail: TailBytes) -> Result<bool, StoreError> {
+/// log's last newline: keep a complete record (it needs its newline), cut a
+/// torn one, refuse a foreign one.
+fn repair_tail(f: &mut File, path: &Path, tail: TailBytes) -> Result<Repair, StoreError> {
     let keep = tail.at;
     match judge_tail(&tail.bytes) {
-        Tail::None => Ok(false),
+        Tail::None => Ok(Repair::None),
         Tail::Complete => {
             tracing::warn!(path = %path.display(), "the last record had no newline; kept it");
-            Ok(true)
+            Ok(Repair::Newline)
         }
         Tail::Torn => {
             tracing::warn!(path = %path.display(), cut = tail.bytes.len(), "cut a torn last line");
             f.set_len(keep)
                 .map_err(|e| StoreError::io("truncate", path, e))?;
-            Ok(false)
+            Ok(Repair::Cut(keep))
         }
         Tail::Foreign => {
             let line = line_at(f, path, keep)?;
@@ -251,10 +274,10 @@ pub fn check_tail(path: &Path) -> Result<(), StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(StoreError::io("open", path, e)),
     };
-    let body = check_body(&mut f, path);
-    // A foreign tail is named before a corrupt line above it.
-    let tail = match body {
-        Ok(tail) => tail,
+    let md = f.metadata().map_err(|e| StoreError::io("stat", path, e))?;
+    let (at, bytes) = match check_body(&mut f, path, md) {
+        Ok(tail) => (tail.at, tail.bytes),
+        // A foreign tail is named before a corrupt line above it.
         Err(e) => {
             let len = f
                 .metadata()
@@ -262,18 +285,14 @@ pub fn check_tail(path: &Path) -> Result<(), StoreError> {
                 .len();
             let (start, buf) = read_back(&mut f, path, len, 1)?;
             let tail_at = buf.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
-            TailBytes {
-                at: start + tail_at as u64,
-                bytes: if judge_tail(&buf[tail_at..]) == Tail::Foreign {
-                    buf[tail_at..].to_vec()
-                } else {
-                    return Err(e);
-                },
+            if judge_tail(&buf[tail_at..]) != Tail::Foreign {
+                return Err(e);
             }
+            (start + tail_at as u64, buf[tail_at..].to_vec())
         }
     };
-    if judge_tail(&tail.bytes) == Tail::Foreign {
-        let line = line_at(&mut f, path, tail.at)?;
+    if judge_tail(&bytes) == Tail::Foreign {
+        let line = line_at(&mut f, path, at)?;
         return Err(corrupt(
             path,
             line,

@@ -36,23 +36,34 @@ pub fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
 /// Open a file under the state dir with `opts`; a file that is ours and
 /// wider than 0600 (new, or left by an older drover) is made 0600.
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> Result<File, StoreError> {
+    open_private_stat(path, opts).map(|(f, _)| f)
+}
+
+/// [`open_private`], with the file's metadata as it was opened (its mode
+/// as before a tightening): the `fstat` the check made, for a caller that
+/// needs one.
+pub(crate) fn open_private_stat(
+    path: &Path,
+    opts: &mut OpenOptions,
+) -> Result<(File, std::fs::Metadata), StoreError> {
     let f = opts
         .mode(FILE_MODE)
         .open(path)
         .map_err(|e| StoreError::io("open", path, e))?;
-    make_private(&f, path)?;
-    Ok(f)
+    let md = make_private(&f, path)?;
+    Ok((f, md))
 }
 
-/// fchmod an open file to 0600 when it is a regular file of ours with other bits.
-pub(crate) fn make_private(f: &File, path: &Path) -> Result<(), StoreError> {
+/// fchmod an open file to 0600 when it is a regular file of ours with other
+/// bits; returns the metadata it read.
+pub(crate) fn make_private(f: &File, path: &Path) -> Result<std::fs::Metadata, StoreError> {
     let md = f.metadata().map_err(|e| StoreError::io("stat", path, e))?;
     if md.is_file() && md.mode() & 0o777 != FILE_MODE && md.uid() == nix::unistd::geteuid().as_raw()
     {
         f.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
             .map_err(|e| StoreError::io("chmod", path, e))?;
     }
-    Ok(())
+    Ok(md)
 }
 
 /// Make the state dir's top directory 0700 if it is readable or writable by

@@ -140,7 +140,7 @@ fn last_with(
 }
 
 /// The hint open for one critical section, read and then written through
-/// one descriptor: [`last`] and [`write`] open it twice, which the lock's
+/// one descriptor: [`last`] and [`write()`] open it twice, which the lock's
 /// holder pays for on every transition.
 pub struct Hint {
     file: std::fs::File,
@@ -191,7 +191,7 @@ impl Hint {
         last_with(state_dir, hint, scan, |seq| self.write(seq))
     }
 
-    /// [`write`] through this descriptor.
+    /// [`write()`] through this descriptor.
     pub fn write(&self, seq: u64) -> Result<(), StoreError> {
         let line = encode(seq, boot());
         let io = |op, e| StoreError::Io {

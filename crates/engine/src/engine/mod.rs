@@ -211,8 +211,10 @@ impl Engine {
 
     /// The critical section: read, decide with `decider`, and on accept
     /// write three things, none of them synced: the seq hint (see [`seq`]),
-    /// the record (a temp file renamed into place) and the audit entry (one
-    /// append). The audit log is the journal: the caller makes the entry
+    /// the record (`staged`, a temp file made before the lock, written and
+    /// exchanged into place; the old content it returns is removed by the
+    /// caller after the lock) and the audit entry (one append). The audit
+    /// log is the journal: the caller makes the entry
     /// durable after the lock is let go, in one `fdatasync` that writers
     /// syncing together share, and after a reboot the records are brought up
     /// to the log ([`recover`]). Appended under the lock, the accepted

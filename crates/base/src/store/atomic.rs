@@ -85,17 +85,15 @@ fn replace(
 /// sweep of dead writers' temp files.
 #[derive(Debug)]
 pub struct Staged {
-    tmp: PathBuf,
-    file: Option<File>,
+    file: File,
+    /// The temp file's name, removed when dropped (see [`Replaced`]).
+    tmp: Replaced,
 }
 
 impl Staged {
     /// Make the temp file in `path`'s directory (made private if missing).
     pub fn beside(path: &Path) -> Result<Staged, StoreError> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let dir = dir_of(path);
         super::create_private_dir(dir)?;
         let name = path
             .file_name()
@@ -108,8 +106,11 @@ impl Staged {
         ));
         let file = super::open_private(&tmp, OpenOptions::new().write(true).create_new(true))?;
         Ok(Staged {
-            tmp,
-            file: Some(file),
+            file,
+            tmp: Replaced {
+                path: tmp,
+                remove: true,
+            },
         })
     }
 
@@ -126,75 +127,70 @@ impl Staged {
         self.put(path, &bytes, false, step).map(|(_, r)| r)
     }
 
+    /// Write `bytes`, sync them if `durable`, and put the file in `path`'s
+    /// place: renamed when `durable`, else exchanged ([`swap`]). On an
+    /// error the temp file is removed.
     fn put(
-        mut self,
+        self,
         path: &Path,
         bytes: &[u8],
         durable: bool,
         step: &mut dyn FnMut(&'static str),
     ) -> Result<(DirSync, Replaced), StoreError> {
-        let tmp = self.tmp.clone();
-        let Some(mut f) = self.file.take() else {
-            return Err(StoreError::io(
-                "write",
-                &tmp,
-                std::io::Error::other("temp file already used"),
-            ));
-        };
-        f.write_all(bytes)
-            .map_err(|e| StoreError::io("write", &tmp, e))?;
+        let Staged { mut file, mut tmp } = self;
+        let name = tmp.path.as_path();
+        file.write_all(bytes)
+            .map_err(|e| StoreError::io("write", name, e))?;
         step("written");
         if durable {
-            f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;
+            file.sync_all()
+                .map_err(|e| StoreError::io("fsync", name, e))?;
             step("synced");
         }
-        drop(f);
+        drop(file);
         let swapped = if durable {
-            fs::rename(&tmp, path).map(|()| false)
+            fs::rename(name, path).map(|()| false)
         } else {
-            swap(&tmp, path)
+            swap(name, path)
         }
         .map_err(|e| StoreError::io("rename", path, e))?;
         step("renamed");
-        // The temp name is taken over by `Replaced` (it holds the old
-        // content after an exchange) or gone (renamed into place).
-        self.tmp = PathBuf::new();
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        // After an exchange the temp name holds the old content; after a
+        // rename it is gone.
+        tmp.remove = swapped;
         Ok((
             DirSync {
-                dir: dir.to_path_buf(),
+                dir: dir_of(path).to_path_buf(),
             },
-            Replaced {
-                old: swapped.then_some(tmp),
-            },
+            tmp,
         ))
     }
 }
 
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = fs::remove_file(&self.tmp);
-        }
+/// The directory `path` is in (`.` for a bare name).
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
 }
 
-/// The old content of a document replaced by exchanging names, under the
-/// temp file's name: removed when this is dropped. A writer killed before
-/// leaves a hidden temp file, swept like any other.
+/// A temp file's name beside a document, removed when this is dropped: a
+/// [`Staged`] file not yet put in place, or the old content of a document
+/// replaced by exchanging names. A writer killed before leaves a hidden
+/// temp file, swept like any other.
 #[derive(Debug)]
 #[must_use = "dropping it removes the old content at once"]
 pub struct Replaced {
-    old: Option<PathBuf>,
+    path: PathBuf,
+    /// Whether anything is left under `path` to remove.
+    remove: bool,
 }
 
 impl Drop for Replaced {
     fn drop(&mut self) {
-        if let Some(old) = self.old.take() {
-            let _ = fs::remove_file(old);
+        if self.remove {
+            let _ = fs::remove_file(&self.path);
         }
     }
 }

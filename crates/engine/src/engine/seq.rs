@@ -101,47 +101,11 @@ pub fn last(
     state_dir: &StateDir,
     scan: impl FnOnce() -> Result<u64, StoreError>,
 ) -> Result<u64, StoreError> {
-    last_with(state_dir, hinted(state_dir)?, scan, |seq| {
-        write(state_dir, seq)
-    })
-}
-
-/// [`last`] given what the hint says, writing a new one with `write`.
-fn last_with(
-    state_dir: &StateDir,
-    hint: Option<u64>,
-    scan: impl FnOnce() -> Result<u64, StoreError>,
-    write: impl FnOnce(u64) -> Result<(), StoreError>,
-) -> Result<u64, StoreError> {
-    if let Some(seq) = hint {
-        return Ok(seq);
-    }
-    let legacy_path = state_dir.jobs_seq_legacy();
-    let legacy = read_json::<LegacyDoc>(&legacy_path)?.map_or(0, |d| d.last_seq);
-    let last = legacy.max(scan()?);
-    if !boot().is_empty() {
-        write(last)?;
-    }
-    if legacy > 0 || legacy_path.exists() {
-        match std::fs::remove_file(&legacy_path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(StoreError::Io {
-                    op: "remove",
-                    path: legacy_path,
-                    source: e,
-                });
-            }
-        }
-        tracing::info!(last_seq = last, "seq.json folded into seq.hint");
-    }
-    Ok(last)
+    Hint::open(state_dir)?.last(state_dir, scan)
 }
 
 /// The hint open for one critical section, read and then written through
-/// one descriptor: [`last`] and [`write()`] open it twice, which the lock's
-/// holder pays for on every transition.
+/// one descriptor (two opens cost the lock's holder on every transition).
 pub struct Hint {
     file: std::fs::File,
     path: std::path::PathBuf,
@@ -168,7 +132,8 @@ impl Hint {
         })
     }
 
-    /// [`last`] through this descriptor.
+    /// The last seq given out (see [`last`]), read through this descriptor;
+    /// a hint that does not check is scanned around and rewritten.
     pub fn last(
         &self,
         state_dir: &StateDir,
@@ -188,10 +153,35 @@ impl Hint {
             self.len.set(n);
             (n < buf.len()).then(|| decode(&buf[..n], boot)).flatten()
         };
-        last_with(state_dir, hint, scan, |seq| self.write(seq))
+        if let Some(seq) = hint {
+            return Ok(seq);
+        }
+        let legacy_path = state_dir.jobs_seq_legacy();
+        let legacy = read_json::<LegacyDoc>(&legacy_path)?.map_or(0, |d| d.last_seq);
+        let last = legacy.max(scan()?);
+        if !boot.is_empty() {
+            self.write(last)?;
+        }
+        if legacy > 0 || legacy_path.exists() {
+            match std::fs::remove_file(&legacy_path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StoreError::Io {
+                        op: "remove",
+                        path: legacy_path,
+                        source: e,
+                    });
+                }
+            }
+            tracing::info!(last_seq = last, "seq.json folded into seq.hint");
+        }
+        Ok(last)
     }
 
-    /// [`write()`] through this descriptor.
+    /// Record `seq` as the last given out. Call under `registry.lock`,
+    /// before the record that carries it is written. One `pwrite`, no fsync
+    /// (see the module doc).
     pub fn write(&self, seq: u64) -> Result<(), StoreError> {
         let line = encode(seq, boot());
         let io = |op, e| StoreError::Io {
@@ -212,31 +202,6 @@ impl Hint {
     }
 }
 
-pub fn write(state_dir: &StateDir, seq: u64) -> Result<(), StoreError> {
-    let path = state_dir.jobs_seq_hint();
-    let line = encode(seq, boot());
-    let io = |op, e| StoreError::Io {
-        op,
-        path: path.clone(),
-        source: e,
-    };
-    let f = crate::store::open_private(
-        &path,
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )?;
-    f.write_all_at(line.as_bytes(), 0)
-        .map_err(|e| io("write", e))?;
-    let len = f.metadata().map_err(|e| io("stat", e))?.len();
-    if len != line.len() as u64 {
-        f.set_len(line.len() as u64)
-            .map_err(|e| io("truncate", e))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,11 +219,11 @@ mod tests {
         assert_eq!(decode(&line.as_bytes()[..10], "boot-a"), None);
     }
 
-    /// The one-descriptor hint reads and writes what the two-open path does:
-    /// a missing or torn hint is scanned around and rewritten whole, a
-    /// longer one is cut to one line, and `last` then reads the new seq.
+    /// Through one descriptor: a missing or over-long hint is scanned around
+    /// and rewritten whole (cut to one line), and `last` then reads the new
+    /// seq without a scan.
     #[test]
-    fn the_open_hint_reads_and_writes_as_the_free_functions_do() {
+    fn the_hint_is_scanned_around_when_missing_or_over_long_and_rewritten_whole() {
         if boot().is_empty() {
             return; // no boot id: no hint is ever trusted (see `boot`)
         }

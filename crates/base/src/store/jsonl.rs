@@ -539,6 +539,53 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n{\"a\":2}\nxyz");
     }
 
+    /// `check_tail` (the engine's check before it commits) judges the tail
+    /// from what it reads of the body: a torn tail passes, a foreign one is
+    /// named before a corrupt line above it, a corrupt line alone is named.
+    #[test]
+    fn check_tail_names_a_foreign_tail_first_and_lets_a_torn_one_pass() {
+        let (_d, p) = log();
+        assert!(check_tail(&p).is_ok(), "a missing log");
+        std::fs::write(&p, b"{\"a\":1}\n{\"a\":").unwrap();
+        assert!(check_tail(&p).is_ok(), "a torn tail is cut by the append");
+        std::fs::write(&p, b"{\"a\":1}\nnot json\n{\"a\":2}\nxyz").unwrap();
+        let err = check_tail(&p).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Corrupt { line: Some(4), message, .. }
+                if message.contains("last line")),
+            "{err}"
+        );
+        std::fs::write(&p, b"{\"a\":1}\nnot json\n{\"a\":2}\n").unwrap();
+        let err = check_tail(&p).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Corrupt { line: Some(2), .. }),
+            "{err}"
+        );
+    }
+
+    /// An append remembers how far the log is checked from what it read and
+    /// wrote, past a tail it repaired (a newline added, a torn tail cut): a
+    /// bad line another writer adds after it is still found by the next.
+    #[test]
+    fn what_others_append_after_a_repaired_tail_is_still_checked() {
+        for (start, repaired) in [
+            (&b"{\"a\":1}"[..], &b"{\"a\":1}\n{\"a\":2}\n"[..]),
+            (&b"{\"a\":1}\n{\"a\":"[..], &b"{\"a\":1}\n{\"a\":2}\n"[..]),
+        ] {
+            let (_d, p) = log();
+            std::fs::write(&p, start).unwrap();
+            append_jsonl(&p, &json!({"a": 2}), false).unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), repaired);
+            let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+            f.write_all(b"garbage\n{\"a\":4}\n").unwrap();
+            let err = append_jsonl(&p, &json!({"a": 5}), false).unwrap_err();
+            assert!(
+                matches!(err, StoreError::Corrupt { line: Some(3), .. }),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn corruption_in_the_middle_is_an_error() {
         let (_d, p) = log();

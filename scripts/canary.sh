@@ -2,8 +2,9 @@
 # The canary: install the newest published Claude Code and Codex into a cache
 # dir of their own, run the real-agent suite and the agents' signal suites
 # against them (an interrupt Claude Code 2.1.337 draws anew showed only
-# there), and print the versions and a pass/fail line per test — so a release that moves the screen
-# is seen before users meet it. Not part of CI (docs/rehearsal.md).
+# there), and print the versions and a pass/fail line per test — so a
+# release that moves the screen is seen before users meet it. Not part of CI
+# (docs/rehearsal.md).
 #   scripts/canary.sh            # newest of both
 #   CANARY_CLAUDE=2.1.340 CANARY_CODEX=0.172.0 scripts/canary.sh
 # Exit 0 when every test passed, 1 otherwise.
